@@ -1,0 +1,62 @@
+//! Generates the protocol types from `schema/*.schema.json` into `$OUT_DIR/protocol.rs`.
+//!
+//! The schema files are bundled first (so a duplicate name or a dangling `$ref` is a readable
+//! build error naming the file and pointer, not a typify panic), then handed to the generator
+//! in `src/codegen/rust_types.rs`.
+
+#[path = "src/codegen/bundle.rs"]
+#[allow(dead_code)]
+mod bundle;
+#[path = "src/codegen/rust_types.rs"]
+mod rust_types;
+
+use std::path::{Path, PathBuf};
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let schema_dir = manifest.join("schema");
+    println!("cargo:rerun-if-changed=schema");
+    println!("cargo:rerun-if-changed=src/codegen/bundle.rs");
+    println!("cargo:rerun-if-changed=src/codegen/rust_types.rs");
+
+    let files = match schema_files(&schema_dir) {
+        Ok(files) => files,
+        Err(e) => fail(&e),
+    };
+    let texts: Vec<(String, String)> = files
+        .iter()
+        .map(|(name, path)| {
+            println!("cargo:rerun-if-changed={}", path.display());
+            let text = std::fs::read_to_string(path).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
+            (name.clone(), text)
+        })
+        .collect();
+    let set = bundle::SchemaSet::from_texts(texts.iter().map(|(n, t)| (n.as_str(), t.as_str())))
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    let bundled = set.bundle().unwrap_or_else(|e| fail(&e.to_string()));
+    let embedded: Vec<(String, String)> =
+        files.iter().map(|(name, path)| (name.clone(), path.display().to_string())).collect();
+    let code = rust_types::generate(&bundled, &embedded).unwrap_or_else(|e| fail(&e));
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("protocol.rs");
+    std::fs::write(&out, code).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
+}
+
+fn schema_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        if name.ends_with(".schema.json") {
+            files.push((name, path));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn fail(message: &str) -> ! {
+    // A panic message is hard to read in cargo's output; print the problem and exit instead.
+    eprintln!("error: schema codegen failed: {message}");
+    println!("cargo:warning=schema codegen failed: {message}");
+    std::process::exit(1);
+}

@@ -1,0 +1,11 @@
+//! Code and document generation from the schema.
+//!
+//! - [`bundle`]: merges `schema/*.schema.json` into one self-contained document (also compiled
+//!   into `build.rs`).
+//! - [`docs`]: renders `docs/protocol.md` from the bundle and `schema/examples/`.
+//!
+//! `rust_types.rs` in this folder is the build-time Rust generator; only `build.rs` compiles it
+//! (it needs typify, a build dependency).
+
+pub mod bundle;
+pub mod docs;

@@ -1,0 +1,11 @@
+//! agentwire: a protocol-first agent speaking the pi/omp JSONL RPC dialect and the kimi-cli
+//! JSON-RPC 2.0 wire dialect over stdio.
+//!
+//! Layers, each knowing only the ones below it:
+//! - [`protocol`]: types generated from `schema/` by `build.rs`, envelopes, validators;
+//! - [`codegen`]: schema bundling and documentation generation (shared with `build.rs`);
+//! - [`cli`]: the command-line front end.
+
+pub mod cli;
+pub mod codegen;
+pub mod protocol;

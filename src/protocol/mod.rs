@@ -1,0 +1,59 @@
+//! The protocol layer: generated types, envelopes and validators. No I/O, no async runtime.
+//!
+//! Everything here comes from `schema/`: [`generated`] is written by `build.rs`, [`validate`]
+//! compiles the embedded schema with the jsonschema crate. The hand-written parts are the
+//! envelopes and error types ([`envelope`]) and the method traits below, which the generated
+//! code implements for every command and wire method.
+
+pub mod envelope;
+pub mod generated;
+pub mod validate;
+
+pub use envelope::{RpcError, WireError};
+pub use generated::*;
+
+/// A JSONL-dialect command type tied to its response data (lsp-types' `Request` pattern).
+pub trait RpcMethod {
+    /// The command's `type`.
+    const COMMAND: &'static str;
+    /// The success `data`: `()` when the response has none, `Option<T>` when it may be `null`.
+    type Data;
+}
+
+/// A wire-dialect request type tied to its result.
+pub trait WireMethod {
+    /// The JSON-RPC method name.
+    const METHOD: &'static str;
+    /// The success `result`.
+    type Result;
+}
+
+/// A request the agent sends to a wire client, tied to the result the client answers with.
+pub trait WireAgentRequestKind {
+    /// The `params.type` of the request.
+    const TYPE: &'static str;
+    /// What the client answers with.
+    type Result;
+}
+
+/// A tagged union of the schema: discriminator property and (tag, member def) pairs.
+#[derive(Debug, Clone, Copy)]
+pub struct UnionInfo {
+    /// The union's `$defs` name.
+    pub name: &'static str,
+    /// The discriminator property.
+    pub tag_property: &'static str,
+    /// Every accepted tag value with the def that handles it (itself possibly a union).
+    pub members: &'static [(&'static str, &'static str)],
+}
+
+impl UnionInfo {
+    /// The union with this `$defs` name.
+    pub fn get(name: &str) -> Option<&'static UnionInfo> {
+        generated::UNIONS.iter().find(|u| u.name == name)
+    }
+    /// The member def for a tag.
+    pub fn member(&self, tag: &str) -> Option<&'static str> {
+        self.members.iter().find(|(t, _)| *t == tag).map(|(_, m)| *m)
+    }
+}
