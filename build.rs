@@ -37,8 +37,11 @@ fn main() {
     let embedded: Vec<(String, String)> =
         files.iter().map(|(name, path)| (name.clone(), path.display().to_string())).collect();
     let code = rust_types::generate(&bundled, &embedded).unwrap_or_else(|e| fail(&e));
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("protocol.rs");
-    std::fs::write(&out, code).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    for (name, text) in [("protocol.rs", code), ("bundle.json", bundled.to_string())] {
+        let out = out_dir.join(name);
+        std::fs::write(&out, text).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
+    }
 }
 
 fn schema_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {

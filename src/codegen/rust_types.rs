@@ -364,6 +364,7 @@ fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
     let mut impls = Vec::new();
     let mut methods = Vec::new();
     let mut arms = Vec::new();
+    let mut normalize_arms = Vec::new();
     for member in &commands {
         let def = &defs[member];
         let tag = def.pointer("/properties/type/const").and_then(Value::as_str).ok_or(format!("{member}: no tag"))?;
@@ -372,17 +373,26 @@ fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         let variant = format_ident!("{}", tag.to_upper_camel_case());
         let doc = doc_of(def);
         let nullable = def.get("x-response-nullable").and_then(Value::as_bool).unwrap_or(false);
+        let optional = def.get("x-response-optional").and_then(Value::as_bool).unwrap_or(false);
         let (data_ty, to_data) = match def.get("x-response").and_then(ref_name) {
             None => (quote!(()), quote!(|()| ::std::option::Option::None::<()>)),
             Some(r) => {
                 let r = format_ident!("{}", r);
-                if nullable {
+                if optional {
+                    // `None` leaves `data` out of the response.
+                    (quote!(::std::option::Option<#r>), quote!(|d| d))
+                } else if nullable {
+                    // `None` is written as `"data": null`.
                     (quote!(::std::option::Option<#r>), quote!(|d| ::std::option::Option::Some(d)))
                 } else {
                     (quote!(#r), quote!(|d| ::std::option::Option::Some(d)))
                 }
             }
         };
+        if let Some(r) = def.get("x-response").and_then(ref_name) {
+            let r = format_ident!("{}", r);
+            normalize_arms.push(quote! { #tag => roundtrip::<#r>(data) });
+        }
         impls.push(quote! {
             impl crate::protocol::RpcMethod for #ty {
                 const COMMAND: &'static str = #tag;
@@ -414,6 +424,26 @@ fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         ) -> RpcResponse {
             match command { #(#arms,)* }
         }
+        /// Parses a command's success `data` into its typed form and serializes it back (the
+        /// typed round trip the tests and the harness use); `data` of unknown commands and
+        /// `null` data are returned unchanged.
+        pub fn normalize_rpc_response_data(
+            command: &str,
+            data: ::serde_json::Value,
+        ) -> ::std::result::Result<::serde_json::Value, ::serde_json::Error> {
+            if data.is_null() {
+                return Ok(data);
+            }
+            match command {
+                #(#normalize_arms,)*
+                _ => Ok(data),
+            }
+        }
+        fn roundtrip<T: ::serde::Serialize + ::serde::de::DeserializeOwned>(
+            value: ::serde_json::Value,
+        ) -> ::std::result::Result<::serde_json::Value, ::serde_json::Error> {
+            ::serde_json::to_value(::serde_json::from_value::<T>(value)?)
+        }
     })
 }
 
@@ -422,6 +452,7 @@ fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
     let mut impls = Vec::new();
     let mut methods = Vec::new();
     let mut arms = Vec::new();
+    let mut normalize_arms = Vec::new();
     for member in union_members(defs, "WireRequest")? {
         let def = &defs[&member];
         let name = def.pointer("/properties/method/const").and_then(Value::as_str).ok_or(format!("{member}: no method"))?;
@@ -430,6 +461,7 @@ fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         let method = format_ident!("{}", name.to_snake_case());
         let variant = format_ident!("{}", name.to_upper_camel_case());
         let doc = doc_of(def);
+        normalize_arms.push(quote! { #name => roundtrip::<#res>(result) });
         impls.push(quote! {
             impl crate::protocol::WireMethod for #ty {
                 const METHOD: &'static str = #name;
@@ -450,6 +482,7 @@ fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         let name = def.pointer("/properties/type/const").and_then(Value::as_str).ok_or(format!("{member}: no type"))?;
         let result = def.get("x-result").and_then(ref_name).ok_or(format!("{member}: no x-result"))?;
         let (ty, res) = (format_ident!("{}", member), format_ident!("{}", result));
+        normalize_arms.push(quote! { #name => roundtrip::<#res>(result) });
         impls.push(quote! {
             impl crate::protocol::WireAgentRequestKind for #ty {
                 const TYPE: &'static str = #name;
@@ -471,6 +504,17 @@ fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
             request: WireRequest,
         ) -> ::std::result::Result<::serde_json::Value, crate::protocol::WireError> {
             match request { #(#arms,)* }
+        }
+        /// Typed round trip of a `result`: of a client method (`prompt`, …) or of the client's
+        /// answer to an agent request (`ApprovalRequest`, …). Unknown names pass through.
+        pub fn normalize_wire_result(
+            method_or_request: &str,
+            result: ::serde_json::Value,
+        ) -> ::std::result::Result<::serde_json::Value, ::serde_json::Error> {
+            match method_or_request {
+                #(#normalize_arms,)*
+                _ => Ok(result),
+            }
         }
     })
 }
@@ -496,5 +540,7 @@ fn tables(unions: &[Union], schema_files: &[(String, String)]) -> TokenStream {
         pub const UNIONS: &[crate::protocol::UnionInfo] = &[#(#union_infos),*];
         /// The schema files the types were generated from, embedded: (file name, text).
         pub const SCHEMA_FILES: &[(&str, &str)] = &[#(#files),*];
+        /// All schema files bundled into one document (`crate::codegen::bundle`), as JSON text.
+        pub const BUNDLE_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/bundle.json"));
     }
 }

@@ -16,7 +16,8 @@ pub use generated::*;
 pub trait RpcMethod {
     /// The command's `type`.
     const COMMAND: &'static str;
-    /// The success `data`: `()` when the response has none, `Option<T>` when it may be `null`.
+    /// The success `data`: `()` when the response has none, `Option<T>` when it may be `null`
+    /// (`x-response-nullable`) or absent (`x-response-optional`).
     type Data;
 }
 

@@ -1,1 +1,425 @@
-//! placeholder, replaced below
+//! Frame validation against the embedded schema, with errors that name the field.
+//!
+//! A plain `oneOf` validator can only say "not valid under any of the schemas listed in
+//! oneOf". Here every tagged union is resolved by its discriminator first, then the chosen
+//! member's compiled validator runs, so errors read
+//! `set_model: /modelId: "modelId" is a required property`. When a member holds a nested
+//! union (an `AgentMessage` inside `message_end`), a `oneOf` failure is re-checked the same way
+//! at that spot. Response frames are also checked against the command's `x-response` (JSONL)
+//! or the method's `x-result` (wire) when the method is known.
+//!
+//! Validators are compiled lazily, once per def, from one shared registry holding the bundle
+//! (jsonschema with default features off: no HTTP retriever; every ref is local).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use serde_json::Value;
+
+use super::generated::BUNDLE_JSON;
+use super::UnionInfo;
+use crate::codegen::bundle::BUNDLE_ID;
+
+/// Which protocol a frame belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Dialect {
+    /// The pi / omp JSONL RPC dialect.
+    Rpc,
+    /// The kimi-cli JSON-RPC 2.0 wire dialect.
+    Wire,
+}
+
+/// Which way a frame travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Host/client → agent (stdin).
+    Inbound,
+    /// Agent → host/client (stdout).
+    Outbound,
+}
+
+/// Why a frame is invalid: the frame's tag (command, event or method) when one was read, the
+/// JSON pointer of the offending value, and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameError {
+    /// Command name, event type or method; empty when none could be read.
+    pub context: String,
+    /// JSON pointer into the frame (`/modelId`), empty for the frame itself.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.context.is_empty() {
+            write!(f, "{}: ", self.context)?;
+        }
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// The schema, compiled: validates frames and arbitrary defs.
+pub struct SchemaValidator {
+    bundle: Value,
+    registry: jsonschema::Registry<'static>,
+    compiled: RwLock<HashMap<String, Arc<jsonschema::Validator>>>,
+}
+
+impl fmt::Debug for SchemaValidator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchemaValidator").finish_non_exhaustive()
+    }
+}
+
+/// The process-wide validator for the embedded schema.
+pub fn validator() -> &'static SchemaValidator {
+    static GLOBAL: OnceLock<SchemaValidator> = OnceLock::new();
+    GLOBAL.get_or_init(|| SchemaValidator::from_bundle(serde_json::from_str(BUNDLE_JSON).expect("the embedded bundle is JSON")))
+}
+
+impl SchemaValidator {
+    /// A validator for a bundled schema document (see [`crate::codegen::bundle`]).
+    pub fn from_bundle(bundle: Value) -> Self {
+        let registry = jsonschema::Registry::new()
+            .add(BUNDLE_ID, bundle.clone())
+            .and_then(|b| b.prepare())
+            .expect("the bundle is a valid schema resource");
+        Self { bundle, registry, compiled: RwLock::new(HashMap::new()) }
+    }
+
+    /// The bundled schema document.
+    pub fn bundle(&self) -> &Value {
+        &self.bundle
+    }
+
+    /// A def of the bundle, or a node below one (`UserContent/oneOf/1`).
+    pub fn def(&self, key: &str) -> Option<&Value> {
+        self.bundle.pointer(&format!("/$defs/{key}"))
+    }
+
+    fn compiled(&self, def: &str) -> Result<Arc<jsonschema::Validator>, FrameError> {
+        if let Some(v) = self.compiled.read().unwrap_or_else(|e| e.into_inner()).get(def) {
+            return Ok(v.clone());
+        }
+        if self.def(def).is_none() {
+            return Err(FrameError { context: String::new(), path: String::new(), message: format!("the schema has no definition `{def}`") });
+        }
+        let schema = serde_json::json!({ "$ref": format!("{BUNDLE_ID}#/$defs/{def}") });
+        let compiled = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .with_registry(&self.registry)
+            .build(&schema)
+            .map_err(|e| FrameError { context: String::new(), path: String::new(), message: format!("schema `{def}` does not compile: {e}") })?;
+        let compiled = Arc::new(compiled);
+        self.compiled.write().unwrap_or_else(|e| e.into_inner()).insert(def.to_owned(), compiled.clone());
+        Ok(compiled)
+    }
+
+    /// Validates `value` against the def `name` (a union is resolved by its discriminator).
+    pub fn validate_def(&self, name: &str, value: &Value) -> Result<(), FrameError> {
+        self.check(name, value, "", "")
+    }
+
+    /// Validates one frame of a dialect and direction, the way the server and harness do.
+    /// `request_method` names the method a wire response answers, when the caller tracks it.
+    pub fn validate_frame(
+        &self,
+        dialect: Dialect,
+        direction: Direction,
+        frame: &Value,
+        request_method: Option<&str>,
+    ) -> Result<(), FrameError> {
+        match (dialect, direction) {
+            (Dialect::Rpc, Direction::Inbound) => self.validate_def("RpcInboundFrame", frame),
+            (Dialect::Rpc, Direction::Outbound) => {
+                self.validate_def("RpcOutboundFrame", frame)?;
+                if frame.get("type").and_then(Value::as_str) == Some("response") {
+                    self.check_rpc_response_data(frame)?;
+                }
+                Ok(())
+            }
+            (Dialect::Wire, Direction::Inbound) => {
+                if frame.get("method").is_some() {
+                    self.validate_def("WireRequest", frame)
+                } else {
+                    self.check_wire_response(frame, request_method, "x-result", "WireAgentRequestParams")
+                }
+            }
+            (Dialect::Wire, Direction::Outbound) => {
+                if frame.get("method").is_some() {
+                    self.validate_def("WireAgentMessage", frame)?;
+                    self.check_subagent_event(frame.get("params"), "/params")
+                } else {
+                    self.check_wire_response(frame, request_method, "x-result", "WireRequest")
+                }
+            }
+        }
+    }
+
+    /// The def of the command (JSONL) or method (wire) `tag` within a union.
+    fn member_def(&self, union: &str, tag: &str) -> Option<&Value> {
+        let info = UnionInfo::get(union)?;
+        let member = info.member(tag)?;
+        match UnionInfo::get(member) {
+            Some(_) => self.member_def(member, tag),
+            None => self.def(member),
+        }
+    }
+
+    fn check_rpc_response_data(&self, frame: &Value) -> Result<(), FrameError> {
+        let command = frame.get("command").and_then(Value::as_str).unwrap_or_default();
+        let fail = |path: &str, message: String| FrameError { context: command.to_owned(), path: path.to_owned(), message };
+        match frame.get("success") {
+            Some(Value::Bool(false)) => {
+                return match frame.get("error") {
+                    Some(Value::String(_)) => Ok(()),
+                    _ => Err(fail("", "a failed response needs an `error` string".into())),
+                };
+            }
+            Some(Value::Bool(true)) if frame.get("error").is_some() => {
+                return Err(fail("/error", "a successful response has no `error`".into()));
+            }
+            _ => {}
+        }
+        // Responses to commands we do not know (e.g. `parse`) carry no data to check.
+        let Some(def) = self.member_def("RpcCommand", command) else { return Ok(()) };
+        let data = frame.get("data");
+        match (def.get("x-response").and_then(|r| r.get("$ref")).and_then(Value::as_str), data) {
+            (None, None) => Ok(()),
+            (None, Some(_)) => Err(fail("/data", format!("`{command}` answers without data"))),
+            (Some(_), None) if def.get("x-response-optional") == Some(&Value::Bool(true)) => Ok(()),
+            (Some(_), None) => Err(fail("", format!("`{command}` answers with data"))),
+            (Some(_), Some(Value::Null)) if def.get("x-response-nullable") == Some(&Value::Bool(true)) => Ok(()),
+            (Some(r), Some(data)) => {
+                let target = r.trim_start_matches("#/$defs/");
+                self.check(target, data, "/data", command)
+            }
+        }
+    }
+
+    fn check_wire_response(&self, frame: &Value, method: Option<&str>, link: &str, union: &str) -> Result<(), FrameError> {
+        let context = method.unwrap_or_default();
+        if frame.get("error").is_some() {
+            if frame.get("result").is_some() {
+                return Err(FrameError { context: context.into(), path: String::new(), message: "a response has either `result` or `error`, not both".into() });
+            }
+            return self.check("WireErrorResponse", frame, "", context);
+        }
+        self.check("WireSuccessResponse", frame, "", context)?;
+        let Some(method) = method else { return Ok(()) };
+        let Some(def) = self.member_def(union, method) else { return Ok(()) };
+        match def.get(link).and_then(|r| r.get("$ref")).and_then(Value::as_str) {
+            Some(r) => self.check(r.trim_start_matches("#/$defs/"), &frame["result"], "/result", method),
+            None => Ok(()),
+        }
+    }
+
+    /// `SubagentEvent.event` is open in the schema (the union would be recursive); check it here.
+    fn check_subagent_event(&self, params: Option<&Value>, at: &str) -> Result<(), FrameError> {
+        let Some(params) = params else { return Ok(()) };
+        if params.get("type").and_then(Value::as_str) != Some("SubagentEvent") {
+            return Ok(());
+        }
+        let Some(inner) = params.pointer("/payload/event") else { return Ok(()) };
+        let at = format!("{at}/payload/event");
+        self.check("WireEvent", inner, &at, "SubagentEvent")?;
+        self.check_subagent_event(Some(inner), &at)
+    }
+
+    /// Checks `value` against `key` (a def name, or a pointer below `$defs` such as
+    /// `UserContent/oneOf/1`); `at` is the pointer of `value` inside the frame and `context`
+    /// the frame's tag when already known.
+    fn check(&self, key: &str, value: &Value, at: &str, context: &str) -> Result<(), FrameError> {
+        if let Some(info) = UnionInfo::get(key) {
+            let prop = info.tag_property;
+            let fail = |path: String, message: String| FrameError { context: context.to_owned(), path, message };
+            if !value.is_object() {
+                return Err(fail(at.to_owned(), format!("{value} is not of type \"object\"")));
+            }
+            let tag = match value.get(prop) {
+                Some(Value::String(tag)) => tag,
+                Some(other) => return Err(fail(format!("{at}/{prop}"), format!("{other} is not of type \"string\""))),
+                None => return Err(fail(format!("{at}/{prop}"), format!("\"{prop}\" is a required property"))),
+            };
+            let Some(member) = info.member(tag) else {
+                let expected: Vec<&str> = info.members.iter().map(|(t, _)| *t).collect();
+                return Err(fail(format!("{at}/{prop}"), format!("unknown {prop} \"{tag}\", expected one of {expected:?}")));
+            };
+            let context = if context.is_empty() { tag.as_str() } else { context };
+            return self.check(member, value, at, context);
+        }
+        match self.untagged_member(key, value) {
+            Some(Ok(member)) => return self.check(&member, value, at, context),
+            Some(Err(expected)) => {
+                let context = if context.is_empty() { def_context(key, value) } else { context.to_owned() };
+                return Err(FrameError { context, path: at.to_owned(), message: format!("{value} is not {expected}") });
+            }
+            None => {}
+        }
+        let compiled = self.compiled(key)?;
+        let Some(error) = compiled.iter_errors(value).next() else { return Ok(()) };
+        let context = if context.is_empty() { def_context(key, value) } else { context.to_owned() };
+        // A nested union failed as a whole: resolve it by its tag (or JSON type) to name the
+        // real field.
+        if matches!(error.kind(), jsonschema::error::ValidationErrorKind::OneOfNotValid { .. }) {
+            if let Some(union_key) = self.union_at(key, error.schema_path().as_str()) {
+                let inner_path = error.instance_path().as_str().to_owned();
+                let same_spot = union_key == key && inner_path.is_empty();
+                if let Some(inner) = value.pointer(&inner_path).filter(|_| !same_spot) {
+                    return self.check(&union_key, inner, &format!("{at}{inner_path}"), &context);
+                }
+            }
+        }
+        let mut path = format!("{at}{}", error.instance_path());
+        if let jsonschema::error::ValidationErrorKind::Required { property } = error.kind() {
+            if let Some(p) = property.as_str() {
+                path = format!("{path}/{p}");
+            }
+        }
+        Err(FrameError { context, path, message: error.to_string() })
+    }
+
+    /// For an `x-untagged` union (members of different JSON types), the member matching the
+    /// value's JSON type, or (`Err`) a description of the accepted types when none matches.
+    fn untagged_member(&self, key: &str, value: &Value) -> Option<Result<String, String>> {
+        let node = self.def(key)?;
+        if node.get("x-untagged") != Some(&Value::Bool(true)) {
+            return None;
+        }
+        let json_type = match value {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        let members = node.get("oneOf")?.as_array()?;
+        let mut accepted: Vec<String> = Vec::new();
+        let matching: Vec<String> = members
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let (member_key, schema) = match m.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+                    Some(target) => (target.to_owned(), self.def(target)?),
+                    None => (format!("{key}/oneOf/{i}"), m),
+                };
+                let declared = schema.get("type").or_else(|| schema.get("oneOf").map(|_| &Value::Null))?;
+                let fits = match declared {
+                    Value::String(t) => {
+                        accepted.push(format!("a JSON {t}"));
+                        t == json_type || (t == "number" && json_type == "integer")
+                    }
+                    Value::Array(ts) => {
+                        accepted.extend(ts.iter().filter_map(Value::as_str).map(|t| format!("a JSON {t}")));
+                        ts.iter().any(|t| t == json_type)
+                    }
+                    _ => {
+                        accepted.push("an object".into());
+                        json_type == "object"
+                    }
+                };
+                fits.then_some(member_key)
+            })
+            .collect();
+        match matching.len() {
+            1 => matching.into_iter().next().map(Ok),
+            0 => Some(Err(accepted.join(" or "))),
+            _ => None,
+        }
+    }
+
+    /// Follows a schema path (`/$ref/properties/message/$ref/oneOf`) from `key` and returns the
+    /// key of the node whose `oneOf` failed.
+    fn union_at(&self, key: &str, schema_path: &str) -> Option<String> {
+        // After a `$ref` hop jsonschema reports the location inside the bundle itself.
+        if let Some(inner) = schema_path.strip_prefix("/$defs/").and_then(|p| p.strip_suffix("/oneOf")) {
+            return self.def(inner).filter(|n| n.get("oneOf").is_some()).map(|_| inner.to_owned());
+        }
+        let mut key = key.to_owned();
+        let mut node = self.def(&key)?;
+        let mut segments = schema_path.trim_start_matches('/').split('/').peekable();
+        // The compiled root is `{"$ref": bundle#/$defs/<key>}`: skip that first hop.
+        if segments.peek() == Some(&"$ref") {
+            segments.next();
+        }
+        for raw in segments {
+            if raw == "oneOf" {
+                return node.get("oneOf").map(|_| key);
+            }
+            if raw == "$ref" {
+                let target = node.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?;
+                key = target.to_owned();
+                node = self.def(target)?;
+                continue;
+            }
+            let seg = raw.replace("~1", "/").replace("~0", "~");
+            node = match node {
+                Value::Object(m) => m.get(&seg)?,
+                Value::Array(a) => a.get(seg.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+            key = format!("{key}/{raw}");
+        }
+        None
+    }
+}
+
+/// The tag of a frame, for error context, when the def is a tagged member.
+fn def_context(def: &str, value: &Value) -> String {
+    ["type", "method"]
+        .iter()
+        .find_map(|k| value.get(*k).and_then(Value::as_str))
+        .map(str::to_owned)
+        .unwrap_or_else(|| def.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rpc_in(v: Value) -> String {
+        validator().validate_frame(Dialect::Rpc, Direction::Inbound, &v, None).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_the_command_and_field() {
+        assert_eq!(rpc_in(json!({"type":"set_model","provider":"p"})), r#"set_model: /modelId: "modelId" is a required property"#);
+        let e = rpc_in(json!({"type":"set_thinking_level","level":"hgh"}));
+        assert!(e.starts_with(r#"set_thinking_level: /level: "hgh" is not one of"#), "{e}");
+        let e = rpc_in(json!({"type":"set_modle"}));
+        assert!(e.starts_with(r#"/type: unknown type "set_modle", expected one of ["prompt""#), "{e}");
+        assert_eq!(rpc_in(json!({"id":1})), r#"/type: "type" is a required property"#);
+    }
+
+    #[test]
+    fn nested_unions_are_resolved_by_tag() {
+        let check = |frame: Value| validator().validate_frame(Dialect::Rpc, Direction::Outbound, &frame, None).unwrap_err().to_string();
+        let e = check(json!({"type":"message_end","message":{"role":"user","content":[{"type":"text"}],"timestamp":1}}));
+        assert_eq!(e, r#"message_end: /message/content/0/text: "text" is a required property"#);
+        let e = check(json!({"type":"message_end","message":{"role":"robot"}}));
+        assert!(e.starts_with(r#"message_end: /message/role: unknown role "robot""#), "{e}");
+        let e = check(json!({"type":"extension_ui_request","id":"u1","method":"confirm","title":"t"}));
+        assert_eq!(e, r#"extension_ui_request: /message: "message" is a required property"#);
+    }
+
+    #[test]
+    fn response_data_is_checked_against_x_response() {
+        let ok = json!({"id":"a","type":"response","command":"get_last_assistant_text","success":true,"data":{"text":null}});
+        validator().validate_frame(Dialect::Rpc, Direction::Outbound, &ok, None).unwrap();
+        let bad = json!({"type":"response","command":"get_last_assistant_text","success":true,"data":{}});
+        let e = validator().validate_frame(Dialect::Rpc, Direction::Outbound, &bad, None).unwrap_err().to_string();
+        assert_eq!(e, r#"get_last_assistant_text: /data/text: "text" is a required property"#);
+        let extra = json!({"type":"response","command":"abort","success":true,"data":{}});
+        assert!(validator().validate_frame(Dialect::Rpc, Direction::Outbound, &extra, None).is_err());
+    }
+}

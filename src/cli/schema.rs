@@ -1,0 +1,170 @@
+//! `agentwire schema bundle|validate|docs`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+
+use serde_json::Value;
+
+use crate::codegen::bundle::SchemaSet;
+use crate::protocol::validate::{validator, Dialect, Direction, FrameError};
+use crate::protocol::{UnionInfo, SCHEMA_FILES};
+
+/// Roots of each dialect's bundle: the frame unions (their `x-response` / `x-result` links
+/// pull in the payload types).
+pub fn dialect_roots(dialect: Option<Dialect>) -> Option<&'static [&'static str]> {
+    match dialect {
+        None => None,
+        Some(Dialect::Rpc) => Some(&["RpcInboundFrame", "RpcOutboundFrame"]),
+        Some(Dialect::Wire) => Some(&["WireInboundFrame", "WireOutboundFrame", "WireAgentRequestParams"]),
+    }
+}
+
+/// The bundled schema (one dialect's or all of it) as pretty JSON text.
+pub fn bundle_text(dialect: Option<Dialect>) -> Result<String, String> {
+    let set = SchemaSet::from_texts(SCHEMA_FILES.iter().copied()).map_err(|e| e.to_string())?;
+    let bundle = set.bundle_reachable(dialect_roots(dialect)).map_err(|e| e.to_string())?;
+    serde_json::to_string_pretty(&bundle).map_err(|e| e.to_string())
+}
+
+/// What one input line is, once the transcript wrapper (if any) is taken off.
+enum Line {
+    /// A frame, with its direction when the line said so (`dir`).
+    Frame(Value, Option<Direction>),
+    /// A line that is not a JSON object frame (sent raw by a test harness, or not JSON).
+    NotJson(String),
+    /// Transcript bookkeeping (`meta`, `eof`): nothing to check.
+    Skip,
+}
+
+fn classify(text: &str) -> Line {
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return Line::NotJson(format!("not valid JSON: {e}")),
+    };
+    // The reference-transcript line format: {"dir":"in"|"out"|"meta", "t_ms", "frame"|"raw"|"eof"}.
+    let Some(dir) = value.get("dir").and_then(Value::as_str) else { return Line::Frame(value, None) };
+    let direction = match dir {
+        "in" => Direction::Inbound,
+        "out" => Direction::Outbound,
+        _ => return Line::Skip,
+    };
+    if let Some(frame) = value.get("frame") {
+        return Line::Frame(frame.clone(), Some(direction));
+    }
+    match value.get("raw").and_then(Value::as_str) {
+        Some(raw) => match serde_json::from_str::<Value>(raw) {
+            Ok(frame) => Line::Frame(frame, Some(direction)),
+            Err(e) => Line::NotJson(format!("not valid JSON: {e}")),
+        },
+        None => Line::Skip,
+    }
+}
+
+/// Tracks request ids so responses can be checked against the method they answer.
+#[derive(Default)]
+pub struct FrameChecker {
+    /// wire: client request id → method (for the agent's responses).
+    client_requests: HashMap<String, String>,
+    /// wire: agent request id → request type (for the client's responses).
+    agent_requests: HashMap<String, String>,
+    forced: Option<Dialect>,
+}
+
+impl FrameChecker {
+    /// A checker; `dialect` forces the dialect, otherwise it is detected per frame.
+    pub fn new(dialect: Option<Dialect>) -> Self {
+        Self { forced: dialect, ..Self::default() }
+    }
+
+    /// Validates one frame; `direction` is detected from the frame when not given.
+    pub fn check(&mut self, frame: &Value, direction: Option<Direction>) -> Result<(), FrameError> {
+        let dialect = self.forced.unwrap_or_else(|| detect_dialect(frame));
+        let direction = direction.unwrap_or_else(|| detect_direction(dialect, frame));
+        let id_key = frame.get("id").map(Value::to_string);
+        let mut method_for_response = None;
+        if dialect == Dialect::Wire {
+            let method = frame.get("method").and_then(Value::as_str);
+            match (direction, method, &id_key) {
+                (Direction::Inbound, Some(m), Some(id)) => {
+                    self.client_requests.insert(id.clone(), m.to_owned());
+                }
+                (Direction::Outbound, Some("request"), Some(id)) => {
+                    if let Some(t) = frame.pointer("/params/type").and_then(Value::as_str) {
+                        self.agent_requests.insert(id.clone(), t.to_owned());
+                    }
+                }
+                (Direction::Outbound, None, Some(id)) => method_for_response = self.client_requests.remove(id),
+                (Direction::Inbound, None, Some(id)) => method_for_response = self.agent_requests.remove(id),
+                _ => {}
+            }
+        }
+        validator().validate_frame(dialect, direction, frame, method_for_response.as_deref())
+    }
+}
+
+/// `jsonrpc` or `method` → wire; anything else → JSONL RPC.
+pub fn detect_dialect(frame: &Value) -> Dialect {
+    if frame.get("jsonrpc").is_some() || frame.get("method").and_then(Value::as_str).is_some_and(|m| !m.is_empty()) && frame.get("type").is_none() {
+        Dialect::Wire
+    } else {
+        Dialect::Rpc
+    }
+}
+
+/// Picks the union whose tags include the frame's discriminator.
+pub fn detect_direction(dialect: Dialect, frame: &Value) -> Direction {
+    match dialect {
+        Dialect::Rpc => {
+            let tag = frame.get("type").and_then(Value::as_str).unwrap_or_default();
+            let outbound = UnionInfo::get("RpcOutboundFrame").is_some_and(|u| u.member(tag).is_some());
+            if outbound { Direction::Outbound } else { Direction::Inbound }
+        }
+        Dialect::Wire => match frame.get("method").and_then(Value::as_str) {
+            Some("event" | "request") => Direction::Outbound,
+            Some(_) => Direction::Inbound,
+            None => Direction::Outbound,
+        },
+    }
+}
+
+/// Checks every line of a JSONL stream; returns (1-based line, problem) per invalid frame.
+pub fn check_lines(reader: impl BufRead, dialect: Option<Dialect>) -> std::io::Result<Vec<(usize, String)>> {
+    let mut checker = FrameChecker::new(dialect);
+    let mut problems = Vec::new();
+    for (index, line) in reader.lines().enumerate() {
+        let line = line?;
+        let text = line.trim_end_matches('\r');
+        if text.trim().is_empty() {
+            continue;
+        }
+        let problem = match classify(text) {
+            Line::Skip => None,
+            Line::NotJson(reason) => Some(reason),
+            Line::Frame(frame, direction) => checker.check(&frame, direction).err().map(|e| e.to_string()),
+        };
+        if let Some(problem) = problem {
+            problems.push((index + 1, problem));
+        }
+    }
+    Ok(problems)
+}
+
+/// `schema validate`: checks every line of every file (`-` is stdin), prints one line per
+/// invalid frame to `out`, and returns how many were invalid. Unreadable files are `Err`.
+pub fn validate_files(paths: &[String], dialect: Option<Dialect>, out: &mut dyn Write) -> Result<usize, String> {
+    let mut invalid = 0;
+    for path in paths {
+        let problems = if path == "-" {
+            check_lines(std::io::stdin().lock(), dialect)
+        } else {
+            let file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+            check_lines(std::io::BufReader::new(file), dialect)
+        }
+        .map_err(|e| format!("{path}: {e}"))?;
+        for (line, problem) in problems {
+            invalid += 1;
+            writeln!(out, "{path}:{line}: {problem}").map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(invalid)
+}
