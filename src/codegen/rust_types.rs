@@ -192,6 +192,7 @@ fn fix_structs(file: &mut syn::File, defs: &Map<String, Value>) {
         let mut fields: Vec<syn::Field> = named.named.iter().cloned().collect();
         for f in &mut fields {
             optional_vec_to_option(f);
+            keep_explicit_null(f);
         }
         fields.sort_by_key(|f| {
             let wire = wire_name(f);
@@ -219,8 +220,8 @@ fn optional_vec_to_option(f: &mut syn::Field) {
     let mut changed = false;
     for attr in &mut f.attrs {
         let text = quote!(#attr).to_string();
-        if text.contains("skip_serializing_if") && text.contains("Vec::is_empty") {
-            *attr = syn::parse_quote!(#[serde(default, skip_serializing_if = "::std::option::Option::is_none")]);
+        if text.contains("\"::std::vec::Vec::is_empty\"") {
+            *attr = reparse_attr(&text.replace("\"::std::vec::Vec::is_empty\"", "\"::std::option::Option::is_none\""));
             changed = true;
         }
     }
@@ -228,6 +229,27 @@ fn optional_vec_to_option(f: &mut syn::Field) {
         let ty = &f.ty;
         f.ty = syn::parse_quote!(::std::option::Option<#ty>);
     }
+}
+
+/// An optional any-value field (`Option<serde_json::Value>`): serde reads `null` as `None`,
+/// which would drop an explicit `"data": null`. Read it as `Some(Null)` instead.
+fn keep_explicit_null(f: &mut syn::Field) {
+    let ty = &f.ty;
+    if quote!(#ty).to_string().replace(' ', "") != "::std::option::Option<::serde_json::Value>" {
+        return;
+    }
+    for attr in &mut f.attrs {
+        let text = quote!(#attr).to_string();
+        if text.contains("skip_serializing_if") && !text.contains("deserialize_with") {
+            let patched = text.replacen("serde (", "serde (default , deserialize_with = \"crate::protocol::envelope::deserialize_present\" , ", 1);
+            *attr = reparse_attr(&patched);
+        }
+    }
+}
+
+fn reparse_attr(text: &str) -> syn::Attribute {
+    let tokens: TokenStream = text.parse().expect("a patched attribute still tokenizes");
+    syn::parse_quote!(#tokens)
 }
 
 fn lit_types(lits: &BTreeMap<String, String>) -> TokenStream {

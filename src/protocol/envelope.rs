@@ -45,6 +45,12 @@ impl RpcError {
     }
 }
 
+/// `deserialize_with` helper for optional any-value fields: a present key (even `null`) is
+/// `Some`, so `"data": null` survives a round trip; an absent key is `None` (via `default`).
+pub fn deserialize_present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 /// Builds the response frame for a command's outcome. `data: None` leaves the key out;
 /// `Some(None)`-style nulls are produced by serializing `Option::None` to `null`.
 pub fn rpc_response<T: serde::Serialize>(
