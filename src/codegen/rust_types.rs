@@ -256,6 +256,7 @@ fn lit_types(lits: &BTreeMap<String, String>) -> TokenStream {
     let items = lits.iter().map(|(value, name)| {
         let ident = format_ident!("{}", name);
         let doc = format!("The string `\"{value}\"` and nothing else (a tag or other constant).");
+        let expected = format!("the string \"{value}\"");
         quote! {
             #[doc = #doc]
             #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -275,7 +276,7 @@ fn lit_types(lits: &BTreeMap<String, String>) -> TokenStream {
                     if s == #value {
                         Ok(#ident)
                     } else {
-                        Err(<D::Error as ::serde::de::Error>::invalid_value(::serde::de::Unexpected::Str(&s), &#value))
+                        Err(<D::Error as ::serde::de::Error>::invalid_value(::serde::de::Unexpected::Str(&s), &#expected))
                     }
                 }
             }
