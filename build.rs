@@ -36,7 +36,15 @@ fn main() {
     let bundled = set.bundle().unwrap_or_else(|e| fail(&e.to_string()));
     let embedded: Vec<(String, String)> =
         files.iter().map(|(name, path)| (name.clone(), path.display().to_string())).collect();
-    let code = rust_types::generate(&bundled, &embedded).unwrap_or_else(|e| fail(&e));
+    let examples: Vec<(String, String)> = example_files(&schema_dir.join("examples"))
+        .unwrap_or_else(|e| fail(&e))
+        .into_iter()
+        .map(|(name, path)| {
+            println!("cargo:rerun-if-changed={}", path.display());
+            (name, path.display().to_string())
+        })
+        .collect();
+    let code = rust_types::generate(&bundled, &embedded, &examples).unwrap_or_else(|e| fail(&e));
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     for (name, text) in [("protocol.rs", code), ("bundle.json", bundled.to_string())] {
         let out = out_dir.join(name);
@@ -50,6 +58,19 @@ fn schema_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
         let path = entry.map_err(|e| e.to_string())?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
         if name.ends_with(".schema.json") {
+            files.push((name, path));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn example_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        if name.ends_with(".jsonl") {
             files.push((name, path));
         }
     }
