@@ -19,7 +19,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src/codegen/bundle.rs");
     println!("cargo:rerun-if-changed=src/codegen/rust_types.rs");
 
-    let files = match schema_files(&schema_dir) {
+    let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,
         Err(e) => fail(&e),
     };
@@ -36,7 +36,7 @@ fn main() {
     let bundled = set.bundle().unwrap_or_else(|e| fail(&e.to_string()));
     let embedded: Vec<(String, String)> =
         files.iter().map(|(name, path)| (name.clone(), path.display().to_string())).collect();
-    let examples: Vec<(String, String)> = example_files(&schema_dir.join("examples"))
+    let examples: Vec<(String, String)> = files_ending_in(&schema_dir.join("examples"), ".jsonl")
         .unwrap_or_else(|e| fail(&e))
         .into_iter()
         .map(|(name, path)| {
@@ -52,25 +52,13 @@ fn main() {
     }
 }
 
-fn schema_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+/// `(file name, path)` of the files in `dir` whose name ends in `suffix`, sorted.
+fn files_ending_in(dir: &Path, suffix: &str) -> Result<Vec<(String, PathBuf)>, String> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
         let path = entry.map_err(|e| e.to_string())?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
-        if name.ends_with(".schema.json") {
-            files.push((name, path));
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-fn example_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
-        if name.ends_with(".jsonl") {
+        if name.ends_with(suffix) {
             files.push((name, path));
         }
     }

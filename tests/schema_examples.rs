@@ -107,6 +107,17 @@ fn every_example_validates_and_round_trips() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The tagged union a frame belongs to (wire responses have none).
+fn root_union(ex: &Example) -> Option<&'static str> {
+    match (ex.dialect, ex.direction) {
+        (Dialect::Rpc, Direction::Inbound) => Some("RpcInboundFrame"),
+        (Dialect::Rpc, Direction::Outbound) => Some("RpcOutboundFrame"),
+        (Dialect::Wire, Direction::Inbound) if ex.frame.get("method").is_some() => Some("WireRequest"),
+        (Dialect::Wire, Direction::Outbound) if ex.frame.get("method").is_some() => Some("WireAgentMessage"),
+        _ => None,
+    }
+}
+
 /// Every tag of `union` (recursively) for which no example exists.
 fn missing_tags(union: &str, seen: &BTreeSet<(String, String)>) -> Vec<String> {
     let info = UnionInfo::get(union).unwrap();
@@ -169,13 +180,7 @@ fn every_tag_of_every_union_has_an_example() {
     let mut responses: BTreeSet<String> = BTreeSet::new();
     let mut null_data: BTreeSet<String> = BTreeSet::new();
     for ex in examples() {
-        let root = match (ex.dialect, ex.direction) {
-            (Dialect::Rpc, Direction::Inbound) => "RpcInboundFrame",
-            (Dialect::Rpc, Direction::Outbound) => "RpcOutboundFrame",
-            (Dialect::Wire, Direction::Inbound) if ex.frame.get("method").is_some() => "WireRequest",
-            (Dialect::Wire, Direction::Outbound) if ex.frame.get("method").is_some() => "WireAgentMessage",
-            _ => continue,
-        };
+        let Some(root) = root_union(&ex) else { continue };
         record_tags(root, &ex.frame, &mut seen);
         if ex.frame["type"] == "response" && ex.frame["success"] == true {
             let command = ex.frame["command"].as_str().unwrap().to_owned();
@@ -236,13 +241,7 @@ fn wrong_tags_and_missing_fields_are_rejected_naming_the_field() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for ex in examples() {
-        let root = match (ex.dialect, ex.direction) {
-            (Dialect::Rpc, Direction::Inbound) => "RpcInboundFrame",
-            (Dialect::Rpc, Direction::Outbound) => "RpcOutboundFrame",
-            (Dialect::Wire, Direction::Inbound) if ex.frame.get("method").is_some() => "WireRequest",
-            (Dialect::Wire, Direction::Outbound) if ex.frame.get("method").is_some() => "WireAgentMessage",
-            _ => continue,
-        };
+        let Some(root) = root_union(&ex) else { continue };
         let Some((tag_prop, leaf)) = leaf_of(root, &ex.frame) else {
             failures.push(format!("{}:{}: no union member found", ex.file, ex.line));
             continue;

@@ -18,6 +18,11 @@ fn schema_files() -> Vec<(String, Value)> {
     files
 }
 
+/// Every def of every file, by name.
+fn all_defs() -> serde_json::Map<String, Value> {
+    schema_files().iter().flat_map(|(_, d)| d["$defs"].as_object().unwrap().clone()).collect()
+}
+
 /// Keywords outside the draft-07-compatible subset typify understands, or that the notes rule out.
 const FORBIDDEN: &[&str] = &["prefixItems", "if", "then", "else", "patternProperties", "unevaluatedProperties", "unevaluatedItems", "dependentSchemas", "$dynamicRef"];
 
@@ -78,9 +83,7 @@ fn files_use_2020_12_with_ids_titles_and_descriptions() {
 
 #[test]
 fn tagged_unions_have_discriminators_and_named_closed_members() {
-    let files = schema_files();
-    let all: serde_json::Map<String, Value> =
-        files.iter().flat_map(|(_, d)| d["$defs"].as_object().unwrap().clone()).collect();
+    let all = all_defs();
     let mut problems = Vec::new();
     for (name, def) in &all {
         let Some(one_of) = def.get("oneOf").and_then(Value::as_array) else { continue };
@@ -121,9 +124,7 @@ fn tagged_unions_have_discriminators_and_named_closed_members() {
 
 #[test]
 fn every_command_and_wire_method_links_its_result() {
-    let files = schema_files();
-    let all: serde_json::Map<String, Value> =
-        files.iter().flat_map(|(_, d)| d["$defs"].as_object().unwrap().clone()).collect();
+    let all = all_defs();
     let members = |union: &str| -> Vec<String> {
         all[union]["oneOf"].as_array().unwrap().iter().map(|m| m["$ref"].as_str().unwrap().rsplit('/').next().unwrap().to_owned()).collect()
     };
