@@ -145,6 +145,22 @@ fn commands_are_tied_to_their_response_types() {
 }
 
 #[test]
+fn tables_list_every_command_and_method_with_their_results() {
+    let set_model = RPC_COMMANDS.iter().find(|c| c.command == "set_model").unwrap();
+    assert_eq!((set_model.request, set_model.response), ("SetModelCommand", Some("Model")));
+    let cycle = RPC_COMMANDS.iter().find(|c| c.command == "cycle_model").unwrap();
+    assert!(cycle.nullable && !cycle.optional);
+    assert_eq!(RPC_COMMANDS.iter().find(|c| c.command == "abort").unwrap().response, None);
+    assert_eq!(RPC_COMMANDS.len(), RpcCommand::TAGS.len());
+    let names: Vec<&str> = WIRE_METHODS.iter().map(|m| m.name).collect();
+    assert_eq!(names, ["initialize", "prompt", "steer", "replay", "cancel", "set_plan_mode"]);
+    assert_eq!(WIRE_METHODS[1].result, "WirePromptResult");
+    let requests: Vec<(&str, &str)> = WIRE_AGENT_REQUESTS.iter().map(|r| (r.name, r.result)).collect();
+    assert_eq!(requests[0], ("ApprovalRequest", "WireApprovalResult"));
+    assert_eq!(requests.len(), 4);
+}
+
+#[test]
 fn member_structs_write_and_check_their_own_tag() {
     let cmd: SetModelCommand = serde_json::from_value(json!({"provider": "openai", "modelId": "gpt"})).unwrap();
     assert_eq!(serde_json::to_value(&cmd).unwrap(), json!({"type": "set_model", "provider": "openai", "modelId": "gpt"}));

@@ -388,6 +388,7 @@ fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
     let mut methods = Vec::new();
     let mut arms = Vec::new();
     let mut normalize_arms = Vec::new();
+    let mut table = Vec::new();
     for member in &commands {
         let def = &defs[member];
         let tag = def.pointer("/properties/type/const").and_then(Value::as_str).ok_or(format!("{member}: no tag"))?;
@@ -416,6 +417,13 @@ fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
             let r = format_ident!("{}", r);
             normalize_arms.push(quote! { #tag => roundtrip::<#r>(data) });
         }
+        let response = match def.get("x-response").and_then(ref_name) {
+            Some(r) => quote! { ::std::option::Option::Some(#r) },
+            None => quote! { ::std::option::Option::None },
+        };
+        table.push(quote! {
+            crate::protocol::CommandInfo { command: #tag, request: #member, response: #response, nullable: #nullable, optional: #optional }
+        });
         impls.push(quote! {
             impl crate::protocol::RpcMethod for #ty {
                 const COMMAND: &'static str = #tag;
@@ -447,6 +455,8 @@ fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         ) -> RpcResponse {
             match command { #(#arms,)* }
         }
+        /// Every command: its request def and response data def (`x-response`).
+        pub const RPC_COMMANDS: &[crate::protocol::CommandInfo] = &[#(#table),*];
         /// Parses a command's success `data` into its typed form and serializes it back (the
         /// typed round trip the tests and the harness use); `data` of unknown commands and
         /// `null` data are returned unchanged.
@@ -476,6 +486,8 @@ fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
     let mut methods = Vec::new();
     let mut arms = Vec::new();
     let mut normalize_arms = Vec::new();
+    let mut methods_table = Vec::new();
+    let mut requests_table = Vec::new();
     for member in union_members(defs, "WireRequest")? {
         let def = &defs[&member];
         let name = def.pointer("/properties/method/const").and_then(Value::as_str).ok_or(format!("{member}: no method"))?;
@@ -485,6 +497,7 @@ fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         let variant = format_ident!("{}", name.to_upper_camel_case());
         let doc = doc_of(def);
         normalize_arms.push(quote! { #name => roundtrip::<#res>(result) });
+        methods_table.push(quote! { crate::protocol::WireMethodInfo { name: #name, request: #member, result: #result } });
         impls.push(quote! {
             impl crate::protocol::WireMethod for #ty {
                 const METHOD: &'static str = #name;
@@ -506,6 +519,7 @@ fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         let result = def.get("x-result").and_then(ref_name).ok_or(format!("{member}: no x-result"))?;
         let (ty, res) = (format_ident!("{}", member), format_ident!("{}", result));
         normalize_arms.push(quote! { #name => roundtrip::<#res>(result) });
+        requests_table.push(quote! { crate::protocol::WireMethodInfo { name: #name, request: #member, result: #result } });
         impls.push(quote! {
             impl crate::protocol::WireAgentRequestKind for #ty {
                 const TYPE: &'static str = #name;
@@ -528,6 +542,11 @@ fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         ) -> ::std::result::Result<::serde_json::Value, crate::protocol::WireError> {
             match request { #(#arms,)* }
         }
+        /// The JSON-RPC method table: every client method with its request and result defs.
+        pub const WIRE_METHODS: &[crate::protocol::WireMethodInfo] = &[#(#methods_table),*];
+        /// Every agent request type (`params.type` of `method:"request"`) with the result the
+        /// client answers with.
+        pub const WIRE_AGENT_REQUESTS: &[crate::protocol::WireMethodInfo] = &[#(#requests_table),*];
         /// Typed round trip of a `result`: of a client method (`prompt`, …) or of the client's
         /// answer to an agent request (`ApprovalRequest`, …). Unknown names pass through.
         pub fn normalize_wire_result(

@@ -37,6 +37,32 @@ pub trait WireAgentRequestKind {
     type Result;
 }
 
+/// A JSONL command: its request def and the def of its success `data`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandInfo {
+    /// The command's `type`.
+    pub command: &'static str,
+    /// The request's `$defs` name.
+    pub request: &'static str,
+    /// The `data` def (`x-response`), or `None` when the response has no data.
+    pub response: Option<&'static str>,
+    /// `data` may be `null` (`x-response-nullable`).
+    pub nullable: bool,
+    /// `data` may be absent (`x-response-optional`).
+    pub optional: bool,
+}
+
+/// A wire method (or agent request type) with its request and result defs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireMethodInfo {
+    /// Method name (or `params.type` for agent requests).
+    pub name: &'static str,
+    /// The request's `$defs` name.
+    pub request: &'static str,
+    /// The result's `$defs` name (`x-result`).
+    pub result: &'static str,
+}
+
 /// A tagged union of the schema: discriminator property and (tag, member def) pairs.
 #[derive(Debug, Clone, Copy)]
 pub struct UnionInfo {
