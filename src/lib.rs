@@ -3,9 +3,13 @@
 //!
 //! Layers, each knowing only the ones below it:
 //! - [`protocol`]: types generated from `schema/` by `build.rs`, envelopes, validators;
+//! - [`transport`]: LF-only bounded line reading and the single stdout writer;
+//! - [`dialect`]: how inbound lines become commands, and failures error frames, per dialect;
 //! - [`codegen`]: schema bundling and documentation generation (shared with `build.rs`);
 //! - [`cli`]: the command-line front end.
 
 pub mod cli;
 pub mod codegen;
+pub mod dialect;
 pub mod protocol;
+pub mod transport;

@@ -1,0 +1,189 @@
+//! The JSONL RPC dialect's inbound side: one line → a command, a sub-protocol answer, or the
+//! one error response that line gets.
+//!
+//! Rules (see `../shared/protocol-notes.md` §2.3–2.4, "We:"):
+//! - the request's `id` is echoed whenever the line was an object with an `id` key, whatever
+//!   else is wrong (pi and omp drop it for unknown commands, and their hosts wait forever);
+//! - `command` is always a string: the request's `type`, `parse` for lines that are not JSON
+//!   objects (and oversized lines), `unknown` for objects without a string `type`;
+//! - every frame is validated against the schema before anything acts on it, and the error
+//!   names the field (`set_model: /modelId: "modelId" is a required property`).
+
+use serde_json::Value;
+
+use crate::protocol::envelope::rpc_failure;
+use crate::protocol::validate::{validator, Dialect, Direction};
+use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcCommand, RpcError, RpcErrorCode, RpcResponse, UnionInfo};
+use crate::transport::InboundLine;
+
+/// A decoded inbound frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    /// A command, with its raw `id` (echoed verbatim in the response).
+    Command {
+        /// The request's `id`, any JSON value, when it had one.
+        id: Option<Value>,
+        /// The validated command.
+        command: RpcCommand,
+    },
+    /// An answer to an extension UI dialog (never answered itself).
+    UiResponse(ExtensionUiResponse),
+    /// Progress of a host tool call (never answered itself).
+    HostToolUpdate(HostToolUpdate),
+    /// Result of a host tool call (never answered itself).
+    HostToolResult(HostToolResult),
+}
+
+/// Decodes one line; `Err` is the response to write for it.
+pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, RpcResponse> {
+    let bytes = match line {
+        InboundLine::Line(bytes) => bytes,
+        InboundLine::TooLong { bytes } => {
+            return Err(failure(
+                None,
+                "parse",
+                RpcErrorCode::FrameTooLarge,
+                format!("Frame of {bytes} bytes exceeds the {max_line_bytes}-byte line limit; it was skipped"),
+            ))
+        }
+    };
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        failure(None, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
+    })?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| failure(None, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: {e}")))?;
+    let Value::Object(map) = &value else {
+        return Err(failure(
+            None,
+            "parse",
+            RpcErrorCode::ParseError,
+            format!("Failed to parse command: expected a JSON object, got {}", json_kind(&value)),
+        ));
+    };
+    let id = map.get("id").cloned();
+    let Some(Value::String(kind)) = map.get("type") else {
+        let message = match map.get("type") {
+            None => "Missing `type`: every command needs a string `type`".to_owned(),
+            Some(other) => format!("`type` must be a string, got {}", json_kind(other)),
+        };
+        return Err(failure(id, "unknown", RpcErrorCode::InvalidRequest, message));
+    };
+    let kind = kind.clone();
+    if let Some(bad) = id.as_ref().filter(|id| !(id.is_string() || id.is_i64() || id.is_u64())) {
+        return Err(failure(
+            id.clone(),
+            &kind,
+            RpcErrorCode::InvalidRequest,
+            format!("`id` must be a string or an integer, got {}", json_kind(bad)),
+        ));
+    }
+    let inbound = UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame");
+    if inbound.member(&kind).is_none() {
+        return Err(failure(id, &kind, RpcErrorCode::UnknownCommand, format!("Unknown command: {kind}")));
+    }
+    if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Inbound, &value, None) {
+        // A sub-protocol answer without a usable id cannot be matched to anything.
+        let code = if is_subprotocol(&kind) && e.path == "/id" { RpcErrorCode::InvalidRequest } else { RpcErrorCode::InvalidParams };
+        return Err(failure(id, &kind, code, e.to_string()));
+    }
+    let parse_error = |e: serde_json::Error| failure(id.clone(), &kind, RpcErrorCode::InvalidParams, format!("{kind}: {e}"));
+    match kind.as_str() {
+        "extension_ui_response" => serde_json::from_value(value).map(Inbound::UiResponse).map_err(parse_error),
+        "host_tool_update" => serde_json::from_value(value).map(Inbound::HostToolUpdate).map_err(parse_error),
+        "host_tool_result" => serde_json::from_value(value).map(Inbound::HostToolResult).map_err(parse_error),
+        _ => RpcCommand::from_value(value).map(|command| Inbound::Command { id: id.clone(), command }).map_err(parse_error),
+    }
+}
+
+fn is_subprotocol(kind: &str) -> bool {
+    matches!(kind, "extension_ui_response" | "host_tool_update" | "host_tool_result")
+}
+
+fn failure(id: Option<Value>, command: &str, code: RpcErrorCode, message: String) -> RpcResponse {
+    rpc_failure(id, command, RpcError::new(code, message))
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(text: &str) -> Result<Inbound, Value> {
+        decode_line(InboundLine::Line(text.as_bytes().to_vec()), 1024).map_err(|r| {
+            let v = serde_json::to_value(r).unwrap();
+            // Every error frame is itself a valid outbound frame.
+            validator().validate_frame(Dialect::Rpc, Direction::Outbound, &v, None).unwrap_or_else(|e| panic!("{v}: {e}"));
+            v
+        })
+    }
+
+    fn err(text: &str) -> Value {
+        decode(text).expect_err(text)
+    }
+
+    #[test]
+    fn valid_commands_and_subprotocol_frames_decode() {
+        match decode(r#"{"id":7,"type":"set_model","provider":"openai","modelId":"gpt"}"#).unwrap() {
+            Inbound::Command { id, command: RpcCommand::SetModel(c) } => {
+                assert_eq!(id, Some(json!(7)));
+                assert_eq!(c.model_id.as_str(), "gpt");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(decode(r#"{"type":"extension_ui_response","id":"u1","confirmed":true}"#), Ok(Inbound::UiResponse(_))));
+        assert!(matches!(decode(r#"{"type":"host_tool_result","id":"h","result":{"content":[]}}"#), Ok(Inbound::HostToolResult(_))));
+        // Duplicate keys: the last one wins, as in JSON.parse.
+        assert!(matches!(decode(r#"{"id":"dup","type":"get_state","type":"get_messages"}"#), Ok(Inbound::Command { command: RpcCommand::GetMessages(_), .. })));
+    }
+
+    #[test]
+    fn unparsable_lines_get_one_parse_error_without_id() {
+        for line in ["{not json", "null", "42", "[]", "\"s\"", "true", "{\"type\":\"get_state\"} trailing", "{}{}"] {
+            let e = err(line);
+            assert_eq!((e.get("id"), &e["command"], &e["code"]), (None, &json!("parse"), &json!("parse_error")), "{line}: {e}");
+            assert!(e["error"].as_str().unwrap().starts_with("Failed to parse command: "), "{e}");
+        }
+        let e = decode_line(InboundLine::Line(vec![b'{', 0xFF, b'}']), 1024).unwrap_err();
+        assert_eq!(e.error.as_deref(), Some("Failed to parse command: invalid UTF-8 at byte 1"));
+        let e = serde_json::to_value(decode_line(InboundLine::TooLong { bytes: 5000 }, 1024).unwrap_err()).unwrap();
+        assert_eq!(e, json!({"type":"response","command":"parse","success":false,"error":"Frame of 5000 bytes exceeds the 1024-byte line limit; it was skipped","code":"frame_too_large"}));
+    }
+
+    #[test]
+    fn the_id_is_echoed_whenever_it_can_be_read() {
+        let e = err(r#"{"id":"x1","type":"does_not_exist"}"#);
+        assert_eq!(e, json!({"id":"x1","type":"response","command":"does_not_exist","success":false,"error":"Unknown command: does_not_exist","code":"unknown_command"}));
+        let e = err(r#"{"id":"x2"}"#);
+        assert_eq!((&e["id"], &e["command"], &e["code"]), (&json!("x2"), &json!("unknown"), &json!("invalid_request")));
+        let e = err(r#"{"id":3,"type":17}"#);
+        assert_eq!((&e["id"], &e["command"], e["error"].as_str().unwrap()), (&json!(3), &json!("unknown"), "`type` must be a string, got a number"));
+        let e = err(r#"{"id":{"k":1},"type":"get_state"}"#);
+        assert_eq!((&e["id"], &e["code"]), (&json!({"k":1}), &json!("invalid_request")));
+        let e = err(r#"{"id":"r","type":"response","command":"x","success":true}"#);
+        assert_eq!((&e["id"], &e["code"]), (&json!("r"), &json!("unknown_command")));
+    }
+
+    #[test]
+    fn invalid_fields_are_named_and_nothing_is_dispatched() {
+        let e = err(r#"{"id":"m","type":"set_model","provider":"openai"}"#);
+        assert_eq!(e["error"], r#"set_model: /modelId: "modelId" is a required property"#);
+        assert_eq!(e["code"], "invalid_params");
+        let e = err(r#"{"id":"q","type":"set_steering_mode","mode":"bogus"}"#);
+        assert_eq!(e["error"], r#"set_steering_mode: /mode: "bogus" is not one of "all" or "one-at-a-time""#);
+        let e = err(r#"{"id":"b","type":"bash"}"#);
+        assert_eq!(e["error"], r#"bash: /command: "command" is a required property"#);
+        let e = err(r#"{"type":"extension_ui_response","confirmed":true}"#);
+        assert_eq!((&e["command"], &e["code"]), (&json!("extension_ui_response"), &json!("invalid_request")));
+    }
+}

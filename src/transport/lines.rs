@@ -1,0 +1,156 @@
+//! Bounded, LF-only line splitting for inbound frames (both dialects).
+//!
+//! - A line ends at LF (0x0A) only: U+2028 / U+2029 inside JSON strings are ordinary characters
+//!   (Node's `readline` and Python's `splitlines` get this wrong).
+//! - One CR before the LF is removed, so CRLF input works.
+//! - A UTF-8 BOM is removed at the very start of the stream only.
+//! - Lines that are empty after trimming ASCII whitespace are skipped (no frame, no error).
+//! - A final line without LF is still returned at EOF.
+//! - A line longer than the limit is consumed to its LF without being buffered whole and is
+//!   reported as [`InboundLine::TooLong`], so memory stays bounded whatever the input.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// One inbound line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InboundLine {
+    /// A complete line (without its LF and CR), possibly not valid UTF-8 or JSON.
+    Line(Vec<u8>),
+    /// A line over the limit; its bytes were discarded.
+    TooLong {
+        /// How many bytes the line had (up to, not including, its LF).
+        bytes: u64,
+    },
+}
+
+/// Splits an async byte stream into lines of at most `max_line_bytes`.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    inner: R,
+    max_line_bytes: usize,
+    at_stream_start: bool,
+    done: bool,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    /// A reader that accepts lines of up to `max_line_bytes` (excluding the LF).
+    pub fn new(inner: R, max_line_bytes: usize) -> Self {
+        Self { inner, max_line_bytes, at_stream_start: true, done: false }
+    }
+
+    /// The next non-blank line, or `None` at EOF.
+    pub async fn next_line(&mut self) -> std::io::Result<Option<InboundLine>> {
+        loop {
+            let Some(line) = self.read_raw().await? else { return Ok(None) };
+            if let InboundLine::Line(bytes) = &line {
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+            }
+            return Ok(Some(line));
+        }
+    }
+
+    async fn read_raw(&mut self) -> std::io::Result<Option<InboundLine>> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut line = Vec::new();
+        let mut total: u64 = 0;
+        let mut too_long = false;
+        let mut ends_with_cr = false;
+        loop {
+            let buf = self.inner.fill_buf().await?;
+            if buf.is_empty() {
+                self.done = true;
+                if total == 0 {
+                    return Ok(None);
+                }
+                break;
+            }
+            let (chunk, found_lf) = match memchr::memchr(b'\n', buf) {
+                Some(i) => (&buf[..i], true),
+                None => (buf, false),
+            };
+            total += chunk.len() as u64;
+            if let Some(&last) = chunk.last() {
+                ends_with_cr = last == b'\r';
+            }
+            if !too_long {
+                if line.len() + chunk.len() > self.max_line_bytes.saturating_add(1) {
+                    // +1 leaves room for a CR that belongs to a CRLF ending.
+                    too_long = true;
+                    line = Vec::new();
+                } else {
+                    line.extend_from_slice(chunk);
+                }
+            }
+            let used = chunk.len() + usize::from(found_lf);
+            self.inner.consume(used);
+            if found_lf {
+                break;
+            }
+        }
+        if ends_with_cr {
+            line.pop();
+            total -= 1;
+        }
+        let first_line = std::mem::replace(&mut self.at_stream_start, false);
+        if too_long || line.len() > self.max_line_bytes {
+            return Ok(Some(InboundLine::TooLong { bytes: total }));
+        }
+        if first_line && line.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            line.drain(..3);
+        }
+        Ok(Some(InboundLine::Line(line)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], max: usize) -> Vec<InboundLine> {
+        // A tiny buffer makes lines span many reads.
+        let mut r = LineReader::new(tokio::io::BufReader::with_capacity(4, input), max);
+        let mut out = Vec::new();
+        while let Some(l) = r.next_line().await.unwrap() {
+            out.push(l);
+        }
+        out
+    }
+
+    fn line(s: &str) -> InboundLine {
+        InboundLine::Line(s.as_bytes().to_vec())
+    }
+
+    #[tokio::test]
+    async fn splits_on_lf_only_and_strips_one_cr() {
+        let input = "{\"a\":\"x\u{2028}y\u{2029}z\"}\r\n{\"b\":1}\r\r\n";
+        assert_eq!(lines(input.as_bytes(), 100).await, vec![line("{\"a\":\"x\u{2028}y\u{2029}z\"}"), line("{\"b\":1}\r")]);
+    }
+
+    #[tokio::test]
+    async fn blank_lines_are_skipped_and_the_last_line_needs_no_lf() {
+        assert_eq!(lines(b"\n  \t\n{}\n\r\n{\"last\":true}", 100).await, vec![line("{}"), line("{\"last\":true}")]);
+        assert_eq!(lines(b"", 100).await, vec![]);
+    }
+
+    #[tokio::test]
+    async fn a_bom_is_stripped_at_stream_start_only() {
+        let input = b"\xEF\xBB\xBF{}\n\xEF\xBB\xBF{}\n";
+        assert_eq!(lines(input, 100).await, vec![line("{}"), InboundLine::Line(b"\xEF\xBB\xBF{}".to_vec())]);
+    }
+
+    #[tokio::test]
+    async fn oversized_lines_are_reported_and_skipped_with_bounded_memory() {
+        let mut input = b"{\"ok\":1}\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 10_000));
+        input.extend_from_slice(b"\r\n{\"ok\":2}\n");
+        input.extend(std::iter::repeat_n(b'y', 50));
+        let got = lines(&input, 16).await;
+        assert_eq!(got, vec![line("{\"ok\":1}"), InboundLine::TooLong { bytes: 10_000 }, line("{\"ok\":2}"), InboundLine::TooLong { bytes: 50 }]);
+        // Exactly at the limit is fine, with or without CR.
+        assert_eq!(lines(b"0123456789abcdef\r\n0123456789abcdef", 16).await, vec![line("0123456789abcdef"), line("0123456789abcdef")]);
+    }
+}

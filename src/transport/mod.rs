@@ -1,0 +1,11 @@
+//! Framing and transport: bytes in, lines out; frames in, bytes out. Knows nothing of the
+//! protocol beyond "one JSON object per line".
+//!
+//! - [`lines`]: bounded LF-only line splitting of the inbound stream.
+//! - [`writer`]: the single writer task that owns the outbound stream.
+
+pub mod lines;
+pub mod writer;
+
+pub use lines::{InboundLine, LineReader};
+pub use writer::{encode_frame, spawn_writer, Outbox, WriterClosed};
