@@ -35,7 +35,7 @@ pub enum Inbound {
 }
 
 /// Decodes one line; `Err` is the response to write for it.
-pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, RpcResponse> {
+pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, Box<RpcResponse>> {
     let bytes = match line {
         InboundLine::Line(bytes) => bytes,
         InboundLine::TooLong { bytes } => {
@@ -99,8 +99,8 @@ fn is_subprotocol(kind: &str) -> bool {
     matches!(kind, "extension_ui_response" | "host_tool_update" | "host_tool_result")
 }
 
-fn failure(id: Option<Value>, command: &str, code: RpcErrorCode, message: String) -> RpcResponse {
-    rpc_failure(id, command, RpcError::new(code, message))
+fn failure(id: Option<Value>, command: &str, code: RpcErrorCode, message: String) -> Box<RpcResponse> {
+    Box::new(rpc_failure(id, command, RpcError::new(code, message)))
 }
 
 fn json_kind(v: &Value) -> &'static str {
