@@ -29,6 +29,24 @@ pub enum Mode {
     Wire,
 }
 
+/// `--dialect` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DialectArg {
+    /// pi / oh-my-pi JSONL RPC.
+    Rpc,
+    /// kimi-cli JSON-RPC 2.0 wire protocol.
+    Wire,
+}
+
+impl From<DialectArg> for Dialect {
+    fn from(d: DialectArg) -> Self {
+        match d {
+            DialectArg::Rpc => Dialect::Rpc,
+            DialectArg::Wire => Dialect::Wire,
+        }
+    }
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -47,7 +65,7 @@ pub enum SchemaAction {
     Bundle {
         /// Only the definitions one dialect uses.
         #[arg(long, value_enum)]
-        dialect: Option<Dialect>,
+        dialect: Option<DialectArg>,
     },
     /// Validate JSONL frames (plain frames or reference-transcript lines with `dir`/`frame`).
     ///
@@ -55,7 +73,7 @@ pub enum SchemaAction {
     Validate {
         /// Force a dialect instead of detecting it per frame.
         #[arg(long, value_enum)]
-        dialect: Option<Dialect>,
+        dialect: Option<DialectArg>,
         /// Files to check; `-` reads stdin.
         #[arg(required = true)]
         files: Vec<String>,
@@ -86,14 +104,14 @@ pub fn run(cli: Cli) -> ExitCode {
 fn run_schema(action: SchemaAction) -> ExitCode {
     let stdout = std::io::stdout();
     match action {
-        SchemaAction::Bundle { dialect } => match schema::bundle_text(dialect) {
+        SchemaAction::Bundle { dialect } => match schema::bundle_text(dialect.map(Dialect::from)) {
             Ok(text) => {
                 println!("{text}");
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e),
         },
-        SchemaAction::Validate { dialect, files } => match schema::validate_files(&files, dialect, &mut stdout.lock()) {
+        SchemaAction::Validate { dialect, files } => match schema::validate_files(&files, dialect.map(Dialect::from), &mut stdout.lock()) {
             Ok(0) => ExitCode::SUCCESS,
             Ok(_) => ExitCode::from(1),
             Err(e) => fail(&e),
