@@ -104,7 +104,8 @@ impl FrameChecker {
 
 /// `jsonrpc` or `method` → wire; anything else → JSONL RPC.
 pub fn detect_dialect(frame: &Value) -> Dialect {
-    if frame.get("jsonrpc").is_some() || frame.get("method").and_then(Value::as_str).is_some_and(|m| !m.is_empty()) && frame.get("type").is_none() {
+    let has_method = frame.get("method").and_then(Value::as_str).is_some_and(|m| !m.is_empty());
+    if frame.get("jsonrpc").is_some() || (has_method && frame.get("type").is_none()) {
         Dialect::Wire
     } else {
         Dialect::Rpc

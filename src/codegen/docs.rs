@@ -91,13 +91,13 @@ impl Docs {
         self.line("");
         self.def_section("RpcResponse", 3);
         self.def_section("RpcErrorCode", 3);
-        self.examples_where("response", |f| f["type"] == "response" && f["success"] == false, 4);
+        self.examples_where(|f| f["type"] == "response" && f["success"] == false, 4);
 
         self.line("## JSONL events");
         self.line("");
         for m in members(&self.defs, "RpcEvent") {
             let tag = self.tag_of(&m, "type");
-            self.framed_section(&m, &tag, |f| f["type"] == tag.as_str() && f.get("assistantMessageEvent").is_none_or(|_| true));
+            self.framed_section(&m, &tag, |f| f["type"] == tag.as_str());
         }
         self.line("## Assistant message events");
         self.line("");
@@ -275,7 +275,7 @@ impl Docs {
         }
     }
 
-    fn examples_where(&mut self, _label: &str, matches: impl Fn(&Value) -> bool, max: usize) {
+    fn examples_where(&mut self, matches: impl Fn(&Value) -> bool, max: usize) {
         let found: Vec<Option<Value>> = self.examples.iter().filter(|(_, f)| matches(f)).take(max).map(|(_, f)| Some(f.clone())).collect();
         self.example_block(&found);
     }
