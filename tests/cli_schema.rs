@@ -50,7 +50,15 @@ fn bundle_is_self_contained_and_dialects_are_subsets() {
     let names = |b: &Value| b["$defs"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert!(names(&rpc).contains(&"SessionState".to_owned()) && !names(&rpc).iter().any(|n| n.starts_with("Wire")));
     assert!(names(&wire).contains(&"WireInitializeResult".to_owned()) && !names(&wire).contains(&"RpcCommand".to_owned()));
-    assert_eq!(names(&all).len(), names(&rpc).len() + names(&wire).len(), "every def belongs to exactly one dialect");
+    let formats = agentwire::codegen::bundle::SchemaSet::from_texts(agentwire::protocol::SCHEMA_FILES.iter().copied())
+        .unwrap()
+        .bundle_reachable(Some(agentwire::cli::schema::FILE_FORMAT_ROOTS))
+        .unwrap();
+    assert_eq!(
+        names(&all).len(),
+        names(&rpc).len() + names(&wire).len() + names(&formats).len(),
+        "every def belongs to exactly one dialect or file format"
+    );
 }
 
 #[test]
