@@ -6,10 +6,12 @@
 //! - [`transport`]: LF-only bounded line reading and the single stdout writer;
 //! - [`dialect`]: how inbound lines become commands, and failures error frames, per dialect;
 //! - [`codegen`]: schema bundling and documentation generation (shared with `build.rs`);
+//! - [`tools`]: the built-in tools (read, write, edit, bash, ls, grep, find);
 //! - [`cli`]: the command-line front end.
 
 pub mod cli;
 pub mod codegen;
 pub mod dialect;
 pub mod protocol;
+pub mod tools;
 pub mod transport;

@@ -1,0 +1,143 @@
+//! read, write and edit.
+
+use base64::Engine as _;
+use serde_json::json;
+
+use super::{ToolContext, ToolOutput};
+use crate::protocol::{ImageContent, TextOrImageContent};
+
+/// Lines returned by `read` when no limit is given.
+const DEFAULT_READ_LINES: u64 = 2000;
+/// Longest line `read` returns whole.
+const MAX_LINE_CHARS: usize = 2000;
+
+fn image_mime(path: &str) -> Option<&'static str> {
+    let lower = path.to_ascii_lowercase();
+    [(".png", "image/png"), (".jpg", "image/jpeg"), (".jpeg", "image/jpeg"), (".gif", "image/gif"), (".webp", "image/webp")]
+        .iter()
+        .find(|(ext, _)| lower.ends_with(ext))
+        .map(|(_, m)| *m)
+}
+
+/// `read`: line-numbered text, or an image block.
+pub async fn read(ctx: &ToolContext, path: &str, offset: Option<u64>, limit: Option<u64>) -> ToolOutput {
+    let full = ctx.resolve(path);
+    let bytes = match tokio::fs::read(&full).await {
+        Ok(b) => b,
+        Err(e) => return ToolOutput::error(format!("Could not read {path}: {e}")),
+    };
+    if let Some(mime) = image_mime(path) {
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let image = TextOrImageContent::Image(ImageContent { type_: Default::default(), data, mime_type: mime.parse().expect("non-empty") });
+        return ToolOutput { content: vec![super::text_content(format!("Read image {path} ({} bytes)", bytes.len())), image], details: None, is_error: false };
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let total = text.lines().count() as u64;
+    let start = offset.unwrap_or(1).max(1);
+    if start > total.max(1) {
+        return ToolOutput::error(format!("Offset {start} is beyond the end of {path} ({total} lines)"));
+    }
+    let limit = limit.unwrap_or(DEFAULT_READ_LINES);
+    let mut out = String::new();
+    let mut shown = 0;
+    for (i, line) in text.lines().enumerate().skip(usize::try_from(start - 1).unwrap_or(usize::MAX)).take(usize::try_from(limit).unwrap_or(usize::MAX)) {
+        let line = if line.chars().count() > MAX_LINE_CHARS {
+            format!("{}… [line truncated]", line.chars().take(MAX_LINE_CHARS).collect::<String>())
+        } else {
+            line.to_owned()
+        };
+        out.push_str(&format!("{:>6}\t{line}\n", i + 1));
+        shown += 1;
+    }
+    let last = start + shown - 1;
+    if last < total {
+        out.push_str(&format!("\n[{} more lines; continue with offset {}]\n", total - last, last + 1));
+    }
+    ToolOutput::text(out).with_details(json!({"path": full.display().to_string(), "totalLines": total, "firstLine": start, "lastLine": last}))
+}
+
+/// `write`: the whole file, creating directories.
+pub async fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolOutput {
+    let full = ctx.resolve(path);
+    if let Some(parent) = full.parent() {
+        if let Err(e) = tokio::fs::create_dir_all(parent).await {
+            return ToolOutput::error(format!("Could not create {}: {e}", parent.display()));
+        }
+    }
+    let existed = full.exists();
+    match tokio::fs::write(&full, content).await {
+        Ok(()) => ToolOutput::text(format!("Wrote {} bytes to {path}", content.len()))
+            .with_details(json!({"path": full.display().to_string(), "bytes": content.len(), "created": !existed})),
+        Err(e) => ToolOutput::error(format!("Could not write {path}: {e}")),
+    }
+}
+
+/// `edit`: one exact, unique replacement, with a unified diff in the details.
+pub async fn edit(ctx: &ToolContext, path: &str, old: &str, new: &str) -> ToolOutput {
+    let full = ctx.resolve(path);
+    let before = match tokio::fs::read_to_string(&full).await {
+        Ok(t) => t,
+        Err(e) => return ToolOutput::error(format!("Could not read {path}: {e}")),
+    };
+    if old.is_empty() {
+        return ToolOutput::error("oldText is empty; give the exact text to replace");
+    }
+    match before.matches(old).count() {
+        0 => return ToolOutput::error(format!("Could not find the text to replace in {path}; oldText must match the file exactly, whitespace included")),
+        1 => {}
+        n => return ToolOutput::error(format!("The text to replace occurs {n} times in {path}; include more surrounding lines to make it unique")),
+    }
+    let after = before.replacen(old, new, 1);
+    if let Err(e) = tokio::fs::write(&full, &after).await {
+        return ToolOutput::error(format!("Could not write {path}: {e}"));
+    }
+    let diff = similar::TextDiff::from_lines(&before, &after).unified_diff().context_radius(3).header(path, path).to_string();
+    ToolOutput::text(format!("Edited {path}")).with_details(json!({"path": full.display().to_string(), "diff": diff}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::TextOrImageContent;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(dir: &std::path::Path) -> ToolContext {
+        ToolContext { cwd: dir.to_path_buf(), cancel: CancellationToken::new() }
+    }
+
+    fn text(o: &ToolOutput) -> &str {
+        match &o.content[0] {
+            TextOrImageContent::Text(t) => &t.text,
+            TextOrImageContent::Image(_) => "",
+        }
+    }
+
+    #[tokio::test]
+    async fn read_numbers_lines_and_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let o = read(&ctx(dir.path()), "a.txt", None, None).await;
+        assert_eq!(text(&o), "     1\tone\n     2\ttwo\n     3\tthree\n");
+        let o = read(&ctx(dir.path()), "a.txt", Some(2), Some(1)).await;
+        assert_eq!(text(&o), "     2\ttwo\n\n[1 more lines; continue with offset 3]\n");
+        assert!(read(&ctx(dir.path()), "missing.txt", None, None).await.is_error);
+        std::fs::write(dir.path().join("p.png"), [0x89, b'P', b'N', b'G']).unwrap();
+        let o = read(&ctx(dir.path()), "p.png", None, None).await;
+        assert!(matches!(&o.content[1], TextOrImageContent::Image(i) if i.data == "iVBORw==" && i.mime_type.as_str() == "image/png"));
+    }
+
+    #[tokio::test]
+    async fn write_and_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        assert!(!write(&c, "sub/f.txt", "a\nb\nb\n").await.is_error);
+        let o = edit(&c, "sub/f.txt", "b\n", "c\n").await;
+        assert!(o.is_error && text(&o).contains("occurs 2 times"), "{o:?}");
+        let o = edit(&c, "sub/f.txt", "zzz", "c").await;
+        assert!(o.is_error && text(&o).starts_with("Could not find the text to replace"));
+        let o = edit(&c, "sub/f.txt", "a\n", "A\n").await;
+        assert!(!o.is_error);
+        assert_eq!(std::fs::read_to_string(dir.path().join("sub/f.txt")).unwrap(), "A\nb\nb\n");
+        assert!(o.details.unwrap()["diff"].as_str().unwrap().contains("-a\n+A\n"));
+    }
+}

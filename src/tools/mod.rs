@@ -1,0 +1,177 @@
+//! Built-in tools the model can call: read, write, edit, bash, ls, grep, find.
+//!
+//! A tool never fails the process: bad arguments, missing files and the like come back as a
+//! [`ToolOutput`] with `is_error: true` and a message the model can act on.
+
+pub mod files;
+pub mod search;
+pub mod shell;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::{AgentToolResult, TextContent, TextOrImageContent, ToolInfo};
+
+/// What a tool produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// Content for the model.
+    pub content: Vec<TextOrImageContent>,
+    /// Structured details for hosts (diffs, exit codes); not sent to the model.
+    pub details: Option<Value>,
+    /// Whether the tool failed.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful text result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { content: vec![text_content(text)], details: None, is_error: false }
+    }
+    /// A failed result with a message for the model.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self { content: vec![text_content(text)], details: None, is_error: true }
+    }
+    /// The same result with details.
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+    /// As the protocol's tool result payload.
+    pub fn to_result(&self) -> AgentToolResult {
+        AgentToolResult { content: self.content.clone(), details: self.details.clone() }
+    }
+}
+
+/// A text content block.
+pub fn text_content(text: impl Into<String>) -> TextOrImageContent {
+    TextOrImageContent::Text(TextContent { type_: Default::default(), text: text.into(), text_signature: None })
+}
+
+/// What a running tool can use.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// Working directory; relative paths resolve against it.
+    pub cwd: PathBuf,
+    /// Fires on abort.
+    pub cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// Resolves a path argument against the working directory.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let p = Path::new(path);
+        if p.is_absolute() { p.to_path_buf() } else { self.cwd.join(p) }
+    }
+}
+
+/// The names of the built-in tools.
+pub const BUILTIN_TOOLS: &[&str] = &["read", "write", "edit", "bash", "ls", "grep", "find"];
+
+/// Whether a tool changes the system (asks for approval under `--approval dangerous`).
+pub fn is_dangerous(name: &str) -> bool {
+    matches!(name, "bash" | "write" | "edit")
+}
+
+/// Definitions of the built-in tools as offered to the model.
+pub fn builtin_definitions() -> Vec<ToolInfo> {
+    let def = |name: &str, description: &str, parameters: Value| ToolInfo {
+        name: name.parse().expect("built-in tool names are non-empty"),
+        description: description.to_owned(),
+        parameters: parameters.as_object().cloned().unwrap_or_default(),
+        extra: Map::new(),
+    };
+    vec![
+        def("read", "Read a file. Text comes back with line numbers (use offset/limit for large files); images come back as images.",
+            json!({"type":"object","properties":{"path":{"type":"string","description":"File path."},"offset":{"type":"integer","minimum":1,"description":"First line (1-based)."},"limit":{"type":"integer","minimum":1,"description":"Number of lines."}},"required":["path"],"additionalProperties":false})),
+        def("write", "Write a file, creating parent directories; replaces an existing file.",
+            json!({"type":"object","properties":{"path":{"type":"string","description":"File path."},"content":{"type":"string","description":"The whole new content."}},"required":["path","content"],"additionalProperties":false})),
+        def("edit", "Replace one exact, unique occurrence of oldText with newText in a file.",
+            json!({"type":"object","properties":{"path":{"type":"string","description":"File path."},"oldText":{"type":"string","description":"Exact text to replace; must occur exactly once."},"newText":{"type":"string","description":"Replacement text."}},"required":["path","oldText","newText"],"additionalProperties":false})),
+        def("bash", "Run a shell command in the working directory; stdout and stderr are merged, long output keeps its tail.",
+            json!({"type":"object","properties":{"command":{"type":"string","description":"The command line."},"timeout":{"type":"integer","minimum":1,"description":"Seconds before the command is killed."}},"required":["command"],"additionalProperties":false})),
+        def("ls", "List a directory (directories end with /), respecting .gitignore.",
+            json!({"type":"object","properties":{"path":{"type":"string","description":"Directory (default: the working directory)."}},"additionalProperties":false})),
+        def("grep", "Search file contents with a regular expression, respecting .gitignore. Prints path:line:text.",
+            json!({"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression."},"path":{"type":"string","description":"File or directory (default: the working directory)."},"glob":{"type":"string","description":"Only files matching this glob."},"ignoreCase":{"type":"boolean","description":"Case-insensitive."},"limit":{"type":"integer","minimum":1,"description":"Maximum matches (default 200)."}},"required":["pattern"],"additionalProperties":false})),
+        def("find", "Find files whose path matches a glob, respecting .gitignore.",
+            json!({"type":"object","properties":{"pattern":{"type":"string","description":"Glob, e.g. **/*.rs."},"path":{"type":"string","description":"Directory (default: the working directory)."},"limit":{"type":"integer","minimum":1,"description":"Maximum results (default 500)."}},"required":["pattern"],"additionalProperties":false})),
+    ]
+}
+
+/// Validates `args` against the tool's parameter schema; `Err` is the message for the model.
+pub fn check_arguments(parameters: &Map<String, Value>, tool: &str, args: &Map<String, Value>) -> Result<(), String> {
+    let schema = Value::Object(parameters.clone());
+    let validator = jsonschema::validator_for(&schema).map_err(|e| format!("Tool \"{tool}\" has an invalid parameter schema: {e}"))?;
+    let problems: Vec<String> =
+        validator.iter_errors(&Value::Object(args.clone())).map(|e| format!("  - {}: {e}", e.instance_path())).collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "Validation failed for tool \"{tool}\":\n{}\n\nReceived arguments:\n{}",
+            problems.join("\n"),
+            serde_json::to_string_pretty(args).unwrap_or_default()
+        ))
+    }
+}
+
+/// Runs a built-in tool. `on_update` gets partial results of long-running tools (bash).
+pub async fn run_builtin(name: &str, args: &Map<String, Value>, ctx: &ToolContext, on_update: impl FnMut(AgentToolResult)) -> ToolOutput {
+    let str_arg = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let int_arg = |k: &str| args.get(k).and_then(Value::as_u64);
+    match name {
+        "read" => files::read(ctx, &str_arg("path"), int_arg("offset"), int_arg("limit")).await,
+        "write" => files::write(ctx, &str_arg("path"), &str_arg("content")).await,
+        "edit" => files::edit(ctx, &str_arg("path"), &str_arg("oldText"), &str_arg("newText")).await,
+        "bash" => bash(ctx, &str_arg("command"), int_arg("timeout"), on_update).await,
+        "ls" => search::ls(ctx, args.get("path").and_then(Value::as_str)),
+        "grep" => search::grep(
+            ctx,
+            &str_arg("pattern"),
+            args.get("path").and_then(Value::as_str),
+            args.get("glob").and_then(Value::as_str),
+            args.get("ignoreCase").and_then(Value::as_bool).unwrap_or(false),
+            int_arg("limit").unwrap_or(200),
+        ),
+        "find" => search::find(ctx, &str_arg("pattern"), args.get("path").and_then(Value::as_str), int_arg("limit").unwrap_or(500)),
+        other => ToolOutput::error(format!("Tool {other} not found")),
+    }
+}
+
+async fn bash(ctx: &ToolContext, command: &str, timeout_s: Option<u64>, mut on_update: impl FnMut(AgentToolResult)) -> ToolOutput {
+    let timeout = timeout_s.map(Duration::from_secs);
+    let outcome = shell::run_shell(command, &ctx.cwd, timeout, ctx.cancel.clone(), |tail| {
+        on_update(AgentToolResult { content: vec![text_content(tail)], details: None });
+    })
+    .await;
+    let o = match outcome {
+        Ok(o) => o,
+        Err(e) => return ToolOutput::error(format!("Could not run the command: {e}")),
+    };
+    let mut text = o.output.clone();
+    if o.truncated {
+        if let Some(p) = &o.full_output_path {
+            text = format!("[output truncated: showing the last lines of {} lines; full output in {}]\n{text}", o.total_lines, p.display());
+        }
+    }
+    let details = json!({
+        "exitCode": o.exit_code, "truncated": o.truncated, "totalLines": o.total_lines, "totalBytes": o.total_bytes,
+        "fullOutputPath": o.full_output_path.as_ref().map(|p| p.display().to_string()),
+    });
+    if o.cancelled {
+        return ToolOutput::error(format!("{text}\n\nCommand aborted")).with_details(details);
+    }
+    if o.timed_out {
+        return ToolOutput::error(format!("{text}\n\nCommand timed out after {} seconds", timeout_s.unwrap_or_default())).with_details(details);
+    }
+    match o.exit_code {
+        Some(0) => ToolOutput::text(if text.is_empty() { "(no output)".to_owned() } else { text }).with_details(details),
+        Some(code) => ToolOutput::error(format!("{text}\n\nCommand exited with code {code}")).with_details(details),
+        None => ToolOutput::error(format!("{text}\n\nCommand was killed by a signal")).with_details(details),
+    }
+}

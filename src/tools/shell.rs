@@ -1,0 +1,219 @@
+//! Running a shell command: the `bash` RPC command and the model's `bash` tool share this.
+//!
+//! stdout and stderr are merged in arrival order; the whole output goes to a temp file while the
+//! command runs (so memory stays bounded however much it prints) and the caller gets the tail
+//! (the last [`TAIL_LINES`] lines / [`TAIL_BYTES`] bytes). The command runs in its own process
+//! group so cancelling kills everything it started.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+/// Lines kept in the returned output.
+pub const TAIL_LINES: usize = 2000;
+/// Bytes kept in the returned output.
+pub const TAIL_BYTES: usize = 50 * 1024;
+
+/// How a shell command ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellOutcome {
+    /// The tail of the merged output (all of it when not truncated).
+    pub output: String,
+    /// Exit code; `None` when cancelled, timed out or killed by a signal.
+    pub exit_code: Option<i32>,
+    /// Cancelled by the caller.
+    pub cancelled: bool,
+    /// Killed after the timeout.
+    pub timed_out: bool,
+    /// `output` is only the tail.
+    pub truncated: bool,
+    /// The full output, kept when truncated.
+    pub full_output_path: Option<PathBuf>,
+    /// Lines of the full output.
+    pub total_lines: u64,
+    /// Bytes of the full output.
+    pub total_bytes: u64,
+}
+
+/// The user's shell: `$SHELL` when it is bash or sh-like, else `/bin/sh`.
+fn shell() -> String {
+    std::env::var("SHELL").ok().filter(|s| !s.is_empty() && Path::new(s).exists()).unwrap_or_else(|| "/bin/sh".to_owned())
+}
+
+/// Runs `command` in `cwd`. `on_output` gets the tail so far whenever new output arrives.
+pub async fn run_shell(
+    command: &str,
+    cwd: &Path,
+    timeout: Option<Duration>,
+    cancel: CancellationToken,
+    mut on_output: impl FnMut(&str),
+) -> std::io::Result<ShellOutcome> {
+    let mut child = tokio::process::Command::new(shell())
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()?;
+    let pgid = child.id();
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let (full_file, full_path) = tempfile::Builder::new().prefix("agentwire-bash-").suffix(".log").tempfile()?.keep().map_err(|e| e.error)?;
+    let mut full = tokio::fs::File::from_std(full_file);
+    let mut tail = Tail::default();
+    let (mut out_buf, mut err_buf) = ([0u8; 8192], [0u8; 8192]);
+    let (mut out_open, mut err_open) = (true, true);
+    let deadline = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(deadline);
+    let mut stopped = None;
+    while out_open || err_open {
+        let chunk = tokio::select! {
+            n = stdout.read(&mut out_buf), if out_open => match n? { 0 => { out_open = false; continue } n => &out_buf[..n] },
+            n = stderr.read(&mut err_buf), if err_open => match n? { 0 => { err_open = false; continue } n => &err_buf[..n] },
+            () = cancel.cancelled(), if stopped.is_none() => { stopped = Some(Stop::Cancelled); kill_group(pgid); continue }
+            () = &mut deadline, if stopped.is_none() => { stopped = Some(Stop::TimedOut); kill_group(pgid); continue }
+        };
+        full.write_all(chunk).await?;
+        tail.push(chunk);
+        on_output(&tail.text());
+    }
+    let status = child.wait().await?;
+    full.flush().await?;
+    let truncated = tail.truncated;
+    if !truncated {
+        let _ = std::fs::remove_file(&full_path);
+    }
+    Ok(ShellOutcome {
+        output: tail.text(),
+        exit_code: if stopped.is_some() { None } else { status.code() },
+        cancelled: stopped == Some(Stop::Cancelled),
+        timed_out: stopped == Some(Stop::TimedOut),
+        truncated,
+        full_output_path: truncated.then_some(full_path),
+        total_lines: tail.total_lines,
+        total_bytes: tail.total_bytes,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Cancelled,
+    TimedOut,
+}
+
+fn kill_group(pgid: Option<u32>) {
+    if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) with a negative pid signals the process group we created.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// The last lines of a byte stream, bounded in lines and bytes.
+#[derive(Default)]
+struct Tail {
+    buf: Vec<u8>,
+    truncated: bool,
+    total_bytes: u64,
+    total_lines: u64,
+    ends_with_newline: bool,
+}
+
+impl Tail {
+    fn push(&mut self, chunk: &[u8]) {
+        self.total_bytes += chunk.len() as u64;
+        self.total_lines += memchr::memchr_iter(b'\n', chunk).count() as u64;
+        self.ends_with_newline = chunk.last() == Some(&b'\n');
+        self.buf.extend_from_slice(chunk);
+        if self.buf.len() > TAIL_BYTES * 2 {
+            self.trim();
+        }
+    }
+
+    fn trim(&mut self) {
+        let mut start = self.buf.len().saturating_sub(TAIL_BYTES);
+        let lines = memchr::memrchr_iter(b'\n', &self.buf[..self.buf.len().saturating_sub(1)]).nth(TAIL_LINES - 1);
+        if let Some(nl) = lines {
+            start = start.max(nl + 1);
+        }
+        if start > 0 {
+            // Start at a line boundary when possible.
+            if let Some(nl) = memchr::memchr(b'\n', &self.buf[start.saturating_sub(1)..]) {
+                let candidate = start.saturating_sub(1) + nl + 1;
+                if candidate < self.buf.len() {
+                    start = candidate;
+                }
+            }
+            self.buf.drain(..start);
+            self.truncated = true;
+        }
+    }
+
+    fn text(&mut self) -> String {
+        if self.buf.len() > TAIL_BYTES || self.line_count() > TAIL_LINES {
+            self.trim();
+        }
+        String::from_utf8_lossy(&self.buf).into_owned()
+    }
+
+    fn line_count(&self) -> usize {
+        memchr::memchr_iter(b'\n', &self.buf).count() + usize::from(!self.ends_with_newline && !self.buf.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn run(cmd: &str) -> ShellOutcome {
+        run_shell(cmd, Path::new("/tmp"), None, CancellationToken::new(), |_| {}).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn merges_output_and_reports_exit_code() {
+        let o = run("echo out; echo err >&2; exit 3").await;
+        assert!(o.output.contains("out\n") && o.output.contains("err\n"), "{o:?}");
+        assert_eq!((o.exit_code, o.cancelled, o.truncated), (Some(3), false, false));
+        assert_eq!(run("pwd").await.output, "/tmp\n");
+    }
+
+    #[tokio::test]
+    async fn long_output_keeps_the_tail_and_the_full_text_on_disk() {
+        let o = run("seq 1 100000").await;
+        assert!(o.truncated);
+        assert!(o.output.ends_with("99999\n100000\n"), "{}", &o.output[o.output.len() - 20..]);
+        assert!(o.output.lines().count() <= TAIL_LINES && o.output.len() <= TAIL_BYTES, "{} lines", o.output.lines().count());
+        assert!(o.output.starts_with(|c: char| c.is_ascii_digit()), "starts at a line boundary");
+        assert_eq!((o.total_lines, o.total_bytes), (100_000, 588_895));
+        let full = std::fs::read_to_string(o.full_output_path.unwrap()).unwrap();
+        assert_eq!(full.lines().count(), 100_000);
+    }
+
+    #[tokio::test]
+    async fn cancel_and_timeout_kill_the_whole_process_group() {
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            c.cancel();
+        });
+        let started = std::time::Instant::now();
+        let o = run_shell("echo start; sleep 30 & sleep 30; echo never", Path::new("/tmp"), None, cancel, |_| {}).await.unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!((o.output.as_str(), o.exit_code, o.cancelled), ("start\n", None, true));
+        let o = run_shell("sleep 30", Path::new("/tmp"), Some(Duration::from_millis(50)), CancellationToken::new(), |_| {}).await.unwrap();
+        assert!(o.timed_out && !o.cancelled && o.exit_code.is_none());
+    }
+}
