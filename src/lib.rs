@@ -6,12 +6,18 @@
 //! - [`transport`]: LF-only bounded line reading and the single stdout writer;
 //! - [`dialect`]: how inbound lines become commands, and failures error frames, per dialect;
 //! - [`codegen`]: schema bundling and documentation generation (shared with `build.rs`);
+//! - [`server`]: serves a dialect on stdin/stdout (reader loop, dispatch, shutdown);
+//! - [`agent`]: the agent loop, state and command handlers (implements the generated trait);
+//! - [`providers`]: model providers (the built-in offline model);
 //! - [`tools`]: the built-in tools (read, write, edit, bash, ls, grep, find);
 //! - [`cli`]: the command-line front end.
 
+pub mod agent;
 pub mod cli;
 pub mod codegen;
 pub mod dialect;
 pub mod protocol;
+pub mod providers;
+pub mod server;
 pub mod tools;
 pub mod transport;

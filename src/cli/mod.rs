@@ -15,6 +15,21 @@ pub struct Cli {
     /// Protocol to speak on stdin/stdout when running as the agent.
     #[arg(long, value_enum, global = false)]
     pub mode: Option<Mode>,
+    /// Longest inbound line in bytes; longer lines get an error frame and are skipped.
+    #[arg(long, default_value_t = 16 * 1024 * 1024, value_name = "BYTES")]
+    pub max_line_bytes: usize,
+    /// JSONL script for the built-in offline model (see schema/model-script.schema.json).
+    #[arg(long, value_name = "FILE")]
+    pub model_script: Option<std::path::PathBuf>,
+    /// When tool calls ask the host to confirm first (fail closed on denial or timeout).
+    #[arg(long, value_enum, default_value_t = ApprovalArg::Never)]
+    pub approval: ApprovalArg,
+    /// How long an approval dialog waits for the host, in milliseconds.
+    #[arg(long, default_value_t = 60_000, value_name = "MS")]
+    pub approval_timeout_ms: u64,
+    /// Working directory for tools and `bash` (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<std::path::PathBuf>,
     /// Tools (schema bundling and validation).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -27,6 +42,17 @@ pub enum Mode {
     Rpc,
     /// kimi-cli JSON-RPC 2.0 wire protocol.
     Wire,
+}
+
+/// `--approval` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalArg {
+    /// Never ask.
+    Never,
+    /// Ask before bash, write and edit.
+    Dangerous,
+    /// Ask before every tool call.
+    Always,
 }
 
 /// `--dialect` values.
@@ -86,19 +112,40 @@ pub enum SchemaAction {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Some(Command::Schema { action }) => run_schema(action),
-        None => {
-            let mode = cli.mode.unwrap_or(Mode::Rpc);
-            eprintln!(
-                "agentwire: the {} agent server is not part of this build yet; it arrives with the agent-server \
-                 work (see README). Available now: `agentwire schema bundle|validate|docs`.",
-                match mode {
-                    Mode::Rpc => "--mode rpc",
-                    Mode::Wire => "--mode wire",
-                }
-            );
-            ExitCode::from(1)
-        }
+        None => match cli.mode.unwrap_or(Mode::Rpc) {
+            Mode::Rpc => run_rpc(&cli),
+            Mode::Wire => {
+                eprintln!("agentwire: --mode wire is not part of this build yet (see README); --mode rpc is");
+                ExitCode::from(1)
+            }
+        },
     }
+}
+
+fn run_rpc(cli: &Cli) -> ExitCode {
+    let cwd = match cli.cwd.clone().map_or_else(std::env::current_dir, Ok).and_then(|d| d.canonicalize()) {
+        Ok(dir) => dir,
+        Err(e) => return fail(&format!("working directory: {e}")),
+    };
+    let options = crate::server::RpcOptions {
+        cwd,
+        max_line_bytes: cli.max_line_bytes.max(1),
+        model_script: cli.model_script.clone(),
+        approval: match cli.approval {
+            ApprovalArg::Never => crate::agent::ApprovalPolicy::Never,
+            ApprovalArg::Dangerous => crate::agent::ApprovalPolicy::Dangerous,
+            ApprovalArg::Always => crate::agent::ApprovalPolicy::Always,
+        },
+        approval_timeout: std::time::Duration::from_millis(cli.approval_timeout_ms),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("could not start the async runtime: {e}")),
+    };
+    let code = runtime.block_on(crate::server::run_rpc_process(options));
+    // stdin is read on a blocking thread that may still be parked in read(2); do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+    ExitCode::from(code)
 }
 
 fn run_schema(action: SchemaAction) -> ExitCode {

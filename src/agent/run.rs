@@ -1,0 +1,297 @@
+//! One run: `agent_start`, turns of (user messages →) assistant streaming → tool calls → tool
+//! results, `agent_end`, then one `prompt_result`. Steering is delivered at turn boundaries
+//! (and, in `immediate` interrupt mode, skips the turn's remaining tool calls); follow-ups only
+//! when the agent would otherwise stop. Queued messages left when a run ends start a new run.
+
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::stream::MessageBuilder;
+use super::ui::Confirmation;
+use super::{nonempty, now_ms, user_message, Agent, ApprovalPolicy, Queued, State};
+use crate::protocol::*;
+use crate::providers::{ModelChunk, ModelRequest};
+use crate::tools::{self, ToolContext, ToolOutput};
+
+/// How a run ended.
+enum Outcome {
+    Completed,
+    Aborted,
+    Error(String),
+}
+
+fn take_queue(queue: &mut std::collections::VecDeque<Queued>, mode: QueueMode) -> Vec<Queued> {
+    match mode {
+        QueueMode::All => queue.drain(..).collect(),
+        QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
+    }
+}
+
+pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Value>, cancel: CancellationToken, done: watch::Sender<bool>) {
+    agent.emit(&AgentStartEvent { type_: Default::default() }).await;
+    let mut produced: Vec<AgentMessage> = Vec::new();
+    // (message, delivered from a queue)
+    let mut incoming: Vec<(Queued, bool)> = first.into_iter().map(|q| (q, false)).collect();
+    let outcome = loop {
+        agent.emit(&TurnStartEvent { type_: Default::default() }).await;
+        for (q, from_queue) in incoming.drain(..) {
+            if from_queue {
+                let update = Agent::queue_update_frame(&agent.state());
+                agent.emit(&update).await;
+            }
+            let message = user_message(&q, from_queue);
+            agent.state().messages.push(message.clone());
+            produced.push(message.clone());
+            agent.emit(&MessageStartEvent { type_: Default::default(), message: message.clone() }).await;
+            agent.emit(&MessageEndEvent { type_: Default::default(), message }).await;
+        }
+
+        let assistant = stream_assistant(&agent, &cancel).await;
+        let message = AgentMessage::Assistant(assistant.clone());
+        agent.state().messages.push(message.clone());
+        produced.push(message.clone());
+        match assistant.stop_reason {
+            StopReason::Aborted => {
+                agent.emit(&TurnEndEvent { type_: Default::default(), message, tool_results: Vec::new() }).await;
+                break Outcome::Aborted;
+            }
+            StopReason::Error => {
+                agent.emit(&TurnEndEvent { type_: Default::default(), message, tool_results: Vec::new() }).await;
+                break Outcome::Error(assistant.error_message.clone().unwrap_or_else(|| "the model failed".into()));
+            }
+            _ => {}
+        }
+
+        let calls: Vec<ToolCall> = assistant.content.iter().filter_map(|c| if let AssistantContent::ToolCall(tc) = c { Some(tc.clone()) } else { None }).collect();
+        let mut results = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            let skip = if cancel.is_cancelled() {
+                Some("Skipped: the run was aborted")
+            } else if i > 0 && agent.state().interrupt_mode == InterruptMode::Immediate && !agent.state().steering.is_empty() {
+                Some("Skipped: a steering message arrived")
+            } else {
+                None
+            };
+            results.push(execute(&agent, call, skip, &cancel).await);
+        }
+        for r in &results {
+            let m = AgentMessage::ToolResult(r.clone());
+            agent.state().messages.push(m.clone());
+            produced.push(m.clone());
+            agent.emit(&MessageStartEvent { type_: Default::default(), message: m.clone() }).await;
+            agent.emit(&MessageEndEvent { type_: Default::default(), message: m }).await;
+        }
+        agent.emit(&TurnEndEvent { type_: Default::default(), message, tool_results: results }).await;
+        if cancel.is_cancelled() {
+            break Outcome::Aborted;
+        }
+        let next = {
+            let mut st = agent.state();
+            let mode = st.steering_mode;
+            let steer = take_queue(&mut st.steering, mode);
+            if !steer.is_empty() || !calls.is_empty() {
+                steer
+            } else {
+                let mode = st.follow_up_mode;
+                take_queue(&mut st.follow_up, mode)
+            }
+        };
+        if next.is_empty() && calls.is_empty() {
+            break Outcome::Completed;
+        }
+        incoming = next.into_iter().map(|q| (q, true)).collect();
+    };
+
+    agent.emit(&AgentEndEvent { type_: Default::default(), messages: produced, is_terminal: Some(true) }).await;
+    let (status, error) = match outcome {
+        Outcome::Completed => (PromptResultEventStatus::Completed, None),
+        Outcome::Aborted => (PromptResultEventStatus::Aborted, None),
+        Outcome::Error(message) => (PromptResultEventStatus::Error, Some(PromptError { message, http_status: None, retryable: false })),
+    };
+    agent.emit(&PromptResultEvent { type_: Default::default(), id: prompt_id, status, agent_invoked: true, error }).await;
+    // Messages queued while the run was finishing start a run of their own.
+    {
+        let mut st = agent.state();
+        st.run = None;
+        let mode = st.steering_mode;
+        let mut leftover = take_queue(&mut st.steering, mode);
+        if leftover.is_empty() {
+            let mode = st.follow_up_mode;
+            leftover = take_queue(&mut st.follow_up, mode);
+        }
+        if !leftover.is_empty() && !cancel.is_cancelled() {
+            restart(&agent, &mut st, leftover);
+        }
+    }
+    let _ = done.send(true);
+}
+
+fn restart(agent: &Agent, st: &mut State, first: Vec<Queued>) {
+    agent.start_run(st, first, None);
+    // No command response precedes this run, so nothing else opens its gate.
+    agent.release_gates();
+}
+
+/// Streams one assistant message, emitting `message_start`, `message_update`s and `message_end`.
+async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> AssistantMessage {
+    let request = {
+        let st = agent.state();
+        let mut tools = tools::builtin_definitions();
+        for t in st.host_tools.iter().filter(|t| t.hidden != Some(true)) {
+            tools.push(ToolInfo { name: nonempty(&t.name), description: t.description.to_string(), parameters: t.parameters.clone(), extra: Map::new() });
+        }
+        ModelRequest { messages: st.messages.clone(), tools, thinking: st.thinking }
+    };
+    let mut builder = MessageBuilder::new(&agent.inner.model_info);
+    agent.emit(&MessageStartEvent { type_: Default::default(), message: AgentMessage::Assistant(builder.message().clone()) }).await;
+    for timed in agent.inner.model.reply(&request) {
+        let aborted = tokio::select! {
+            biased;
+            () = cancel.cancelled() => true,
+            () = tokio::time::sleep(timed.delay), if !timed.delay.is_zero() => false,
+            () = std::future::ready(()), if timed.delay.is_zero() => false,
+        };
+        if aborted {
+            for event in builder.abort() {
+                emit_update(agent, event).await;
+            }
+            break;
+        }
+        let last = matches!(timed.chunk, ModelChunk::Done { .. } | ModelChunk::Error(_));
+        for event in builder.apply(timed.chunk) {
+            emit_update(agent, event).await;
+        }
+        if last {
+            break;
+        }
+    }
+    let message = builder.message().clone();
+    agent.emit(&MessageEndEvent { type_: Default::default(), message: AgentMessage::Assistant(message.clone()) }).await;
+    message
+}
+
+async fn emit_update(agent: &Agent, event: AssistantMessageEvent) {
+    let partial = match &event {
+        AssistantMessageEvent::Start(e) => e.partial.clone(),
+        AssistantMessageEvent::TextStart(e) => e.partial.clone(),
+        AssistantMessageEvent::TextDelta(e) => e.partial.clone(),
+        AssistantMessageEvent::TextEnd(e) => e.partial.clone(),
+        AssistantMessageEvent::ThinkingStart(e) => e.partial.clone(),
+        AssistantMessageEvent::ThinkingDelta(e) => e.partial.clone(),
+        AssistantMessageEvent::ThinkingEnd(e) => e.partial.clone(),
+        AssistantMessageEvent::ToolcallStart(e) => e.partial.clone(),
+        AssistantMessageEvent::ToolcallDelta(e) => e.partial.clone(),
+        AssistantMessageEvent::ToolcallEnd(e) => e.partial.clone(),
+        AssistantMessageEvent::Done(e) => e.message.clone(),
+        AssistantMessageEvent::Error(e) => e.error.clone(),
+    };
+    let frame = MessageUpdateEvent { type_: Default::default(), message: AgentMessage::Assistant(partial), assistant_message_event: event };
+    agent.emit(&frame).await;
+}
+
+/// Emits `tool_execution_update` for each partial result of a host tool.
+struct HostUpdates<'a> {
+    agent: &'a Agent,
+    call: &'a ToolCall,
+}
+
+impl super::host_tools::AsyncUpdate for HostUpdates<'_> {
+    async fn update(&mut self, partial: AgentToolResult) {
+        let frame = ToolExecutionUpdateEvent {
+            type_: Default::default(),
+            tool_call_id: nonempty(&self.call.id),
+            tool_name: self.call.name.to_string(),
+            args: self.call.arguments.clone(),
+            partial_result: partial,
+        };
+        self.agent.emit(&frame).await;
+    }
+}
+
+/// Runs one tool call with its lifecycle events; returns the tool result message.
+async fn execute(agent: &Agent, call: &ToolCall, skip: Option<&str>, cancel: &CancellationToken) -> ToolResultMessage {
+    let name = call.name.to_string();
+    agent
+        .emit(&ToolExecutionStartEvent { type_: Default::default(), tool_call_id: nonempty(&call.id), tool_name: name.clone(), args: call.arguments.clone() })
+        .await;
+    let output = match skip {
+        Some(reason) => ToolOutput::error(reason),
+        None => run_tool(agent, call, cancel).await,
+    };
+    let result = output.to_result();
+    agent
+        .emit(&ToolExecutionEndEvent { type_: Default::default(), tool_call_id: nonempty(&call.id), tool_name: name.clone(), result: result.clone(), is_error: output.is_error })
+        .await;
+    ToolResultMessage {
+        role: Default::default(),
+        tool_call_id: nonempty(&call.id),
+        tool_name: name,
+        content: result.content,
+        details: result.details,
+        is_error: output.is_error,
+        timestamp: now_ms(),
+    }
+}
+
+async fn run_tool(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
+    let name = call.name.to_string();
+    let host = agent.state().host_tools.iter().find(|t| *t.name == name).cloned();
+    let parameters = match &host {
+        Some(def) => def.parameters.clone(),
+        None => match tools::builtin_definitions().into_iter().find(|t| *t.name == name) {
+            Some(def) => def.parameters,
+            None => return ToolOutput::error(format!("Tool {name} not found")),
+        },
+    };
+    if let Err(message) = tools::check_arguments(&parameters, &name, &call.arguments) {
+        return ToolOutput::error(message);
+    }
+    let needs_approval = match agent.inner.config.approval {
+        ApprovalPolicy::Never => false,
+        ApprovalPolicy::Dangerous => host.is_none() && tools::is_dangerous(&name),
+        ApprovalPolicy::Always => true,
+    };
+    if needs_approval {
+        let detail = match call.arguments.get("command").or_else(|| call.arguments.get("path")).and_then(Value::as_str) {
+            Some(d) => d.to_owned(),
+            None => serde_json::to_string(&call.arguments).unwrap_or_default(),
+        };
+        let asked = agent.inner.ui.confirm(&agent.inner.out, &format!("Allow tool: {name}"), &detail, agent.inner.config.approval_timeout, cancel).await;
+        match asked {
+            Confirmation::Yes => {}
+            Confirmation::No => return ToolOutput::error(format!("Tool call denied by user: {name}")),
+            Confirmation::TimedOut => return ToolOutput::error(format!("Tool call not approved in time: {name}")),
+            Confirmation::Abandoned => return ToolOutput::error(format!("Tool call abandoned: {name}")),
+        }
+    }
+    if let Some(def) = host {
+        return agent.inner.hosts.call(&agent.inner.out, &def, &call.id, &call.arguments, cancel, HostUpdates { agent, call }).await;
+    }
+    let ctx = ToolContext { cwd: agent.inner.config.cwd.clone(), cancel: cancel.clone() };
+    // Updates are forwarded through a channel so the tool itself never waits on the writer.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<AgentToolResult>(16);
+    let forward = async {
+        while let Some(partial) = rx.recv().await {
+            HostUpdates { agent, call }.update_now(partial).await;
+        }
+    };
+    let work = async move {
+        let out = tools::run_builtin(&name, &call.arguments, &ctx, |partial| {
+            // A full queue means the host is slow; skip this intermediate snapshot (updates are
+            // cumulative, the next one carries everything).
+            let _ = tx.try_send(partial);
+        })
+        .await;
+        drop(tx);
+        out
+    };
+    let (out, ()) = tokio::join!(work, forward);
+    out
+}
+
+impl HostUpdates<'_> {
+    async fn update_now(&mut self, partial: AgentToolResult) {
+        super::host_tools::AsyncUpdate::update(self, partial).await;
+    }
+}

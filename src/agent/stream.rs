@@ -1,0 +1,249 @@
+//! Builds the assistant message from model chunks and produces the `assistantMessageEvent`
+//! sequence: a block is closed as soon as the next one starts, every open block is closed
+//! before the message ends (abort included), and each event's `partial` is the message after
+//! applying that event, never ahead of it.
+
+use serde_json::{Map, Value};
+
+use super::{nonempty, now_ms};
+use crate::protocol::*;
+use crate::providers::ModelChunk;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    None,
+    Text,
+    Thinking,
+    ToolCall,
+}
+
+/// The partial assistant message and the block currently streaming.
+#[derive(Debug)]
+pub struct MessageBuilder {
+    message: AssistantMessage,
+    open: Open,
+    tool_calls: u32,
+}
+
+fn zero_usage() -> Usage {
+    Usage {
+        input: 0,
+        output: 0,
+        cache_read: 0,
+        cache_write: 0,
+        total_tokens: 0,
+        reasoning: None,
+        cost: UsageCost { input: 0.0, output: 0.0, cache_read: 0.0, cache_write: 0.0, total: 0.0 },
+    }
+}
+
+impl MessageBuilder {
+    /// An empty message of `model`.
+    pub fn new(model: &Model) -> Self {
+        Self {
+            message: AssistantMessage {
+                role: Default::default(),
+                content: Vec::new(),
+                api: model.api.to_string(),
+                provider: model.provider.to_string(),
+                model: model.id.to_string(),
+                usage: zero_usage(),
+                stop_reason: StopReason::Stop,
+                timestamp: now_ms(),
+                response_id: None,
+                error_message: None,
+                duration: None,
+                ttft: None,
+                completed_at: None,
+                error_id: None,
+                error_status: None,
+                context_snapshot: Map::new(),
+            },
+            open: Open::None,
+            tool_calls: 0,
+        }
+    }
+
+    /// The message as it stands.
+    pub fn message(&self) -> &AssistantMessage {
+        &self.message
+    }
+
+    fn index(&self) -> u32 {
+        u32::try_from(self.message.content.len().saturating_sub(1)).unwrap_or(u32::MAX)
+    }
+
+    /// Applies one chunk; returns the events to emit, in order.
+    pub fn apply(&mut self, chunk: ModelChunk) -> Vec<AssistantMessageEvent> {
+        let mut events = Vec::new();
+        match chunk {
+            ModelChunk::Text(delta) => {
+                if self.open != Open::Text {
+                    events.extend(self.close());
+                    self.message.content.push(AssistantContent::Text(TextContent { type_: Default::default(), text: String::new(), text_signature: None }));
+                    self.open = Open::Text;
+                    events.push(AssistantMessageEvent::TextStart(AmeTextStart { type_: Default::default(), content_index: self.index(), partial: self.message.clone() }));
+                }
+                if let Some(AssistantContent::Text(t)) = self.message.content.last_mut() {
+                    t.text.push_str(&delta);
+                }
+                events.push(AssistantMessageEvent::TextDelta(AmeTextDelta { type_: Default::default(), content_index: self.index(), delta, partial: self.message.clone() }));
+            }
+            ModelChunk::Thinking(delta) => {
+                if self.open != Open::Thinking {
+                    events.extend(self.close());
+                    self.message.content.push(AssistantContent::Thinking(ThinkingContent {
+                        type_: Default::default(),
+                        thinking: String::new(),
+                        thinking_signature: None,
+                        redacted: None,
+                    }));
+                    self.open = Open::Thinking;
+                    events.push(AssistantMessageEvent::ThinkingStart(AmeThinkingStart { type_: Default::default(), content_index: self.index(), partial: self.message.clone() }));
+                }
+                if let Some(AssistantContent::Thinking(t)) = self.message.content.last_mut() {
+                    t.thinking.push_str(&delta);
+                }
+                events.push(AssistantMessageEvent::ThinkingDelta(AmeThinkingDelta { type_: Default::default(), content_index: self.index(), delta, partial: self.message.clone() }));
+            }
+            ModelChunk::ToolCallStart { id, name } => {
+                events.extend(self.close());
+                self.message.content.push(AssistantContent::ToolCall(ToolCall {
+                    type_: Default::default(),
+                    id: nonempty(&id),
+                    name: nonempty(&name),
+                    arguments: Map::new(),
+                    thought_signature: None,
+                    partial_args: Some(String::new()),
+                    stream_index: Some(self.tool_calls),
+                }));
+                self.tool_calls += 1;
+                self.open = Open::ToolCall;
+                events.push(AssistantMessageEvent::ToolcallStart(AmeToolcallStart { type_: Default::default(), content_index: self.index(), partial: self.message.clone() }));
+            }
+            ModelChunk::ToolCallArgs(delta) => {
+                if let Some(AssistantContent::ToolCall(tc)) = self.message.content.last_mut() {
+                    let raw = tc.partial_args.get_or_insert_with(String::new);
+                    raw.push_str(&delta);
+                    // Arguments appear once the JSON text so far parses as an object.
+                    if let Ok(Value::Object(args)) = serde_json::from_str::<Value>(raw) {
+                        tc.arguments = args;
+                    }
+                    events.push(AssistantMessageEvent::ToolcallDelta(AmeToolcallDelta { type_: Default::default(), content_index: self.index(), delta, partial: self.message.clone() }));
+                }
+            }
+            ModelChunk::Error(message) => {
+                events.extend(self.close());
+                self.message.stop_reason = StopReason::Error;
+                self.message.error_message = Some(message);
+                self.message.completed_at = Some(now_ms());
+            }
+            ModelChunk::Done { length_limited, input_tokens, output_tokens } => {
+                events.extend(self.close());
+                self.message.usage.input = input_tokens;
+                self.message.usage.output = output_tokens;
+                self.message.usage.total_tokens = input_tokens + output_tokens;
+                self.message.stop_reason = if self.tool_calls > 0 {
+                    StopReason::ToolUse
+                } else if length_limited {
+                    StopReason::Length
+                } else {
+                    StopReason::Stop
+                };
+                self.message.completed_at = Some(now_ms());
+            }
+        }
+        events
+    }
+
+    /// Ends the message as aborted: open blocks are closed first.
+    pub fn abort(&mut self) -> Vec<AssistantMessageEvent> {
+        let events = self.close();
+        self.message.stop_reason = StopReason::Aborted;
+        self.message.error_message = Some("Request was aborted".to_owned());
+        self.message.usage = zero_usage();
+        self.message.completed_at = Some(now_ms());
+        // An aborted message is kept as history without tool calls: none of them will run, and a
+        // call without its result would make the next request invalid.
+        self.message.content.retain(|c| !matches!(c, AssistantContent::ToolCall(_)));
+        events
+    }
+
+    fn close(&mut self) -> Vec<AssistantMessageEvent> {
+        let open = std::mem::replace(&mut self.open, Open::None);
+        let index = self.index();
+        match (open, self.message.content.last_mut()) {
+            (Open::Text, Some(AssistantContent::Text(t))) => {
+                let content = t.text.clone();
+                vec![AssistantMessageEvent::TextEnd(AmeTextEnd { type_: Default::default(), content_index: index, content, partial: self.message.clone() })]
+            }
+            (Open::Thinking, Some(AssistantContent::Thinking(t))) => {
+                let content = t.thinking.clone();
+                vec![AssistantMessageEvent::ThinkingEnd(AmeThinkingEnd { type_: Default::default(), content_index: index, content, partial: self.message.clone() })]
+            }
+            (Open::ToolCall, Some(AssistantContent::ToolCall(tc))) => {
+                let raw = tc.partial_args.take().unwrap_or_default();
+                tc.stream_index = None;
+                tc.arguments = match serde_json::from_str::<Value>(&raw) {
+                    Ok(Value::Object(args)) => args,
+                    _ if raw.trim().is_empty() => Map::new(),
+                    // Unparsable arguments: keep the text so the tool call fails with a clear message.
+                    _ => [("_raw".to_owned(), Value::from(raw))].into_iter().collect(),
+                };
+                let tool_call = tc.clone();
+                vec![AssistantMessageEvent::ToolcallEnd(AmeToolcallEnd { type_: Default::default(), content_index: index, tool_call, partial: self.message.clone() })]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags(events: &[AssistantMessageEvent]) -> Vec<&'static str> {
+        events.iter().map(AssistantMessageEvent::tag).collect()
+    }
+
+    #[test]
+    fn blocks_close_when_the_next_starts_and_snapshots_match_the_deltas() {
+        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        let mut all = Vec::new();
+        for c in [
+            ModelChunk::Thinking("hm".into()),
+            ModelChunk::Text("He".into()),
+            ModelChunk::Text("llo".into()),
+            ModelChunk::ToolCallStart { id: "c1".into(), name: "ls".into() },
+            ModelChunk::ToolCallArgs("{\"path\"".into()),
+            ModelChunk::ToolCallArgs(":\".\"}".into()),
+            ModelChunk::Done { length_limited: false, input_tokens: 10, output_tokens: 5 },
+        ] {
+            all.extend(b.apply(c));
+        }
+        assert_eq!(
+            tags(&all),
+            ["thinking_start", "thinking_delta", "thinking_end", "text_start", "text_delta", "text_delta", "text_end", "toolcall_start", "toolcall_delta", "toolcall_delta", "toolcall_end"]
+        );
+        if let AssistantMessageEvent::TextDelta(d) = &all[4] {
+            assert!(matches!(&d.partial.content[1], AssistantContent::Text(t) if t.text == "He"), "snapshot equals the state after this delta");
+        }
+        let m = b.message();
+        assert_eq!(m.stop_reason, StopReason::ToolUse);
+        assert!(matches!(&m.content[2], AssistantContent::ToolCall(tc) if tc.arguments["path"] == "." && tc.partial_args.is_none()));
+    }
+
+    #[test]
+    fn abort_closes_the_open_block_and_drops_tool_calls() {
+        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        b.apply(ModelChunk::Text("partial".into()));
+        let events = b.abort();
+        assert_eq!(tags(&events), ["text_end"]);
+        assert_eq!(b.message().stop_reason, StopReason::Aborted);
+        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        b.apply(ModelChunk::ToolCallStart { id: "c".into(), name: "ls".into() });
+        b.apply(ModelChunk::ToolCallArgs("{\"pa".into()));
+        assert_eq!(tags(&b.abort()), ["toolcall_end"]);
+        assert!(b.message().content.is_empty());
+    }
+}

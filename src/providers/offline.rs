@@ -1,0 +1,196 @@
+//! The built-in offline model: deterministic, no network, no key.
+//!
+//! Without a script it answers with a short text derived from the conversation (thinking
+//! first when a thinking level is set), streamed in chunks like a real model. With
+//! `--model-script FILE` (JSONL of `ModelScriptEntry`, see `schema/model-script.schema.json`)
+//! it plays one entry per request, in order, and falls back to the default answer when the
+//! script runs out.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::{ModelChunk, ModelRequest};
+use crate::protocol::{AgentMessage, ModelScriptEntry, ModelScriptEntryStopReason, TextOrImageContent, ThinkingLevel, UserContent};
+
+/// Default characters per delta.
+const DEFAULT_CHUNK: usize = 8;
+
+/// A chunk and the delay before it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timed {
+    /// Wait this long before emitting the chunk.
+    pub delay: Duration,
+    /// The chunk.
+    pub chunk: ModelChunk,
+}
+
+/// The offline model with its (optional) script.
+#[derive(Debug, Default)]
+pub struct OfflineModel {
+    script: Mutex<VecDeque<ModelScriptEntry>>,
+    calls: Mutex<u64>,
+}
+
+impl OfflineModel {
+    /// A model playing `entries` in order.
+    pub fn scripted(entries: Vec<ModelScriptEntry>) -> Self {
+        Self { script: Mutex::new(entries.into()), calls: Mutex::new(0) }
+    }
+
+    /// Loads a script file; errors name the line.
+    pub fn from_script_file(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut entries = Vec::new();
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let value: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+            crate::protocol::validate::validator()
+                .validate_def("ModelScriptEntry", &value)
+                .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+            entries.push(serde_json::from_value(value).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+        }
+        Ok(Self::scripted(entries))
+    }
+
+    /// The reply to a request, as timed chunks ending in `Done` or `Error`.
+    pub fn reply(&self, request: &ModelRequest) -> Vec<Timed> {
+        let call = {
+            let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+            *calls += 1;
+            *calls
+        };
+        let entry = self.script.lock().unwrap_or_else(|e| e.into_inner()).pop_front().unwrap_or_else(|| default_reply(request));
+        play(&entry, call)
+    }
+}
+
+/// The unscripted answer: derived from the last message.
+fn default_reply(request: &ModelRequest) -> ModelScriptEntry {
+    let (text, thinking) = match request.messages.last() {
+        Some(AgentMessage::ToolResult(r)) => {
+            let lines: usize = r.content.iter().map(|c| if let TextOrImageContent::Text(t) = c { t.text.lines().count() } else { 0 }).sum();
+            let outcome = if r.is_error { "failed" } else { "finished" };
+            (format!("The `{}` tool {outcome} and returned {lines} lines.", r.tool_name), format!("The {} tool {outcome}; summarise it.", r.tool_name))
+        }
+        Some(AgentMessage::User(u)) => {
+            let said = user_text(&u.content);
+            let short: String = said.chars().take(200).collect();
+            (
+                format!("You said: \"{short}\". I am agentwire's built-in offline model, so I can only echo; configure a provider for real answers."),
+                format!("The user wrote {} characters; answer deterministically.", said.chars().count()),
+            )
+        }
+        _ => ("Hello from agentwire's built-in offline model.".to_owned(), "Nothing to respond to; greet.".to_owned()),
+    };
+    ModelScriptEntry {
+        thinking: (request.thinking != ThinkingLevel::Off).then_some(thinking),
+        text: Some(text),
+        tool_calls: None,
+        error: None,
+        chunk_size: None,
+        delay_ms: None,
+        stop_reason: None,
+        usage: None,
+    }
+}
+
+/// The text of a user message's content.
+pub fn user_text(content: &UserContent) -> String {
+    match content {
+        UserContent::String(s) => s.clone(),
+        UserContent::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| if let TextOrImageContent::Text(t) = b { Some(t.text.as_str()) } else { None })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+fn chunks(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(size.max(1)).map(|c| c.iter().collect()).collect()
+}
+
+fn play(entry: &ModelScriptEntry, call: u64) -> Vec<Timed> {
+    let size = entry.chunk_size.map_or(DEFAULT_CHUNK, |n| n.get() as usize);
+    let delay = Duration::from_millis(entry.delay_ms.unwrap_or(0));
+    let mut out = Vec::new();
+    let mut push = |chunk| out.push(Timed { delay, chunk });
+    let mut streamed_chars = 0;
+    if let Some(thinking) = &entry.thinking {
+        streamed_chars += thinking.chars().count();
+        chunks(thinking, size).into_iter().for_each(|c| push(ModelChunk::Thinking(c)));
+    }
+    if let Some(text) = &entry.text {
+        streamed_chars += text.chars().count();
+        chunks(text, size).into_iter().for_each(|c| push(ModelChunk::Text(c)));
+    }
+    for (i, tc) in entry.tool_calls.iter().flatten().enumerate() {
+        let id = tc.id.as_ref().map_or_else(|| format!("call_{call}_{}", i + 1), |id| id.to_string());
+        push(ModelChunk::ToolCallStart { id, name: tc.name.to_string() });
+        let args = serde_json::to_string(&tc.arguments).unwrap_or_else(|_| "{}".into());
+        streamed_chars += args.chars().count();
+        chunks(&args, size).into_iter().for_each(|c| push(ModelChunk::ToolCallArgs(c)));
+    }
+    if let Some(error) = &entry.error {
+        push(ModelChunk::Error(error.clone()));
+        return out;
+    }
+    let (input_tokens, output_tokens) = match &entry.usage {
+        Some(u) => (u.input, u.output),
+        None => (100, (streamed_chars as u64).div_ceil(4)),
+    };
+    push(ModelChunk::Done {
+        length_limited: entry.stop_reason == Some(ModelScriptEntryStopReason::Length),
+        input_tokens,
+        output_tokens,
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(text: &str, thinking: ThinkingLevel) -> ModelRequest {
+        let user: AgentMessage =
+            serde_json::from_value(json!({"role":"user","content":[{"type":"text","text":text}],"timestamp":1})).unwrap();
+        ModelRequest { messages: vec![user], tools: vec![], thinking }
+    }
+
+    fn texts(chunks: &[Timed]) -> String {
+        chunks.iter().filter_map(|c| if let ModelChunk::Text(t) = &c.chunk { Some(t.as_str()) } else { None }).collect()
+    }
+
+    #[test]
+    fn default_reply_is_derived_from_the_prompt_and_streams_in_chunks() {
+        let m = OfflineModel::default();
+        let r = m.reply(&request("hello", ThinkingLevel::Off));
+        assert!(texts(&r).starts_with("You said: \"hello\"."));
+        assert!(r.iter().filter(|c| matches!(c.chunk, ModelChunk::Text(_))).count() > 3);
+        assert!(matches!(r.last().unwrap().chunk, ModelChunk::Done { .. }));
+        assert!(!r.iter().any(|c| matches!(c.chunk, ModelChunk::Thinking(_))));
+        let r = m.reply(&request("hello", ThinkingLevel::High));
+        assert!(matches!(r[0].chunk, ModelChunk::Thinking(_)));
+    }
+
+    #[test]
+    fn scripts_play_in_order_then_fall_back() {
+        let entries: Vec<ModelScriptEntry> = vec![
+            serde_json::from_value(json!({"text":"ab","toolCalls":[{"name":"ls","arguments":{"path":"."}}],"chunkSize":1,"delayMs":5})).unwrap(),
+            serde_json::from_value(json!({"error":"boom"})).unwrap(),
+        ];
+        let m = OfflineModel::scripted(entries);
+        let r = m.reply(&request("x", ThinkingLevel::Off));
+        let kinds: Vec<&ModelChunk> = r.iter().map(|c| &c.chunk).collect();
+        assert_eq!(kinds[0], &ModelChunk::Text("a".into()));
+        assert_eq!(kinds[2], &ModelChunk::ToolCallStart { id: "call_1_1".into(), name: "ls".into() });
+        let args: String = r.iter().filter_map(|c| if let ModelChunk::ToolCallArgs(a) = &c.chunk { Some(a.as_str()) } else { None }).collect();
+        assert_eq!(args, r#"{"path":"."}"#);
+        assert_eq!(r[0].delay, Duration::from_millis(5));
+        assert_eq!(m.reply(&request("x", ThinkingLevel::Off)).last().unwrap().chunk, ModelChunk::Error("boom".into()));
+        assert!(texts(&m.reply(&request("x", ThinkingLevel::Off))).starts_with("You said"));
+    }
+}

@@ -1,0 +1,147 @@
+//! Server dispatch for the JSONL dialect: reads lines, decodes them (one error response per
+//! bad line, id echoed), dispatches commands to the handler and writes every response through
+//! the single writer.
+//!
+//! Ordering: commands are handled in arrival order on the reader task, so cheap commands answer
+//! in order. Commands that wait on the run or on external work (`abort`, `abort_and_prompt`,
+//! `new_session`, `bash`) are spawned, so the reader keeps reading the UI and host-tool answers
+//! a run may be waiting for. A run starts only after the response of the command that started
+//! it is queued ([`Agent::release_gates`]).
+//!
+//! stdin EOF: stop reading, abort the run the way `abort` would (every pending dialog and host
+//! tool resolves), wait for in-flight commands (bounded), flush, exit 0. SIGINT / SIGTERM: the
+//! same, then exit 130 / 143.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncBufRead;
+use tokio::task::JoinSet;
+
+use crate::agent::{Agent, AgentConfig, ApprovalPolicy};
+use crate::dialect::rpc::{decode_line, Inbound};
+use crate::protocol::{dispatch_rpc_command, RpcCommand};
+use crate::providers::offline::OfflineModel;
+use crate::transport::{spawn_writer, LineReader, Outbox};
+
+/// How long shutdown waits for in-flight commands before giving up on them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Frames that may wait for a slow host before senders block.
+const OUTBOX_CAPACITY: usize = 1024;
+
+/// Options of `agentwire --mode rpc`.
+#[derive(Debug, Clone)]
+pub struct RpcOptions {
+    /// Working directory for tools and `bash`.
+    pub cwd: PathBuf,
+    /// Longest accepted inbound line.
+    pub max_line_bytes: usize,
+    /// Script for the offline model.
+    pub model_script: Option<PathBuf>,
+    /// Approval policy.
+    pub approval: ApprovalPolicy,
+    /// How long approval dialogs wait.
+    pub approval_timeout: Duration,
+}
+
+fn is_detached(command: &RpcCommand) -> bool {
+    matches!(command, RpcCommand::Abort(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::NewSession(_) | RpcCommand::Bash(_))
+}
+
+fn starts_a_run(tag: &str) -> bool {
+    matches!(tag, "prompt" | "steer" | "follow_up" | "abort_and_prompt")
+}
+
+/// Serves one JSONL session on `input`; returns when input ends and everything is answered.
+pub async fn serve_rpc<R: AsyncBufRead + Unpin>(agent: Agent, input: R, out: Outbox, max_line_bytes: usize) {
+    let mut reader = LineReader::new(input, max_line_bytes);
+    let mut detached: JoinSet<()> = JoinSet::new();
+    let agent = Arc::new(agent);
+    loop {
+        let line = match reader.next_line().await {
+            Ok(Some(line)) => line,
+            // A read error is the end of the input as far as the host is concerned.
+            Ok(None) | Err(_) => break,
+        };
+        match decode_line(line, max_line_bytes) {
+            Err(response) => {
+                let _ = out.send(&*response).await;
+            }
+            Ok(Inbound::UiResponse(r)) => agent.ui_response(r),
+            Ok(Inbound::HostToolUpdate(u)) => agent.host_tool_update(u).await,
+            Ok(Inbound::HostToolResult(r)) => agent.host_tool_result(r),
+            Ok(Inbound::Command { id, command }) => {
+                let tag = command.tag();
+                if is_detached(&command) {
+                    let (agent, out) = (agent.clone(), out.clone());
+                    detached.spawn(async move {
+                        let response = dispatch_rpc_command(&*agent, id, command).await;
+                        let _ = out.send(&response).await;
+                        if starts_a_run(tag) {
+                            agent.release_gates();
+                        }
+                    });
+                } else {
+                    let response = dispatch_rpc_command(&*agent, id, command).await;
+                    let _ = out.send(&response).await;
+                    if starts_a_run(tag) {
+                        agent.release_gates();
+                    }
+                }
+            }
+        }
+        // Reap finished detached commands so the set does not grow with the session.
+        while detached.try_join_next().is_some() {}
+    }
+    agent.shutdown().await;
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while detached.join_next().await.is_some() {} }).await;
+}
+
+/// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
+pub async fn run_rpc_process(options: RpcOptions) -> u8 {
+    let model = match &options.model_script {
+        Some(path) => match OfflineModel::from_script_file(path) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("agentwire: --model-script: {e}");
+                return 1;
+            }
+        },
+        None => OfflineModel::default(),
+    };
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let config = AgentConfig {
+        cwd: options.cwd.clone(),
+        approval: options.approval,
+        approval_timeout: options.approval_timeout,
+        max_line_bytes: options.max_line_bytes,
+    };
+    let agent = Agent::new(config, out.clone(), model);
+    let _ = out.send(&agent.ready_frame()).await;
+    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let code = tokio::select! {
+        () = serve_rpc(agent.clone(), stdin, out.clone(), options.max_line_bytes) => 0,
+        code = signalled() => {
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
+            code
+        }
+    };
+    drop(agent);
+    drop(out);
+    // Everything queued is written before exit; a host that went away just ends the writer.
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
+    code
+}
+
+async fn signalled() -> u8 {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => 130,
+        _ = term.recv() => 143,
+        _ = hup.recv() => 129,
+    }
+}
