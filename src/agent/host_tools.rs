@@ -37,7 +37,7 @@ impl HostToolService {
     /// Forwards a host update; unknown ids are ignored. Waits if the call's queue is full
     /// (backpressure on the host rather than an unbounded buffer).
     pub async fn update(&self, frame: HostToolUpdate) {
-        let tx = self.pending.lock().unwrap_or_else(|e| e.into_inner()).get(&frame.id.to_string()).map(|p| p.updates.clone());
+        let tx = self.pending.lock().unwrap_or_else(|e| e.into_inner()).get(frame.id.as_str()).map(|p| p.updates.clone());
         if let Some(tx) = tx {
             let _ = tx.send(frame.partial_result).await;
         }
@@ -45,7 +45,7 @@ impl HostToolService {
 
     /// Delivers a host result; unknown or already finished ids are ignored.
     pub fn result(&self, frame: HostToolResult) {
-        if let Some(p) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&frame.id.to_string()) {
+        if let Some(p) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(frame.id.as_str()) {
             let _ = p.result.send(frame);
         }
     }

@@ -1,0 +1,66 @@
+//! abort, abort_and_prompt, stdin EOF and signals while a run streams.
+
+mod common;
+
+use common::{types, Agent};
+use serde_json::json;
+
+fn slow() -> serde_json::Value {
+    json!({"text": "one two three four five six seven eight nine ten", "chunkSize": 4, "delayMs": 50})
+}
+
+#[test]
+fn abort_ends_the_run_before_its_response() {
+    let mut a = Agent::start(&[], &[slow()]);
+    a.send(json!({"id":"p","type":"prompt","message":"go"}));
+    a.until(|f| f["assistantMessageEvent"]["type"] == "text_delta");
+    a.send(json!({"id":"ab","type":"abort"}));
+    let frames = a.until(|f| f["id"] == "ab" && f["type"] == "response");
+    let t = types(&frames);
+    let tail: Vec<&str> = t.iter().map(String::as_str).filter(|t| !t.starts_with("mu:text_delta")).collect();
+    assert_eq!(tail[tail.len() - 6..], ["mu:text_end", "message_end:assistant", "turn_end", "agent_end", "prompt_result", "response"]);
+    let end = frames.iter().find(|f| f["type"] == "message_end").unwrap();
+    assert_eq!(end["message"]["stopReason"], "aborted");
+    assert_eq!(frames.iter().find(|f| f["type"] == "prompt_result").unwrap()["status"], "aborted");
+    // Idle abort answers at once; the partial text stays in the conversation.
+    assert_eq!(a.request(json!({"id":"ab2","type":"abort"}))["success"], true);
+    let text = a.request(json!({"id":"t","type":"get_last_assistant_text"}))["data"]["text"].clone();
+    assert!(text.as_str().unwrap().starts_with("one"), "{text}");
+}
+
+#[test]
+fn abort_and_prompt_replaces_the_running_prompt() {
+    let mut a = Agent::start(&[], &[slow(), json!({"text":"fresh answer"})]);
+    a.send(json!({"id":"p1","type":"prompt","message":"first"}));
+    a.until(|f| f["assistantMessageEvent"]["type"] == "text_delta");
+    a.send(json!({"id":"p2","type":"abort_and_prompt","message":"second"}));
+    let frames = a.until_prompt_result("p2");
+    let t = types(&frames);
+    let aborted = frames.iter().position(|f| f["type"] == "prompt_result" && f["id"] == "p1").unwrap();
+    let response = frames.iter().position(|f| f["id"] == "p2" && f["type"] == "response").unwrap();
+    let start = t.iter().rposition(|t| t == "agent_start").unwrap();
+    assert!(aborted < response && response < start, "{t:?}");
+}
+
+#[test]
+fn stdin_eof_while_streaming_settles_the_run_and_exits_0() {
+    let mut a = Agent::start(&[], &[slow()]);
+    a.send(json!({"id":"p","type":"prompt","message":"go"}));
+    a.until(|f| f["assistantMessageEvent"]["type"] == "text_delta");
+    let (rest, code) = a.finish();
+    let t = types(&rest);
+    assert_eq!(code, 0);
+    assert_eq!(t[t.len() - 2..], ["agent_end", "prompt_result"]);
+    assert_eq!(rest.last().unwrap()["status"], "aborted");
+}
+
+#[test]
+fn sigterm_aborts_flushes_and_exits_143() {
+    let mut a = Agent::start(&[], &[slow()]);
+    a.send(json!({"id":"p","type":"prompt","message":"go"}));
+    a.until(|f| f["assistantMessageEvent"]["type"] == "text_delta");
+    unsafe { libc::kill(a.pid() as i32, libc::SIGTERM) };
+    let (rest, code) = a.finish();
+    assert_eq!(code, 143);
+    assert_eq!(rest.last().unwrap()["type"], "prompt_result");
+}

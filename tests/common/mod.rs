@@ -1,0 +1,181 @@
+//! Drives the real `agentwire --mode rpc` binary over pipes. Every frame it writes is parsed
+//! and validated against the schema before a test sees it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use agentwire::protocol::validate::{validator, Dialect, Direction};
+use serde_json::{json, Value};
+
+/// Default wait for one frame.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct Agent {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    frames: Receiver<Value>,
+    /// Every frame seen so far, in order.
+    pub seen: Vec<Value>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Agent {
+    /// Starts the agent in a fresh temp working directory. `script` lines become the
+    /// offline model's script.
+    pub fn start(args: &[&str], script: &[Value]) -> Agent {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
+        cmd.args(["--mode", "rpc", "--cwd"]).arg(dir.path()).args(args);
+        if !script.is_empty() {
+            let path = dir.path().join(".model-script.jsonl");
+            let text: String = script.iter().map(|v| format!("{v}\n")).collect();
+            std::fs::write(&path, text).unwrap();
+            cmd.arg("--model-script").arg(&path);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+                if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Outbound, &frame, None) {
+                    panic!("invalid frame from agentwire: {e}\n{line}");
+                }
+                if tx.send(frame).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut agent = Agent { child, stdin, frames: rx, seen: Vec::new(), dir };
+        let ready = agent.next();
+        assert_eq!(ready["type"], "ready", "the first frame is ready");
+        agent
+    }
+
+    /// Writes one raw line (a trailing LF is added).
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Writes raw bytes as they are.
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn send(&mut self, frame: Value) {
+        self.send_raw(&frame.to_string());
+    }
+
+    /// The next frame (panics after the timeout).
+    pub fn next(&mut self) -> Value {
+        match self.frames.recv_timeout(TIMEOUT) {
+            Ok(f) => {
+                self.seen.push(f.clone());
+                f
+            }
+            Err(RecvTimeoutError::Timeout) => panic!("no frame within {TIMEOUT:?}; seen so far:\n{}", self.tail()),
+            Err(RecvTimeoutError::Disconnected) => panic!("agentwire closed stdout; seen so far:\n{}", self.tail()),
+        }
+    }
+
+    /// Frames until (and including) the first matching one.
+    pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let f = self.next();
+            let done = pred(&f);
+            out.push(f);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    /// Sends a command and returns its response (events before it are kept in `seen`).
+    pub fn request(&mut self, frame: Value) -> Value {
+        let id = frame["id"].clone();
+        assert!(!id.is_null(), "request() needs an id");
+        self.send(frame);
+        self.until(|f| f["type"] == "response" && f["id"] == id).pop().unwrap()
+    }
+
+    /// Waits for the `prompt_result` of a prompt id; returns every frame up to it.
+    pub fn until_prompt_result(&mut self, id: &str) -> Vec<Value> {
+        self.until(|f| f["type"] == "prompt_result" && f["id"] == id)
+    }
+
+    /// Asserts nothing arrives for `wait`.
+    pub fn expect_silence(&mut self, wait: Duration) {
+        if let Ok(f) = self.frames.recv_timeout(wait) {
+            panic!("unexpected frame: {f}");
+        }
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Closes stdin and returns the remaining frames and the exit code.
+    pub fn finish(mut self) -> (Vec<Value>, i32) {
+        self.close_stdin();
+        let mut rest = Vec::new();
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            match self.frames.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(f) => rest.push(f),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => panic!("agentwire did not exit after stdin closed"),
+            }
+        }
+        let status = self.child.wait().unwrap();
+        (rest, status.code().unwrap_or(-1))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn tail(&self) -> String {
+        self.seen.iter().rev().take(12).rev().map(|f| f.to_string().chars().take(300).collect::<String>()).collect::<Vec<_>>().join("\n")
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Types of the frames, in order.
+pub fn types(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .map(|f| match f["type"].as_str().unwrap_or_default() {
+            "message_update" => format!("mu:{}", f["assistantMessageEvent"]["type"].as_str().unwrap_or_default()),
+            "message_start" | "message_end" => format!("{}:{}", f["type"].as_str().unwrap(), f["message"]["role"].as_str().unwrap_or_default()),
+            t => t.to_owned(),
+        })
+        .collect()
+}
+
+/// A scripted reply with text only.
+pub fn text_reply(text: &str) -> Value {
+    json!({"text": text})
+}
+
+/// A scripted reply calling one tool.
+pub fn tool_reply(name: &str, args: Value) -> Value {
+    json!({"text": "Working on it.", "toolCalls": [{"id": format!("call_{name}"), "name": name, "arguments": args}]})
+}

@@ -1,0 +1,75 @@
+//! Every class of bad input gets exactly one error frame (with the id whenever it could be
+//! read), and the process keeps serving.
+
+mod common;
+
+use std::time::Duration;
+
+use common::Agent;
+use serde_json::{json, Value};
+
+fn one_error(a: &mut Agent, line: &str) -> Value {
+    a.send_raw(line);
+    let e = a.next();
+    assert_eq!((&e["type"], &e["success"]), (&json!("response"), &json!(false)), "{line} → {e}");
+    // The server still answers, and nothing else was written for the bad line.
+    let probe = a.next_probe();
+    assert_eq!(probe["command"], "get_state");
+    e
+}
+
+trait Probe {
+    fn next_probe(&mut self) -> Value;
+}
+
+impl Probe for Agent {
+    fn next_probe(&mut self) -> Value {
+        self.send(json!({"id":"probe","type":"get_state"}));
+        self.next()
+    }
+}
+
+#[test]
+fn malformed_input_classes_each_get_one_error_frame() {
+    let mut a = Agent::start(&[], &[]);
+    for line in ["{not json", "null", "42", "[]", "\"text\"", "true", "{\"id\":1,\"type\":\"get_state\"} trailing", "{}{}"] {
+        let e = one_error(&mut a, line);
+        assert_eq!((&e["command"], &e["code"], e.get("id")), (&json!("parse"), &json!("parse_error"), None), "{line}");
+    }
+    let e = one_error(&mut a, r#"{"id":"u1","type":"does_not_exist"}"#);
+    assert_eq!((&e["id"], &e["command"], &e["code"], &e["error"]), (&json!("u1"), &json!("does_not_exist"), &json!("unknown_command"), &json!("Unknown command: does_not_exist")));
+    let e = one_error(&mut a, r#"{"id":"t1"}"#);
+    assert_eq!((&e["id"], &e["command"], &e["code"]), (&json!("t1"), &json!("unknown"), &json!("invalid_request")));
+    let e = one_error(&mut a, r#"{"id":"m1","type":"set_model","provider":"x"}"#);
+    assert_eq!((&e["id"], &e["code"], &e["error"]), (&json!("m1"), &json!("invalid_params"), &json!(r#"set_model: /modelId: "modelId" is a required property"#)));
+    let e = one_error(&mut a, r#"{"id":"l1","type":"set_thinking_level","level":"hgh"}"#);
+    assert!(e["error"].as_str().unwrap().starts_with(r#"set_thinking_level: /level: "hgh" is not one of"#));
+    let e = one_error(&mut a, r#"{"id":[1],"type":"get_state"}"#);
+    assert_eq!((&e["id"], &e["code"]), (&json!([1]), &json!("invalid_request")));
+    let e = one_error(&mut a, r#"{"id":"r1","type":"response","command":"x","success":true}"#);
+    assert_eq!(e["id"], "r1");
+    let e = one_error(&mut a, r#"{"type":"extension_ui_response","confirmed":true}"#);
+    assert_eq!((&e["command"], &e["code"]), (&json!("extension_ui_response"), &json!("invalid_request")));
+    let e = one_error(&mut a, r#"{"id":"b1","type":"bash"}"#);
+    assert_eq!(e["error"], r#"bash: /command: "command" is a required property"#);
+}
+
+#[test]
+fn answers_with_unknown_ids_are_ignored_silently() {
+    let mut a = Agent::start(&[], &[]);
+    a.send(json!({"type":"extension_ui_response","id":"nobody","value":"x"}));
+    a.send(json!({"type":"host_tool_result","id":"nobody","result":{"content":[]}}));
+    a.send(json!({"type":"host_tool_update","id":"nobody","partialResult":{"content":[]}}));
+    a.expect_silence(Duration::from_millis(300));
+    assert_eq!(a.next_probe()["id"], "probe");
+}
+
+#[test]
+fn invalid_utf8_is_a_parse_error_and_unknown_fields_are_named() {
+    let mut a = Agent::start(&[], &[]);
+    a.send_bytes(b"{\"id\":\"x\",\"type\":\"get_state\",\"bad\":\"\xff\"}\n");
+    let e = a.next();
+    assert_eq!((&e["command"], &e["code"]), (&json!("parse"), &json!("parse_error")), "{e}");
+    let e = one_error(&mut a, r#"{"id":"x","type":"get_state","junk":1}"#);
+    assert_eq!(e["error"], "get_state: Additional properties are not allowed ('junk' was unexpected)");
+}

@@ -1,0 +1,74 @@
+//! Framing through the real binary: ready first, LF-only splitting, CRLF, blank lines, an
+//! unterminated last line, oversized lines, escaped U+2028/2029, pipelined order, EOF exit.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+
+use common::Agent;
+use serde_json::{json, Value};
+
+#[test]
+fn crlf_blank_lines_and_line_separators_inside_strings() {
+    let mut a = Agent::start(&[], &[]);
+    a.send_raw("");
+    a.send_raw("   \t");
+    a.send_raw("{\"id\":\"crlf\",\"type\":\"get_state\"}\r");
+    let r = a.next();
+    assert_eq!((&r["id"], &r["success"]), (&json!("crlf"), &json!(true)), "blank lines get no frame; CRLF works");
+    let name = "a\u{2028}b\u{2029}c";
+    assert_eq!(a.request(json!({"id":"n","type":"set_session_name","name":name}))["success"], true);
+    assert_eq!(a.request(json!({"id":"s","type":"get_state"}))["data"]["sessionName"], name);
+}
+
+#[test]
+fn oversized_lines_get_one_error_and_the_server_keeps_serving() {
+    let mut a = Agent::start(&["--max-line-bytes", "64"], &[]);
+    a.send_raw(&format!("{{\"id\":\"big\",\"type\":\"prompt\",\"message\":\"{}\"}}", "x".repeat(10_000)));
+    let e = a.next();
+    assert_eq!((&e["command"], &e["code"], e.get("id")), (&json!("parse"), &json!("frame_too_large"), None));
+    assert_eq!(a.request(json!({"id":1,"type":"get_state"}))["success"], true);
+}
+
+#[test]
+fn pipelined_commands_are_answered_in_order() {
+    let mut a = Agent::start(&[], &[]);
+    let batch: String = (0..500).map(|i| format!("{{\"id\":{i},\"type\":\"get_state\"}}\n")).collect();
+    a.send_raw(batch.trim_end());
+    for i in 0..500 {
+        assert_eq!(a.next()["id"], i);
+    }
+}
+
+#[test]
+fn raw_output_is_compact_lines_with_separators_escaped_and_the_last_line_needs_no_lf() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(["--mode", "rpc", "--cwd"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The last command has no trailing LF: it is still handled at EOF.
+    stdin.write_all("{\"id\":1,\"type\":\"set_session_name\",\"name\":\"x\u{2028}y\"}\n{\"id\":2,\"type\":\"get_state\"}".as_bytes()).unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(!out.contains('\u{2028}') && out.contains("x\\u2028y"), "U+2028 is escaped on output");
+    let frames: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(frames[0]["type"], "ready");
+    assert!(out.lines().all(|l| !l.contains(": ") && !l.contains(", ")), "compact JSON");
+    let state = frames.iter().find(|f| f["id"] == 2).expect("the unterminated last line was answered");
+    assert_eq!(state["data"]["sessionName"], "x\u{2028}y");
+}
+
+#[test]
+fn stdin_eof_when_idle_exits_0() {
+    let a = Agent::start(&[], &[]);
+    let (rest, code) = a.finish();
+    assert_eq!((rest.len(), code), (0, 0));
+}
