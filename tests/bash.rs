@@ -1,0 +1,41 @@
+//! The `bash` command: output, exit codes, truncation with the full text on disk, abort_bash,
+//! and the bash-execution message joining the conversation.
+
+mod common;
+
+use common::Agent;
+use serde_json::json;
+
+#[test]
+fn runs_in_the_working_directory_and_reports_exit_codes() {
+    let mut a = Agent::start(&[], &[]);
+    let r = a.request(json!({"id":"b","type":"bash","command":"pwd; echo err >&2; exit 3"}));
+    let d = &r["data"];
+    assert_eq!((&d["exitCode"], &d["cancelled"], &d["truncated"]), (&json!(3), &json!(false), &json!(false)));
+    let out = d["output"].as_str().unwrap();
+    assert!(out.starts_with(&format!("{}\n", a.dir.path().canonicalize().unwrap().display())) && out.contains("err\n"), "{out}");
+    let messages = a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].clone();
+    assert_eq!((&messages[0]["role"], &messages[0]["exitCode"]), (&json!("bashExecution"), &json!(3)));
+}
+
+#[test]
+fn long_output_keeps_the_tail_and_the_full_output_path() {
+    let mut a = Agent::start(&[], &[]);
+    let d = a.request(json!({"id":"b","type":"bash","command":"seq 1 100000"}))["data"].clone();
+    assert_eq!((&d["truncated"], &d["totalLines"]), (&json!(true), &json!(100000)));
+    assert!(d["output"].as_str().unwrap().ends_with("100000\n"));
+    let full = std::fs::read_to_string(d["fullOutputPath"].as_str().unwrap()).unwrap();
+    assert_eq!(full.lines().count(), 100_000);
+}
+
+#[test]
+fn abort_bash_cancels_and_other_commands_are_answered_meanwhile() {
+    let mut a = Agent::start(&[], &[]);
+    a.send(json!({"id":"b","type":"bash","command":"echo start; sleep 20"}));
+    // bash runs off the reader loop: get_state is answered while it runs.
+    assert_eq!(a.request(json!({"id":"s","type":"get_state"}))["success"], true);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(a.request(json!({"id":"ab","type":"abort_bash"}))["success"], true);
+    let r = a.until(|f| f["id"] == "b").pop().unwrap();
+    assert_eq!((&r["data"]["cancelled"], r["data"].get("exitCode"), &r["data"]["output"]), (&json!(true), None, &json!("start\n")));
+}

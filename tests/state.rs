@@ -1,0 +1,108 @@
+//! State commands: get_state, thinking levels (events before responses), modes, todos,
+//! session name, models, toggles, and the clear errors of commands that need sessions on disk.
+
+mod common;
+
+use common::{text_reply, Agent};
+use serde_json::json;
+
+#[test]
+fn get_state_reports_every_documented_field() {
+    let mut a = Agent::start(&[], &[]);
+    let s = a.request(json!({"id":1,"type":"get_state"}))["data"].clone();
+    assert_eq!(s["model"]["id"], "offline");
+    for (k, v) in [
+        ("thinkingLevel", json!("off")), ("isStreaming", json!(false)), ("isCompacting", json!(false)),
+        ("steeringMode", json!("one-at-a-time")), ("followUpMode", json!("one-at-a-time")), ("interruptMode", json!("immediate")),
+        ("autoCompactionEnabled", json!(true)), ("autoRetryEnabled", json!(true)), ("messageCount", json!(0)),
+        ("pendingMessageCount", json!(0)), ("queuedMessageCount", json!(0)), ("todoPhases", json!([])),
+    ] {
+        assert_eq!(s[k], v, "{k}");
+    }
+    assert!(s.get("sessionName").is_none() && s.get("sessionFile").is_none());
+    assert_eq!(s["sessionId"].as_str().unwrap().len(), 36);
+}
+
+#[test]
+fn thinking_levels_emit_their_change_before_the_response() {
+    let mut a = Agent::start(&[], &[]);
+    a.send(json!({"id":"t","type":"set_thinking_level","level":"high"}));
+    assert_eq!(a.next(), json!({"type":"thinking_level_changed","level":"high"}));
+    assert_eq!(a.next()["id"], "t");
+    // Same level: no event. xhigh is clamped to what the model supports.
+    assert_eq!(a.request(json!({"id":"t2","type":"set_thinking_level","level":"xhigh"}))["success"], true);
+    a.send(json!({"id":"c","type":"cycle_thinking_level"}));
+    assert_eq!(a.next(), json!({"type":"thinking_level_changed","level":"off"}));
+    assert_eq!(a.next()["data"], json!({"level":"off"}));
+    assert_eq!(a.request(json!({"id":"l","type":"get_available_thinking_levels"}))["data"]["levels"], json!(["off","minimal","low","medium","high"]));
+}
+
+#[test]
+fn modes_toggles_todos_and_names_are_stored_and_reported() {
+    let mut a = Agent::start(&[], &[]);
+    for cmd in [
+        json!({"id":1,"type":"set_steering_mode","mode":"all"}),
+        json!({"id":2,"type":"set_follow_up_mode","mode":"all"}),
+        json!({"id":3,"type":"set_interrupt_mode","mode":"wait"}),
+        json!({"id":4,"type":"set_auto_compaction","enabled":false}),
+        json!({"id":5,"type":"set_auto_retry","enabled":false}),
+        json!({"id":6,"type":"abort_retry"}),
+    ] {
+        let r = a.request(cmd);
+        assert!(r["success"] == true && r.get("data").is_none(), "{r}");
+    }
+    let phases = json!([{"id":"p1","name":"Build","tasks":[{"id":"t1","content":"schema","status":"completed"}]}]);
+    a.send(json!({"id":7,"type":"set_todos","phases":phases}));
+    assert_eq!(a.next(), json!({"type":"todo_update","todoPhases":phases}));
+    assert_eq!(a.next()["data"], json!({"todoPhases":phases}), "ids are kept");
+    a.send(json!({"id":8,"type":"set_session_name","name":"  padded name  "}));
+    assert_eq!(a.next(), json!({"type":"session_info_changed","name":"padded name"}));
+    assert_eq!(a.next()["success"], true);
+    let blank = a.request(json!({"id":9,"type":"set_session_name","name":"   "}));
+    assert_eq!((&blank["success"], &blank["error"]), (&json!(false), &json!("Session name cannot be empty")));
+    let s = a.request(json!({"id":10,"type":"get_state"}))["data"].clone();
+    assert_eq!(
+        (&s["steeringMode"], &s["followUpMode"], &s["interruptMode"], &s["autoCompactionEnabled"], &s["autoRetryEnabled"], &s["sessionName"], &s["todoPhases"]),
+        (&json!("all"), &json!("all"), &json!("wait"), &json!(false), &json!(false), &json!("padded name"), &phases)
+    );
+}
+
+#[test]
+fn models_and_text_commands() {
+    let mut a = Agent::start(&[], &[text_reply("It is done.  \n")]);
+    assert_eq!(a.request(json!({"id":1,"type":"get_last_assistant_text"}))["data"], json!({"text":null}));
+    assert_eq!(a.request(json!({"id":2,"type":"set_model","provider":"agentwire","modelId":"offline"}))["data"]["id"], "offline");
+    let nf = a.request(json!({"id":3,"type":"set_model","provider":"acme","modelId":"x"}));
+    assert_eq!((&nf["error"], &nf["code"]), (&json!("Model not found: acme/x"), &json!("not_found")));
+    assert_eq!(a.request(json!({"id":4,"type":"cycle_model"}))["data"], json!(null));
+    assert_eq!(a.request(json!({"id":5,"type":"get_available_models"}))["data"]["models"].as_array().unwrap().len(), 1);
+    a.send(json!({"id":"p","type":"prompt","message":"finish"}));
+    a.until_prompt_result("p");
+    assert_eq!(a.request(json!({"id":6,"type":"get_last_assistant_text"}))["data"], json!({"text":"It is done."}));
+    let stats = a.request(json!({"id":7,"type":"get_session_stats"}))["data"].clone();
+    assert_eq!((&stats["userMessages"], &stats["assistantMessages"], &stats["totalMessages"]), (&json!(1), &json!(1), &json!(2)));
+    let page = a.request(json!({"id":8,"type":"get_messages_page","limit":1}))["data"].clone();
+    assert_eq!((&page["totalMessages"], &page["nextCursor"]), (&json!(2), &json!("1")));
+    let page = a.request(json!({"id":9,"type":"get_messages_page","cursor":"1"}))["data"].clone();
+    assert!(page.get("nextCursor").is_none() && page["messages"][0]["role"] == "assistant");
+    assert_eq!(a.request(json!({"id":10,"type":"new_session"}))["data"], json!({"cancelled":false}));
+    assert_eq!(a.request(json!({"id":11,"type":"get_state"}))["data"]["messageCount"], 0);
+    assert_eq!(a.request(json!({"id":12,"type":"get_commands"}))["data"], json!({"commands":[]}));
+}
+
+#[test]
+fn commands_needing_sessions_on_disk_fail_clearly() {
+    let mut a = Agent::start(&[], &[]);
+    for (t, extra) in [
+        ("compact", json!({})), ("export_html", json!({})), ("switch_session", json!({"sessionPath":"/x.jsonl"})),
+        ("branch", json!({"entryId":"e"})), ("fork", json!({"entryId":"e"})), ("clone", json!({})),
+        ("get_branch_messages", json!({})), ("get_fork_messages", json!({})), ("list_sessions", json!({})), ("get_tree", json!({})),
+    ] {
+        let mut cmd = extra;
+        cmd["id"] = json!(t);
+        cmd["type"] = json!(t);
+        let r = a.request(cmd);
+        assert_eq!((&r["success"], &r["code"], &r["command"]), (&json!(false), &json!("unsupported"), &json!(t)), "{r}");
+        assert!(r["error"].as_str().unwrap().contains("not have yet"), "{r}");
+    }
+}
