@@ -72,3 +72,33 @@ fn stdin_eof_when_idle_exits_0() {
     let (rest, code) = a.finish();
     assert_eq!((rest.len(), code), (0, 0));
 }
+
+#[test]
+fn a_closed_stdout_ends_the_process_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(["--mode", "rpc", "--cwd"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the host stops reading
+    let mut stdin = child.stdin.take().unwrap();
+    for i in 0..50 {
+        // Writes may fail once the agent is gone; that is the point.
+        if stdin.write_all(format!("{{\"id\":{i},\"type\":\"get_state\"}}\n").as_bytes()).is_err() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(0));
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "agentwire kept running with stdout closed and stdin open");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -1,7 +1,7 @@
 //! The host-tool sub-protocol: a model call to a host tool becomes `host_tool_call`; the host's
 //! `host_tool_update`s become `tool_execution_update`s and its `host_tool_result` ends the call.
-//! Abort sends `host_tool_cancel` and fails the call; a tool defined with `timeoutMs` fails when
-//! the host does not answer in time (and gets a `host_tool_cancel` too).
+//! Abort sends `host_tool_cancel` and fails the call; a call the host does not answer within the
+//! definition's `timeoutMs` (or the agent's default) fails too, with a `host_tool_cancel`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -58,6 +58,7 @@ impl HostToolService {
         tool_call_id: &str,
         arguments: &Map<String, Value>,
         cancel: &CancellationToken,
+        default_timeout: Duration,
         mut on_update: impl AsyncUpdate,
     ) -> ToolOutput {
         let id = new_id();
@@ -72,13 +73,9 @@ impl HostToolService {
             arguments: arguments.clone(),
         };
         let _ = out.send(&call).await;
-        let timeout = def.timeout_ms.map(Duration::from_millis);
-        let deadline = async {
-            match timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
-            }
-        };
+        // A host that never answers is bounded: by the definition's timeoutMs, else the default.
+        let timeout = def.timeout_ms.map_or(default_timeout, Duration::from_millis);
+        let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         let name = def.name.to_string();
         let failure = loop {
@@ -92,7 +89,7 @@ impl HostToolService {
                     Err(_) => break format!("Host tool \"{name}\" was abandoned"),
                 },
                 () = cancel.cancelled() => break format!("Host tool \"{name}\" was aborted"),
-                () = &mut deadline => break format!("Host tool \"{name}\" did not answer within {} ms", timeout.unwrap_or_default().as_millis()),
+                () = &mut deadline => break format!("Host tool \"{name}\" did not answer within {} ms", timeout.as_millis()),
             }
         };
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);

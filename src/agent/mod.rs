@@ -48,6 +48,8 @@ pub struct AgentConfig {
     pub approval: ApprovalPolicy,
     /// How long an approval dialog waits before failing closed.
     pub approval_timeout: Duration,
+    /// How long a host tool call waits when its definition sets no `timeoutMs`.
+    pub host_tool_timeout: Duration,
     /// Longest inbound line (advertised in `ready`).
     pub max_line_bytes: usize,
 }

@@ -27,6 +27,9 @@ pub struct Cli {
     /// How long an approval dialog waits for the host, in milliseconds.
     #[arg(long, default_value_t = 60_000, value_name = "MS")]
     pub approval_timeout_ms: u64,
+    /// How long a host tool call waits for the host when its definition sets no timeoutMs.
+    #[arg(long, default_value_t = 600_000, value_name = "MS")]
+    pub host_tool_timeout_ms: u64,
     /// Working directory for tools and `bash` (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<std::path::PathBuf>,
@@ -137,6 +140,7 @@ fn run_rpc(cli: &Cli) -> ExitCode {
             ApprovalArg::Always => crate::agent::ApprovalPolicy::Always,
         },
         approval_timeout: std::time::Duration::from_millis(cli.approval_timeout_ms),
+        host_tool_timeout: std::time::Duration::from_millis(cli.host_tool_timeout_ms),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,

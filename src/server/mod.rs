@@ -43,6 +43,8 @@ pub struct RpcOptions {
     pub approval: ApprovalPolicy,
     /// How long approval dialogs wait.
     pub approval_timeout: Duration,
+    /// How long a host tool call may wait for the host when its definition sets no `timeoutMs`.
+    pub host_tool_timeout: Duration,
 }
 
 fn is_detached(command: &RpcCommand) -> bool {
@@ -115,16 +117,23 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
         cwd: options.cwd.clone(),
         approval: options.approval,
         approval_timeout: options.approval_timeout,
+        host_tool_timeout: options.host_tool_timeout,
         max_line_bytes: options.max_line_bytes,
     };
     let agent = Agent::new(config, out.clone(), model);
     let _ = out.send(&agent.ready_frame()).await;
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let mut writer = writer;
     let code = tokio::select! {
         () = serve_rpc(agent.clone(), stdin, out.clone(), options.max_line_bytes) => 0,
         code = signalled() => {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
             code
+        }
+        // stdout closed (EPIPE): nobody can read our answers any more; stop quietly.
+        _ = &mut writer => {
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
+            return 0;
         }
     };
     drop(agent);
