@@ -60,7 +60,10 @@ where
     (Outbox { tx }, tokio::spawn(write_frames(sink, rx)))
 }
 
-async fn write_frames<W: AsyncWrite + Unpin>(mut sink: W, mut rx: mpsc::Receiver<Vec<u8>>) -> std::io::Result<u64> {
+async fn write_frames<W: AsyncWrite + Unpin>(sink: W, mut rx: mpsc::Receiver<Vec<u8>>) -> std::io::Result<u64> {
+    // Frames are gathered in a buffer and flushed when the queue runs dry: one write(2) (and,
+    // for tokio's stdout, one blocking-pool hop) per burst instead of per frame.
+    let mut sink = tokio::io::BufWriter::with_capacity(64 * 1024, sink);
     let mut written = 0;
     while let Some(frame) = rx.recv().await {
         let result = async {
