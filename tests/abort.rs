@@ -60,7 +60,8 @@ fn sigterm_aborts_flushes_and_exits_143() {
     a.send(json!({"id":"p","type":"prompt","message":"go"}));
     a.until(|f| f["assistantMessageEvent"]["type"] == "text_delta");
     unsafe { libc::kill(a.pid() as i32, libc::SIGTERM) };
-    let (rest, code) = a.finish();
+    // stdin stays open: the signal alone ends the process.
+    let (rest, code) = a.wait_exit();
     assert_eq!(code, 143);
     assert_eq!(rest.last().unwrap()["type"], "prompt_result");
 }

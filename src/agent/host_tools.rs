@@ -22,9 +22,10 @@ struct Pending {
 }
 
 /// Calls waiting for the host, by `host_tool_call` id.
-#[derive(Default)]
 pub struct HostToolService {
     pending: Mutex<HashMap<String, Pending>>,
+    /// How long a call waits when its definition sets no `timeoutMs`.
+    default_timeout: Duration,
 }
 
 impl std::fmt::Debug for HostToolService {
@@ -34,6 +35,11 @@ impl std::fmt::Debug for HostToolService {
 }
 
 impl HostToolService {
+    /// A service whose calls wait at most `default_timeout` unless their definition says otherwise.
+    pub fn new(default_timeout: Duration) -> Self {
+        Self { pending: Mutex::new(HashMap::new()), default_timeout }
+    }
+
     /// Forwards a host update; unknown ids are ignored. Waits if the call's queue is full
     /// (backpressure on the host rather than an unbounded buffer).
     pub async fn update(&self, frame: HostToolUpdate) {
@@ -58,7 +64,6 @@ impl HostToolService {
         tool_call_id: &str,
         arguments: &Map<String, Value>,
         cancel: &CancellationToken,
-        default_timeout: Duration,
         mut on_update: impl AsyncUpdate,
     ) -> ToolOutput {
         let id = new_id();
@@ -74,7 +79,7 @@ impl HostToolService {
         };
         let _ = out.send(&call).await;
         // A host that never answers is bounded: by the definition's timeoutMs, else the default.
-        let timeout = def.timeout_ms.map_or(default_timeout, Duration::from_millis);
+        let timeout = def.timeout_ms.map_or(self.default_timeout, Duration::from_millis);
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         let name = def.name.to_string();

@@ -149,6 +149,7 @@ impl Agent {
             run: None,
             bash: None,
         };
+        let hosts = host_tools::HostToolService::new(config.host_tool_timeout);
         let inner = Inner {
             config,
             out,
@@ -156,7 +157,7 @@ impl Agent {
             model_info: offline_model_info(),
             state: Mutex::new(state),
             ui: ui::UiService::default(),
-            hosts: host_tools::HostToolService::default(),
+            hosts,
             gates: Mutex::new(Vec::new()),
         };
         Self { inner: Arc::new(inner) }

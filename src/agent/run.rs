@@ -266,8 +266,7 @@ async fn run_tool(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) ->
         }
     }
     if let Some(def) = host {
-        let default_timeout = agent.inner.config.host_tool_timeout;
-        return agent.inner.hosts.call(&agent.inner.out, &def, &call.id, &call.arguments, cancel, default_timeout, HostUpdates { agent, call }).await;
+        return agent.inner.hosts.call(&agent.inner.out, &def, &call.id, &call.arguments, cancel, HostUpdates { agent, call }).await;
     }
     let ctx = ToolContext { cwd: agent.inner.config.cwd.clone(), cancel: cancel.clone() };
     // Updates are forwarded through a channel so the tool itself never waits on the writer.

@@ -125,11 +125,12 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     let mut writer = writer;
     let code = tokio::select! {
-        () = serve_rpc(agent.clone(), stdin, out.clone(), options.max_line_bytes) => 0,
+        biased;
         code = signalled() => {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
             code
         }
+        () = serve_rpc(agent.clone(), stdin, out.clone(), options.max_line_bytes) => 0,
         // stdout closed (EPIPE): nobody can read our answers any more; stop quietly.
         _ = &mut writer => {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;

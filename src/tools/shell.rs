@@ -51,9 +51,11 @@ pub async fn run_shell(
     cancel: CancellationToken,
     mut on_output: impl FnMut(&str),
 ) -> std::io::Result<ShellOutcome> {
+    // `exec 2>&1` merges stderr into stdout inside the shell, so the two keep their real order
+    // (reading two pipes would interleave them by scheduling).
     let mut child = tokio::process::Command::new(shell())
         .arg("-c")
-        .arg(command)
+        .arg(format!("exec 2>&1\n{command}"))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -129,6 +129,11 @@ impl Agent {
     /// Closes stdin and returns the remaining frames and the exit code.
     pub fn finish(mut self) -> (Vec<Value>, i32) {
         self.close_stdin();
+        self.wait_exit()
+    }
+
+    /// Returns the remaining frames and the exit code, leaving stdin as it is.
+    pub fn wait_exit(mut self) -> (Vec<Value>, i32) {
         let mut rest = Vec::new();
         let deadline = Instant::now() + TIMEOUT;
         loop {
