@@ -22,8 +22,8 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::*;
-use crate::providers::offline::OfflineModel;
-use crate::providers::offline_model_info;
+use crate::providers::config::Catalogue;
+use crate::providers::ModelSpec;
 use crate::tools::{self, BUILTIN_TOOLS};
 use crate::transport::Outbox;
 
@@ -50,8 +50,27 @@ pub struct AgentConfig {
     pub approval_timeout: Duration,
     /// How long a host tool call waits when its definition sets no `timeoutMs`.
     pub host_tool_timeout: Duration,
+    /// Automatic retry of transient provider errors.
+    pub retry: RetryPolicy,
     /// Longest inbound line (advertised in `ready`).
     pub max_line_bytes: usize,
+}
+
+/// How transient provider errors are retried (the only retry layer: the HTTP client does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_attempts: u32,
+    /// Delay before the first retry; doubled each time, with jitter.
+    pub base_delay: Duration,
+    /// Upper bound of one delay (a longer `Retry-After` is honoured up to this).
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self { max_attempts: 3, base_delay: Duration::from_secs(2), max_delay: Duration::from_secs(60) }
+    }
 }
 
 /// A minLength:1 string newtype from text. Values from a model or host may be empty; they become
@@ -83,6 +102,14 @@ struct RunState {
     done: watch::Receiver<bool>,
 }
 
+/// A retry back-off in progress: cancelling `cancel` ends it; `ended` turns true once
+/// `auto_retry_end` is written.
+#[derive(Debug, Clone)]
+struct RetryWait {
+    cancel: CancellationToken,
+    ended: watch::Receiver<bool>,
+}
+
 #[derive(Debug)]
 struct State {
     messages: Vec<AgentMessage>,
@@ -99,14 +126,15 @@ struct State {
     steering: VecDeque<Queued>,
     follow_up: VecDeque<Queued>,
     run: Option<RunState>,
+    retry: Option<RetryWait>,
     bash: Option<CancellationToken>,
+    current_model: usize,
 }
 
 pub(crate) struct Inner {
     config: AgentConfig,
     out: Outbox,
-    model: OfflineModel,
-    model_info: Model,
+    models: Vec<ModelSpec>,
     state: Mutex<State>,
     ui: ui::UiService,
     hosts: host_tools::HostToolService,
@@ -130,8 +158,8 @@ fn new_session_id() -> String {
 }
 
 impl Agent {
-    /// An agent writing to `out`, answering with `model`.
-    pub fn new(config: AgentConfig, out: Outbox, model: OfflineModel) -> Self {
+    /// An agent writing to `out`, with the models of `catalogue`.
+    pub fn new(config: AgentConfig, out: Outbox, catalogue: Catalogue) -> Self {
         let state = State {
             messages: Vec::new(),
             thinking: ThinkingLevel::Off,
@@ -147,14 +175,15 @@ impl Agent {
             steering: VecDeque::new(),
             follow_up: VecDeque::new(),
             run: None,
+            retry: None,
             bash: None,
+            current_model: catalogue.current,
         };
         let hosts = host_tools::HostToolService::new(config.host_tool_timeout);
         let inner = Inner {
             config,
             out,
-            model,
-            model_info: offline_model_info(),
+            models: catalogue.models,
             state: Mutex::new(state),
             ui: ui::UiService::default(),
             hosts,
@@ -291,12 +320,20 @@ impl Agent {
         }
     }
 
-    fn effective_level(&self, level: ThinkingLevel) -> ThinkingLevel {
-        if !self.inner.model_info.reasoning {
+    /// The selected model.
+    pub(crate) fn current(&self) -> ModelSpec {
+        let index = self.state().current_model;
+        self.inner.models[index.min(self.inner.models.len() - 1)].clone()
+    }
+
+    /// `level` clamped to what `spec` supports (`xhigh` only where the model accepts it;
+    /// `auto` is `medium`; models without reasoning are always `off`).
+    fn effective_level(spec: &ModelSpec, level: ThinkingLevel) -> ThinkingLevel {
+        if !spec.info.reasoning {
             return ThinkingLevel::Off;
         }
         match level {
-            // The offline model reasons up to `high`; `auto` picks `medium`.
+            ThinkingLevel::Xhigh | ThinkingLevel::Max if spec.supports_xhigh => ThinkingLevel::Xhigh,
             ThinkingLevel::Xhigh | ThinkingLevel::Max => ThinkingLevel::High,
             ThinkingLevel::Auto => ThinkingLevel::Medium,
             other => other,
@@ -304,7 +341,7 @@ impl Agent {
     }
 
     async fn change_thinking(&self, level: ThinkingLevel) -> ThinkingLevel {
-        let level = self.effective_level(level);
+        let level = Self::effective_level(&self.current(), level);
         let changed = {
             let mut st = self.state();
             let changed = st.thinking != level;
@@ -316,6 +353,28 @@ impl Agent {
             self.emit(&frame).await;
         }
         level
+    }
+
+    /// Thinking levels of a model, in cycling order.
+    fn levels(spec: &ModelSpec) -> Vec<ThinkingLevel> {
+        if !spec.info.reasoning {
+            return vec![ThinkingLevel::Off];
+        }
+        let mut levels = vec![ThinkingLevel::Off, ThinkingLevel::Minimal, ThinkingLevel::Low, ThinkingLevel::Medium, ThinkingLevel::High];
+        if spec.supports_xhigh {
+            levels.push(ThinkingLevel::Xhigh);
+        }
+        levels
+    }
+
+    /// Selects a model; the thinking level is re-clamped (with its change event).
+    async fn select_model(&self, index: usize) -> ThinkingLevel {
+        let requested = {
+            let mut st = self.state();
+            st.current_model = index;
+            st.thinking
+        };
+        self.change_thinking(requested).await
     }
 
     fn sessions_unsupported(command: &str) -> RpcError {
@@ -391,9 +450,10 @@ impl RpcHandler for Agent {
     async fn get_state(&self, _cmd: GetStateCommand) -> Result<SessionState, RpcError> {
         let st = self.state();
         let queued = (st.steering.len() + st.follow_up.len()) as u64;
-        let window = self.inner.model_info.context_window;
+        let model = self.inner.models[st.current_model].info.clone();
+        let window = model.context_window;
         Ok(SessionState {
-            model: Some(self.inner.model_info.clone()),
+            model: Some(model),
             thinking_level: Some(st.thinking),
             is_streaming: st.run.is_some(),
             is_compacting: false,
@@ -447,21 +507,27 @@ impl RpcHandler for Agent {
     }
 
     async fn set_model(&self, cmd: SetModelCommand) -> Result<Model, RpcError> {
-        let info = &self.inner.model_info;
-        if *cmd.provider == *info.provider && *cmd.model_id == *info.id {
-            Ok(info.clone())
-        } else {
-            Err(RpcError::not_found(format!("Model not found: {}/{}", *cmd.provider, *cmd.model_id)))
-        }
+        let index = self
+            .inner
+            .models
+            .iter()
+            .position(|m| *m.info.provider == *cmd.provider && *m.info.id == *cmd.model_id)
+            .ok_or_else(|| RpcError::not_found(format!("Model not found: {}/{}", *cmd.provider, *cmd.model_id)))?;
+        self.select_model(index).await;
+        Ok(self.inner.models[index].info.clone())
     }
 
     async fn cycle_model(&self, _cmd: CycleModelCommand) -> Result<Option<CycleModelResult>, RpcError> {
-        // Only the offline model is available until providers are configured.
-        Ok(None)
+        if self.inner.models.len() < 2 {
+            return Ok(None);
+        }
+        let next = (self.state().current_model + 1) % self.inner.models.len();
+        let level = self.select_model(next).await;
+        Ok(Some(CycleModelResult { model: self.inner.models[next].info.clone(), thinking_level: Some(level), is_scoped: false }))
     }
 
     async fn get_available_models(&self, _cmd: GetAvailableModelsCommand) -> Result<AvailableModels, RpcError> {
-        Ok(AvailableModels { models: vec![self.inner.model_info.clone()] })
+        Ok(AvailableModels { models: self.inner.models.iter().map(|m| m.info.clone()).collect() })
     }
 
     async fn set_thinking_level(&self, cmd: SetThinkingLevelCommand) -> Result<(), RpcError> {
@@ -470,10 +536,11 @@ impl RpcHandler for Agent {
     }
 
     async fn cycle_thinking_level(&self, _cmd: CycleThinkingLevelCommand) -> Result<Option<ThinkingLevelResult>, RpcError> {
-        if !self.inner.model_info.reasoning {
+        let spec = self.current();
+        if !spec.info.reasoning {
             return Ok(None);
         }
-        let order = [ThinkingLevel::Off, ThinkingLevel::Minimal, ThinkingLevel::Low, ThinkingLevel::Medium, ThinkingLevel::High];
+        let order = Self::levels(&spec);
         let current = self.state().thinking;
         let next = order.iter().position(|l| *l == current).map_or(ThinkingLevel::Off, |i| order[(i + 1) % order.len()]);
         let level = self.change_thinking(next).await;
@@ -481,12 +548,7 @@ impl RpcHandler for Agent {
     }
 
     async fn get_available_thinking_levels(&self, _cmd: GetAvailableThinkingLevelsCommand) -> Result<AvailableThinkingLevels, RpcError> {
-        let levels = if self.inner.model_info.reasoning {
-            vec![ThinkingLevel::Off, ThinkingLevel::Minimal, ThinkingLevel::Low, ThinkingLevel::Medium, ThinkingLevel::High]
-        } else {
-            vec![ThinkingLevel::Off]
-        };
-        Ok(AvailableThinkingLevels { levels })
+        Ok(AvailableThinkingLevels { levels: Self::levels(&self.current()) })
     }
 
     async fn set_steering_mode(&self, cmd: SetSteeringModeCommand) -> Result<(), RpcError> {
@@ -519,7 +581,13 @@ impl RpcHandler for Agent {
     }
 
     async fn abort_retry(&self, _cmd: AbortRetryCommand) -> Result<(), RpcError> {
-        // The offline model never fails transiently, so there is never a back-off to cancel.
+        // During a back-off: cancel it and answer once `auto_retry_end` is written (the run then
+        // ends with agent_end and an aborted prompt_result). Otherwise nothing to do.
+        let wait = self.state().retry.clone();
+        if let Some(mut wait) = wait {
+            wait.cancel.cancel();
+            let _ = wait.ended.wait_for(|e| *e).await;
+        }
         Ok(())
     }
 
@@ -605,7 +673,7 @@ impl RpcHandler for Agent {
             total_messages: st.messages.len() as u64,
             tokens,
             cost,
-            context_usage: Some(Self::context_usage(&st, self.inner.model_info.context_window)),
+            context_usage: Some(Self::context_usage(&st, self.inner.models[st.current_model].info.context_window)),
             premium_requests: None,
         })
     }

@@ -9,9 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::stream::MessageBuilder;
 use super::ui::Confirmation;
-use super::{nonempty, now_ms, user_message, Agent, ApprovalPolicy, Queued, State};
+use super::{nonempty, now_ms, user_message, Agent, ApprovalPolicy, Queued, RetryWait, State};
 use crate::protocol::*;
-use crate::providers::{ModelChunk, ModelRequest};
+use crate::providers::{ModelChunk, ModelRequest, ProviderError};
 use crate::tools::{self, ToolContext, ToolOutput};
 
 /// How a run ended.
@@ -47,7 +47,10 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
             agent.emit(&MessageEndEvent { type_: Default::default(), message }).await;
         }
 
-        let assistant = stream_assistant(&agent, &cancel).await;
+        let assistant = match stream_with_retries(&agent, &cancel).await {
+            Ok(a) => a,
+            Err(RetryStopped) => break Outcome::Aborted,
+        };
         let message = AgentMessage::Assistant(assistant.clone());
         agent.state().messages.push(message.clone());
         produced.push(message.clone());
@@ -133,42 +136,125 @@ fn restart(agent: &Agent, st: &mut State, first: Vec<Queued>) {
     agent.release_gates();
 }
 
+/// The run was aborted (or `abort_retry` cancelled a back-off) while waiting to retry.
+struct RetryStopped;
+
+/// Streams the assistant message, retrying transient failures with exponential back-off and
+/// jitter (honouring `Retry-After`): the failed attempt's turn ends, `auto_retry_start` is
+/// written, the wait can be cancelled by `abort` / `abort_retry`, a new turn starts; after the
+/// last attempt `auto_retry_end` says how it went. Failed attempts are not kept in history.
+async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Result<AssistantMessage, RetryStopped> {
+    let policy = agent.inner.config.retry;
+    let mut attempt: u32 = 0;
+    loop {
+        let (assistant, error) = stream_assistant(agent, cancel).await;
+        let retry = error.as_ref().filter(|e| e.retryable && agent.state().auto_retry && attempt < policy.max_attempts && !cancel.is_cancelled());
+        let Some(error) = retry else {
+            if attempt > 0 {
+                let end = AutoRetryEndEvent {
+                    type_: Default::default(),
+                    success: error.is_none(),
+                    attempt,
+                    final_error: error.as_ref().map(|e| e.message.clone()),
+                    retry_errors: None,
+                };
+                agent.emit(&end).await;
+            }
+            return Ok(assistant);
+        };
+        attempt += 1;
+        agent.emit(&TurnEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant), tool_results: Vec::new() }).await;
+        let delay = backoff(&policy, attempt, error.retry_after);
+        let (ended_tx, ended_rx) = watch::channel(false);
+        let stop = CancellationToken::new();
+        agent.state().retry = Some(RetryWait { cancel: stop.clone(), ended: ended_rx });
+        let start = AutoRetryStartEvent {
+            type_: Default::default(),
+            attempt,
+            max_attempts: policy.max_attempts,
+            delay_ms: delay.as_millis() as f64,
+            error_message: error.message.clone(),
+            error_id: None,
+        };
+        agent.emit(&start).await;
+        let waited = tokio::select! {
+            () = tokio::time::sleep(delay) => true,
+            () = stop.cancelled() => false,
+            () = cancel.cancelled() => false,
+        };
+        agent.state().retry = None;
+        if !waited {
+            let end = AutoRetryEndEvent { type_: Default::default(), success: false, attempt, final_error: Some("Retry cancelled".into()), retry_errors: None };
+            agent.emit(&end).await;
+            let _ = ended_tx.send(true);
+            return Err(RetryStopped);
+        }
+        let _ = ended_tx.send(true);
+        agent.emit(&TurnStartEvent { type_: Default::default() }).await;
+    }
+}
+
+fn backoff(policy: &super::RetryPolicy, attempt: u32, retry_after: Option<std::time::Duration>) -> std::time::Duration {
+    let exp = policy.base_delay.saturating_mul(1 << (attempt - 1).min(16));
+    // Up to 25% jitter so clients of one server do not retry in lockstep.
+    let jitter = exp.mul_f64(rand::random::<f64>() * 0.25);
+    let wanted = (exp + jitter).max(retry_after.unwrap_or_default());
+    wanted.min(policy.max_delay.max(retry_after.unwrap_or_default().min(policy.max_delay)))
+}
+
+fn system_prompt(agent: &Agent) -> String {
+    format!(
+        "You are agentwire, a coding agent. You work in {}. Use the tools to read, search and change files and to run commands; \
+         prefer small, verifiable steps and say what you changed.",
+        agent.inner.config.cwd.display()
+    )
+}
+
 /// Streams one assistant message, emitting `message_start`, `message_update`s and `message_end`.
-async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> AssistantMessage {
+/// Returns the message and the provider error it ended with, if any.
+async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (AssistantMessage, Option<ProviderError>) {
+    let spec = agent.current();
     let request = {
         let st = agent.state();
         let mut tools = tools::builtin_definitions();
         for t in st.host_tools.iter().filter(|t| t.hidden != Some(true)) {
             tools.push(ToolInfo { name: nonempty(&t.name), description: t.description.to_string(), parameters: t.parameters.clone(), extra: Map::new() });
         }
-        ModelRequest { messages: st.messages.clone(), tools, thinking: st.thinking }
+        ModelRequest { system: system_prompt(agent), messages: st.messages.clone(), tools, thinking: st.thinking }
     };
-    let mut builder = MessageBuilder::new(&agent.inner.model_info);
+    let mut builder = MessageBuilder::new(&spec.info);
     agent.emit(&MessageStartEvent { type_: Default::default(), message: AgentMessage::Assistant(builder.message().clone()) }).await;
-    for timed in agent.inner.model.reply(&request) {
-        let aborted = tokio::select! {
+    let mut stream = spec.provider.stream(request);
+    let mut error = None;
+    loop {
+        let chunk = tokio::select! {
             biased;
-            () = cancel.cancelled() => true,
-            () = tokio::time::sleep(timed.delay), if !timed.delay.is_zero() => false,
-            () = std::future::ready(()), if timed.delay.is_zero() => false,
+            () = cancel.cancelled() => None,
+            chunk = stream.next() => Some(chunk),
         };
-        if aborted {
+        let Some(chunk) = chunk else {
+            // Abort: dropping the stream below cancels the HTTP request at once.
             for event in builder.abort() {
                 emit_update(agent, event).await;
             }
             break;
+        };
+        let chunk = chunk.unwrap_or_else(|| ModelChunk::Error(ProviderError::transient("the provider stream ended unexpectedly")));
+        if let ModelChunk::Error(e) = &chunk {
+            error = Some(e.clone());
         }
-        let last = matches!(timed.chunk, ModelChunk::Done { .. } | ModelChunk::Error(_));
-        for event in builder.apply(timed.chunk) {
+        let last = matches!(chunk, ModelChunk::Done { .. } | ModelChunk::Error(_));
+        for event in builder.apply(chunk) {
             emit_update(agent, event).await;
         }
         if last {
             break;
         }
     }
+    drop(stream);
     let message = builder.message().clone();
     agent.emit(&MessageEndEvent { type_: Default::default(), message: AgentMessage::Assistant(message.clone()) }).await;
-    message
+    (message, error)
 }
 
 async fn emit_update(agent: &Agent, event: AssistantMessageEvent) {

@@ -23,6 +23,8 @@ pub struct MessageBuilder {
     message: AssistantMessage,
     open: Open,
     tool_calls: u32,
+    cost: ModelCost,
+    started: std::time::Instant,
 }
 
 fn zero_usage() -> Usage {
@@ -61,6 +63,8 @@ impl MessageBuilder {
             },
             open: Open::None,
             tool_calls: 0,
+            cost: model.cost.clone(),
+            started: std::time::Instant::now(),
         }
     }
 
@@ -76,7 +80,16 @@ impl MessageBuilder {
     /// Applies one chunk; returns the events to emit, in order.
     pub fn apply(&mut self, chunk: ModelChunk) -> Vec<AssistantMessageEvent> {
         let mut events = Vec::new();
+        if self.message.ttft.is_none() && !matches!(chunk, ModelChunk::Error(_) | ModelChunk::Done { .. }) {
+            self.message.ttft = Some(self.started.elapsed().as_secs_f64() * 1000.0);
+        }
         match chunk {
+            ModelChunk::ThinkingSignature(signature) => {
+                // Belongs to the thinking block streaming now, or the last one.
+                if let Some(AssistantContent::Thinking(t)) = self.message.content.iter_mut().rev().find(|c| matches!(c, AssistantContent::Thinking(_))) {
+                    t.thinking_signature.get_or_insert_with(String::new).push_str(&signature);
+                }
+            }
             ModelChunk::Text(delta) => {
                 if self.open != Open::Text {
                     events.extend(self.close());
@@ -132,17 +145,34 @@ impl MessageBuilder {
                     events.push(AssistantMessageEvent::ToolcallDelta(AmeToolcallDelta { type_: Default::default(), content_index: self.index(), delta, partial: self.message.clone() }));
                 }
             }
-            ModelChunk::Error(message) => {
+            ModelChunk::Error(error) => {
                 events.extend(self.close());
                 self.message.stop_reason = StopReason::Error;
-                self.message.error_message = Some(message);
+                self.message.error_message = Some(error.message);
+                self.message.error_status = error.http_status;
                 self.message.completed_at = Some(now_ms());
             }
-            ModelChunk::Done { length_limited, input_tokens, output_tokens } => {
+            ModelChunk::Done { length_limited, usage, response_id } => {
                 events.extend(self.close());
-                self.message.usage.input = input_tokens;
-                self.message.usage.output = output_tokens;
-                self.message.usage.total_tokens = input_tokens + output_tokens;
+                let per_token = |price: f64, tokens: u64| price * tokens as f64 / 1_000_000.0;
+                let cost = UsageCost {
+                    input: per_token(self.cost.input, usage.input),
+                    output: per_token(self.cost.output, usage.output),
+                    cache_read: per_token(self.cost.cache_read, usage.cache_read),
+                    cache_write: per_token(self.cost.cache_write, usage.cache_write),
+                    total: 0.0,
+                };
+                self.message.usage = Usage {
+                    input: usage.input,
+                    output: usage.output,
+                    cache_read: usage.cache_read,
+                    cache_write: usage.cache_write,
+                    total_tokens: usage.input + usage.output + usage.cache_read + usage.cache_write,
+                    reasoning: None,
+                    cost: UsageCost { total: cost.input + cost.output + cost.cache_read + cost.cache_write, ..cost },
+                };
+                self.message.response_id = response_id;
+                self.message.duration = Some(self.started.elapsed().as_secs_f64() * 1000.0);
                 self.message.stop_reason = if self.tool_calls > 0 {
                     StopReason::ToolUse
                 } else if length_limited {
@@ -217,7 +247,7 @@ mod tests {
             ModelChunk::ToolCallStart { id: "c1".into(), name: "ls".into() },
             ModelChunk::ToolCallArgs("{\"path\"".into()),
             ModelChunk::ToolCallArgs(":\".\"}".into()),
-            ModelChunk::Done { length_limited: false, input_tokens: 10, output_tokens: 5 },
+            ModelChunk::Done { length_limited: false, usage: crate::providers::TokenUsage { input: 10, output: 5, cache_read: 0, cache_write: 0 }, response_id: None },
         ] {
             all.extend(b.apply(c));
         }

@@ -30,6 +30,24 @@ pub struct Cli {
     /// How long a host tool call waits for the host when its definition sets no timeoutMs.
     #[arg(long, default_value_t = 600_000, value_name = "MS")]
     pub host_tool_timeout_ms: u64,
+    /// Config dir holding models.json (default: $AGENTWIRE_CONFIG_DIR, else ~/.config/agentwire).
+    #[arg(long, value_name = "DIR")]
+    pub config_dir: Option<std::path::PathBuf>,
+    /// Provider of the model to start with (e.g. openai, anthropic, or one from models.json).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id to start with.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// API key for --provider (overrides the configured key; never logged).
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// Retries of a transient provider error (429, 5xx, connection errors, cut streams).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub retry_max_attempts: u32,
+    /// Delay before the first retry, doubled each time (with jitter), in milliseconds.
+    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    pub retry_base_delay_ms: u64,
     /// Working directory for tools and `bash` (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<std::path::PathBuf>,
@@ -141,6 +159,18 @@ fn run_rpc(cli: &Cli) -> ExitCode {
         },
         approval_timeout: std::time::Duration::from_millis(cli.approval_timeout_ms),
         host_tool_timeout: std::time::Duration::from_millis(cli.host_tool_timeout_ms),
+        selection: crate::providers::config::Selection {
+            config_dir: cli.config_dir.clone(),
+            provider: cli.provider.clone(),
+            model: cli.model.clone(),
+            api_key: cli.api_key.clone(),
+            offline: None,
+        },
+        retry: crate::agent::RetryPolicy {
+            max_attempts: cli.retry_max_attempts,
+            base_delay: std::time::Duration::from_millis(cli.retry_base_delay_ms),
+            ..crate::agent::RetryPolicy::default()
+        },
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,

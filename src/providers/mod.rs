@@ -1,24 +1,78 @@
 //! Model providers: what streams an assistant reply for a conversation.
 //!
-//! - [`offline`]: the built-in deterministic model (`agentwire/offline`), the default when no
-//!   provider is configured; optionally scripted with `--model-script FILE`.
+//! - [`offline`]: the built-in deterministic model (`agentwire/offline`), optionally scripted.
+//! - [`openai`]: OpenAI-compatible Chat Completions (OpenAI, OpenRouter, Ollama, vLLM,
+//!   llama.cpp, LM Studio).
+//! - [`anthropic`]: Anthropic Messages.
+//! - [`config`]: the models file and the built-in provider entries.
 //!
-//! A provider turns a request into a stream of [`ModelChunk`]s; the agent loop turns those into
-//! `message_update` events and the final assistant message.
+//! A provider turns a [`ModelRequest`] into a [`ChunkStream`]: [`ModelChunk`]s ending in `Done`
+//! or `Error`. Dropping the stream aborts its task, which drops the HTTP request at once. The
+//! providers never retry: the agent loop is the one retry layer (see `agent::run`).
 
+pub mod anthropic;
+pub mod config;
 pub mod offline;
+pub mod openai;
+mod sse;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
 
 use crate::protocol::{AgentMessage, Model, ThinkingLevel, ToolInfo};
 
 /// What the model is asked.
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
+    /// The system prompt.
+    pub system: String,
     /// The conversation so far.
     pub messages: Vec<AgentMessage>,
     /// Tools offered.
     pub tools: Vec<ToolInfo>,
-    /// Requested thinking level.
+    /// Effective thinking level (already clamped to what the model supports).
     pub thinking: ThinkingLevel,
+}
+
+/// Token counts of one response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    /// Input tokens, cache reads and writes excluded.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write: u64,
+}
+
+/// Why a request failed, and whether trying again may help.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderError {
+    /// What the server (or the connection) said; never contains the API key.
+    pub message: String,
+    /// 429, 5xx, overloaded, connection failures, streams cut before their end.
+    pub retryable: bool,
+    /// HTTP status, when there was one.
+    pub http_status: Option<u16>,
+    /// The server's `Retry-After`, when it sent one.
+    pub retry_after: Option<Duration>,
+    /// The context window was exceeded (compaction may help).
+    pub context_overflow: bool,
+}
+
+impl ProviderError {
+    /// A failure that retrying will not fix.
+    pub fn fatal(message: impl Into<String>) -> Self {
+        Self { message: message.into(), retryable: false, http_status: None, retry_after: None, context_overflow: false }
+    }
+    /// A transient failure.
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self { retryable: true, ..Self::fatal(message) }
+    }
 }
 
 /// One piece of a streamed reply.
@@ -26,6 +80,9 @@ pub struct ModelRequest {
 pub enum ModelChunk {
     /// Reasoning text.
     Thinking(String),
+    /// Signature of the current thinking block (Anthropic), or the provider field the
+    /// reasoning came from (OpenAI-compatible).
+    ThinkingSignature(String),
     /// Answer text.
     Text(String),
     /// A tool call starts.
@@ -38,16 +95,99 @@ pub enum ModelChunk {
     /// Raw JSON argument text of the current tool call.
     ToolCallArgs(String),
     /// The reply failed (after whatever streamed before).
-    Error(String),
+    Error(ProviderError),
     /// The reply finished.
     Done {
-        /// `length` when cut by the token limit; otherwise `stop` (tool calls make it `toolUse`).
+        /// Cut by the output token limit.
         length_limited: bool,
-        /// Input tokens.
-        input_tokens: u64,
-        /// Output tokens.
-        output_tokens: u64,
+        /// Token usage.
+        usage: TokenUsage,
+        /// The provider's response id.
+        response_id: Option<String>,
     },
+}
+
+/// A streaming reply; dropping it cancels the request.
+#[derive(Debug)]
+pub struct ChunkStream {
+    rx: mpsc::Receiver<ModelChunk>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ChunkStream {
+    /// Runs `produce` as a task feeding the stream.
+    pub fn spawn<F, Fut>(produce: F) -> Self
+    where
+        F: FnOnce(mpsc::Sender<ModelChunk>) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel(64);
+        Self { rx, task: tokio::spawn(produce(tx)) }
+    }
+
+    /// The next chunk; `None` when the producer ended without `Done` / `Error`.
+    pub async fn next(&mut self) -> Option<ModelChunk> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for ChunkStream {
+    fn drop(&mut self) {
+        // Aborting drops the in-flight HTTP request (and its connection) immediately.
+        self.task.abort();
+    }
+}
+
+/// Something that streams replies.
+pub trait Provider: Send + Sync + std::fmt::Debug {
+    /// Starts a request.
+    fn stream(&self, request: ModelRequest) -> ChunkStream;
+}
+
+/// The wire API of a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// The built-in offline model.
+    Offline,
+    /// OpenAI-compatible Chat Completions.
+    OpenAiCompletions,
+    /// Anthropic Messages.
+    AnthropicMessages,
+}
+
+impl Api {
+    /// The `api` string reported in messages and `Model`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Offline => "offline",
+            Api::OpenAiCompletions => "openai-completions",
+            Api::AnthropicMessages => "anthropic-messages",
+        }
+    }
+}
+
+/// A usable model: its description and how to reach it.
+#[derive(Clone)]
+pub struct ModelSpec {
+    /// The `Model` object hosts see.
+    pub info: Model,
+    /// The wire API.
+    pub api: Api,
+    /// The API key (never logged, never echoed in errors).
+    pub api_key: Option<String>,
+    /// Extra HTTP headers.
+    pub headers: Vec<(String, String)>,
+    /// Levels the model accepts beyond `high` (`xhigh`).
+    pub supports_xhigh: bool,
+    /// The provider implementation.
+    pub provider: Arc<dyn Provider>,
+}
+
+impl std::fmt::Debug for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key stays out of debug output.
+        f.debug_struct("ModelSpec").field("provider", &self.info.provider.as_str()).field("id", &self.info.id.as_str()).finish_non_exhaustive()
+    }
 }
 
 /// The model object describing the offline model.
@@ -59,4 +199,46 @@ pub fn offline_model_info() -> Model {
         "contextWindow": 128_000, "maxTokens": 8192
     }))
     .expect("the offline model object matches the schema")
+}
+
+/// Classifies an HTTP error status: 429, 408, 409 and 5xx are transient; 400/401/403/404 are not.
+pub fn status_is_retryable(status: u16) -> bool {
+    matches!(status, 408 | 409 | 429) || (500..600).contains(&status)
+}
+
+/// Builds the error for a non-success HTTP response, quoting what the server said.
+pub fn http_error(status: u16, retry_after: Option<Duration>, body: &str) -> ProviderError {
+    let detail = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| body.chars().take(500).collect());
+    let lower = detail.to_ascii_lowercase();
+    let context_overflow = lower.contains("context length") || lower.contains("context window") || lower.contains("too many tokens") || lower.contains("prompt is too long");
+    ProviderError {
+        message: format!("{status} {}", detail.trim()),
+        retryable: status_is_retryable(status) || lower.contains("overloaded"),
+        http_status: Some(status),
+        retry_after,
+        context_overflow,
+    }
+}
+
+/// Parses a `Retry-After` header given in seconds (HTTP dates are not worth the bytes here).
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<f64>().ok().filter(|s| *s >= 0.0).map(Duration::from_secs_f64)
+}
+
+/// An error for a failed connection or body read.
+pub fn transport_error(e: &reqwest::Error) -> ProviderError {
+    // reqwest's message can contain the URL but never headers, so a key (always sent in a
+    // header) cannot leak through it.
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection failed"
+    } else {
+        "connection error"
+    };
+    ProviderError::transient(format!("{what}: {e}"))
 }

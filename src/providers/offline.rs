@@ -11,7 +11,9 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::{ModelChunk, ModelRequest};
+use std::sync::Arc;
+
+use super::{ChunkStream, ModelChunk, ModelRequest, Provider, ProviderError, TokenUsage};
 use crate::protocol::{AgentMessage, ModelScriptEntry, ModelScriptEntryStopReason, TextOrImageContent, ThinkingLevel, UserContent};
 
 /// Default characters per delta.
@@ -88,6 +90,7 @@ fn default_reply(request: &ModelRequest) -> ModelScriptEntry {
         text: Some(text),
         tool_calls: None,
         error: None,
+        retryable: None,
         chunk_size: None,
         delay_ms: None,
         stop_reason: None,
@@ -134,7 +137,9 @@ fn play(entry: &ModelScriptEntry, call: u64) -> Vec<Timed> {
         chunks(&args, size).into_iter().for_each(|c| push(ModelChunk::ToolCallArgs(c)));
     }
     if let Some(error) = &entry.error {
-        push(ModelChunk::Error(error.clone()));
+        let mut e = ProviderError::fatal(error.clone());
+        e.retryable = entry.retryable.unwrap_or(false);
+        push(ModelChunk::Error(e));
         return out;
     }
     let (input_tokens, output_tokens) = match &entry.usage {
@@ -143,10 +148,39 @@ fn play(entry: &ModelScriptEntry, call: u64) -> Vec<Timed> {
     };
     push(ModelChunk::Done {
         length_limited: entry.stop_reason == Some(ModelScriptEntryStopReason::Length),
-        input_tokens,
-        output_tokens,
+        usage: TokenUsage { input: input_tokens, output: output_tokens, cache_read: 0, cache_write: 0 },
+        response_id: Some(format!("offline-{call}")),
     });
     out
+}
+
+/// The offline model as a [`Provider`]: plays its chunks with their delays.
+#[derive(Debug)]
+pub struct OfflineProvider {
+    model: Arc<OfflineModel>,
+}
+
+impl OfflineProvider {
+    /// A provider answering with `model`.
+    pub fn new(model: Arc<OfflineModel>) -> Self {
+        Self { model }
+    }
+}
+
+impl Provider for OfflineProvider {
+    fn stream(&self, request: ModelRequest) -> ChunkStream {
+        let chunks = self.model.reply(&request);
+        ChunkStream::spawn(move |tx| async move {
+            for timed in chunks {
+                if !timed.delay.is_zero() {
+                    tokio::time::sleep(timed.delay).await;
+                }
+                if tx.send(timed.chunk).await.is_err() {
+                    return;
+                }
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -157,7 +191,7 @@ mod tests {
     fn request(text: &str, thinking: ThinkingLevel) -> ModelRequest {
         let user: AgentMessage =
             serde_json::from_value(json!({"role":"user","content":[{"type":"text","text":text}],"timestamp":1})).unwrap();
-        ModelRequest { messages: vec![user], tools: vec![], thinking }
+        ModelRequest { system: String::new(), messages: vec![user], tools: vec![], thinking }
     }
 
     fn texts(chunks: &[Timed]) -> String {
@@ -190,7 +224,7 @@ mod tests {
         let args: String = r.iter().filter_map(|c| if let ModelChunk::ToolCallArgs(a) = &c.chunk { Some(a.as_str()) } else { None }).collect();
         assert_eq!(args, r#"{"path":"."}"#);
         assert_eq!(r[0].delay, Duration::from_millis(5));
-        assert_eq!(m.reply(&request("x", ThinkingLevel::Off)).last().unwrap().chunk, ModelChunk::Error("boom".into()));
+        assert_eq!(m.reply(&request("x", ThinkingLevel::Off)).last().unwrap().chunk, ModelChunk::Error(ProviderError::fatal("boom")));
         assert!(texts(&m.reply(&request("x", ThinkingLevel::Off))).starts_with("You said"));
     }
 }

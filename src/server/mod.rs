@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::io::AsyncBufRead;
 use tokio::task::JoinSet;
 
-use crate::agent::{Agent, AgentConfig, ApprovalPolicy};
+use crate::agent::{Agent, AgentConfig, ApprovalPolicy, RetryPolicy};
 use crate::dialect::rpc::{decode_line, Inbound};
 use crate::protocol::{dispatch_rpc_command, RpcCommand};
 use crate::providers::offline::OfflineModel;
@@ -39,6 +39,10 @@ pub struct RpcOptions {
     pub max_line_bytes: usize,
     /// Script for the offline model.
     pub model_script: Option<PathBuf>,
+    /// Config dir, provider, model and API key selection.
+    pub selection: crate::providers::config::Selection,
+    /// Automatic retry of transient provider errors.
+    pub retry: RetryPolicy,
     /// Approval policy.
     pub approval: ApprovalPolicy,
     /// How long approval dialogs wait.
@@ -102,15 +106,24 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(agent: Agent, input: R, out: Out
 
 /// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
 pub async fn run_rpc_process(options: RpcOptions) -> u8 {
-    let model = match &options.model_script {
-        Some(path) => match OfflineModel::from_script_file(path) {
-            Ok(m) => m,
+    let mut selection = options.selection.clone();
+    if let Some(path) = &options.model_script {
+        match OfflineModel::from_script_file(path) {
+            Ok(m) => selection.offline = Some(Arc::new(m)),
             Err(e) => {
                 eprintln!("agentwire: --model-script: {e}");
                 return 1;
             }
-        },
-        None => OfflineModel::default(),
+        }
+    }
+    // A bad models file or an unknown --provider/--model is a startup error we were explicitly
+    // pointed at: say so on stderr and exit 1.
+    let catalogue = match crate::providers::config::load(&selection) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("agentwire: {e}");
+            return 1;
+        }
     };
     let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
     let config = AgentConfig {
@@ -118,9 +131,10 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
         approval: options.approval,
         approval_timeout: options.approval_timeout,
         host_tool_timeout: options.host_tool_timeout,
+        retry: options.retry,
         max_line_bytes: options.max_line_bytes,
     };
-    let agent = Agent::new(config, out.clone(), model);
+    let agent = Agent::new(config, out.clone(), catalogue);
     let _ = out.send(&agent.ready_frame()).await;
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     let mut writer = writer;
