@@ -111,11 +111,15 @@ pub fn load(selection: &Selection) -> Result<Catalogue, String> {
             let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let value: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
             validator().validate_def("ModelsFile", &value).map_err(|e| format!("{}: {e}", path.display()))?;
-            let file: ModelsFile = serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+            // Providers keep the file's order (the typed map does not).
+            let order: Vec<String> = value["providers"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+            let mut file: ModelsFile = serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
             default_model = file.default_model;
-            for (name, config) in file.providers {
-                providers.retain(|(n, _)| *n != name);
-                providers.push((name, config));
+            for name in order {
+                if let Some(config) = file.providers.remove(&name) {
+                    providers.retain(|(n, _)| *n != name);
+                    providers.push((name, config));
+                }
             }
         }
     }

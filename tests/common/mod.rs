@@ -1,7 +1,11 @@
 //! Drives the real `agentwire --mode rpc` binary over pipes. Every frame it writes is parsed
-//! and validated against the schema before a test sees it.
+//! and validated against the schema before a test sees it. Each agent gets its own working
+//! directory and (unless the test passes `--config-dir`) an empty config dir, and never sees
+//! the machine's provider keys.
 
 #![allow(dead_code)]
+
+pub mod fake_llm;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -21,6 +25,7 @@ pub struct Agent {
     /// Every frame seen so far, in order.
     pub seen: Vec<Value>,
     pub dir: tempfile::TempDir,
+    config: tempfile::TempDir,
 }
 
 impl Agent {
@@ -28,8 +33,15 @@ impl Agent {
     /// offline model's script.
     pub fn start(args: &[&str], script: &[Value]) -> Agent {
         let dir = tempfile::tempdir().unwrap();
+        let config = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
         cmd.args(["--mode", "rpc", "--cwd"]).arg(dir.path()).args(args);
+        if !args.contains(&"--config-dir") {
+            cmd.arg("--config-dir").arg(config.path());
+        }
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+            cmd.env_remove(var);
+        }
         if !script.is_empty() {
             let path = dir.path().join(".model-script.jsonl");
             let text: String = script.iter().map(|v| format!("{v}\n")).collect();
@@ -52,7 +64,7 @@ impl Agent {
             }
         });
         let stdin = child.stdin.take();
-        let mut agent = Agent { child, stdin, frames: rx, seen: Vec::new(), dir };
+        let mut agent = Agent { child, stdin, frames: rx, seen: Vec::new(), dir, config };
         let ready = agent.next();
         assert_eq!(ready["type"], "ready", "the first frame is ready");
         agent

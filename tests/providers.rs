@@ -1,0 +1,267 @@
+//! Real providers against a scripted fake server on 127.0.0.1: streaming, tool calls, reasoning,
+//! usage and cost, the one retry layer (429 + Retry-After, 500s, cut streams, abort_retry), 400s,
+//! abort cancelling the HTTP request, the request bodies, and model selection.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::fake_llm::*;
+use common::{types, Agent};
+use serde_json::{json, Value};
+
+/// Starts agentwire on the fake server's models; `overrides` are flag/value pairs replacing the
+/// defaults (provider fake, model fake-model, 50 ms retry delay).
+fn start(fake: &FakeLlm, overrides: &[&str]) -> (Agent, tempfile::TempDir) {
+    let config = tempfile::tempdir().unwrap();
+    fake.write_models(config.path());
+    let dir = config.path().to_str().unwrap().to_owned();
+    let mut flags: Vec<(&str, &str)> = vec![("--provider", "fake"), ("--model", "fake-model"), ("--retry-base-delay-ms", "50")];
+    for pair in overrides.chunks(2) {
+        flags.retain(|(f, _)| *f != pair[0]);
+        flags.push((pair[0], pair[1]));
+    }
+    let mut args = vec!["--config-dir", dir.as_str()];
+    for (f, v) in flags {
+        args.push(f);
+        args.push(v);
+    }
+    (Agent::start(&args, &[]), config)
+}
+
+fn prompt(a: &mut Agent, id: &str, text: &str) -> Vec<Value> {
+    a.send(json!({"id": id, "type": "prompt", "message": text}));
+    a.until_prompt_result(id)
+}
+
+fn assistant_end(frames: &[Value]) -> Value {
+    frames.iter().rev().find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant").unwrap()["message"].clone()
+}
+
+#[test]
+fn openai_text_usage_cost_and_request_body() {
+    let fake = FakeLlm::start(vec![openai_text(&["Hel", "lo!"])]);
+    let (mut a, _c) = start(&fake, &[]);
+    let frames = prompt(&mut a, "p", "Say hello");
+    let m = assistant_end(&frames);
+    assert_eq!((&m["content"][0]["text"], &m["stopReason"], &m["api"], &m["provider"], &m["model"]), (&json!("Hello!"), &json!("stop"), &json!("openai-completions"), &json!("fake"), &json!("fake-model")));
+    assert_eq!(m["responseId"], "chatcmpl-1");
+    let u = &m["usage"];
+    assert_eq!((&u["input"], &u["output"], &u["cacheRead"], &u["totalTokens"]), (&json!(81), &json!(15), &json!(20), &json!(116)));
+    let cost = u["cost"]["total"].as_f64().unwrap();
+    assert!((cost - (81.0 * 1.0 + 15.0 * 2.0 + 20.0 * 0.5) / 1e6).abs() < 1e-12, "{cost}");
+    let stats = a.request(json!({"id":"s","type":"get_session_stats"}))["data"].clone();
+    assert_eq!((&stats["tokens"]["input"], &stats["tokens"]["total"]), (&json!(81), &json!(116)));
+
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 1);
+    let req = &seen[0];
+    assert_eq!(req.path, "/v1/chat/completions");
+    assert_eq!(req.headers["authorization"], "Bearer sk-fake-secret-123");
+    let b = &req.body;
+    assert_eq!((&b["model"], &b["stream"], &b["stream_options"], &b["max_completion_tokens"]), (&json!("fake-model"), &json!(true), &json!({"include_usage": true}), &json!(4096)));
+    assert_eq!(b["messages"][0]["role"], "system");
+    assert_eq!(b["messages"][1], json!({"role":"user","content":[{"type":"text","text":"Say hello"}]}));
+    let tools: Vec<&str> = b["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["read", "write", "edit", "bash", "ls", "grep", "find"]);
+    assert_eq!(b["tools"][0]["function"]["parameters"]["required"], json!(["path"]));
+    assert!(b.get("reasoning_effort").is_none(), "not a reasoning model");
+}
+
+#[test]
+fn openai_tool_call_round_trip_sends_the_call_and_its_result_back() {
+    let fake = FakeLlm::start(vec![openai_tool_call("call_abc", "bash", r#"{"command":"echo hello"}"#), openai_text(&["It printed hello."])]);
+    let (mut a, _c) = start(&fake, &[]);
+    let frames = prompt(&mut a, "p", "Run echo hello");
+    let t = types(&frames);
+    assert!(t.iter().filter(|t| *t == "mu:toolcall_delta").count() >= 3, "arguments stream in pieces: {t:?}");
+    let end = frames.iter().find(|f| f["type"] == "tool_execution_end").unwrap();
+    assert_eq!(end["result"]["content"][0]["text"], "hello\n");
+    assert_eq!(assistant_end(&frames)["content"][0]["text"], "It printed hello.");
+    let second = &fake.seen()[1].body["messages"];
+    let n = second.as_array().unwrap().len();
+    assert_eq!(second[n - 2]["tool_calls"], json!([{"id":"call_abc","type":"function","function":{"name":"bash","arguments":"{\"command\":\"echo hello\"}"}}]));
+    assert_eq!(second[n - 2]["content"], "Let me run that.");
+    assert_eq!(second[n - 1], json!({"role":"tool","tool_call_id":"call_abc","content":"hello\n"}));
+}
+
+#[test]
+fn openai_reasoning_becomes_thinking_and_the_level_is_sent() {
+    let fake = FakeLlm::start(vec![openai_reasoning(&["Let me ", "think."], "Done.")]);
+    let (mut a, _c) = start(&fake, &["--model", "fake-reasoner"]);
+    a.request(json!({"id":"t","type":"set_thinking_level","level":"high"}));
+    let frames = prompt(&mut a, "p", "Think");
+    let m = assistant_end(&frames);
+    assert_eq!(m["content"][0], json!({"type":"thinking","thinking":"Let me think.","thinkingSignature":"reasoning_content"}));
+    assert_eq!(m["content"][1]["text"], "Done.");
+    assert_eq!(fake.seen()[0].body["reasoning_effort"], "high");
+    // xhigh is not supported by this model: clamped to high.
+    a.request(json!({"id":"x","type":"set_thinking_level","level":"xhigh"}));
+    assert_eq!(a.request(json!({"id":"s","type":"get_state"}))["data"]["thinkingLevel"], "high");
+}
+
+#[test]
+fn rate_limits_honour_retry_after_and_500s_retry_until_success() {
+    let fake = FakeLlm::start(vec![
+        status(429, &[("retry-after", "0.3")], "slow down"),
+        status(500, &[], "boom"),
+        openai_text(&["finally"]),
+    ]);
+    let (mut a, _c) = start(&fake, &[]);
+    let started = Instant::now();
+    let frames = prompt(&mut a, "p", "x");
+    let retries: Vec<&Value> = frames.iter().filter(|f| f["type"] == "auto_retry_start").collect();
+    assert_eq!(retries.len(), 2);
+    assert_eq!((&retries[0]["attempt"], &retries[0]["maxAttempts"], &retries[0]["errorMessage"]), (&json!(1), &json!(3), &json!("429 slow down")));
+    assert!(retries[0]["delayMs"].as_f64().unwrap() >= 300.0, "Retry-After is honoured");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let end = frames.iter().find(|f| f["type"] == "auto_retry_end").unwrap();
+    assert_eq!((&end["success"], &end["attempt"]), (&json!(true), &json!(2)));
+    assert_eq!(frames.last().unwrap()["status"], "completed");
+    assert_eq!(fake.seen().len(), 3, "one retry layer: exactly one request per attempt");
+    let t = types(&frames);
+    let first_retry = t.iter().position(|t| t == "auto_retry_start").unwrap();
+    assert_eq!(t[first_retry - 1], "turn_end", "the failed attempt's turn ends before the retry");
+    assert_eq!(t[first_retry + 1], "turn_start");
+    // Failed attempts are not kept in the conversation.
+    assert_eq!(a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn client_errors_are_not_retried_and_say_what_the_server_answered() {
+    let fake = FakeLlm::start(vec![status(400, &[], "max_tokens is too large")]);
+    let (mut a, _c) = start(&fake, &[]);
+    let frames = prompt(&mut a, "p", "x");
+    assert!(!frames.iter().any(|f| f["type"] == "auto_retry_start"));
+    let m = assistant_end(&frames);
+    assert_eq!((&m["stopReason"], &m["errorMessage"], &m["errorStatus"]), (&json!("error"), &json!("400 max_tokens is too large"), &json!(400)));
+    let result = frames.last().unwrap();
+    assert_eq!((&result["status"], &result["error"]["message"]), (&json!("error"), &json!("400 max_tokens is too large")));
+    assert_eq!(fake.seen().len(), 1);
+    assert!(!serde_json::to_string(&frames).unwrap().contains("sk-fake-secret"), "the key never appears");
+}
+
+#[test]
+fn a_stream_cut_mid_way_is_an_error_never_a_finished_message() {
+    let fake = FakeLlm::start(vec![openai_cut(&["partial ", "answer"]), openai_cut(&["again"])]);
+    let (mut a, _c) = start(&fake, &[]);
+    a.request(json!({"id":"r","type":"set_auto_retry","enabled":false}));
+    let frames = prompt(&mut a, "p", "x");
+    let m = assistant_end(&frames);
+    assert_eq!(m["stopReason"], "error");
+    assert!(m["errorMessage"].as_str().unwrap().contains("cut off"), "{m}");
+    assert_eq!(frames.last().unwrap()["status"], "error");
+    assert_eq!(fake.seen().len(), 1, "auto-retry off: no second request");
+}
+
+#[test]
+fn abort_cancels_a_slow_stream_at_once() {
+    let fake = FakeLlm::start(vec![openai_slow(100, Duration::from_millis(100))]);
+    let (mut a, _c) = start(&fake, &[]);
+    a.send(json!({"id":"p","type":"prompt","message":"x"}));
+    a.until(|f| f["assistantMessageEvent"]["type"] == "text_delta");
+    let sent = Instant::now();
+    a.send(json!({"id":"ab","type":"abort"}));
+    a.until(|f| f["type"] == "agent_end");
+    let latency = sent.elapsed();
+    a.until(|f| f["id"] == "ab");
+    assert!(latency < Duration::from_millis(500), "abort → agent_end took {latency:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(fake.disconnected(), "the HTTP request was dropped, not read to its end");
+}
+
+#[test]
+fn abort_retry_cancels_the_back_off() {
+    let fake = FakeLlm::start(vec![status(503, &[], "unavailable")]);
+    let (mut a, _c) = start(&fake, &["--retry-base-delay-ms", "10000"]);
+    a.send(json!({"id":"p","type":"prompt","message":"x"}));
+    a.until(|f| f["type"] == "auto_retry_start");
+    a.send(json!({"id":"ar","type":"abort_retry"}));
+    let frames = a.until_prompt_result("p");
+    let t = types(&frames);
+    let end = t.iter().position(|t| t == "auto_retry_end").unwrap();
+    let response = frames.iter().position(|f| f["id"] == "ar").unwrap();
+    assert!(end < response, "auto_retry_end precedes the abort_retry response: {t:?}");
+    assert_eq!(frames[end]["finalError"], "Retry cancelled");
+    assert_eq!(frames.last().unwrap()["status"], "aborted");
+}
+
+#[test]
+fn anthropic_streams_thinking_signatures_tool_use_and_cache_usage() {
+    let fake = FakeLlm::start(vec![anthropic_full(), anthropic_text("Two entries.")]);
+    let (mut a, _c) = start(&fake, &["--provider", "fakeclaude", "--model", "claude-fake"]);
+    a.request(json!({"id":"t","type":"set_thinking_level","level":"medium"}));
+    let frames = prompt(&mut a, "p", "List");
+    let first = frames.iter().find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant").unwrap()["message"].clone();
+    assert_eq!(first["content"][0], json!({"type":"thinking","thinking":"Let me think.","thinkingSignature":"sig-abc"}));
+    assert_eq!(first["content"][1]["text"], "Listing.");
+    assert_eq!((&first["content"][2]["name"], &first["content"][2]["arguments"]), (&json!("ls"), &json!({"path":"."})));
+    assert_eq!((&first["usage"]["input"], &first["usage"]["cacheRead"], &first["usage"]["cacheWrite"], &first["usage"]["output"]), (&json!(50), &json!(10), &json!(5), &json!(30)));
+    assert_eq!(first["stopReason"], "toolUse");
+    assert_eq!(assistant_end(&frames)["content"][0]["text"], "Two entries.");
+
+    let seen = fake.seen();
+    assert_eq!(seen[0].path, "/v1/messages");
+    assert_eq!((seen[0].headers["x-api-key"].to_str().unwrap(), seen[0].headers["anthropic-version"].to_str().unwrap()), ("sk-ant-fake-456", "2023-06-01"));
+    let b = &seen[0].body;
+    assert_eq!(b["thinking"], json!({"type":"enabled","budget_tokens":8192}));
+    assert!(b["max_tokens"].as_u64().unwrap() > 8192);
+    assert!(b["system"].as_str().unwrap().contains("agentwire"));
+    assert_eq!(b["tools"][0]["input_schema"]["type"], "object");
+    let second = &seen[1].body["messages"];
+    assert_eq!(second[1]["content"][0], json!({"type":"thinking","thinking":"Let me think.","signature":"sig-abc"}));
+    assert_eq!(second[1]["content"][2], json!({"type":"tool_use","id":"toolu_1","name":"ls","input":{"path":"."}}));
+    assert_eq!(second[2]["content"][0]["type"], "tool_result");
+    assert_eq!(second[2]["content"][0]["tool_use_id"], "toolu_1");
+}
+
+#[test]
+fn anthropic_overloaded_errors_are_retried() {
+    let fake = FakeLlm::start(vec![anthropic_overloaded(), anthropic_text("ok")]);
+    let (mut a, _c) = start(&fake, &["--provider", "fakeclaude", "--model", "claude-fake"]);
+    let frames = prompt(&mut a, "p", "x");
+    assert_eq!(frames.iter().filter(|f| f["type"] == "auto_retry_start").count(), 1);
+    assert_eq!(assistant_end(&frames)["content"][0]["text"], "ok");
+}
+
+#[test]
+fn model_commands_cover_configured_providers() {
+    let fake = FakeLlm::start(vec![]);
+    let (mut a, _c) = start(&fake, &[]);
+    let models = a.request(json!({"id":1,"type":"get_available_models"}))["data"]["models"].clone();
+    let names: Vec<String> = models.as_array().unwrap().iter().map(|m| format!("{}/{}", m["provider"].as_str().unwrap(), m["id"].as_str().unwrap())).collect();
+    assert_eq!(names, ["agentwire/offline", "fake/fake-model", "fake/fake-reasoner", "fakeclaude/claude-fake"]);
+    assert_eq!(a.request(json!({"id":2,"type":"get_state"}))["data"]["model"]["id"], "fake-model");
+    assert_eq!(a.request(json!({"id":3,"type":"cycle_thinking_level"}))["data"], json!(null), "no reasoning on fake-model");
+    let nf = a.request(json!({"id":4,"type":"set_model","provider":"fake","modelId":"nope"}));
+    assert_eq!(nf["error"], "Model not found: fake/nope");
+    let cycled = a.request(json!({"id":5,"type":"cycle_model"}))["data"].clone();
+    assert_eq!((&cycled["model"]["id"], &cycled["isScoped"]), (&json!("fake-reasoner"), &json!(false)));
+    assert_eq!(a.request(json!({"id":6,"type":"set_model","provider":"agentwire","modelId":"offline"}))["data"]["id"], "offline");
+}
+
+#[test]
+fn built_in_providers_appear_when_their_key_is_set_and_bad_selections_fail_at_start() {
+    let config = tempfile::tempdir().unwrap();
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"));
+        cmd.args(["--mode", "rpc", "--config-dir"]).arg(config.path()).args(args);
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+            cmd.env_remove(var);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"{\"id\":1,\"type\":\"get_available_models\"}\n").unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = run(&[("OPENAI_API_KEY", "sk-from-env")], &[]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("\"gpt-4.1-mini\"") && !text.contains("claude-sonnet"), "{text}");
+    assert!(!text.contains("sk-from-env"));
+    let out = run(&[], &["--provider", "openai", "--model", "gpt-4.1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Model not found: openai/gpt-4.1"));
+}
