@@ -1,7 +1,9 @@
 //! `cargo bench --bench rpc`: the release binary measured from outside, the way a host sees it.
 //!
 //! - cold start: spawn → the response to a `get_state` written immediately (median of 30);
-//! - throughput: 200,000 pipelined `get_state` commands → responses per second.
+//! - throughput: 200,000 pipelined `get_state` commands → responses per second;
+//! - abort latency: `abort` sent while an OpenAI-compatible stream trickles from a local
+//!   server → `agent_end` on stdout (median of 20).
 //!
 //! Prints a Markdown table for docs/performance.md.
 
@@ -69,13 +71,78 @@ fn throughput(n: usize) -> f64 {
     n as f64 / secs
 }
 
+/// A local server streaming one SSE chunk every 50 ms for ~10 s.
+fn slow_server() -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(|| async {
+                    let chunks = futures_util::stream::unfold(0u32, |i| async move {
+                        if i >= 200 {
+                            return None;
+                        }
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        let data = format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"w{i} \"}}}}]}}\n\n");
+                        Some((Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(data)), i + 1))
+                    });
+                    axum::response::Response::builder().header("content-type", "text/event-stream").body(axum::body::Body::from_stream(chunks)).unwrap()
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{}/v1", rx.recv().unwrap())
+}
+
+fn abort_latency(config_dir: &std::path::Path) -> Duration {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(["--mode", "rpc", "--provider", "slow", "--model", "m", "--config-dir"])
+        .arg(config_dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agentwire");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin.write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"go\"}\n").unwrap();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("\"text_delta\"") {
+            break;
+        }
+    }
+    let sent = Instant::now();
+    stdin.write_all(b"{\"id\":\"a\",\"type\":\"abort\"}\n").unwrap();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("\"type\":\"agent_end\"") {
+            break;
+        }
+    }
+    let elapsed = sent.elapsed();
+    drop(stdin);
+    let _ = child.wait();
+    elapsed
+}
+
 fn main() {
     let mut starts: Vec<Duration> = (0..30).map(|_| cold_start()).collect();
     starts.sort();
     let median = starts[starts.len() / 2];
     let rate = throughput(200_000);
+    let base = slow_server();
+    let config = tempfile::tempdir().unwrap();
+    let models = format!(r#"{{"providers":{{"slow":{{"api":"openai-completions","baseUrl":"{base}","models":[{{"id":"m"}}]}}}}}}"#);
+    std::fs::write(config.path().join("models.json"), models).unwrap();
+    let mut aborts: Vec<Duration> = (0..20).map(|_| abort_latency(config.path())).collect();
+    aborts.sort();
     println!("| measurement | agentwire | pi (shared/peer-measurements.md) |");
     println!("|---|---|---|");
     println!("| spawn → first response (median of 30) | {:.2} ms | ~1 s |", median.as_secs_f64() * 1000.0);
     println!("| pipelined get_state | {:.0} responses/s | ~40,000/s |", rate);
+    println!("| abort → agent_end, slow OpenAI-compatible stream (median of 20) | {:.2} ms | — |", aborts[aborts.len() / 2].as_secs_f64() * 1000.0);
 }

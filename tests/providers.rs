@@ -83,6 +83,20 @@ fn openai_tool_call_round_trip_sends_the_call_and_its_result_back() {
     assert_eq!(second[n - 2]["tool_calls"], json!([{"id":"call_abc","type":"function","function":{"name":"bash","arguments":"{\"command\":\"echo hello\"}"}}]));
     assert_eq!(second[n - 2]["content"], "Let me run that.");
     assert_eq!(second[n - 1], json!({"role":"tool","tool_call_id":"call_abc","content":"hello\n"}));
+
+    // The same essential fields and message layout as pi's request in the same situation.
+    let pi_log = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/reference-transcripts/pi/prompt_tool_call_bash.http.jsonl")).unwrap();
+    let pi: Value = serde_json::from_str(pi_log.lines().nth(1).unwrap()).unwrap();
+    let ours = &fake.seen()[1].body;
+    for key in ["model", "messages", "tools", "stream", "stream_options", "max_completion_tokens"] {
+        assert!(pi["body"].get(key).is_some() && ours.get(key).is_some(), "{key}");
+    }
+    let roles = |b: &Value| b["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    assert_eq!(roles(ours), roles(&pi["body"]));
+    let keys = |m: &Value| m.as_object().unwrap().keys().cloned().collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(keys(&ours["messages"][2]), keys(&pi["body"]["messages"][2]), "assistant message with tool_calls");
+    assert_eq!(keys(&ours["messages"][3]), keys(&pi["body"]["messages"][3]), "tool result message");
+    assert_eq!(keys(&ours["tools"][0]), keys(&pi["body"]["tools"][0]));
 }
 
 #[test]
