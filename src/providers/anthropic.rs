@@ -23,8 +23,6 @@ const VERSION: &str = "2023-06-01";
 /// A provider speaking Anthropic's Messages API.
 #[derive(Debug, Clone)]
 pub struct AnthropicProvider {
-    /// Shared HTTP client (no retries of its own).
-    pub client: reqwest::Client,
     /// Base URL, e.g. `https://api.anthropic.com`.
     pub base_url: String,
     /// API key (`x-api-key`).
@@ -156,8 +154,7 @@ impl AnthropicProvider {
 
 impl Provider for AnthropicProvider {
     fn stream(&self, request: ModelRequest) -> ChunkStream {
-        let mut builder = self
-            .client
+        let mut builder = super::http_client()
             .post(format!("{}/v1/messages", self.base_url.trim_end_matches('/')))
             .header("anthropic-version", VERSION)
             .json(&self.body(&request));

@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -81,17 +80,6 @@ pub struct Selection {
     pub offline: Option<Arc<OfflineModel>>,
 }
 
-fn http_client() -> reqwest::Client {
-    // No retries here: the agent loop is the single retry layer. Timeouts guard connects and
-    // stalls; a long answer may stream for minutes, so there is no total timeout.
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(30))
-        .read_timeout(Duration::from_secs(300))
-        .user_agent(concat!("agentwire/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .unwrap_or_default()
-}
-
 /// Builds the catalogue; errors say which file or flag is wrong.
 pub fn load(selection: &Selection) -> Result<Catalogue, String> {
     let offline = selection.offline.clone().unwrap_or_default();
@@ -123,7 +111,6 @@ pub fn load(selection: &Selection) -> Result<Catalogue, String> {
             }
         }
     }
-    let client = http_client();
     for (name, config) in providers {
         let explicit = selection.provider.as_deref() == Some(name.as_str());
         let key = match (&selection.api_key, explicit) {
@@ -135,7 +122,7 @@ pub fn load(selection: &Selection) -> Result<Catalogue, String> {
         if key.is_none() && config.api_key_env.is_some() && config.api_key.is_none() {
             continue;
         }
-        models.extend(specs(&name, &config, key, &client));
+        models.extend(specs(&name, &config, key));
     }
     let wanted = match (&selection.provider, &selection.model) {
         (Some(p), Some(m)) => Some((p.clone(), m.clone())),
@@ -153,7 +140,7 @@ pub fn load(selection: &Selection) -> Result<Catalogue, String> {
     Ok(Catalogue { models, current })
 }
 
-fn specs(name: &str, config: &ProviderConfig, key: Option<String>, client: &reqwest::Client) -> Vec<ModelSpec> {
+fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelSpec> {
     let headers: Vec<(String, String)> = config.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     config
         .models
@@ -175,7 +162,6 @@ fn specs(name: &str, config: &ProviderConfig, key: Option<String>, client: &reqw
             .expect("a configured model makes a valid Model");
             let provider: Arc<dyn super::Provider> = match api {
                 Api::AnthropicMessages => Arc::new(AnthropicProvider {
-                    client: client.clone(),
                     base_url: config.base_url.to_string(),
                     api_key: key.clone(),
                     headers: headers.clone(),
@@ -184,7 +170,6 @@ fn specs(name: &str, config: &ProviderConfig, key: Option<String>, client: &reqw
                     reasoning,
                 }),
                 _ => Arc::new(OpenAiProvider {
-                    client: client.clone(),
                     base_url: config.base_url.to_string(),
                     api_key: key.clone(),
                     headers: headers.clone(),

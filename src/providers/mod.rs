@@ -201,6 +201,21 @@ pub fn offline_model_info() -> Model {
     .expect("the offline model object matches the schema")
 }
 
+/// The shared HTTP client, built on first use (TLS set-up and system certificates stay off the
+/// start-up path). It never retries: the agent loop is the single retry layer. Timeouts guard
+/// connects and stalls; a long answer may stream for minutes, so there is no total timeout.
+pub fn http_client() -> &'static reqwest::Client {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .read_timeout(Duration::from_secs(300))
+            .user_agent(concat!("agentwire/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_default()
+    })
+}
+
 /// Classifies an HTTP error status: 429, 408, 409 and 5xx are transient; 400/401/403/404 are not.
 pub fn status_is_retryable(status: u16) -> bool {
     matches!(status, 408 | 409 | 429) || (500..600).contains(&status)

@@ -19,8 +19,6 @@ use crate::protocol::{AgentMessage, AssistantContent, StopReason, TextOrImageCon
 /// A provider speaking OpenAI's Chat Completions.
 #[derive(Debug, Clone)]
 pub struct OpenAiProvider {
-    /// Shared HTTP client (no retries of its own).
-    pub client: reqwest::Client,
     /// Base URL, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
     /// API key, sent as a bearer token.
@@ -147,7 +145,7 @@ impl OpenAiProvider {
 
 impl Provider for OpenAiProvider {
     fn stream(&self, request: ModelRequest) -> ChunkStream {
-        let mut builder = self.client.post(format!("{}/chat/completions", self.base_url.trim_end_matches('/'))).json(&self.body(&request));
+        let mut builder = super::http_client().post(format!("{}/chat/completions", self.base_url.trim_end_matches('/'))).json(&self.body(&request));
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
