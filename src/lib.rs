@@ -9,6 +9,7 @@
 //! - [`server`]: serves a dialect on stdin/stdout (reader loop, dispatch, shutdown);
 //! - [`agent`]: the agent loop, state and command handlers (implements the generated trait);
 //! - [`providers`]: model providers (the built-in offline model);
+//! - [`sessions`]: session files on disk (append-only JSONL tree), HTML export;
 //! - [`tools`]: the built-in tools (read, write, edit, bash, ls, grep, find);
 //! - [`cli`]: the command-line front end.
 
@@ -19,5 +20,6 @@ pub mod dialect;
 pub mod protocol;
 pub mod providers;
 pub mod server;
+pub mod sessions;
 pub mod tools;
 pub mod transport;

@@ -1,0 +1,529 @@
+//! Sessions on disk: one JSONL file per session (`schema/session-file.schema.json`), a
+//! `session` header then entries linked by `parentId` into a tree; the current position is the
+//! leaf. Entries are appended whole, one `write` each, before the frame that reports them, so a
+//! `kill -9` loses at most the line being written; loading skips a torn last line (and reports
+//! a corrupt line in the middle with its number) instead of failing.
+//!
+//! Files live in `<sessions dir>/--<cwd with / replaced by ->--/<time>_<id>.jsonl` (pi's
+//! layout) unless `--session-dir` names the directory; a file is created on the first entry.
+
+pub mod html;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::protocol::*;
+
+/// A problem found while loading a session file that did not stop the load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadWarning {
+    /// 1-based line number.
+    pub line: usize,
+    /// What was wrong.
+    pub reason: String,
+}
+
+/// What an entry records.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// A conversation message.
+    Message(AgentMessage),
+    /// The model from here on.
+    ModelChange {
+        /// Provider.
+        provider: String,
+        /// Model id.
+        model_id: String,
+    },
+    /// The thinking level from here on.
+    ThinkingLevel(ThinkingLevel),
+    /// The session name.
+    Name(String),
+    /// A compaction summary.
+    Compaction {
+        /// The summary.
+        summary: String,
+        /// First entry kept after it.
+        first_kept_entry_id: String,
+        /// Tokens before compaction.
+        tokens_before: u64,
+        /// Files touched.
+        details: Option<CompactionDetails>,
+    },
+}
+
+/// RFC 3339 time, milliseconds.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn new_entry_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
+}
+
+fn entry_id(e: &SessionEntry) -> &str {
+    match e {
+        SessionEntry::Message(x) => &x.id,
+        SessionEntry::ModelChange(x) => &x.id,
+        SessionEntry::ThinkingLevelChange(x) => &x.id,
+        SessionEntry::SessionInfo(x) => &x.id,
+        SessionEntry::Compaction(x) => &x.id,
+        SessionEntry::Custom(x) => &x.id,
+    }
+}
+
+fn entry_parent(e: &SessionEntry) -> Option<&str> {
+    match e {
+        SessionEntry::Message(x) => x.parent_id.as_deref(),
+        SessionEntry::ModelChange(x) => x.parent_id.as_deref(),
+        SessionEntry::ThinkingLevelChange(x) => x.parent_id.as_deref(),
+        SessionEntry::SessionInfo(x) => x.parent_id.as_deref(),
+        SessionEntry::Compaction(x) => x.parent_id.as_deref(),
+        SessionEntry::Custom(x) => x.parent_id.as_deref(),
+    }
+}
+
+fn entry_timestamp(e: &SessionEntry) -> String {
+    match e {
+        SessionEntry::Message(x) => x.timestamp.to_string(),
+        SessionEntry::ModelChange(x) => x.timestamp.to_string(),
+        SessionEntry::ThinkingLevelChange(x) => x.timestamp.to_string(),
+        SessionEntry::SessionInfo(x) => x.timestamp.to_string(),
+        SessionEntry::Compaction(x) => x.timestamp.to_string(),
+        SessionEntry::Custom(x) => x.timestamp.to_string(),
+    }
+}
+
+fn nonempty<T: std::str::FromStr>(s: &str) -> T {
+    s.parse().ok().or_else(|| "-".parse().ok()).expect("\"-\" satisfies minLength 1")
+}
+
+/// The first text of a message, for labels and listings.
+pub fn message_text(m: &AgentMessage) -> String {
+    match m {
+        AgentMessage::User(u) => crate::providers::offline::user_text(&u.content),
+        AgentMessage::Assistant(a) => a.content.iter().filter_map(|c| if let AssistantContent::Text(t) = c { Some(t.text.as_str()) } else { None }).collect(),
+        AgentMessage::ToolResult(r) => r.content.iter().filter_map(|c| if let TextOrImageContent::Text(t) = c { Some(t.text.as_str()) } else { None }).collect(),
+        AgentMessage::BashExecution(b) => format!("$ {}", b.command),
+        AgentMessage::CompactionSummary(c) => c.summary.clone(),
+        AgentMessage::BranchSummary(b) => b.summary.clone(),
+        AgentMessage::Custom(c) => crate::providers::offline::user_text(&c.content),
+    }
+}
+
+/// A session: header, entries, leaf, and (when persisted) its file.
+#[derive(Debug)]
+pub struct Session {
+    header: SessionHeader,
+    entries: Vec<SessionEntry>,
+    index: HashMap<String, usize>,
+    leaf: Option<String>,
+    /// Where the session is written; `None` for in-memory sessions (`--no-session`).
+    path: Option<PathBuf>,
+    file: Option<std::fs::File>,
+}
+
+/// The directory holding the sessions of `cwd` under `root` (pi's naming).
+pub fn cwd_dir(root: &Path, cwd: &Path) -> PathBuf {
+    let encoded = cwd.display().to_string().trim_start_matches('/').replace(['/', '\\', ':'], "-");
+    root.join(format!("--{encoded}--"))
+}
+
+impl Session {
+    /// A new, empty session whose file (if `dir` is given) will be created in `dir` on the
+    /// first entry.
+    pub fn create(dir: Option<&Path>, cwd: &Path, parent: Option<String>) -> Self {
+        let id = uuid::Uuid::now_v7().to_string();
+        let timestamp = now_rfc3339();
+        let path = dir.map(|d| d.join(format!("{}_{id}.jsonl", timestamp.replace([':', '.'], "-"))));
+        let header = SessionHeader {
+            type_: Default::default(),
+            version: 3,
+            id: nonempty(&id),
+            timestamp: nonempty(&timestamp),
+            cwd: cwd.display().to_string(),
+            parent_session: parent,
+        };
+        Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, path, file: None }
+    }
+
+    /// Loads a session file. A torn last line and corrupt lines in the middle are skipped and
+    /// reported; a missing file or a missing header is an error.
+    pub fn load(path: &Path) -> Result<(Self, Vec<LoadWarning>), String> {
+        let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = String::from_utf8_lossy(&text);
+        let ends_with_newline = text.ends_with('\n');
+        let lines: Vec<&str> = text.lines().collect();
+        let mut warnings = Vec::new();
+        let Some(first) = lines.first() else { return Err(format!("{}: empty file, not a session", path.display())) };
+        let header: SessionHeader =
+            serde_json::from_str(first).map_err(|e| format!("{}: line 1 is not a session header: {e}", path.display()))?;
+        let mut session = Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, path: Some(path.to_path_buf()), file: None };
+        for (i, line) in lines.iter().enumerate().skip(1) {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<SessionEntry>(line) {
+                Ok(entry) => session.push_loaded(entry),
+                Err(e) => {
+                    let torn = i + 1 == lines.len() && !ends_with_newline;
+                    let reason = if torn { format!("torn last line skipped ({e})") } else { format!("corrupt line skipped: {e}") };
+                    warnings.push(LoadWarning { line: i + 1, reason });
+                }
+            }
+        }
+        Ok((session, warnings))
+    }
+
+    fn push_loaded(&mut self, entry: SessionEntry) {
+        let id = entry_id(&entry).to_owned();
+        self.index.insert(id.clone(), self.entries.len());
+        self.entries.push(entry);
+        self.leaf = Some(id);
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// The file, when persisted.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The parent session's path.
+    pub fn parent(&self) -> Option<&str> {
+        self.header.parent_session.as_deref()
+    }
+
+    /// When the session was created.
+    pub fn created(&self) -> &str {
+        &self.header.timestamp
+    }
+
+    /// Every entry, in file order.
+    pub fn entries(&self) -> &[SessionEntry] {
+        &self.entries
+    }
+
+    /// The current leaf.
+    pub fn leaf(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+
+    /// Appends an entry under the leaf and writes it (creating the file with its header on the
+    /// first entry). Returns the entry id.
+    pub fn append(&mut self, payload: Payload) -> std::io::Result<String> {
+        let id = new_entry_id();
+        let parent_id = self.leaf.clone();
+        let timestamp = now_rfc3339();
+        let entry = match payload {
+            Payload::Message(message) => SessionEntry::Message(MessageEntry { type_: Default::default(), id: nonempty(&id), parent_id, timestamp: nonempty(&timestamp), message }),
+            Payload::ModelChange { provider, model_id } => SessionEntry::ModelChange(ModelChangeEntry {
+                type_: Default::default(),
+                id: nonempty(&id),
+                parent_id,
+                timestamp: nonempty(&timestamp),
+                provider: nonempty(&provider),
+                model_id: nonempty(&model_id),
+            }),
+            Payload::ThinkingLevel(level) => SessionEntry::ThinkingLevelChange(ThinkingLevelChangeEntry {
+                type_: Default::default(),
+                id: nonempty(&id),
+                parent_id,
+                timestamp: nonempty(&timestamp),
+                thinking_level: level,
+            }),
+            Payload::Name(name) => SessionEntry::SessionInfo(SessionInfoEntry { type_: Default::default(), id: nonempty(&id), parent_id, timestamp: nonempty(&timestamp), name }),
+            Payload::Compaction { summary, first_kept_entry_id, tokens_before, details } => SessionEntry::Compaction(CompactionEntry {
+                type_: Default::default(),
+                id: nonempty(&id),
+                parent_id,
+                timestamp: nonempty(&timestamp),
+                summary,
+                first_kept_entry_id: nonempty(&first_kept_entry_id),
+                tokens_before,
+                details,
+            }),
+        };
+        self.write_line(&serde_json::to_string(&entry).map_err(std::io::Error::other)?)?;
+        self.push_loaded(entry);
+        Ok(id)
+    }
+
+    fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+        let Some(path) = self.path.clone() else { return Ok(()) };
+        if self.file.is_none() {
+            let fresh = !path.exists();
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+            if fresh {
+                file.write_all(format!("{}\n", serde_json::to_string(&self.header).map_err(std::io::Error::other)?).as_bytes())?;
+            }
+            self.file = Some(file);
+        }
+        let file = self.file.as_mut().expect("opened above");
+        // One write per entry: a crash tears at most this line.
+        file.write_all(format!("{line}\n").as_bytes())?;
+        file.flush()
+    }
+
+    /// Writes the header and every entry to the file now (for clones).
+    pub fn write_all_now(&mut self) -> std::io::Result<()> {
+        let lines: Vec<String> = self.entries.iter().map(|e| serde_json::to_string(e).unwrap_or_default()).collect();
+        for line in lines {
+            self.write_line(&line)?;
+        }
+        if self.entries.is_empty() {
+            // An empty clone still gets its header so it can be switched to.
+            self.write_line_header_only()?;
+        }
+        Ok(())
+    }
+
+    fn write_line_header_only(&mut self) -> std::io::Result<()> {
+        let Some(path) = self.path.clone() else { return Ok(()) };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        if !path.exists() {
+            std::fs::write(&path, format!("{}\n", serde_json::to_string(&self.header).map_err(std::io::Error::other)?))?;
+        }
+        Ok(())
+    }
+
+    /// A copy of this session (same entries and ids) as a new session in `dir`, whose header
+    /// names this one as its parent.
+    pub fn clone_into(&self, dir: Option<&Path>) -> Self {
+        let mut copy = Self::create(dir, Path::new(&self.header.cwd), self.path.as_ref().map(|p| p.display().to_string()));
+        for e in &self.entries {
+            copy.push_loaded(e.clone());
+        }
+        copy.leaf.clone_from(&self.leaf);
+        copy
+    }
+
+    /// The entries from the root to the leaf.
+    pub fn branch(&self) -> Vec<&SessionEntry> {
+        let mut path = Vec::new();
+        let mut at = self.leaf.clone();
+        while let Some(id) = at {
+            let Some(&i) = self.index.get(&id) else { break };
+            let e = &self.entries[i];
+            at = entry_parent(e).map(str::to_owned);
+            path.push(e);
+            if path.len() > self.entries.len() {
+                break; // a cycle in a hand-edited file
+            }
+        }
+        path.reverse();
+        path
+    }
+
+    /// The messages the model sees on the current branch: after a compaction, its summary, then
+    /// the kept messages and everything after it.
+    pub fn messages(&self) -> Vec<AgentMessage> {
+        let branch = self.branch();
+        let last_compaction = branch.iter().rposition(|e| matches!(e, SessionEntry::Compaction(_)));
+        let mut out = Vec::new();
+        let start = match last_compaction {
+            None => 0,
+            Some(ci) => {
+                let SessionEntry::Compaction(c) = branch[ci] else { unreachable!() };
+                out.push(AgentMessage::CompactionSummary(CompactionSummaryMessage {
+                    role: Default::default(),
+                    summary: c.summary.clone(),
+                    tokens_before: c.tokens_before,
+                    timestamp: now_ms(),
+                    short_summary: None,
+                    tokens_after: None,
+                    method: None,
+                }));
+                let kept = branch.iter().position(|e| entry_id(e) == c.first_kept_entry_id.as_str()).unwrap_or(ci);
+                for e in &branch[kept..ci] {
+                    if let SessionEntry::Message(m) = e {
+                        out.push(m.message.clone());
+                    }
+                }
+                ci + 1
+            }
+        };
+        for e in &branch[start..] {
+            if let SessionEntry::Message(m) = e {
+                out.push(m.message.clone());
+            }
+        }
+        out
+    }
+
+    /// Message entries on the current branch with their ids.
+    pub fn branch_messages(&self) -> Vec<(String, AgentMessage)> {
+        self.branch().into_iter().filter_map(|e| if let SessionEntry::Message(m) = e { Some((m.id.to_string(), m.message.clone())) } else { None }).collect()
+    }
+
+    /// The last name set on the current branch.
+    pub fn name(&self) -> Option<String> {
+        self.branch().iter().rev().find_map(|e| if let SessionEntry::SessionInfo(i) = e { Some(i.name.clone()) } else { None })
+    }
+
+    /// The last model and thinking level recorded on the current branch.
+    pub fn settings(&self) -> (Option<(String, String)>, Option<ThinkingLevel>) {
+        let branch = self.branch();
+        let model = branch.iter().rev().find_map(|e| if let SessionEntry::ModelChange(m) = e { Some((m.provider.to_string(), m.model_id.to_string())) } else { None });
+        let level = branch.iter().rev().find_map(|e| if let SessionEntry::ThinkingLevelChange(t) = e { Some(t.thinking_level) } else { None });
+        (model, level)
+    }
+
+    /// Moves the leaf to just before the user message `entry_id`; returns its text.
+    pub fn branch_before(&mut self, entry_id: &str) -> Option<String> {
+        let &i = self.index.get(entry_id)?;
+        let SessionEntry::Message(m) = &self.entries[i] else { return None };
+        let AgentMessage::User(u) = &m.message else { return None };
+        let text = crate::providers::offline::user_text(&u.content);
+        self.leaf = m.parent_id.clone();
+        Some(text)
+    }
+
+    /// All entries as a tree.
+    pub fn tree(&self) -> SessionTree {
+        let mut children: HashMap<&str, Vec<String>> = HashMap::new();
+        for e in &self.entries {
+            if let Some(p) = entry_parent(e) {
+                children.entry(p).or_default().push(entry_id(e).to_owned());
+            }
+        }
+        let entries = self
+            .entries
+            .iter()
+            .map(|e| {
+                let (kind, label) = match e {
+                    SessionEntry::Message(m) => {
+                        let role = serde_json::to_value(&m.message).ok().and_then(|v| v["role"].as_str().map(str::to_owned)).unwrap_or_default();
+                        let text: String = message_text(&m.message).chars().take(60).collect();
+                        ("message", format!("{role}: {}", text.replace('\n', " ")))
+                    }
+                    SessionEntry::ModelChange(c) => ("model_change", format!("model {}/{}", *c.provider, *c.model_id)),
+                    SessionEntry::ThinkingLevelChange(t) => ("thinking_level_change", format!("thinking {}", serde_json::to_value(t.thinking_level).unwrap_or_default().as_str().unwrap_or_default())),
+                    SessionEntry::SessionInfo(i) => ("session_info", format!("name {}", i.name)),
+                    SessionEntry::Compaction(c) => ("compaction", format!("compaction ({} tokens before)", c.tokens_before)),
+                    SessionEntry::Custom(c) => ("custom", format!("custom {}", *c.custom_type)),
+                };
+                TreeEntry {
+                    id: nonempty(entry_id(e)),
+                    parent_id: entry_parent(e).map(str::to_owned),
+                    entry_type: nonempty(kind),
+                    label,
+                    timestamp: entry_timestamp(e),
+                    children: children.get(entry_id(e)).cloned().unwrap_or_default(),
+                }
+            })
+            .collect();
+        SessionTree { entries, leaf_id: self.leaf.clone() }
+    }
+}
+
+/// A session file found on disk, for `list_sessions`.
+pub fn listing(path: &Path) -> Option<SessionListing> {
+    let (session, _) = Session::load(path).ok()?;
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok().map(|t| humantime::format_rfc3339_millis(t).to_string()).unwrap_or_default();
+    let messages = session.entries.iter().filter(|e| matches!(e, SessionEntry::Message(_))).count();
+    let first = session.entries.iter().find_map(|e| match e {
+        SessionEntry::Message(m) if matches!(m.message, AgentMessage::User(_)) => Some(message_text(&m.message)),
+        _ => None,
+    });
+    let name = session.entries.iter().rev().find_map(|e| if let SessionEntry::SessionInfo(i) = e { Some(i.name.clone()) } else { None });
+    Some(SessionListing {
+        path: nonempty(&path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string()),
+        id: nonempty(session.id()),
+        name,
+        cwd: session.header.cwd.clone(),
+        created: session.created().to_owned(),
+        modified,
+        message_count: messages as u64,
+        first_message: first,
+    })
+}
+
+/// Session files (`*.jsonl`) directly in `dir`.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(text: &str) -> AgentMessage {
+        serde_json::from_value(json!({"role":"user","content":[{"type":"text","text":text}],"timestamp":1})).unwrap()
+    }
+
+    #[test]
+    fn entries_are_appended_and_reload_with_their_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Session::create(Some(dir.path()), Path::new("/work"), None);
+        assert!(s.path().is_some_and(|p| !p.exists()), "created lazily");
+        let first = s.append(Payload::Message(user("one"))).unwrap();
+        s.append(Payload::Name("named".into())).unwrap();
+        let second = s.append(Payload::Message(user("two"))).unwrap();
+        let path = s.path().unwrap().to_path_buf();
+        let (loaded, warnings) = Session::load(&path).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!((loaded.id(), loaded.leaf(), loaded.name().as_deref()), (s.id(), Some(second.as_str()), Some("named")));
+        assert_eq!(loaded.messages().len(), 2);
+        let mut loaded = loaded;
+        assert_eq!(loaded.branch_before(&second).as_deref(), Some("two"));
+        assert_eq!(loaded.messages().len(), 1);
+        assert_eq!(loaded.branch_before(&first).as_deref(), Some("one"));
+        assert!(loaded.messages().is_empty());
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            crate::protocol::validate::validator().validate_def("SessionFileLine", &v).unwrap();
+        }
+    }
+
+    #[test]
+    fn torn_and_corrupt_lines_are_skipped_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Session::create(Some(dir.path()), Path::new("/w"), None);
+        s.append(Payload::Message(user("a"))).unwrap();
+        s.append(Payload::Message(user("b"))).unwrap();
+        let path = s.path().unwrap().to_path_buf();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        text = format!("{}\n{{garbage\n{}\n{}", lines[0], lines[1], &lines[2][..lines[2].len() / 2]);
+        std::fs::write(&path, text).unwrap();
+        let (loaded, warnings) = Session::load(&path).unwrap();
+        assert_eq!(loaded.messages().len(), 1);
+        assert_eq!(warnings.iter().map(|w| w.line).collect::<Vec<_>>(), [2, 4]);
+        assert!(warnings[1].reason.starts_with("torn last line"));
+        assert!(Session::load(&dir.path().join("missing.jsonl")).is_err());
+    }
+
+    #[test]
+    fn compaction_replaces_older_messages_with_the_summary() {
+        let mut s = Session::create(None, Path::new("/w"), None);
+        s.append(Payload::Message(user("old"))).unwrap();
+        let kept = s.append(Payload::Message(user("kept"))).unwrap();
+        s.append(Payload::Compaction { summary: "sum".into(), first_kept_entry_id: kept, tokens_before: 10, details: None }).unwrap();
+        s.append(Payload::Message(user("new"))).unwrap();
+        let texts: Vec<String> = s.messages().iter().map(message_text).collect();
+        assert_eq!(texts, ["sum", "kept", "new"]);
+    }
+}
