@@ -19,7 +19,8 @@ fn get_state_reports_every_documented_field() {
     ] {
         assert_eq!(s[k], v, "{k}");
     }
-    assert!(s.get("sessionName").is_none() && s.get("sessionFile").is_none());
+    assert!(s.get("sessionName").is_none());
+    assert!(s["sessionFile"].as_str().unwrap().ends_with(".jsonl"), "a session file path, created on the first message");
     assert_eq!(s["sessionId"].as_str().unwrap().len(), 36);
 }
 
@@ -91,18 +92,9 @@ fn models_and_text_commands() {
 }
 
 #[test]
-fn commands_needing_sessions_on_disk_fail_clearly() {
-    let mut a = Agent::start(&[], &[]);
-    for (t, extra) in [
-        ("compact", json!({})), ("export_html", json!({})), ("switch_session", json!({"sessionPath":"/x.jsonl"})),
-        ("branch", json!({"entryId":"e"})), ("fork", json!({"entryId":"e"})), ("clone", json!({})),
-        ("get_branch_messages", json!({})), ("get_fork_messages", json!({})), ("list_sessions", json!({})), ("get_tree", json!({})),
-    ] {
-        let mut cmd = extra;
-        cmd["id"] = json!(t);
-        cmd["type"] = json!(t);
-        let r = a.request(cmd);
-        assert_eq!((&r["success"], &r["code"], &r["command"]), (&json!(false), &json!("unsupported"), &json!(t)), "{r}");
-        assert!(r["error"].as_str().unwrap().contains("not have yet"), "{r}");
-    }
+fn no_session_keeps_everything_in_memory() {
+    let mut a = Agent::start(&["--no-session"], &[]);
+    assert!(a.request(json!({"id":1,"type":"get_state"}))["data"].get("sessionFile").is_none());
+    let e = a.request(json!({"id":2,"type":"export_html"}));
+    assert_eq!((&e["success"], &e["code"]), (&json!(false), &json!("invalid_params")));
 }

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::*;
 use crate::providers::config::Catalogue;
 use crate::providers::ModelSpec;
+use crate::sessions::{self, Payload, Session};
 use crate::tools::{self, BUILTIN_TOOLS};
 use crate::transport::Outbox;
 
@@ -52,6 +53,10 @@ pub struct AgentConfig {
     pub host_tool_timeout: Duration,
     /// Automatic retry of transient provider errors.
     pub retry: RetryPolicy,
+    /// Where new sessions are written (`None`: in memory only, `--no-session`).
+    pub session_dir: Option<PathBuf>,
+    /// Root of all session directories (for `list_sessions` with scope `all`).
+    pub sessions_root: Option<PathBuf>,
     /// Longest inbound line (advertised in `ready`).
     pub max_line_bytes: usize,
 }
@@ -112,7 +117,9 @@ struct RetryWait {
 
 #[derive(Debug)]
 struct State {
+    /// The messages of the current branch as the model sees them (derived from `session`).
     messages: Vec<AgentMessage>,
+    session: Session,
     thinking: ThinkingLevel,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
@@ -153,21 +160,25 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-fn new_session_id() -> String {
-    uuid::Uuid::now_v7().to_string()
-}
-
 impl Agent {
-    /// An agent writing to `out`, with the models of `catalogue`.
-    pub fn new(config: AgentConfig, out: Outbox, catalogue: Catalogue) -> Self {
+    /// An agent writing to `out`, with the models of `catalogue`, continuing `session` (new or
+    /// loaded from disk: its messages, name, model and thinking level are restored).
+    pub fn new(config: AgentConfig, out: Outbox, catalogue: Catalogue, session: Session) -> Self {
+        let messages = session.messages();
+        let session_name = session.name();
+        let (saved_model, saved_level) = session.settings();
+        let current_model = saved_model
+            .and_then(|(p, m)| catalogue.models.iter().position(|s| *s.info.provider == p && *s.info.id == m))
+            .unwrap_or(catalogue.current);
         let state = State {
-            messages: Vec::new(),
-            thinking: ThinkingLevel::Off,
+            messages,
+            session,
+            thinking: saved_level.unwrap_or(ThinkingLevel::Off),
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             interrupt_mode: InterruptMode::Immediate,
-            session_id: new_session_id(),
-            session_name: None,
+            session_id: String::new(),
+            session_name,
             auto_compaction: true,
             auto_retry: true,
             todos: Vec::new(),
@@ -177,7 +188,7 @@ impl Agent {
             run: None,
             retry: None,
             bash: None,
-            current_model: catalogue.current,
+            current_model,
         };
         let hosts = host_tools::HostToolService::new(config.host_tool_timeout);
         let inner = Inner {
@@ -189,7 +200,65 @@ impl Agent {
             hosts,
             gates: Mutex::new(Vec::new()),
         };
-        Self { inner: Arc::new(inner) }
+        let agent = Self { inner: Arc::new(inner) };
+        agent.sync_session_id();
+        agent
+    }
+
+    fn sync_session_id(&self) {
+        let mut st = self.state();
+        st.session_id = st.session.id().to_owned();
+    }
+
+    /// Appends a message to the session (and the branch's message list). A new session first
+    /// records its model and thinking level. A write error is reported on stderr; the run goes on.
+    pub(crate) fn record(&self, message: AgentMessage) {
+        let mut st = self.state();
+        if st.session.entries().is_empty() {
+            let spec = &self.inner.models[st.current_model];
+            let (provider, model_id) = (spec.info.provider.to_string(), spec.info.id.to_string());
+            let level = st.thinking;
+            Self::append(&mut st, Payload::ModelChange { provider, model_id });
+            Self::append(&mut st, Payload::ThinkingLevel(level));
+        }
+        Self::append(&mut st, Payload::Message(Box::new(message.clone())));
+        st.messages.push(message);
+    }
+
+    fn append(st: &mut State, payload: Payload) {
+        if let Err(e) = st.session.append(payload) {
+            eprintln!("agentwire: could not write the session file: {e}");
+        }
+    }
+
+    /// Records a setting change in a session that already has entries (a new session records
+    /// its settings with its first message).
+    fn record_setting(&self, payload: Payload) {
+        let mut st = self.state();
+        if !st.session.entries().is_empty() {
+            Self::append(&mut st, payload);
+        }
+    }
+
+    /// Replaces the session (new, loaded, cloned); the run must already be stopped.
+    fn adopt_session(&self, session: Session) {
+        let mut st = self.state();
+        st.messages = session.messages();
+        st.session_name = session.name();
+        st.session_id = session.id().to_owned();
+        let (model, level) = session.settings();
+        if let Some(index) = model.and_then(|(p, m)| self.inner.models.iter().position(|s| *s.info.provider == p && *s.info.id == m)) {
+            st.current_model = index;
+        }
+        if let Some(level) = level {
+            st.thinking = level;
+        }
+        st.session = session;
+        st.todos.clear();
+    }
+
+    fn session_file(st: &State) -> Option<String> {
+        st.session.path().map(|p| p.display().to_string())
     }
 
     /// The `ready` frame this agent writes first.
@@ -349,6 +418,7 @@ impl Agent {
             changed
         };
         if changed {
+            self.record_setting(Payload::ThinkingLevel(level));
             let frame = ThinkingLevelChangedEvent { type_: Default::default(), level: Some(level), thinking_level: None, configured: None, resolved: None };
             self.emit(&frame).await;
         }
@@ -374,12 +444,11 @@ impl Agent {
             st.current_model = index;
             st.thinking
         };
+        let spec = &self.inner.models[index];
+        self.record_setting(Payload::ModelChange { provider: spec.info.provider.to_string(), model_id: spec.info.id.to_string() });
         self.change_thinking(requested).await
     }
 
-    fn sessions_unsupported(command: &str) -> RpcError {
-        RpcError::unsupported(format!("{command} needs sessions on disk, which this build of agentwire does not have yet"))
-    }
 
     fn context_usage(st: &State, window: u64) -> ContextUsage {
         let tokens = st.messages.iter().rev().find_map(|m| if let AgentMessage::Assistant(a) = m { Some(a.usage.total_tokens) } else { None });
@@ -437,13 +506,10 @@ impl RpcHandler for Agent {
         Ok(())
     }
 
-    async fn new_session(&self, _cmd: NewSessionCommand) -> Result<CancelledResult, RpcError> {
+    async fn new_session(&self, cmd: NewSessionCommand) -> Result<CancelledResult, RpcError> {
         self.abort_run().await;
-        let mut st = self.state();
-        st.messages.clear();
-        st.session_id = new_session_id();
-        st.session_name = None;
-        st.todos.clear();
+        let session = Session::create(self.inner.config.session_dir.as_deref(), &self.inner.config.cwd, cmd.parent_session);
+        self.adopt_session(session);
         Ok(CancelledResult { cancelled: false })
     }
 
@@ -460,7 +526,7 @@ impl RpcHandler for Agent {
             steering_mode: st.steering_mode,
             follow_up_mode: st.follow_up_mode,
             interrupt_mode: Some(st.interrupt_mode),
-            session_file: None,
+            session_file: Self::session_file(&st),
             session_id: nonempty(&st.session_id),
             session_name: st.session_name.clone(),
             auto_compaction_enabled: st.auto_compaction,
@@ -630,7 +696,7 @@ impl RpcHandler for Agent {
             timestamp: now_ms(),
             meta: serde_json::Map::new(),
         });
-        self.state().messages.push(message);
+        self.record(message);
         Ok(result)
     }
 
@@ -664,7 +730,7 @@ impl RpcHandler for Agent {
             }
         }
         Ok(SessionStats {
-            session_file: None,
+            session_file: Self::session_file(&st),
             session_id: nonempty(&st.session_id),
             user_messages: user,
             assistant_messages: assistant,
@@ -678,32 +744,62 @@ impl RpcHandler for Agent {
         })
     }
 
-    async fn export_html(&self, _cmd: ExportHtmlCommand) -> Result<ExportResult, RpcError> {
-        Err(Self::sessions_unsupported("export_html"))
+    async fn export_html(&self, cmd: ExportHtmlCommand) -> Result<ExportResult, RpcError> {
+        let (html, default_path) = {
+            let st = self.state();
+            let title = st.session_name.clone().unwrap_or_else(|| format!("agentwire session {}", st.session_id));
+            let default = st.session.path().map(|p| p.with_extension("html"));
+            (sessions::html::render(&title, &st.session.branch_messages().into_iter().map(|(_, m)| m).collect::<Vec<_>>()), default)
+        };
+        let path = match (cmd.output_path, default_path) {
+            (Some(p), _) => self.inner.config.cwd.join(p),
+            (None, Some(p)) => p,
+            (None, None) => return Err(RpcError::invalid_params("This session is in memory only (--no-session): give outputPath")),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| RpcError::internal(format!("could not create {}: {e}", dir.display())))?;
+        }
+        std::fs::write(&path, html).map_err(|e| RpcError::internal(format!("could not write {}: {e}", path.display())))?;
+        let path = path.canonicalize().unwrap_or(path);
+        Ok(ExportResult { path: nonempty(&path.display().to_string()) })
     }
 
-    async fn switch_session(&self, _cmd: SwitchSessionCommand) -> Result<CancelledResult, RpcError> {
-        Err(Self::sessions_unsupported("switch_session"))
+    async fn switch_session(&self, cmd: SwitchSessionCommand) -> Result<CancelledResult, RpcError> {
+        let path = self.inner.config.cwd.join(cmd.session_path.as_str());
+        if !path.exists() {
+            return Err(RpcError::not_found(format!("Session file not found: {}", path.display())));
+        }
+        let (session, warnings) = Session::load(&path).map_err(|e| RpcError::invalid_params(format!("Not a session file: {e}")))?;
+        for w in warnings {
+            eprintln!("agentwire: {}:{}: {}", path.display(), w.line, w.reason);
+        }
+        self.abort_run().await;
+        self.adopt_session(session);
+        Ok(CancelledResult { cancelled: false })
     }
 
-    async fn branch(&self, _cmd: BranchCommand) -> Result<BranchResult, RpcError> {
-        Err(Self::sessions_unsupported("branch"))
+    async fn branch(&self, cmd: BranchCommand) -> Result<BranchResult, RpcError> {
+        self.branch_to(&cmd.entry_id, "branching").await
     }
 
-    async fn fork(&self, _cmd: ForkCommand) -> Result<BranchResult, RpcError> {
-        Err(Self::sessions_unsupported("fork"))
+    async fn fork(&self, cmd: ForkCommand) -> Result<BranchResult, RpcError> {
+        self.branch_to(&cmd.entry_id, "forking").await
     }
 
     async fn clone(&self, _cmd: CloneCommand) -> Result<CancelledResult, RpcError> {
-        Err(Self::sessions_unsupported("clone"))
+        self.abort_run().await;
+        let mut copy = self.state().session.clone_into(self.inner.config.session_dir.as_deref());
+        copy.write_all_now().map_err(|e| RpcError::internal(format!("could not write the cloned session: {e}")))?;
+        self.adopt_session(copy);
+        Ok(CancelledResult { cancelled: false })
     }
 
     async fn get_branch_messages(&self, _cmd: GetBranchMessagesCommand) -> Result<BranchMessages, RpcError> {
-        Err(Self::sessions_unsupported("get_branch_messages"))
+        Ok(self.branch_points())
     }
 
     async fn get_fork_messages(&self, _cmd: GetForkMessagesCommand) -> Result<BranchMessages, RpcError> {
-        Err(Self::sessions_unsupported("get_fork_messages"))
+        Ok(self.branch_points())
     }
 
     async fn get_last_assistant_text(&self, _cmd: GetLastAssistantTextCommand) -> Result<LastAssistantText, RpcError> {
@@ -726,6 +822,7 @@ impl RpcHandler for Agent {
             return Err(RpcError::invalid_params("Session name cannot be empty"));
         }
         self.state().session_name = Some(name.clone());
+        self.record_setting(Payload::Name(name.clone()));
         self.emit(&SessionInfoChangedEvent { type_: Default::default(), name: Some(name) }).await;
         Ok(())
     }
@@ -756,12 +853,46 @@ impl RpcHandler for Agent {
         Ok(CommandsResult { commands: Vec::new() })
     }
 
-    async fn list_sessions(&self, _cmd: ListSessionsCommand) -> Result<SessionList, RpcError> {
-        Err(Self::sessions_unsupported("list_sessions"))
+    async fn list_sessions(&self, cmd: ListSessionsCommand) -> Result<SessionList, RpcError> {
+        let dirs: Vec<PathBuf> = match (cmd.scope, &self.inner.config.sessions_root) {
+            (Some(ListSessionsCommandScope::All), Some(root)) => {
+                std::fs::read_dir(root).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()
+            }
+            _ => self.inner.config.session_dir.iter().cloned().collect(),
+        };
+        let mut sessions: Vec<SessionListing> = dirs.iter().flat_map(|d| sessions::files_in(d)).filter_map(|p| sessions::listing(&p)).collect();
+        sessions.sort_by(|a, b| b.modified.cmp(&a.modified));
+        Ok(SessionList { sessions })
     }
 
     async fn get_tree(&self, _cmd: GetTreeCommand) -> Result<SessionTree, RpcError> {
-        Err(Self::sessions_unsupported("get_tree"))
+        Ok(self.state().session.tree())
+    }
+}
+
+impl Agent {
+    async fn branch_to(&self, entry_id: &str, verb: &str) -> Result<BranchResult, RpcError> {
+        let valid = self.state().session.branch_messages().iter().any(|(id, m)| id == entry_id && matches!(m, AgentMessage::User(_)));
+        if !valid {
+            return Err(RpcError::invalid_params(format!("Invalid entry ID for {verb}: {entry_id} is not a user message of this session")));
+        }
+        self.abort_run().await;
+        let mut st = self.state();
+        let text = st.session.branch_before(entry_id).unwrap_or_default();
+        st.messages = st.session.messages();
+        Ok(BranchResult { text, cancelled: false })
+    }
+
+    fn branch_points(&self) -> BranchMessages {
+        let st = self.state();
+        let messages = st
+            .session
+            .branch_messages()
+            .into_iter()
+            .filter(|(_, m)| matches!(m, AgentMessage::User(_)))
+            .map(|(id, m)| BranchPoint { entry_id: nonempty(&id), text: sessions::message_text(&m) })
+            .collect();
+        BranchMessages { messages }
     }
 }
 

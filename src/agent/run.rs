@@ -41,7 +41,7 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
                 agent.emit(&update).await;
             }
             let message = user_message(&q, from_queue);
-            agent.state().messages.push(message.clone());
+            agent.record(message.clone());
             produced.push(message.clone());
             agent.emit(&MessageStartEvent { type_: Default::default(), message: message.clone() }).await;
             agent.emit(&MessageEndEvent { type_: Default::default(), message }).await;
@@ -52,7 +52,6 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
             Err(RetryStopped) => break Outcome::Aborted,
         };
         let message = AgentMessage::Assistant(assistant.clone());
-        agent.state().messages.push(message.clone());
         produced.push(message.clone());
         match assistant.stop_reason {
             StopReason::Aborted => {
@@ -80,7 +79,7 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
         }
         for r in &results {
             let m = AgentMessage::ToolResult(r.clone());
-            agent.state().messages.push(m.clone());
+            agent.record(m.clone());
             produced.push(m.clone());
             agent.emit(&MessageStartEvent { type_: Default::default(), message: m.clone() }).await;
             agent.emit(&MessageEndEvent { type_: Default::default(), message: m }).await;
@@ -150,6 +149,9 @@ async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Resul
         let (assistant, error) = stream_assistant(agent, cancel).await;
         let retry = error.as_ref().filter(|e| e.retryable && agent.state().auto_retry && attempt < policy.max_attempts && !cancel.is_cancelled());
         let Some(error) = retry else {
+            // The final message is on disk before the frame that reports it.
+            agent.record(AgentMessage::Assistant(assistant.clone()));
+            agent.emit(&MessageEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant.clone()) }).await;
             if attempt > 0 {
                 let end = AutoRetryEndEvent {
                     type_: Default::default(),
@@ -163,6 +165,8 @@ async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Resul
             return Ok(assistant);
         };
         attempt += 1;
+        // A failed attempt is reported but not kept in history.
+        agent.emit(&MessageEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant.clone()) }).await;
         agent.emit(&TurnEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant), tool_results: Vec::new() }).await;
         let delay = backoff(&policy, attempt, error.retry_after);
         let (ended_tx, ended_rx) = watch::channel(false);
@@ -186,7 +190,18 @@ async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Resul
         if !waited {
             let end = AutoRetryEndEvent { type_: Default::default(), success: false, attempt, final_error: Some("Retry cancelled".into()), retry_errors: None };
             agent.emit(&end).await;
+            // After `abort_retry`, its response comes before the run's last frames: wait until
+            // the server has queued it (it opens the gate). `abort` answers after the run, so
+            // there is nothing to wait for then.
+            let gate = stop.is_cancelled().then(|| {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                agent.inner.gates.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+                rx
+            });
             let _ = ended_tx.send(true);
+            if let Some(gate) = gate {
+                let _ = gate.await;
+            }
             return Err(RetryStopped);
         }
         let _ = ended_tx.send(true);
@@ -210,8 +225,9 @@ fn system_prompt(agent: &Agent) -> String {
     )
 }
 
-/// Streams one assistant message, emitting `message_start`, `message_update`s and `message_end`.
-/// Returns the message and the provider error it ended with, if any.
+/// Streams one assistant message, emitting `message_start` and the `message_update`s (the caller
+/// writes `message_end` once the message is recorded). Returns the message and the provider
+/// error it ended with, if any.
 async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (AssistantMessage, Option<ProviderError>) {
     let spec = agent.current();
     let request = {
@@ -252,9 +268,7 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
         }
     }
     drop(stream);
-    let message = builder.message().clone();
-    agent.emit(&MessageEndEvent { type_: Default::default(), message: AgentMessage::Assistant(message.clone()) }).await;
-    (message, error)
+    (builder.message().clone(), error)
 }
 
 async fn emit_update(agent: &Agent, event: AssistantMessageEvent) {

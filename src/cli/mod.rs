@@ -48,6 +48,18 @@ pub struct Cli {
     /// Delay before the first retry, doubled each time (with jitter), in milliseconds.
     #[arg(long, default_value_t = 2000, value_name = "MS")]
     pub retry_base_delay_ms: u64,
+    /// Put session files directly in this directory (default: <config dir>/sessions/--<cwd>--/).
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<std::path::PathBuf>,
+    /// Keep the session in memory only.
+    #[arg(long, conflicts_with_all = ["session", "continue_recent"])]
+    pub no_session: bool,
+    /// Resume this session file.
+    #[arg(long, value_name = "FILE")]
+    pub session: Option<std::path::PathBuf>,
+    /// Resume the most recent session of this working directory.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_recent: bool,
     /// Working directory for tools and `bash` (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<std::path::PathBuf>,
@@ -165,6 +177,12 @@ fn run_rpc(cli: &Cli) -> ExitCode {
             model: cli.model.clone(),
             api_key: cli.api_key.clone(),
             offline: None,
+        },
+        sessions: crate::server::SessionOptions {
+            dir: cli.session_dir.clone(),
+            disabled: cli.no_session,
+            resume: cli.session.clone(),
+            continue_recent: cli.continue_recent,
         },
         retry: crate::agent::RetryPolicy {
             max_attempts: cli.retry_max_attempts,

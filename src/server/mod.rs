@@ -12,7 +12,7 @@
 //! tool resolves), wait for in-flight commands (bounded), flush, exit 0. SIGINT / SIGTERM: the
 //! same, then exit 130 / 143.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use crate::agent::{Agent, AgentConfig, ApprovalPolicy, RetryPolicy};
 use crate::dialect::rpc::{decode_line, Inbound};
 use crate::protocol::{dispatch_rpc_command, RpcCommand};
 use crate::providers::offline::OfflineModel;
+use crate::sessions::Session;
 use crate::transport::{spawn_writer, LineReader, Outbox};
 
 /// How long shutdown waits for in-flight commands before giving up on them.
@@ -49,14 +50,65 @@ pub struct RpcOptions {
     pub approval_timeout: Duration,
     /// How long a host tool call may wait for the host when its definition sets no `timeoutMs`.
     pub host_tool_timeout: Duration,
+    /// Where sessions go.
+    pub sessions: SessionOptions,
+}
+
+/// `--session-dir`, `--no-session`, `--session FILE`, `--continue`.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// Put session files directly in this directory.
+    pub dir: Option<PathBuf>,
+    /// Keep the session in memory only.
+    pub disabled: bool,
+    /// Resume this session file.
+    pub resume: Option<PathBuf>,
+    /// Resume the most recent session of this working directory.
+    pub continue_recent: bool,
+}
+
+/// The directory new sessions go to, the root for `list_sessions {scope:"all"}`, and the session
+/// to start with.
+fn initial_session(options: &RpcOptions) -> Result<(Option<PathBuf>, Option<PathBuf>, Session), String> {
+    let s = &options.sessions;
+    let config_root = crate::providers::config::config_dir(options.selection.config_dir.as_deref()).map(|d| d.join("sessions"));
+    let dir = if s.disabled {
+        None
+    } else if let Some(d) = &s.dir {
+        Some(d.clone())
+    } else {
+        config_root.as_deref().map(|r| crate::sessions::cwd_dir(r, &options.cwd))
+    };
+    // With --session-dir, "all sessions" means the sibling directories of that directory.
+    let root = match &s.dir {
+        Some(d) => d.parent().map(Path::to_path_buf),
+        None => config_root,
+    };
+    let resume = match (&s.resume, s.continue_recent, &dir) {
+        (Some(path), _, _) => Some(options.cwd.join(path)),
+        (None, true, Some(d)) => crate::sessions::files_in(d).into_iter().max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok()),
+        _ => None,
+    };
+    let session = match resume {
+        Some(path) => {
+            let (session, warnings) = Session::load(&path)?;
+            for w in warnings {
+                eprintln!("agentwire: {}:{}: {}", path.display(), w.line, w.reason);
+            }
+            session
+        }
+        None => Session::create(dir.as_deref(), &options.cwd, None),
+    };
+    Ok((dir, root, session))
 }
 
 fn is_detached(command: &RpcCommand) -> bool {
     matches!(command, RpcCommand::Abort(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::NewSession(_) | RpcCommand::Bash(_))
 }
 
-fn starts_a_run(tag: &str) -> bool {
-    matches!(tag, "prompt" | "steer" | "follow_up" | "abort_and_prompt")
+/// Commands whose response a run waits for before writing more (see `Agent::release_gates`).
+fn opens_gates(tag: &str) -> bool {
+    matches!(tag, "prompt" | "steer" | "follow_up" | "abort_and_prompt" | "abort_retry")
 }
 
 /// Serves one JSONL session on `input`; returns when input ends and everything is answered.
@@ -84,14 +136,14 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(agent: Agent, input: R, out: Out
                     detached.spawn(async move {
                         let response = dispatch_rpc_command(&*agent, id, command).await;
                         let _ = out.send(&response).await;
-                        if starts_a_run(tag) {
+                        if opens_gates(tag) {
                             agent.release_gates();
                         }
                     });
                 } else {
                     let response = dispatch_rpc_command(&*agent, id, command).await;
                     let _ = out.send(&response).await;
-                    if starts_a_run(tag) {
+                    if opens_gates(tag) {
                         agent.release_gates();
                     }
                 }
@@ -125,6 +177,13 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
             return 1;
         }
     };
+    let (session_dir, sessions_root, session) = match initial_session(&options) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("agentwire: cannot resume the session: {e}");
+            return 1;
+        }
+    };
     let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
     let config = AgentConfig {
         cwd: options.cwd.clone(),
@@ -132,9 +191,11 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
         approval_timeout: options.approval_timeout,
         host_tool_timeout: options.host_tool_timeout,
         retry: options.retry,
+        session_dir,
+        sessions_root,
         max_line_bytes: options.max_line_bytes,
     };
-    let agent = Agent::new(config, out.clone(), catalogue);
+    let agent = Agent::new(config, out.clone(), catalogue, session);
     let _ = out.send(&agent.ready_frame()).await;
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     let mut writer = writer;

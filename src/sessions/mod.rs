@@ -28,7 +28,7 @@ pub struct LoadWarning {
 #[derive(Debug, Clone)]
 pub enum Payload {
     /// A conversation message.
-    Message(AgentMessage),
+    Message(Box<AgentMessage>),
     /// The model from here on.
     ModelChange {
         /// Provider.
@@ -224,7 +224,7 @@ impl Session {
         let parent_id = self.leaf.clone();
         let timestamp = now_rfc3339();
         let entry = match payload {
-            Payload::Message(message) => SessionEntry::Message(MessageEntry { type_: Default::default(), id: nonempty(&id), parent_id, timestamp: nonempty(&timestamp), message }),
+            Payload::Message(message) => SessionEntry::Message(MessageEntry { type_: Default::default(), id: nonempty(&id), parent_id, timestamp: nonempty(&timestamp), message: *message }),
             Payload::ModelChange { provider, model_id } => SessionEntry::ModelChange(ModelChangeEntry {
                 type_: Default::default(),
                 id: nonempty(&id),
@@ -479,9 +479,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Session::create(Some(dir.path()), Path::new("/work"), None);
         assert!(s.path().is_some_and(|p| !p.exists()), "created lazily");
-        let first = s.append(Payload::Message(user("one"))).unwrap();
+        let first = s.append(Payload::Message(Box::new(user("one")))).unwrap();
         s.append(Payload::Name("named".into())).unwrap();
-        let second = s.append(Payload::Message(user("two"))).unwrap();
+        let second = s.append(Payload::Message(Box::new(user("two")))).unwrap();
         let path = s.path().unwrap().to_path_buf();
         let (loaded, warnings) = Session::load(&path).unwrap();
         assert!(warnings.is_empty());
@@ -502,8 +502,8 @@ mod tests {
     fn torn_and_corrupt_lines_are_skipped_and_reported() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Session::create(Some(dir.path()), Path::new("/w"), None);
-        s.append(Payload::Message(user("a"))).unwrap();
-        s.append(Payload::Message(user("b"))).unwrap();
+        s.append(Payload::Message(Box::new(user("a")))).unwrap();
+        s.append(Payload::Message(Box::new(user("b")))).unwrap();
         let path = s.path().unwrap().to_path_buf();
         let mut text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -519,10 +519,10 @@ mod tests {
     #[test]
     fn compaction_replaces_older_messages_with_the_summary() {
         let mut s = Session::create(None, Path::new("/w"), None);
-        s.append(Payload::Message(user("old"))).unwrap();
-        let kept = s.append(Payload::Message(user("kept"))).unwrap();
+        s.append(Payload::Message(Box::new(user("old")))).unwrap();
+        let kept = s.append(Payload::Message(Box::new(user("kept")))).unwrap();
         s.append(Payload::Compaction { summary: "sum".into(), first_kept_entry_id: kept, tokens_before: 10, details: None }).unwrap();
-        s.append(Payload::Message(user("new"))).unwrap();
+        s.append(Payload::Message(Box::new(user("new")))).unwrap();
         let texts: Vec<String> = s.messages().iter().map(message_text).collect();
         assert_eq!(texts, ["sum", "kept", "new"]);
     }

@@ -1,0 +1,179 @@
+//! Sessions on disk through the binary: the files (validated against the schema), resume
+//! (`--session`, `--continue`), new/switch/branch/fork/clone, listings, the tree, HTML export,
+//! and SIGKILL at many points of a streaming run.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentwire::protocol::validate::validator;
+use common::{text_reply, Agent};
+use serde_json::{json, Value};
+
+fn validate_file(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            validator().validate_def("SessionFileLine", &v).unwrap_or_else(|e| panic!("{}: {e}\n{l}", path.display()));
+            v
+        })
+        .collect()
+}
+
+fn session_file(a: &mut Agent) -> PathBuf {
+    PathBuf::from(a.request(json!({"id":"sf","type":"get_state"}))["data"]["sessionFile"].as_str().unwrap())
+}
+
+fn prompt(a: &mut Agent, id: &str, text: &str) {
+    a.send(json!({"id": id, "type": "prompt", "message": text}));
+    a.until_prompt_result(id);
+}
+
+fn start_in(dir: &Path, extra: &[&str], script: &[Value]) -> Agent {
+    let d = dir.to_str().unwrap().to_owned();
+    let mut args = vec!["--session-dir", d.as_str()];
+    args.extend_from_slice(extra);
+    // Leak-free: the Vec<&str> only lives for the call.
+    Agent::start(&args, script)
+}
+
+#[test]
+fn a_session_file_records_the_conversation_and_resumes() {
+    let sessions = tempfile::tempdir().unwrap();
+    let mut a = start_in(sessions.path(), &[], &[text_reply("first answer"), text_reply("second answer")]);
+    let path = session_file(&mut a);
+    assert!(!path.exists(), "created on the first entry");
+    prompt(&mut a, "p1", "first question");
+    a.request(json!({"id":"n","type":"set_session_name","name":"my work"}));
+    a.request(json!({"id":"b","type":"bash","command":"echo hi"}));
+    prompt(&mut a, "p2", "second question");
+    let lines = validate_file(&path);
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["session", "model_change", "thinking_level_change", "message", "message", "session_info", "message", "message", "message"]);
+    assert_eq!(lines[8]["message"]["content"][0]["text"], "second answer");
+    let stats = a.request(json!({"id":"st","type":"get_session_stats"}))["data"].clone();
+    assert_eq!(stats["sessionFile"], path.display().to_string());
+    drop(a);
+
+    let p = path.to_str().unwrap().to_owned();
+    let mut b = Agent::start(&["--session", p.as_str()], &[]);
+    let state = b.request(json!({"id":"s","type":"get_state"}))["data"].clone();
+    assert_eq!((&state["sessionName"], &state["messageCount"]), (&json!("my work"), &json!(5)));
+    assert_eq!(b.request(json!({"id":"t","type":"get_last_assistant_text"}))["data"]["text"], "second answer");
+    drop(b);
+    let mut c = start_in(sessions.path(), &["--continue"], &[]);
+    assert_eq!(session_file(&mut c), path, "--continue picks the most recent session");
+}
+
+#[test]
+fn new_switch_branch_clone_list_and_tree() {
+    let sessions = tempfile::tempdir().unwrap();
+    let mut a = start_in(sessions.path(), &[], &[text_reply("A1"), text_reply("A2"), text_reply("A3")]);
+    prompt(&mut a, "p1", "Q1");
+    prompt(&mut a, "p2", "Q2");
+    let first = session_file(&mut a);
+
+    let points = a.request(json!({"id":"bm","type":"get_branch_messages"}))["data"]["messages"].clone();
+    assert_eq!(points.as_array().unwrap().iter().map(|p| p["text"].as_str().unwrap()).collect::<Vec<_>>(), ["Q1", "Q2"]);
+    let second_q = points[1]["entryId"].as_str().unwrap().to_owned();
+    let branched = a.request(json!({"id":"br","type":"branch","entryId":second_q}));
+    assert_eq!(branched["data"], json!({"text":"Q2","cancelled":false}));
+    assert_eq!(a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].as_array().unwrap().len(), 2);
+    prompt(&mut a, "p3", "Q2 again");
+    let tree = a.request(json!({"id":"tr","type":"get_tree"}))["data"].clone();
+    let entries = tree["entries"].as_array().unwrap();
+    let a1 = entries.iter().find(|e| e["label"] == "assistant: A1").unwrap();
+    assert_eq!(a1["children"].as_array().unwrap().len(), 2, "two branches grow from the first answer");
+    assert_eq!(tree["leafId"], entries.last().unwrap()["id"]);
+    let bad = a.request(json!({"id":"bb","type":"fork","entryId":"nope"}));
+    assert_eq!((&bad["code"], &bad["command"]), (&json!("invalid_params"), &json!("fork")));
+    assert_eq!(a.request(json!({"id":"fm","type":"get_fork_messages"}))["data"]["messages"].as_array().unwrap().len(), 2);
+
+    assert_eq!(a.request(json!({"id":"ns","type":"new_session","parentSession":first.display().to_string()}))["data"], json!({"cancelled":false}));
+    assert_eq!(a.request(json!({"id":"s","type":"get_state"}))["data"]["messageCount"], 0);
+    let missing = a.request(json!({"id":"sw0","type":"switch_session","sessionPath":"/nonexistent/x.jsonl"}));
+    assert_eq!((&missing["success"], &missing["code"]), (&json!(false), &json!("not_found")));
+    let garbage = sessions.path().join("garbage.jsonl");
+    std::fs::write(&garbage, "not json\n").unwrap();
+    let corrupt = a.request(json!({"id":"sw1","type":"switch_session","sessionPath":garbage.display().to_string()}));
+    assert!(corrupt["error"].as_str().unwrap().starts_with("Not a session file"), "{corrupt}");
+    std::fs::remove_file(&garbage).unwrap();
+    a.request(json!({"id":"sw","type":"switch_session","sessionPath":first.display().to_string()}));
+    assert_eq!(a.request(json!({"id":"t","type":"get_last_assistant_text"}))["data"]["text"], "A3");
+
+    assert_eq!(a.request(json!({"id":"cl","type":"clone"}))["data"], json!({"cancelled":false}));
+    let clone = session_file(&mut a);
+    assert_ne!(clone, first);
+    let header = &validate_file(&clone)[0];
+    assert_eq!(header["parentSession"], first.display().to_string());
+
+    let list = a.request(json!({"id":"ls","type":"list_sessions"}))["data"]["sessions"].clone();
+    let listed: Vec<&str> = list.as_array().unwrap().iter().map(|s| s["path"].as_str().unwrap()).collect();
+    assert!(listed.contains(&first.to_str().unwrap()) && listed.contains(&clone.to_str().unwrap()), "{listed:?}");
+    let entry = list.as_array().unwrap().iter().find(|s| s["path"] == first.display().to_string()).unwrap();
+    assert_eq!((&entry["firstMessage"], &entry["messageCount"]), (&json!("Q1"), &json!(6)));
+}
+
+#[test]
+fn export_html_is_self_contained_and_escapes_hostile_content() {
+    let sessions = tempfile::tempdir().unwrap();
+    let mut a = start_in(sessions.path(), &[], &[json!({"text":"<script>alert('x')</script>","toolCalls":[{"id":"c1","name":"bash","arguments":{"command":"echo '\"><img src=x onerror=alert(1)>'"}}]}), text_reply("done")]);
+    prompt(&mut a, "p", "<b>bold?</b>");
+    let default = a.request(json!({"id":"e","type":"export_html"}))["data"]["path"].as_str().unwrap().to_owned();
+    assert!(Path::new(&default).is_absolute() && default.ends_with(".html"));
+    assert_eq!(Path::new(&default).with_extension("jsonl"), session_file(&mut a));
+    let html = std::fs::read_to_string(&default).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert!(!html.contains("<script") && !html.contains("<img src=x") && !html.contains("<b>bold"), "nothing from the conversation is live markup");
+    assert!(html.contains("&lt;script&gt;") && html.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    assert!(!html.contains("http://") && !html.contains("https://"), "no external assets");
+    let out = a.dir.path().join("out/export.html");
+    let r = a.request(json!({"id":"e2","type":"export_html","outputPath":"out/export.html"}));
+    assert_eq!(r["data"]["path"], out.canonicalize().unwrap().display().to_string());
+}
+
+#[test]
+fn every_file_left_by_sigkill_during_a_run_loads() {
+    let sessions = tempfile::tempdir().unwrap();
+    let slow = json!({"thinking":"pondering the question", "text":"a long answer streamed slowly in many small pieces", "chunkSize": 3, "delayMs": 4,
+        "toolCalls":[{"id":"c1","name":"bash","arguments":{"command":"echo tool"}}]});
+    for (i, kill_after_ms) in [0u64, 5, 15, 30, 60, 90, 120, 160, 220, 300].into_iter().enumerate() {
+        let dir = sessions.path().join(format!("run{i}"));
+        let mut a = start_in(&dir, &[], &[slow.clone(), text_reply("after the tool")]);
+        let path = session_file(&mut a);
+        a.send(json!({"id":"p","type":"prompt","message":"go"}));
+        std::thread::sleep(Duration::from_millis(kill_after_ms));
+        unsafe { libc::kill(a.pid() as i32, libc::SIGKILL) };
+        drop(a);
+        if !path.exists() {
+            continue;
+        }
+        // Every complete line is valid; the agent resumes from whatever is there.
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in text.lines().filter(|l| text.ends_with('\n') || !text.ends_with(*l)) {
+            let v: Value = serde_json::from_str(line).unwrap();
+            validator().validate_def("SessionFileLine", &v).unwrap();
+        }
+        let p = path.to_str().unwrap().to_owned();
+        let mut b = Agent::start(&["--session", p.as_str()], &[]);
+        let messages = b.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].clone();
+        assert!(messages.as_array().unwrap().len() <= 4);
+    }
+}
+
+#[test]
+fn a_torn_last_line_is_skipped_with_a_warning() {
+    let sessions = tempfile::tempdir().unwrap();
+    let mut a = start_in(sessions.path(), &[], &[text_reply("kept")]);
+    prompt(&mut a, "p", "q");
+    let path = session_file(&mut a);
+    drop(a);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("{\"type\":\"message\",\"id\":\"dead\",\"par");
+    std::fs::write(&path, text).unwrap();
+    let p = path.to_str().unwrap().to_owned();
+    let mut b = Agent::start(&["--session", p.as_str()], &[]);
+    assert_eq!(b.request(json!({"id":"t","type":"get_last_assistant_text"}))["data"]["text"], "kept");
+}
