@@ -7,6 +7,7 @@
 //! the server opens once the response is queued); `abort` answers after the run's `agent_end`
 //! and `prompt_result`.
 
+pub mod compaction;
 pub mod host_tools;
 mod run;
 pub mod stream;
@@ -53,6 +54,8 @@ pub struct AgentConfig {
     pub host_tool_timeout: Duration,
     /// Automatic retry of transient provider errors.
     pub retry: RetryPolicy,
+    /// When and how much to compact.
+    pub compaction: compaction::CompactionPolicy,
     /// Where new sessions are written (`None`: in memory only, `--no-session`).
     pub session_dir: Option<PathBuf>,
     /// Root of all session directories (for `list_sessions` with scope `all`).
@@ -134,6 +137,7 @@ struct State {
     follow_up: VecDeque<Queued>,
     run: Option<RunState>,
     retry: Option<RetryWait>,
+    compacting: bool,
     bash: Option<CancellationToken>,
     current_model: usize,
 }
@@ -187,6 +191,7 @@ impl Agent {
             follow_up: VecDeque::new(),
             run: None,
             retry: None,
+            compacting: false,
             bash: None,
             current_model,
         };
@@ -522,7 +527,7 @@ impl RpcHandler for Agent {
             model: Some(model),
             thinking_level: Some(st.thinking),
             is_streaming: st.run.is_some(),
-            is_compacting: false,
+            is_compacting: st.compacting,
             steering_mode: st.steering_mode,
             follow_up_mode: st.follow_up_mode,
             interrupt_mode: Some(st.interrupt_mode),
@@ -632,8 +637,24 @@ impl RpcHandler for Agent {
         Ok(())
     }
 
-    async fn compact(&self, _cmd: CompactCommand) -> Result<CompactionResult, RpcError> {
-        Err(RpcError::unsupported("compact needs sessions on disk and a provider to summarise, which this build of agentwire does not have yet"))
+    async fn compact(&self, cmd: CompactCommand) -> Result<CompactionResult, RpcError> {
+        if self.state().run.is_some() {
+            return Err(RpcError::busy("Cannot compact while the agent is running; abort or wait for prompt_result"));
+        }
+        self.state().compacting = true;
+        self.emit(&CompactionStartEvent { type_: Default::default(), reason: CompactionStartEventReason::Manual }).await;
+        let outcome = compaction::compact(self, cmd.custom_instructions.as_deref(), &CancellationToken::new()).await;
+        self.state().compacting = false;
+        let end = CompactionEndEvent {
+            type_: Default::default(),
+            reason: CompactionEndEventReason::Manual,
+            result: outcome.as_ref().ok().cloned(),
+            aborted: false,
+            will_retry: false,
+            error_message: outcome.as_ref().err().cloned(),
+        };
+        self.emit(&end).await;
+        outcome.map_err(|e| if e.starts_with("Already") || e.starts_with("Nothing") { RpcError::new(RpcErrorCode::Conflict, e) } else { RpcError::internal(e) })
     }
 
     async fn set_auto_compaction(&self, cmd: SetAutoCompactionCommand) -> Result<(), RpcError> {

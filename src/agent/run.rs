@@ -47,9 +47,13 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
             agent.emit(&MessageEndEvent { type_: Default::default(), message }).await;
         }
 
+        if super::compaction::over_threshold(&agent) {
+            super::compaction::auto_compact(&agent, AutoCompactionStartEventReason::Threshold, false, &cancel).await;
+        }
         let assistant = match stream_with_retries(&agent, &cancel).await {
             Ok(a) => a,
-            Err(RetryStopped) => break Outcome::Aborted,
+            Err(Stopped::Aborted) => break Outcome::Aborted,
+            Err(Stopped::Failed(message)) => break Outcome::Error(message),
         };
         let message = AgentMessage::Assistant(assistant.clone());
         produced.push(message.clone());
@@ -135,18 +139,36 @@ fn restart(agent: &Agent, st: &mut State, first: Vec<Queued>) {
     agent.release_gates();
 }
 
-/// The run was aborted (or `abort_retry` cancelled a back-off) while waiting to retry.
-struct RetryStopped;
+/// Why streaming ended without a message for the turn.
+enum Stopped {
+    /// The run was aborted (or `abort_retry` cancelled a back-off) while waiting to retry.
+    Aborted,
+    /// The request failed and its message and turn were already reported.
+    Failed(String),
+}
 
 /// Streams the assistant message, retrying transient failures with exponential back-off and
 /// jitter (honouring `Retry-After`): the failed attempt's turn ends, `auto_retry_start` is
 /// written, the wait can be cancelled by `abort` / `abort_retry`, a new turn starts; after the
 /// last attempt `auto_retry_end` says how it went. Failed attempts are not kept in history.
-async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Result<AssistantMessage, RetryStopped> {
+async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Result<AssistantMessage, Stopped> {
     let policy = agent.inner.config.retry;
     let mut attempt: u32 = 0;
+    let mut compacted_for_overflow = false;
     loop {
         let (assistant, error) = stream_assistant(agent, cancel).await;
+        // Context overflow: compact once and try again (not counted as a retry).
+        if error.as_ref().is_some_and(|e| e.context_overflow) && !compacted_for_overflow && agent.state().auto_compaction && !cancel.is_cancelled() {
+            compacted_for_overflow = true;
+            agent.emit(&MessageEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant.clone()) }).await;
+            agent.emit(&TurnEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant.clone()), tool_results: Vec::new() }).await;
+            if super::compaction::auto_compact(agent, AutoCompactionStartEventReason::Overflow, true, cancel).await {
+                agent.emit(&TurnStartEvent { type_: Default::default() }).await;
+                continue;
+            }
+            // Compaction failed: the run ends with the original error (already reported).
+            return Err(Stopped::Failed(assistant.error_message.unwrap_or_else(|| "context overflow".into())));
+        }
         let retry = error.as_ref().filter(|e| e.retryable && agent.state().auto_retry && attempt < policy.max_attempts && !cancel.is_cancelled());
         let Some(error) = retry else {
             // The final message is on disk before the frame that reports it.
@@ -202,7 +224,7 @@ async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Resul
             if let Some(gate) = gate {
                 let _ = gate.await;
             }
-            return Err(RetryStopped);
+            return Err(Stopped::Aborted);
         }
         let _ = ended_tx.send(true);
         agent.emit(&TurnStartEvent { type_: Default::default() }).await;
@@ -236,7 +258,7 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
         for t in st.host_tools.iter().filter(|t| t.hidden != Some(true)) {
             tools.push(ToolInfo { name: nonempty(&t.name), description: t.description.to_string(), parameters: t.parameters.clone(), extra: Map::new() });
         }
-        ModelRequest { system: system_prompt(agent), messages: st.messages.clone(), tools, thinking: st.thinking }
+        ModelRequest { system: system_prompt(agent), messages: st.messages.clone(), tools, thinking: st.thinking, purpose: crate::providers::Purpose::Turn }
     };
     let mut builder = MessageBuilder::new(&spec.info);
     agent.emit(&MessageStartEvent { type_: Default::default(), message: AgentMessage::Assistant(builder.message().clone()) }).await;

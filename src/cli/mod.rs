@@ -60,6 +60,12 @@ pub struct Cli {
     /// Resume the most recent session of this working directory.
     #[arg(long = "continue", short = 'c')]
     pub continue_recent: bool,
+    /// Share of the context window that triggers automatic compaction.
+    #[arg(long, default_value_t = 0.8, value_name = "SHARE")]
+    pub compaction_threshold: f64,
+    /// Tokens of recent conversation that compaction keeps verbatim.
+    #[arg(long, default_value_t = 20_000, value_name = "TOKENS")]
+    pub compaction_keep_tokens: u64,
     /// Working directory for tools and `bash` (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<std::path::PathBuf>,
@@ -184,6 +190,7 @@ fn run_rpc(cli: &Cli) -> ExitCode {
             resume: cli.session.clone(),
             continue_recent: cli.continue_recent,
         },
+        compaction: crate::agent::compaction::CompactionPolicy { threshold: cli.compaction_threshold, keep_tokens: cli.compaction_keep_tokens },
         retry: crate::agent::RetryPolicy {
             max_attempts: cli.retry_max_attempts,
             base_delay: std::time::Duration::from_millis(cli.retry_base_delay_ms),

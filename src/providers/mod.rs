@@ -34,6 +34,18 @@ pub struct ModelRequest {
     pub tools: Vec<ToolInfo>,
     /// Effective thinking level (already clamped to what the model supports).
     pub thinking: ThinkingLevel,
+    /// What the request is for.
+    pub purpose: Purpose,
+}
+
+/// Why the model is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Purpose {
+    /// A turn of the conversation.
+    #[default]
+    Turn,
+    /// Summarising older messages for compaction (no tools; the summary is the answer).
+    Compaction,
 }
 
 /// Token counts of one response.

@@ -67,9 +67,18 @@ impl OfflineModel {
     }
 }
 
-/// The unscripted answer: derived from the last message.
+/// The unscripted answer: derived from the last message (for compaction: a summary listing
+/// what the user asked).
 fn default_reply(request: &ModelRequest) -> ModelScriptEntry {
     let (text, thinking) = match request.messages.last() {
+        Some(AgentMessage::User(u)) if request.purpose == super::Purpose::Compaction => {
+            let asked: Vec<String> = user_text(&u.content)
+                .lines()
+                .filter_map(|l| l.strip_prefix("user: "))
+                .map(|l| format!("- {}", l.chars().take(120).collect::<String>()))
+                .collect();
+            (format!("## Summary\nThe user asked:\n{}", asked.join("\n")), "Summarise the conversation.".to_owned())
+        }
         Some(AgentMessage::ToolResult(r)) => {
             let lines: usize = r.content.iter().map(|c| if let TextOrImageContent::Text(t) = c { t.text.lines().count() } else { 0 }).sum();
             let outcome = if r.is_error { "failed" } else { "finished" };
@@ -191,7 +200,7 @@ mod tests {
     fn request(text: &str, thinking: ThinkingLevel) -> ModelRequest {
         let user: AgentMessage =
             serde_json::from_value(json!({"role":"user","content":[{"type":"text","text":text}],"timestamp":1})).unwrap();
-        ModelRequest { system: String::new(), messages: vec![user], tools: vec![], thinking }
+        ModelRequest { system: String::new(), messages: vec![user], tools: vec![], thinking, purpose: super::super::Purpose::Turn }
     }
 
     fn texts(chunks: &[Timed]) -> String {

@@ -52,6 +52,8 @@ pub struct RpcOptions {
     pub host_tool_timeout: Duration,
     /// Where sessions go.
     pub sessions: SessionOptions,
+    /// When and how much to compact.
+    pub compaction: crate::agent::compaction::CompactionPolicy,
 }
 
 /// `--session-dir`, `--no-session`, `--session FILE`, `--continue`.
@@ -191,6 +193,7 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
         approval_timeout: options.approval_timeout,
         host_tool_timeout: options.host_tool_timeout,
         retry: options.retry,
+        compaction: options.compaction,
         session_dir,
         sessions_root,
         max_line_bytes: options.max_line_bytes,

@@ -364,6 +364,29 @@ impl Session {
         out
     }
 
+    /// What a new compaction would summarise: the previous summary (if the branch was compacted
+    /// before) and the message entries the model still sees in full, with their ids. `None`
+    /// when the branch's last entry is already a compaction.
+    pub fn compactable(&self) -> Option<(Option<String>, Vec<(String, AgentMessage)>)> {
+        let branch = self.branch();
+        if matches!(branch.last(), Some(SessionEntry::Compaction(_))) {
+            return None;
+        }
+        let (previous, start) = match branch.iter().rposition(|e| matches!(e, SessionEntry::Compaction(_))) {
+            None => (None, 0),
+            Some(ci) => {
+                let SessionEntry::Compaction(c) = branch[ci] else { unreachable!() };
+                let kept = branch.iter().position(|e| entry_id(e) == c.first_kept_entry_id.as_str()).unwrap_or(ci + 1);
+                (Some(c.summary.clone()), kept)
+            }
+        };
+        let list = branch[start..]
+            .iter()
+            .filter_map(|e| if let SessionEntry::Message(m) = e { Some((m.id.to_string(), m.message.clone())) } else { None })
+            .collect();
+        Some((previous, list))
+    }
+
     /// Message entries on the current branch with their ids.
     pub fn branch_messages(&self) -> Vec<(String, AgentMessage)> {
         self.branch().into_iter().filter_map(|e| if let SessionEntry::Message(m) = e { Some((m.id.to_string(), m.message.clone())) } else { None }).collect()
