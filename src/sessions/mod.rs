@@ -116,6 +116,9 @@ pub fn message_text(m: &AgentMessage) -> String {
     }
 }
 
+/// A message with the id of its entry.
+pub type IdentifiedMessage = (String, AgentMessage);
+
 /// A session: header, entries, leaf, and (when persisted) its file.
 #[derive(Debug)]
 pub struct Session {
@@ -367,7 +370,7 @@ impl Session {
     /// What a new compaction would summarise: the previous summary (if the branch was compacted
     /// before) and the message entries the model still sees in full, with their ids. `None`
     /// when the branch's last entry is already a compaction.
-    pub fn compactable(&self) -> Option<(Option<String>, Vec<(String, AgentMessage)>)> {
+    pub fn compactable(&self) -> Option<(Option<String>, Vec<IdentifiedMessage>)> {
         let branch = self.branch();
         if matches!(branch.last(), Some(SessionEntry::Compaction(_))) {
             return None;
