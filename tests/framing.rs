@@ -41,16 +41,22 @@ fn pipelined_commands_are_answered_in_order() {
     }
 }
 
-#[test]
-fn raw_output_is_compact_lines_with_separators_escaped_and_the_last_line_needs_no_lf() {
+/// The binary with raw pipes (for byte-level checks the frame helper would hide).
+fn spawn_raw() -> (tempfile::TempDir, std::process::Child) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
-        .args(["--mode", "rpc", "--cwd"])
+    let child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(["--mode", "rpc", "--no-session", "--cwd"])
         .arg(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    (dir, child)
+}
+
+#[test]
+fn raw_output_is_compact_lines_with_separators_escaped_and_the_last_line_needs_no_lf() {
+    let (_dir, mut child) = spawn_raw();
     let mut stdin = child.stdin.take().unwrap();
     // The last command has no trailing LF: it is still handled at EOF.
     stdin.write_all("{\"id\":1,\"type\":\"set_session_name\",\"name\":\"x\u{2028}y\"}\n{\"id\":2,\"type\":\"get_state\"}".as_bytes()).unwrap();
@@ -75,14 +81,7 @@ fn stdin_eof_when_idle_exits_0() {
 
 #[test]
 fn a_closed_stdout_ends_the_process_cleanly() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
-        .args(["--mode", "rpc", "--cwd"])
-        .arg(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (_dir, mut child) = spawn_raw();
     drop(child.stdout.take()); // the host stops reading
     let mut stdin = child.stdin.take().unwrap();
     for i in 0..50 {

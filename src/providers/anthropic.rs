@@ -13,8 +13,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::sse::events;
-use super::{http_error, retry_after, transport_error, ChunkStream, ModelChunk, ModelRequest, Provider, ProviderError, TokenUsage};
+use super::{send_chunk, Endpoint, ChunkStream, ModelChunk, ModelRequest, Provider, ProviderError, TokenUsage};
 use crate::protocol::{AgentMessage, AssistantContent, StopReason, TextOrImageContent, ThinkingLevel, UserContent};
 
 /// The `anthropic-version` header value.
@@ -23,18 +22,8 @@ const VERSION: &str = "2023-06-01";
 /// A provider speaking Anthropic's Messages API.
 #[derive(Debug, Clone)]
 pub struct AnthropicProvider {
-    /// Base URL, e.g. `https://api.anthropic.com`.
-    pub base_url: String,
-    /// API key (`x-api-key`).
-    pub api_key: Option<String>,
-    /// Extra headers.
-    pub headers: Vec<(String, String)>,
-    /// Model id.
-    pub model: String,
-    /// `max_tokens`.
-    pub max_tokens: u64,
-    /// Whether the model supports extended thinking.
-    pub reasoning: bool,
+    /// Where the model is.
+    pub endpoint: Endpoint,
 }
 
 /// Thinking budget in tokens per level.
@@ -129,10 +118,10 @@ impl AnthropicProvider {
     /// The request body.
     pub fn body(&self, request: &ModelRequest) -> Value {
         let mut body = json!({
-            "model": self.model,
+            "model": self.endpoint.model,
             "system": request.system,
             "messages": messages(&request.messages),
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.endpoint.max_tokens,
             "stream": true,
         });
         if !request.tools.is_empty() {
@@ -143,10 +132,10 @@ impl AnthropicProvider {
                 .collect();
             body["tools"] = Value::Array(tools);
         }
-        if let Some(b) = budget(request.thinking).filter(|_| self.reasoning) {
+        if let Some(b) = budget(request.thinking).filter(|_| self.endpoint.reasoning) {
             body["thinking"] = json!({"type": "enabled", "budget_tokens": b});
             // max_tokens must leave room for the answer after the thinking budget.
-            body["max_tokens"] = json!(self.max_tokens.max(b + 1024));
+            body["max_tokens"] = json!(self.endpoint.max_tokens.max(b + 1024));
         }
         body
     }
@@ -154,15 +143,9 @@ impl AnthropicProvider {
 
 impl Provider for AnthropicProvider {
     fn stream(&self, request: ModelRequest) -> ChunkStream {
-        let mut builder = super::http_client()
-            .post(format!("{}/v1/messages", self.base_url.trim_end_matches('/')))
-            .header("anthropic-version", VERSION)
-            .json(&self.body(&request));
-        if let Some(key) = &self.api_key {
+        let mut builder = self.endpoint.post("/v1/messages", &self.body(&request)).header("anthropic-version", VERSION);
+        if let Some(key) = &self.endpoint.api_key {
             builder = builder.header("x-api-key", key);
-        }
-        for (k, v) in &self.headers {
-            builder = builder.header(k, v);
         }
         ChunkStream::spawn(move |tx| async move {
             if let Err(e) = run(builder, &tx).await {
@@ -173,14 +156,7 @@ impl Provider for AnthropicProvider {
 }
 
 async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
-    let response = builder.send().await.map_err(|e| transport_error(&e))?;
-    let status = response.status();
-    if !status.is_success() {
-        let after = retry_after(response.headers());
-        let body = response.text().await.unwrap_or_default();
-        return Err(http_error(status.as_u16(), after, &body));
-    }
-    let mut stream = events(response);
+    let mut stream = super::sse::open(builder).await?;
     let mut usage = TokenUsage::default();
     let mut response_id = None;
     let mut stop_reason: Option<String> = None;
@@ -207,16 +183,16 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
                     Some("tool_use") => {
                         let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
                         let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                        send(tx, ModelChunk::ToolCallStart { id, name }).await?;
+                        send_chunk(tx, ModelChunk::ToolCallStart { id, name }).await?;
                     }
                     Some("text") => {
                         if let Some(t) = block.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                            send(tx, ModelChunk::Text(t.to_owned())).await?;
+                            send_chunk(tx, ModelChunk::Text(t.to_owned())).await?;
                         }
                     }
                     Some("thinking") => {
                         if let Some(t) = block.get("thinking").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                            send(tx, ModelChunk::Thinking(t.to_owned())).await?;
+                            send_chunk(tx, ModelChunk::Thinking(t.to_owned())).await?;
                         }
                     }
                     _ => {}
@@ -226,10 +202,10 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
                 let delta = data.get("delta").cloned().unwrap_or(Value::Null);
                 let text = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
                 match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => send(tx, ModelChunk::Text(text("text"))).await?,
-                    Some("thinking_delta") => send(tx, ModelChunk::Thinking(text("thinking"))).await?,
-                    Some("signature_delta") => send(tx, ModelChunk::ThinkingSignature(text("signature"))).await?,
-                    Some("input_json_delta") => send(tx, ModelChunk::ToolCallArgs(text("partial_json"))).await?,
+                    Some("text_delta") => send_chunk(tx, ModelChunk::Text(text("text"))).await?,
+                    Some("thinking_delta") => send_chunk(tx, ModelChunk::Thinking(text("thinking"))).await?,
+                    Some("signature_delta") => send_chunk(tx, ModelChunk::ThinkingSignature(text("signature"))).await?,
+                    Some("input_json_delta") => send_chunk(tx, ModelChunk::ToolCallArgs(text("partial_json"))).await?,
                     _ => {}
                 }
             }
@@ -240,7 +216,7 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
                 }
             }
             "message_stop" => {
-                send(tx, ModelChunk::Done { length_limited: stop_reason.as_deref() == Some("max_tokens"), usage, response_id }).await?;
+                send_chunk(tx, ModelChunk::Done { length_limited: stop_reason.as_deref() == Some("max_tokens"), usage, response_id }).await?;
                 return Ok(());
             }
             "error" => {
@@ -256,6 +232,3 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
     Err(ProviderError::transient("the stream was cut off before message_stop"))
 }
 
-async fn send(tx: &mpsc::Sender<ModelChunk>, chunk: ModelChunk) -> Result<(), ProviderError> {
-    tx.send(chunk).await.map_err(|_| ProviderError::fatal("aborted"))
-}

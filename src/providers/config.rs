@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::anthropic::AnthropicProvider;
 use super::offline::{OfflineModel, OfflineProvider};
 use super::openai::OpenAiProvider;
-use super::{offline_model_info, Api, ModelSpec};
+use super::{offline_model_info, Api, Endpoint, ModelSpec};
 use crate::protocol::{validate::validator, Model, ModelsFile, ProviderConfig, ProviderConfigApi};
 
 /// The config dir.
@@ -160,23 +160,10 @@ fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelS
                 "contextWindow": m.context_window.unwrap_or(128_000), "maxTokens": max_tokens,
             }))
             .expect("a configured model makes a valid Model");
+            let endpoint = Endpoint { base_url: config.base_url.to_string(), api_key: key.clone(), headers: headers.clone(), model: m.id.to_string(), max_tokens, reasoning };
             let provider: Arc<dyn super::Provider> = match api {
-                Api::AnthropicMessages => Arc::new(AnthropicProvider {
-                    base_url: config.base_url.to_string(),
-                    api_key: key.clone(),
-                    headers: headers.clone(),
-                    model: m.id.to_string(),
-                    max_tokens,
-                    reasoning,
-                }),
-                _ => Arc::new(OpenAiProvider {
-                    base_url: config.base_url.to_string(),
-                    api_key: key.clone(),
-                    headers: headers.clone(),
-                    model: m.id.to_string(),
-                    max_tokens,
-                    reasoning,
-                }),
+                Api::AnthropicMessages => Arc::new(AnthropicProvider { endpoint }),
+                _ => Arc::new(OpenAiProvider { endpoint }),
             };
             ModelSpec { info, api, api_key: key.clone(), headers: headers.clone(), supports_xhigh: m.supports_xhigh.unwrap_or(false), provider }
         })

@@ -156,6 +156,40 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     fn stream(&self, request: ModelRequest) -> ChunkStream;
 }
 
+/// Where and how to reach one model of a provider (shared by the HTTP providers).
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Base URL, e.g. `https://api.openai.com/v1` or `https://api.anthropic.com`.
+    pub base_url: String,
+    /// API key (a bearer token for OpenAI-compatible servers, `x-api-key` for Anthropic).
+    pub api_key: Option<String>,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+    /// Model id.
+    pub model: String,
+    /// Output token limit per response.
+    pub max_tokens: u64,
+    /// Whether the model takes thinking parameters.
+    pub reasoning: bool,
+}
+
+impl Endpoint {
+    /// A POST to `path` under the base URL, with the extra headers, as JSON.
+    pub fn post(&self, path: &str, body: &serde_json::Value) -> reqwest::RequestBuilder {
+        let mut builder = http_client().post(format!("{}{path}", self.base_url.trim_end_matches('/'))).json(body);
+        for (k, v) in &self.headers {
+            builder = builder.header(k, v);
+        }
+        builder
+    }
+}
+
+/// Sends a chunk to the agent; fails (ending the producer) once the receiver is gone.
+pub async fn send_chunk(tx: &mpsc::Sender<ModelChunk>, chunk: ModelChunk) -> Result<(), ProviderError> {
+    // The receiver is dropped when the run was aborted; stop quietly.
+    tx.send(chunk).await.map_err(|_| ProviderError::fatal("aborted"))
+}
+
 /// The wire API of a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {

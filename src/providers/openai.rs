@@ -12,25 +12,14 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::sse::events;
-use super::{http_error, retry_after, transport_error, ChunkStream, ModelChunk, ModelRequest, Provider, ProviderError, TokenUsage};
+use super::{send_chunk, Endpoint, ChunkStream, ModelChunk, ModelRequest, Provider, ProviderError, TokenUsage};
 use crate::protocol::{AgentMessage, AssistantContent, StopReason, TextOrImageContent, ThinkingLevel, UserContent};
 
 /// A provider speaking OpenAI's Chat Completions.
 #[derive(Debug, Clone)]
 pub struct OpenAiProvider {
-    /// Base URL, e.g. `https://api.openai.com/v1`.
-    pub base_url: String,
-    /// API key, sent as a bearer token.
-    pub api_key: Option<String>,
-    /// Extra headers.
-    pub headers: Vec<(String, String)>,
-    /// Model id.
-    pub model: String,
-    /// `max_completion_tokens`.
-    pub max_tokens: u64,
-    /// Whether to send `reasoning_effort`.
-    pub reasoning: bool,
+    /// Where the model is.
+    pub endpoint: Endpoint,
 }
 
 /// Text of a user-side content.
@@ -120,11 +109,11 @@ impl OpenAiProvider {
     /// The request body for a request.
     pub fn body(&self, request: &ModelRequest) -> Value {
         let mut body = json!({
-            "model": self.model,
+            "model": self.endpoint.model,
             "messages": messages(&request.system, &request.messages),
             "stream": true,
             "stream_options": {"include_usage": true},
-            "max_completion_tokens": self.max_tokens,
+            "max_completion_tokens": self.endpoint.max_tokens,
         });
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
@@ -134,7 +123,7 @@ impl OpenAiProvider {
                 .collect();
             body["tools"] = Value::Array(tools);
         }
-        if self.reasoning {
+        if self.endpoint.reasoning {
             if let Some(e) = effort(request.thinking) {
                 body["reasoning_effort"] = json!(e);
             }
@@ -145,12 +134,9 @@ impl OpenAiProvider {
 
 impl Provider for OpenAiProvider {
     fn stream(&self, request: ModelRequest) -> ChunkStream {
-        let mut builder = super::http_client().post(format!("{}/chat/completions", self.base_url.trim_end_matches('/'))).json(&self.body(&request));
-        if let Some(key) = &self.api_key {
+        let mut builder = self.endpoint.post("/chat/completions", &self.body(&request));
+        if let Some(key) = &self.endpoint.api_key {
             builder = builder.bearer_auth(key);
-        }
-        for (k, v) in &self.headers {
-            builder = builder.header(k, v);
         }
         ChunkStream::spawn(move |tx| async move {
             if let Err(e) = run(builder, &tx).await {
@@ -167,14 +153,7 @@ struct ToolState {
 }
 
 async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
-    let response = builder.send().await.map_err(|e| transport_error(&e))?;
-    let status = response.status();
-    if !status.is_success() {
-        let after = retry_after(response.headers());
-        let body = response.text().await.unwrap_or_default();
-        return Err(http_error(status.as_u16(), after, &body));
-    }
-    let mut stream = events(response);
+    let mut stream = super::sse::open(builder).await?;
     let mut finish: Option<String> = None;
     let mut usage = TokenUsage::default();
     let mut response_id = None;
@@ -209,16 +188,16 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
         let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
         for field in ["reasoning_content", "reasoning"] {
             if let Some(text) = delta.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                send(tx, ModelChunk::Thinking(text.to_owned())).await?;
+                send_chunk(tx, ModelChunk::Thinking(text.to_owned())).await?;
                 // The signature names the field the reasoning came from (as pi records it).
                 if !thinking_announced {
                     thinking_announced = true;
-                    send(tx, ModelChunk::ThinkingSignature(field.to_owned())).await?;
+                    send_chunk(tx, ModelChunk::ThinkingSignature(field.to_owned())).await?;
                 }
             }
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            send(tx, ModelChunk::Text(text.to_owned())).await?;
+            send_chunk(tx, ModelChunk::Text(text.to_owned())).await?;
         }
         for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
             let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
@@ -226,10 +205,10 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
                 tools.current = Some(index);
                 let id = call.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{index}"), str::to_owned);
                 let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                send(tx, ModelChunk::ToolCallStart { id, name }).await?;
+                send_chunk(tx, ModelChunk::ToolCallStart { id, name }).await?;
             }
             if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str).filter(|a| !a.is_empty()) {
-                send(tx, ModelChunk::ToolCallArgs(args.to_owned())).await?;
+                send_chunk(tx, ModelChunk::ToolCallArgs(args.to_owned())).await?;
             }
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -238,7 +217,7 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
     }
     match finish {
         Some(reason) => {
-            send(tx, ModelChunk::Done { length_limited: reason == "length", usage, response_id }).await?;
+            send_chunk(tx, ModelChunk::Done { length_limited: reason == "length", usage, response_id }).await?;
             Ok(())
         }
         None if done => Err(ProviderError::transient("the stream ended without a finish reason")),
@@ -246,7 +225,3 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
     }
 }
 
-async fn send(tx: &mpsc::Sender<ModelChunk>, chunk: ModelChunk) -> Result<(), ProviderError> {
-    // The receiver is gone when the run was aborted; stop quietly.
-    tx.send(chunk).await.map_err(|_| ProviderError::fatal("aborted"))
-}
