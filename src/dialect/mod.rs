@@ -2,5 +2,7 @@
 //! failures become error frames.
 //!
 //! - [`rpc`]: the pi / omp JSONL RPC dialect.
+//! - [`wire`]: the kimi-cli JSON-RPC 2.0 wire dialect (inbound decoding; the server comes next).
 
 pub mod rpc;
+pub mod wire;
