@@ -286,6 +286,11 @@ impl Agent {
         }
     }
 
+    /// Whether a run is in progress (retry back-offs included).
+    pub fn is_running(&self) -> bool {
+        self.state().run.is_some()
+    }
+
     /// Opens the gates of runs whose starting command has now been answered.
     pub fn release_gates(&self) {
         for gate in self.inner.gates.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {

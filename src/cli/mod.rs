@@ -151,17 +151,11 @@ pub enum SchemaAction {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Some(Command::Schema { action }) => run_schema(action),
-        None => match cli.mode.unwrap_or(Mode::Rpc) {
-            Mode::Rpc => run_rpc(&cli),
-            Mode::Wire => {
-                eprintln!("agentwire: --mode wire is not part of this build yet (see README); --mode rpc is");
-                ExitCode::from(1)
-            }
-        },
+        None => run_agent(&cli, cli.mode.unwrap_or(Mode::Rpc)),
     }
 }
 
-fn run_rpc(cli: &Cli) -> ExitCode {
+fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
     let cwd = match cli.cwd.clone().map_or_else(std::env::current_dir, Ok).and_then(|d| d.canonicalize()) {
         Ok(dir) => dir,
         Err(e) => return fail(&format!("working directory: {e}")),
@@ -201,7 +195,10 @@ fn run_rpc(cli: &Cli) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("could not start the async runtime: {e}")),
     };
-    let code = runtime.block_on(crate::server::run_rpc_process(options));
+    let code = match mode {
+        Mode::Rpc => runtime.block_on(crate::server::run_rpc_process(options)),
+        Mode::Wire => runtime.block_on(crate::server::run_wire_process(options)),
+    };
     // stdin is read on a blocking thread that may still be parked in read(2); do not wait for it.
     runtime.shutdown_timeout(std::time::Duration::from_millis(50));
     ExitCode::from(code)

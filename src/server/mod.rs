@@ -11,6 +11,10 @@
 //! stdin EOF: stop reading, abort the run the way `abort` would (every pending dialog and host
 //! tool resolves), wait for in-flight commands (bounded), flush, exit 0. SIGINT / SIGTERM: the
 //! same, then exit 130 / 143.
+//!
+//! [`wire`] serves the JSON-RPC dialect as an adapter over the same agent.
+
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -158,35 +162,29 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(agent: Agent, input: R, out: Out
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while detached.join_next().await.is_some() {} }).await;
 }
 
-/// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
-pub async fn run_rpc_process(options: RpcOptions) -> u8 {
+/// Builds the agent for either dialect, writing its frames to `out`; `Err` is the exit code
+/// after the reason was printed.
+fn build_agent(options: &RpcOptions, out: Outbox) -> Result<Agent, u8> {
     let mut selection = options.selection.clone();
     if let Some(path) = &options.model_script {
         match OfflineModel::from_script_file(path) {
             Ok(m) => selection.offline = Some(Arc::new(m)),
             Err(e) => {
                 eprintln!("agentwire: --model-script: {e}");
-                return 1;
+                return Err(1);
             }
         }
     }
     // A bad models file or an unknown --provider/--model is a startup error we were explicitly
     // pointed at: say so on stderr and exit 1.
-    let catalogue = match crate::providers::config::load(&selection) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("agentwire: {e}");
-            return 1;
-        }
-    };
-    let (session_dir, sessions_root, session) = match initial_session(&options) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("agentwire: cannot resume the session: {e}");
-            return 1;
-        }
-    };
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let catalogue = crate::providers::config::load(&selection).map_err(|e| {
+        eprintln!("agentwire: {e}");
+        1
+    })?;
+    let (session_dir, sessions_root, session) = initial_session(options).map_err(|e| {
+        eprintln!("agentwire: cannot resume the session: {e}");
+        1
+    })?;
     let config = AgentConfig {
         cwd: options.cwd.clone(),
         approval: options.approval,
@@ -198,7 +196,16 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
         sessions_root,
         max_line_bytes: options.max_line_bytes,
     };
-    let agent = Agent::new(config, out.clone(), catalogue, session);
+    Ok(Agent::new(config, out, catalogue, session))
+}
+
+/// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
+pub async fn run_rpc_process(options: RpcOptions) -> u8 {
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let agent = match build_agent(&options, out.clone()) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
     let _ = out.send(&agent.ready_frame()).await;
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     let mut writer = writer;
@@ -218,6 +225,33 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
     drop(agent);
     drop(out);
     // Everything queued is written before exit; a host that went away just ends the writer.
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
+    code
+}
+
+/// Runs `agentwire --mode wire` on stdin/stdout; returns the exit code.
+pub async fn run_wire_process(options: RpcOptions) -> u8 {
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    // The agent speaks JSONL into an in-process pipe that the wire adapter reads and translates.
+    let (agent_side, adapter_side) = tokio::io::duplex(1 << 20);
+    let (agent_out, agent_writer) = spawn_writer(agent_side, OUTBOX_CAPACITY);
+    let agent = match build_agent(&options, agent_out) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let frames = tokio::io::BufReader::new(adapter_side);
+    let code = tokio::select! {
+        biased;
+        code = signalled() => {
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
+            code
+        }
+        () = wire::serve_wire(agent.clone(), stdin, frames, out.clone()) => 0,
+    };
+    drop(agent);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent_writer).await;
+    drop(out);
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
     code
 }

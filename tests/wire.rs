@@ -1,0 +1,217 @@
+//! `agentwire --mode wire` (kimi-cli JSON-RPC 2.0) through the real binary: envelope and
+//! errors, initialize, prompt and streaming, tool turns, steer, cancel, plan mode, EOF. Every
+//! frame is validated against the wire schema, responses against the method they answer.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
+use agentwire::cli::schema::FrameChecker;
+use agentwire::protocol::validate::{Dialect, Direction};
+use serde_json::{json, Value};
+
+struct Wire {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<Value>,
+    checker: FrameChecker,
+    _dir: tempfile::TempDir,
+}
+
+impl Wire {
+    fn start(script: &[Value]) -> Wire {
+        let dir = tempfile::tempdir().unwrap();
+        let script_path = dir.path().join("script.jsonl");
+        std::fs::write(&script_path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
+        cmd.args(["--mode", "wire", "--no-session", "--cwd"]).arg(dir.path()).arg("--config-dir").arg(dir.path());
+        if !script.is_empty() {
+            cmd.arg("--model-script").arg(&script_path);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                assert_eq!(v["jsonrpc"], "2.0", "{line}");
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Wire { child, stdin, rx, checker: FrameChecker::new(Some(Dialect::Wire)), _dir: dir }
+    }
+
+    fn send(&mut self, frame: Value) {
+        if frame.get("method").is_some() {
+            self.checker.check(&frame, Some(Direction::Inbound)).ok(); // registers the id → method
+        }
+        self.send_raw(&frame.to_string());
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let s = self.stdin.as_mut().unwrap();
+        s.write_all(line.as_bytes()).unwrap();
+        s.write_all(b"\n").unwrap();
+        s.flush().unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        let f = self.rx.recv_timeout(Duration::from_secs(10)).expect("a frame within 10 s");
+        self.checker.check(&f, Some(Direction::Outbound)).unwrap_or_else(|e| panic!("invalid wire frame: {e}\n{f}"));
+        f
+    }
+
+    fn until_id(&mut self, id: Value) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let f = self.next();
+            let done = f.get("method").is_none() && f["id"] == id;
+            out.push(f);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    fn finish(mut self) -> (Vec<Value>, i32) {
+        self.stdin.take();
+        let mut rest = Vec::new();
+        while let Ok(f) = self.rx.recv_timeout(Duration::from_secs(10)) {
+            rest.push(f);
+        }
+        (rest, self.child.wait().unwrap().code().unwrap_or(-1))
+    }
+}
+
+impl Drop for Wire {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn kinds(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .map(|f| match f["method"].as_str() {
+            Some("event") => f["params"]["type"].as_str().unwrap().to_owned(),
+            _ if f.get("error").is_some() => format!("error {}", f["error"]["code"]),
+            _ => "result".to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn initialize_and_a_text_turn() {
+    let mut w = Wire::start(&[json!({"thinking":"Hm.","text":"Hello!","chunkSize":3})]);
+    w.send(json!({"jsonrpc":"2.0","id":"i1","method":"initialize","params":{"protocol_version":"1.10","client":{"name":"t","version":"1"}}}));
+    let init = w.next();
+    assert_eq!((&init["id"], &init["result"]["protocol_version"], &init["result"]["capabilities"]["supports_question"]), (&json!("i1"), &json!("1.10"), &json!(false)));
+    w.send(json!({"jsonrpc":"2.0","id":7,"method":"prompt","params":{"user_input":"Say hello"}}));
+    let frames = w.until_id(json!(7));
+    let k = kinds(&frames);
+    assert_eq!(k[..2], ["TurnBegin", "StepBegin"]);
+    assert_eq!(k[k.len() - 3..], ["StatusUpdate", "TurnEnd", "result"]);
+    let text: String = frames.iter().filter(|f| f["params"]["payload"]["type"] == "text").map(|f| f["params"]["payload"]["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "Hello!");
+    assert!(frames.iter().any(|f| f["params"]["payload"]["type"] == "think"));
+    assert_eq!(frames[0]["params"]["payload"], json!({"user_input":"Say hello"}));
+    assert_eq!(frames.last().unwrap(), &json!({"jsonrpc":"2.0","id":7,"result":{"status":"finished"}}), "integer ids are echoed as integers");
+}
+
+#[test]
+fn a_tool_turn_streams_calls_and_results() {
+    let mut w = Wire::start(&[json!({"text":"Running.","toolCalls":[{"id":"call_sh_1","name":"bash","arguments":{"command":"echo wired"}}],"chunkSize":6}), json!({"text":"It printed wired."})]);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":[{"type":"text","text":"run it"}]}}));
+    let frames = w.until_id(json!("p"));
+    let k = kinds(&frames);
+    let call = frames.iter().find(|f| f["params"]["type"] == "ToolCall").unwrap();
+    assert_eq!(call["params"]["payload"]["function"], json!({"name":"bash","arguments":""}));
+    let args: String = frames.iter().filter(|f| f["params"]["type"] == "ToolCallPart").map(|f| f["params"]["payload"]["arguments_part"].as_str().unwrap()).collect();
+    assert_eq!(args, r#"{"command":"echo wired"}"#);
+    let result = frames.iter().find(|f| f["params"]["type"] == "ToolResult").unwrap();
+    assert_eq!((&result["params"]["payload"]["tool_call_id"], &result["params"]["payload"]["return_value"]["output"]), (&json!("call_sh_1"), &json!("wired\n")));
+    assert_eq!(k.iter().filter(|k| *k == "StepBegin").count(), 2);
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn state_errors_steer_cancel_and_plan_mode() {
+    let slow = json!({"text":"w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11","chunkSize":3,"delayMs":60});
+    let mut w = Wire::start(&[slow.clone(), json!({"text":"Steered reply."}), slow]);
+    w.send(json!({"jsonrpc":"2.0","id":"s0","method":"steer","params":{"user_input":"x"}}));
+    assert_eq!(w.next()["error"], json!({"code":-32000,"message":"No agent turn is in progress","data":null}));
+    w.send(json!({"jsonrpc":"2.0","id":"c0","method":"cancel"}));
+    assert_eq!(w.next()["error"]["code"], -32000);
+
+    w.send(json!({"jsonrpc":"2.0","id":"p1","method":"prompt","params":{"user_input":"long"}}));
+    loop {
+        if w.next()["params"]["type"] == "ContentPart" {
+            break;
+        }
+    }
+    w.send(json!({"jsonrpc":"2.0","id":"p2","method":"prompt","params":{"user_input":"busy?"}}));
+    w.send(json!({"jsonrpc":"2.0","id":"s1","method":"steer","params":{"user_input":"Actually, be brief."}}));
+    let frames = w.until_id(json!("p1"));
+    let busy = frames.iter().find(|f| f["id"] == "p2").unwrap();
+    assert_eq!(busy["error"]["message"], "An agent turn is already in progress");
+    assert_eq!(frames.iter().find(|f| f["id"] == "s1").unwrap()["result"], json!({"status":"steered"}));
+    let k = kinds(&frames);
+    let steer = k.iter().position(|k| k == "SteerInput").unwrap();
+    assert_eq!(k[steer + 1], "StepBegin");
+    assert_eq!(frames[steer]["params"]["payload"]["user_input"], "Actually, be brief.");
+
+    w.send(json!({"jsonrpc":"2.0","id":"p3","method":"prompt","params":{"user_input":"again"}}));
+    loop {
+        if w.next()["params"]["type"] == "ContentPart" {
+            break;
+        }
+    }
+    w.send(json!({"jsonrpc":"2.0","id":"c1","method":"cancel"}));
+    let frames = w.until_id(json!("p3"));
+    let k = kinds(&frames);
+    let cancel = frames.iter().position(|f| f["id"] == "c1").unwrap();
+    let end = k.iter().position(|k| k == "TurnEnd").unwrap();
+    assert!(cancel < end, "cancel result, then TurnEnd: {k:?}");
+    assert_eq!(frames.last().unwrap()["result"], json!({"status":"cancelled"}));
+
+    w.send(json!({"jsonrpc":"2.0","id":"pm","method":"set_plan_mode","params":{"enabled":true}}));
+    let status = w.next();
+    assert_eq!((&status["params"]["type"], &status["params"]["payload"]["plan_mode"]), (&json!("StatusUpdate"), &json!(true)));
+    assert_eq!(w.next()["result"], json!({"status":"ok","plan_mode":true}));
+    w.send(json!({"jsonrpc":"2.0","id":"r","method":"replay"}));
+    assert_eq!(w.next()["error"]["code"], -32603);
+}
+
+#[test]
+fn envelope_errors_and_notifications() {
+    let mut w = Wire::start(&[]);
+    w.send_raw("{not json");
+    assert_eq!(w.next(), json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Invalid JSON format","data":null}}));
+    w.send_raw(r#"{"jsonrpc":"2.0","method":"prompt","params":{"user_input":"as a notification"}}"#);
+    w.send(json!({"jsonrpc":"2.0","id":"u","method":"shutdown"}));
+    let e = w.next();
+    assert_eq!((&e["id"], &e["error"]["code"]), (&json!("u"), &json!(-32601)), "the notification got no answer and did not run");
+    w.send(json!({"jsonrpc":"2.0","id":"bad","method":"prompt","params":{"user_input":[{"type":"no_such_part"}]}}));
+    assert_eq!(w.next()["error"]["code"], -32602);
+}
+
+#[test]
+fn stdin_eof_mid_turn_still_ends_the_turn_and_answers() {
+    let mut w = Wire::start(&[json!({"text":"a b c d e f g h i j k l m n","chunkSize":2,"delayMs":50})]);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"x"}}));
+    loop {
+        if w.next()["params"]["type"] == "ContentPart" {
+            break;
+        }
+    }
+    let (rest, code) = w.finish();
+    let k = kinds(&rest);
+    assert_eq!(code, 0);
+    assert_eq!(k[k.len() - 2..], ["TurnEnd", "result"]);
+    assert_eq!(rest.last().unwrap()["result"], json!({"status":"cancelled"}));
+}
