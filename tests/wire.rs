@@ -21,11 +21,15 @@ struct Wire {
 
 impl Wire {
     fn start(script: &[Value]) -> Wire {
+        Self::start_with(&[], script)
+    }
+
+    fn start_with(args: &[&str], script: &[Value]) -> Wire {
         let dir = tempfile::tempdir().unwrap();
         let script_path = dir.path().join("script.jsonl");
         std::fs::write(&script_path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
-        cmd.args(["--mode", "wire", "--no-session", "--cwd"]).arg(dir.path()).arg("--config-dir").arg(dir.path());
+        cmd.args(["--mode", "wire", "--no-session", "--cwd"]).arg(dir.path()).arg("--config-dir").arg(dir.path()).args(args);
         if !script.is_empty() {
             cmd.arg("--model-script").arg(&script_path);
         }
@@ -214,4 +218,68 @@ fn stdin_eof_mid_turn_still_ends_the_turn_and_answers() {
     assert_eq!(code, 0);
     assert_eq!(k[k.len() - 2..], ["TurnEnd", "result"]);
     assert_eq!(rest.last().unwrap()["result"], json!({"status":"cancelled"}));
+}
+
+fn shell_call(id: &str, command: &str) -> Value {
+    json!({"toolCalls":[{"id": id, "name":"bash","arguments":{"command": command}}]})
+}
+
+#[test]
+fn approvals_are_wire_requests_and_fail_closed() {
+    let mut w = Wire::start_with(&["--approval", "dangerous"], &[
+        shell_call("call_sh_1", "echo approved-run"),
+        shell_call("call_sh_2", "echo rejected-run"),
+        json!({"text":"done"}),
+    ]);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"run"}}));
+    let ask = loop {
+        let f = w.next();
+        if f["method"] == "request" {
+            break f;
+        }
+    };
+    let payload = &ask["params"]["payload"];
+    assert_eq!((&ask["params"]["type"], &payload["tool_call_id"], &payload["sender"], &payload["description"]),
+        (&json!("ApprovalRequest"), &json!("call_sh_1"), &json!("bash"), &json!("Run command `echo approved-run`")));
+    assert_eq!(ask["id"], payload["id"]);
+    w.send_raw(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"request_id":ask["id"],"response":"approve"}}).to_string());
+    let second = loop {
+        let f = w.next();
+        if f["method"] == "request" {
+            break f;
+        }
+    };
+    w.send_raw(&json!({"jsonrpc":"2.0","id":second["id"],"result":{"request_id":second["id"],"response":"reject","feedback":"not that"}}).to_string());
+    let frames = w.until_id(json!("p"));
+    let results: Vec<&Value> = frames.iter().filter(|f| f["params"]["type"] == "ToolResult").collect();
+    assert_eq!(results[0]["params"]["payload"]["return_value"]["is_error"], true, "the second call was rejected");
+    let responses: Vec<&Value> = frames.iter().filter(|f| f["params"]["type"] == "ApprovalResponse").collect();
+    assert_eq!(responses[0]["params"]["payload"], json!({"request_id": second["id"], "response":"reject","feedback":"not that"}));
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn external_tools_are_registered_called_and_answered() {
+    let mut w = Wire::start(&[json!({"toolCalls":[{"id":"call_ext_1","name":"lookup_ticket","arguments":{"id":"T-42"}}]}), json!({"text":"It is open."})]);
+    w.send(json!({"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocol_version":"1.10","external_tools":[
+        {"name":"lookup_ticket","description":"Look up a ticket.","parameters":{"type":"object","properties":{"id":{"type":"string"}}}},
+        {"name":"bash","description":"clash","parameters":{"type":"object"}},
+        {"name":"bad name","description":"x","parameters":{"type":"object"}}]}}));
+    let init = w.next();
+    let ext = &init["result"]["external_tools"];
+    assert_eq!(ext["accepted"], json!(["lookup_ticket"]));
+    assert_eq!(ext["rejected"].as_array().unwrap().len(), 2);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"check T-42"}}));
+    let call = loop {
+        let f = w.next();
+        if f["method"] == "request" {
+            break f;
+        }
+    };
+    assert_eq!((&call["id"], &call["params"]["type"], &call["params"]["payload"]["arguments"]), (&json!("call_ext_1"), &json!("ToolCallRequest"), &json!(r#"{"id":"T-42"}"#)));
+    w.send_raw(&json!({"jsonrpc":"2.0","id":"call_ext_1","result":{"tool_call_id":"call_ext_1","return_value":{"is_error":false,"output":"status: open","message":"","display":[]}}}).to_string());
+    let frames = w.until_id(json!("p"));
+    let result = frames.iter().find(|f| f["params"]["type"] == "ToolResult").unwrap();
+    assert_eq!(result["params"]["payload"]["return_value"]["output"], "status: open");
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
 }

@@ -152,6 +152,23 @@ pub(crate) struct Inner {
     gates: Mutex<Vec<oneshot::Sender<()>>>,
 }
 
+/// A weak handle to an [`Agent`].
+#[derive(Clone)]
+pub struct WeakAgent(std::sync::Weak<Inner>);
+
+impl WeakAgent {
+    /// The agent, if it is still alive.
+    pub fn upgrade(&self) -> Option<Agent> {
+        self.0.upgrade().map(|inner| Agent { inner })
+    }
+}
+
+impl std::fmt::Debug for WeakAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeakAgent").finish_non_exhaustive()
+    }
+}
+
 /// The agent; cheap to clone.
 #[derive(Clone)]
 pub struct Agent {
@@ -284,6 +301,11 @@ impl Agent {
             dialect: Some(ReadyEventDialect::Rpc),
             capabilities: Some(ReadyCapabilities { host_tools: true, extension_ui: true, prompt_result: true, sessions: false, approval: Some(approval) }),
         }
+    }
+
+    /// A handle that does not keep the agent alive (so its output closes when the agent goes).
+    pub fn downgrade(&self) -> WeakAgent {
+        WeakAgent(Arc::downgrade(&self.inner))
     }
 
     /// Whether a run is in progress (retry back-offs included).

@@ -15,8 +15,10 @@
 //! | `auto_retry_start` | `StepRetry` |
 //! | `agent_end` | `TurnEnd`, then the prompt's result (`finished` / `cancelled`, or -32003) |
 //!
-//! Not yet: `replay` (the wire log is not kept yet), approvals, external tools and questions as
-//! wire requests; those answer with a clear error or are not offered.
+//! | approval `confirm` dialog | `request ApprovalRequest`; the answer → `ApprovalResponse` event |
+//! | `host_tool_call` (external tools) | `request ToolCallRequest`; the answer → the tool result |
+//!
+//! Not yet: `replay` (the wire log is not kept yet) and questions (`supports_question` is false).
 
 use std::sync::{Arc, Mutex};
 
@@ -32,13 +34,37 @@ use crate::transport::{LineReader, Outbox};
 /// Protocol version this adapter speaks (kimi-cli's).
 pub const WIRE_PROTOCOL_VERSION: &str = "1.10";
 
-/// Per-turn translation state.
+/// What a request sent to the client is waiting for.
+#[derive(Debug, Clone)]
+enum Pending {
+    /// An approval: the agent's confirm dialog and the tool it is for.
+    Approval { ui_id: String, tool: String },
+    /// An external tool call: the agent's host tool call id.
+    ExternalTool { host_id: String },
+}
+
+/// Translation state shared by the reader and the translator.
 #[derive(Debug, Default)]
 struct Turn {
     /// The prompt's request id, answered after `TurnEnd`.
     prompt_id: Option<Value>,
     step: u32,
     plan_mode: bool,
+    /// The tool call whose execution started last (approvals refer to it).
+    last_tool: Option<(String, String, Value)>,
+    /// Requests sent to the client, by JSON-RPC id.
+    pending: std::collections::HashMap<String, Pending>,
+    /// Tools approved for the rest of the session.
+    approved_for_session: std::collections::HashSet<String>,
+}
+
+fn request(id: &str, kind: &str, payload: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "request", "id": id, "params": {"type": kind, "payload": payload}})
+}
+
+/// A confirm answer for the agent's approval dialog.
+fn ui_answer(ui_id: &str, confirmed: bool) -> ExtensionUiResponse {
+    serde_json::from_value(json!({"type": "extension_ui_response", "id": ui_id, "confirmed": confirmed})).expect("valid UI response")
 }
 
 fn event(kind: &str, payload: Value) -> Value {
@@ -49,11 +75,53 @@ fn success(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
-/// Translates one agent frame into wire frames.
-fn translate(frame: &Value, turn: &Mutex<Turn>) -> Vec<Value> {
+/// Translates one agent frame into wire frames. Approvals already granted for the session are
+/// answered to the agent directly (returned as the second value).
+fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<ExtensionUiResponse>) {
     let mut out = Vec::new();
     let mut t = turn.lock().unwrap_or_else(|e| e.into_inner());
     match frame["type"].as_str().unwrap_or_default() {
+        "tool_execution_start" => {
+            t.last_tool = Some((frame["toolCallId"].as_str().unwrap_or_default().to_owned(), frame["toolName"].as_str().unwrap_or_default().to_owned(), frame["args"].clone()));
+        }
+        "extension_ui_request" if frame["method"] == "confirm" => {
+            let ui_id = frame["id"].as_str().unwrap_or_default().to_owned();
+            let (call_id, tool, args) = t.last_tool.clone().unwrap_or_default();
+            if t.approved_for_session.contains(&tool) {
+                return (out, Some(ui_answer(&ui_id, true)));
+            }
+            let id = uuid::Uuid::new_v4().to_string();
+            let command = args.get("command").and_then(Value::as_str).map(str::to_owned);
+            let (action, description, display) = match &command {
+                Some(c) => ("run command", format!("Run command `{c}`"), json!([{"type": "shell", "language": "bash", "command": c}])),
+                None => ("use tool", format!("Use tool `{tool}` with {args}"), json!([{"type": "brief", "text": frame["message"]}])),
+            };
+            t.pending.insert(id.clone(), Pending::Approval { ui_id, tool: tool.clone() });
+            out.push(request(
+                &id,
+                "ApprovalRequest",
+                json!({"id": id, "tool_call_id": call_id, "sender": tool, "action": action, "description": description,
+                       "source_kind": "foreground_turn", "source_id": null, "agent_id": null, "subagent_type": null, "source_description": null, "display": display}),
+            ));
+        }
+        "extension_ui_request" if frame["method"] == "cancel" => {
+            // The agent gave up on a dialog (timeout, cancel): the approval is settled as a reject.
+            let target = frame["targetId"].as_str().unwrap_or_default();
+            let key = t.pending.iter().find(|(_, p)| matches!(p, Pending::Approval { ui_id, .. } if ui_id == target)).map(|(k, _)| k.clone());
+            if let Some(key) = key {
+                t.pending.remove(&key);
+                out.push(event("ApprovalResponse", json!({"request_id": key, "response": "reject", "feedback": ""})));
+            }
+        }
+        "host_tool_call" => {
+            let call_id = frame["toolCallId"].as_str().unwrap_or_default().to_owned();
+            t.pending.insert(call_id.clone(), Pending::ExternalTool { host_id: frame["id"].as_str().unwrap_or_default().to_owned() });
+            out.push(request(&call_id, "ToolCallRequest", json!({"id": call_id, "name": frame["toolName"], "arguments": frame["arguments"].to_string()})));
+        }
+        "host_tool_cancel" => {
+            let target = frame["targetId"].as_str().unwrap_or_default();
+            t.pending.retain(|_, p| !matches!(p, Pending::ExternalTool { host_id } if host_id == target));
+        }
         "message_start" if frame["message"]["role"] == "assistant" => {
             t.step += 1;
             out.push(event("StepBegin", json!({"n": t.step})));
@@ -123,7 +191,7 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> Vec<Value> {
         }
         _ => {}
     }
-    out
+    (out, None)
 }
 
 fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), WireError> {
@@ -153,6 +221,11 @@ fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), WireE
     }
 }
 
+/// Whether a JSONL command would pass the schema (names of external tools must fit host tools).
+fn validator_accepts(command: &Value) -> bool {
+    crate::protocol::validate::validator().validate_frame(crate::protocol::validate::Dialect::Rpc, crate::protocol::validate::Direction::Inbound, command, None).is_ok()
+}
+
 fn rpc_value<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).expect("the adapter builds valid commands")
 }
@@ -165,13 +238,18 @@ where
 {
     let turn = Arc::new(Mutex::new(Turn::default()));
     let translator = {
-        let (turn, out) = (turn.clone(), out.clone());
+        // Weak: the agent's frames end (and this task with them) once the agent is gone.
+        let (turn, out, agent) = (turn.clone(), out.clone(), agent.downgrade());
         tokio::spawn(async move {
             let mut lines = agent_frames.lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 let Ok(frame) = serde_json::from_str::<Value>(&line) else { continue };
-                for wire in translate(&frame, &turn) {
+                let (frames, answer) = translate(&frame, &turn);
+                for wire in frames {
                     let _ = out.send(&wire).await;
+                }
+                if let (Some(answer), Some(agent)) = (answer, agent.upgrade()) {
+                    agent.ui_response(answer);
                 }
             }
         })
@@ -187,8 +265,10 @@ where
                 eprintln!("agentwire: ignoring a `{method}` notification (requests need an id)");
                 continue;
             }
-            // Approvals, external tools and questions are not sent as wire requests yet.
-            Ok(WireInbound::ClientResponse { .. }) => continue,
+            Ok(WireInbound::ClientResponse { id, outcome }) => {
+                client_response(&agent, &turn, &out, &id, outcome).await;
+                continue;
+            }
             Ok(WireInbound::Request { id, request }) => (id, request),
         };
         let reply = handle(&agent, &turn, &out, &id, request).await;
@@ -203,8 +283,51 @@ where
         }
     }
     agent.shutdown().await;
-    drop(agent);
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), translator).await;
+    // The translator ends by itself once the agent is dropped (its frame pipe closes); the caller
+    // waits for the output writer, which outlives it.
+    drop(translator);
+}
+
+/// Delivers the client's answer to one of our requests; answers to unknown or settled requests
+/// (including replayed ones) are ignored.
+async fn client_response(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, id: &Value, outcome: Result<Value, WireError>) {
+    let key = match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let pending = turn.lock().unwrap_or_else(|e| e.into_inner()).pending.remove(&key);
+    match pending {
+        None => {}
+        Some(Pending::Approval { ui_id, tool }) => {
+            let (decision, feedback) = match &outcome {
+                Ok(r) => (r["response"].as_str().unwrap_or("reject").to_owned(), r["feedback"].as_str().unwrap_or_default().to_owned()),
+                Err(_) => ("reject".to_owned(), String::new()),
+            };
+            if decision == "approve_for_session" {
+                turn.lock().unwrap_or_else(|e| e.into_inner()).approved_for_session.insert(tool);
+            }
+            let _ = out.send(&event("ApprovalResponse", json!({"request_id": key, "response": decision, "feedback": feedback}))).await;
+            agent.ui_response(ui_answer(&ui_id, decision.starts_with("approve")));
+        }
+        Some(Pending::ExternalTool { host_id }) => {
+            let (is_error, text) = match outcome {
+                Ok(r) => {
+                    let rv = &r["return_value"];
+                    let text = match &rv["output"] {
+                        Value::String(s) => s.clone(),
+                        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+                        _ => String::new(),
+                    };
+                    let text = if text.is_empty() { rv["message"].as_str().unwrap_or_default().to_owned() } else { text };
+                    (rv["is_error"].as_bool().unwrap_or(false), text)
+                }
+                Err(e) => (true, e.message),
+            };
+            let frame: HostToolResult = serde_json::from_value(json!({"type": "host_tool_result", "id": host_id, "isError": is_error, "result": {"content": [{"type": "text", "text": text}]}}))
+                .expect("valid host tool result");
+            agent.host_tool_result(frame);
+        }
+    }
 }
 
 /// Runs one request; `Ok(None)` when the answer comes later (a prompt's result after `TurnEnd`).
@@ -225,8 +348,31 @@ async fn handle(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, id: &Value, req
                 "capabilities": {"supports_question": false}
             });
             if let Some(tools) = r.params.external_tools.filter(|t| !t.is_empty()) {
-                let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
-                result["external_tools"] = json!({"accepted": [], "rejected": names.iter().map(|n| json!({"name": n, "reason": "external tools are not supported by this build yet"})).collect::<Vec<_>>()});
+                // External tools become host tools; each is checked on its own so one bad tool
+                // does not sink the others.
+                let (mut accepted, mut rejected, mut defs) = (Vec::new(), Vec::new(), Vec::new());
+                for t in &tools {
+                    let description = if t.description.is_empty() { t.name.to_string() } else { t.description.clone() };
+                    let def = json!({"name": t.name.as_str(), "description": description, "parameters": Value::Object(t.parameters.clone())});
+                    let candidate = json!({"type": "set_host_tools", "tools": [def.clone()]});
+                    let reason = if !validator_accepts(&candidate) {
+                        Some("invalid tool name (letters, digits, `_` and `-`) or parameters".to_owned())
+                    } else if defs.iter().any(|d: &Value| d["name"] == def["name"]) {
+                        Some("duplicate tool name".to_owned())
+                    } else {
+                        RpcHandler::set_host_tools(agent, rpc_value(candidate)).await.err().map(|e| e.message)
+                    };
+                    match reason {
+                        None => {
+                            defs.push(def);
+                            accepted.push(t.name.to_string());
+                        }
+                        Some(reason) => rejected.push(json!({"name": t.name.as_str(), "reason": reason})),
+                    }
+                }
+                let all: SetHostToolsCommand = rpc_value(json!({"type": "set_host_tools", "tools": defs}));
+                let _ = RpcHandler::set_host_tools(agent, all).await;
+                result["external_tools"] = json!({"accepted": accepted, "rejected": rejected});
             }
             Ok(Some(result))
         }
