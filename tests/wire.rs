@@ -29,7 +29,10 @@ impl Wire {
         let script_path = dir.path().join("script.jsonl");
         std::fs::write(&script_path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
-        cmd.args(["--mode", "wire", "--no-session", "--cwd"]).arg(dir.path()).arg("--config-dir").arg(dir.path()).args(args);
+        cmd.args(["--mode", "wire", "--cwd"]).arg(dir.path()).arg("--config-dir").arg(dir.path()).args(args);
+        if !args.iter().any(|a| a.starts_with("--session")) {
+            cmd.arg("--no-session");
+        }
         if !script.is_empty() {
             cmd.arg("--model-script").arg(&script_path);
         }
@@ -187,8 +190,6 @@ fn state_errors_steer_cancel_and_plan_mode() {
     let status = w.next();
     assert_eq!((&status["params"]["type"], &status["params"]["payload"]["plan_mode"]), (&json!("StatusUpdate"), &json!(true)));
     assert_eq!(w.next()["result"], json!({"status":"ok","plan_mode":true}));
-    w.send(json!({"jsonrpc":"2.0","id":"r","method":"replay"}));
-    assert_eq!(w.next()["error"]["code"], -32603);
 }
 
 #[test]
@@ -282,4 +283,33 @@ fn external_tools_are_registered_called_and_answered() {
     let result = frames.iter().find(|f| f["params"]["type"] == "ToolResult").unwrap();
     assert_eq!(result["params"]["payload"]["return_value"]["output"], "status: open");
     assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn replay_serves_the_merged_log_in_the_same_process_and_after_resume() {
+    let sessions = tempfile::tempdir().unwrap();
+    let dir = sessions.path().to_str().unwrap().to_owned();
+    let mut w = Wire::start_with(&["--session-dir", dir.as_str()], &[json!({"text":"Hello there","chunkSize":3,"toolCalls":[{"id":"c1","name":"bash","arguments":{"command":"echo hi"}}]}), json!({"text":"Done."})]);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"hi"}}));
+    w.until_id(json!("p"));
+    w.send(json!({"jsonrpc":"2.0","id":"r","method":"replay"}));
+    let frames = w.until_id(json!("r"));
+    let result = frames.last().unwrap()["result"].clone();
+    let replayed = &frames[..frames.len() - 1];
+    assert!(replayed.iter().all(|f| f["replayed"] == true));
+    let k = kinds(replayed);
+    assert_eq!(k, ["TurnBegin", "StepBegin", "ContentPart", "ToolCall", "StatusUpdate", "ToolResult", "StepBegin", "ContentPart", "StatusUpdate", "TurnEnd"]);
+    assert_eq!(replayed[2]["params"]["payload"]["text"], "Hello there", "text parts are merged");
+    assert_eq!(replayed[3]["params"]["payload"]["function"]["arguments"], r#"{"command":"echo hi"}"#, "a tool call carries its full arguments");
+    assert_eq!(result, json!({"status":"finished","events":10,"requests":0}));
+    drop(w);
+
+    let file = std::fs::read_dir(sessions.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.to_string_lossy().ends_with(".wire.jsonl")).expect("a wire log beside the session");
+    let first: Value = serde_json::from_str(std::fs::read_to_string(&file).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(first, json!({"type":"metadata","protocol_version":"1.10"}));
+    let session = file.to_string_lossy().replace(".wire.jsonl", ".jsonl");
+    let mut resumed = Wire::start_with(&["--session", session.as_str()], &[]);
+    resumed.send(json!({"jsonrpc":"2.0","id":"r2","method":"replay"}));
+    let frames = resumed.until_id(json!("r2"));
+    assert_eq!(frames.last().unwrap()["result"]["events"], 10);
 }

@@ -14,7 +14,7 @@ pub mod stream;
 pub mod ui;
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -306,6 +306,11 @@ impl Agent {
     /// A handle that does not keep the agent alive (so its output closes when the agent goes).
     pub fn downgrade(&self) -> WeakAgent {
         WeakAgent(Arc::downgrade(&self.inner))
+    }
+
+    /// The current session's file, when sessions are kept on disk.
+    pub fn session_path(&self) -> Option<PathBuf> {
+        self.state().session.path().map(Path::to_path_buf)
     }
 
     /// Whether a run is in progress (retry back-offs included).

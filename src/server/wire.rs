@@ -18,7 +18,8 @@
 //! | approval `confirm` dialog | `request ApprovalRequest`; the answer → `ApprovalResponse` event |
 //! | `host_tool_call` (external tools) | `request ToolCallRequest`; the answer → the tool result |
 //!
-//! Not yet: `replay` (the wire log is not kept yet) and questions (`supports_question` is false).
+//! The merged events are kept in a wire log beside the session file (`<session>.wire.jsonl`) and
+//! served by `replay`, marked `replayed: true`. Not yet: questions (`supports_question` is false).
 
 use std::sync::{Arc, Mutex};
 
@@ -56,6 +57,89 @@ struct Turn {
     pending: std::collections::HashMap<String, Pending>,
     /// Tools approved for the rest of the session.
     approved_for_session: std::collections::HashSet<String>,
+}
+
+/// The session's wire log: the events and requests of every turn, merged (consecutive text
+/// parts joined, a tool call with its full arguments), one JSON object per line after a
+/// `metadata` line, kept beside the session file as `<session>.wire.jsonl` and in memory.
+/// Approvals are not logged (as in kimi). `replay` serves it.
+#[derive(Debug, Default)]
+struct WireLog {
+    path: Option<std::path::PathBuf>,
+    records: Vec<Value>,
+    text: Option<String>,
+    call: Option<Value>,
+}
+
+impl WireLog {
+    fn open(session: Option<std::path::PathBuf>) -> Self {
+        let path = session.map(|p| p.with_extension("wire.jsonl"));
+        let records = path
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .map(|text| text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|v| v.get("message").is_some()).collect())
+            .unwrap_or_default();
+        Self { path, records, text: None, call: None }
+    }
+
+    fn write(&mut self, message: Value) {
+        let timestamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        let record = json!({"timestamp": timestamp, "message": message});
+        if let Some(path) = &self.path {
+            let fresh = !path.exists();
+            let line = if fresh { format!("{}\n{record}\n", json!({"type": "metadata", "protocol_version": WIRE_PROTOCOL_VERSION})) } else { format!("{record}\n") };
+            let written = std::fs::OpenOptions::new().create(true).append(true).open(path).and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+            if let Err(e) = written {
+                eprintln!("agentwire: could not write the wire log {}: {e}", path.display());
+            }
+        }
+        self.records.push(record);
+    }
+
+    fn flush(&mut self) {
+        if let Some(text) = self.text.take() {
+            self.write(json!({"type": "ContentPart", "payload": {"type": "text", "text": text}}));
+        }
+        if let Some(call) = self.call.take() {
+            self.write(json!({"type": "ToolCall", "payload": call}));
+        }
+    }
+
+    /// Records an outgoing frame (events and agent requests; approvals are skipped).
+    fn record(&mut self, frame: &Value) {
+        let params = &frame["params"];
+        let kind = params["type"].as_str().unwrap_or_default();
+        match (frame["method"].as_str(), kind) {
+            (Some("event"), "ContentPart") if params["payload"]["type"] == "text" => {
+                if self.call.is_some() {
+                    self.flush();
+                }
+                self.text.get_or_insert_with(String::new).push_str(params["payload"]["text"].as_str().unwrap_or_default());
+            }
+            (Some("event"), "ToolCall") => {
+                self.flush();
+                self.call = Some(params["payload"].clone());
+            }
+            (Some("event"), "ToolCallPart") => {
+                if let Some(call) = &mut self.call {
+                    let so_far = call["function"]["arguments"].as_str().unwrap_or_default().to_owned();
+                    call["function"]["arguments"] = json!(so_far + params["payload"]["arguments_part"].as_str().unwrap_or_default());
+                }
+            }
+            (Some("event"), "ApprovalResponse") | (Some("request"), "ApprovalRequest") => {}
+            (Some("event" | "request"), _) => {
+                self.flush();
+                self.write(json!({"type": kind, "payload": params["payload"]}));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Sends a frame to the client, logging events and requests first.
+async fn emit(out: &Outbox, log: &Mutex<WireLog>, frame: &Value) {
+    log.lock().unwrap_or_else(|e| e.into_inner()).record(frame);
+    let _ = out.send(frame).await;
 }
 
 fn request(id: &str, kind: &str, payload: Value) -> Value {
@@ -237,16 +321,17 @@ where
     A: AsyncBufRead + Unpin + Send + 'static,
 {
     let turn = Arc::new(Mutex::new(Turn::default()));
+    let log = Arc::new(Mutex::new(WireLog::open(agent.session_path())));
     let translator = {
         // Weak: the agent's frames end (and this task with them) once the agent is gone.
-        let (turn, out, agent) = (turn.clone(), out.clone(), agent.downgrade());
+        let (turn, out, agent, log) = (turn.clone(), out.clone(), agent.downgrade(), log.clone());
         tokio::spawn(async move {
             let mut lines = agent_frames.lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 let Ok(frame) = serde_json::from_str::<Value>(&line) else { continue };
                 let (frames, answer) = translate(&frame, &turn);
                 for wire in frames {
-                    let _ = out.send(&wire).await;
+                    emit(&out, &log, &wire).await;
                 }
                 if let (Some(answer), Some(agent)) = (answer, agent.upgrade()) {
                     agent.ui_response(answer);
@@ -266,12 +351,12 @@ where
                 continue;
             }
             Ok(WireInbound::ClientResponse { id, outcome }) => {
-                client_response(&agent, &turn, &out, &id, outcome).await;
+                client_response(&agent, &turn, &out, &log, &id, outcome).await;
                 continue;
             }
             Ok(WireInbound::Request { id, request }) => (id, request),
         };
-        let reply = handle(&agent, &turn, &out, &id, request).await;
+        let reply = handle(&agent, &turn, &out, &log, &id, request).await;
         match reply {
             Ok(Some(result)) => {
                 let _ = out.send(&success(&id, result)).await;
@@ -290,7 +375,7 @@ where
 
 /// Delivers the client's answer to one of our requests; answers to unknown or settled requests
 /// (including replayed ones) are ignored.
-async fn client_response(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, id: &Value, outcome: Result<Value, WireError>) {
+async fn client_response(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, log: &Mutex<WireLog>, id: &Value, outcome: Result<Value, WireError>) {
     let key = match id {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -306,7 +391,7 @@ async fn client_response(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, id: &V
             if decision == "approve_for_session" {
                 turn.lock().unwrap_or_else(|e| e.into_inner()).approved_for_session.insert(tool);
             }
-            let _ = out.send(&event("ApprovalResponse", json!({"request_id": key, "response": decision, "feedback": feedback}))).await;
+            emit(out, log, &event("ApprovalResponse", json!({"request_id": key, "response": decision, "feedback": feedback}))).await;
             agent.ui_response(ui_answer(&ui_id, decision.starts_with("approve")));
         }
         Some(Pending::ExternalTool { host_id }) => {
@@ -331,7 +416,7 @@ async fn client_response(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, id: &V
 }
 
 /// Runs one request; `Ok(None)` when the answer comes later (a prompt's result after `TurnEnd`).
-async fn handle(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, id: &Value, request: WireRequest) -> Result<Option<Value>, WireError> {
+async fn handle(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, log: &Mutex<WireLog>, id: &Value, request: WireRequest) -> Result<Option<Value>, WireError> {
     let busy = || WireError::new(wire_codes::INVALID_STATE, "An agent turn is already in progress");
     let idle = || WireError::new(wire_codes::INVALID_STATE, "No agent turn is in progress");
     let running = agent.is_running();
@@ -386,7 +471,7 @@ async fn handle(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, id: &Value, req
                 t.prompt_id = Some(id.clone());
                 t.step = 0;
             }
-            let _ = out.send(&event("TurnBegin", json!({"user_input": serde_json::to_value(&r.params.user_input).unwrap_or_default()}))).await;
+            emit(out, log, &event("TurnBegin", json!({"user_input": serde_json::to_value(&r.params.user_input).unwrap_or_default()}))).await;
             let cmd: PromptCommand = rpc_value(json!({"type": "prompt", "message": text, "images": images}));
             RpcHandler::prompt(agent, cmd).await.map_err(|e| WireError::new(wire_codes::INTERNAL_ERROR, e.message))?;
             agent.release_gates();
@@ -418,14 +503,33 @@ async fn handle(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, id: &Value, req
             turn.lock().unwrap_or_else(|e| e.into_inner()).plan_mode = r.params.enabled;
             let status = json!({"context_usage": null, "context_tokens": null, "max_context_tokens": null, "token_usage": null,
                                 "message_id": null, "plan_mode": r.params.enabled, "mcp_status": null});
-            let _ = out.send(&event("StatusUpdate", status)).await;
+            emit(out, log, &event("StatusUpdate", status)).await;
             Ok(Some(json!({"status": "ok", "plan_mode": r.params.enabled})))
         }
         WireRequest::Replay(_) => {
             if running {
                 return Err(busy());
             }
-            Err(WireError::new(wire_codes::INTERNAL_ERROR, "replay needs the session's wire log, which this build does not keep yet"))
+            // Historical frames, marked `replayed`: answers to replayed requests are ignored.
+            let records = {
+                let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+                log.flush();
+                log.records.clone()
+            };
+            let (mut events, mut requests) = (0u64, 0u64);
+            for r in records {
+                let m = &r["message"];
+                let kind = m["type"].as_str().unwrap_or_default();
+                let frame = if matches!(kind, "ToolCallRequest" | "QuestionRequest") {
+                    requests += 1;
+                    json!({"jsonrpc": "2.0", "method": "request", "id": m["payload"]["id"], "params": m, "replayed": true})
+                } else {
+                    events += 1;
+                    json!({"jsonrpc": "2.0", "method": "event", "params": m, "replayed": true})
+                };
+                let _ = out.send(&frame).await;
+            }
+            Ok(Some(json!({"status": "finished", "events": events, "requests": requests})))
         }
     }
 }
