@@ -313,3 +313,13 @@ fn replay_serves_the_merged_log_in_the_same_process_and_after_resume() {
     let frames = resumed.until_id(json!("r2"));
     assert_eq!(frames.last().unwrap()["result"]["events"], 10);
 }
+
+#[test]
+fn provider_errors_interrupt_the_step_and_answer_32003() {
+    // A scripted provider failure that is not retryable.
+    let mut w = Wire::start(&[json!({"error":"500 boom"})]);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"x"}}));
+    let frames = w.until_id(json!("p"));
+    assert_eq!(kinds(&frames), ["TurnBegin", "StepBegin", "StepInterrupted", "TurnEnd", "error -32003"]);
+    assert_eq!(frames.last().unwrap()["error"]["message"], "500 boom");
+}

@@ -9,7 +9,7 @@
 //! | assistant `message_start` | `StepBegin {n}` |
 //! | `text_delta` / `thinking_delta` | `ContentPart {type:text}` / `{type:think}` |
 //! | `toolcall_start` / `toolcall_delta` | `ToolCall {arguments:""}` / `ToolCallPart` |
-//! | assistant `message_end` | `StatusUpdate` (token usage, message id, plan mode) |
+//! | assistant `message_end` | `StatusUpdate` (token usage, message id, plan mode); `StepInterrupted` after a provider error |
 //! | `tool_execution_end` | `ToolResult` |
 //! | steered user message | `SteerInput` |
 //! | `auto_retry_start` | `StepRetry` |
@@ -229,6 +229,9 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
                 }
                 _ => {}
             }
+        }
+        "message_end" if frame["message"]["role"] == "assistant" && frame["message"]["stopReason"] == "error" => {
+            out.push(event("StepInterrupted", json!({})));
         }
         "message_end" if frame["message"]["role"] == "assistant" => {
             let m = &frame["message"];
