@@ -11,11 +11,13 @@
 //! - [`providers`]: model providers (the built-in offline model);
 //! - [`sessions`]: session files on disk (append-only JSONL tree), HTML export;
 //! - [`tools`]: the built-in tools (read, write, edit, bash, ls, grep, find);
+//! - [`conformance`]: the transcript harness (beside the layers: it drives any agent binary);
 //! - [`cli`]: the command-line front end.
 
 pub mod agent;
 pub mod cli;
 pub mod codegen;
+pub mod conformance;
 pub mod dialect;
 pub mod protocol;
 pub mod providers;

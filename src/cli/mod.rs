@@ -115,12 +115,50 @@ impl From<DialectArg> for Dialect {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run conformance transcripts against an agent.
+    Conformance {
+        /// What to do.
+        #[command(subcommand)]
+        action: ConformanceAction,
+    },
     /// Work with the protocol schema.
     Schema {
         /// What to do.
         #[command(subcommand)]
         action: SchemaAction,
     },
+}
+
+/// `agentwire conformance …`
+#[derive(Debug, Subcommand)]
+pub enum ConformanceAction {
+    /// Replay transcripts (files or directories of `*.jsonl`) against an agent; exits 1 if any fails.
+    Run {
+        /// The agent command, e.g. "pi --mode rpc --no-session" (default: this agentwire binary).
+        #[arg(long, value_name = "CMD ARGS")]
+        bin: Option<String>,
+        /// Only transcripts whose name contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Report format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+        /// Seconds to wait for one expected frame.
+        #[arg(long, default_value_t = 10)]
+        frame_timeout: u64,
+        /// Transcript files or directories.
+        #[arg(required = true)]
+        paths: Vec<std::path::PathBuf>,
+    },
+}
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// One line per transcript, details for failures.
+    Text,
+    /// One JSON object per transcript.
+    Json,
 }
 
 /// `agentwire schema …`
@@ -151,6 +189,9 @@ pub enum SchemaAction {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Some(Command::Schema { action }) => run_schema(action),
+        Some(Command::Conformance { action: ConformanceAction::Run { bin, filter, format, frame_timeout, paths } }) => {
+            run_conformance(bin, filter.as_deref(), format, frame_timeout, &paths)
+        }
         None => run_agent(&cli, cli.mode.unwrap_or(Mode::Rpc)),
     }
 }
@@ -227,6 +268,53 @@ fn run_schema(action: SchemaAction) -> ExitCode {
             Err(e) => fail(&e),
         },
     }
+}
+
+fn run_conformance(bin: Option<String>, filter: Option<&str>, format: ReportFormat, frame_timeout: u64, paths: &[std::path::PathBuf]) -> ExitCode {
+    use crate::conformance::runner::{run, AgentUnderTest, RunOptions};
+    let agent = match bin {
+        Some(cmd) => AgentUnderTest::Command(cmd.split_whitespace().map(str::to_owned).collect()),
+        None => match std::env::current_exe() {
+            Ok(exe) => AgentUnderTest::Agentwire(exe),
+            Err(e) => return fail(&e.to_string()),
+        },
+    };
+    let options = RunOptions { agent, frame_timeout: std::time::Duration::from_secs(frame_timeout) };
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found: Vec<_> = std::fs::read_dir(p).into_iter().flatten().flatten().map(|e| e.path()).filter(|f| f.extension().is_some_and(|x| x == "jsonl")).collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let (mut passed, mut failed) = (0, 0);
+    for file in files.iter().filter(|f| filter.is_none_or(|pat| f.display().to_string().contains(pat))) {
+        let outcome = run(file, &options);
+        let ok = outcome.failure.is_none();
+        if ok { passed += 1 } else { failed += 1 }
+        match format {
+            ReportFormat::Json => println!(
+                "{}",
+                serde_json::json!({"transcript": file.display().to_string(), "name": outcome.name, "requirements": outcome.requirements, "passed": ok, "failure": outcome.failure})
+            ),
+            ReportFormat::Text if ok => println!("ok   {} ({})", outcome.name, file.display()),
+            ReportFormat::Text => {
+                println!("FAIL {} ({}) [{}]", outcome.name, file.display(), outcome.requirements.join(", "));
+                println!("  {}", outcome.failure.unwrap_or_default().replace('\n', "\n  "));
+                println!("  last frames:");
+                for f in &outcome.last_frames {
+                    println!("    {}", f.to_string().chars().take(240).collect::<String>());
+                }
+            }
+        }
+    }
+    if format == ReportFormat::Text {
+        println!("{passed} passed, {failed} failed");
+    }
+    if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
 fn fail(message: &str) -> ExitCode {

@@ -1,0 +1,133 @@
+//! The conformance harness: replays JSONL transcripts (`schema/transcript.schema.json`) against
+//! an agent binary and says exactly which frame differed.
+//!
+//! Expected frames are patterns compared as JSON values, never bytes. Placeholder strings match
+//! volatile values: `{{any}}`, `{{string}}`, `{{number}}`, `{{timestamp}}` (a number or an
+//! RFC 3339 string), `{{path}}` (a string under the run's temporary directory) and
+//! `{{capture:NAME}}` (anything the first time, then equal to that value). `subset` lets a
+//! pattern object omit keys; `optional` lines are skipped when the frame does not match (for
+//! agentwire's own additions such as `ready`); `unordered` groups match in any order.
+
+pub mod runner;
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// Matches patterns against frames, remembering captures across a transcript.
+#[derive(Debug, Default, Clone)]
+pub struct Matcher {
+    captures: HashMap<String, Value>,
+    /// Paths under this prefix match `{{path}}`.
+    pub path_prefix: String,
+}
+
+impl Matcher {
+    /// A matcher for a run whose temporary directory is `path_prefix`.
+    pub fn new(path_prefix: impl Into<String>) -> Self {
+        Self { captures: HashMap::new(), path_prefix: path_prefix.into() }
+    }
+
+    /// Whether `actual` matches `pattern`; `Err` is `<json pointer>: <reason>`. Captures made by
+    /// a failed match are rolled back.
+    pub fn check(&mut self, pattern: &Value, actual: &Value, subset: bool) -> Result<(), String> {
+        let saved = self.captures.clone();
+        let result = self.walk(pattern, actual, subset, "");
+        if result.is_err() {
+            self.captures = saved;
+        }
+        result
+    }
+
+    /// `frame` with every `{{capture:NAME}}` string replaced by the captured value (for `in`
+    /// frames that answer something the agent chose, such as a host tool call id).
+    pub fn substitute(&self, frame: &Value) -> Result<Value, String> {
+        match frame {
+            Value::String(s) => match s.strip_prefix("{{capture:").and_then(|r| r.strip_suffix("}}")) {
+                Some(name) => self.captures.get(name).cloned().ok_or_else(|| format!("nothing was captured as {name} yet")),
+                None => Ok(frame.clone()),
+            },
+            Value::Array(items) => items.iter().map(|i| self.substitute(i)).collect::<Result<Vec<_>, _>>().map(Value::Array),
+            Value::Object(map) => map.iter().map(|(k, v)| self.substitute(v).map(|v| (k.clone(), v))).collect::<Result<serde_json::Map<_, _>, _>>().map(Value::Object),
+            other => Ok(other.clone()),
+        }
+    }
+
+    fn walk(&mut self, pattern: &Value, actual: &Value, subset: bool, at: &str) -> Result<(), String> {
+        let here = || if at.is_empty() { "/".to_owned() } else { at.to_owned() };
+        if let Some(placeholder) = pattern.as_str().and_then(|s| s.strip_prefix("{{")).and_then(|s| s.strip_suffix("}}")) {
+            let ok = match placeholder {
+                "any" => true,
+                "string" => actual.is_string(),
+                "number" => actual.is_number(),
+                "timestamp" => actual.is_number() || actual.as_str().is_some_and(|s| humantime::parse_rfc3339_weak(s).is_ok()),
+                "path" => actual.as_str().is_some_and(|s| s.starts_with(&self.path_prefix)),
+                other => match other.strip_prefix("capture:") {
+                    Some(name) => match self.captures.get(name) {
+                        Some(v) if v == actual => true,
+                        Some(v) => return Err(format!("{}: expected the captured {name} = {v}, got {actual}", here())),
+                        None => {
+                            self.captures.insert(name.to_owned(), actual.clone());
+                            true
+                        }
+                    },
+                    None => return Err(format!("{}: unknown placeholder {{{{{other}}}}}", here())),
+                },
+            };
+            return if ok { Ok(()) } else { Err(format!("{}: {actual} does not match {{{{{placeholder}}}}}", here())) };
+        }
+        match (pattern, actual) {
+            (Value::Object(p), Value::Object(a)) => {
+                for (k, pv) in p {
+                    let child = format!("{at}/{k}");
+                    match a.get(k) {
+                        Some(av) => self.walk(pv, av, subset, &child)?,
+                        None => return Err(format!("{child}: missing")),
+                    }
+                }
+                if !subset {
+                    if let Some(extra) = a.keys().find(|k| !p.contains_key(*k)) {
+                        return Err(format!("{at}/{extra}: unexpected key"));
+                    }
+                }
+                Ok(())
+            }
+            (Value::Array(p), Value::Array(a)) => {
+                if p.len() != a.len() {
+                    return Err(format!("{}: expected {} items, got {}", here(), p.len(), a.len()));
+                }
+                for (i, (pv, av)) in p.iter().zip(a).enumerate() {
+                    self.walk(pv, av, subset, &format!("{at}/{i}"))?;
+                }
+                Ok(())
+            }
+            (Value::Number(p), Value::Number(a)) if p.as_f64() == a.as_f64() => Ok(()),
+            (p, a) if p == a => Ok(()),
+            (p, a) => Err(format!("{}: expected {p}, got {a}", here())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn placeholders_subsets_and_captures() {
+        let mut m = Matcher::new("/tmp/run");
+        let p = json!({"id": "{{capture:sid}}", "n": 1, "t": "{{timestamp}}", "path": "{{path}}", "any": "{{any}}"});
+        m.check(&p, &json!({"id": "abc", "n": 1.0, "t": "2026-11-22T06:00:00.000Z", "path": "/tmp/run/x", "any": [1]}), false).unwrap();
+        let e = m.check(&json!({"again": "{{capture:sid}}"}), &json!({"again": "xyz"}), false).unwrap_err();
+        assert_eq!(e, r#"/again: expected the captured sid = "abc", got "xyz""#);
+        assert_eq!(m.check(&json!({"a": 1}), &json!({"a": 1, "b": 2}), false).unwrap_err(), "/b: unexpected key");
+        m.check(&json!({"a": 1}), &json!({"a": 1, "b": 2}), true).unwrap();
+        assert_eq!(m.check(&json!({"a": [1, 2]}), &json!({"a": [1]}), true).unwrap_err(), "/a: expected 2 items, got 1");
+        assert_eq!(m.check(&json!("{{path}}"), &json!("/etc/passwd"), false).unwrap_err(), r#"/: "/etc/passwd" does not match {{path}}"#);
+        // A failed match does not leave captures behind.
+        assert!(m.check(&json!([{"x": "{{capture:late}}"}, 2]), &json!([{"x": 1}, 3]), false).is_err());
+        m.check(&json!("{{capture:late}}"), &json!("fresh"), false).unwrap();
+        assert_eq!(m.substitute(&json!({"id": "{{capture:sid}}", "n": ["{{capture:late}}"]})).unwrap(), json!({"id": "abc", "n": ["fresh"]}));
+        assert!(m.substitute(&json!("{{capture:never}}")).is_err());
+    }
+}

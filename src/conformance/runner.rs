@@ -1,0 +1,267 @@
+//! Runs one transcript against an agent binary: a fresh process with its own temporary HOME,
+//! config dir and work dir; `in` frames are written when every earlier line is satisfied; each
+//! frame the agent writes is validated against the schema and matched against the next
+//! expectation; at the end stdin is closed, then SIGTERM, then SIGKILL.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::Matcher;
+use crate::protocol::validate::{validator, Dialect, Direction};
+use crate::protocol::TranscriptLine;
+
+/// The agent under test.
+#[derive(Debug, Clone)]
+pub enum AgentUnderTest {
+    /// An agentwire binary: it gets `--mode`, `--cwd`, `--config-dir` and the transcript's
+    /// model replies as `--model-script`.
+    Agentwire(std::path::PathBuf),
+    /// Any other command (program and arguments), run as given plus the header's `args`.
+    Command(Vec<String>),
+}
+
+/// How to run transcripts.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The agent under test.
+    pub agent: AgentUnderTest,
+    /// How long to wait for one expected frame.
+    pub frame_timeout: Duration,
+}
+
+/// The outcome of one transcript.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Transcript name (from its header).
+    pub name: String,
+    /// Requirement ids it covers.
+    pub requirements: Vec<String>,
+    /// `None` when it passed; otherwise what differed, readable.
+    pub failure: Option<String>,
+    /// The last frames seen, for the report.
+    pub last_frames: Vec<Value>,
+}
+
+/// Parses a transcript file, validating each line; errors name the line.
+pub fn load(path: &Path) -> Result<Vec<TranscriptLine>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(raw).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        validator().validate_def("TranscriptLine", &v).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        lines.push(TranscriptLine::from_value(v).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+    }
+    match lines.first() {
+        Some(TranscriptLine::Header(_)) => Ok(lines),
+        _ => Err(format!("{}: the first line must be the header", path.display())),
+    }
+}
+
+struct Run {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    frames: Receiver<Result<Value, String>>,
+    lookahead: Option<Value>,
+    seen: Vec<Value>,
+    dialect: Dialect,
+    timeout: Duration,
+}
+
+impl Run {
+    fn next(&mut self) -> Result<Value, String> {
+        if let Some(f) = self.lookahead.take() {
+            return Ok(f);
+        }
+        match self.frames.recv_timeout(self.timeout) {
+            Ok(Ok(frame)) => {
+                validator()
+                    .validate_frame(self.dialect, Direction::Outbound, &frame, None)
+                    .map_err(|e| format!("the agent wrote a frame that does not validate: {e}\n  {frame}"))?;
+                self.seen.push(frame.clone());
+                Ok(frame)
+            }
+            Ok(Err(line)) => Err(format!("the agent wrote a line that is not JSON: {line}")),
+            Err(RecvTimeoutError::Timeout) => Err(format!("no frame within {:?}", self.timeout)),
+            Err(RecvTimeoutError::Disconnected) => Err("the agent closed stdout".into()),
+        }
+    }
+
+    fn write(&mut self, line: &str) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin is already closed")?;
+        stdin.write_all(format!("{line}\n").as_bytes()).and_then(|()| stdin.flush()).map_err(|e| format!("could not write to the agent: {e}"))
+    }
+
+    fn stop(&mut self) {
+        self.stdin.take();
+        let ladder = [(Duration::from_secs(3), None), (Duration::from_secs(1), Some(libc::SIGTERM)), (Duration::from_secs(1), Some(libc::SIGKILL))];
+        for (wait, signal) in ladder {
+            if let Some(sig) = signal {
+                if let Ok(pid) = i32::try_from(self.child.id()) {
+                    // SAFETY: signalling our own child process.
+                    unsafe { libc::kill(pid, sig) };
+                }
+            }
+            let deadline = Instant::now() + wait;
+            while Instant::now() < deadline {
+                if matches!(self.child.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+fn diff(expected: &Value, actual: &Value) -> String {
+    let e = serde_json::to_string_pretty(expected).unwrap_or_default();
+    let a = serde_json::to_string_pretty(actual).unwrap_or_default();
+    similar::TextDiff::from_lines(&e, &a).unified_diff().context_radius(3).header("expected", "actual").to_string()
+}
+
+/// Runs one transcript.
+pub fn run(path: &Path, options: &RunOptions) -> Outcome {
+    let lines = match load(path) {
+        Ok(l) => l,
+        Err(e) => return Outcome { name: path.display().to_string(), requirements: Vec::new(), failure: Some(e), last_frames: Vec::new() },
+    };
+    let TranscriptLine::Header(header) = &lines[0] else { unreachable!("checked by load") };
+    let mut outcome = Outcome { name: header.name.to_string(), requirements: header.requirements.clone(), failure: None, last_frames: Vec::new() };
+    let result = execute(&lines, options);
+    match result {
+        Ok(seen) => outcome.last_frames = seen,
+        Err((failure, seen)) => {
+            outcome.failure = Some(failure);
+            outcome.last_frames = seen;
+        }
+    }
+    let keep = outcome.last_frames.len().saturating_sub(8);
+    outcome.last_frames.drain(..keep);
+    outcome
+}
+
+fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>, (String, Vec<Value>)> {
+    let TranscriptLine::Header(header) = &lines[0] else { unreachable!() };
+    let fail = |e: String| (e, Vec::new());
+    let temp = tempfile::tempdir().map_err(|e| fail(e.to_string()))?;
+    let (home, config, work) = (temp.path().join("home"), temp.path().join("config"), temp.path().join("work"));
+    for d in [&home, &config, &work] {
+        std::fs::create_dir_all(d).map_err(|e| fail(e.to_string()))?;
+    }
+    let dialect = match header.dialect {
+        crate::protocol::TranscriptHeaderDialect::Rpc => Dialect::Rpc,
+        crate::protocol::TranscriptHeaderDialect::Wire => Dialect::Wire,
+    };
+    let replies: Vec<Value> = lines.iter().filter_map(|l| if let TranscriptLine::Model(m) = l { serde_json::to_value(&m.reply).ok() } else { None }).collect();
+    let mut command = match &options.agent {
+        AgentUnderTest::Command(bin) => {
+            let mut c = Command::new(bin.first().ok_or_else(|| fail("empty --bin command".into()))?);
+            c.args(&bin[1..]);
+            c
+        }
+        AgentUnderTest::Agentwire(program) => {
+            let mut c = Command::new(program);
+            c.arg("--mode").arg(if dialect == Dialect::Rpc { "rpc" } else { "wire" }).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
+            if !replies.is_empty() {
+                let script = temp.path().join("model-script.jsonl");
+                std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| fail(e.to_string()))?;
+                c.arg("--model-script").arg(script);
+            }
+            c
+        }
+    };
+    command.args(header.args.iter().flatten()).env("HOME", &home).current_dir(&work);
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+        command.env_remove(var);
+    }
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().map_err(|e| fail(format!("could not start the agent: {e}")))?;
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let item = serde_json::from_str::<Value>(&line).map_err(|_| line);
+            if tx.send(item).is_err() {
+                break;
+            }
+        }
+    });
+    let stdin = child.stdin.take();
+    let mut run = Run { child, stdin, frames: rx, lookahead: None, seen: Vec::new(), dialect, timeout: options.frame_timeout };
+    let mut matcher = Matcher::new(temp.path().display().to_string());
+    let result = steps(&mut run, &mut matcher, &lines[1..]);
+    run.stop();
+    let seen = std::mem::take(&mut run.seen);
+    result.map(|()| seen.clone()).map_err(|e| (e, seen))
+}
+
+fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Result<(), String> {
+    for (i, line) in lines.iter().enumerate() {
+        let n = i + 2; // 1-based, after the header
+        match line {
+            TranscriptLine::Header(_) | TranscriptLine::Model(_) => {}
+            TranscriptLine::In(l) => match (&l.frame, &l.raw) {
+                (_, Some(raw)) => run.write(raw)?,
+                (Some(frame), None) => {
+                    let frame = matcher.substitute(frame).map_err(|e| format!("line {n}: {e}"))?;
+                    run.write(&frame.to_string())?;
+                }
+                (None, None) => return Err(format!("line {n}: `in` needs `frame` or `raw`")),
+            },
+            TranscriptLine::Out(l) => {
+                let subset = l.subset.unwrap_or(false);
+                let frame = run.next().map_err(|e| format!("line {n}: expected a frame: {e}"))?;
+                if let Err(why) = matcher.check(&l.frame, &frame, subset) {
+                    if l.optional == Some(true) {
+                        run.lookahead = Some(frame);
+                        continue;
+                    }
+                    return Err(format!("line {n}: frame differs at {why}\n{}", diff(&l.frame, &frame)));
+                }
+            }
+            TranscriptLine::Unordered(l) => {
+                let subset = l.subset.unwrap_or(false);
+                let mut open: Vec<&Value> = l.frames.iter().collect();
+                while !open.is_empty() {
+                    let frame = run.next().map_err(|e| format!("line {n}: {} unordered frames still expected: {e}", open.len()))?;
+                    let hit = open.iter().position(|p| matcher.check(p, &frame, subset).is_ok());
+                    match hit {
+                        Some(k) => {
+                            open.remove(k);
+                        }
+                        None => return Err(format!("line {n}: frame matches none of the {} remaining unordered patterns:\n  {frame}", open.len())),
+                    }
+                }
+            }
+            TranscriptLine::Wait(l) => loop {
+                let frame = run.next().map_err(|e| format!("line {n}: waiting for {}: {e}", l.frame))?;
+                if matcher.check(&l.frame, &frame, l.subset.unwrap_or(false)).is_ok() {
+                    break;
+                }
+            },
+            TranscriptLine::CloseStdin(_) => {
+                run.stdin.take();
+            }
+            TranscriptLine::Exit(l) => {
+                let deadline = Instant::now() + run.timeout;
+                let status = loop {
+                    if let Ok(Some(s)) = run.child.try_wait() {
+                        break s;
+                    }
+                    if Instant::now() > deadline {
+                        return Err(format!("line {n}: the agent did not exit"));
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                };
+                if status.code() != Some(l.code) {
+                    return Err(format!("line {n}: expected exit code {}, got {:?}", l.code, status.code()));
+                }
+            }
+            TranscriptLine::Sleep(l) => std::thread::sleep(Duration::from_millis(l.ms)),
+        }
+    }
+    Ok(())
+}
