@@ -81,16 +81,7 @@ impl Default for RetryPolicy {
     }
 }
 
-/// A minLength:1 string newtype from text. Values from a model or host may be empty; they become
-/// `-` rather than a panic.
-pub(crate) fn nonempty<T: std::str::FromStr>(s: &str) -> T {
-    s.parse().ok().or_else(|| "-".parse().ok()).expect("\"-\" satisfies minLength 1")
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+pub(crate) use crate::protocol::{nonempty, now_ms};
 
 /// A fresh 16-hex-digit id for sub-protocol requests.
 pub(crate) fn new_id() -> String {
@@ -127,7 +118,6 @@ struct State {
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
     interrupt_mode: InterruptMode,
-    session_id: String,
     session_name: Option<String>,
     auto_compaction: bool,
     auto_retry: bool,
@@ -198,7 +188,6 @@ impl Agent {
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             interrupt_mode: InterruptMode::Immediate,
-            session_id: String::new(),
             session_name,
             auto_compaction: true,
             auto_retry: true,
@@ -222,14 +211,7 @@ impl Agent {
             hosts,
             gates: Mutex::new(Vec::new()),
         };
-        let agent = Self { inner: Arc::new(inner) };
-        agent.sync_session_id();
-        agent
-    }
-
-    fn sync_session_id(&self) {
-        let mut st = self.state();
-        st.session_id = st.session.id().to_owned();
+        Self { inner: Arc::new(inner) }
     }
 
     /// Appends a message to the session (and the branch's message list). A new session first
@@ -267,7 +249,6 @@ impl Agent {
         let mut st = self.state();
         st.messages = session.messages();
         st.session_name = session.name();
-        st.session_id = session.id().to_owned();
         let (model, level) = session.settings();
         if let Some(index) = model.and_then(|(p, m)| self.inner.models.iter().position(|s| *s.info.provider == p && *s.info.id == m)) {
             st.current_model = index;
@@ -564,7 +545,7 @@ impl RpcHandler for Agent {
             follow_up_mode: st.follow_up_mode,
             interrupt_mode: Some(st.interrupt_mode),
             session_file: Self::session_file(&st),
-            session_id: nonempty(&st.session_id),
+            session_id: nonempty(st.session.id()),
             session_name: st.session_name.clone(),
             auto_compaction_enabled: st.auto_compaction,
             auto_retry_enabled: Some(st.auto_retry),
@@ -784,7 +765,7 @@ impl RpcHandler for Agent {
         }
         Ok(SessionStats {
             session_file: Self::session_file(&st),
-            session_id: nonempty(&st.session_id),
+            session_id: nonempty(st.session.id()),
             user_messages: user,
             assistant_messages: assistant,
             tool_calls: calls,
@@ -800,7 +781,7 @@ impl RpcHandler for Agent {
     async fn export_html(&self, cmd: ExportHtmlCommand) -> Result<ExportResult, RpcError> {
         let (html, default_path) = {
             let st = self.state();
-            let title = st.session_name.clone().unwrap_or_else(|| format!("agentwire session {}", st.session_id));
+            let title = st.session_name.clone().unwrap_or_else(|| format!("agentwire session {}", st.session.id()));
             let default = st.session.path().map(|p| p.with_extension("html"));
             (sessions::html::render(&title, &st.session.branch_messages().into_iter().map(|(_, m)| m).collect::<Vec<_>>()), default)
         };

@@ -254,7 +254,7 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
     let spec = agent.current();
     let request = {
         let st = agent.state();
-        let mut tools = tools::builtin_definitions();
+        let mut tools = tools::builtin_definitions().to_vec();
         for t in st.host_tools.iter().filter(|t| t.hidden != Some(true)) {
             tools.push(ToolInfo { name: nonempty(&t.name), description: t.description.to_string(), parameters: t.parameters.clone(), extra: Map::new() });
         }
@@ -361,8 +361,8 @@ async fn run_tool(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) ->
     let host = agent.state().host_tools.iter().find(|t| *t.name == name).cloned();
     let parameters = match &host {
         Some(def) => def.parameters.clone(),
-        None => match tools::builtin_definitions().into_iter().find(|t| *t.name == name) {
-            Some(def) => def.parameters,
+        None => match tools::builtin_definitions().iter().find(|t| *t.name == name) {
+            Some(def) => def.parameters.clone(),
             None => return ToolOutput::error(format!("Tool {name} not found")),
         },
     };

@@ -12,6 +12,17 @@ pub mod validate;
 pub use envelope::{RpcError, WireError};
 pub use generated::*;
 
+/// A minLength:1 string newtype from text. Values from a model or a host may be empty; they
+/// become `-` rather than a panic.
+pub fn nonempty<T: std::str::FromStr>(s: &str) -> T {
+    s.parse().ok().or_else(|| "-".parse().ok()).expect("\"-\" satisfies minLength 1")
+}
+
+/// Milliseconds since the Unix epoch (message timestamps).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// A JSONL-dialect command type tied to its response data (lsp-types' `Request` pattern).
 pub trait RpcMethod {
     /// The command's `type`.

@@ -86,8 +86,6 @@ pub fn load(selection: &Selection) -> Result<Catalogue, String> {
     let mut models = vec![ModelSpec {
         info: offline_model_info(),
         api: Api::Offline,
-        api_key: None,
-        headers: Vec::new(),
         supports_xhigh: false,
         provider: Arc::new(OfflineProvider::new(offline)),
     }];
@@ -165,7 +163,7 @@ fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelS
                 Api::AnthropicMessages => Arc::new(AnthropicProvider { endpoint }),
                 _ => Arc::new(OpenAiProvider { endpoint }),
             };
-            ModelSpec { info, api, api_key: key.clone(), headers: headers.clone(), supports_xhigh: m.supports_xhigh.unwrap_or(false), provider }
+            ModelSpec { info, api, supports_xhigh: m.supports_xhigh.unwrap_or(false), provider }
         })
         .collect()
 }

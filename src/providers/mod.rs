@@ -219,10 +219,6 @@ pub struct ModelSpec {
     pub info: Model,
     /// The wire API.
     pub api: Api,
-    /// The API key (never logged, never echoed in errors).
-    pub api_key: Option<String>,
-    /// Extra HTTP headers.
-    pub headers: Vec<(String, String)>,
     /// Levels the model accepts beyond `high` (`xhigh`).
     pub supports_xhigh: bool,
     /// The provider implementation.

@@ -58,10 +58,6 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 fn new_entry_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
 }
@@ -99,9 +95,6 @@ fn entry_timestamp(e: &SessionEntry) -> String {
     }
 }
 
-fn nonempty<T: std::str::FromStr>(s: &str) -> T {
-    s.parse().ok().or_else(|| "-".parse().ok()).expect("\"-\" satisfies minLength 1")
-}
 
 /// The first text of a message, for labels and listings.
 pub fn message_text(m: &AgentMessage) -> String {

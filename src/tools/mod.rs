@@ -77,8 +77,13 @@ pub fn is_dangerous(name: &str) -> bool {
     matches!(name, "bash" | "write" | "edit")
 }
 
-/// Definitions of the built-in tools as offered to the model.
-pub fn builtin_definitions() -> Vec<ToolInfo> {
+/// Definitions of the built-in tools as offered to the model (built once).
+pub fn builtin_definitions() -> &'static [ToolInfo] {
+    static DEFINITIONS: std::sync::OnceLock<Vec<ToolInfo>> = std::sync::OnceLock::new();
+    DEFINITIONS.get_or_init(build_definitions)
+}
+
+fn build_definitions() -> Vec<ToolInfo> {
     let def = |name: &str, description: &str, parameters: Value| ToolInfo {
         name: name.parse().expect("built-in tool names are non-empty"),
         description: description.to_owned(),
