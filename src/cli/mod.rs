@@ -121,6 +121,15 @@ pub enum Command {
         #[command(subcommand)]
         action: ConformanceAction,
     },
+    /// Generate the client bindings' inputs and protocol layers (see clients/generate).
+    Codegen {
+        /// What to generate.
+        #[command(subcommand)]
+        action: CodegenAction,
+        /// Write here instead of stdout.
+        #[arg(long, global = true, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+    },
     /// Work with the protocol schema.
     Schema {
         /// What to do.
@@ -161,6 +170,30 @@ pub enum ReportFormat {
     Json,
 }
 
+/// `agentwire codegen …`
+#[derive(Debug, Subcommand)]
+pub enum CodegenAction {
+    /// The bundled schema prepared for a type generator (json-schema-to-typescript or datamodel-code-generator).
+    Input {
+        /// Which generator reads it.
+        #[arg(long, value_enum)]
+        target: CodegenTarget,
+    },
+    /// The TypeScript client's protocol layer (clients/typescript/src/generated/protocol.ts).
+    Typescript,
+    /// The Python client's protocol layer (clients/python/src/agentwire_client/protocol.py).
+    Python,
+}
+
+/// `--target` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CodegenTarget {
+    /// json-schema-to-typescript.
+    Typescript,
+    /// datamodel-code-generator.
+    Python,
+}
+
 /// `agentwire schema …`
 #[derive(Debug, Subcommand)]
 pub enum SchemaAction {
@@ -189,10 +222,41 @@ pub enum SchemaAction {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Some(Command::Schema { action }) => run_schema(action),
+        Some(Command::Codegen { action, out }) => run_codegen(&action, out.as_deref()),
         Some(Command::Conformance { action: ConformanceAction::Run { bin, filter, format, frame_timeout, paths } }) => {
             run_conformance(bin, filter.as_deref(), format, frame_timeout, &paths)
         }
         None => run_agent(&cli, cli.mode.unwrap_or(Mode::Rpc)),
+    }
+}
+
+fn run_codegen(action: &CodegenAction, out: Option<&std::path::Path>) -> ExitCode {
+    use crate::codegen::clients;
+    let bundle: serde_json::Value =
+        serde_json::from_str(crate::protocol::generated::BUNDLE_JSON).expect("the embedded bundle is JSON");
+    let text = match action {
+        CodegenAction::Input { target } => {
+            let target = match target {
+                CodegenTarget::Typescript => clients::Target::TypeScript,
+                CodegenTarget::Python => clients::Target::Python,
+            };
+            let mut text = serde_json::to_string_pretty(&clients::generator_input(&bundle, target)).expect("JSON");
+            text.push('\n');
+            text
+        }
+        CodegenAction::Typescript => clients::typescript_protocol(&bundle),
+        CodegenAction::Python => clients::python_protocol(&bundle),
+    };
+    let written = match out {
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display())),
+        None => std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()).map_err(|e| e.to_string()),
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agentwire codegen: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -2,10 +2,13 @@
 //!
 //! - [`bundle`]: merges `schema/*.schema.json` into one self-contained document (also compiled
 //!   into `build.rs`).
+//! - [`clients`]: the TypeScript and Python clients' protocol layers, and the input their type
+//!   generators read.
 //! - [`docs`]: renders `docs/protocol.md` from the bundle and `schema/examples/`.
 //!
 //! `rust_types.rs` in this folder is the build-time Rust generator; only `build.rs` compiles it
 //! (it needs typify, a build dependency).
 
 pub mod bundle;
+pub mod clients;
 pub mod docs;

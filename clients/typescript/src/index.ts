@@ -1,0 +1,23 @@
+/**
+ * Typed client for agents speaking the JSONL RPC protocol (agentwire, pi, oh-my-pi) over stdio.
+ * The protocol types and the command methods are generated from agentwire's JSON Schema.
+ */
+export {
+  AgentClient,
+  defaultUiHandler,
+  type AgentClientOptions,
+  type AgentFrame,
+  type HostToolContext,
+  type HostToolHandler,
+  type PromptOutcome,
+  type SpawnOptions,
+  type UiAnswer,
+  type UiContext,
+  type UiHandler,
+  type UnknownFrame,
+} from "./client.js";
+export { AgentCommandError, AgentExitedError, EventBufferOverflowError, RequestTimeoutError, type ExitInfo } from "./errors.js";
+export { LineSplitter, encodeFrame } from "./framing.js";
+export type { RequestOptions } from "./options.js";
+export * from "./generated/protocol.js";
+export type * from "./generated/types.js";
