@@ -32,3 +32,8 @@ fn bundle() -> serde_json::Value {
 fn typescript_protocol_layer_is_current() {
     check("clients/typescript/src/generated/protocol.ts", &clients::typescript_protocol(&bundle()));
 }
+
+#[test]
+fn python_protocol_layer_is_current() {
+    check("clients/python/src/agentwire_client/protocol.py", &clients::python_protocol(&bundle()));
+}

@@ -28,13 +28,44 @@ pub enum Target {
 /// - `$id` is dropped so that nothing resolves against a URL.
 /// - For TypeScript, keywords beside a `$ref` are dropped: json-schema-to-typescript copies the
 ///   referenced type under a new name (`AssistantMessage1`) for a `$ref` with a `description`.
+/// - For Python, a `$ref` to a def that is not a model (a string enum, a string-or-integer id) is
+///   replaced by the def itself, so the field is `Literal[...]` / `Union[str, int]` rather than a
+///   `RootModel` wrapper the user would have to unwrap with `.root`.
 pub fn generator_input(bundle: &Value, target: Target) -> Value {
     let mut doc = bundle.clone();
     if let Some(o) = doc.as_object_mut() {
         o.remove("$id");
     }
+    if target == Target::Python {
+        let defs = doc["$defs"].as_object().cloned().unwrap_or_default();
+        inline_value_defs(&mut doc, &defs);
+    }
     strip_schema(&mut doc, target);
     doc
+}
+
+fn is_model(def: &Value) -> bool {
+    def.get("properties").is_some() || def.get("discriminator").is_some() || def.get("type").and_then(Value::as_str) == Some("object")
+}
+
+fn inline_value_defs(value: &mut Value, defs: &Map<String, Value>) {
+    match value {
+        Value::Object(o) => {
+            if let Some(target) = o.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+                if let Some(def) = defs.get(target).filter(|d| !is_model(d)) {
+                    o.remove("$ref");
+                    for (k, v) in def.as_object().into_iter().flatten() {
+                        if k != "title" && (k != "description" || !o.contains_key(k)) {
+                            o.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            o.values_mut().for_each(|v| inline_value_defs(v, defs));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| inline_value_defs(v, defs)),
+        _ => {}
+    }
 }
 
 fn strip_schema(schema: &mut Value, target: Target) {
@@ -536,5 +567,9 @@ mod tests {
         assert_eq!(ts["$defs"]["RpcResponse"]["properties"]["data"]["tsType"], "unknown");
         let py = generator_input(&b, Target::Python);
         assert!(py["$defs"]["HostToolUpdate"]["properties"]["partialResult"].get("description").is_some());
+        // Value defs are inlined for Python, models stay references.
+        let level = &py["$defs"]["SetThinkingLevelCommand"]["properties"]["level"];
+        assert!(level.get("$ref").is_none() && level["enum"].is_array(), "{level}");
+        assert!(py["$defs"]["HostToolUpdate"]["properties"]["partialResult"]["$ref"].is_string());
     }
 }

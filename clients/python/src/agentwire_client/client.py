@@ -1,0 +1,648 @@
+"""An asyncio client of one agent process speaking the JSONL RPC protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import signal as signal_module
+from dataclasses import dataclass, field
+from typing import (
+    Any,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Set,
+    Union,
+)
+
+from pydantic import BaseModel, RootModel, TypeAdapter
+
+from . import models as m
+from .protocol import EVENT_MODELS, AgentEvent, CommandMethods, EventSubscriptions, Handler
+
+#: Any frame read from the agent: a known event or UI / host tool frame as its model, a response,
+#: or the raw dict of a frame whose ``type`` this client does not know.
+Frame = Union[AgentEvent, m.RpcResponse, Dict[str, Any]]
+
+#: A UI request (``extension_ui_request``), as its model.
+UiRequest = Union[
+    m.UiSelectRequest,
+    m.UiConfirmRequest,
+    m.UiInputRequest,
+    m.UiEditorRequest,
+    m.UiNotifyRequest,
+    m.UiSetStatusRequest,
+    m.UiSetWidgetRequest,
+    m.UiSetTitleRequest,
+    m.UiSetEditorTextRequest,
+    m.UiCancelRequest,
+]
+
+#: A dialog's answer: ``{"value": ...}`` (select, input, editor), ``{"confirmed": bool}`` (confirm)
+#: or ``{"cancelled": True}``.
+UiAnswer = Dict[str, Any]
+
+_UI_REQUEST_TYPES = (
+    m.UiSelectRequest,
+    m.UiConfirmRequest,
+    m.UiInputRequest,
+    m.UiEditorRequest,
+    m.UiNotifyRequest,
+    m.UiSetStatusRequest,
+    m.UiSetWidgetRequest,
+    m.UiSetTitleRequest,
+    m.UiSetEditorTextRequest,
+    m.UiCancelRequest,
+)
+
+DIALOG_METHODS = frozenset({"select", "confirm", "input", "editor"})
+LINE_LIMIT = 256 * 1024 * 1024
+
+
+@dataclass
+class ExitInfo:
+    """How the agent process ended."""
+
+    #: Exit code; None when killed by a signal or when attached to streams.
+    code: Optional[int]
+    #: Name of the signal that ended it (``"SIGKILL"``), if any.
+    signal: Optional[str]
+    #: The last bytes the process wrote to stderr.
+    stderr_tail: str
+
+
+class AgentCommandError(Exception):
+    """The agent answered ``success: false``."""
+
+    def __init__(self, command: str, reason: str, code: Optional[str]) -> None:
+        super().__init__(f"{command} failed: {reason}")
+        self.command = command
+        self.reason = reason
+        self.code = code
+
+
+class AgentExitedError(Exception):
+    """The agent process exited (or its output ended) before answering."""
+
+    def __init__(self, exit: ExitInfo) -> None:
+        how = f"signal {exit.signal}" if exit.signal else f"code {exit.code}"
+        tail = exit.stderr_tail.strip()
+        super().__init__(f"agent exited ({how}) before answering" + (f"; stderr: {tail}" if tail else ""))
+        self.exit = exit
+
+
+class RequestTimeoutError(asyncio.TimeoutError):
+    """No response within the request's timeout."""
+
+    def __init__(self, command: str, timeout: float) -> None:
+        super().__init__(f"{command}: no response within {timeout} s")
+        self.command = command
+        self.timeout = timeout
+
+
+class EventBufferOverflowError(Exception):
+    """An ``events()`` iterator fell too far behind; it ends with this instead of dropping frames."""
+
+
+@dataclass
+class UiContext:
+    """Handed to a UI handler."""
+
+    #: Set when the agent withdraws the dialog (its timeout expired) or the process exits.
+    withdrawn: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+#: Answers UI requests: returns a :data:`UiAnswer` for dialogs (None counts as cancelled); the
+#: return value of fire-and-forget methods (notify, setStatus, ...) is ignored. Plain or async.
+UiHandler = Callable[[UiRequest, UiContext], Union[Optional[UiAnswer], Awaitable[Optional[UiAnswer]]]]
+
+
+def default_ui_handler(request: UiRequest, context: UiContext) -> Optional[UiAnswer]:
+    """Without a handler: dialogs are cancelled (a confirm is answered ``confirmed: False``)."""
+    if request.method == "confirm":
+        return {"confirmed": False}
+    return {"cancelled": True}
+
+
+ToolResult = Union[str, m.AgentToolResult, Dict[str, Any]]
+
+
+class HostToolContext:
+    """Handed to a host tool handler. When the agent cancels the call the handler's task is
+    cancelled (``asyncio.CancelledError``) and :attr:`cancelled` is set."""
+
+    def __init__(self, client: "AgentClient", call: m.HostToolCall) -> None:
+        self._client = client
+        #: The ``host_tool_call`` frame.
+        self.call = call
+        #: Set when the agent cancels the call or the process exits.
+        self.cancelled = asyncio.Event()
+
+    async def update(self, partial: ToolResult) -> None:
+        """Sends a ``host_tool_update`` with progress so far."""
+        if not self.cancelled.is_set():
+            await self._client.send_frame({"type": "host_tool_update", "id": self.call.id, "partialResult": _tool_result(partial)})
+
+
+#: Runs one host tool call: a string result becomes one text block; an exception an error result.
+HostToolHandler = Callable[[Dict[str, Any], HostToolContext], Awaitable[ToolResult]]
+
+
+@dataclass
+class PromptOutcome:
+    """What :meth:`AgentClient.prompt_and_wait` returns."""
+
+    #: The ``prompt_result`` that ended the prompt.
+    result: m.PromptResultEvent
+    #: Every frame between the prompt and its ``prompt_result`` (responses excluded).
+    events: List[Frame]
+    #: The prompt's response data (pi sends none).
+    accepted: Optional[m.PromptAccepted]
+
+
+class _Writer(Protocol):
+    def write(self, data: bytes) -> Any: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> Any: ...
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _tool_result(value: ToolResult) -> Any:
+    if isinstance(value, str):
+        return {"content": [{"type": "text", "text": value}]}
+    return _jsonable(value)
+
+
+_adapters: Dict[Any, TypeAdapter[Any]] = {}
+
+
+def _parse(model: Any, data: Any) -> Any:
+    adapter = _adapters.get(model)
+    if adapter is None:
+        adapter = _adapters[model] = TypeAdapter(model)
+    value = adapter.validate_python(data)
+    return value.root if isinstance(value, RootModel) else value
+
+
+def parse_frame(raw: Dict[str, Any]) -> Frame:
+    """The model of a frame from the agent; the dict itself when its ``type`` is unknown."""
+    kind = raw.get("type")
+    if kind == "response":
+        result: Frame = m.RpcResponse.model_validate(raw)
+        return result
+    model = EVENT_MODELS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        return raw
+    event: Frame = _parse(model, raw)
+    return event
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class AgentClient(CommandMethods, EventSubscriptions):
+    """A client of one agent process.
+
+    Every command has a typed method (``await client.set_model(provider=..., model_id=...)``);
+    frames arrive through ``on(type, handler)``, ``on_frame(handler)`` (every frame, unknown
+    types included as dicts) and ``events()``; ``prompt_and_wait`` runs one prompt to its
+    ``prompt_result``. Use :meth:`spawn` or :meth:`attach` to make one.
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: _Writer,
+        process: Optional[asyncio.subprocess.Process] = None,
+        *,
+        request_timeout: Optional[float] = 60.0,
+        ui_handler: Optional[UiHandler] = None,
+        stderr_tail_bytes: int = 8192,
+        event_buffer_limit: int = 100_000,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._process = process
+        self._request_timeout = request_timeout
+        self._ui_handler: UiHandler = ui_handler or default_ui_handler
+        self._stderr_tail_bytes = stderr_tail_bytes
+        self._event_buffer_limit = event_buffer_limit
+        self._pending: Dict[str, "asyncio.Future[Any]"] = {}
+        self._pending_models: Dict[str, Any] = {}
+        self._handlers: Dict[str, Set[Handler]] = {}
+        self._frame_handlers: Set[Callable[[Frame], Any]] = set()
+        self._invalid_line_handlers: Set[Callable[[bytes, Exception], Any]] = set()
+        self._host_tool_handlers: Dict[str, HostToolHandler] = {}
+        self._host_tool_calls: Dict[str, "asyncio.Task[None]"] = {}
+        self._host_tool_contexts: Dict[str, HostToolContext] = {}
+        self._dialogs: Dict[str, UiContext] = {}
+        self._background: Set["asyncio.Task[Any]"] = set()
+        self._stderr_task: Optional["asyncio.Task[None]"] = None
+        self._next_id = 1
+        self._stderr_tail = ""
+        self._exit: Optional[ExitInfo] = None
+        self._exited: asyncio.Event = asyncio.Event()
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    @classmethod
+    async def spawn(
+        cls,
+        program: str,
+        *args: str,
+        cwd: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        request_timeout: Optional[float] = 60.0,
+        ui_handler: Optional[UiHandler] = None,
+        stderr_tail_bytes: int = 8192,
+        event_buffer_limit: int = 100_000,
+    ) -> "AgentClient":
+        """Starts ``program args`` and speaks the protocol on its stdin/stdout."""
+        process = await asyncio.create_subprocess_exec(
+            program,
+            *args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=LINE_LIMIT,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        client = cls(
+            process.stdout,
+            process.stdin,
+            process,
+            request_timeout=request_timeout,
+            ui_handler=ui_handler,
+            stderr_tail_bytes=stderr_tail_bytes,
+            event_buffer_limit=event_buffer_limit,
+        )
+        client._stderr_task = asyncio.get_running_loop().create_task(client._read_stderr())
+        return client
+
+    @classmethod
+    def attach(cls, reader: asyncio.StreamReader, writer: _Writer, **options: Any) -> "AgentClient":
+        """Speaks the protocol over given streams (``writer`` is the agent's stdin)."""
+        return cls(reader, writer, None, **options)
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The process id, when spawned."""
+        return self._process.pid if self._process else None
+
+    @property
+    def exit_info(self) -> Optional[ExitInfo]:
+        """How the process ended, once it has."""
+        return self._exit
+
+    async def wait_closed(self) -> ExitInfo:
+        """Waits until the process exits (or its output ends)."""
+        await self._exited.wait()
+        assert self._exit is not None
+        return self._exit
+
+    def set_ui_handler(self, handler: Optional[UiHandler]) -> None:
+        """Replaces the UI handler (None restores :func:`default_ui_handler`)."""
+        self._ui_handler = handler or default_ui_handler
+
+    def on_frame(self, handler: Callable[[Frame], Any]) -> Callable[[], None]:
+        """Calls ``handler`` with every frame read, responses and unknown types included."""
+        self._frame_handlers.add(handler)
+        return lambda: self._frame_handlers.discard(handler)
+
+    def on_invalid_line(self, handler: Callable[[bytes, Exception], Any]) -> Callable[[], None]:
+        """Calls ``handler`` for each stdout line that is not a JSON object (it is otherwise skipped)."""
+        self._invalid_line_handlers.add(handler)
+        return lambda: self._invalid_line_handlers.discard(handler)
+
+    def _subscribe(self, event_type: str, handler: Handler) -> Callable[[], None]:
+        self._handlers.setdefault(event_type, set()).add(handler)
+        return lambda: self._handlers.get(event_type, set()).discard(handler)
+
+    async def events(self) -> AsyncIterator[Frame]:
+        """Every frame from now on except responses, in order, until the process exits.
+
+        Unread frames are buffered up to ``event_buffer_limit``; past it the iterator raises
+        :class:`EventBufferOverflowError` rather than silently dropping frames.
+        """
+        queue: "asyncio.Queue[Optional[Frame]]" = asyncio.Queue()
+        overflow = False
+
+        def push(frame: Frame) -> None:
+            nonlocal overflow
+            if isinstance(frame, m.RpcResponse):
+                return
+            if queue.qsize() >= self._event_buffer_limit:
+                overflow = True
+            else:
+                queue.put_nowait(frame)
+
+        unsubscribe = self.on_frame(push)
+        closer = asyncio.get_running_loop().create_task(self._exited.wait())
+        closer.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while True:
+                if overflow:
+                    raise EventBufferOverflowError(f"more than {self._event_buffer_limit} frames buffered in an unread events() iterator")
+                frame = await queue.get()
+                if frame is None:
+                    return
+                yield frame
+        finally:
+            unsubscribe()
+            closer.cancel()
+
+    async def prompt_and_wait(
+        self,
+        message: str,
+        *,
+        images: Optional[List[m.ImageContent]] = None,
+        streaming_behavior: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> PromptOutcome:
+        """Sends a prompt and returns on the ``prompt_result`` for it, with every frame of the run.
+
+        Raises when the prompt is refused, after ``timeout`` seconds (default: none) or when the
+        process exits.
+        """
+        request_id = self._allocate_id()
+        loop = asyncio.get_running_loop()
+        finished: "asyncio.Future[m.PromptResultEvent]" = loop.create_future()
+        events: List[Frame] = []
+
+        def collect(frame: Frame) -> None:
+            if isinstance(frame, m.PromptResultEvent) and frame.id == request_id:
+                if not finished.done():
+                    finished.set_result(frame)
+            elif not isinstance(frame, m.RpcResponse):
+                events.append(frame)
+
+        unsubscribe = self.on_frame(collect)
+        try:
+            frame: Dict[str, Any] = {"type": "prompt", "message": message}
+            if images is not None:
+                frame["images"] = images
+            if streaming_behavior is not None:
+                frame["streamingBehavior"] = streaming_behavior
+            accepted = await self._request(frame, m.PromptAccepted, self._request_timeout, request_id)
+            result = await self._until_exit(finished, "prompt", timeout)
+            return PromptOutcome(result=result, events=events, accepted=accepted)
+        finally:
+            unsubscribe()
+
+    async def set_host_tools(
+        self,
+        tools: List[m.HostToolDefinition],
+        handlers: Optional[Mapping[str, HostToolHandler]] = None,
+        *,
+        timeout: Optional[float] = None,
+    ) -> m.HostToolNames:
+        """Registers host tools (``set_host_tools``), replacing earlier ones, with the async
+        callables that run them. A tool without a handler still registers; calls to it are
+        answered with an error result."""
+        self._host_tool_handlers = dict(handlers or {})
+        result: m.HostToolNames = await self._call({"type": "set_host_tools", "tools": tools}, m.HostToolNames, timeout)
+        return result
+
+    async def send_frame(self, frame: Mapping[str, Any]) -> None:
+        """Writes one raw frame (a sub-protocol answer, or a deliberate test of bad input)."""
+        if self._exit is not None:
+            return
+        try:
+            self._writer.write(json.dumps(_jsonable(dict(frame)), ensure_ascii=False).encode() + b"\n")
+            await self._writer.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    async def close(self, grace: float = 2.0) -> ExitInfo:
+        """Closes stdin and waits for the process to exit; after ``grace`` seconds sends
+        SIGTERM, and SIGKILL after as long again."""
+        if self._exit is None:
+            try:
+                self._writer.close()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        process = self._process
+        if process is not None:
+            for send in (None, process.terminate, process.kill):
+                if send is not None and process.returncode is None:
+                    send()
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._exited.wait()), grace)
+                    break
+                except asyncio.TimeoutError:
+                    continue
+        return await self.wait_closed()
+
+    async def __aenter__(self) -> "AgentClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    async def _call(self, frame: Dict[str, Any], response_model: Any, timeout: Optional[float]) -> Any:
+        return await self._request(frame, response_model, timeout if timeout is not None else self._request_timeout, None)
+
+    def _allocate_id(self) -> str:
+        request_id = f"req-{self._next_id}"
+        self._next_id += 1
+        return request_id
+
+    async def _request(self, frame: Dict[str, Any], response_model: Any, timeout: Optional[float], request_id: Optional[str]) -> Any:
+        if self._exit is not None:
+            raise AgentExitedError(self._exit)
+        request_id = request_id or self._allocate_id()
+        future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self._pending_models[request_id] = response_model
+        try:
+            await self.send_frame({"id": request_id, **frame})
+            if timeout is None or timeout <= 0:
+                return await future
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), timeout)
+            except asyncio.TimeoutError:
+                raise RequestTimeoutError(str(frame["type"]), timeout) from None
+        finally:
+            self._pending.pop(request_id, None)
+            self._pending_models.pop(request_id, None)
+
+    async def _until_exit(self, future: "asyncio.Future[Any]", command: str, timeout: Optional[float]) -> Any:
+        exited = asyncio.get_running_loop().create_task(self._exited.wait())
+        try:
+            done, _ = await asyncio.wait({future, exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            exited.cancel()
+        if future in done:
+            return future.result()
+        if self._exit is not None:
+            raise AgentExitedError(self._exit)
+        raise RequestTimeoutError(command, timeout or 0)
+
+    def _spawn_background(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _read_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        while True:
+            chunk = await self._process.stderr.read(4096)
+            if not chunk:
+                return
+            self._stderr_tail = (self._stderr_tail + chunk.decode("utf-8", "replace"))[-self._stderr_tail_bytes :]
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                try:
+                    line = await self._reader.readuntil(b"\n")
+                except asyncio.IncompleteReadError as eof:
+                    if eof.partial:
+                        await self._handle_line(eof.partial)
+                    break
+                await self._handle_line(line)
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        await self._finish()
+
+    async def _finish(self) -> None:
+        code: Optional[int] = None
+        sig: Optional[str] = None
+        if self._process is not None:
+            returncode = await self._process.wait()
+            if self._stderr_task is not None:
+                # Let the stderr reader take the process's last words.
+                await asyncio.gather(self._stderr_task, return_exceptions=True)
+            if returncode < 0:
+                sig = signal_module.Signals(-returncode).name
+            else:
+                code = returncode
+        self._exit = ExitInfo(code=code, signal=sig, stderr_tail=self._stderr_tail)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(AgentExitedError(self._exit))
+        for task in self._host_tool_calls.values():
+            task.cancel()
+        for ctx in self._host_tool_contexts.values():
+            ctx.cancelled.set()
+        for dialog in self._dialogs.values():
+            dialog.withdrawn.set()
+        self._exited.set()
+
+    async def _handle_line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as error:
+            for line_handler in list(self._invalid_line_handlers):
+                await _maybe_await(line_handler(line.rstrip(b"\n"), error))
+            return
+        frame = parse_frame(raw)
+        kind = raw.get("type")
+        if isinstance(frame, m.RpcResponse):
+            self._handle_response(frame)
+        elif isinstance(frame, m.HostToolCall):
+            self._start_host_tool(frame)
+        elif isinstance(frame, m.HostToolCancel):
+            self._cancel_host_tool(frame.targetId)
+        elif isinstance(frame, _UI_REQUEST_TYPES):
+            self._handle_ui_request(frame)
+        for frame_handler in list(self._frame_handlers):
+            await _maybe_await(frame_handler(frame))
+        if isinstance(kind, str):
+            for typed_handler in list(self._handlers.get(kind, ())):
+                await _maybe_await(typed_handler(frame))
+
+    def _handle_response(self, response: m.RpcResponse) -> None:
+        request_id = response.id
+        future = self._pending.get(request_id) if isinstance(request_id, str) else None
+        if future is None or future.done():
+            return  # not ours (timed out, or no id): still delivered to frame handlers
+        if not response.success:
+            future.set_exception(AgentCommandError(response.command, response.error or "unknown error", response.code))
+            return
+        model = self._pending_models.get(request_id) if isinstance(request_id, str) else None
+        try:
+            future.set_result(None if model is None or response.data is None else _parse(model, response.data))
+        except Exception as error:  # a response that does not match the schema
+            future.set_exception(error)
+
+    def _start_host_tool(self, call: m.HostToolCall) -> None:
+        context = HostToolContext(self, call)
+        handler = self._host_tool_handlers.get(call.toolName)
+
+        async def run() -> None:
+            try:
+                if handler is None:
+                    raise LookupError(f"no handler registered for host tool {call.toolName}")
+                result = await handler(dict(call.arguments), context)
+                frame: Dict[str, Any] = {"type": "host_tool_result", "id": call.id, "result": _tool_result(result)}
+            except asyncio.CancelledError:
+                return  # the agent cancelled the call: it expects no result
+            except Exception as error:  # the tool failed: an error result, not a dead client
+                frame = {"type": "host_tool_result", "id": call.id, "result": _tool_result(str(error)), "isError": True}
+            finally:
+                self._host_tool_calls.pop(call.id, None)
+                self._host_tool_contexts.pop(call.id, None)
+            if not context.cancelled.is_set():
+                await self.send_frame(frame)
+
+        self._host_tool_contexts[call.id] = context
+        self._host_tool_calls[call.id] = asyncio.get_running_loop().create_task(run())
+
+    def _cancel_host_tool(self, target_id: str) -> None:
+        context = self._host_tool_contexts.get(target_id)
+        if context is not None:
+            context.cancelled.set()
+        task = self._host_tool_calls.get(target_id)
+        if task is not None:
+            task.cancel()
+
+    def _handle_ui_request(self, request: UiRequest) -> None:
+        if isinstance(request, m.UiCancelRequest):
+            dialog = self._dialogs.pop(request.targetId, None)
+            if dialog is not None:
+                dialog.withdrawn.set()
+            return
+        is_dialog = request.method in DIALOG_METHODS
+        context = UiContext()
+        if is_dialog:
+            self._dialogs[request.id] = context
+        handler = self._ui_handler
+
+        async def run() -> None:
+            try:
+                answer = await _maybe_await(handler(request, context))
+            except Exception:
+                answer = None
+            if not is_dialog or self._dialogs.pop(request.id, None) is None:
+                return
+            await self.send_frame({"type": "extension_ui_response", "id": request.id, **(answer or {"cancelled": True})})
+
+        self._spawn_background(run())

@@ -1,0 +1,334 @@
+"""The client against the real agentwire binary (offline model, scripted replies)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional, Set
+
+import pytest
+
+from agentwire_client import (
+    COMMAND_TYPES,
+    AgentClient,
+    AgentCommandError,
+    AgentExitedError,
+    Frame,
+    HostToolContext,
+    RequestTimeoutError,
+    UiContext,
+    UiRequest,
+    models as m,
+)
+
+from .conftest import AGENTWIRE_BIN, PACKAGE_ROOT, Sandbox, maybe
+
+
+def streamed_text(events: List[Frame]) -> str:
+    return "".join(
+        e.assistantMessageEvent.root.delta
+        for e in events
+        if isinstance(e, m.MessageUpdateEvent) and isinstance(e.assistantMessageEvent.root, m.AmeTextDelta)
+    )
+
+
+def first(events: List[Frame], kind: Any) -> Any:
+    return next(e for e in events if isinstance(e, kind))
+
+
+async def wait_for(client: AgentClient, kind: str) -> "asyncio.Future[Frame]":
+    future: "asyncio.Future[Frame]" = asyncio.get_running_loop().create_future()
+
+    def check(frame: Frame) -> None:
+        frame_type = frame.get("type") if isinstance(frame, dict) else getattr(frame, "type", None)
+        if frame_type == kind and not future.done():
+            future.set_result(frame)
+
+    off = client.on_frame(check)
+    future.add_done_callback(lambda _: off())
+    return future
+
+
+def test_generated_modules_are_current() -> None:
+    run = subprocess.run(
+        [sys.executable, str(PACKAGE_ROOT / "scripts" / "generate.py"), "--check"],
+        env={**os.environ, "AGENTWIRE_BIN": AGENTWIRE_BIN},
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, f"regenerate with clients/generate:\n{run.stderr}"
+
+
+async def test_streams_text_and_runs_a_builtin_tool(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn(
+        [{"text": "Listing.", "toolCalls": [{"id": "c1", "name": "ls", "arguments": {"path": "."}}]}, {"text": "Done listing."}]
+    )
+    async with client:
+        ends: List[m.ToolExecutionEndEvent] = []
+        client.on("tool_execution_end", ends.append)
+        outcome = await client.prompt_and_wait("list files")
+        assert outcome.result.status == "completed"
+        assert streamed_text(outcome.events) == "Listing.Done listing."
+        assert [(e.toolName, e.isError) for e in ends] == [("ls", False)]
+        assert (await client.get_last_assistant_text()).text == "Done listing."
+
+
+async def test_host_tool_round_trip_with_update_and_cancel(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn(
+        [
+            {"toolCalls": [{"id": "h1", "name": "lookup", "arguments": {"key": "alpha"}}]},
+            {"text": "Looked up."},
+            {"toolCalls": [{"id": "h2", "name": "slow", "arguments": {}}]},
+        ]
+    )
+    async with client:
+        slow_started = asyncio.Event()
+        slow_cancelled = asyncio.Event()
+
+        async def lookup(args: Dict[str, Any], ctx: HostToolContext) -> str:
+            await ctx.update("halfway")
+            return f"value of {args['key']}"
+
+        async def slow(args: Dict[str, Any], ctx: HostToolContext) -> str:
+            slow_started.set()
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                assert ctx.cancelled.is_set()
+                slow_cancelled.set()
+                raise
+            return "never"
+
+        names = await client.set_host_tools(
+            [
+                m.HostToolDefinition(name="lookup", description="Looks a key up.", parameters={"type": "object", "properties": {"key": {"type": "string"}}}),
+                m.HostToolDefinition(name="slow", description="Never finishes on its own.", parameters={"type": "object", "properties": {}}),
+            ],
+            {"lookup": lookup, "slow": slow},
+        )
+        assert names.toolNames == ["lookup", "slow"]
+
+        updates: List[m.ToolExecutionUpdateEvent] = []
+        client.on("tool_execution_update", updates.append)
+        outcome = await client.prompt_and_wait("look alpha up")
+        assert outcome.result.status == "completed"
+        end: m.ToolExecutionEndEvent = first(outcome.events, m.ToolExecutionEndEvent)
+        assert end.result.content[0].root == m.TextContent(type="text", text="value of alpha")
+        assert len(updates) == 1
+
+        cancel = await wait_for(client, "host_tool_cancel")
+        run = asyncio.ensure_future(client.prompt_and_wait("be slow"))
+        await asyncio.wait_for(slow_started.wait(), 10)
+        await client.abort()
+        assert (await run).result.status == "aborted"
+        await asyncio.wait_for(cancel, 10)
+        await asyncio.wait_for(slow_cancelled.wait(), 10)
+
+
+async def test_ui_handler_answers_an_approval_confirm(sandbox: Sandbox) -> None:
+    requests: List[UiRequest] = []
+
+    async def ui(request: UiRequest, ctx: UiContext) -> Optional[Dict[str, Any]]:
+        requests.append(request)
+        return {"confirmed": True} if request.method == "confirm" else None
+
+    client = await sandbox.spawn(
+        [{"toolCalls": [{"name": "bash", "arguments": {"command": "echo approved-run"}}]}, {"text": "ok"}],
+        ["--approval", "dangerous"],
+        ui_handler=ui,
+    )
+    async with client:
+        outcome = await client.prompt_and_wait("run it")
+        assert requests[0].method == "confirm"
+        end: m.ToolExecutionEndEvent = first(outcome.events, m.ToolExecutionEndEvent)
+        assert end.isError is False
+        assert "approved-run" in end.result.model_dump_json()
+
+
+async def test_default_ui_handler_refuses_a_dangerous_tool(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo no"}}]}, {"text": "ok"}], ["--approval", "dangerous"])
+    async with client:
+        outcome = await client.prompt_and_wait("run it")
+        assert first(outcome.events, m.ToolExecutionEndEvent).isError is True
+
+
+async def test_abort_ends_a_running_prompt(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn([{"text": "x" * 400, "chunkSize": 1, "delayMs": 20}])
+    async with client:
+        started = await wait_for(client, "message_update")
+        run = asyncio.ensure_future(client.prompt_and_wait("long answer"))
+        await started
+        await client.abort()
+        assert (await run).result.status == "aborted"
+
+
+async def test_success_false_raises_and_the_agent_keeps_serving(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn()
+    async with client:
+        with pytest.raises(AgentCommandError) as info:
+            await client.set_model(provider="nope", model_id="missing")
+        assert info.value.command == "set_model"
+        assert "nope/missing" in info.value.reason
+        assert (await client.get_state()).isStreaming is False
+
+
+async def test_unknown_frames_and_fields_are_passed_through() -> None:
+    reader = asyncio.StreamReader()
+
+    class Sink:
+        def write(self, data: bytes) -> None:
+            pass
+
+        async def drain(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    client = AgentClient.attach(reader, Sink())
+    frames: List[Frame] = []
+    client.on_frame(frames.append)
+    unknown: List[Any] = []
+    client.on("shiny_new_event", unknown.append)
+    invalid: List[bytes] = []
+    client.on_invalid_line(lambda line, error: invalid.append(line))
+    reader.feed_data(b'{"type":"shiny_new_event","extra":{"a":1}}\nnot json\n{"type":"agent_start","futureField":true}\n')
+    reader.feed_eof()
+    info = await client.wait_closed()
+    assert info.code is None
+    assert frames[0] == {"type": "shiny_new_event", "extra": {"a": 1}}
+    assert isinstance(frames[1], m.AgentStartEvent)
+    assert frames[1].model_extra == {"futureField": True}
+    assert unknown == [{"type": "shiny_new_event", "extra": {"a": 1}}]
+    assert invalid == [b"not json"]
+
+
+async def test_pending_requests_fail_with_exit_code_and_stderr_tail() -> None:
+    client = await AgentClient.spawn("sh", "-c", "read line; echo 'fatal: out of cheese' >&2; exit 3")
+    with pytest.raises(AgentExitedError) as info:
+        await client.get_state()
+    assert info.value.exit.code == 3
+    assert "out of cheese" in info.value.exit.stderr_tail
+    with pytest.raises(AgentExitedError):
+        await client.get_state()
+
+
+async def test_agent_killed_mid_prompt(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn([{"text": "y" * 200, "chunkSize": 1, "delayMs": 50}])
+    started = await wait_for(client, "message_update")
+    run = asyncio.ensure_future(client.prompt_and_wait("slow"))
+    await started
+    os.kill(maybe(client.pid), signal.SIGKILL)
+    with pytest.raises(AgentExitedError) as info:
+        await run
+    assert info.value.exit.signal == "SIGKILL"
+
+
+async def test_request_timeout() -> None:
+    client = await AgentClient.spawn("sh", "-c", "cat > /dev/null")
+    try:
+        with pytest.raises(RequestTimeoutError):
+            await client.get_state(timeout=0.05)
+    finally:
+        await client.close(grace=0.2)
+
+
+async def test_events_iterator_ends_when_the_process_exits(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn([{"text": "iterated"}])
+    kinds: List[str] = []
+
+    async def collect() -> None:
+        async for frame in client.events():
+            kinds.append(str(frame["type"] if isinstance(frame, dict) else frame.type))
+
+    task = asyncio.ensure_future(collect())
+    await asyncio.sleep(0)
+    await client.prompt_and_wait("hi")
+    await client.close()
+    await asyncio.wait_for(task, 10)
+    assert {"agent_start", "agent_end", "prompt_result"} <= set(kinds)
+    assert "response" not in kinds
+
+
+async def test_every_command_end_to_end(sandbox: Sandbox) -> None:
+    export_path = str(sandbox.dir / "export.html")
+    client = await sandbox.spawn(
+        [{"text": "first answer"}, {"text": "z" * 300, "chunkSize": 1, "delayMs": 20}],
+        ["--compaction-keep-tokens", "1"],
+    )
+    answered: Set[str] = set()
+    client.on_frame(lambda f: answered.add(f.command) if isinstance(f, m.RpcResponse) and f.success else None)
+    async with client:
+        assert (await client.prompt_and_wait("hello there")).result.status == "completed"
+
+        started = await wait_for(client, "message_update")
+        await client.prompt(message="slow one")
+        await started
+        await client.steer(message="steer it")
+        await client.follow_up(message="and then this")
+        ended = await wait_for(client, "agent_end")
+        await client.abort()
+        await ended
+        ended = await wait_for(client, "agent_end")
+        await client.abort_and_prompt(message="instead this")
+        await ended
+        await client.abort_retry()
+
+        state = await client.get_state()
+        session_file = maybe(state.sessionFile)
+        await client.set_todos(phases=[m.TodoPhase(id="p1", name="Build", tasks=[m.TodoItem(id="t1", content="Write it", status="in_progress")])])
+        await client.set_host_tools([])
+        models = await client.get_available_models()
+        offline = models.models[0]
+        assert (await client.set_model(provider=offline.provider, model_id=offline.id)).id == offline.id
+        await client.cycle_model()
+        await client.set_thinking_level(level="off")
+        await client.cycle_thinking_level()
+        assert (await client.get_available_thinking_levels()).levels
+        await client.set_steering_mode(mode="one-at-a-time")
+        await client.set_follow_up_mode(mode="all")
+        await client.set_interrupt_mode(mode="wait")
+        await client.set_auto_compaction(enabled=False)
+        await client.set_auto_retry(enabled=True)
+        assert "from-bash" in (await client.bash(command="echo from-bash")).output
+        await client.abort_bash()
+        assert (await client.get_session_stats()).totalMessages >= 2
+        await client.compact()
+        assert (await client.export_html(output_path=export_path)).path == export_path
+        await client.set_session_name(name="client test")
+        assert (await client.get_messages()).messages
+        assert len((await client.get_messages_page(limit=1)).messages) == 1
+        await client.get_commands()
+        await client.get_available_commands()
+        await client.get_last_assistant_text()
+        await client.get_tree()
+        await client.get_branch_messages()
+        forkable = (await client.get_fork_messages()).messages
+        assert len(forkable) >= 2
+        await client.fork(entry_id=forkable[-1].entryId)
+        branchable = (await client.get_fork_messages()).messages
+        await client.branch(entry_id=branchable[-1].entryId)
+        await client.clone()
+        assert len((await client.list_sessions(scope="all")).sessions) >= 2
+        await client.switch_session(session_path=session_file)
+        await client.new_session()
+
+    missing = [c for c in COMMAND_TYPES if c not in answered]
+    assert missing == [], f"commands never answered success:true: {missing}"
+
+
+def test_example_runs_against_agentwire() -> None:
+    run = subprocess.run(
+        [sys.executable, str(PACKAGE_ROOT / "examples" / "offline.py")],
+        env={**os.environ, "AGENTWIRE_BIN": AGENTWIRE_BIN},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "weather in Paris: sunny" in run.stdout
+    assert "The `weather` tool finished" in run.stdout
+    assert "[prompt completed]" in run.stdout
