@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{text_reply, types, Agent};
+use common::{text_reply, tool_reply, types, Agent};
 use serde_json::{json, Value};
 
 fn slow(text: &str) -> Value {
@@ -122,4 +122,18 @@ fn a_model_error_ends_the_prompt_with_status_error() {
     assert_eq!((&end["message"]["stopReason"], &end["message"]["errorMessage"]), (&json!("error"), &json!("upstream exploded")));
     let result = frames.last().unwrap();
     assert_eq!((&result["status"], &result["error"]["message"]), (&json!("error"), &json!("upstream exploded")));
+}
+
+#[test]
+fn max_steps_per_turn_stops_the_run_with_a_notice() {
+    let ls = || tool_reply("ls", json!({}));
+    let mut a = Agent::start(&["--max-steps-per-turn", "1"], &[ls(), ls(), text_reply("unreached")]);
+    a.send(json!({"id":"p1","type":"prompt","message":"list forever"}));
+    let frames = a.until_prompt_result("p1");
+    let t = types(&frames);
+    assert_eq!(t.iter().filter(|t| *t == "message_start:assistant").count(), 1, "{t:?}");
+    assert_eq!(t[t.len() - 4..], ["turn_end", "notice", "agent_end", "prompt_result"]);
+    let notice = &frames[frames.len() - 3];
+    assert_eq!((&notice["level"], &notice["message"]), (&json!("warning"), &json!("Stopped after 1 step (--max-steps-per-turn)")));
+    assert_eq!(frames.last().unwrap()["status"], "completed");
 }

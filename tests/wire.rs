@@ -117,7 +117,7 @@ fn initialize_and_a_text_turn() {
     let mut w = Wire::start(&[json!({"thinking":"Hm.","text":"Hello!","chunkSize":3})]);
     w.send(json!({"jsonrpc":"2.0","id":"i1","method":"initialize","params":{"protocol_version":"1.10","client":{"name":"t","version":"1"}}}));
     let init = w.next();
-    assert_eq!((&init["id"], &init["result"]["protocol_version"], &init["result"]["capabilities"]["supports_question"]), (&json!("i1"), &json!("1.10"), &json!(false)));
+    assert_eq!((&init["id"], &init["result"]["protocol_version"], &init["result"]["capabilities"]["supports_question"]), (&json!("i1"), &json!("1.10"), &json!(true)));
     w.send(json!({"jsonrpc":"2.0","id":7,"method":"prompt","params":{"user_input":"Say hello"}}));
     let frames = w.until_id(json!(7));
     let k = kinds(&frames);
@@ -322,4 +322,82 @@ fn provider_errors_interrupt_the_step_and_answer_32003() {
     let frames = w.until_id(json!("p"));
     assert_eq!(kinds(&frames), ["TurnBegin", "StepBegin", "StepInterrupted", "TurnEnd", "error -32003"]);
     assert_eq!(frames.last().unwrap()["error"]["message"], "500 boom");
+}
+
+#[test]
+fn questions_go_to_clients_that_support_them_and_their_answers_reach_the_model() {
+    let ask = json!({"toolCalls":[{"id":"call_q_1","name":"AskUserQuestion","arguments":{"questions":[
+        {"question":"Which color?","options":[{"label":"Blue"},{"label":"Red","description":"warm"}]}]}}]});
+    let mut w = Wire::start(&[ask, json!({"text":"Blue it is."})]);
+    w.send(json!({"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocol_version":"1.10","capabilities":{"supports_question":true}}}));
+    assert_eq!(w.next()["result"]["capabilities"]["supports_question"], true);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"pick a color"}}));
+    let request = loop {
+        let f = w.next();
+        if f["method"] == "request" {
+            break f;
+        }
+    };
+    let payload = &request["params"]["payload"];
+    assert_eq!(request["params"]["type"], "QuestionRequest");
+    assert_eq!(request["id"], payload["id"]);
+    assert_eq!(payload["tool_call_id"], "call_q_1");
+    assert_eq!(payload["questions"][0]["question"], "Which color?");
+    let id = payload["id"].as_str().unwrap().to_owned();
+    w.send_raw(&json!({"jsonrpc":"2.0","id":id,"result":{"request_id":id,"answers":{"Which color?":"Blue"}}}).to_string());
+    let frames = w.until_id(json!("p"));
+    let result = frames.iter().find(|f| f["params"]["type"] == "ToolResult").unwrap();
+    let rv = &result["params"]["payload"]["return_value"];
+    assert_eq!(rv["is_error"], false);
+    assert_eq!(serde_json::from_str::<Value>(rv["output"].as_str().unwrap()).unwrap(), json!({"answers":{"Which color?":"Blue"}}));
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn without_supports_question_the_model_is_not_offered_the_question_tool() {
+    // The model calls it anyway: it is an unknown tool, an error result, and the turn goes on.
+    let ask = json!({"toolCalls":[{"id":"call_q_1","name":"AskUserQuestion","arguments":{"questions":[{"question":"?","options":[]}]}}]});
+    let mut w = Wire::start(&[ask, json!({"text":"I will ask in text."})]);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"pick"}}));
+    let frames = w.until_id(json!("p"));
+    assert!(frames.iter().all(|f| f["method"] != "request"), "no request without supports_question");
+    let result = frames.iter().find(|f| f["params"]["type"] == "ToolResult").unwrap();
+    assert_eq!(result["params"]["payload"]["return_value"]["is_error"], true);
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn a_question_answered_with_an_error_is_an_empty_answer() {
+    let ask = json!({"toolCalls":[{"id":"call_q_1","name":"AskUserQuestion","arguments":{"questions":[{"question":"Which?","options":[{"label":"A"}]}]}}]});
+    let mut w = Wire::start(&[ask, json!({"text":"ok"})]);
+    w.send(json!({"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocol_version":"1.10","capabilities":{"supports_question":true}}}));
+    w.next();
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"pick"}}));
+    let request = loop {
+        let f = w.next();
+        if f["method"] == "request" {
+            break f;
+        }
+    };
+    w.send_raw(&json!({"jsonrpc":"2.0","id":request["id"],"error":{"code":-32000,"message":"user closed the dialog"}}).to_string());
+    let frames = w.until_id(json!("p"));
+    let result = frames.iter().find(|f| f["params"]["type"] == "ToolResult").unwrap();
+    assert_eq!(result["params"]["payload"]["return_value"]["output"], r#"{"answers":{}}"#);
+}
+
+#[test]
+fn max_steps_per_turn_ends_the_turn_with_max_steps_reached() {
+    let call = |id: &str| json!({"toolCalls":[{"id":id,"name":"ls","arguments":{}}]});
+    let mut w = Wire::start_with(&["--max-steps-per-turn", "2"], &[call("c1"), call("c2"), call("c3"), json!({"text":"never reached"})]);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"keep listing"}}));
+    let frames = w.until_id(json!("p"));
+    let k = kinds(&frames);
+    assert_eq!(k.iter().filter(|k| *k == "StepBegin").count(), 2, "{k:?}");
+    assert_eq!(k.iter().filter(|k| *k == "ToolResult").count(), 2, "{k:?}");
+    assert_eq!(k[k.len() - 2], "TurnEnd");
+    assert_eq!(frames.last().unwrap()["result"], json!({"status":"max_steps_reached","steps":2}));
+    // The next prompt counts its steps afresh: a tool step and a text step fit in two.
+    w.send(json!({"jsonrpc":"2.0","id":"p2","method":"prompt","params":{"user_input":"now stop"}}));
+    let frames = w.until_id(json!("p2"));
+    assert_eq!(frames.last().unwrap()["result"], json!({"status":"finished"}));
 }

@@ -62,6 +62,8 @@ pub struct AgentConfig {
     pub sessions_root: Option<PathBuf>,
     /// Longest inbound line (advertised in `ready`).
     pub max_line_bytes: usize,
+    /// Model calls one run may make before it stops (`--max-steps-per-turn`); `None`: no limit.
+    pub max_steps_per_turn: Option<u32>,
 }
 
 /// How transient provider errors are retried (the only retry layer: the HTTP client does not).

@@ -33,6 +33,8 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
     let mut produced: Vec<AgentMessage> = Vec::new();
     // (message, delivered from a queue)
     let mut incoming: Vec<(Queued, bool)> = first.into_iter().map(|q| (q, false)).collect();
+    let max_steps = agent.inner.config.max_steps_per_turn;
+    let mut steps = 0u32;
     let outcome = loop {
         agent.emit(&TurnStartEvent { type_: Default::default() }).await;
         for (q, from_queue) in incoming.drain(..) {
@@ -55,6 +57,7 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
             Err(Stopped::Aborted) => break Outcome::Aborted,
             Err(Stopped::Failed(message)) => break Outcome::Error(message),
         };
+        steps += 1;
         let message = AgentMessage::Assistant(assistant.clone());
         produced.push(message.clone());
         match assistant.stop_reason {
@@ -91,6 +94,18 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
         agent.emit(&TurnEndEvent { type_: Default::default(), message, tool_results: results }).await;
         if cancel.is_cancelled() {
             break Outcome::Aborted;
+        }
+        if !calls.is_empty() && max_steps.is_some_and(|max| steps >= max) {
+            // The model wants another step but the run may not take it. Queued messages stay
+            // queued and start a run of their own below.
+            let notice = NoticeEvent {
+                type_: Default::default(),
+                level: NoticeEventLevel::Warning,
+                message: format!("Stopped after {steps} step{} (--max-steps-per-turn)", if steps == 1 { "" } else { "s" }),
+                source: Some("agent".into()),
+            };
+            agent.emit(&notice).await;
+            break Outcome::Completed;
         }
         let next = {
             let mut st = agent.state();

@@ -66,6 +66,10 @@ pub struct Cli {
     /// Tokens of recent conversation that compaction keeps verbatim.
     #[arg(long, default_value_t = 20_000, value_name = "TOKENS")]
     pub compaction_keep_tokens: u64,
+    /// Stop a run after this many model calls, even if the model wants to go on calling tools
+    /// (wire mode answers the prompt `max_steps_reached`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps_per_turn: Option<u32>,
     /// Working directory for tools and `bash` (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<std::path::PathBuf>,
@@ -290,6 +294,7 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
             continue_recent: cli.continue_recent,
         },
         compaction: crate::agent::compaction::CompactionPolicy { threshold: cli.compaction_threshold, keep_tokens: cli.compaction_keep_tokens },
+        max_steps_per_turn: cli.max_steps_per_turn,
         retry: crate::agent::RetryPolicy {
             max_attempts: cli.retry_max_attempts,
             base_delay: std::time::Duration::from_millis(cli.retry_base_delay_ms),

@@ -58,6 +58,8 @@ pub struct RpcOptions {
     pub sessions: SessionOptions,
     /// When and how much to compact.
     pub compaction: crate::agent::compaction::CompactionPolicy,
+    /// Model calls one run may make (`None`: no limit).
+    pub max_steps_per_turn: Option<u32>,
 }
 
 /// `--session-dir`, `--no-session`, `--session FILE`, `--continue`.
@@ -195,6 +197,7 @@ fn build_agent(options: &RpcOptions, out: Outbox) -> Result<Agent, u8> {
         session_dir,
         sessions_root,
         max_line_bytes: options.max_line_bytes,
+        max_steps_per_turn: options.max_steps_per_turn,
     };
     Ok(Agent::new(config, out, catalogue, session))
 }

@@ -13,13 +13,15 @@
 //! | `tool_execution_end` | `ToolResult` |
 //! | steered user message | `SteerInput` |
 //! | `auto_retry_start` | `StepRetry` |
-//! | `agent_end` | `TurnEnd`, then the prompt's result (`finished` / `cancelled`, or -32003) |
+//! | `agent_end` | `TurnEnd`, then the prompt's result (`finished` / `cancelled` / `max_steps_reached`, or -32003) |
 //!
 //! | approval `confirm` dialog | `request ApprovalRequest`; the answer → `ApprovalResponse` event |
 //! | `host_tool_call` (external tools) | `request ToolCallRequest`; the answer → the tool result |
 //!
 //! The merged events are kept in a wire log beside the session file (`<session>.wire.jsonl`) and
-//! served by `replay`, marked `replayed: true`. Not yet: questions (`supports_question` is false).
+//! served by `replay`, marked `replayed: true`.
+//!
+//! | `host_tool_call` of `AskUserQuestion` (offered when the client `supports_question`) | `request QuestionRequest`; the answers → the tool result |
 
 use std::sync::{Arc, Mutex};
 
@@ -42,6 +44,44 @@ enum Pending {
     Approval { ui_id: String, tool: String },
     /// An external tool call: the agent's host tool call id.
     ExternalTool { host_id: String },
+    /// A question (the `AskUserQuestion` tool): the agent's host tool call id.
+    Question { host_id: String },
+}
+
+/// The tool that asks the client questions; offered to the model only when the client declared
+/// `capabilities.supports_question` (kimi's name, so prompts written for kimi work).
+pub const QUESTION_TOOL: &str = "AskUserQuestion";
+
+/// The question tool as a host tool definition: its parameters are the wire `questions`.
+fn question_tool() -> Value {
+    json!({
+        "name": QUESTION_TOOL,
+        "description": "Ask the user one or more multiple-choice questions and wait for the answers. Use it when a decision needs the user's input; each question offers labelled options (the user may also answer in their own words).",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "questions": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "question": {"type": "string", "description": "The question."},
+                            "header": {"type": "string", "description": "Short header."},
+                            "options": {
+                                "type": "array",
+                                "items": {"type": "object", "properties": {"label": {"type": "string"}, "description": {"type": "string"}}, "required": ["label"]},
+                                "description": "Answer options."
+                            },
+                            "multi_select": {"type": "boolean", "description": "Several options may be chosen."}
+                        },
+                        "required": ["question", "options"]
+                    }
+                }
+            },
+            "required": ["questions"]
+        }
+    })
 }
 
 /// Translation state shared by the reader and the translator.
@@ -57,6 +97,11 @@ struct Turn {
     pending: std::collections::HashMap<String, Pending>,
     /// Tools approved for the rest of the session.
     approved_for_session: std::collections::HashSet<String>,
+    /// The client answers `QuestionRequest`s (declared in `initialize`).
+    supports_question: bool,
+    /// Stop reason of the turn's last assistant message: a completed run whose last step still
+    /// asked for tools ended at `--max-steps-per-turn`.
+    last_stop: Option<String>,
 }
 
 /// The session's wire log: the events and requests of every turn, merged (consecutive text
@@ -197,6 +242,12 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
                 out.push(event("ApprovalResponse", json!({"request_id": key, "response": "reject", "feedback": ""})));
             }
         }
+        "host_tool_call" if frame["toolName"] == QUESTION_TOOL && t.supports_question => {
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            t.pending.insert(id.clone(), Pending::Question { host_id: frame["id"].as_str().unwrap_or_default().to_owned() });
+            let questions = frame["arguments"]["questions"].clone();
+            out.push(request(&id, "QuestionRequest", json!({"id": id, "tool_call_id": frame["toolCallId"], "questions": questions})));
+        }
         "host_tool_call" => {
             let call_id = frame["toolCallId"].as_str().unwrap_or_default().to_owned();
             t.pending.insert(call_id.clone(), Pending::ExternalTool { host_id: frame["id"].as_str().unwrap_or_default().to_owned() });
@@ -204,7 +255,7 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
         }
         "host_tool_cancel" => {
             let target = frame["targetId"].as_str().unwrap_or_default();
-            t.pending.retain(|_, p| !matches!(p, Pending::ExternalTool { host_id } if host_id == target));
+            t.pending.retain(|_, p| !matches!(p, Pending::ExternalTool { host_id } | Pending::Question { host_id } if host_id == target));
         }
         "message_start" if frame["message"]["role"] == "assistant" => {
             t.step += 1;
@@ -231,10 +282,12 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
             }
         }
         "message_end" if frame["message"]["role"] == "assistant" && frame["message"]["stopReason"] == "error" => {
+            t.last_stop = Some("error".into());
             out.push(event("StepInterrupted", json!({})));
         }
         "message_end" if frame["message"]["role"] == "assistant" => {
             let m = &frame["message"];
+            t.last_stop = m["stopReason"].as_str().map(str::to_owned);
             let u = &m["usage"];
             let input = u["input"].as_u64().unwrap_or(0);
             let cache_read = u["cacheRead"].as_u64().unwrap_or(0);
@@ -266,6 +319,9 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
         "prompt_result" => {
             if let Some(id) = t.prompt_id.take() {
                 match frame["status"].as_str() {
+                    Some("completed") if t.last_stop.as_deref() == Some("toolUse") => {
+                        out.push(success(&id, json!({"status": "max_steps_reached", "steps": t.step})));
+                    }
                     Some("completed") => out.push(success(&id, json!({"status": "finished"}))),
                     Some("aborted") => out.push(success(&id, json!({"status": "cancelled"}))),
                     _ => {
@@ -397,6 +453,14 @@ async fn client_response(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, log: &
             emit(out, log, &event("ApprovalResponse", json!({"request_id": key, "response": decision, "feedback": feedback}))).await;
             agent.ui_response(ui_answer(&ui_id, decision.starts_with("approve")));
         }
+        Some(Pending::Question { host_id }) => {
+            // An error reply (or no answers) is an empty answer, as in kimi: the model goes on.
+            let answers = outcome.ok().and_then(|r| r.get("answers").filter(|a| a.is_object()).cloned()).unwrap_or_else(|| json!({}));
+            let text = json!({"answers": answers}).to_string();
+            let frame: HostToolResult = serde_json::from_value(json!({"type": "host_tool_result", "id": host_id, "result": {"content": [{"type": "text", "text": text}], "details": {"answers": answers}}}))
+                .expect("valid host tool result");
+            agent.host_tool_result(frame);
+        }
         Some(Pending::ExternalTool { host_id }) => {
             let (is_error, text) = match outcome {
                 Ok(r) => {
@@ -433,13 +497,20 @@ async fn handle(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, log: &Mutex<Wir
                 "server": {"name": "agentwire", "version": env!("CARGO_PKG_VERSION")},
                 "slash_commands": [],
                 "hooks": {"supported_events": [], "configured": {}},
-                "capabilities": {"supports_question": false}
+                "capabilities": {"supports_question": true}
             });
-            if let Some(tools) = r.params.external_tools.filter(|t| !t.is_empty()) {
+            let questions = r.params.capabilities.as_ref().and_then(|c| c.supports_question).unwrap_or(false);
+            turn.lock().unwrap_or_else(|e| e.into_inner()).supports_question = questions;
+            let tools = r.params.external_tools.unwrap_or_default();
+            if !tools.is_empty() || questions {
                 // External tools become host tools; each is checked on its own so one bad tool
                 // does not sink the others.
                 let (mut accepted, mut rejected, mut defs) = (Vec::new(), Vec::new(), Vec::new());
                 for t in &tools {
+                    if t.name.as_str() == QUESTION_TOOL && questions {
+                        rejected.push(json!({"name": t.name.as_str(), "reason": "reserved for the question tool (supports_question)"}));
+                        continue;
+                    }
                     let description = if t.description.is_empty() { t.name.to_string() } else { t.description.clone() };
                     let def = json!({"name": t.name.as_str(), "description": description, "parameters": Value::Object(t.parameters.clone())});
                     let candidate = json!({"type": "set_host_tools", "tools": [def.clone()]});
@@ -458,9 +529,14 @@ async fn handle(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, log: &Mutex<Wir
                         Some(reason) => rejected.push(json!({"name": t.name.as_str(), "reason": reason})),
                     }
                 }
+                if questions {
+                    defs.push(question_tool());
+                }
                 let all: SetHostToolsCommand = rpc_value(json!({"type": "set_host_tools", "tools": defs}));
                 let _ = RpcHandler::set_host_tools(agent, all).await;
-                result["external_tools"] = json!({"accepted": accepted, "rejected": rejected});
+                if !tools.is_empty() {
+                    result["external_tools"] = json!({"accepted": accepted, "rejected": rejected});
+                }
             }
             Ok(Some(result))
         }
@@ -473,6 +549,7 @@ async fn handle(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, log: &Mutex<Wir
                 let mut t = turn.lock().unwrap_or_else(|e| e.into_inner());
                 t.prompt_id = Some(id.clone());
                 t.step = 0;
+                t.last_stop = None;
             }
             emit(out, log, &event("TurnBegin", json!({"user_input": serde_json::to_value(&r.params.user_input).unwrap_or_default()}))).await;
             let cmd: PromptCommand = rpc_value(json!({"type": "prompt", "message": text, "images": images}));
