@@ -147,10 +147,19 @@ pub enum Command {
 pub enum ConformanceAction {
     /// Replay transcripts (files or directories of `*.jsonl`) against an agent; exits 1 if any fails.
     Run {
-        /// The agent command, e.g. "pi --mode rpc --no-session" (default: this agentwire binary).
+        /// The agent command, e.g. "pi --mode rpc --no-session" (default: this agentwire binary);
+        /// replaces an adapter's command.
         #[arg(long, value_name = "CMD ARGS")]
         bin: Option<String>,
-        /// Only transcripts whose name contains this.
+        /// How to start and configure another agent (schema: ConformanceAdapter), e.g.
+        /// tests/conformance/adapters/pi.json; model replies are then served over HTTP.
+        #[arg(long, value_name = "FILE")]
+        adapter: Option<std::path::PathBuf>,
+        /// Known failures of the agent under test (`name  # why` per line); a listed transcript
+        /// that passes fails the run.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<std::path::PathBuf>,
+        /// Only transcripts whose path contains this.
         #[arg(long)]
         filter: Option<String>,
         /// Report format.
@@ -159,6 +168,9 @@ pub enum ConformanceAction {
         /// Seconds to wait for one expected frame.
         #[arg(long, default_value_t = 10)]
         frame_timeout: u64,
+        /// Transcripts run at the same time (each in its own process).
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
         /// Transcript files or directories.
         #[arg(required = true)]
         paths: Vec<std::path::PathBuf>,
@@ -172,6 +184,8 @@ pub enum ReportFormat {
     Text,
     /// One JSON object per transcript.
     Json,
+    /// JUnit XML (one testcase per transcript).
+    Junit,
 }
 
 /// `agentwire codegen …`
@@ -227,8 +241,9 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Some(Command::Schema { action }) => run_schema(action),
         Some(Command::Codegen { action, out }) => run_codegen(&action, out.as_deref()),
-        Some(Command::Conformance { action: ConformanceAction::Run { bin, filter, format, frame_timeout, paths } }) => {
-            run_conformance(bin, filter.as_deref(), format, frame_timeout, &paths)
+        Some(Command::Conformance { action: ConformanceAction::Run { bin, adapter, baseline, filter, format, frame_timeout, jobs, paths } }) => {
+            let run = ConformanceRun { bin, adapter, baseline, filter, format, frame_timeout, jobs };
+            run_conformance(&run, &paths)
         }
         None => run_agent(&cli, cli.mode.unwrap_or(Mode::Rpc)),
     }
@@ -339,51 +354,58 @@ fn run_schema(action: SchemaAction) -> ExitCode {
     }
 }
 
-fn run_conformance(bin: Option<String>, filter: Option<&str>, format: ReportFormat, frame_timeout: u64, paths: &[std::path::PathBuf]) -> ExitCode {
-    use crate::conformance::runner::{run, AgentUnderTest, RunOptions};
-    let agent = match bin {
-        Some(cmd) => AgentUnderTest::Command(cmd.split_whitespace().map(str::to_owned).collect()),
-        None => match std::env::current_exe() {
-            Ok(exe) => AgentUnderTest::Agentwire(exe),
-            Err(e) => return fail(&e.to_string()),
-        },
+/// The options of `agentwire conformance run`.
+struct ConformanceRun {
+    bin: Option<String>,
+    adapter: Option<std::path::PathBuf>,
+    baseline: Option<std::path::PathBuf>,
+    filter: Option<String>,
+    format: ReportFormat,
+    frame_timeout: u64,
+    jobs: usize,
+}
+
+fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitCode {
+    use crate::conformance::runner::{load_adapter, AgentUnderTest, RunOptions};
+    use crate::conformance::suite::{collect, run_suite, Baseline};
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return fail(&e.to_string()),
     };
-    let options = RunOptions { agent, frame_timeout: std::time::Duration::from_secs(frame_timeout) };
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut found: Vec<_> = std::fs::read_dir(p).into_iter().flatten().flatten().map(|e| e.path()).filter(|f| f.extension().is_some_and(|x| x == "jsonl")).collect();
-            found.sort();
-            files.extend(found);
-        } else {
-            files.push(p.clone());
-        }
-    }
-    let (mut passed, mut failed) = (0, 0);
-    for file in files.iter().filter(|f| filter.is_none_or(|pat| f.display().to_string().contains(pat))) {
-        let outcome = run(file, &options);
-        let ok = outcome.failure.is_none();
-        if ok { passed += 1 } else { failed += 1 }
-        match format {
-            ReportFormat::Json => println!(
-                "{}",
-                serde_json::json!({"transcript": file.display().to_string(), "name": outcome.name, "requirements": outcome.requirements, "passed": ok, "failure": outcome.failure})
-            ),
-            ReportFormat::Text if ok => println!("ok   {} ({})", outcome.name, file.display()),
-            ReportFormat::Text => {
-                println!("FAIL {} ({}) [{}]", outcome.name, file.display(), outcome.requirements.join(", "));
-                println!("  {}", outcome.failure.unwrap_or_default().replace('\n', "\n  "));
-                println!("  last frames:");
-                for f in &outcome.last_frames {
-                    println!("    {}", f.to_string().chars().take(240).collect::<String>());
+    let bin: Option<Vec<String>> = opts.bin.as_ref().map(|b| b.split_whitespace().map(str::to_owned).collect());
+    let agent = match (&opts.adapter, bin) {
+        (Some(path), bin) => match load_adapter(path) {
+            Ok(mut adapter) => {
+                if let Some(bin) = bin.filter(|b| !b.is_empty()) {
+                    adapter.command = bin;
                 }
+                AgentUnderTest::Adapted { adapter: Box::new(adapter), agentwire: exe }
             }
-        }
+            Err(e) => return fail(&e),
+        },
+        (None, Some(bin)) => match AgentUnderTest::command(bin, exe) {
+            Ok(a) => a,
+            Err(e) => return fail(&e),
+        },
+        (None, None) => AgentUnderTest::Agentwire(exe),
+    };
+    let baseline = match opts.baseline.as_deref().map(Baseline::load).transpose() {
+        Ok(b) => b,
+        Err(e) => return fail(&e),
+    };
+    let files = collect(paths, opts.filter.as_deref());
+    if files.is_empty() {
+        return fail("no transcripts found");
     }
-    if format == ReportFormat::Text {
-        println!("{passed} passed, {failed} failed");
-    }
-    if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    let options = RunOptions { agent, frame_timeout: std::time::Duration::from_secs(opts.frame_timeout) };
+    let report = run_suite(&files, &options, baseline.as_ref(), opts.jobs);
+    let text = match opts.format {
+        ReportFormat::Text => report.text(),
+        ReportFormat::Json => report.json_lines(),
+        ReportFormat::Junit => report.junit(),
+    };
+    print!("{text}");
+    if report.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
 fn fail(message: &str) -> ExitCode {

@@ -8,7 +8,9 @@
 //! pattern object omit keys; `optional` lines are skipped when the frame does not match (for
 //! agentwire's own additions such as `ready`); `unordered` groups match in any order.
 
+pub mod fake_llm;
 pub mod runner;
+pub mod suite;
 
 use std::collections::HashMap;
 

@@ -2,6 +2,10 @@
 //! config dir and work dir; `in` frames are written when every earlier line is satisfied; each
 //! frame the agent writes is validated against the schema and matched against the next
 //! expectation; at the end stdin is closed, then SIGTERM, then SIGKILL.
+//!
+//! agentwire itself gets the transcript's `model` replies as `--model-script`; any other agent
+//! is started through an adapter (`schema/transcript.schema.json#/$defs/ConformanceAdapter`)
+//! and pointed at a [`FakeLlm`] serving them over HTTP.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -11,18 +15,48 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::fake_llm::{FakeLlm, FAKE_MODEL};
 use super::Matcher;
 use crate::protocol::validate::{validator, Dialect, Direction};
-use crate::protocol::TranscriptLine;
+use crate::protocol::{ConformanceAdapter, ConformanceAdapterDialectsItem, TranscriptLine};
 
 /// The agent under test.
 #[derive(Debug, Clone)]
 pub enum AgentUnderTest {
-    /// An agentwire binary: it gets `--mode`, `--cwd`, `--config-dir` and the transcript's
-    /// model replies as `--model-script`.
+    /// An agentwire binary: it gets `--mode`, `--cwd`, `--config-dir`, the header's `args` and
+    /// the transcript's model replies as `--model-script`.
     Agentwire(std::path::PathBuf),
-    /// Any other command (program and arguments), run as given plus the header's `args`.
-    Command(Vec<String>),
+    /// An agent started as an adapter says, its model replies served by a fake OpenAI server.
+    /// `agentwire` is what `{{agentwire}}` stands for.
+    Adapted { adapter: Box<ConformanceAdapter>, agentwire: std::path::PathBuf },
+}
+
+impl AgentUnderTest {
+    /// `--bin "CMD ARGS"` without an adapter file: the command as given, both dialects, the
+    /// fake server's URL in `AGENTWIRE_CONFORMANCE_BASE_URL`.
+    pub fn command(command: Vec<String>, agentwire: std::path::PathBuf) -> Result<Self, String> {
+        let name = command.first().ok_or("empty --bin command")?.clone();
+        let adapter = serde_json::json!({"name": name, "command": command, "dialects": ["rpc", "wire"],
+                                          "env": {"AGENTWIRE_CONFORMANCE_BASE_URL": "{{baseUrl}}"}});
+        let adapter = serde_json::from_value(adapter).map_err(|e| e.to_string())?;
+        Ok(Self::Adapted { adapter: Box::new(adapter), agentwire })
+    }
+
+    /// The agent's name for reports.
+    pub fn name(&self) -> String {
+        match self {
+            Self::Agentwire(_) => "agentwire".into(),
+            Self::Adapted { adapter, .. } => adapter.name.to_string(),
+        }
+    }
+}
+
+/// Reads and validates an adapter file; errors name the file and the field.
+pub fn load_adapter(path: &Path) -> Result<ConformanceAdapter, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    validator().validate_def("ConformanceAdapter", &v).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_value(v).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// How to run transcripts.
@@ -43,6 +77,10 @@ pub struct Outcome {
     pub requirements: Vec<String>,
     /// `None` when it passed; otherwise what differed, readable.
     pub failure: Option<String>,
+    /// Why the transcript was not run (a dialect the agent does not speak).
+    pub skipped: Option<String>,
+    /// How long the run took.
+    pub duration: Duration,
     /// The last frames seen, for the report.
     pub last_frames: Vec<Value>,
 }
@@ -66,7 +104,6 @@ struct Run {
     child: Child,
     stdin: Option<std::process::ChildStdin>,
     frames: Receiver<Result<Value, String>>,
-    lookahead: Option<Value>,
     seen: Vec<Value>,
     dialect: Dialect,
     timeout: Duration,
@@ -74,9 +111,6 @@ struct Run {
 
 impl Run {
     fn next(&mut self) -> Result<Value, String> {
-        if let Some(f) = self.lookahead.take() {
-            return Ok(f);
-        }
         match self.frames.recv_timeout(self.timeout) {
             Ok(Ok(frame)) => {
                 validator()
@@ -125,13 +159,36 @@ fn diff(expected: &Value, actual: &Value) -> String {
 
 /// Runs one transcript.
 pub fn run(path: &Path, options: &RunOptions) -> Outcome {
+    let started = Instant::now();
     let lines = match load(path) {
         Ok(l) => l,
-        Err(e) => return Outcome { name: path.display().to_string(), requirements: Vec::new(), failure: Some(e), last_frames: Vec::new() },
+        Err(e) => {
+            let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+            return Outcome { name, requirements: Vec::new(), failure: Some(e), skipped: None, duration: started.elapsed(), last_frames: Vec::new() };
+        }
     };
     let TranscriptLine::Header(header) = &lines[0] else { unreachable!("checked by load") };
-    let mut outcome = Outcome { name: header.name.to_string(), requirements: header.requirements.clone(), failure: None, last_frames: Vec::new() };
+    let mut outcome = Outcome {
+        name: header.name.to_string(),
+        requirements: header.requirements.clone(),
+        failure: None,
+        skipped: None,
+        duration: Duration::ZERO,
+        last_frames: Vec::new(),
+    };
+    if let AgentUnderTest::Adapted { adapter, .. } = &options.agent {
+        let wanted = match header.dialect {
+            crate::protocol::TranscriptHeaderDialect::Rpc => ConformanceAdapterDialectsItem::Rpc,
+            crate::protocol::TranscriptHeaderDialect::Wire => ConformanceAdapterDialectsItem::Wire,
+        };
+        let speaks = adapter.dialects.as_ref().map_or(wanted == ConformanceAdapterDialectsItem::Rpc, |d| d.contains(&wanted));
+        if !speaks {
+            outcome.skipped = Some(format!("{} does not speak the {wanted} dialect", adapter.name.as_str()));
+            return outcome;
+        }
+    }
     let result = execute(&lines, options);
+    outcome.duration = started.elapsed();
     match result {
         Ok(seen) => outcome.last_frames = seen,
         Err((failure, seen)) => {
@@ -157,10 +214,14 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
         crate::protocol::TranscriptHeaderDialect::Wire => Dialect::Wire,
     };
     let replies: Vec<Value> = lines.iter().filter_map(|l| if let TranscriptLine::Model(m) = l { serde_json::to_value(&m.reply).ok() } else { None }).collect();
+    let mut fake = None;
     let mut command = match &options.agent {
-        AgentUnderTest::Command(bin) => {
-            let mut c = Command::new(bin.first().ok_or_else(|| fail("empty --bin command".into()))?);
-            c.args(&bin[1..]);
+        AgentUnderTest::Adapted { adapter, agentwire } => {
+            let llm = FakeLlm::start(replies.clone()).map_err(|e| fail(format!("could not start the fake LLM server: {e}")))?;
+            let dialect_name = if dialect == Dialect::Rpc { "rpc" } else { "wire" };
+            let dirs = Placeholders { base_url: llm.base_url(), dialect: dialect_name, home: &home, config: &config, work: &work, tmp: temp.path(), agentwire };
+            fake = Some(llm);
+            let c = adapted_command(adapter, &dirs, header.args.as_deref().unwrap_or_default()).map_err(fail)?;
             c
         }
         AgentUnderTest::Agentwire(program) => {
@@ -171,10 +232,11 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
                 std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| fail(e.to_string()))?;
                 c.arg("--model-script").arg(script);
             }
+            c.args(header.args.iter().flatten());
             c
         }
     };
-    command.args(header.args.iter().flatten()).env("HOME", &home).current_dir(&work);
+    command.env("HOME", &home).current_dir(&work);
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
         command.env_remove(var);
     }
@@ -190,15 +252,95 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
         }
     });
     let stdin = child.stdin.take();
-    let mut run = Run { child, stdin, frames: rx, lookahead: None, seen: Vec::new(), dialect, timeout: options.frame_timeout };
+    let mut run = Run { child, stdin, frames: rx, seen: Vec::new(), dialect, timeout: options.frame_timeout };
     let mut matcher = Matcher::new(temp.path().display().to_string());
     let result = steps(&mut run, &mut matcher, &lines[1..]);
     run.stop();
+    drop(fake);
     let seen = std::mem::take(&mut run.seen);
     result.map(|()| seen.clone()).map_err(|e| (e, seen))
 }
 
+/// What adapter placeholders stand for in one run.
+struct Placeholders<'a> {
+    base_url: String,
+    dialect: &'a str,
+    home: &'a Path,
+    config: &'a Path,
+    work: &'a Path,
+    tmp: &'a Path,
+    agentwire: &'a Path,
+}
+
+impl Placeholders<'_> {
+    fn apply(&self, s: &str) -> String {
+        s.replace("{{baseUrl}}", &self.base_url)
+            .replace("{{model}}", FAKE_MODEL)
+            .replace("{{dialect}}", self.dialect)
+            .replace("{{home}}", &self.home.display().to_string())
+            .replace("{{config}}", &self.config.display().to_string())
+            .replace("{{work}}", &self.work.display().to_string())
+            .replace("{{tmp}}", &self.tmp.display().to_string())
+            .replace("{{agentwire}}", &self.agentwire.display().to_string())
+    }
+
+    fn apply_json(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(self.apply(s)),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.apply_json(x)).collect()),
+            Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (self.apply(k), self.apply_json(x))).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
+/// The adapter's command with its files written and its environment set.
+fn adapted_command(adapter: &ConformanceAdapter, p: &Placeholders<'_>, args: &[String]) -> Result<Command, String> {
+    for file in adapter.files.iter().flatten() {
+        let path = std::path::PathBuf::from(p.apply(file.path.as_str()));
+        let content = match (&file.text, &file.json) {
+            (Some(text), _) => p.apply(text),
+            (None, Some(json)) => serde_json::to_string_pretty(&p.apply_json(json)).unwrap_or_default() + "\n",
+            (None, None) => String::new(),
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        std::fs::write(&path, content).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let argv: Vec<String> = adapter.command.iter().map(|a| p.apply(a)).collect();
+    let mut c = Command::new(&argv[0]);
+    c.args(&argv[1..]);
+    if adapter.pass_args == Some(true) {
+        c.args(args);
+    }
+    for (k, v) in &adapter.env {
+        c.env(k, p.apply(v));
+    }
+    Ok(c)
+}
+
+/// `optional` out lines not settled yet: the next frame either matches the first (and is
+/// consumed by it) or skips it. They never wait on their own: an agent that does not send the
+/// frame at all (pi has no `ready`) simply goes on to the next line.
+type PendingOptional<'a> = Vec<(&'a Value, bool)>;
+
+/// The next frame for a non-optional line, after settling pending optional lines.
+fn next_frame(run: &mut Run, matcher: &mut Matcher, pending: &mut PendingOptional<'_>) -> Result<Value, String> {
+    'frames: loop {
+        let frame = run.next()?;
+        while let Some((pattern, subset)) = pending.first().copied() {
+            pending.remove(0);
+            if matcher.check(pattern, &frame, subset).is_ok() {
+                continue 'frames;
+            }
+        }
+        return Ok(frame);
+    }
+}
+
 fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Result<(), String> {
+    let mut pending: PendingOptional<'_> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let n = i + 2; // 1-based, after the header
         match line {
@@ -211,14 +353,11 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Resu
                 }
                 (None, None) => return Err(format!("line {n}: `in` needs `frame` or `raw`")),
             },
+            TranscriptLine::Out(l) if l.optional == Some(true) => pending.push((&l.frame, l.subset.unwrap_or(false))),
             TranscriptLine::Out(l) => {
                 let subset = l.subset.unwrap_or(false);
-                let frame = run.next().map_err(|e| format!("line {n}: expected a frame: {e}"))?;
+                let frame = next_frame(run, matcher, &mut pending).map_err(|e| format!("line {n}: expected a frame: {e}"))?;
                 if let Err(why) = matcher.check(&l.frame, &frame, subset) {
-                    if l.optional == Some(true) {
-                        run.lookahead = Some(frame);
-                        continue;
-                    }
                     return Err(format!("line {n}: frame differs at {why}\n{}", diff(&l.frame, &frame)));
                 }
             }
@@ -226,7 +365,7 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Resu
                 let subset = l.subset.unwrap_or(false);
                 let mut open: Vec<&Value> = l.frames.iter().collect();
                 while !open.is_empty() {
-                    let frame = run.next().map_err(|e| format!("line {n}: {} unordered frames still expected: {e}", open.len()))?;
+                    let frame = next_frame(run, matcher, &mut pending).map_err(|e| format!("line {n}: {} unordered frames still expected: {e}", open.len()))?;
                     let hit = open.iter().position(|p| matcher.check(p, &frame, subset).is_ok());
                     match hit {
                         Some(k) => {
@@ -237,7 +376,7 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Resu
                 }
             }
             TranscriptLine::Wait(l) => loop {
-                let frame = run.next().map_err(|e| format!("line {n}: waiting for {}: {e}", l.frame))?;
+                let frame = next_frame(run, matcher, &mut pending).map_err(|e| format!("line {n}: waiting for {}: {e}", l.frame))?;
                 if matcher.check(&l.frame, &frame, l.subset.unwrap_or(false)).is_ok() {
                     break;
                 }

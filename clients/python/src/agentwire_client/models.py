@@ -3687,6 +3687,28 @@ class TranscriptLine(
     """
 
 
+class ConformanceAdapterFile(BaseModel):
+    """
+    One file an adapter writes before the agent starts: `text` as is, or `json` serialised (placeholders substituted in both).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    path: Annotated[str, Field(min_length=1)]
+    """
+    Where, usually under `{{home}}` or `{{config}}`.
+    """
+    text: Optional[str] = None
+    """
+    File content.
+    """
+    json_: Annotated[Optional[Any], Field(alias="json")] = None
+    """
+    File content as JSON (written pretty-printed).
+    """
+
+
 class WireMediaUrl(BaseModel):
     """
     A URL (often a `data:` URL) with an optional id.
@@ -6725,6 +6747,44 @@ class MessagesPage(BaseModel):
     nextCursor: Optional[str] = None
     """
     Cursor of the next page; absent on the last page.
+    """
+
+
+class ConformanceAdapter(BaseModel):
+    """
+    How `agentwire conformance run --adapter FILE` starts an agent and points it at the run's fake OpenAI-compatible server (which serves the transcript's `model` replies). Every string may hold `{{baseUrl}}` (the server's `http://127.0.0.1:PORT/v1`), `{{model}}` (the model id it serves), `{{home}}` (the run's HOME), `{{config}}`, `{{work}}` (the agent's working directory), `{{tmp}}`, `{{dialect}}` (`rpc` or `wire`, the transcript's) and `{{agentwire}}` (this agentwire binary).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    name: Annotated[str, Field(min_length=1)]
+    """
+    The agent's name, used in reports.
+    """
+    description: Optional[str] = None
+    """
+    What is run and how it is configured.
+    """
+    command: Annotated[List[str], Field(min_length=1)]
+    """
+    Program and arguments; `--bin` replaces it.
+    """
+    passArgs: Optional[bool] = None
+    """
+    Pass the transcript header's `args` (agentwire flags) on; only for agentwire itself (default false).
+    """
+    env: Optional[Dict[str, str]] = None
+    """
+    Environment variables to set (the run's HOME is always set; provider key variables are always removed).
+    """
+    files: Optional[List[ConformanceAdapterFile]] = None
+    """
+    Files written before the agent starts (config files pointing at `{{baseUrl}}`).
+    """
+    dialects: Optional[List[Literal["rpc", "wire"]]] = None
+    """
+    Dialects the agent speaks; transcripts of other dialects are skipped (default: rpc).
     """
 
 

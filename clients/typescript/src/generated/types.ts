@@ -4318,6 +4318,70 @@ export interface TranscriptSleep {
   ms: number;
 }
 /**
+ * How `agentwire conformance run --adapter FILE` starts an agent and points it at the run's fake OpenAI-compatible server (which serves the transcript's `model` replies). Every string may hold `{{baseUrl}}` (the server's `http://127.0.0.1:PORT/v1`), `{{model}}` (the model id it serves), `{{home}}` (the run's HOME), `{{config}}`, `{{work}}` (the agent's working directory), `{{tmp}}`, `{{dialect}}` (`rpc` or `wire`, the transcript's) and `{{agentwire}}` (this agentwire binary).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ConformanceAdapter".
+ */
+export interface ConformanceAdapter {
+  /**
+   * The agent's name, used in reports.
+   */
+  name: string;
+  /**
+   * What is run and how it is configured.
+   */
+  description?: string;
+  /**
+   * Program and arguments; `--bin` replaces it.
+   *
+   * @minItems 1
+   *
+   * Items: Program or argument.
+   */
+  command: [string, ...string[]];
+  /**
+   * Pass the transcript header's `args` (agentwire flags) on; only for agentwire itself (default false).
+   */
+  passArgs?: boolean;
+  /**
+   * Environment variables to set (the run's HOME is always set; provider key variables are always removed).
+   */
+  env?: {
+    [k: string]: string | undefined;
+  };
+  /**
+   * Files written before the agent starts (config files pointing at `{{baseUrl}}`).
+   */
+  files?: ConformanceAdapterFile[];
+  /**
+   * Dialects the agent speaks; transcripts of other dialects are skipped (default: rpc).
+   *
+   * Items: A dialect.
+   */
+  dialects?: ("rpc" | "wire")[];
+}
+/**
+ * One file an adapter writes before the agent starts: `text` as is, or `json` serialised (placeholders substituted in both).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ConformanceAdapterFile".
+ */
+export interface ConformanceAdapterFile {
+  /**
+   * Where, usually under `{{home}}` or `{{config}}`.
+   */
+  path: string;
+  /**
+   * File content.
+   */
+  text?: string;
+  /**
+   * File content as JSON (written pretty-printed).
+   */
+  json?: unknown;
+}
+/**
  * A URL (often a `data:` URL) with an optional id.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
