@@ -104,3 +104,48 @@ fn a_differing_frame_is_reported_with_its_line_path_and_diff() {
     std::fs::write(&path, r#"{"kind":"in","frame":{}}"#).unwrap();
     assert!(run(&path, &options()).failure.unwrap().contains("the first line must be the header"));
 }
+
+#[test]
+fn a_recorded_session_replays_as_a_passing_transcript() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.jsonl");
+    std::fs::write(&script, concat!(
+        r#"{"toolCalls":[{"id":"c1","name":"write","arguments":{"path":"a.txt","content":"hi\n"}}]}"#, "\n",
+        r#"{"text":"Wrote it."}"#, "\n",
+    ))
+    .unwrap();
+    let out = dir.path().join("recorded.jsonl");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(["conformance", "record", "--settle-ms", "100", "--requirement", "REC-1", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg("--model-script")
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(concat!(
+            r#"{"id":"p1","type":"prompt","message":"write a file"}"#, "\n",
+            r#"{"id":"s","type":"get_session_stats"}"#, "\n",
+            "{not json\n",
+        ).as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let echoed = String::from_utf8(output.stdout).unwrap();
+    assert!(echoed.contains(r#""type":"prompt_result""#), "frames are echoed to stdout");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.lines().next().unwrap().contains(r#""requirements":["REC-1"]"#));
+    assert_eq!(text.matches(r#""kind":"model""#).count(), 2, "the script became model lines");
+    assert!(text.contains(r#"{"kind":"in","raw":"{not json"}"#));
+    assert!(text.contains(r#""timestamp":"{{timestamp}}""#) && text.contains(r#""path":"{{path}}""#));
+    assert!(!text.contains(&dir.path().display().to_string()), "no path of the recording machine is left");
+    let outcome = run(&out, &options());
+    assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+}

@@ -175,6 +175,32 @@ pub enum ConformanceAction {
         #[arg(required = true)]
         paths: Vec<std::path::PathBuf>,
     },
+    /// Record a live session as a transcript: frames from stdin go to a fresh agentwire (in an
+    /// isolated directory, as the runner uses), its frames are echoed to stdout, and the session
+    /// is written to --out with volatile values as placeholders and agent-chosen ids captured.
+    Record {
+        /// The transcript file to write.
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+        /// Transcript name (default: the file stem).
+        #[arg(long)]
+        name: Option<String>,
+        /// What the transcript pins down.
+        #[arg(long, default_value = "Recorded with agentwire conformance record.")]
+        description: String,
+        /// Requirement ids it covers (repeatable).
+        #[arg(long = "requirement", value_name = "ID")]
+        requirements: Vec<String>,
+        /// The dialect to speak.
+        #[arg(long, value_enum, default_value_t = DialectArg::Rpc)]
+        dialect: DialectArg,
+        /// Milliseconds the agent must be quiet before the next input line is forwarded.
+        #[arg(long, default_value_t = 150)]
+        settle_ms: u64,
+        /// agentwire arguments after `--` (`--model-script FILE` becomes `model` lines).
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Report formats.
@@ -241,6 +267,33 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Some(Command::Schema { action }) => run_schema(action),
         Some(Command::Codegen { action, out }) => run_codegen(&action, out.as_deref()),
+        Some(Command::Conformance { action: ConformanceAction::Record { out, name, description, requirements, dialect, settle_ms, args } }) => {
+            let name = name.unwrap_or_else(|| out.file_stem().map_or_else(|| "recorded".to_owned(), |s| s.to_string_lossy().into_owned()));
+            let exe = match std::env::current_exe() {
+                Ok(exe) => exe,
+                Err(e) => return fail(&e.to_string()),
+            };
+            let options = crate::conformance::record::RecordOptions {
+                name,
+                description,
+                requirements,
+                dialect: dialect.into(),
+                agentwire: exe,
+                args,
+                settle: std::time::Duration::from_millis(settle_ms),
+            };
+            let stdin = std::io::BufReader::new(std::io::stdin());
+            match crate::conformance::record::record(&options, stdin, &mut std::io::stdout()) {
+                Ok(text) => match std::fs::write(&out, text) {
+                    Ok(()) => {
+                        eprintln!("agentwire: wrote {}", out.display());
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => fail(&format!("{}: {e}", out.display())),
+                },
+                Err(e) => fail(&e),
+            }
+        }
         Some(Command::Conformance { action: ConformanceAction::Run { bin, adapter, baseline, filter, format, frame_timeout, jobs, paths } }) => {
             let run = ConformanceRun { bin, adapter, baseline, filter, format, frame_timeout, jobs };
             run_conformance(&run, &paths)

@@ -4,17 +4,22 @@
 //! Expected frames are patterns compared as JSON values, never bytes. Placeholder strings match
 //! volatile values: `{{any}}`, `{{string}}`, `{{number}}`, `{{timestamp}}` (a number or an
 //! RFC 3339 string), `{{path}}` (a string under the run's temporary directory) and
-//! `{{capture:NAME}}` (anything the first time, then equal to that value). `subset` lets a
+//! `{{capture:NAME}}` (anything the first time, then equal to that value); `{{tmp}}` inside a
+//! longer string stands for the run's temporary directory. `subset` lets a
 //! pattern object omit keys; `optional` lines are skipped when the frame does not match (for
 //! agentwire's own additions such as `ready`); `unordered` groups match in any order.
 
 pub mod fake_llm;
+pub mod record;
 pub mod runner;
 pub mod suite;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
+
+/// Inside a pattern string, stands for the run's temporary directory.
+pub const TMP_PLACEHOLDER: &str = "{{tmp}}";
 
 /// Matches patterns against frames, remembering captures across a transcript.
 #[derive(Debug, Default, Clone)]
@@ -78,6 +83,11 @@ impl Matcher {
             };
             return if ok { Ok(()) } else { Err(format!("{}: {actual} does not match {{{{{placeholder}}}}}", here())) };
         }
+        if let Some(p) = pattern.as_str().filter(|p| p.contains(TMP_PLACEHOLDER)) {
+            // A path inside a longer string (`Wrote 5 bytes to {{tmp}}/work/a.txt`).
+            let expected = p.replace(TMP_PLACEHOLDER, &self.path_prefix);
+            return if actual.as_str() == Some(expected.as_str()) { Ok(()) } else { Err(format!("{}: expected {expected:?}, got {actual}", here())) };
+        }
         match (pattern, actual) {
             (Value::Object(p), Value::Object(a)) => {
                 for (k, pv) in p {
@@ -131,5 +141,7 @@ mod tests {
         m.check(&json!("{{capture:late}}"), &json!("fresh"), false).unwrap();
         assert_eq!(m.substitute(&json!({"id": "{{capture:sid}}", "n": ["{{capture:late}}"]})).unwrap(), json!({"id": "abc", "n": ["fresh"]}));
         assert!(m.substitute(&json!("{{capture:never}}")).is_err());
+        m.check(&json!("Wrote 3 bytes to {{tmp}}/work/a.txt"), &json!("Wrote 3 bytes to /tmp/run/work/a.txt"), false).unwrap();
+        assert!(m.check(&json!("in {{tmp}}/x"), &json!("in /elsewhere/x"), false).is_err());
     }
 }

@@ -1,0 +1,342 @@
+//! `agentwire conformance record`: runs an agent in an isolated directory like the runner does,
+//! forwards the host's frames from stdin to it and its frames to stdout, and writes the session
+//! as a transcript that replays against it: volatile values become placeholders, ids the agent
+//! chose become captures (and the host's later frames refer to them), the model's replies become
+//! `model` lines.
+//!
+//! Input lines are forwarded one at a time once the agent has been quiet for `settle` (so a
+//! piped script records the same interleaving the runner will reproduce, where each `in` line
+//! waits for the frames before it).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::TMP_PLACEHOLDER;
+use crate::protocol::validate::Dialect;
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// Transcript name.
+    pub name: String,
+    /// What the transcript pins down.
+    pub description: String,
+    /// Requirement ids it covers.
+    pub requirements: Vec<String>,
+    /// The dialect spoken.
+    pub dialect: Dialect,
+    /// The agentwire binary to run.
+    pub agentwire: PathBuf,
+    /// Extra agentwire arguments (kept in the header); `--model-script FILE` becomes `model` lines.
+    pub args: Vec<String>,
+    /// Quiet time before the next input line is forwarded.
+    pub settle: Duration,
+}
+
+/// Keys whose values are timestamps (numbers or RFC 3339 strings).
+const TIME_KEYS: &[&str] = &["timestamp", "created", "modified", "startedAt", "completedAt"];
+/// Keys whose values vary from run to run without meaning (durations).
+const VOLATILE_NUMBER_KEYS: &[&str] = &["durationMs", "duration", "ttft", "wait_s", "duration_ms", "delayMs"];
+/// Keys holding ids the agent chose: captured the first time, required equal afterwards.
+const ID_KEYS: &[&str] = &["id", "entryId", "parentId", "sessionId", "targetId", "firstKeptEntryId", "leafId", "request_id", "toolCallId", "tool_call_id"];
+
+/// Turns live frames into patterns: placeholders for volatile values, captures for ids.
+#[derive(Debug, Default)]
+pub struct Normalizer {
+    tmp: String,
+    /// Agent-chosen id value → capture name.
+    captures: HashMap<String, String>,
+    counters: HashMap<String, usize>,
+}
+
+impl Normalizer {
+    /// A normalizer for a run whose temporary directory is `tmp`.
+    pub fn new(tmp: &Path) -> Self {
+        Self { tmp: tmp.display().to_string(), ..Self::default() }
+    }
+
+    fn capture_name(&mut self, key: &str, value: &str) -> String {
+        if let Some(name) = self.captures.get(value) {
+            return name.clone();
+        }
+        let base = match key {
+            "toolCallId" | "tool_call_id" => "toolCall",
+            "entryId" | "parentId" | "firstKeptEntryId" | "leafId" => "entry",
+            "sessionId" => "session",
+            _ => "id",
+        };
+        let n = self.counters.entry(base.to_owned()).and_modify(|n| *n += 1).or_insert(1);
+        let name = format!("{base}{n}");
+        self.captures.insert(value.to_owned(), name.clone());
+        name
+    }
+
+    /// An agent frame as a pattern. Ids the agent made up (UUIDs, hex entry ids) are captured
+    /// the first time; a request's own `id` (chosen by the host) stays literal.
+    pub fn outbound(&mut self, frame: &Value, host_ids: &[Value]) -> Value {
+        self.walk(frame, None, host_ids)
+    }
+
+    /// A host frame with every value the agent chose replaced by its capture.
+    pub fn inbound(&self, frame: &Value) -> Value {
+        match frame {
+            Value::String(s) => match self.captures.get(s) {
+                Some(name) => Value::String(format!("{{{{capture:{name}}}}}")),
+                None => frame.clone(),
+            },
+            Value::Array(a) => Value::Array(a.iter().map(|v| self.inbound(v)).collect()),
+            Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), self.inbound(v))).collect()),
+            other => other.clone(),
+        }
+    }
+
+    fn walk(&mut self, v: &Value, key: Option<&str>, host_ids: &[Value]) -> Value {
+        match v {
+            Value::Object(o) => {
+                let mut out = Map::new();
+                for (k, child) in o {
+                    out.insert(k.clone(), self.walk(child, Some(k), host_ids));
+                }
+                Value::Object(out)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|c| self.walk(c, key, host_ids)).collect()),
+            Value::Number(_) if key.is_some_and(|k| TIME_KEYS.contains(&k)) => json!("{{timestamp}}"),
+            Value::Number(_) if key.is_some_and(|k| VOLATILE_NUMBER_KEYS.contains(&k)) => json!("{{number}}"),
+            Value::String(s) if key.is_some_and(|k| TIME_KEYS.contains(&k)) => {
+                if humantime::parse_rfc3339_weak(s).is_ok() {
+                    json!("{{timestamp}}")
+                } else {
+                    v.clone()
+                }
+            }
+            Value::String(s) if key.is_some_and(|k| ID_KEYS.contains(&k)) && !host_ids.contains(v) && looks_generated(s) => {
+                let name = self.capture_name(key.unwrap_or("id"), s);
+                Value::String(format!("{{{{capture:{name}}}}}"))
+            }
+            Value::String(s) if s.starts_with(&self.tmp) && !s.contains(char::is_whitespace) => json!("{{path}}"),
+            Value::String(s) if s.contains(&self.tmp) => Value::String(s.replace(&self.tmp, TMP_PLACEHOLDER)),
+            Value::String(s) => match self.captures.get(s) {
+                // An id seen before, now under another key (a session id inside a file name…).
+                Some(name) if looks_generated(s) => Value::String(format!("{{{{capture:{name}}}}}")),
+                _ => v.clone(),
+            },
+            other => other.clone(),
+        }
+    }
+}
+
+/// UUIDs, hex entry ids and other opaque tokens an agent generates.
+fn looks_generated(s: &str) -> bool {
+    let hex = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_hexdigit());
+    let uuid = s.len() == 36 && s.split('-').map(str::len).eq([8, 4, 4, 4, 12]) && s.split('-').all(hex);
+    uuid || (s.len() >= 8 && hex(s)) || s.starts_with("chatcmpl-") || (s.len() >= 16 && s.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// The model script named by `--model-script` in `args`, as `model` reply values, and the args
+/// without it (the runner supplies the script).
+fn split_model_script(args: &[String]) -> Result<(Vec<Value>, Vec<String>), String> {
+    let mut rest = Vec::new();
+    let mut replies = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let file = if a == "--model-script" { it.next().cloned() } else { a.strip_prefix("--model-script=").map(str::to_owned) };
+        match file {
+            Some(f) => {
+                let text = std::fs::read_to_string(&f).map_err(|e| format!("{f}: {e}"))?;
+                for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                    replies.push(serde_json::from_str(line).map_err(|e| format!("{f}:{}: {e}", i + 1))?);
+                }
+            }
+            None => rest.push(a.clone()),
+        }
+    }
+    Ok((replies, rest))
+}
+
+/// A scripted reply that makes the offline model say what an assistant message said.
+fn reply_from_message(message: &Value) -> Value {
+    let mut reply = Map::new();
+    let (mut text, mut thinking, mut calls) = (String::new(), String::new(), Vec::new());
+    for block in message["content"].as_array().into_iter().flatten() {
+        match block["type"].as_str() {
+            Some("text") => text.push_str(block["text"].as_str().unwrap_or_default()),
+            Some("thinking") => thinking.push_str(block["thinking"].as_str().unwrap_or_default()),
+            Some("toolCall") => calls.push(json!({"id": block["id"], "name": block["name"], "arguments": block["arguments"]})),
+            _ => {}
+        }
+    }
+    if !thinking.is_empty() {
+        reply.insert("thinking".into(), json!(thinking));
+    }
+    if !text.is_empty() {
+        reply.insert("text".into(), json!(text));
+    }
+    if !calls.is_empty() {
+        reply.insert("toolCalls".into(), json!(calls));
+    }
+    if message["stopReason"] == "error" {
+        reply.insert("error".into(), message["errorMessage"].clone());
+    }
+    Value::Object(reply)
+}
+
+enum Event {
+    Host(String),
+    HostEof,
+    Agent(Value),
+    AgentRaw(String),
+    AgentEof,
+}
+
+/// Records a session: host frames from `input`, agent frames echoed to `echo`; returns the
+/// transcript text.
+pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, echo: &mut dyn Write) -> Result<String, String> {
+    let (scripted, args) = split_model_script(&options.args)?;
+    let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (home, config, work) = (temp.path().join("home"), temp.path().join("config"), temp.path().join("work"));
+    for d in [&home, &config, &work] {
+        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+    }
+    let mode = if options.dialect == Dialect::Rpc { "rpc" } else { "wire" };
+    let mut command = Command::new(&options.agentwire);
+    command.arg("--mode").arg(mode).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
+    if !scripted.is_empty() {
+        let script = temp.path().join("model-script.jsonl");
+        std::fs::write(&script, scripted.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
+        command.arg("--model-script").arg(script);
+    }
+    command.args(&args).env("HOME", &home).current_dir(&work);
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+        command.env_remove(var);
+    }
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().map_err(|e| format!("could not start the agent: {e}"))?;
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().expect("piped");
+    let agent_tx = tx.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let event = serde_json::from_str(&line).map_or(Event::AgentRaw(line), Event::Agent);
+            if agent_tx.send(event).is_err() {
+                return;
+            }
+        }
+        let _ = agent_tx.send(Event::AgentEof);
+    });
+    std::thread::spawn(move || {
+        for line in input.lines().map_while(Result::ok) {
+            if tx.send(Event::Host(line)).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(Event::HostEof);
+    });
+
+    let mut normalizer = Normalizer::new(temp.path());
+    let mut lines: Vec<Value> = Vec::new();
+    let mut host_ids: Vec<Value> = Vec::new();
+    let mut replies: Vec<Value> = Vec::new();
+    let mut queued: std::collections::VecDeque<Option<String>> = Default::default();
+    let mut stdin = child.stdin.take();
+    let mut last_frame = Instant::now();
+    let mut agent_done = false;
+    loop {
+        // Forward the next host line once the agent has been quiet long enough.
+        if !queued.is_empty() && last_frame.elapsed() >= options.settle {
+            match queued.pop_front().flatten() {
+                Some(line) => {
+                    let parsed: Option<Value> = serde_json::from_str(&line).ok().filter(Value::is_object);
+                    match parsed {
+                        Some(frame) => {
+                            if let Some(id) = frame.get("id") {
+                                host_ids.push(id.clone());
+                            }
+                            lines.push(json!({"kind": "in", "frame": normalizer.inbound(&frame)}));
+                        }
+                        None => lines.push(json!({"kind": "in", "raw": line})),
+                    }
+                    if let Some(s) = stdin.as_mut() {
+                        let _ = s.write_all(format!("{line}\n").as_bytes()).and_then(|()| s.flush());
+                    }
+                }
+                None => {
+                    lines.push(json!({"kind": "close_stdin"}));
+                    stdin.take();
+                }
+            }
+            last_frame = Instant::now();
+        }
+        if agent_done {
+            break;
+        }
+        match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok(Event::Host(line)) => queued.push_back(Some(line)),
+            Ok(Event::HostEof) => queued.push_back(None),
+            Ok(Event::Agent(frame)) => {
+                let _ = writeln!(echo, "{frame}").and_then(|()| echo.flush());
+                if scripted.is_empty() && frame["type"] == "message_end" && frame["message"]["role"] == "assistant" {
+                    replies.push(reply_from_message(&frame["message"]));
+                }
+                lines.push(json!({"kind": "out", "frame": normalizer.outbound(&frame, &host_ids)}));
+                last_frame = Instant::now();
+            }
+            Ok(Event::AgentRaw(line)) => return Err(format!("the agent wrote a line that is not JSON: {line}")),
+            Ok(Event::AgentEof) => agent_done = true,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => agent_done = true,
+        }
+    }
+    let code = child.wait().map_err(|e| e.to_string())?.code();
+    if let Some(code) = code {
+        lines.push(json!({"kind": "exit", "code": code}));
+    }
+
+    let mut header = json!({"kind": "header", "name": options.name, "dialect": mode, "description": options.description, "requirements": options.requirements});
+    if !args.is_empty() {
+        header["args"] = json!(args);
+    }
+    let models = if scripted.is_empty() { replies } else { scripted };
+    let mut out = format!("{header}\n");
+    for reply in models {
+        out.push_str(&format!("{}\n", json!({"kind": "model", "reply": reply})));
+    }
+    for line in lines {
+        out.push_str(&format!("{line}\n"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_times_paths_and_agent_ids_and_reuses_captures_in_host_frames() {
+        let mut n = Normalizer::new(Path::new("/tmp/rec"));
+        let frame = json!({"type": "extension_ui_request", "id": "0192f3a4-7b1c-7d2e-9f00-1234567890ab", "method": "confirm",
+                           "message": "Run in /tmp/rec/work?", "timestamp": 1795326502573u64, "path": "/tmp/rec/work/a.txt"});
+        let p = n.outbound(&frame, &[]);
+        assert_eq!(p["id"], "{{capture:id1}}");
+        assert_eq!(p["timestamp"], "{{timestamp}}");
+        assert_eq!(p["path"], "{{path}}");
+        assert_eq!(p["message"], "Run in {{tmp}}/work?");
+        let answer = n.inbound(&json!({"type": "extension_ui_response", "id": "0192f3a4-7b1c-7d2e-9f00-1234567890ab", "confirmed": true}));
+        assert_eq!(answer["id"], "{{capture:id1}}");
+        // The host's own request ids stay literal.
+        let r = n.outbound(&json!({"id": "req-1", "type": "response"}), &[json!("req-1")]);
+        assert_eq!(r["id"], "req-1");
+    }
+
+    #[test]
+    fn assistant_messages_become_model_replies() {
+        let m = json!({"role": "assistant", "stopReason": "toolUse", "content": [
+            {"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "Listing."},
+            {"type": "toolCall", "id": "c1", "name": "ls", "arguments": {"path": "."}}]});
+        assert_eq!(reply_from_message(&m), json!({"thinking": "hm", "text": "Listing.", "toolCalls": [{"id": "c1", "name": "ls", "arguments": {"path": "."}}]}));
+    }
+}
