@@ -88,7 +88,11 @@ fn models_and_text_commands() {
     assert!(page.get("nextCursor").is_none() && page["messages"][0]["role"] == "assistant");
     assert_eq!(a.request(json!({"id":10,"type":"new_session"}))["data"], json!({"cancelled":false}));
     assert_eq!(a.request(json!({"id":11,"type":"get_state"}))["data"]["messageCount"], 0);
-    assert_eq!(a.request(json!({"id":12,"type":"get_commands"}))["data"], json!({"commands":[]}));
+    let commands = a.request(json!({"id":12,"type":"get_commands"}))["data"]["commands"].clone();
+    let names: Vec<&str> = commands.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["model", "name", "compose", "new", "todos", "status", "recall", "help"]);
+    assert_eq!(commands[0]["source"], "builtin");
+    assert_eq!(commands[0]["input"], json!({"hint":"[provider/id]"}));
 }
 
 #[test]

@@ -10,6 +10,7 @@
 pub mod compaction;
 pub mod host_tools;
 mod run;
+mod slash;
 pub mod stream;
 pub mod ui;
 
@@ -501,6 +502,9 @@ impl RpcHandler for Agent {
                 return Err(RpcError::busy("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."))
             }
         };
+        if queue.is_none() && self.start_slash(&cmd.message, id_value(cmd.id.as_ref())) {
+            return Ok(None);
+        }
         self.submit(cmd.message, images(cmd.images.as_ref()), queue, id_value(cmd.id.as_ref())).await;
         Ok(None)
     }
@@ -881,12 +885,11 @@ impl RpcHandler for Agent {
     }
 
     async fn get_commands(&self, _cmd: GetCommandsCommand) -> Result<CommandsResult, RpcError> {
-        // No slash commands yet: `/name` prompts go to the model as text.
-        Ok(CommandsResult { commands: Vec::new() })
+        Ok(slash::listing())
     }
 
     async fn get_available_commands(&self, _cmd: GetAvailableCommandsCommand) -> Result<CommandsResult, RpcError> {
-        Ok(CommandsResult { commands: Vec::new() })
+        Ok(slash::listing())
     }
 
     async fn list_sessions(&self, cmd: ListSessionsCommand) -> Result<SessionList, RpcError> {

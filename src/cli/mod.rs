@@ -24,8 +24,8 @@ pub struct Cli {
     /// When tool calls ask the host to confirm first (fail closed on denial or timeout).
     #[arg(long, value_enum, default_value_t = ApprovalArg::Never)]
     pub approval: ApprovalArg,
-    /// How long an approval dialog waits for the host, in milliseconds.
-    #[arg(long, default_value_t = 60_000, value_name = "MS")]
+    /// How long a dialog (an approval, or a slash command's) waits for the host, in milliseconds.
+    #[arg(long, alias = "dialog-timeout-ms", default_value_t = 60_000, value_name = "MS")]
     pub approval_timeout_ms: u64,
     /// How long a host tool call waits for the host when its definition sets no timeoutMs.
     #[arg(long, default_value_t = 600_000, value_name = "MS")]

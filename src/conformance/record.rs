@@ -4,9 +4,10 @@
 //! chose become captures (and the host's later frames refer to them), the model's replies become
 //! `model` lines.
 //!
-//! Input lines are forwarded one at a time once the agent has been quiet for `settle` (so a
-//! piped script records the same interleaving the runner will reproduce, where each `in` line
-//! waits for the frames before it).
+//! Input lines are forwarded one at a time once the agent has been quiet for `settle` and, unless
+//! the line only makes sense during a run (steer, follow-up, abort, a UI or host-tool answer, a
+//! wire `steer` / `cancel` / response), no run is in progress. So a piped script records the
+//! same interleaving the runner reproduces, where each `in` line waits for the frames before it.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -186,6 +187,27 @@ fn reply_from_message(message: &Value) -> Value {
     Value::Object(reply)
 }
 
+/// Whether a host line is meant to arrive while a run is in progress.
+fn belongs_mid_run(line: &str) -> bool {
+    let Ok(frame) = serde_json::from_str::<Value>(line) else { return false };
+    if frame.get("jsonrpc").is_some() {
+        return frame.get("method").is_none() || matches!(frame["method"].as_str(), Some("steer" | "cancel"));
+    }
+    matches!(
+        frame["type"].as_str(),
+        Some("steer" | "follow_up" | "abort" | "abort_and_prompt" | "abort_retry" | "abort_bash" | "extension_ui_response" | "host_tool_update" | "host_tool_result")
+    ) || frame.get("streamingBehavior").is_some()
+}
+
+/// Tracks whether a run (rpc: `agent_start`…`agent_end`; wire: `TurnBegin`…`TurnEnd`) is on.
+fn run_delta(frame: &Value) -> i32 {
+    match (frame["type"].as_str(), frame["params"]["type"].as_str()) {
+        (Some("agent_start"), _) | (_, Some("TurnBegin")) => 1,
+        (Some("agent_end"), _) | (_, Some("TurnEnd")) => -1,
+        _ => 0,
+    }
+}
+
 enum Event {
     Host(String),
     HostEof,
@@ -245,9 +267,15 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
     let mut stdin = child.stdin.take();
     let mut last_frame = Instant::now();
     let mut agent_done = false;
+    let mut runs = 0i32;
     loop {
-        // Forward the next host line once the agent has been quiet long enough.
-        if !queued.is_empty() && last_frame.elapsed() >= options.settle {
+        // Forward the next host line once the agent has been quiet long enough (and idle, for
+        // lines that do not belong in a run).
+        let ready = match queued.front() {
+            None => false,
+            Some(next) => last_frame.elapsed() >= options.settle && (runs <= 0 || next.as_deref().is_some_and(belongs_mid_run)),
+        };
+        if ready {
             match queued.pop_front().flatten() {
                 Some(line) => {
                     let parsed: Option<Value> = serde_json::from_str(&line).ok().filter(Value::is_object);
@@ -282,6 +310,7 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
                 if scripted.is_empty() && frame["type"] == "message_end" && frame["message"]["role"] == "assistant" {
                     replies.push(reply_from_message(&frame["message"]));
                 }
+                runs += run_delta(&frame);
                 lines.push(json!({"kind": "out", "frame": normalizer.outbound(&frame, &host_ids)}));
                 last_frame = Instant::now();
             }
