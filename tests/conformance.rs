@@ -34,7 +34,8 @@ fn the_corpus_passes_against_agentwire_over_http_through_an_adapter() {
     // agentwire's real provider: checks the fake server and the adapter machinery on an agent
     // whose behaviour the transcripts pin down.
     let options = RunOptions { agent: adapter("agentwire-http.json"), frame_timeout: Duration::from_secs(10) };
-    let report = run_suite(&corpus(), &options, None, 4);
+    let baseline = Baseline::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/baselines/agentwire-http.txt")).unwrap();
+    let report = run_suite(&corpus(), &options, Some(&baseline), 4);
     assert!(report.passed(), "{}", report.text());
     assert_eq!(report.agent, "agentwire-http");
 }
@@ -50,6 +51,38 @@ fn every_adapter_file_validates() {
     for entry in std::fs::read_dir(dir).unwrap() {
         Baseline::load(&entry.unwrap().path()).unwrap_or_else(|e| panic!("{e}"));
     }
+}
+
+/// Opt-in (`AGENTWIRE_CONFORMANCE_OMP=1`; needs npm and the registry): installs Bun (the
+/// `@oven/bun-linux-x64` package carries the binary) and oh-my-pi 18.2.3, and runs the rpc
+/// corpus against omp with its baseline. One transcript at a time: omp needs seconds to start.
+#[test]
+fn the_corpus_against_omp_matches_its_baseline() {
+    if std::env::var_os("AGENTWIRE_CONFORMANCE_OMP").is_none() {
+        eprintln!("skipped: set AGENTWIRE_CONFORMANCE_OMP=1 to install Bun and oh-my-pi and run the corpus against it");
+        return;
+    }
+    let peers = Path::new(env!("CARGO_TARGET_TMPDIR")).join("peers-omp");
+    std::fs::create_dir_all(&peers).unwrap();
+    let omp = peers.join("node_modules/.bin/omp");
+    if !omp.exists() {
+        let status = std::process::Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "@oven/bun-linux-x64@1.4.5", "@oh-my-pi/pi-coding-agent@18.2.3"])
+            .current_dir(&peers)
+            .status()
+            .expect("npm runs");
+        assert!(status.success(), "npm install of bun and omp failed");
+    }
+    let bun_dir = peers.join("node_modules/@oven/bun-linux-x64/bin");
+    let AgentUnderTest::Adapted { mut adapter, agentwire } = adapter("omp.json") else { unreachable!() };
+    adapter.command[0] = omp.display().to_string();
+    // omp's launcher is `#!/usr/bin/env bun`.
+    adapter.env.insert("PATH".into(), format!("{}:{}", bun_dir.display(), std::env::var("PATH").unwrap_or_default()));
+    let options = RunOptions { agent: AgentUnderTest::Adapted { adapter, agentwire }, frame_timeout: Duration::from_secs(15) };
+    let baseline = Baseline::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/baselines/omp.txt")).unwrap();
+    let report = run_suite(&corpus(), &options, Some(&baseline), 1);
+    println!("{}", report.text());
+    assert!(report.passed(), "{}", report.text());
 }
 
 /// Opt-in (`AGENTWIRE_CONFORMANCE_PI=1`; needs npm and the registry): installs pi and runs the
@@ -148,4 +181,56 @@ fn a_recorded_session_replays_as_a_passing_transcript() {
     assert!(!text.contains(&dir.path().display().to_string()), "no path of the recording machine is left");
     let outcome = run(&out, &options());
     assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+}
+
+#[test]
+fn the_corpus_covers_every_command_ui_method_and_wire_method_and_the_docs_list_its_requirements() {
+    use std::collections::BTreeSet;
+    let (mut commands, mut ui_methods, mut wire_methods, mut requirements) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    fn ui(v: &serde_json::Value, out: &mut BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                if o.get("type").and_then(|t| t.as_str()) == Some("extension_ui_request") {
+                    if let Some(m) = o.get("method").and_then(|m| m.as_str()) {
+                        out.insert(m.to_owned());
+                    }
+                }
+                o.values().for_each(|c| ui(c, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|c| ui(c, out)),
+            _ => {}
+        }
+    }
+    for file in corpus() {
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            match v["kind"].as_str().unwrap() {
+                "header" => requirements.extend(v["requirements"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_owned())),
+                "in" => {
+                    if let Some(t) = v["frame"]["type"].as_str() {
+                        commands.insert(t.to_owned());
+                    }
+                    if let Some(m) = v["frame"]["method"].as_str() {
+                        wire_methods.insert(m.to_owned());
+                    }
+                }
+                _ => ui(&v, &mut ui_methods),
+            }
+        }
+    }
+    let missing: Vec<_> = agentwire::protocol::generated::RPC_COMMANDS.iter().map(|c| c.command).filter(|c| !commands.contains(*c)).collect();
+    assert!(missing.is_empty(), "commands no transcript sends: {missing:?}");
+    let all_ui = agentwire::protocol::UnionInfo::get("ExtensionUiRequest").unwrap();
+    let missing: Vec<_> = all_ui.members.iter().map(|(tag, _)| *tag).filter(|m| !ui_methods.contains(*m)).collect();
+    assert!(missing.is_empty(), "UI methods no transcript expects: {missing:?}");
+    let missing: Vec<_> = agentwire::protocol::generated::WIRE_METHODS.iter().map(|m| m.name).filter(|m| !wire_methods.contains(*m)).collect();
+    assert!(missing.is_empty(), "wire methods no transcript sends: {missing:?}");
+
+    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/conformance.md")).unwrap();
+    let documented: BTreeSet<String> =
+        docs.lines().filter_map(|l| l.strip_prefix("| ")).filter_map(|l| l.split(" |").next()).filter(|id| id.contains('-') && id.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-')).map(str::to_owned).collect();
+    let undocumented: Vec<_> = requirements.difference(&documented).collect();
+    assert!(undocumented.is_empty(), "requirement ids missing from docs/conformance.md: {undocumented:?}");
+    let uncovered: Vec<_> = documented.difference(&requirements).collect();
+    assert!(uncovered.is_empty(), "requirement ids in docs/conformance.md that no transcript covers: {uncovered:?}");
 }

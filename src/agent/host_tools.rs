@@ -42,17 +42,20 @@ impl HostToolService {
 
     /// Forwards a host update; unknown ids are ignored. Waits if the call's queue is full
     /// (backpressure on the host rather than an unbounded buffer).
-    pub async fn update(&self, frame: HostToolUpdate) {
+    pub async fn update(&self, frame: HostToolUpdate) -> bool {
         let tx = self.pending.lock().unwrap_or_else(|e| e.into_inner()).get(frame.id.as_str()).map(|p| p.updates.clone());
-        if let Some(tx) = tx {
-            let _ = tx.send(frame.partial_result).await;
+        match tx {
+            Some(tx) => tx.send(frame.partial_result).await.is_ok(),
+            None => false,
         }
     }
 
-    /// Delivers a host result; unknown or already finished ids are ignored.
-    pub fn result(&self, frame: HostToolResult) {
-        if let Some(p) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(frame.id.as_str()) {
-            let _ = p.result.send(frame);
+    /// Delivers a host result; `false` when no call with that id is running (never made,
+    /// finished, cancelled or timed out).
+    pub fn result(&self, frame: HostToolResult) -> bool {
+        match self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(frame.id.as_str()) {
+            Some(p) => p.result.send(frame).is_ok(),
+            None => false,
         }
     }
 

@@ -309,19 +309,19 @@ impl Agent {
         }
     }
 
-    /// An answer to a UI dialog.
-    pub fn ui_response(&self, response: ExtensionUiResponse) {
-        self.inner.ui.answer(response);
+    /// An answer to a UI dialog; `false` when no dialog with its id is waiting.
+    pub fn ui_response(&self, response: ExtensionUiResponse) -> bool {
+        self.inner.ui.answer(response)
     }
 
-    /// Progress of a host tool call.
-    pub async fn host_tool_update(&self, frame: HostToolUpdate) {
-        self.inner.hosts.update(frame).await;
+    /// Progress of a host tool call; `false` when no call with its id is running.
+    pub async fn host_tool_update(&self, frame: HostToolUpdate) -> bool {
+        self.inner.hosts.update(frame).await
     }
 
-    /// Result of a host tool call.
-    pub fn host_tool_result(&self, frame: HostToolResult) {
-        self.inner.hosts.result(frame);
+    /// Result of a host tool call; `false` when no call with its id is running.
+    pub fn host_tool_result(&self, frame: HostToolResult) -> bool {
+        self.inner.hosts.result(frame)
     }
 
     /// stdin closed or a signal arrived: abort the run (answering everything it owes) and

@@ -45,10 +45,12 @@ pub struct UiService {
 }
 
 impl UiService {
-    /// Delivers a host answer; unknown or expired ids are ignored.
-    pub fn answer(&self, response: ExtensionUiResponse) {
-        if let Some(tx) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(response.id.as_str()) {
-            let _ = tx.send(response);
+    /// Delivers a host answer; `false` when no dialog with that id is waiting (never sent,
+    /// already answered, timed out or withdrawn).
+    pub fn answer(&self, response: ExtensionUiResponse) -> bool {
+        match self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(response.id.as_str()) {
+            Some(tx) => tx.send(response).is_ok(),
+            None => false,
         }
     }
 
@@ -150,8 +152,8 @@ mod tests {
         assert_eq!((&request["method"], &request["options"]), (&serde_json::json!("select"), &serde_json::json!(["main", "dev"])));
         let answer: ExtensionUiResponse =
             serde_json::from_value(serde_json::json!({"type":"extension_ui_response","id":request["id"],"value":"dev"})).unwrap();
-        ui.answer(answer.clone());
-        ui.answer(answer); // a late duplicate is ignored
+        assert!(ui.answer(answer.clone()));
+        assert!(!ui.answer(answer), "a late duplicate finds no dialog");
         assert_eq!(asking.await.unwrap(), Some("dev".to_owned()));
 
         let expired = ui.confirm(&out, "Sure?", "Really?", Duration::from_millis(30), &cancel).await;

@@ -107,6 +107,9 @@ struct Run {
     seen: Vec<Value>,
     dialect: Dialect,
     timeout: Duration,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// Patterns of unprompted frames to drop (the adapter's `ignore`).
+    ignore: Vec<Value>,
 }
 
 impl Run {
@@ -117,11 +120,18 @@ impl Run {
                     .validate_frame(self.dialect, Direction::Outbound, &frame, None)
                     .map_err(|e| format!("the agent wrote a frame that does not validate: {e}\n  {frame}"))?;
                 self.seen.push(frame.clone());
+                if self.ignore.iter().any(|p| Matcher::default().check(p, &frame, true).is_ok()) {
+                    return self.next();
+                }
                 Ok(frame)
             }
             Ok(Err(line)) => Err(format!("the agent wrote a line that is not JSON: {line}")),
             Err(RecvTimeoutError::Timeout) => Err(format!("no frame within {:?}", self.timeout)),
-            Err(RecvTimeoutError::Disconnected) => Err("the agent closed stdout".into()),
+            Err(RecvTimeoutError::Disconnected) => {
+                let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let tail = tail.trim();
+                Err(if tail.is_empty() { "the agent closed stdout".into() } else { format!("the agent closed stdout; its stderr ends:\n{tail}") })
+            }
         }
     }
 
@@ -240,7 +250,27 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
         command.env_remove(var);
     }
-    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().map_err(|e| fail(format!("could not start the agent: {e}")))?;
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| fail(format!("could not start the agent: {e}")))?;
+    // The last few KB of stderr, for the report when the agent dies.
+    let stderr_tail = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    {
+        let (tail, mut stderr) = (stderr_tail.clone(), child.stderr.take().expect("piped"));
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut stderr, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                t.push_str(&String::from_utf8_lossy(&buf[..n]));
+                if t.len() > 4096 {
+                    let cut = t.len() - 4096;
+                    let cut = (cut..t.len()).find(|i| t.is_char_boundary(*i)).unwrap_or(t.len());
+                    t.drain(..cut);
+                }
+            }
+        });
+    }
     let stdout = child.stdout.take().expect("piped");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -252,7 +282,11 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
         }
     });
     let stdin = child.stdin.take();
-    let mut run = Run { child, stdin, frames: rx, seen: Vec::new(), dialect, timeout: options.frame_timeout };
+    let ignore = match &options.agent {
+        AgentUnderTest::Adapted { adapter, .. } => adapter.ignore.iter().flatten().map(|m| Value::Object(m.clone())).collect(),
+        AgentUnderTest::Agentwire(_) => Vec::new(),
+    };
+    let mut run = Run { child, stdin, frames: rx, seen: Vec::new(), dialect, timeout: options.frame_timeout, stderr: stderr_tail, ignore };
     let mut matcher = Matcher::new(temp.path().display().to_string());
     let result = steps(&mut run, &mut matcher, &lines[1..]);
     run.stop();

@@ -119,6 +119,17 @@ fn opens_gates(tag: &str) -> bool {
     matches!(tag, "prompt" | "steer" | "follow_up" | "abort_and_prompt" | "abort_retry")
 }
 
+/// The one error frame for a sub-protocol answer nobody is waiting for, carrying its id.
+async fn unknown_answer(out: &Outbox, id: String, command: &str) {
+    let what = if command == "extension_ui_response" {
+        "extension UI request id (never sent, already answered, timed out or withdrawn)"
+    } else {
+        "host tool call id (never made, finished, cancelled or timed out)"
+    };
+    let error = crate::protocol::RpcError::not_found(format!("Unknown {what}: {id}"));
+    let _ = out.send(&crate::protocol::envelope::rpc_failure(Some(serde_json::Value::String(id)), command, error)).await;
+}
+
 /// Serves one JSONL session on `input`; returns when input ends and everything is answered.
 pub async fn serve_rpc<R: AsyncBufRead + Unpin>(agent: Agent, input: R, out: Outbox, max_line_bytes: usize) {
     let mut reader = LineReader::new(input, max_line_bytes);
@@ -134,9 +145,26 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(agent: Agent, input: R, out: Out
             Err(response) => {
                 let _ = out.send(&*response).await;
             }
-            Ok(Inbound::UiResponse(r)) => agent.ui_response(r),
-            Ok(Inbound::HostToolUpdate(u)) => agent.host_tool_update(u).await,
-            Ok(Inbound::HostToolResult(r)) => agent.host_tool_result(r),
+            // A sub-protocol answer nobody waits for gets one `not_found` error carrying its id:
+            // the host learns its answer was too late (or wrong) instead of wondering.
+            Ok(Inbound::UiResponse(r)) => {
+                let id = r.id.to_string();
+                if !agent.ui_response(r) {
+                    unknown_answer(&out, id, "extension_ui_response").await;
+                }
+            }
+            Ok(Inbound::HostToolUpdate(u)) => {
+                let id = u.id.to_string();
+                if !agent.host_tool_update(u).await {
+                    unknown_answer(&out, id, "host_tool_update").await;
+                }
+            }
+            Ok(Inbound::HostToolResult(r)) => {
+                let id = r.id.to_string();
+                if !agent.host_tool_result(r) {
+                    unknown_answer(&out, id, "host_tool_result").await;
+                }
+            }
             Ok(Inbound::Command { id, command }) => {
                 let tag = command.tag();
                 if is_detached(&command) {

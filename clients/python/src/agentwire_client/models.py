@@ -1681,7 +1681,7 @@ class UiOptionDetail(BaseModel):
 
 class ExtensionUiResponse(BaseModel):
     """
-    The host's answer to a dialog. Exactly one of `value` (select, input, editor), `confirmed` (confirm) or `cancelled` is set. Never answered; unknown ids are ignored.
+    The host's answer to a dialog. Exactly one of `value` (select, input, editor), `confirmed` (confirm) or `cancelled` is set. Not answered, except when no dialog with this id is waiting (never sent, answered already, expired or withdrawn): then one `not_found` error response carrying the id.
     """
 
     model_config = ConfigDict(
@@ -6491,7 +6491,7 @@ class ExtensionUiRequest(
 
 class HostToolUpdate(BaseModel):
     """
-    Partial progress of a host tool call; forwarded as tool_execution_update.
+    Partial progress of a host tool call; forwarded as tool_execution_update. For an id no call is waiting on, one `not_found` error response carrying the id.
     """
 
     model_config = ConfigDict(
@@ -6513,7 +6513,7 @@ class HostToolUpdate(BaseModel):
 
 class HostToolResult(BaseModel):
     """
-    Final result of a host tool call.
+    Final result of a host tool call. For an id no call is waiting on (never made, finished, cancelled, timed out), one `not_found` error response carrying the id.
     """
 
     model_config = ConfigDict(
@@ -6785,6 +6785,10 @@ class ConformanceAdapter(BaseModel):
     dialects: Optional[List[Literal["rpc", "wire"]]] = None
     """
     Dialects the agent speaks; transcripts of other dialects are skipped (default: rpc).
+    """
+    ignore: Optional[List[Dict[str, Any]]] = None
+    """
+    Frames the agent sends unprompted that no transcript expects (start-up widgets, cost or command-list updates); frames matching one of these patterns are dropped before matching (still validated).
     """
 
 

@@ -3045,7 +3045,7 @@ export interface UiCancelRequest {
   targetId: string;
 }
 /**
- * The host's answer to a dialog. Exactly one of `value` (select, input, editor), `confirmed` (confirm) or `cancelled` is set. Never answered; unknown ids are ignored.
+ * The host's answer to a dialog. Exactly one of `value` (select, input, editor), `confirmed` (confirm) or `cancelled` is set. Not answered, except when no dialog with this id is waiting (never sent, answered already, expired or withdrawn): then one `not_found` error response carrying the id.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "ExtensionUiResponse".
@@ -3077,7 +3077,7 @@ export interface ExtensionUiResponse {
   timedOut?: boolean;
 }
 /**
- * Partial progress of a host tool call; forwarded as tool_execution_update.
+ * Partial progress of a host tool call; forwarded as tool_execution_update. For an id no call is waiting on, one `not_found` error response carrying the id.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "HostToolUpdate".
@@ -3094,7 +3094,7 @@ export interface HostToolUpdate {
   partialResult: AgentToolResult;
 }
 /**
- * Final result of a host tool call.
+ * Final result of a host tool call. For an id no call is waiting on (never made, finished, cancelled, timed out), one `not_found` error response carrying the id.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "HostToolResult".
@@ -4360,6 +4360,14 @@ export interface ConformanceAdapter {
    * Items: A dialect.
    */
   dialects?: ("rpc" | "wire")[];
+  /**
+   * Frames the agent sends unprompted that no transcript expects (start-up widgets, cost or command-list updates); frames matching one of these patterns are dropped before matching (still validated).
+   *
+   * Items: A pattern (subset match, placeholders allowed).
+   */
+  ignore?: {
+    [k: string]: unknown | undefined;
+  }[];
 }
 /**
  * One file an adapter writes before the agent starts: `text` as is, or `json` serialised (placeholders substituted in both).
