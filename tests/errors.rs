@@ -55,12 +55,17 @@ fn malformed_input_classes_each_get_one_error_frame() {
 }
 
 #[test]
-fn answers_with_unknown_ids_are_ignored_silently() {
+fn answers_nobody_waits_for_get_one_not_found_error_each() {
     let mut a = Agent::start(&[], &[]);
     a.send(json!({"type":"extension_ui_response","id":"nobody","value":"x"}));
-    a.send(json!({"type":"host_tool_result","id":"nobody","result":{"content":[]}}));
-    a.send(json!({"type":"host_tool_update","id":"nobody","partialResult":{"content":[]}}));
-    a.expect_silence(Duration::from_millis(300));
+    a.send(json!({"type":"host_tool_result","id":"no-call","result":{"content":[]}}));
+    a.send(json!({"type":"host_tool_update","id":"no-call","partialResult":{"content":[]}}));
+    for (id, command) in [("nobody", "extension_ui_response"), ("no-call", "host_tool_result"), ("no-call", "host_tool_update")] {
+        let e = a.next();
+        assert_eq!((&e["id"], &e["command"], &e["success"], &e["code"]), (&json!(id), &json!(command), &json!(false), &json!("not_found")), "{e}");
+        assert!(e["error"].as_str().unwrap().contains(id), "{e}");
+    }
+    a.expect_silence(Duration::from_millis(200));
     assert_eq!(a.next_probe()["id"], "probe");
 }
 

@@ -27,6 +27,11 @@ fn oversized_lines_get_one_error_and_the_server_keeps_serving() {
     let mut a = Agent::start(&["--max-line-bytes", "64"], &[]);
     a.send_raw(&format!("{{\"id\":\"big\",\"type\":\"prompt\",\"message\":\"{}\"}}", "x".repeat(10_000)));
     let e = a.next();
+    // The id and command come first on the line, so they are read from its head.
+    assert_eq!((&e["command"], &e["code"], &e["id"]), (&json!("prompt"), &json!("frame_too_large"), &json!("big")));
+    // Here the id comes after the oversized part: it cannot be read.
+    a.send_raw(&format!("{{\"message\":\"{}\",\"id\":\"late\",\"type\":\"prompt\"}}", "x".repeat(10_000)));
+    let e = a.next();
     assert_eq!((&e["command"], &e["code"], e.get("id")), (&json!("parse"), &json!("frame_too_large"), None));
     assert_eq!(a.request(json!({"id":1,"type":"get_state"}))["success"], true);
 }

@@ -2,7 +2,106 @@
 //! failures become error frames.
 //!
 //! - [`rpc`]: the pi / omp JSONL RPC dialect.
-//! - [`wire`]: the kimi-cli JSON-RPC 2.0 wire dialect (inbound decoding; the server comes next).
+//! - [`wire`]: the kimi-cli JSON-RPC 2.0 wire dialect (inbound decoding).
+//!
+//! [`peek_id_and_type`] serves both: an oversized line's error still carries its id.
 
 pub mod rpc;
 pub mod wire;
+
+/// The top-level `id` and `type` of an object whose text was cut short (an oversized line keeps
+/// only its head): scanned key by key until the text runs out, so an error frame can still carry
+/// the request id. `id` is a string or an integer; anything unreadable is `None`.
+pub fn peek_id_and_type(head: &[u8]) -> (Option<serde_json::Value>, Option<String>) {
+    let s = head;
+    let ws = |mut i: usize| {
+        while s.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        i
+    };
+    // The end (exclusive) of the string starting at `i` (a quote), if complete.
+    let string_end = |i: usize| -> Option<usize> {
+        let mut j = i + 1;
+        while j < s.len() {
+            match s[j] {
+                b'\\' => j += 2,
+                b'"' => return Some(j + 1),
+                _ => j += 1,
+            }
+        }
+        None
+    };
+    // The end of the value starting at `i`, if complete.
+    let value_end = |i: usize| -> Option<usize> {
+        let mut depth = 0usize;
+        let mut j = i;
+        while j < s.len() {
+            match s[j] {
+                b'"' => {
+                    j = string_end(j)?;
+                    if depth == 0 {
+                        return Some(j);
+                    }
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth > 0 => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(j + 1);
+                    }
+                }
+                b',' | b'}' | b']' if depth == 0 => return Some(j),
+                _ => {}
+            }
+            j += 1;
+        }
+        None
+    };
+    let (mut id, mut kind) = (None, None);
+    let mut i = ws(0);
+    if s.get(i) != Some(&b'{') {
+        return (None, None);
+    }
+    i = ws(i + 1);
+    while s.get(i) == Some(&b'"') {
+        let Some(key_end) = string_end(i) else { break };
+        let key: Option<String> = std::str::from_utf8(&s[i..key_end]).ok().and_then(|k| serde_json::from_str(k).ok());
+        i = ws(key_end);
+        if s.get(i) != Some(&b':') {
+            break;
+        }
+        i = ws(i + 1);
+        let Some(end) = value_end(i) else { break };
+        let value: Option<serde_json::Value> = std::str::from_utf8(&s[i..end]).ok().and_then(|v| serde_json::from_str(v.trim_end()).ok());
+        match (key.as_deref(), value) {
+            (Some("id"), Some(v @ serde_json::Value::String(_))) => id = Some(v),
+            (Some("id"), Some(v)) if v.is_i64() || v.is_u64() => id = Some(v),
+            (Some("type"), Some(serde_json::Value::String(t))) => kind = Some(t),
+            _ => {}
+        }
+        i = ws(end);
+        if s.get(i) != Some(&b',') {
+            break;
+        }
+        i = ws(i + 1);
+    }
+    (id, kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::peek_id_and_type;
+    use serde_json::json;
+
+    #[test]
+    fn reads_id_and_type_from_a_cut_off_object() {
+        assert_eq!(peek_id_and_type(br#"{"id":"p1","type":"prompt","message":"aaaaaaaa"#), (Some(json!("p1")), Some("prompt".into())));
+        assert_eq!(peek_id_and_type(br#" { "type" : "prompt", "images":[{"data":"x\"}"}], "id": 7, "message":"#), (Some(json!(7)), Some("prompt".into())));
+        assert_eq!(peek_id_and_type(br#"{"message":"aaaa"#), (None, None));
+        assert_eq!(peek_id_and_type(br#"{"id":{"x":1},"type":"a"}"#), (None, Some("a".into())));
+        assert_eq!(peek_id_and_type(b"[1,2"), (None, None));
+        assert_eq!(peek_id_and_type(br#"{"jsonrpc":"2.0","id":"w1","method":"prompt","params":{"user_input":"xx"#), (Some(json!("w1")), None));
+    }
+}

@@ -38,13 +38,15 @@ pub enum Inbound {
 pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, Box<RpcResponse>> {
     let bytes = match line {
         InboundLine::Line(bytes) => bytes,
-        InboundLine::TooLong { bytes } => {
+        InboundLine::TooLong { bytes, head } => {
+            // The id (and command) are read from the line's head when they come first.
+            let (id, kind) = super::peek_id_and_type(&head);
             return Err(failure(
-                None,
-                "parse",
+                id,
+                kind.as_deref().unwrap_or("parse"),
                 RpcErrorCode::FrameTooLarge,
                 format!("Frame of {bytes} bytes exceeds the {max_line_bytes}-byte line limit; it was skipped"),
-            ))
+            ));
         }
     };
     let text = std::str::from_utf8(&bytes).map_err(|e| {
@@ -156,7 +158,7 @@ mod tests {
         }
         let e = decode_line(InboundLine::Line(vec![b'{', 0xFF, b'}']), 1024).unwrap_err();
         assert_eq!(e.error.as_deref(), Some("Failed to parse command: invalid UTF-8 at byte 1"));
-        let e = serde_json::to_value(decode_line(InboundLine::TooLong { bytes: 5000 }, 1024).unwrap_err()).unwrap();
+        let e = serde_json::to_value(decode_line(InboundLine::TooLong { bytes: 5000, head: b"[1,".to_vec() }, 1024).unwrap_err()).unwrap();
         assert_eq!(e, json!({"type":"response","command":"parse","success":false,"error":"Frame of 5000 bytes exceeds the 1024-byte line limit; it was skipped","code":"frame_too_large"}));
     }
 

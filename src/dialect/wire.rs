@@ -63,7 +63,11 @@ pub fn decode_wire_line(line: InboundLine) -> Result<WireInbound, Box<WireErrorR
     let parse_error = || Box::new(error_response(None, &WireError::new(wire_codes::PARSE_ERROR, "Invalid JSON format")));
     let bytes = match line {
         InboundLine::Line(b) => b,
-        InboundLine::TooLong { .. } => return Err(parse_error()),
+        InboundLine::TooLong { bytes, head } => {
+            // Not a parse error: the line was never read whole. The id comes from its head.
+            let (id, _) = super::peek_id_and_type(&head);
+            return Err(invalid(id.as_ref(), &format!("Request of {bytes} bytes exceeds the line limit; it was skipped")));
+        }
     };
     let value: Value = std::str::from_utf8(&bytes).ok().and_then(|t| serde_json::from_str(t).ok()).ok_or_else(parse_error)?;
     let map = match &value {

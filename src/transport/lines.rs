@@ -16,12 +16,17 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 pub enum InboundLine {
     /// A complete line (without its LF and CR), possibly not valid UTF-8 or JSON.
     Line(Vec<u8>),
-    /// A line over the limit; its bytes were discarded.
+    /// A line over the limit; its bytes were discarded but for the head.
     TooLong {
         /// How many bytes the line had (up to, not including, its LF).
         bytes: u64,
+        /// Its first bytes (at most [`TOO_LONG_HEAD_BYTES`]), enough to read a request id.
+        head: Vec<u8>,
     },
 }
+
+/// How much of an oversized line is kept (so its error can carry the request id).
+pub const TOO_LONG_HEAD_BYTES: usize = 4096;
 
 /// Splits an async byte stream into lines of at most `max_line_bytes`.
 #[derive(Debug)]
@@ -76,14 +81,17 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             if let Some(&last) = chunk.last() {
                 ends_with_cr = last == b'\r';
             }
-            if !too_long {
-                if line.len() + chunk.len() > self.max_line_bytes.saturating_add(1) {
-                    // +1 leaves room for a CR that belongs to a CRLF ending.
-                    too_long = true;
-                    line = Vec::new();
-                } else {
-                    line.extend_from_slice(chunk);
-                }
+            if !too_long && line.len() + chunk.len() > self.max_line_bytes.saturating_add(1) {
+                // +1 leaves room for a CR that belongs to a CRLF ending.
+                too_long = true;
+                line.truncate(TOO_LONG_HEAD_BYTES);
+            }
+            if too_long {
+                // Only the head is kept, so memory stays bounded.
+                let room = TOO_LONG_HEAD_BYTES.saturating_sub(line.len());
+                line.extend_from_slice(&chunk[..room.min(chunk.len())]);
+            } else {
+                line.extend_from_slice(chunk);
             }
             let used = chunk.len() + usize::from(found_lf);
             self.inner.consume(used);
@@ -92,12 +100,16 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             }
         }
         if ends_with_cr {
-            line.pop();
+            // The CR is in `line` unless only a head of a longer line was kept.
+            if line.len() as u64 == total {
+                line.pop();
+            }
             total -= 1;
         }
         let first_line = std::mem::replace(&mut self.at_stream_start, false);
         if too_long || line.len() > self.max_line_bytes {
-            return Ok(Some(InboundLine::TooLong { bytes: total }));
+            line.truncate(TOO_LONG_HEAD_BYTES);
+            return Ok(Some(InboundLine::TooLong { bytes: total, head: line }));
         }
         if first_line && line.starts_with(&[0xEF, 0xBB, 0xBF]) {
             line.drain(..3);
@@ -149,7 +161,7 @@ mod tests {
         input.extend_from_slice(b"\r\n{\"ok\":2}\n");
         input.extend(std::iter::repeat_n(b'y', 50));
         let got = lines(&input, 16).await;
-        assert_eq!(got, vec![line("{\"ok\":1}"), InboundLine::TooLong { bytes: 10_000 }, line("{\"ok\":2}"), InboundLine::TooLong { bytes: 50 }]);
+        assert_eq!(got, vec![line("{\"ok\":1}"), InboundLine::TooLong { bytes: 10_000, head: vec![b'x'; TOO_LONG_HEAD_BYTES] }, line("{\"ok\":2}"), InboundLine::TooLong { bytes: 50, head: vec![b'y'; 50] }]);
         // Exactly at the limit is fine, with or without CR.
         assert_eq!(lines(b"0123456789abcdef\r\n0123456789abcdef", 16).await, vec![line("0123456789abcdef"), line("0123456789abcdef")]);
     }
