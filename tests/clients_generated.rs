@@ -37,3 +37,13 @@ fn typescript_protocol_layer_is_current() {
 fn python_protocol_layer_is_current() {
     check("clients/python/src/agentwire_client/protocol.py", &clients::python_protocol(&bundle()));
 }
+
+#[test]
+fn typescript_wire_layer_is_current() {
+    check("clients/typescript/src/generated/wire.ts", &clients::typescript_wire(&bundle()));
+}
+
+#[test]
+fn python_wire_layer_is_current() {
+    check("clients/python/src/agentwire_client/wire_protocol.py", &clients::python_wire(&bundle()));
+}

@@ -227,6 +227,10 @@ pub enum CodegenAction {
     Typescript,
     /// The Python client's protocol layer (clients/python/src/agentwire_client/protocol.py).
     Python,
+    /// The TypeScript client's wire-dialect layer (clients/typescript/src/generated/wire.ts).
+    TypescriptWire,
+    /// The Python client's wire-dialect layer (clients/python/src/agentwire_client/wire_protocol.py).
+    PythonWire,
 }
 
 /// `--target` values.
@@ -318,6 +322,8 @@ fn run_codegen(action: &CodegenAction, out: Option<&std::path::Path>) -> ExitCod
         }
         CodegenAction::Typescript => clients::typescript_protocol(&bundle),
         CodegenAction::Python => clients::python_protocol(&bundle),
+        CodegenAction::TypescriptWire => clients::typescript_wire(&bundle),
+        CodegenAction::PythonWire => clients::python_wire(&bundle),
     };
     let written = match out {
         Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display())),

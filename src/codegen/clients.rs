@@ -516,6 +516,179 @@ pub fn python_protocol(bundle: &Value) -> String {
     out
 }
 
+/// One wire method as the clients see it.
+struct WireMethodSpec<'a> {
+    name: &'a str,
+    description: &'a str,
+    /// The params def (`None`: params are ignored, e.g. `cancel`).
+    params: Option<&'a str>,
+    result: &'a str,
+}
+
+fn wire_methods(defs: &Map<String, Value>) -> Vec<WireMethodSpec<'_>> {
+    union_leaves(defs, "WireRequest")
+        .into_iter()
+        .map(|(name, def)| {
+            let d = &defs[def];
+            WireMethodSpec {
+                name,
+                description: description(d),
+                params: ref_name(&d["properties"]["params"]),
+                result: ref_name(&d["x-result"]).expect("wire methods have x-result"),
+            }
+        })
+        .collect()
+}
+
+/// Agent requests: (`params.type`, payload def, result def, the result's id field).
+fn wire_agent_requests(defs: &Map<String, Value>) -> Vec<(&str, &str, &str, &'static str)> {
+    union_leaves(defs, "WireAgentRequestParams")
+        .into_iter()
+        .map(|(kind, def)| {
+            let d = &defs[def];
+            let payload = ref_name(&d["properties"]["payload"]).expect("a payload def");
+            let result = ref_name(&d["x-result"]).expect("agent requests have x-result");
+            let id_field = if defs[result]["properties"].get("tool_call_id").is_some() { "tool_call_id" } else { "request_id" };
+            (kind, payload, result, id_field)
+        })
+        .collect()
+}
+
+/// Wire events: (`type`, payload def, description).
+fn wire_events(defs: &Map<String, Value>) -> Vec<(&str, &str, &str)> {
+    union_leaves(defs, "WireEvent")
+        .into_iter()
+        .map(|(kind, def)| (kind, ref_name(&defs[def]["properties"]["payload"]).expect("a payload def"), description(&defs[def])))
+        .collect()
+}
+
+/// `clients/typescript/src/generated/wire.ts`: the JSON-RPC wire dialect's method, event and
+/// agent-request maps and one typed method per wire method.
+pub fn typescript_wire(bundle: &Value) -> String {
+    let defs = defs(bundle);
+    let methods = wire_methods(defs);
+    let mut out = String::new();
+    let _ = writeln!(out, "// {HEADER_NOTE}\n");
+    out.push_str("import type * as T from \"./types.js\";\nimport type { RequestOptions } from \"../options.js\";\n\n");
+    jsdoc(&mut out, "", "Every wire method: its params and its result (`x-result`).");
+    out.push_str("export interface WireMethodMap {\n");
+    for m in &methods {
+        jsdoc(&mut out, "  ", m.description);
+        let params = m.params.map_or_else(|| "undefined".to_owned(), |p| format!("T.{p}"));
+        let _ = writeln!(out, "  {}: {{ params: {params}; result: T.{} }};", m.name, m.result);
+    }
+    out.push_str("}\n\n/** A wire method name. */\nexport type WireMethod = keyof WireMethodMap;\n\n");
+    jsdoc(&mut out, "", "Every event the agent sends (`event` notifications): `type` → payload.");
+    out.push_str("export interface WireEventMap {\n");
+    for (kind, payload, doc) in wire_events(defs) {
+        jsdoc(&mut out, "  ", doc);
+        let _ = writeln!(out, "  {kind}: T.{payload};");
+    }
+    out.push_str("}\n\n/** A wire event type. */\nexport type WireEventType = keyof WireEventMap;\n\n");
+    out.push_str("/** Every wire event type the schema knows, in schema order. */\nexport const WIRE_EVENT_TYPES: readonly WireEventType[] = [\n");
+    for (kind, _, _) in wire_events(defs) {
+        let _ = writeln!(out, "  \"{kind}\",");
+    }
+    out.push_str("];\n\n");
+    jsdoc(&mut out, "", "Requests the agent sends (`request` messages): `params.type` → payload, the client's result, and the result field that carries the request's id.");
+    out.push_str("export interface WireAgentRequestMap {\n");
+    for (kind, payload, result, id_field) in wire_agent_requests(defs) {
+        jsdoc(&mut out, "  ", description(&defs[union_leaves(defs, "WireAgentRequestParams").iter().find(|(k, _)| *k == kind).map_or("", |(_, d)| *d)]));
+        let _ = writeln!(out, "  {kind}: {{ payload: T.{payload}; result: T.{result}; idField: \"{id_field}\" }};");
+    }
+    out.push_str("}\n\n/** A wire agent request type. */\nexport type WireAgentRequestType = keyof WireAgentRequestMap;\n\n");
+    jsdoc(&mut out, "", "One typed method per wire method. `WireClient` implements `call`.");
+    out.push_str("export abstract class WireMethods {\n");
+    out.push_str("  /** Sends one request and resolves with its result (rejects on a JSON-RPC error). */\n");
+    out.push_str("  protected abstract call<K extends WireMethod>(method: K, params: WireMethodMap[K][\"params\"], options?: RequestOptions): Promise<WireMethodMap[K][\"result\"]>;\n\n");
+    for m in &methods {
+        let camel = m.name.to_lower_camel_case();
+        let mut doc = m.description.to_owned();
+        let _ = write!(doc, "\n\nSends `{}`; resolves with `{}`.", m.name, m.result);
+        jsdoc(&mut out, "  ", &doc);
+        match m.params {
+            Some(p) => {
+                let _ = writeln!(out, "  {camel}(params: T.{p}, options?: RequestOptions): Promise<T.{}> {{\n    return this.call(\"{}\", params, options);\n  }}\n", m.result, m.name);
+            }
+            None => {
+                let _ = writeln!(out, "  {camel}(options?: RequestOptions): Promise<T.{}> {{\n    return this.call(\"{}\", undefined, options);\n  }}\n", m.result, m.name);
+            }
+        }
+    }
+    out.truncate(out.trim_end().len());
+    out.push_str("\n}\n");
+    out
+}
+
+/// `clients/python/src/agentwire_client/wire_protocol.py`: the wire dialect's typed methods and
+/// event / agent-request model maps.
+pub fn python_wire(bundle: &Value) -> String {
+    let defs = defs(bundle);
+    let mut out = String::new();
+    let _ = writeln!(out, "# {HEADER_NOTE}");
+    out.push_str(
+        "\"\"\"The JSON-RPC wire dialect's protocol layer: one typed method per wire method, and the\n\
+         models of its events and agent requests.\"\"\"\n\n\
+         from __future__ import annotations\n\n\
+         from typing import Any, Dict, List, Literal, Optional, Tuple, Union\n\n\
+         from . import models as m\n\n",
+    );
+    out.push_str("#: The model of each wire method's result (`x-result`).\nWIRE_RESULT_MODELS: Dict[str, Any] = {\n");
+    for mth in wire_methods(defs) {
+        let _ = writeln!(out, "    \"{}\": m.{},", mth.name, mth.result);
+    }
+    out.push_str("}\n\n#: The payload model of each wire event type.\nWIRE_EVENT_MODELS: Dict[str, Any] = {\n");
+    for (kind, payload, _) in wire_events(defs) {
+        let _ = writeln!(out, "    \"{kind}\": m.{payload},");
+    }
+    out.push_str("}\n\n#: Each agent request type: (payload model, result model, the result field carrying the request id).\nWIRE_AGENT_REQUESTS: Dict[str, Tuple[Any, Any, str]] = {\n");
+    for (kind, payload, result, id_field) in wire_agent_requests(defs) {
+        let _ = writeln!(out, "    \"{kind}\": (m.{payload}, m.{result}, \"{id_field}\"),");
+    }
+    out.push_str("}\n\n\nclass WireMethods:\n");
+    py_docstring(&mut out, "    ", "One typed method per wire method. `WireClient` implements `_call`.");
+    out.push_str(
+        "\n    async def _call(self, method: str, params: Optional[Dict[str, Any]], result_model: Any, timeout: Optional[float]) -> Any:\n\
+         \x20       raise NotImplementedError\n",
+    );
+    for mth in wire_methods(defs) {
+        let name = py_name(mth.name);
+        let mut sig = String::new();
+        let mut body = String::new();
+        let mut args_doc = String::new();
+        if let Some(p) = mth.params {
+            let d = &defs[p];
+            let required: Vec<&str> = d["required"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            let props = d["properties"].as_object().expect("params are objects");
+            let ordered = props.iter().filter(|(k, _)| required.contains(&k.as_str())).chain(props.iter().filter(|(k, _)| !required.contains(&k.as_str())));
+            for (k, schema) in ordered {
+                let arg = py_name(k);
+                let ty = py_type(defs, schema);
+                if required.contains(&k.as_str()) {
+                    let _ = write!(sig, ", {arg}: {ty}");
+                    let _ = writeln!(body, "        params[\"{k}\"] = {arg}");
+                } else {
+                    let _ = write!(sig, ", {arg}: Optional[{ty}] = None");
+                    let _ = writeln!(body, "        if {arg} is not None:\n            params[\"{k}\"] = {arg}");
+                }
+                let _ = writeln!(args_doc, "    {arg}: {}", description(schema).replace('\n', " "));
+            }
+        }
+        let _ = writeln!(args_doc, "    timeout: Seconds to wait for the result (default: the client's).");
+        let _ = writeln!(out, "\n    async def {name}(self, *{sig}, timeout: Optional[float] = None) -> m.{}:", mth.result);
+        let doc = format!("{}\n\nSends `{}`.\n\nArgs:\n{args_doc}", mth.description, mth.name);
+        py_docstring(&mut out, "        ", doc.trim_end());
+        if mth.params.is_some() {
+            out.push_str("        params: Dict[str, Any] = {}\n");
+            out.push_str(&body);
+            let _ = writeln!(out, "        result: m.{} = await self._call(\"{}\", params, m.{}, timeout)\n        return result", mth.result, mth.name, mth.result);
+        } else {
+            let _ = writeln!(out, "        result: m.{} = await self._call(\"{}\", None, m.{}, timeout)\n        return result", mth.result, mth.name, mth.result);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,6 +711,22 @@ mod tests {
         assert!(ts.contains("  cycle_model: T.CycleModelResult | null;"));
         assert!(py.contains("async def set_model(self, *, provider: str, model_id: str, timeout: Optional[float] = None) -> m.Model:"));
         assert!(py.contains("frame[\"modelId\"] = model_id"));
+    }
+
+    #[test]
+    fn wire_layers_cover_every_method_event_and_agent_request() {
+        let b = bundle();
+        let ts = typescript_wire(&b);
+        let py = python_wire(&b);
+        for m in crate::protocol::generated::WIRE_METHODS {
+            assert!(ts.contains(&format!("  {}: {{ params: ", m.name)), "{}", m.name);
+            assert!(py.contains(&format!("    async def {}(self, *", py_name(m.name))), "{}", m.name);
+        }
+        assert!(ts.contains("  setPlanMode(params: T.WireSetPlanModeParams, options?: RequestOptions): Promise<T.WireSetPlanModeResult> {"));
+        assert!(ts.contains("  cancel(options?: RequestOptions): Promise<T.WireEmptyResult> {"));
+        assert!(ts.contains("  ToolCallRequest: { payload: T.WireToolCallRequestPayload; result: T.WireToolCallResult; idField: \"tool_call_id\" };"));
+        assert!(ts.contains("  TurnBegin: T.WireTurnBeginPayload;"));
+        assert!(py.contains("async def prompt(self, *, user_input: Union[str, List[m.WireContentPart]], timeout: Optional[float] = None) -> m.WirePromptResult:"), "{py}");
     }
 
     #[test]

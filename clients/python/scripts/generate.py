@@ -3,6 +3,7 @@
 
 - ``models.py``: datamodel-code-generator (pydantic v2) on ``agentwire codegen input --target python``
 - ``protocol.py``: ``agentwire codegen python`` (command -> response model, typed methods, event map)
+- ``wire_protocol.py``: ``agentwire codegen python-wire`` (the JSON-RPC wire dialect's methods and maps)
 
 With ``--check`` nothing is written; the exit code is 1 when a committed file differs.
 The binary: ``$AGENTWIRE_BIN``, else ``../../target/debug/agentwire`` (run ``cargo build`` first).
@@ -75,7 +76,11 @@ def generate() -> Dict[Path, str]:
     while lines and lines[0].startswith("#"):
         lines.pop(0)
     models = HEADER + "".join(lines)
-    return {PACKAGE / "models.py": models, PACKAGE / "protocol.py": run("codegen", "python")}
+    return {
+        PACKAGE / "models.py": models,
+        PACKAGE / "protocol.py": run("codegen", "python"),
+        PACKAGE / "wire_protocol.py": run("codegen", "python-wire"),
+    }
 
 
 def main() -> int:

@@ -2,6 +2,7 @@
 // Regenerates src/generated/ from the schema compiled into the agentwire binary:
 //   types.ts    — json-schema-to-typescript on `agentwire codegen input --target typescript`
 //   protocol.ts — `agentwire codegen typescript` (command → response map, typed methods, event map)
+//   wire.ts     — `agentwire codegen typescript-wire` (the JSON-RPC wire dialect's methods and maps)
 // With --check nothing is written; the exit code is 1 when a committed file differs.
 // The binary: $AGENTWIRE_BIN, else ../../target/debug/agentwire (run `cargo build` first).
 import { execFileSync } from "node:child_process";
@@ -33,6 +34,7 @@ const types = await compile(input, "AgentwireProtocol", {
 const files = {
   "src/generated/types.ts": types,
   "src/generated/protocol.ts": agentwire("codegen", "typescript"),
+  "src/generated/wire.ts": agentwire("codegen", "typescript-wire"),
 };
 
 const check = process.argv.includes("--check");

@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 
+import { Connection, withDeadline, type ConnectionTarget } from "./connection.js";
 import { AgentCommandError, AgentExitedError, EventBufferOverflowError, RequestTimeoutError, type ExitInfo } from "./errors.js";
-import { LineSplitter, encodeFrame } from "./framing.js";
 import type { RequestOptions } from "./options.js";
 import {
   CommandMethods,
@@ -114,6 +113,7 @@ export class AgentClient extends CommandMethods {
   /** Resolves when the process exits (or its output ends); never rejects. */
   readonly exited: Promise<ExitInfo>;
 
+  private readonly connection: Connection;
   private readonly pending = new Map<string, Pending>();
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly frameListeners = new Set<(frame: AgentFrame) => void>();
@@ -122,63 +122,36 @@ export class AgentClient extends CommandMethods {
   private readonly hostToolCalls = new Map<string, AbortController>();
   private readonly dialogs = new Map<string, AbortController>();
   private readonly requestTimeoutMs: number;
-  private readonly stderrTailBytes: number;
   private readonly eventBufferLimit: number;
   private uiHandler: UiHandler;
   private nextId = 1;
-  private stderrTail = "";
-  private exitInfo: ExitInfo | undefined;
-  private resolveExited!: (info: ExitInfo) => void;
 
-  private constructor(
-    private readonly input: Writable,
-    output: Readable,
-    private readonly child: ChildProcess | undefined,
-    options: AgentClientOptions,
-  ) {
+  private constructor(target: ConnectionTarget, options: AgentClientOptions) {
     super();
     this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
-    this.stderrTailBytes = options.stderrTailBytes ?? 8192;
     this.eventBufferLimit = options.eventBufferLimit ?? 100_000;
     this.uiHandler = options.uiHandler ?? defaultUiHandler;
-    this.exited = new Promise((resolve) => {
-      this.resolveExited = resolve;
-    });
-    const splitter = new LineSplitter();
-    output.on("data", (chunk: Buffer | string) => {
-      for (const line of splitter.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)) this.handleLine(line);
-    });
-    output.on("end", () => {
-      const tail = splitter.flush();
-      if (tail !== undefined) this.handleLine(tail);
-      if (!child) this.finish({ code: null, signal: null, stderrTail: this.stderrTail });
-    });
-    // A write after the process died must not crash the host.
-    input.on("error", () => undefined);
+    this.connection = new Connection(target, { line: (line) => this.handleLine(line), exit: (info) => this.finish(info) }, options.stderrTailBytes);
+    this.exited = this.connection.exited;
   }
 
   /** Starts `command args` and speaks the protocol on its stdin/stdout. */
   static spawn(command: string, args: readonly string[] = [], options: SpawnOptions = {}): AgentClient {
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] });
-    if (!child.stdin || !child.stdout || !child.stderr) throw new Error("spawn gave no stdio pipes");
-    const client = new AgentClient(child.stdin, child.stdout, child, options);
-    child.stderr.on("data", (chunk: Buffer) => client.keepStderr(chunk.toString("utf8")));
-    child.on("error", (error) => {
-      client.keepStderr(`${error.message}\n`);
-      client.finish({ code: null, signal: null, stderrTail: client.stderrTail });
-    });
-    child.on("close", (code, signal) => client.finish({ code, signal, stderrTail: client.stderrTail }));
-    return client;
+    return new AgentClient(Connection.spawnTarget(command, args, options), options);
   }
 
   /** Speaks the protocol over given streams (`input` is the agent's stdin, `output` its stdout). */
   static attach(input: Writable, output: Readable, options: AgentClientOptions = {}): AgentClient {
-    return new AgentClient(input, output, undefined, options);
+    return new AgentClient({ input, output }, options);
   }
 
   /** The process id, when spawned. */
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.connection.pid;
+  }
+
+  private get exitInfo(): ExitInfo | undefined {
+    return this.connection.exitInfo;
   }
 
   /** Replaces the UI handler. */
@@ -307,27 +280,15 @@ export class AgentClient extends CommandMethods {
 
   /** Sends a raw frame (a command without a typed method, or a deliberate test of bad input). */
   sendFrame(frame: unknown): void {
-    this.input.write(encodeFrame(frame));
+    this.connection.write(frame);
   }
 
   /**
    * Ends stdin and waits for the process to exit; after `graceMs` (default 2 000) sends SIGTERM,
    * and SIGKILL after as long again.
    */
-  async close(graceMs = 2000): Promise<ExitInfo> {
-    if (!this.exitInfo) this.input.end();
-    const child = this.child;
-    if (child) {
-      const timer = setTimeout(() => {
-        child.kill("SIGTERM");
-        setTimeout(() => child.kill("SIGKILL"), graceMs).unref();
-      }, graceMs);
-      timer.unref();
-      const info = await this.exited;
-      clearTimeout(timer);
-      return info;
-    }
-    return this.exited;
+  close(graceMs = 2000): Promise<ExitInfo> {
+    return this.connection.close(graceMs);
   }
 
   protected override send<K extends CommandType>(type: K, params: CommandParams<K>, options?: RequestOptions): Promise<CommandResponseMap[K]> {
@@ -344,38 +305,21 @@ export class AgentClient extends CommandMethods {
     const response = new Promise<unknown>((resolve, reject) => {
       this.pending.set(id, { command: type, resolve, reject, cleanup: () => this.pending.delete(id) });
     });
-    this.input.write(encodeFrame({ id, type, ...params }));
+    this.connection.write({ id, type, ...params });
     const timeoutMs = options.timeoutMs ?? this.requestTimeoutMs;
     return this.race(response, type, { timeoutMs, signal: options.signal }).finally(() => this.pending.delete(id));
   }
 
   private race<V>(promise: Promise<V>, command: string, options: { timeoutMs: number; signal: AbortSignal | undefined }): Promise<V> {
-    const { timeoutMs, signal } = options;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<V>((resolve, reject) => {
-      const timer = timeoutMs > 0 ? setTimeout(() => reject(new RequestTimeoutError(command, timeoutMs)), timeoutMs) : undefined;
-      const onAbort = () => reject(signal?.reason);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      promise.then(resolve, reject).finally(() => {
-        if (timer) clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-      });
-    });
-  }
-
-  private keepStderr(text: string): void {
-    this.stderrTail = (this.stderrTail + text).slice(-this.stderrTailBytes);
+    return withDeadline(promise, { ...options, onTimeout: () => new RequestTimeoutError(command, options.timeoutMs) });
   }
 
   private finish(info: ExitInfo): void {
-    if (this.exitInfo) return;
-    this.exitInfo = info;
     for (const pending of [...this.pending.values()]) pending.reject(new AgentExitedError(info));
     this.pending.clear();
     for (const controller of [...this.hostToolCalls.values(), ...this.dialogs.values()]) controller.abort(new AgentExitedError(info));
     this.hostToolCalls.clear();
     this.dialogs.clear();
-    this.resolveExited(info);
   }
 
   private handleLine(line: string): void {

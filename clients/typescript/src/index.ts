@@ -21,3 +21,13 @@ export { LineSplitter, encodeFrame } from "./framing.js";
 export type { RequestOptions } from "./options.js";
 export * from "./generated/protocol.js";
 export type * from "./generated/types.js";
+export {
+  WireClient,
+  WireRequestError,
+  type WireClientOptions,
+  type WireEventEnvelope,
+  type WirePromptOutcome,
+  type WireRequestHandler,
+} from "./wire-client.js";
+export * from "./generated/wire.js";
+export { Connection, type ConnectionTarget } from "./connection.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { AgentClient, type AgentClientOptions } from "../src/index.js";
+import { AgentClient, WireClient, type AgentClientOptions } from "../src/index.js";
 
 /** The package root (tests run from dist/test/). */
 export const packageRoot = resolve(fileURLToPath(import.meta.url), "../../..");
@@ -34,6 +34,18 @@ export class Sandbox {
       agentwireBin,
       ["--mode", "rpc", "--model-script", scriptPath, "--session-dir", join(this.dir, "sessions"), "--cwd", this.dir, ...extraArgs],
       { env, requestTimeoutMs: 10_000, ...options },
+    );
+  }
+
+  /** Spawns agentwire in wire mode (JSON-RPC) on the offline model with `script`. */
+  spawnWire(script: ScriptEntry[] = [], extraArgs: string[] = []): WireClient {
+    const scriptPath = join(this.dir, `script-${Math.random().toString(36).slice(2)}.jsonl`);
+    writeFileSync(scriptPath, script.map((e) => JSON.stringify(e)).join("\n") + (script.length ? "\n" : ""));
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: this.dir, AGENTWIRE_CONFIG_DIR: join(this.dir, "config") };
+    return WireClient.spawn(
+      agentwireBin,
+      ["--mode", "wire", "--model-script", scriptPath, "--session-dir", join(this.dir, "sessions"), "--cwd", this.dir, ...extraArgs],
+      { env, requestTimeoutMs: 10_000 },
     );
   }
 
