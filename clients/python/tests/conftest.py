@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
-from agentwire_client import AgentClient
+from agentwire_client import AgentClient, WireClient
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 AGENTWIRE_BIN = os.environ.get("AGENTWIRE_BIN") or str(PACKAGE_ROOT.parent.parent / "target" / "debug" / "agentwire")
@@ -30,6 +30,15 @@ class Sandbox:
         args: List[str] = ["--mode", "rpc", "--model-script", str(path), "--session-dir", str(self.dir / "sessions"), "--cwd", str(self.dir), *extra_args]
         options.setdefault("request_timeout", 10.0)
         return await AgentClient.spawn(AGENTWIRE_BIN, *args, env=env, **options)
+
+
+    async def spawn_wire(self, script: Sequence[Dict[str, Any]] = (), extra_args: Sequence[str] = ()) -> WireClient:
+        """Spawns agentwire in wire mode (JSON-RPC) on the offline model with ``script``."""
+        path = self.dir / f"script-{uuid.uuid4().hex}.jsonl"
+        path.write_text("".join(json.dumps(entry) + "\n" for entry in script))
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.dir), "AGENTWIRE_CONFIG_DIR": str(self.dir / "config")}
+        args: List[str] = ["--mode", "wire", "--model-script", str(path), "--session-dir", str(self.dir / "sessions"), "--cwd", str(self.dir), *extra_args]
+        return await WireClient.spawn(AGENTWIRE_BIN, *args, env=env, request_timeout=10.0)
 
 
 @pytest.fixture

@@ -206,6 +206,20 @@ async def test_unknown_frames_and_fields_are_passed_through() -> None:
     assert invalid == [b"not json"]
 
 
+async def test_a_failing_listener_is_logged_and_reading_goes_on(sandbox: Sandbox, caplog: pytest.LogCaptureFixture) -> None:
+    client = await sandbox.spawn([{"text": "still here"}])
+    async with client:
+
+        def broken(frame: Frame) -> None:
+            raise RuntimeError("listener bug")
+
+        client.on("agent_start", broken)
+        outcome = await asyncio.wait_for(client.prompt_and_wait("hi"), 10)
+        assert streamed_text(outcome.events) == "still here"
+        assert (await client.get_state()).isStreaming is False
+    assert any("listener bug" in (r.exc_text or "") or (r.exc_info and "listener bug" in str(r.exc_info[1])) for r in caplog.records)
+
+
 async def test_pending_requests_fail_with_exit_code_and_stderr_tail() -> None:
     client = await AgentClient.spawn("sh", "-c", "read line; echo 'fatal: out of cheese' >&2; exit 3")
     with pytest.raises(AgentExitedError) as info:

@@ -1,14 +1,15 @@
 """Typed asyncio client for agents speaking the JSONL RPC protocol (agentwire, pi, oh-my-pi) over
 stdio. The pydantic models (:mod:`agentwire_client.models`) and the command methods
-(:mod:`agentwire_client.protocol`) are generated from agentwire's JSON Schema."""
+(:mod:`agentwire_client.protocol`, :mod:`agentwire_client.wire_protocol`) are generated from
+agentwire's JSON Schema. :class:`AgentClient` speaks the JSONL RPC dialect, :class:`WireClient`
+the JSON-RPC 2.0 wire dialect."""
 
 from . import models
+from ._connection import AgentExitedError, ExitInfo
 from .client import (
     AgentClient,
     AgentCommandError,
-    AgentExitedError,
     EventBufferOverflowError,
-    ExitInfo,
     Frame,
     HostToolContext,
     HostToolHandler,
@@ -22,6 +23,7 @@ from .client import (
     parse_frame,
 )
 from .protocol import COMMAND_TYPES, EVENT_MODELS, RESPONSE_MODELS, AgentEvent
+from .wire import WireClient, WireEvent, WirePromptOutcome, WireRequestError, WireRequestHandler, WireTimeoutError
 
 __all__ = [
     "AgentClient",
@@ -42,6 +44,12 @@ __all__ = [
     "UiContext",
     "UiHandler",
     "UiRequest",
+    "WireClient",
+    "WireEvent",
+    "WirePromptOutcome",
+    "WireRequestError",
+    "WireRequestHandler",
+    "WireTimeoutError",
     "default_ui_handler",
     "models",
     "parse_frame",

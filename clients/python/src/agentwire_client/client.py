@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import signal as signal_module
 from dataclasses import dataclass, field
 from typing import (
     Any,
@@ -16,14 +15,14 @@ from typing import (
     List,
     Mapping,
     Optional,
-    Protocol,
     Set,
     Union,
 )
 
-from pydantic import BaseModel, RootModel, TypeAdapter
+from pydantic import RootModel, TypeAdapter
 
 from . import models as m
+from ._connection import AgentExitedError, Connection, ExitInfo, Writer, jsonable, spawn_process
 from .protocol import EVENT_MODELS, AgentEvent, CommandMethods, EventSubscriptions, Handler
 
 #: Any frame read from the agent: a known event or UI / host tool frame as its model, a response,
@@ -62,19 +61,6 @@ _UI_REQUEST_TYPES = (
 )
 
 DIALOG_METHODS = frozenset({"select", "confirm", "input", "editor"})
-LINE_LIMIT = 256 * 1024 * 1024
-
-
-@dataclass
-class ExitInfo:
-    """How the agent process ended."""
-
-    #: Exit code; None when killed by a signal or when attached to streams.
-    code: Optional[int]
-    #: Name of the signal that ended it (``"SIGKILL"``), if any.
-    signal: Optional[str]
-    #: The last bytes the process wrote to stderr.
-    stderr_tail: str
 
 
 class AgentCommandError(Exception):
@@ -85,16 +71,6 @@ class AgentCommandError(Exception):
         self.command = command
         self.reason = reason
         self.code = code
-
-
-class AgentExitedError(Exception):
-    """The agent process exited (or its output ended) before answering."""
-
-    def __init__(self, exit: ExitInfo) -> None:
-        how = f"signal {exit.signal}" if exit.signal else f"code {exit.code}"
-        tail = exit.stderr_tail.strip()
-        super().__init__(f"agent exited ({how}) before answering" + (f"; stderr: {tail}" if tail else ""))
-        self.exit = exit
 
 
 class RequestTimeoutError(asyncio.TimeoutError):
@@ -166,28 +142,10 @@ class PromptOutcome:
     accepted: Optional[m.PromptAccepted]
 
 
-class _Writer(Protocol):
-    def write(self, data: bytes) -> Any: ...
-
-    async def drain(self) -> None: ...
-
-    def close(self) -> Any: ...
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 def _tool_result(value: ToolResult) -> Any:
     if isinstance(value, str):
         return {"content": [{"type": "text", "text": value}]}
-    return _jsonable(value)
+    return jsonable(value)
 
 
 _adapters: Dict[Any, TypeAdapter[Any]] = {}
@@ -232,7 +190,7 @@ class AgentClient(CommandMethods, EventSubscriptions):
     def __init__(
         self,
         reader: asyncio.StreamReader,
-        writer: _Writer,
+        writer: Writer,
         process: Optional[asyncio.subprocess.Process] = None,
         *,
         request_timeout: Optional[float] = 60.0,
@@ -240,12 +198,8 @@ class AgentClient(CommandMethods, EventSubscriptions):
         stderr_tail_bytes: int = 8192,
         event_buffer_limit: int = 100_000,
     ) -> None:
-        self._reader = reader
-        self._writer = writer
-        self._process = process
         self._request_timeout = request_timeout
         self._ui_handler: UiHandler = ui_handler or default_ui_handler
-        self._stderr_tail_bytes = stderr_tail_bytes
         self._event_buffer_limit = event_buffer_limit
         self._pending: Dict[str, "asyncio.Future[Any]"] = {}
         self._pending_models: Dict[str, Any] = {}
@@ -257,12 +211,8 @@ class AgentClient(CommandMethods, EventSubscriptions):
         self._host_tool_contexts: Dict[str, HostToolContext] = {}
         self._dialogs: Dict[str, UiContext] = {}
         self._background: Set["asyncio.Task[Any]"] = set()
-        self._stderr_task: Optional["asyncio.Task[None]"] = None
         self._next_id = 1
-        self._stderr_tail = ""
-        self._exit: Optional[ExitInfo] = None
-        self._exited: asyncio.Event = asyncio.Event()
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        self._connection = Connection(reader, writer, process, self._handle_line, self._finish, stderr_tail_bytes)
 
     @classmethod
     async def spawn(
@@ -277,16 +227,7 @@ class AgentClient(CommandMethods, EventSubscriptions):
         event_buffer_limit: int = 100_000,
     ) -> "AgentClient":
         """Starts ``program args`` and speaks the protocol on its stdin/stdout."""
-        process = await asyncio.create_subprocess_exec(
-            program,
-            *args,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=LINE_LIMIT,
-        )
+        process = await spawn_process(program, args, cwd, env)
         assert process.stdin is not None and process.stdout is not None
         client = cls(
             process.stdout,
@@ -297,29 +238,26 @@ class AgentClient(CommandMethods, EventSubscriptions):
             stderr_tail_bytes=stderr_tail_bytes,
             event_buffer_limit=event_buffer_limit,
         )
-        client._stderr_task = asyncio.get_running_loop().create_task(client._read_stderr())
         return client
 
     @classmethod
-    def attach(cls, reader: asyncio.StreamReader, writer: _Writer, **options: Any) -> "AgentClient":
+    def attach(cls, reader: asyncio.StreamReader, writer: Writer, **options: Any) -> "AgentClient":
         """Speaks the protocol over given streams (``writer`` is the agent's stdin)."""
         return cls(reader, writer, None, **options)
 
     @property
     def pid(self) -> Optional[int]:
         """The process id, when spawned."""
-        return self._process.pid if self._process else None
+        return self._connection.pid
 
     @property
     def exit_info(self) -> Optional[ExitInfo]:
         """How the process ended, once it has."""
-        return self._exit
+        return self._connection.exit_info
 
     async def wait_closed(self) -> ExitInfo:
         """Waits until the process exits (or its output ends)."""
-        await self._exited.wait()
-        assert self._exit is not None
-        return self._exit
+        return await self._connection.wait_closed()
 
     def set_ui_handler(self, handler: Optional[UiHandler]) -> None:
         """Replaces the UI handler (None restores :func:`default_ui_handler`)."""
@@ -358,7 +296,7 @@ class AgentClient(CommandMethods, EventSubscriptions):
                 queue.put_nowait(frame)
 
         unsubscribe = self.on_frame(push)
-        closer = asyncio.get_running_loop().create_task(self._exited.wait())
+        closer = asyncio.get_running_loop().create_task(self._connection.exited.wait())
         closer.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while True:
@@ -426,33 +364,12 @@ class AgentClient(CommandMethods, EventSubscriptions):
 
     async def send_frame(self, frame: Mapping[str, Any]) -> None:
         """Writes one raw frame (a sub-protocol answer, or a deliberate test of bad input)."""
-        if self._exit is not None:
-            return
-        try:
-            self._writer.write(json.dumps(_jsonable(dict(frame)), ensure_ascii=False).encode() + b"\n")
-            await self._writer.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        await self._connection.write(frame)
 
     async def close(self, grace: float = 2.0) -> ExitInfo:
         """Closes stdin and waits for the process to exit; after ``grace`` seconds sends
         SIGTERM, and SIGKILL after as long again."""
-        if self._exit is None:
-            try:
-                self._writer.close()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-        process = self._process
-        if process is not None:
-            for send in (None, process.terminate, process.kill):
-                if send is not None and process.returncode is None:
-                    send()
-                try:
-                    await asyncio.wait_for(asyncio.shield(self._exited.wait()), grace)
-                    break
-                except asyncio.TimeoutError:
-                    continue
-        return await self.wait_closed()
+        return await self._connection.close(grace)
 
     async def __aenter__(self) -> "AgentClient":
         return self
@@ -471,8 +388,8 @@ class AgentClient(CommandMethods, EventSubscriptions):
         return request_id
 
     async def _request(self, frame: Dict[str, Any], response_model: Any, timeout: Optional[float], request_id: Optional[str]) -> Any:
-        if self._exit is not None:
-            raise AgentExitedError(self._exit)
+        if self._connection.exit_info is not None:
+            raise AgentExitedError(self._connection.exit_info)
         request_id = request_id or self._allocate_id()
         future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
@@ -490,15 +407,15 @@ class AgentClient(CommandMethods, EventSubscriptions):
             self._pending_models.pop(request_id, None)
 
     async def _until_exit(self, future: "asyncio.Future[Any]", command: str, timeout: Optional[float]) -> Any:
-        exited = asyncio.get_running_loop().create_task(self._exited.wait())
+        exited = asyncio.get_running_loop().create_task(self._connection.exited.wait())
         try:
             done, _ = await asyncio.wait({future, exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             exited.cancel()
         if future in done:
             return future.result()
-        if self._exit is not None:
-            raise AgentExitedError(self._exit)
+        if self._connection.exit_info is not None:
+            raise AgentExitedError(self._connection.exit_info)
         raise RequestTimeoutError(command, timeout or 0)
 
     def _spawn_background(self, coro: Awaitable[Any]) -> None:
@@ -506,51 +423,16 @@ class AgentClient(CommandMethods, EventSubscriptions):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _read_stderr(self) -> None:
-        assert self._process is not None and self._process.stderr is not None
-        while True:
-            chunk = await self._process.stderr.read(4096)
-            if not chunk:
-                return
-            self._stderr_tail = (self._stderr_tail + chunk.decode("utf-8", "replace"))[-self._stderr_tail_bytes :]
-
-    async def _read_loop(self) -> None:
-        try:
-            while True:
-                try:
-                    line = await self._reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError as eof:
-                    if eof.partial:
-                        await self._handle_line(eof.partial)
-                    break
-                await self._handle_line(line)
-        except (ConnectionResetError, BrokenPipeError):
-            pass
-        await self._finish()
-
-    async def _finish(self) -> None:
-        code: Optional[int] = None
-        sig: Optional[str] = None
-        if self._process is not None:
-            returncode = await self._process.wait()
-            if self._stderr_task is not None:
-                # Let the stderr reader take the process's last words.
-                await asyncio.gather(self._stderr_task, return_exceptions=True)
-            if returncode < 0:
-                sig = signal_module.Signals(-returncode).name
-            else:
-                code = returncode
-        self._exit = ExitInfo(code=code, signal=sig, stderr_tail=self._stderr_tail)
+    def _finish(self, info: ExitInfo) -> None:
         for future in self._pending.values():
             if not future.done():
-                future.set_exception(AgentExitedError(self._exit))
+                future.set_exception(AgentExitedError(info))
         for task in self._host_tool_calls.values():
             task.cancel()
         for ctx in self._host_tool_contexts.values():
             ctx.cancelled.set()
         for dialog in self._dialogs.values():
             dialog.withdrawn.set()
-        self._exited.set()
 
     async def _handle_line(self, line: bytes) -> None:
         if not line.strip():

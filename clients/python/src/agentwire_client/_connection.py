@@ -1,0 +1,184 @@
+"""The stdio transport shared by both clients: LF-only lines, frame writing, the stderr tail, the
+exit (once), and the close ladder (close stdin, then SIGTERM, then SIGKILL)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal as signal_module
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Mapping, Optional, Protocol
+
+from pydantic import BaseModel
+
+_log = logging.getLogger("agentwire_client")
+
+#: Longest line read from the agent.
+LINE_LIMIT = 256 * 1024 * 1024
+
+
+@dataclass
+class ExitInfo:
+    """How the agent process ended."""
+
+    #: Exit code; None when killed by a signal or when attached to streams.
+    code: Optional[int]
+    #: Name of the signal that ended it (``"SIGKILL"``), if any.
+    signal: Optional[str]
+    #: The last bytes the process wrote to stderr.
+    stderr_tail: str
+
+
+class AgentExitedError(Exception):
+    """The agent process exited (or its output ended) before answering."""
+
+    def __init__(self, exit: ExitInfo) -> None:
+        how = f"signal {exit.signal}" if exit.signal else f"code {exit.code}"
+        tail = exit.stderr_tail.strip()
+        super().__init__(f"agent exited ({how}) before answering" + (f"; stderr: {tail}" if tail else ""))
+        self.exit = exit
+
+
+class Writer(Protocol):
+    """The agent's stdin (an ``asyncio.StreamWriter`` or anything shaped like one)."""
+
+    def write(self, data: bytes) -> Any: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> Any: ...
+
+
+def jsonable(value: Any) -> Any:
+    """Pydantic models (and containers of them) as plain JSON values, by their wire names."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+async def spawn_process(program: str, args: Any, cwd: Optional[str], env: Optional[Mapping[str, str]]) -> asyncio.subprocess.Process:
+    """Starts the agent with piped stdio."""
+    return await asyncio.create_subprocess_exec(
+        program,
+        *args,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=LINE_LIMIT,
+    )
+
+
+class Connection:
+    """Reads lines from ``reader`` into ``on_line`` until EOF, then calls ``on_exit`` once."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: Writer,
+        process: Optional[asyncio.subprocess.Process],
+        on_line: Callable[[bytes], Awaitable[None]],
+        on_exit: Callable[[ExitInfo], None],
+        stderr_tail_bytes: int = 8192,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._process = process
+        self._on_line = on_line
+        self._on_exit = on_exit
+        self._stderr_tail_bytes = stderr_tail_bytes
+        self._stderr_tail = ""
+        self.exit_info: Optional[ExitInfo] = None
+        self.exited = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._stderr_task = loop.create_task(self._read_stderr()) if process is not None and process.stderr is not None else None
+        self._read_task = loop.create_task(self._read_loop())
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The process id, when spawned."""
+        return self._process.pid if self._process else None
+
+    async def write(self, frame: Mapping[str, Any]) -> None:
+        """Writes one frame as a line (dropped once the agent has exited)."""
+        if self.exit_info is not None:
+            return
+        try:
+            self._writer.write(json.dumps(jsonable(dict(frame)), ensure_ascii=False).encode() + b"\n")
+            await self._writer.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    async def wait_closed(self) -> ExitInfo:
+        """Waits until the agent exits (or its output ends)."""
+        await self.exited.wait()
+        assert self.exit_info is not None
+        return self.exit_info
+
+    async def close(self, grace: float = 2.0) -> ExitInfo:
+        """Closes stdin and waits for the exit; SIGTERM after ``grace`` seconds, SIGKILL after as long again."""
+        if self.exit_info is None:
+            try:
+                self._writer.close()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        process = self._process
+        if process is not None:
+            for send in (None, process.terminate, process.kill):
+                if send is not None and process.returncode is None:
+                    send()
+                try:
+                    await asyncio.wait_for(asyncio.shield(self.exited.wait()), grace)
+                    break
+                except asyncio.TimeoutError:
+                    continue
+        return await self.wait_closed()
+
+    async def _read_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        while True:
+            chunk = await self._process.stderr.read(4096)
+            if not chunk:
+                return
+            self._stderr_tail = (self._stderr_tail + chunk.decode("utf-8", "replace"))[-self._stderr_tail_bytes :]
+
+    async def _deliver(self, line: bytes) -> None:
+        # A listener or handler that raises is the caller's bug, not the agent's: it is logged
+        # (like an exception in an asyncio callback) and the next line is read as usual.
+        try:
+            await self._on_line(line)
+        except Exception:
+            _log.exception("a listener failed on a line from the agent")
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                try:
+                    line = await self._reader.readuntil(b"\n")
+                except asyncio.IncompleteReadError as eof:
+                    if eof.partial:
+                        await self._deliver(eof.partial)
+                    break
+                await self._deliver(line)
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        code: Optional[int] = None
+        sig: Optional[str] = None
+        if self._process is not None:
+            returncode = await self._process.wait()
+            if self._stderr_task is not None:
+                # Let the stderr reader take the process's last words.
+                await asyncio.gather(self._stderr_task, return_exceptions=True)
+            if returncode < 0:
+                sig = signal_module.Signals(-returncode).name
+            else:
+                code = returncode
+        self.exit_info = ExitInfo(code=code, signal=sig, stderr_tail=self._stderr_tail)
+        self._on_exit(self.exit_info)
+        self.exited.set()
