@@ -17,6 +17,13 @@ fn corpus() -> Vec<PathBuf> {
     files
 }
 
+/// The kimi-cli recordings imported by `agentwire conformance import --from kimi`.
+fn kimi_imports() -> Vec<PathBuf> {
+    let files = collect(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/kimi")], None);
+    assert!(files.len() >= 27, "tests/conformance/kimi holds {} transcripts", files.len());
+    files
+}
+
 fn adapter(name: &str) -> AgentUnderTest {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/adapters").join(name);
     AgentUnderTest::Adapted { adapter: Box::new(load_adapter(&path).unwrap()), agentwire: PathBuf::from(env!("CARGO_BIN_EXE_agentwire")) }
@@ -38,6 +45,41 @@ fn the_corpus_passes_against_agentwire_over_http_through_an_adapter() {
     let report = run_suite(&corpus(), &options, Some(&baseline), 4);
     assert!(report.passed(), "{}", report.text());
     assert_eq!(report.agent, "agentwire-http");
+}
+
+#[test]
+fn the_kimi_recordings_pass_against_agentwire_except_the_listed_differences() {
+    let baseline = Baseline::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/baselines/agentwire-kimi.txt")).unwrap();
+    let report = run_suite(&kimi_imports(), &options(), Some(&baseline), 4);
+    assert!(report.passed(), "{}", report.text());
+}
+
+#[test]
+fn the_imported_kimi_recordings_are_current() {
+    // Re-imports every recording and compares with the committed transcripts, so a change to
+    // the importer (or to shared/) shows up here. Update: AGENTWIRE_UPDATE_IMPORTS=1.
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference-transcripts/kimi");
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/kimi");
+    let scripts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(source.join("scripts.json")).unwrap()).unwrap();
+    let mut recordings: Vec<PathBuf> = std::fs::read_dir(&source)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && !p.to_string_lossy().ends_with(".http.jsonl") && !p.to_string_lossy().ends_with(".wire_file.jsonl"))
+        .collect();
+    recordings.sort();
+    assert_eq!(recordings.len(), kimi_imports().len(), "one transcript per recording");
+    let update = std::env::var_os("AGENTWIRE_UPDATE_IMPORTS").is_some();
+    for recording in recordings {
+        let text = agentwire::conformance::import::import_kimi(&recording, &scripts).unwrap();
+        let stem = recording.file_stem().unwrap().to_string_lossy().replace(['.', '_'], "-");
+        let target = committed.join(format!("kimi-{stem}.jsonl"));
+        if update {
+            std::fs::write(&target, &text).unwrap();
+        } else {
+            assert_eq!(std::fs::read_to_string(&target).unwrap_or_default(), text, "{} is stale: AGENTWIRE_UPDATE_IMPORTS=1 cargo test --test conformance", target.display());
+        }
+    }
 }
 
 #[test]
@@ -201,7 +243,7 @@ fn the_corpus_covers_every_command_ui_method_and_wire_method_and_the_docs_list_i
             _ => {}
         }
     }
-    for file in corpus() {
+    for file in corpus().into_iter().chain(kimi_imports()) {
         for line in std::fs::read_to_string(&file).unwrap().lines() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
             match v["kind"].as_str().unwrap() {

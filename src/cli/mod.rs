@@ -201,6 +201,26 @@ pub enum ConformanceAction {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Convert recordings of another implementation into transcripts that replay against
+    /// agentwire (implementation-specific values loosened; see docs/conformance.md).
+    Import {
+        /// Whose recordings.
+        #[arg(long, value_enum)]
+        from: ImportFrom,
+        /// Directory to write `<peer>-<scenario>.jsonl` into.
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
+        /// Recording files (`<scenario>.jsonl`).
+        #[arg(required = true)]
+        recordings: Vec<std::path::PathBuf>,
+    },
+}
+
+/// Recordings `agentwire conformance import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFrom {
+    /// kimi-cli `--wire` recordings (`shared/reference-transcripts/kimi/`, with `scripts.json` beside them).
+    Kimi,
 }
 
 /// Report formats.
@@ -296,6 +316,30 @@ pub fn run(cli: Cli) -> ExitCode {
                     Err(e) => fail(&format!("{}: {e}", out.display())),
                 },
                 Err(e) => fail(&e),
+            }
+        }
+        Some(Command::Conformance { action: ConformanceAction::Import { from: ImportFrom::Kimi, out, recordings } }) => {
+            let mut failed = false;
+            for recording in &recordings {
+                let scripts = recording.with_file_name("scripts.json");
+                let converted = std::fs::read_to_string(&scripts)
+                    .map_err(|e| format!("{}: {e}", scripts.display()))
+                    .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{}: {e}", scripts.display())))
+                    .and_then(|scripts| crate::conformance::import::import_kimi(recording, &scripts));
+                let stem = recording.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+                let target = out.join(format!("kimi-{}.jsonl", stem.replace(['.', '_'], "-")));
+                match converted.and_then(|text| std::fs::write(&target, text).map_err(|e| format!("{}: {e}", target.display()))) {
+                    Ok(()) => eprintln!("agentwire: wrote {}", target.display()),
+                    Err(e) => {
+                        eprintln!("agentwire: {e}");
+                        failed = true;
+                    }
+                }
+            }
+            if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
             }
         }
         Some(Command::Conformance { action: ConformanceAction::Run { bin, adapter, baseline, filter, format, frame_timeout, jobs, paths } }) => {

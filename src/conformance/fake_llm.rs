@@ -143,6 +143,15 @@ fn chunks(text: &str, size: usize) -> Vec<String> {
     chars.chunks(size.max(1)).map(|c| c.iter().collect()).collect()
 }
 
+/// A reply's deltas for one block: the exact `…Chunks` list when given, else the string cut by `size`.
+fn deltas(reply: &Value, exact: &str, whole: &str, size: usize) -> Vec<String> {
+    match (reply.get(exact).and_then(Value::as_array), reply.get(whole).and_then(Value::as_str)) {
+        (Some(list), _) => list.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        (None, Some(text)) => chunks(text, size),
+        (None, None) => Vec::new(),
+    }
+}
+
 fn stream_reply(out: &mut TcpStream, reply: &Value, n: u64) -> std::io::Result<()> {
     out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n")?;
     let id = format!("chatcmpl-fake-{n}");
@@ -159,25 +168,25 @@ fn stream_reply(out: &mut TcpStream, reply: &Value, n: u64) -> std::io::Result<(
     };
     send(json!({"role": "assistant", "content": ""}), Value::Null)?;
     let mut produced = 0usize;
-    if let Some(thinking) = reply.get("thinking").and_then(Value::as_str) {
-        for c in chunks(thinking, size) {
-            produced += c.len();
-            send(json!({"reasoning_content": c}), Value::Null)?;
-        }
+    for c in deltas(reply, "thinkingChunks", "thinking", size) {
+        produced += c.len();
+        send(json!({"reasoning_content": c}), Value::Null)?;
     }
-    if let Some(text) = reply.get("text").and_then(Value::as_str) {
-        for c in chunks(text, size) {
-            produced += c.len();
-            send(json!({"content": c}), Value::Null)?;
-        }
+    for c in deltas(reply, "textChunks", "text", size) {
+        produced += c.len();
+        send(json!({"content": c}), Value::Null)?;
     }
     let calls = reply.get("toolCalls").and_then(Value::as_array).cloned().unwrap_or_default();
     for (index, call) in calls.iter().enumerate() {
         let call_id = call.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{n}_{index}"), str::to_owned);
         send(json!({"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": {"name": call["name"], "arguments": ""}}]}), Value::Null)?;
         let arguments = call.get("arguments").map_or_else(|| "{}".to_owned(), Value::to_string);
-        produced += arguments.len();
-        for c in chunks(&arguments, size.max(4)) {
+        let pieces = match call.get("argumentChunks").and_then(Value::as_array) {
+            Some(exact) => exact.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            None => chunks(&arguments, size.max(4)),
+        };
+        for c in pieces {
+            produced += c.len();
             send(json!({"tool_calls": [{"index": index, "function": {"arguments": c}}]}), Value::Null)?;
         }
     }
@@ -234,5 +243,16 @@ mod tests {
         let (_, body) = post(&llm.base_url(), &json!({}));
         assert!(body.contains(&format!(r#""content":"{}""#, &EXHAUSTED_REPLY[..8])), "{body}");
         assert_eq!(llm.requests().len(), 4);
+    }
+
+    #[test]
+    fn exact_deltas_are_streamed_as_given() {
+        let llm = FakeLlm::start(vec![json!({"textChunks": ["Hel", "lo, wor", "ld"], "text": "ignored",
+                                             "toolCalls": [{"name": "ls", "arguments": {"path": "."}, "argumentChunks": ["{\"path\": ", "\".\"}"]}]})])
+        .unwrap();
+        let (_, body) = post(&llm.base_url(), &json!({}));
+        let contents: Vec<&str> = body.match_indices(r#""content":""#).map(|(i, m)| body[i + m.len()..].split('"').next().unwrap()).collect();
+        assert_eq!(contents, ["", "Hel", "lo, wor", "ld"]);
+        assert!(body.contains(r#""arguments":"{\"path\": ""#) && body.contains(r#""arguments":"\".\"}""#), "{body}");
     }
 }

@@ -10,6 +10,7 @@
 //! agentwire's own additions such as `ready`); `unordered` groups match in any order.
 
 pub mod fake_llm;
+pub mod import;
 pub mod record;
 pub mod runner;
 pub mod suite;

@@ -219,6 +219,16 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
     for d in [&home, &config, &work] {
         std::fs::create_dir_all(d).map_err(|e| fail(e.to_string()))?;
     }
+    for (relative, text) in &header.work_files {
+        if Path::new(relative).is_absolute() || relative.split('/').any(|c| c == "..") {
+            return Err(fail(format!("workFiles: {relative:?} must be a relative path inside the work directory")));
+        }
+        let file = work.join(relative);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| fail(e.to_string()))?;
+        }
+        std::fs::write(&file, text).map_err(|e| fail(format!("workFiles: {relative}: {e}")))?;
+    }
     let dialect = match header.dialect {
         crate::protocol::TranscriptHeaderDialect::Rpc => Dialect::Rpc,
         crate::protocol::TranscriptHeaderDialect::Wire => Dialect::Wire,

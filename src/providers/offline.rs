@@ -97,6 +97,8 @@ fn default_reply(request: &ModelRequest) -> ModelScriptEntry {
     ModelScriptEntry {
         thinking: (request.thinking != ThinkingLevel::Off).then_some(thinking),
         text: Some(text),
+        text_chunks: None,
+        thinking_chunks: None,
         tool_calls: None,
         error: None,
         retryable: None,
@@ -130,20 +132,31 @@ fn play(entry: &ModelScriptEntry, call: u64) -> Vec<Timed> {
     let mut out = Vec::new();
     let mut push = |chunk| out.push(Timed { delay, chunk });
     let mut streamed_chars = 0;
-    if let Some(thinking) = &entry.thinking {
-        streamed_chars += thinking.chars().count();
-        chunks(thinking, size).into_iter().for_each(|c| push(ModelChunk::Thinking(c)));
+    // Exact deltas (`thinkingChunks` / `textChunks`) win over a string cut by `chunkSize`.
+    let deltas = |exact: &Option<Vec<String>>, whole: &Option<String>| match (exact, whole) {
+        (Some(exact), _) => exact.clone(),
+        (None, Some(whole)) => chunks(whole, size),
+        (None, None) => Vec::new(),
+    };
+    for c in deltas(&entry.thinking_chunks, &entry.thinking) {
+        streamed_chars += c.chars().count();
+        push(ModelChunk::Thinking(c));
     }
-    if let Some(text) = &entry.text {
-        streamed_chars += text.chars().count();
-        chunks(text, size).into_iter().for_each(|c| push(ModelChunk::Text(c)));
+    for c in deltas(&entry.text_chunks, &entry.text) {
+        streamed_chars += c.chars().count();
+        push(ModelChunk::Text(c));
     }
     for (i, tc) in entry.tool_calls.iter().flatten().enumerate() {
         let id = tc.id.as_ref().map_or_else(|| format!("call_{call}_{}", i + 1), |id| id.to_string());
         push(ModelChunk::ToolCallStart { id, name: tc.name.to_string() });
-        let args = serde_json::to_string(&tc.arguments).unwrap_or_else(|_| "{}".into());
-        streamed_chars += args.chars().count();
-        chunks(&args, size).into_iter().for_each(|c| push(ModelChunk::ToolCallArgs(c)));
+        let args = match &tc.argument_chunks {
+            Some(exact) => exact.clone(),
+            None => chunks(&serde_json::to_string(&tc.arguments).unwrap_or_else(|_| "{}".into()), size),
+        };
+        for c in args {
+            streamed_chars += c.chars().count();
+            push(ModelChunk::ToolCallArgs(c));
+        }
     }
     if let Some(error) = &entry.error {
         let mut e = ProviderError::fatal(error.clone());
@@ -217,6 +230,24 @@ mod tests {
         assert!(!r.iter().any(|c| matches!(c.chunk, ModelChunk::Thinking(_))));
         let r = m.reply(&request("hello", ThinkingLevel::High));
         assert!(matches!(r[0].chunk, ModelChunk::Thinking(_)));
+    }
+
+    #[test]
+    fn exact_deltas_win_over_chunk_size() {
+        let entry = serde_json::from_value(json!({"thinkingChunks":["a","bc"],"textChunks":["Hel","lo"],"text":"ignored","chunkSize":1,
+                                                 "toolCalls":[{"name":"ls","arguments":{"path":"."},"argumentChunks":["{\"path\"",": \".\"}"]}]}))
+        .unwrap();
+        let played = play(&entry, 1);
+        let kinds: Vec<String> = played
+            .iter()
+            .filter_map(|t| match &t.chunk {
+                ModelChunk::Thinking(c) => Some(format!("think:{c}")),
+                ModelChunk::Text(c) => Some(format!("text:{c}")),
+                ModelChunk::ToolCallArgs(c) => Some(format!("args:{c}")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kinds, ["think:a", "think:bc", "text:Hel", "text:lo", "args:{\"path\"", "args:: \".\"}"]);
     }
 
     #[test]

@@ -9,10 +9,10 @@
 //! | assistant `message_start` | `StepBegin {n}` |
 //! | `text_delta` / `thinking_delta` | `ContentPart {type:text}` / `{type:think}` |
 //! | `toolcall_start` / `toolcall_delta` | `ToolCall {arguments:""}` / `ToolCallPart` |
-//! | assistant `message_end` | `StatusUpdate` (token usage, message id, plan mode); `StepInterrupted` after a provider error |
+//! | assistant `message_end` | `StatusUpdate` (token usage, message id, plan mode); none for a cancelled step; after a provider error `StepInterrupted`, sent before `TurnEnd` unless the step is retried |
 //! | `tool_execution_end` | `ToolResult` |
 //! | steered user message | `SteerInput` |
-//! | `auto_retry_start` | `StepRetry` |
+//! | `auto_retry_start` | `StepRetry`; the retried attempt continues the step (no new `StepBegin`) |
 //! | `agent_end` | `TurnEnd`, then the prompt's result (`finished` / `cancelled` / `max_steps_reached`, or -32003) |
 //!
 //! | approval `confirm` dialog | `request ApprovalRequest`; the answer → `ApprovalResponse` event |
@@ -33,6 +33,31 @@ use crate::dialect::wire::{decode_wire_line, error_response, WireInbound};
 use crate::protocol::envelope::{wire_codes, WireError};
 use crate::protocol::*;
 use crate::transport::{LineReader, Outbox};
+
+/// Where an external tool's result keeps the client's `message` and `display` (in the host tool
+/// result's details) for the ToolResult event.
+const WIRE_RETURN_VALUE: &str = "wireReturnValue";
+
+/// Questions as the client gets them: every optional field present with its default (as kimi
+/// sends them), so clients need not guess.
+fn with_question_defaults(questions: &Value) -> Value {
+    let defaults = [("multi_select", json!(false)), ("body", json!("")), ("other_label", json!("")), ("other_description", json!(""))];
+    let list = questions.as_array().into_iter().flatten().map(|q| {
+        let mut q = q.clone();
+        if let Some(obj) = q.as_object_mut() {
+            for (key, value) in &defaults {
+                obj.entry(*key).or_insert_with(|| value.clone());
+            }
+            for option in obj.get_mut("options").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(o) = option.as_object_mut() {
+                    o.entry("description").or_insert(json!(""));
+                }
+            }
+        }
+        q
+    });
+    Value::Array(list.collect())
+}
 
 /// Protocol version this adapter speaks (kimi-cli's).
 pub const WIRE_PROTOCOL_VERSION: &str = "1.10";
@@ -102,6 +127,11 @@ struct Turn {
     /// Stop reason of the turn's last assistant message: a completed run whose last step still
     /// asked for tools ended at `--max-steps-per-turn`.
     last_stop: Option<String>,
+    /// A failed attempt's `StepInterrupted`, held back: a retry continues the same step
+    /// (`StepRetry`, no new `StepBegin`, as kimi does); otherwise it goes out before `TurnEnd`.
+    interrupted: bool,
+    /// The next assistant message is a retry of the current step.
+    retrying: bool,
 }
 
 /// The session's wire log: the events and requests of every turn, merged (consecutive text
@@ -245,7 +275,7 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
         "host_tool_call" if frame["toolName"] == QUESTION_TOOL && t.supports_question => {
             let id = uuid::Uuid::new_v4().simple().to_string();
             t.pending.insert(id.clone(), Pending::Question { host_id: frame["id"].as_str().unwrap_or_default().to_owned() });
-            let questions = frame["arguments"]["questions"].clone();
+            let questions = with_question_defaults(&frame["arguments"]["questions"]);
             out.push(request(&id, "QuestionRequest", json!({"id": id, "tool_call_id": frame["toolCallId"], "questions": questions})));
         }
         "host_tool_call" => {
@@ -257,6 +287,7 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
             let target = frame["targetId"].as_str().unwrap_or_default();
             t.pending.retain(|_, p| !matches!(p, Pending::ExternalTool { host_id } | Pending::Question { host_id } if host_id == target));
         }
+        "message_start" if frame["message"]["role"] == "assistant" && t.retrying => t.retrying = false,
         "message_start" if frame["message"]["role"] == "assistant" => {
             t.step += 1;
             out.push(event("StepBegin", json!({"n": t.step})));
@@ -283,7 +314,11 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
         }
         "message_end" if frame["message"]["role"] == "assistant" && frame["message"]["stopReason"] == "error" => {
             t.last_stop = Some("error".into());
-            out.push(event("StepInterrupted", json!({})));
+            t.interrupted = true;
+        }
+        "message_end" if frame["message"]["role"] == "assistant" && frame["message"]["stopReason"] == "aborted" => {
+            // A cancelled step reports no usage (kimi sends no StatusUpdate for it either).
+            t.last_stop = Some("aborted".into());
         }
         "message_end" if frame["message"]["role"] == "assistant" => {
             let m = &frame["message"];
@@ -302,12 +337,15 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
         }
         "tool_execution_end" => {
             let text: String = frame["result"]["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect();
+            let kept = &frame["result"]["details"][WIRE_RETURN_VALUE];
+            let (message, display) = (kept.get("message").cloned().unwrap_or(json!("")), kept.get("display").cloned().unwrap_or(json!([])));
             out.push(event(
                 "ToolResult",
-                json!({"tool_call_id": frame["toolCallId"], "return_value": {"is_error": frame["isError"], "output": text, "message": "", "display": [], "extras": null}}),
+                json!({"tool_call_id": frame["toolCallId"], "return_value": {"is_error": frame["isError"], "output": text, "message": message, "display": display, "extras": null}}),
             ));
         }
         "auto_retry_start" => {
+            (t.interrupted, t.retrying) = (false, true);
             let wait = frame["delayMs"].as_f64().unwrap_or(0.0) / 1000.0;
             out.push(event(
                 "StepRetry",
@@ -315,7 +353,13 @@ fn translate(frame: &Value, turn: &Mutex<Turn>) -> (Vec<Value>, Option<Extension
                        "wait_s": wait, "error_type": "ProviderError", "status_code": null}),
             ));
         }
-        "agent_end" => out.push(event("TurnEnd", json!({}))),
+        "agent_end" => {
+            if std::mem::take(&mut t.interrupted) {
+                out.push(event("StepInterrupted", json!({})));
+            }
+            t.retrying = false;
+            out.push(event("TurnEnd", json!({})));
+        }
         "prompt_result" => {
             if let Some(id) = t.prompt_id.take() {
                 match frame["status"].as_str() {
@@ -462,20 +506,23 @@ async fn client_response(agent: &Agent, turn: &Mutex<Turn>, out: &Outbox, log: &
             agent.host_tool_result(frame);
         }
         Some(Pending::ExternalTool { host_id }) => {
-            let (is_error, text) = match outcome {
+            let (is_error, text, kept) = match outcome {
                 Ok(r) => {
                     let rv = &r["return_value"];
+                    // The client's message and display go back out in the ToolResult event.
+                    let kept = json!({"message": rv.get("message").cloned().unwrap_or(json!("")), "display": rv.get("display").cloned().unwrap_or(json!([]))});
                     let text = match &rv["output"] {
                         Value::String(s) => s.clone(),
                         Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
                         _ => String::new(),
                     };
                     let text = if text.is_empty() { rv["message"].as_str().unwrap_or_default().to_owned() } else { text };
-                    (rv["is_error"].as_bool().unwrap_or(false), text)
+                    (rv["is_error"].as_bool().unwrap_or(false), text, kept)
                 }
-                Err(e) => (true, e.message),
+                Err(e) => (true, e.message, json!({"message": "", "display": []})),
             };
-            let frame: HostToolResult = serde_json::from_value(json!({"type": "host_tool_result", "id": host_id, "isError": is_error, "result": {"content": [{"type": "text", "text": text}]}}))
+            let frame: HostToolResult =
+                serde_json::from_value(json!({"type": "host_tool_result", "id": host_id, "isError": is_error, "result": {"content": [{"type": "text", "text": text}], "details": {WIRE_RETURN_VALUE: kept}}}))
                 .expect("valid host tool result");
             agent.host_tool_result(frame);
         }
