@@ -4,13 +4,14 @@ exit (once), and the close ladder (close stdin, then SIGTERM, then SIGKILL)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import signal as signal_module
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping, Optional, Protocol
+from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Protocol, Type, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel, TypeAdapter
 
 _log = logging.getLogger("agentwire_client")
 
@@ -58,6 +59,25 @@ def jsonable(value: Any) -> Any:
         return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
+    return value
+
+
+_adapters: Dict[Any, TypeAdapter[Any]] = {}
+
+
+def parse_as(model: Any, data: Any) -> Any:
+    """``data`` validated as ``model`` (a model class or a union); a root model is unwrapped."""
+    adapter = _adapters.get(model)
+    if adapter is None:
+        adapter = _adapters[model] = TypeAdapter(model)
+    value = adapter.validate_python(data)
+    return value.root if isinstance(value, RootModel) else value
+
+
+async def maybe_await(value: Any) -> Any:
+    """Awaits what a plain-or-async handler returned."""
+    if inspect.isawaitable(value):
+        return await value
     return value
 
 
@@ -182,3 +202,46 @@ class Connection:
         self.exit_info = ExitInfo(code=code, signal=sig, stderr_tail=self._stderr_tail)
         self._on_exit(self.exit_info)
         self.exited.set()
+
+
+_Client = TypeVar("_Client", bound="StdioClient")
+
+
+class StdioClient:
+    """What both clients share over their :class:`Connection`: attaching to streams, the
+    process id and exit, closing, and ``async with``."""
+
+    _connection: Connection
+
+    def __init__(self, reader: asyncio.StreamReader, writer: Writer, process: Optional[asyncio.subprocess.Process] = None, **options: Any) -> None:
+        raise NotImplementedError  # each client builds its own connection
+
+    @classmethod
+    def attach(cls: Type[_Client], reader: asyncio.StreamReader, writer: Writer, **options: Any) -> _Client:
+        """Speaks the protocol over given streams (``writer`` is the agent's stdin)."""
+        return cls(reader, writer, None, **options)
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The process id, when spawned."""
+        return self._connection.pid
+
+    @property
+    def exit_info(self) -> Optional[ExitInfo]:
+        """How the process ended, once it has."""
+        return self._connection.exit_info
+
+    async def wait_closed(self) -> ExitInfo:
+        """Waits until the process exits (or its output ends)."""
+        return await self._connection.wait_closed()
+
+    async def close(self, grace: float = 2.0) -> ExitInfo:
+        """Closes stdin and waits for the process to exit; after ``grace`` seconds sends
+        SIGTERM, and SIGKILL after as long again."""
+        return await self._connection.close(grace)
+
+    async def __aenter__(self: _Client) -> _Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from dataclasses import dataclass, field
 from typing import (
@@ -19,10 +18,9 @@ from typing import (
     Union,
 )
 
-from pydantic import RootModel, TypeAdapter
 
 from . import models as m
-from ._connection import AgentExitedError, Connection, ExitInfo, Writer, jsonable, spawn_process
+from ._connection import AgentExitedError, Connection, ExitInfo, StdioClient, Writer, jsonable, maybe_await, parse_as, spawn_process
 from .protocol import EVENT_MODELS, AgentEvent, CommandMethods, EventSubscriptions, Handler
 
 #: Any frame read from the agent: a known event or UI / host tool frame as its model, a response,
@@ -148,17 +146,6 @@ def _tool_result(value: ToolResult) -> Any:
     return jsonable(value)
 
 
-_adapters: Dict[Any, TypeAdapter[Any]] = {}
-
-
-def _parse(model: Any, data: Any) -> Any:
-    adapter = _adapters.get(model)
-    if adapter is None:
-        adapter = _adapters[model] = TypeAdapter(model)
-    value = adapter.validate_python(data)
-    return value.root if isinstance(value, RootModel) else value
-
-
 def parse_frame(raw: Dict[str, Any]) -> Frame:
     """The model of a frame from the agent; the dict itself when its ``type`` is unknown."""
     kind = raw.get("type")
@@ -168,17 +155,11 @@ def parse_frame(raw: Dict[str, Any]) -> Frame:
     model = EVENT_MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:
         return raw
-    event: Frame = _parse(model, raw)
+    event: Frame = parse_as(model, raw)
     return event
 
 
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
-class AgentClient(CommandMethods, EventSubscriptions):
+class AgentClient(StdioClient, CommandMethods, EventSubscriptions):
     """A client of one agent process.
 
     Every command has a typed method (``await client.set_model(provider=..., model_id=...)``);
@@ -239,25 +220,6 @@ class AgentClient(CommandMethods, EventSubscriptions):
             event_buffer_limit=event_buffer_limit,
         )
         return client
-
-    @classmethod
-    def attach(cls, reader: asyncio.StreamReader, writer: Writer, **options: Any) -> "AgentClient":
-        """Speaks the protocol over given streams (``writer`` is the agent's stdin)."""
-        return cls(reader, writer, None, **options)
-
-    @property
-    def pid(self) -> Optional[int]:
-        """The process id, when spawned."""
-        return self._connection.pid
-
-    @property
-    def exit_info(self) -> Optional[ExitInfo]:
-        """How the process ended, once it has."""
-        return self._connection.exit_info
-
-    async def wait_closed(self) -> ExitInfo:
-        """Waits until the process exits (or its output ends)."""
-        return await self._connection.wait_closed()
 
     def set_ui_handler(self, handler: Optional[UiHandler]) -> None:
         """Replaces the UI handler (None restores :func:`default_ui_handler`)."""
@@ -366,17 +328,6 @@ class AgentClient(CommandMethods, EventSubscriptions):
         """Writes one raw frame (a sub-protocol answer, or a deliberate test of bad input)."""
         await self._connection.write(frame)
 
-    async def close(self, grace: float = 2.0) -> ExitInfo:
-        """Closes stdin and waits for the process to exit; after ``grace`` seconds sends
-        SIGTERM, and SIGKILL after as long again."""
-        return await self._connection.close(grace)
-
-    async def __aenter__(self) -> "AgentClient":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     # -- internals -------------------------------------------------------------------------
 
     async def _call(self, frame: Dict[str, Any], response_model: Any, timeout: Optional[float]) -> Any:
@@ -443,7 +394,7 @@ class AgentClient(CommandMethods, EventSubscriptions):
                 raise ValueError("not a JSON object")
         except ValueError as error:
             for line_handler in list(self._invalid_line_handlers):
-                await _maybe_await(line_handler(line.rstrip(b"\n"), error))
+                await maybe_await(line_handler(line.rstrip(b"\n"), error))
             return
         frame = parse_frame(raw)
         kind = raw.get("type")
@@ -456,10 +407,10 @@ class AgentClient(CommandMethods, EventSubscriptions):
         elif isinstance(frame, _UI_REQUEST_TYPES):
             self._handle_ui_request(frame)
         for frame_handler in list(self._frame_handlers):
-            await _maybe_await(frame_handler(frame))
+            await maybe_await(frame_handler(frame))
         if isinstance(kind, str):
             for typed_handler in list(self._handlers.get(kind, ())):
-                await _maybe_await(typed_handler(frame))
+                await maybe_await(typed_handler(frame))
 
     def _handle_response(self, response: m.RpcResponse) -> None:
         request_id = response.id
@@ -471,7 +422,7 @@ class AgentClient(CommandMethods, EventSubscriptions):
             return
         model = self._pending_models.get(request_id) if isinstance(request_id, str) else None
         try:
-            future.set_result(None if model is None or response.data is None else _parse(model, response.data))
+            future.set_result(None if model is None or response.data is None else parse_as(model, response.data))
         except Exception as error:  # a response that does not match the schema
             future.set_exception(error)
 
@@ -520,7 +471,7 @@ class AgentClient(CommandMethods, EventSubscriptions):
 
         async def run() -> None:
             try:
-                answer = await _maybe_await(handler(request, context))
+                answer = await maybe_await(handler(request, context))
             except Exception:
                 answer = None
             if not is_dialog or self._dialogs.pop(request.id, None) is None:

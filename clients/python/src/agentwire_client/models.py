@@ -2061,6 +2061,10 @@ class ScriptToolCall(BaseModel):
     """
     Arguments.
     """
+    argumentChunks: Annotated[Optional[List[str]], Field(min_length=1)] = None
+    """
+    The arguments' JSON text streamed as exactly these deltas (their concatenation must parse to `arguments`); default: `arguments` serialised and cut by `chunkSize`.
+    """
 
 
 class ScriptUsage(BaseModel):
@@ -2093,9 +2097,17 @@ class ModelScriptEntry(BaseModel):
     """
     Reasoning streamed first as a thinking block.
     """
+    thinkingChunks: Annotated[Optional[List[str]], Field(min_length=1)] = None
+    """
+    Reasoning streamed as exactly these deltas (instead of `thinking` cut by `chunkSize`).
+    """
     text: Optional[str] = None
     """
     Answer text streamed as a text block.
+    """
+    textChunks: Annotated[Optional[List[str]], Field(min_length=1)] = None
+    """
+    Answer text streamed as exactly these deltas (instead of `text` cut by `chunkSize`).
     """
     toolCalls: Optional[List[ScriptToolCall]] = None
     """
@@ -3512,6 +3524,10 @@ class TranscriptHeader(BaseModel):
     args: Optional[List[str]] = None
     """
     Extra arguments for the agent under test.
+    """
+    workFiles: Optional[Dict[str, str]] = None
+    """
+    Files written into the run's work directory before the agent starts (relative path → text).
     """
 
 

@@ -4,15 +4,14 @@ wire``, kimi-cli's ``--wire``)."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Set, Union
 
-from pydantic import BaseModel, RootModel, TypeAdapter
+from pydantic import BaseModel
 
 from . import models as m
-from ._connection import AgentExitedError, Connection, ExitInfo, Writer, jsonable, spawn_process
+from ._connection import AgentExitedError, Connection, ExitInfo, StdioClient, Writer, jsonable, maybe_await, parse_as, spawn_process
 from .wire_protocol import WIRE_AGENT_REQUESTS, WIRE_EVENT_MODELS, WireMethods
 
 
@@ -55,24 +54,7 @@ DEFAULT_ANSWERS: Dict[str, Dict[str, Any]] = {
     "HookRequest": {"action": "allow"},
 }
 
-_adapters: Dict[Any, TypeAdapter[Any]] = {}
-
-
-def _parse(model: Any, data: Any) -> Any:
-    adapter = _adapters.get(model)
-    if adapter is None:
-        adapter = _adapters[model] = TypeAdapter(model)
-    value = adapter.validate_python(data)
-    return value.root if isinstance(value, RootModel) else value
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
-class WireClient(WireMethods):
+class WireClient(StdioClient, WireMethods):
     """A client of one wire-dialect agent: a typed method per wire method
     (``await client.prompt(user_input="hi")``), events through ``on(type, handler)`` and
     ``events()``, agent requests answered by ``handle(kind, handler)``. Replayed requests are
@@ -110,16 +92,6 @@ class WireClient(WireMethods):
         assert process.stdin is not None and process.stdout is not None
         return cls(process.stdout, process.stdin, process, request_timeout=request_timeout)
 
-    @classmethod
-    def attach(cls, reader: asyncio.StreamReader, writer: Writer, **options: Any) -> "WireClient":
-        """Speaks JSON-RPC over given streams."""
-        return cls(reader, writer, None, **options)
-
-    @property
-    def pid(self) -> Optional[int]:
-        """The process id, when spawned."""
-        return self._connection.pid
-
     def on(self, event_type: str, handler: Callable[[WireEvent], Any]) -> Callable[[], None]:
         """Calls ``handler`` with every event of this type (live and replayed)."""
         self._listeners.setdefault(event_type, set()).add(handler)
@@ -155,16 +127,6 @@ class WireClient(WireMethods):
         """Writes one raw message."""
         await self._connection.write(message)
 
-    async def close(self, grace: float = 2.0) -> ExitInfo:
-        """Closes stdin and waits for the exit (SIGTERM, then SIGKILL, after ``grace`` each)."""
-        return await self._connection.close(grace)
-
-    async def __aenter__(self) -> "WireClient":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def _call(self, method: str, params: Optional[Dict[str, Any]], result_model: Any, timeout: Optional[float]) -> Any:
         if self._connection.exit_info is not None:
             raise AgentExitedError(self._connection.exit_info)
@@ -187,7 +149,7 @@ class WireClient(WireMethods):
         if isinstance(raw, dict) and "error" in raw:
             e = raw["error"] or {}
             raise WireRequestError(method, int(e.get("code", 0)), str(e.get("message", "error")), e.get("data"))
-        return _parse(result_model, raw.get("result") if isinstance(raw, dict) else None)
+        return parse_as(result_model, raw.get("result") if isinstance(raw, dict) else None)
 
     def _finish(self, info: ExitInfo) -> None:
         for future in self._pending.values():
@@ -200,7 +162,7 @@ class WireClient(WireMethods):
         model = WIRE_EVENT_MODELS.get(kind)
         if model is not None:
             try:
-                payload = _parse(model, payload)
+                payload = parse_as(model, payload)
             except ValueError:
                 pass  # a shape this client does not know: passed on raw
         return WireEvent(type=kind, payload=payload, replayed=replayed)
@@ -213,12 +175,12 @@ class WireClient(WireMethods):
         if not isinstance(message, dict):
             return
         for listener in list(self._message_listeners):
-            await _maybe_await(listener(message))
+            await maybe_await(listener(message))
         method = message.get("method")
         if method == "event":
             event = self._event(message.get("params") or {}, message.get("replayed") is True)
             for handler in list(self._listeners.get(event.type, ())):
-                await _maybe_await(handler(event))
+                await maybe_await(handler(event))
         elif method == "request":
             if message.get("replayed") is not True:
                 task = asyncio.get_running_loop().create_task(self._answer(message))
@@ -242,8 +204,8 @@ class WireClient(WireMethods):
                     raise LookupError(f"no handler for {kind}")
                 result: Any = dict(DEFAULT_ANSWERS[kind])
             else:
-                payload = _parse(spec[0], raw_payload) if spec is not None else raw_payload
-                result = jsonable(await _maybe_await(handler(payload)))
+                payload = parse_as(spec[0], raw_payload) if spec is not None else raw_payload
+                result = jsonable(await maybe_await(handler(payload)))
             id_field = spec[2] if spec is not None else "request_id"
             result.setdefault(id_field, raw_payload.get("id", message.get("id")))
             reply["result"] = result

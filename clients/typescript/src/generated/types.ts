@@ -3214,6 +3214,14 @@ export interface ScriptToolCall {
    * Arguments.
    */
   arguments: {};
+  /**
+   * The arguments' JSON text streamed as exactly these deltas (their concatenation must parse to `arguments`); default: `arguments` serialised and cut by `chunkSize`.
+   *
+   * @minItems 1
+   *
+   * Items: One delta.
+   */
+  argumentChunks?: [string, ...string[]];
 }
 /**
  * Token usage the scripted reply reports.
@@ -3243,9 +3251,25 @@ export interface ModelScriptEntry {
    */
   thinking?: string;
   /**
+   * Reasoning streamed as exactly these deltas (instead of `thinking` cut by `chunkSize`).
+   *
+   * @minItems 1
+   *
+   * Items: One delta.
+   */
+  thinkingChunks?: [string, ...string[]];
+  /**
    * Answer text streamed as a text block.
    */
   text?: string;
+  /**
+   * Answer text streamed as exactly these deltas (instead of `text` cut by `chunkSize`).
+   *
+   * @minItems 1
+   *
+   * Items: One delta.
+   */
+  textChunks?: [string, ...string[]];
   /**
    * Tool calls streamed after the text, arguments as JSON deltas.
    */
@@ -4173,6 +4197,15 @@ export interface TranscriptHeader {
    * Items: An argument.
    */
   args?: string[];
+  /**
+   * Files written into the run's work directory before the agent starts (relative path → text).
+   */
+  workFiles?: {
+    /**
+     * File content.
+     */
+    [k: string]: string | undefined;
+  };
 }
 /**
  * A frame (or a raw line) written to the agent's stdin once every earlier line is satisfied.
