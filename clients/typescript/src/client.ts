@@ -67,6 +67,8 @@ export interface AgentClientOptions {
   uiHandler?: UiHandler;
   /** Bytes of stderr kept for error messages (default 8 192). */
   stderrTailBytes?: number;
+  /** Called when a listener or handler throws while a line is handled (default: `console.error`); reading goes on. */
+  onListenerError?: (error: unknown, line: string) => void;
   /** Frames an `events()` iterator may hold unread before it fails (default 100 000). */
   eventBufferLimit?: number;
 }
@@ -131,7 +133,7 @@ export class AgentClient extends CommandMethods {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
     this.eventBufferLimit = options.eventBufferLimit ?? 100_000;
     this.uiHandler = options.uiHandler ?? defaultUiHandler;
-    this.connection = new Connection(target, { line: (line) => this.handleLine(line), exit: (info) => this.finish(info) }, options.stderrTailBytes);
+    this.connection = new Connection(target, { line: (line) => this.handleLine(line), exit: (info) => this.finish(info), listenerError: options.onListenerError }, options.stderrTailBytes);
     this.exited = this.connection.exited;
   }
 

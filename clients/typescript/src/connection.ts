@@ -20,6 +20,8 @@ export interface ConnectionEvents {
   line(line: string): void;
   /** The process exited or the output ended; called once. */
   exit(info: ExitInfo): void;
+  /** A listener or handler threw while `line` was handled (default: `console.error`). */
+  listenerError?(error: unknown, line: string): void;
 }
 
 /**
@@ -44,11 +46,11 @@ export class Connection {
     const splitter = new LineSplitter();
     const { input, output, child } = target;
     output.on("data", (chunk: Buffer | string) => {
-      for (const line of splitter.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)) events.line(line);
+      for (const line of splitter.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)) this.deliver(line);
     });
     output.on("end", () => {
       const tail = splitter.flush();
-      if (tail !== undefined) events.line(tail);
+      if (tail !== undefined) this.deliver(tail);
       if (!child) this.finish({ code: null, signal: null, stderrTail: this.stderrTail });
     });
     // A write after the process died must not crash the host.
@@ -102,6 +104,17 @@ export class Connection {
 
   private keepStderr(text: string): void {
     this.stderrTail = (this.stderrTail + text).slice(-this.stderrTailBytes);
+  }
+
+  // A listener that throws is the host's bug, not the agent's: it is reported and the next line
+  // is read as usual (an exception escaping a stream's data handler would end the host process).
+  private deliver(line: string): void {
+    try {
+      this.events.line(line);
+    } catch (error) {
+      if (this.events.listenerError) this.events.listenerError(error, line);
+      else console.error("@agentwire/client: a listener threw on a line from the agent:", error);
+    }
   }
 
   private finish(info: ExitInfo): void {

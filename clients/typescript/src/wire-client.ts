@@ -50,6 +50,8 @@ export interface WireClientOptions {
   requestTimeoutMs?: number;
   /** Bytes of stderr kept for error messages (default 8 192). */
   stderrTailBytes?: number;
+  /** Called when a listener or handler throws while a line is handled (default: `console.error`); reading goes on. */
+  onListenerError?: (error: unknown, line: string) => void;
   /** Working directory of a spawned process. */
   cwd?: string;
   /** Environment of a spawned process. */
@@ -90,7 +92,7 @@ export class WireClient extends WireMethods {
   private constructor(target: ConnectionTarget, options: WireClientOptions) {
     super();
     this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
-    this.connection = new Connection(target, { line: (line) => this.handleLine(line), exit: (info) => this.finish(info) }, options.stderrTailBytes);
+    this.connection = new Connection(target, { line: (line) => this.handleLine(line), exit: (info) => this.finish(info), listenerError: options.onListenerError }, options.stderrTailBytes);
     this.exited = this.connection.exited;
   }
 

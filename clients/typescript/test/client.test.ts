@@ -94,6 +94,22 @@ describe("AgentClient against agentwire", { timeout: 60_000 }, () => {
     }
   });
 
+  it("reports a listener that throws and keeps reading", async () => {
+    const errors: unknown[] = [];
+    const client = sandbox.spawn([{ text: "still here" }], [], { onListenerError: (error) => errors.push(error) });
+    try {
+      client.on("agent_start", () => {
+        throw new Error("listener bug");
+      });
+      const outcome = await client.promptAndWait({ message: "hi" });
+      assert.equal(textOf(outcome.events), "still here");
+      assert.equal((await client.getState()).isStreaming, false);
+      assert.deepEqual(errors.map((e) => (e as Error).message), ["listener bug"]);
+    } finally {
+      await client.close();
+    }
+  });
+
   it("answers a host tool call with updates, and honours a cancel through the AbortSignal", async () => {
     const client = sandbox.spawn([
       { toolCalls: [{ id: "h1", name: "lookup", arguments: { key: "alpha" } }] },
