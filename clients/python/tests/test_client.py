@@ -52,6 +52,15 @@ async def wait_for(client: AgentClient, kind: str) -> "asyncio.Future[Frame]":
     return future
 
 
+def test_the_ui_request_alias_matches_the_generated_union() -> None:
+    from typing import get_args
+
+    from agentwire_client import client as client_module
+
+    generated = get_args(m.ExtensionUiRequest.model_fields["root"].annotation)
+    assert set(get_args(UiRequest)) == set(generated) == set(client_module._UI_REQUEST_TYPES)
+
+
 def test_generated_modules_are_current() -> None:
     run = subprocess.run(
         [sys.executable, str(PACKAGE_ROOT / "scripts" / "generate.py"), "--check"],

@@ -15,7 +15,10 @@ from typing import (
     Mapping,
     Optional,
     Set,
+    Tuple,
     Union,
+    cast,
+    get_args,
 )
 
 
@@ -45,18 +48,9 @@ UiRequest = Union[
 #: or ``{"cancelled": True}``.
 UiAnswer = Dict[str, Any]
 
-_UI_REQUEST_TYPES = (
-    m.UiSelectRequest,
-    m.UiConfirmRequest,
-    m.UiInputRequest,
-    m.UiEditorRequest,
-    m.UiNotifyRequest,
-    m.UiSetStatusRequest,
-    m.UiSetWidgetRequest,
-    m.UiSetTitleRequest,
-    m.UiSetEditorTextRequest,
-    m.UiCancelRequest,
-)
+#: The same members as a tuple for isinstance checks (tests/test_client.py checks both match the
+#: generated ``ExtensionUiRequest`` union).
+_UI_REQUEST_TYPES: Tuple[type, ...] = get_args(UiRequest)
 
 DIALOG_METHODS = frozenset({"select", "confirm", "input", "editor"})
 
@@ -405,7 +399,7 @@ class AgentClient(StdioClient, CommandMethods, EventSubscriptions):
         elif isinstance(frame, m.HostToolCancel):
             self._cancel_host_tool(frame.targetId)
         elif isinstance(frame, _UI_REQUEST_TYPES):
-            self._handle_ui_request(frame)
+            self._handle_ui_request(cast(UiRequest, frame))  # narrowed by the tuple above
         for frame_handler in list(self._frame_handlers):
             await maybe_await(frame_handler(frame))
         if isinstance(kind, str):
