@@ -39,24 +39,20 @@ use crate::transport::{LineReader, Outbox};
 const WIRE_RETURN_VALUE: &str = "wireReturnValue";
 
 /// Questions as the client gets them: every optional field present with its default (as kimi
-/// sends them), so clients need not guess.
+/// sends them), so clients need not guess. The tool's arguments were validated against its
+/// schema, which matches `WireQuestion`; anything else is passed on as it came.
 fn with_question_defaults(questions: &Value) -> Value {
-    let defaults = [("multi_select", json!(false)), ("body", json!("")), ("other_label", json!("")), ("other_description", json!(""))];
-    let list = questions.as_array().into_iter().flatten().map(|q| {
-        let mut q = q.clone();
-        if let Some(obj) = q.as_object_mut() {
-            for (key, value) in &defaults {
-                obj.entry(*key).or_insert_with(|| value.clone());
-            }
-            for option in obj.get_mut("options").and_then(Value::as_array_mut).into_iter().flatten() {
-                if let Some(o) = option.as_object_mut() {
-                    o.entry("description").or_insert(json!(""));
-                }
-            }
+    let Ok(mut questions) = serde_json::from_value::<Vec<WireQuestion>>(questions.clone()) else { return questions.clone() };
+    for q in &mut questions {
+        q.multi_select.get_or_insert(false);
+        for text in [&mut q.body, &mut q.other_label, &mut q.other_description] {
+            text.get_or_insert_with(String::new);
         }
-        q
-    });
-    Value::Array(list.collect())
+        for option in &mut q.options {
+            option.description.get_or_insert_with(String::new);
+        }
+    }
+    serde_json::to_value(questions).unwrap_or_default()
 }
 
 /// Protocol version this adapter speaks (kimi-cli's).
