@@ -85,32 +85,10 @@ fn throughput(target: &Target, n: usize) -> f64 {
     n as f64 / secs
 }
 
-/// A local server streaming one SSE chunk every 50 ms for ~10 s.
-fn slow_server() -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                axum::routing::post(|| async {
-                    let chunks = futures_util::stream::unfold(0u32, |i| async move {
-                        if i >= 200 {
-                            return None;
-                        }
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        let data = format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"w{i} \"}}}}]}}\n\n");
-                        Some((Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(data)), i + 1))
-                    });
-                    axum::response::Response::builder().header("content-type", "text/event-stream").body(axum::body::Body::from_stream(chunks)).unwrap()
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!("http://{}/v1", rx.recv().unwrap())
+/// The fake LLM server streaming one SSE chunk every 50 ms for ~10 s, once per abort run.
+fn slow_server(runs: usize) -> agentwire::conformance::fake_llm::FakeLlm {
+    use agentwire::conformance::fake_llm::{openai_slow, FakeLlm};
+    FakeLlm::start(vec![openai_slow(200, Duration::from_millis(50)); runs]).expect("start the fake LLM server")
 }
 
 fn abort_latency(config_dir: &std::path::Path) -> Duration {
@@ -171,7 +149,8 @@ fn main() {
         };
         (median((0..10).map(|_| cold_start(&target)).collect()), throughput(&target, 20_000))
     });
-    let base = slow_server();
+    let server = slow_server(20);
+    let base = server.base_url();
     let config = tempfile::tempdir().unwrap();
     let models = format!(r#"{{"providers":{{"slow":{{"api":"openai-completions","baseUrl":"{base}","models":[{{"id":"m"}}]}}}}}}"#);
     std::fs::write(config.path().join("models.json"), models).unwrap();

@@ -64,9 +64,9 @@ fn a_context_overflow_compacts_and_retries_once() {
         status(400, &[], "This model's maximum context length is 128000 tokens"),
         openai_text(&["## Summary\nearlier work"]),
         openai_text(&["recovered"]),
-    ]);
+    ]).unwrap();
     let config = tempfile::tempdir().unwrap();
-    fake.write_models(config.path());
+    fake.write_models(config.path()).unwrap();
     let dir = config.path().to_str().unwrap().to_owned();
     let mut a = Agent::start(&["--config-dir", dir.as_str(), "--provider", "fake", "--model", "fake-model", "--compaction-keep-tokens", "10"], &[]);
     prompt(&mut a, "p1", "first");

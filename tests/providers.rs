@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 /// defaults (provider fake, model fake-model, 50 ms retry delay).
 fn start(fake: &FakeLlm, overrides: &[&str]) -> (Agent, tempfile::TempDir) {
     let config = tempfile::tempdir().unwrap();
-    fake.write_models(config.path());
+    fake.write_models(config.path()).unwrap();
     let dir = config.path().to_str().unwrap().to_owned();
     let mut flags: Vec<(&str, &str)> = vec![("--provider", "fake"), ("--model", "fake-model"), ("--retry-base-delay-ms", "50")];
     for pair in overrides.chunks(2) {
@@ -40,7 +40,7 @@ fn assistant_end(frames: &[Value]) -> Value {
 
 #[test]
 fn openai_text_usage_cost_and_request_body() {
-    let fake = FakeLlm::start(vec![openai_text(&["Hel", "lo!"])]);
+    let fake = FakeLlm::start(vec![openai_text(&["Hel", "lo!"])]).unwrap();
     let (mut a, _c) = start(&fake, &[]);
     let frames = prompt(&mut a, "p", "Say hello");
     let m = assistant_end(&frames);
@@ -70,7 +70,7 @@ fn openai_text_usage_cost_and_request_body() {
 
 #[test]
 fn openai_tool_call_round_trip_sends_the_call_and_its_result_back() {
-    let fake = FakeLlm::start(vec![openai_tool_call("call_abc", "bash", r#"{"command":"echo hello"}"#), openai_text(&["It printed hello."])]);
+    let fake = FakeLlm::start(vec![openai_tool_call("call_abc", "bash", r#"{"command":"echo hello"}"#), openai_text(&["It printed hello."])]).unwrap();
     let (mut a, _c) = start(&fake, &[]);
     let frames = prompt(&mut a, "p", "Run echo hello");
     let t = types(&frames);
@@ -101,7 +101,7 @@ fn openai_tool_call_round_trip_sends_the_call_and_its_result_back() {
 
 #[test]
 fn openai_reasoning_becomes_thinking_and_the_level_is_sent() {
-    let fake = FakeLlm::start(vec![openai_reasoning(&["Let me ", "think."], "Done.")]);
+    let fake = FakeLlm::start(vec![openai_reasoning(&["Let me ", "think."], "Done.")]).unwrap();
     let (mut a, _c) = start(&fake, &["--model", "fake-reasoner"]);
     a.request(json!({"id":"t","type":"set_thinking_level","level":"high"}));
     let frames = prompt(&mut a, "p", "Think");
@@ -120,7 +120,7 @@ fn rate_limits_honour_retry_after_and_500s_retry_until_success() {
         status(429, &[("retry-after", "0.3")], "slow down"),
         status(500, &[], "boom"),
         openai_text(&["finally"]),
-    ]);
+    ]).unwrap();
     let (mut a, _c) = start(&fake, &[]);
     let started = Instant::now();
     let frames = prompt(&mut a, "p", "x");
@@ -143,7 +143,7 @@ fn rate_limits_honour_retry_after_and_500s_retry_until_success() {
 
 #[test]
 fn client_errors_are_not_retried_and_say_what_the_server_answered() {
-    let fake = FakeLlm::start(vec![status(400, &[], "max_tokens is too large")]);
+    let fake = FakeLlm::start(vec![status(400, &[], "max_tokens is too large")]).unwrap();
     let (mut a, _c) = start(&fake, &[]);
     let frames = prompt(&mut a, "p", "x");
     assert!(!frames.iter().any(|f| f["type"] == "auto_retry_start"));
@@ -157,7 +157,7 @@ fn client_errors_are_not_retried_and_say_what_the_server_answered() {
 
 #[test]
 fn a_stream_cut_mid_way_is_an_error_never_a_finished_message() {
-    let fake = FakeLlm::start(vec![openai_cut(&["partial ", "answer"]), openai_cut(&["again"])]);
+    let fake = FakeLlm::start(vec![openai_cut(&["partial ", "answer"]), openai_cut(&["again"])]).unwrap();
     let (mut a, _c) = start(&fake, &[]);
     a.request(json!({"id":"r","type":"set_auto_retry","enabled":false}));
     let frames = prompt(&mut a, "p", "x");
@@ -170,7 +170,7 @@ fn a_stream_cut_mid_way_is_an_error_never_a_finished_message() {
 
 #[test]
 fn abort_cancels_a_slow_stream_at_once() {
-    let fake = FakeLlm::start(vec![openai_slow(100, Duration::from_millis(100))]);
+    let fake = FakeLlm::start(vec![openai_slow(100, Duration::from_millis(100))]).unwrap();
     let (mut a, _c) = start(&fake, &[]);
     a.send(json!({"id":"p","type":"prompt","message":"x"}));
     a.until(|f| f["assistantMessageEvent"]["type"] == "text_delta");
@@ -186,7 +186,7 @@ fn abort_cancels_a_slow_stream_at_once() {
 
 #[test]
 fn abort_retry_cancels_the_back_off() {
-    let fake = FakeLlm::start(vec![status(503, &[], "unavailable")]);
+    let fake = FakeLlm::start(vec![status(503, &[], "unavailable")]).unwrap();
     let (mut a, _c) = start(&fake, &["--retry-base-delay-ms", "10000"]);
     a.send(json!({"id":"p","type":"prompt","message":"x"}));
     a.until(|f| f["type"] == "auto_retry_start");
@@ -202,7 +202,7 @@ fn abort_retry_cancels_the_back_off() {
 
 #[test]
 fn anthropic_streams_thinking_signatures_tool_use_and_cache_usage() {
-    let fake = FakeLlm::start(vec![anthropic_full(), anthropic_text("Two entries.")]);
+    let fake = FakeLlm::start(vec![anthropic_full(), anthropic_text("Two entries.")]).unwrap();
     let (mut a, _c) = start(&fake, &["--provider", "fakeclaude", "--model", "claude-fake"]);
     a.request(json!({"id":"t","type":"set_thinking_level","level":"medium"}));
     let frames = prompt(&mut a, "p", "List");
@@ -231,7 +231,7 @@ fn anthropic_streams_thinking_signatures_tool_use_and_cache_usage() {
 
 #[test]
 fn anthropic_overloaded_errors_are_retried() {
-    let fake = FakeLlm::start(vec![anthropic_overloaded(), anthropic_text("ok")]);
+    let fake = FakeLlm::start(vec![anthropic_overloaded(), anthropic_text("ok")]).unwrap();
     let (mut a, _c) = start(&fake, &["--provider", "fakeclaude", "--model", "claude-fake"]);
     let frames = prompt(&mut a, "p", "x");
     assert_eq!(frames.iter().filter(|f| f["type"] == "auto_retry_start").count(), 1);
@@ -240,7 +240,7 @@ fn anthropic_overloaded_errors_are_retried() {
 
 #[test]
 fn model_commands_cover_configured_providers() {
-    let fake = FakeLlm::start(vec![]);
+    let fake = FakeLlm::start(vec![]).unwrap();
     let (mut a, _c) = start(&fake, &[]);
     let models = a.request(json!({"id":1,"type":"get_available_models"}))["data"]["models"].clone();
     let names: Vec<String> = models.as_array().unwrap().iter().map(|m| format!("{}/{}", m["provider"].as_str().unwrap(), m["id"].as_str().unwrap())).collect();

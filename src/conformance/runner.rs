@@ -237,7 +237,7 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
     let mut fake = None;
     let mut command = match &options.agent {
         AgentUnderTest::Adapted { adapter, agentwire } => {
-            let llm = FakeLlm::start(replies.clone()).map_err(|e| fail(format!("could not start the fake LLM server: {e}")))?;
+            let llm = FakeLlm::from_script(replies.clone()).map_err(|e| fail(format!("could not start the fake LLM server: {e}")))?;
             let dialect_name = if dialect == Dialect::Rpc { "rpc" } else { "wire" };
             let dirs = Placeholders { base_url: llm.base_url(), dialect: dialect_name, home: &home, config: &config, work: &work, tmp: temp.path(), agentwire };
             fake = Some(llm);
