@@ -279,3 +279,76 @@ fn built_in_providers_appear_when_their_key_is_set_and_bad_selections_fail_at_st
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Model not found: openai/gpt-4.1"));
 }
+
+/// Runs `agentwire --mode rpc` once with `models` (when given) as the models file of a fresh
+/// config dir, asks for the models, and returns the exit code, stdout, stderr and the models
+/// file's path.
+fn run_with_models(models: Option<&Value>, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String, String, String) {
+    let config = tempfile::tempdir().unwrap();
+    let file = config.path().join("models.json");
+    if let Some(models) = models {
+        std::fs::write(&file, models.to_string()).unwrap();
+    }
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"));
+    cmd.args(["--mode", "rpc", "--config-dir"]).arg(config.path()).args(args);
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+        cmd.env_remove(var);
+    }
+    cmd.envs(env.iter().copied());
+    let mut child = cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    // The agent may exit before reading: a failed write is fine, the exit code tells.
+    let _ = child.stdin.take().unwrap().write_all(b"{\"id\":1,\"type\":\"get_available_models\"}\n");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "a configuration error must never panic: {stderr}");
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), stderr, file.display().to_string())
+}
+
+#[test]
+fn an_unknown_api_in_the_models_file_stops_the_start_naming_the_file_and_the_key() {
+    let models = json!({"providers": {"gem": {"api": "gemini-generate", "baseUrl": "http://127.0.0.1:9", "models": [{"id": "g"}]}}});
+    let (code, stdout, stderr, file) = run_with_models(Some(&models), &[], &[]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains(&file) && stderr.contains("/providers/gem/api") && stderr.contains("gemini-generate"), "{stderr}");
+    assert!(!stdout.contains("\"gem\""), "the provider was not quietly made an OpenAI one: {stdout}");
+}
+
+#[test]
+fn an_empty_literal_api_key_stops_the_start_naming_the_file_and_the_key() {
+    let models = json!({"providers": {
+        "local": {"api": "openai-completions", "baseUrl": "http://127.0.0.1:9/v1", "models": [{"id": "m"}]},
+        "my/proxy": {"api": "anthropic-messages", "baseUrl": "http://127.0.0.1:9", "apiKey": "", "models": [{"id": "c"}]}
+    }});
+    // Whether or not the provider is selected: the file itself is wrong.
+    for args in [&[][..], &["--provider", "local", "--model", "m"][..]] {
+        let (code, stdout, stderr, file) = run_with_models(Some(&models), &[], args);
+        assert_eq!(code, Some(1), "{args:?}: {stdout}{stderr}");
+        assert!(stderr.contains(&file) && stderr.contains("/providers/my~1proxy/apiKey") && stderr.contains("empty"), "{stderr}");
+    }
+    // Leaving the key out is how a keyless server is configured, and still works.
+    let keyless = json!({"providers": {"local": {"api": "openai-completions", "baseUrl": "http://127.0.0.1:9/v1", "models": [{"id": "m"}]}}});
+    let (code, stdout, stderr, _) = run_with_models(Some(&keyless), &[], &["--provider", "local"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("\"provider\":\"local\""), "{stdout}");
+}
+
+#[test]
+fn an_empty_api_key_flag_is_an_error_and_an_empty_key_variable_means_not_configured() {
+    let models = json!({"providers": {"local": {"api": "openai-completions", "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-file", "models": [{"id": "m"}]}}});
+    let (code, stdout, stderr, _) = run_with_models(Some(&models), &[], &["--provider", "local", "--model", "m", "--api-key", ""]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("--api-key is empty"), "{stderr}");
+
+    // An empty variable: the built-in provider is simply not listed, and the start succeeds.
+    let (code, stdout, stderr, _) = run_with_models(None, &[("OPENAI_API_KEY", ""), ("ANTHROPIC_API_KEY", " ")], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("\"offline\"") && !stdout.contains("gpt-4.1") && !stdout.contains("claude-sonnet"), "{stdout}");
+    // Asking for that provider says which variable it needs, instead of starting offline.
+    let (code, _, stderr, _) = run_with_models(None, &[("OPENAI_API_KEY", "")], &["--provider", "openai"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("Provider not found: openai") && stderr.contains("$OPENAI_API_KEY"), "{stderr}");
+    let (code, _, stderr, _) = run_with_models(None, &[("OPENAI_API_KEY", "")], &["--provider", "openai", "--model", "gpt-4.1"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("Model not found: openai/gpt-4.1") && stderr.contains("$OPENAI_API_KEY"), "{stderr}");
+}

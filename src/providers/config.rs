@@ -80,8 +80,52 @@ pub struct Selection {
     pub offline: Option<Arc<OfflineModel>>,
 }
 
+/// Why the catalogue could not be built. Each message names the file (and the JSON pointer of
+/// the key) or the flag that is wrong, and never echoes a key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The models file exists but cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// The models file is not JSON.
+    #[error("{}: {source}", path.display())]
+    Parse { path: PathBuf, source: serde_json::Error },
+    /// The models file does not match `schema/models-file.schema.json` (an unknown `api`, a
+    /// missing field, …); `reason` is the validator's `<def>: <pointer>: <what>`.
+    #[error("{}: {reason}", path.display())]
+    Invalid { path: PathBuf, reason: String },
+    /// A provider's literal `apiKey` is empty: a key was meant and is missing. (A provider
+    /// without keys leaves `apiKey` out.)
+    #[error("{}: {pointer}: the API key is empty (leave apiKey out for a server that needs no key, or use apiKeyEnv)", path.display())]
+    EmptyApiKey { path: PathBuf, pointer: String },
+    /// `--api-key` was given an empty value.
+    #[error("--api-key is empty (leave the flag out to use the configured key)")]
+    EmptyApiKeyFlag,
+    /// `--provider`/`--model` (or `defaultModel`) names no usable model. `hint` (empty or ending
+    /// in "; ") says why a known provider is not usable.
+    #[error("Model not found: {provider}/{model} ({hint}configured: {configured})")]
+    ModelNotFound { provider: String, model: String, hint: String, configured: String },
+    /// `--provider` alone names a provider with no usable model.
+    #[error("Provider not found: {provider} ({hint}configured: {configured})")]
+    ProviderNotFound { provider: String, hint: String, configured: String },
+}
+
+/// `~` and `/` escaped as in a JSON pointer segment (RFC 6901).
+fn pointer_segment(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// A key that is empty or only whitespace is no key.
+fn blank(key: &str) -> bool {
+    key.trim().is_empty()
+}
+
 /// Builds the catalogue; errors say which file or flag is wrong.
-pub fn load(selection: &Selection) -> Result<Catalogue, String> {
+pub fn load(selection: &Selection) -> Result<Catalogue, ConfigError> {
+    // An explicit empty key is a mistake, not "no key": the caller asked for a key and got none.
+    if selection.api_key.as_deref().is_some_and(blank) {
+        return Err(ConfigError::EmptyApiKeyFlag);
+    }
     let offline = selection.offline.clone().unwrap_or_default();
     let mut models = vec![ModelSpec {
         info: offline_model_info(),
@@ -94,48 +138,79 @@ pub fn load(selection: &Selection) -> Result<Catalogue, String> {
     if let Some(dir) = config_dir(selection.config_dir.as_deref()) {
         let path = dir.join("models.json");
         if path.exists() {
-            let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let value: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            validator().validate_def("ModelsFile", &value).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+            let value: Value = serde_json::from_str(&text).map_err(|source| ConfigError::Parse { path: path.clone(), source })?;
+            validator().validate_def("ModelsFile", &value).map_err(|e| ConfigError::Invalid { path: path.clone(), reason: e.to_string() })?;
             // Providers keep the file's order (the typed map does not).
             let order: Vec<String> = value["providers"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-            let mut file: ModelsFile = serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut file: ModelsFile = serde_json::from_value(value).map_err(|source| ConfigError::Parse { path: path.clone(), source })?;
             default_model = file.default_model;
             for name in order {
                 if let Some(config) = file.providers.remove(&name) {
+                    if config.api_key.as_deref().is_some_and(blank) {
+                        return Err(ConfigError::EmptyApiKey { path, pointer: format!("/providers/{}/apiKey", pointer_segment(&name)) });
+                    }
                     providers.retain(|(n, _)| *n != name);
                     providers.push((name, config));
                 }
             }
         }
     }
+    // Providers left out because their key variable is unset or empty, with that variable.
+    let mut unconfigured: Vec<(String, String)> = Vec::new();
     for (name, config) in providers {
         let explicit = selection.provider.as_deref() == Some(name.as_str());
         let key = match (&selection.api_key, explicit) {
             (Some(k), true) => Some(k.clone()),
-            _ => config.api_key.clone().or_else(|| config.api_key_env.as_ref().and_then(|v| std::env::var(v.as_str()).ok())).filter(|k| !k.is_empty()),
+            // An empty variable is the usual way to unset a key in a shell or CI config, so it
+            // means "not configured" rather than an error.
+            _ => config.api_key.clone().or_else(|| config.api_key_env.as_ref().and_then(|v| std::env::var(v.as_str()).ok())).filter(|k| !blank(k)),
         };
         // Providers reached with a key variable are usable only when it is set; a literal key,
         // or none at all (local servers such as Ollama), is always usable.
-        if key.is_none() && config.api_key_env.is_some() && config.api_key.is_none() {
-            continue;
+        if key.is_none() && config.api_key.is_none() {
+            if let Some(var) = &config.api_key_env {
+                unconfigured.push((name, var.to_string()));
+                continue;
+            }
         }
         models.extend(specs(&name, &config, key));
     }
     let wanted = match (&selection.provider, &selection.model) {
         (Some(p), Some(m)) => Some((p.clone(), m.clone())),
-        (Some(p), None) => models.iter().find(|s| *s.info.provider == *p).map(|s| (p.clone(), s.info.id.to_string())),
+        // An explicit provider that is not usable (for instance its key variable is empty) is an
+        // error, not a silent start on the offline model.
+        (Some(p), None) => match models.iter().find(|s| *s.info.provider == *p) {
+            Some(s) => Some((p.clone(), s.info.id.to_string())),
+            None => return Err(ConfigError::ProviderNotFound { provider: p.clone(), hint: unconfigured_hint(&unconfigured, p), configured: configured(&models) }),
+        },
         (None, Some(m)) => models.iter().find(|s| *s.info.id == *m).map(|s| (s.info.provider.to_string(), m.clone())),
         (None, None) => default_model.as_deref().and_then(|d| d.split_once('/')).map(|(p, m)| (p.to_owned(), m.to_owned())),
     };
     let current = match wanted {
         None => 0,
-        Some((p, m)) => models
-            .iter()
-            .position(|s| *s.info.provider == p && *s.info.id == m)
-            .ok_or_else(|| format!("Model not found: {p}/{m} (configured: {})", models.iter().map(|s| format!("{}/{}", *s.info.provider, *s.info.id)).collect::<Vec<_>>().join(", ")))?,
+        Some((provider, model)) => match models.iter().position(|s| *s.info.provider == provider && *s.info.id == model) {
+            Some(i) => i,
+            None => {
+                let hint = unconfigured_hint(&unconfigured, &provider);
+                return Err(ConfigError::ModelNotFound { provider, model, hint, configured: configured(&models) });
+            }
+        },
     };
     Ok(Catalogue { models, current })
+}
+
+/// Why `provider` has no models when it was left out for want of its key variable, else "".
+fn unconfigured_hint(unconfigured: &[(String, String)], provider: &str) -> String {
+    match unconfigured.iter().find(|(n, _)| n == provider) {
+        Some((_, var)) => format!("provider {provider} needs ${var}, which is unset or empty; "),
+        None => String::new(),
+    }
+}
+
+/// The usable models as `provider/id`, for error messages.
+fn configured(models: &[ModelSpec]) -> String {
+    models.iter().map(|s| format!("{}/{}", *s.info.provider, *s.info.id)).collect::<Vec<_>>().join(", ")
 }
 
 fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelSpec> {
@@ -144,9 +219,11 @@ fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelS
         .models
         .iter()
         .map(|m| {
-            let api = match config.api {
-                ProviderConfigApi::OpenaiCompletions => Api::OpenAiCompletions,
-                ProviderConfigApi::AnthropicMessages => Api::AnthropicMessages,
+            // Exhaustive on purpose: an API added to the schema must get its own provider here
+            // instead of silently speaking another wire format.
+            let (api, make): (Api, fn(Endpoint) -> Arc<dyn super::Provider>) = match config.api {
+                ProviderConfigApi::OpenaiCompletions => (Api::OpenAiCompletions, |endpoint| Arc::new(OpenAiProvider { endpoint })),
+                ProviderConfigApi::AnthropicMessages => (Api::AnthropicMessages, |endpoint| Arc::new(AnthropicProvider { endpoint })),
             };
             let reasoning = m.reasoning.unwrap_or(false);
             let max_tokens = m.max_tokens.unwrap_or(8192);
@@ -159,11 +236,7 @@ fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelS
             }))
             .expect("a configured model makes a valid Model");
             let endpoint = Endpoint { base_url: config.base_url.to_string(), api_key: key.clone(), headers: headers.clone(), model: m.id.to_string(), max_tokens, reasoning };
-            let provider: Arc<dyn super::Provider> = match api {
-                Api::AnthropicMessages => Arc::new(AnthropicProvider { endpoint }),
-                _ => Arc::new(OpenAiProvider { endpoint }),
-            };
-            ModelSpec { info, api, supports_xhigh: m.supports_xhigh.unwrap_or(false), provider }
+            ModelSpec { info, api, supports_xhigh: m.supports_xhigh.unwrap_or(false), provider: make(endpoint) }
         })
         .collect()
 }
