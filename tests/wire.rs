@@ -315,6 +315,51 @@ fn replay_serves_the_merged_log_in_the_same_process_and_after_resume() {
 }
 
 #[test]
+fn continue_resumes_the_session_not_the_wire_log_beside_it() {
+    let sessions = tempfile::tempdir().unwrap();
+    let dir = sessions.path().to_str().unwrap().to_owned();
+    let mut w = Wire::start_with(&["--session-dir", dir.as_str()], &[json!({"text":"First answer."})]);
+    w.send(json!({"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocol_version":"1.10","client":{"name":"t","version":"1"}}}));
+    w.until_id(json!("i"));
+    w.send(json!({"jsonrpc":"2.0","id":"1","method":"prompt","params":{"user_input":"hi"}}));
+    w.until_id(json!("1"));
+    let (_, code) = w.finish();
+    assert_eq!(code, 0);
+    let names: Vec<String> = std::fs::read_dir(sessions.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().any(|n| n.ends_with(".wire.jsonl")), "the wire log, written last, is the newest file: {names:?}");
+
+    // --continue takes the newest session file; before, it took the wire log and exited with
+    // "line 1 is not a session header".
+    let mut resumed = Wire::start_with(&["--continue", "--session-dir", dir.as_str()], &[]);
+    resumed.send(json!({"jsonrpc":"2.0","id":"i2","method":"initialize","params":{"protocol_version":"1.10","client":{"name":"t","version":"1"}}}));
+    resumed.until_id(json!("i2"));
+    resumed.send(json!({"jsonrpc":"2.0","id":"r","method":"replay"}));
+    let frames = resumed.until_id(json!("r"));
+    let replayed = &frames[..frames.len() - 1];
+    assert_eq!(kinds(&replayed[..2]), ["TurnBegin", "StepBegin"]);
+    assert_eq!(replayed[0]["params"]["payload"]["user_input"], "hi", "the first turn is replayed");
+    assert!(replayed.iter().any(|f| f["params"]["payload"]["text"] == "First answer."));
+    drop(resumed);
+
+    // rpc's list_sessions over the same directory lists the session only.
+    let mut rpc = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(["--mode", "rpc", "--config-dir"])
+        .arg(sessions.path())
+        .args(["--session-dir", dir.as_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    rpc.stdin.take().unwrap().write_all(b"{\"id\":\"l\",\"type\":\"list_sessions\"}\n").unwrap();
+    let out = rpc.wait_with_output().unwrap();
+    let response = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|f| f["id"] == "l").expect("a list_sessions response");
+    let listed: Vec<&str> = response["data"]["sessions"].as_array().unwrap().iter().map(|s| s["path"].as_str().unwrap()).collect();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(listed[0].ends_with(".jsonl") && !listed[0].ends_with(".wire.jsonl"), "{listed:?}");
+}
+
+#[test]
 fn provider_errors_interrupt_the_step_and_answer_32003() {
     // A scripted provider failure that is not retryable.
     let mut w = Wire::start(&[json!({"error":"500 boom"})]);

@@ -471,14 +471,25 @@ pub fn listing(path: &Path) -> Option<SessionListing> {
     })
 }
 
-/// Session files (`*.jsonl`) directly in `dir`.
+/// Whether a file name is a session file's: `<name>.jsonl` where `<name>` is not empty, does not
+/// start with a dot and has no dot in it. Session files are named `<time>_<id>.jsonl` with the
+/// time's dots replaced, so they never have one; files kept beside a session are named
+/// `<session>.<kind>.jsonl` (the wire log, `<session>.wire.jsonl`) and must never be taken for
+/// one (`--continue` would pick the newest of them and fail on its first line). Other names, such
+/// as HTML exports or hidden files, are not sessions either.
+pub fn is_session_file_name(name: &str) -> bool {
+    name.strip_suffix(".jsonl").is_some_and(|stem| !stem.is_empty() && !stem.contains('.'))
+}
+
+/// Session files directly in `dir` (see [`is_session_file_name`]), sorted by name.
 pub fn files_in(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        // `is_file` follows symlinks: a linked session is still a session; a directory is not.
+        .filter(|p| p.is_file() && p.file_name().and_then(|n| n.to_str()).is_some_and(is_session_file_name))
         .collect();
     files.sort();
     files
@@ -544,5 +555,22 @@ mod tests {
         s.append(Payload::Message(Box::new(user("new")))).unwrap();
         let texts: Vec<String> = s.messages().iter().map(message_text).collect();
         assert_eq!(texts, ["sum", "kept", "new"]);
+    }
+
+    #[test]
+    fn only_session_files_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Session::create(Some(dir.path()), Path::new("/work"), None);
+        s.append(Payload::Message(Box::new(user("hi")))).unwrap();
+        let session = s.path().unwrap().to_path_buf();
+        let name = session.file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(is_session_file_name(&name), "the names agentwire gives sessions are session names: {name}");
+        for other in [session.with_extension("wire.jsonl"), session.with_extension("html"), dir.path().join(".model-script.jsonl"), dir.path().join("notes.txt")] {
+            std::fs::write(&other, "{}\n").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("sub.jsonl")).unwrap();
+        assert_eq!(files_in(dir.path()), [session]);
+        assert!(is_session_file_name("2025-01-01T00-00-00-000Z_0193a3c8-uuid.jsonl"), "pi's names too");
+        assert!(!is_session_file_name(".jsonl") && !is_session_file_name("x.wire.jsonl") && !is_session_file_name("x.jsonl.bak"));
     }
 }
