@@ -7,7 +7,7 @@
 //! script runs out.
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -35,6 +35,17 @@ pub struct OfflineModel {
     calls: Mutex<u64>,
 }
 
+/// Why a `--model-script` file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The file cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// Line `line` (1-based) is not JSON or not a `ModelScriptEntry`.
+    #[error("{}:{line}: {reason}", path.display())]
+    Line { path: PathBuf, line: usize, reason: String },
+}
+
 impl OfflineModel {
     /// A model playing `entries` in order.
     pub fn scripted(entries: Vec<ModelScriptEntry>) -> Self {
@@ -42,15 +53,14 @@ impl OfflineModel {
     }
 
     /// Loads a script file; errors name the line.
-    pub fn from_script_file(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn from_script_file(path: &Path) -> Result<Self, ScriptError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read { path: path.to_path_buf(), source })?;
         let mut entries = Vec::new();
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let value: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
-            crate::protocol::validate::validator()
-                .validate_def("ModelScriptEntry", &value)
-                .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
-            entries.push(serde_json::from_value(value).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+            let at = |reason: String| ScriptError::Line { path: path.to_path_buf(), line: i + 1, reason };
+            let value: serde_json::Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+            crate::protocol::validate::validator().validate_def("ModelScriptEntry", &value).map_err(|e| at(e.to_string()))?;
+            entries.push(serde_json::from_value(value).map_err(|e| at(e.to_string()))?);
         }
         Ok(Self::scripted(entries))
     }
@@ -218,6 +228,18 @@ mod tests {
 
     fn texts(chunks: &[Timed]) -> String {
         chunks.iter().filter_map(|c| if let ModelChunk::Text(t) = &c.chunk { Some(t.as_str()) } else { None }).collect()
+    }
+
+    #[test]
+    fn script_file_errors_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("script.jsonl");
+        std::fs::write(&path, "{\"text\":\"ok\"}\n\n{\"text\": 5}\n").unwrap();
+        let err = OfflineModel::from_script_file(&path).unwrap_err();
+        assert!(matches!(&err, ScriptError::Line { line: 3, .. }), "{err:?}");
+        assert!(err.to_string().starts_with(&format!("{}:3: ", path.display())), "{err}");
+        let missing = dir.path().join("missing.jsonl");
+        assert!(matches!(OfflineModel::from_script_file(&missing), Err(ScriptError::Read { path, .. }) if path == missing));
     }
 
     #[test]

@@ -15,6 +15,28 @@ use std::path::{Path, PathBuf};
 
 use crate::protocol::*;
 
+/// Why a session file could not be loaded. The messages start with the file's path.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The file cannot be read (missing, unreadable).
+    #[error("{}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// The file has no lines at all.
+    #[error("{}: empty file, not a session", path.display())]
+    Empty { path: PathBuf },
+    /// Line 1 is not a `session` header: the file is something else.
+    #[error("{}: line 1 is not a session header: {source}", path.display())]
+    NotASession { path: PathBuf, source: serde_json::Error },
+}
+
+/// Callers that report errors as strings (the server's start-up path uses `?` into `String`)
+/// keep working unchanged.
+impl From<SessionError> for String {
+    fn from(e: SessionError) -> String {
+        e.to_string()
+    }
+}
+
 /// A problem found while loading a session file that did not stop the load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadWarning {
@@ -150,15 +172,14 @@ impl Session {
 
     /// Loads a session file. A torn last line and corrupt lines in the middle are skipped and
     /// reported; a missing file or a missing header is an error.
-    pub fn load(path: &Path) -> Result<(Self, Vec<LoadWarning>), String> {
-        let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<(Self, Vec<LoadWarning>), SessionError> {
+        let text = std::fs::read(path).map_err(|source| SessionError::Read { path: path.to_path_buf(), source })?;
         let text = String::from_utf8_lossy(&text);
         let ends_with_newline = text.ends_with('\n');
         let lines: Vec<&str> = text.lines().collect();
         let mut warnings = Vec::new();
-        let Some(first) = lines.first() else { return Err(format!("{}: empty file, not a session", path.display())) };
-        let header: SessionHeader =
-            serde_json::from_str(first).map_err(|e| format!("{}: line 1 is not a session header: {e}", path.display()))?;
+        let Some(first) = lines.first() else { return Err(SessionError::Empty { path: path.to_path_buf() }) };
+        let header: SessionHeader = serde_json::from_str(first).map_err(|source| SessionError::NotASession { path: path.to_path_buf(), source })?;
         let mut session = Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, path: Some(path.to_path_buf()), file: None };
         for (i, line) in lines.iter().enumerate().skip(1) {
             if line.trim().is_empty() {
@@ -543,7 +564,17 @@ mod tests {
         assert_eq!(loaded.messages().len(), 1);
         assert_eq!(warnings.iter().map(|w| w.line).collect::<Vec<_>>(), [2, 4]);
         assert!(warnings[1].reason.starts_with("torn last line"));
-        assert!(Session::load(&dir.path().join("missing.jsonl")).is_err());
+        let missing = dir.path().join("missing.jsonl");
+        assert!(matches!(Session::load(&missing), Err(SessionError::Read { path, source }) if path == missing && source.kind() == std::io::ErrorKind::NotFound));
+        let empty = dir.path().join("empty.jsonl");
+        std::fs::write(&empty, "").unwrap();
+        assert!(matches!(Session::load(&empty), Err(SessionError::Empty { .. })));
+        let log = dir.path().join("x.wire.jsonl");
+        std::fs::write(&log, "{\"type\":\"metadata\"}\n").unwrap();
+        let err = Session::load(&log).unwrap_err();
+        assert!(matches!(err, SessionError::NotASession { .. }));
+        // The message is what the server and `switch_session` have always printed.
+        assert!(err.to_string().starts_with(&format!("{}: line 1 is not a session header: ", log.display())), "{err}");
     }
 
     #[test]

@@ -108,20 +108,35 @@ fn build_definitions() -> Vec<ToolInfo> {
     ]
 }
 
-/// Validates `args` against the tool's parameter schema; `Err` is the message for the model.
-pub fn check_arguments(parameters: &Map<String, Value>, tool: &str, args: &Map<String, Value>) -> Result<(), String> {
+/// Why a tool call's arguments were refused; the message (its `Display`) is what the model sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentsError {
+    /// The tool's own parameter schema does not compile.
+    #[error("Tool \"{tool}\" has an invalid parameter schema: {reason}")]
+    BadSchema { tool: String, reason: String },
+    /// The arguments break the schema: one `  - <pointer>: <what>` line per problem, and the
+    /// arguments as received, pretty-printed.
+    #[error("Validation failed for tool \"{tool}\":\n{}\n\nReceived arguments:\n{received}", problems.join("\n"))]
+    Invalid { tool: String, problems: Vec<String>, received: String },
+}
+
+/// The agent loop hands the message to `ToolOutput::error(impl Into<String>)` as it is.
+impl From<ArgumentsError> for String {
+    fn from(e: ArgumentsError) -> String {
+        e.to_string()
+    }
+}
+
+/// Validates `args` against the tool's parameter schema.
+pub fn check_arguments(parameters: &Map<String, Value>, tool: &str, args: &Map<String, Value>) -> Result<(), ArgumentsError> {
     let schema = Value::Object(parameters.clone());
-    let validator = jsonschema::validator_for(&schema).map_err(|e| format!("Tool \"{tool}\" has an invalid parameter schema: {e}"))?;
+    let validator = jsonschema::validator_for(&schema).map_err(|e| ArgumentsError::BadSchema { tool: tool.to_owned(), reason: e.to_string() })?;
     let problems: Vec<String> =
         validator.iter_errors(&Value::Object(args.clone())).map(|e| format!("  - {}: {e}", e.instance_path())).collect();
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "Validation failed for tool \"{tool}\":\n{}\n\nReceived arguments:\n{}",
-            problems.join("\n"),
-            serde_json::to_string_pretty(args).unwrap_or_default()
-        ))
+        Err(ArgumentsError::Invalid { tool: tool.to_owned(), problems, received: serde_json::to_string_pretty(args).unwrap_or_default() })
     }
 }
 
@@ -178,5 +193,27 @@ async fn bash(ctx: &ToolContext, command: &str, timeout_s: Option<u64>, mut on_u
         Some(0) => ToolOutput::text(if text.is_empty() { "(no output)".to_owned() } else { text }).with_details(details),
         Some(code) => ToolOutput::error(format!("{text}\n\nCommand exited with code {code}")).with_details(details),
         None => ToolOutput::error(format!("{text}\n\nCommand was killed by a signal")).with_details(details),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn argument_errors_list_each_problem_and_what_was_received() {
+        let params = json!({"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false});
+        let args = json!({"path": 3});
+        let err = check_arguments(params.as_object().unwrap(), "read", args.as_object().unwrap()).unwrap_err();
+        let ArgumentsError::Invalid { tool, problems, received } = &err else { panic!("{err:?}") };
+        assert_eq!((tool.as_str(), problems.len()), ("read", 1));
+        assert!(problems[0].starts_with("  - /path: "), "{problems:?}");
+        assert_eq!(received, "{\n  \"path\": 3\n}");
+        assert_eq!(String::from(err.clone()), format!("Validation failed for tool \"read\":\n{}\n\nReceived arguments:\n{received}", problems[0]));
+        let bad = json!({"type": 12});
+        let err = check_arguments(bad.as_object().unwrap(), "odd", &Map::new()).unwrap_err();
+        assert!(matches!(&err, ArgumentsError::BadSchema { tool, .. } if tool == "odd"), "{err:?}");
+        assert!(check_arguments(params.as_object().unwrap(), "read", json!({"path": "a"}).as_object().unwrap()).is_ok());
     }
 }
