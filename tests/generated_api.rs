@@ -209,3 +209,48 @@ fn wire_dispatch_returns_results_and_domain_errors() {
     let err = run(json!({"jsonrpc": "2.0", "id": 2, "method": "steer", "params": {"user_input": "hi"}})).unwrap_err();
     assert_eq!(serde_json::to_value(err.to_object()).unwrap(), json!({"code": -32000, "message": "No agent turn is in progress", "data": null}));
 }
+
+/// Serializes a frame built with a generated `new`, compares it with the JSON it should be, and
+/// validates it against the schema def it was generated from.
+fn built<T: serde::Serialize>(def: &str, frame: &T, expected: Value) -> Value {
+    let value = serde_json::to_value(frame).unwrap();
+    assert_eq!(value, expected, "{def}");
+    agentwire::protocol::validate::validator().validate_def(def, &value).unwrap_or_else(|e| panic!("{def}: {value}: {e}"));
+    value
+}
+
+#[test]
+fn constructors_set_the_constant_tags_and_leave_optional_fields_out() {
+    use agentwire::protocol::validate::{validator, Dialect, Direction};
+    let outbound = |frame: &Value| validator().validate_frame(Dialect::Rpc, Direction::Outbound, frame, None).unwrap_or_else(|e| panic!("{frame}: {e}"));
+
+    outbound(&built("TurnStartEvent", &TurnStartEvent::new(), json!({"type": "turn_start"})));
+    // Two constants (`type` and `method`), a constrained id, `impl Into<String>` text, and the
+    // optional `timeout` absent.
+    let confirm = UiConfirmRequest::new("u1".parse().unwrap(), "Delete?", String::from("Really delete a.txt?"));
+    let expected = json!({"type": "extension_ui_request", "id": "u1", "method": "confirm", "title": "Delete?", "message": "Really delete a.txt?"});
+    outbound(&built("UiConfirmRequest", &confirm, expected));
+    // Optional fields stay writable after `new`.
+    let mut confirm = confirm;
+    confirm.timeout = Some(5000);
+    assert_eq!(serde_json::to_value(&confirm).unwrap()["timeout"], 5000);
+    // The map of additional properties of an open event starts empty.
+    outbound(&built("AdvisorCostChangedEvent", &AdvisorCostChangedEvent::new(), json!({"type": "advisor_cost_changed"})));
+    // A command and a response: tags set, `id` (optional) left out.
+    let cmd = SetModelCommand::new("openai".parse().unwrap(), "gpt".parse().unwrap());
+    let cmd = built("SetModelCommand", &cmd, json!({"type": "set_model", "provider": "openai", "modelId": "gpt"}));
+    validator().validate_frame(Dialect::Rpc, Direction::Inbound, &cmd, None).unwrap();
+    outbound(&built("RpcResponse", &RpcResponse::new("abort", true), json!({"type": "response", "command": "abort", "success": true})));
+
+    // Wire: an event notification (`jsonrpc` and `method` constants) around an event (`type`)
+    // around its payload.
+    let step = WireStepBeginEvent::new(WireStepBeginPayload { n: std::num::NonZeroU32::new(2).unwrap() });
+    let step = WireEventNotification::new(step.into());
+    let step = built(
+        "WireEventNotification",
+        &step,
+        json!({"jsonrpc": "2.0", "method": "event", "params": {"type": "StepBegin", "payload": {"n": 2}}}),
+    );
+    validator().validate_frame(Dialect::Wire, Direction::Outbound, &step, None).unwrap_or_else(|e| panic!("{step}: {e}"));
+    built("WireSetPlanModeResult", &WireSetPlanModeResult::new(true), json!({"status": "ok", "plan_mode": true}));
+}

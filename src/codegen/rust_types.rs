@@ -17,6 +17,9 @@
 //! - A syn pass puts struct fields back in schema order (typify sorts them alphabetically;
 //!   schema order keeps `type` first and matches the peers' key order) and turns optional
 //!   arrays into `Option<Vec<_>>` (typify collapses `[]` and absent).
+//! - A second syn pass gives every struct with a constant field (a tag such as `type`, `method`,
+//!   `role`, `jsonrpc`) a `new` taking its required fields, so code builds frames without
+//!   spelling out the markers and the absent optional fields.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -46,9 +49,11 @@ pub fn generate(bundle: &Value, schema_files: &[(String, String)], example_files
     let leaf = typify_leaf_types(defs, &unions, &lits)?;
     let mut file: syn::File = syn::parse2(leaf).map_err(|e| format!("typify output does not parse: {e}"))?;
     fix_structs(&mut file, defs);
+    let constructors = constructors(&file, defs, &lits)?;
 
     let mut out = TokenStream::new();
     out.extend(quote! { #file });
+    out.extend(constructors);
     out.extend(lit_types(&lits));
     for u in &unions {
         out.extend(union_enum(u, defs, &unions));
@@ -200,6 +205,134 @@ fn fix_structs(file: &mut syn::File, defs: &Map<String, Value>) {
         });
         named.named = fields.into_iter().collect();
     }
+}
+
+/// `impl X { pub fn new(..) }` for every struct with at least one constant field: the
+/// constants get their marker, the schema's required fields come from the arguments (in schema
+/// order; a `String` as `impl Into<String>`), optional fields are `None` or, when typify gave
+/// them a `serde(default)`, that default, the value reading the frame without them would give.
+/// A struct that already has an inherent `new` keeps it and gets none.
+fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<String, String>) -> Result<TokenStream, String> {
+    let lit_values: BTreeMap<&str, &str> = lits.iter().map(|(value, name)| (name.as_str(), value.as_str())).collect();
+    let has_new: BTreeSet<String> = file
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Impl(i) if i.trait_.is_none() => {
+                let defines_new = i.items.iter().any(|it| matches!(it, syn::ImplItem::Fn(f) if f.sig.ident == "new"));
+                let syn::Type::Path(p) = &*i.self_ty else { return None };
+                defines_new.then(|| p.path.segments.last().map(|s| s.ident.to_string())).flatten()
+            }
+            _ => None,
+        })
+        .collect();
+    let mut out = TokenStream::new();
+    for item in &file.items {
+        let syn::Item::Struct(s) = item else { continue };
+        let syn::Fields::Named(named) = &s.fields else { continue };
+        let name = s.ident.to_string();
+        let constants: Vec<(String, &str)> = named
+            .named
+            .iter()
+            .filter_map(|f| Some((wire_name(f), *lit_values.get(lit_marker(&f.ty)?.as_str())?)))
+            .collect();
+        if constants.is_empty() || has_new.contains(&name) {
+            continue;
+        }
+        let def = defs.get(&name);
+        let required: Vec<&str> = def
+            .and_then(|d| d.get("required"))
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut params = Vec::new();
+        let mut inits = Vec::new();
+        for f in &named.named {
+            let ident = f.ident.as_ref().expect("named fields have idents");
+            let ty = &f.ty;
+            let wire = wire_name(f);
+            let default = serde_default(f);
+            let is_required = match def {
+                Some(_) => required.contains(&wire.as_str()),
+                // A struct typify made up for an inline schema: what serde requires.
+                None => default.is_none() && !is_option(ty),
+            };
+            if lit_marker(ty).is_some() {
+                inits.push(quote! { #ident: #ty });
+            } else if is_required && is_string(ty) {
+                params.push(quote! { #ident: impl ::std::convert::Into<::std::string::String> });
+                inits.push(quote! { #ident: #ident.into() });
+            } else if is_required {
+                params.push(quote! { #ident: #ty });
+                inits.push(quote! { #ident });
+            } else if is_option(ty) {
+                inits.push(quote! { #ident: ::std::option::Option::None });
+            } else {
+                match default {
+                    Some(Some(path)) => {
+                        let path: syn::Path = syn::parse_str(&path).map_err(|e| format!("{name}.{wire}: default `{path}`: {e}"))?;
+                        inits.push(quote! { #ident: #path() });
+                    }
+                    Some(None) => inits.push(quote! { #ident: ::std::default::Default::default() }),
+                    None => return Err(format!("{name}.{wire}: optional, but neither an Option nor defaulted; no `new` can leave it out")),
+                }
+            }
+        }
+        let tags: Vec<String> = constants.iter().map(|(field, value)| format!("`{field}` = `\"{value}\"`")).collect();
+        let doc = format!(
+            "`{name}` with {} set and every optional field absent (or at its schema default).",
+            tags.join(", ")
+        );
+        let ident = &s.ident;
+        out.extend(quote! {
+            impl #ident {
+                #[doc = #doc]
+                pub fn new(#(#params),*) -> Self {
+                    Self { #(#inits),* }
+                }
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// The marker name (`LitConfirm`) when `ty` is one of the `lit` markers.
+fn lit_marker(ty: &syn::Type) -> Option<String> {
+    let syn::Type::Path(p) = ty else { return None };
+    let segments: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+    match segments.as_slice() {
+        [.., module, last] if module.ident == "lit" && last.ident.to_string().starts_with("Lit") => Some(last.ident.to_string()),
+        _ => None,
+    }
+}
+
+fn is_option(ty: &syn::Type) -> bool {
+    matches!(ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Option"))
+}
+
+fn is_string(ty: &syn::Type) -> bool {
+    let text = quote!(#ty).to_string().replace(' ', "");
+    text == "::std::string::String" || text == "String"
+}
+
+/// A field's `serde(default)`: `Some(None)` for the plain one and for the `flatten`ed map of
+/// additional properties (empty), `Some(Some(path))` for `default = "path"`, `None` when it has
+/// none.
+fn serde_default(f: &syn::Field) -> Option<Option<String>> {
+    for attr in &f.attrs {
+        let text = quote!(#attr).to_string();
+        if !text.starts_with("# [serde") {
+            continue;
+        }
+        if let Some(rest) = text.split("default = \"").nth(1) {
+            return Some(Some(rest.split('"').next().unwrap_or_default().to_owned()));
+        }
+        let inner = text.split_once('(').map_or("", |(_, r)| r);
+        if inner.split(',').any(|part| matches!(part.trim().trim_end_matches([')', ']']).trim(), "default" | "flatten")) {
+            return Some(None);
+        }
+    }
+    None
 }
 
 fn wire_name(f: &syn::Field) -> String {
