@@ -5,7 +5,6 @@
 
 use serde_json::Value;
 
-use super::generated::lit::LitResponse;
 use super::generated::{RpcErrorCode, RpcResponse, WireErrorObject};
 
 /// A failed JSONL-dialect command: what goes into `error` and `code` of its response.
@@ -65,30 +64,14 @@ pub fn rpc_response<T: serde::Serialize>(
             .map_err(|e| RpcError::internal(format!("could not serialize the {command} result: {e}"))),
     });
     match outcome {
-        Ok(data) => RpcResponse {
-            id,
-            type_: LitResponse,
-            command: command.to_owned(),
-            success: true,
-            data,
-            error: None,
-            code: None,
-        },
+        Ok(data) => RpcResponse { id, data, ..RpcResponse::new(command, true) },
         Err(e) => rpc_failure(id, command, e),
     }
 }
 
 /// A `success:false` response.
 pub fn rpc_failure(id: Option<Value>, command: &str, error: RpcError) -> RpcResponse {
-    RpcResponse {
-        id,
-        type_: LitResponse,
-        command: command.to_owned(),
-        success: false,
-        data: None,
-        error: Some(error.message),
-        code: Some(error.code),
-    }
+    RpcResponse { id, error: Some(error.message), code: Some(error.code), ..RpcResponse::new(command, false) }
 }
 
 /// JSON-RPC error codes: the standard ones and kimi's domain codes.

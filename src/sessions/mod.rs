@@ -159,14 +159,7 @@ impl Session {
         let id = uuid::Uuid::now_v7().to_string();
         let timestamp = now_rfc3339();
         let path = dir.map(|d| d.join(format!("{}_{id}.jsonl", timestamp.replace([':', '.'], "-"))));
-        let header = SessionHeader {
-            type_: Default::default(),
-            version: 3,
-            id: nonempty(&id),
-            timestamp: nonempty(&timestamp),
-            cwd: cwd.display().to_string(),
-            parent_session: parent,
-        };
+        let header = SessionHeader { parent_session: parent, ..SessionHeader::new(3, nonempty(&id), nonempty(&timestamp), cwd.display().to_string()) };
         Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, path, file: None }
     }
 
@@ -241,32 +234,21 @@ impl Session {
         let parent_id = self.leaf.clone();
         let timestamp = now_rfc3339();
         let entry = match payload {
-            Payload::Message(message) => SessionEntry::Message(MessageEntry { type_: Default::default(), id: nonempty(&id), parent_id, timestamp: nonempty(&timestamp), message: *message }),
-            Payload::ModelChange { provider, model_id } => SessionEntry::ModelChange(ModelChangeEntry {
-                type_: Default::default(),
-                id: nonempty(&id),
+            Payload::Message(message) => SessionEntry::Message(MessageEntry::new(nonempty(&id), parent_id, nonempty(&timestamp), *message)),
+            Payload::ModelChange { provider, model_id } => SessionEntry::ModelChange(ModelChangeEntry::new(
+                nonempty(&id),
                 parent_id,
-                timestamp: nonempty(&timestamp),
-                provider: nonempty(&provider),
-                model_id: nonempty(&model_id),
-            }),
-            Payload::ThinkingLevel(level) => SessionEntry::ThinkingLevelChange(ThinkingLevelChangeEntry {
-                type_: Default::default(),
-                id: nonempty(&id),
-                parent_id,
-                timestamp: nonempty(&timestamp),
-                thinking_level: level,
-            }),
-            Payload::Name(name) => SessionEntry::SessionInfo(SessionInfoEntry { type_: Default::default(), id: nonempty(&id), parent_id, timestamp: nonempty(&timestamp), name }),
+                nonempty(&timestamp),
+                nonempty(&provider),
+                nonempty(&model_id),
+            )),
+            Payload::ThinkingLevel(level) => {
+                SessionEntry::ThinkingLevelChange(ThinkingLevelChangeEntry::new(nonempty(&id), parent_id, nonempty(&timestamp), level))
+            }
+            Payload::Name(name) => SessionEntry::SessionInfo(SessionInfoEntry::new(nonempty(&id), parent_id, nonempty(&timestamp), name)),
             Payload::Compaction { summary, first_kept_entry_id, tokens_before, details } => SessionEntry::Compaction(CompactionEntry {
-                type_: Default::default(),
-                id: nonempty(&id),
-                parent_id,
-                timestamp: nonempty(&timestamp),
-                summary,
-                first_kept_entry_id: nonempty(&first_kept_entry_id),
-                tokens_before,
                 details,
+                ..CompactionEntry::new(nonempty(&id), parent_id, nonempty(&timestamp), summary, nonempty(&first_kept_entry_id), tokens_before)
             }),
         };
         self.write_line(&serde_json::to_string(&entry).map_err(std::io::Error::other)?)?;
@@ -355,15 +337,7 @@ impl Session {
             None => 0,
             Some(ci) => {
                 let SessionEntry::Compaction(c) = branch[ci] else { unreachable!() };
-                out.push(AgentMessage::CompactionSummary(CompactionSummaryMessage {
-                    role: Default::default(),
-                    summary: c.summary.clone(),
-                    tokens_before: c.tokens_before,
-                    timestamp: now_ms(),
-                    short_summary: None,
-                    tokens_after: None,
-                    method: None,
-                }));
+                out.push(AgentMessage::CompactionSummary(CompactionSummaryMessage::new(c.summary.clone(), c.tokens_before, now_ms())));
                 let kept = branch.iter().position(|e| entry_id(e) == c.first_kept_entry_id.as_str()).unwrap_or(ci);
                 for e in &branch[kept..ci] {
                     if let SessionEntry::Message(m) = e {

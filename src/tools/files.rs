@@ -28,7 +28,7 @@ pub async fn read(ctx: &ToolContext, path: &str, offset: Option<u64>, limit: Opt
     };
     if let Some(mime) = image_mime(path) {
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        let image = TextOrImageContent::Image(ImageContent { type_: Default::default(), data, mime_type: mime.parse().expect("non-empty") });
+        let image = TextOrImageContent::Image(ImageContent::new(data, mime.parse().expect("non-empty")));
         return ToolOutput { content: vec![super::text_content(format!("Read image {path} ({} bytes)", bytes.len())), image], details: None, is_error: false };
     }
     let text = String::from_utf8_lossy(&bytes);

@@ -49,7 +49,7 @@ impl ToolOutput {
 
 /// A text content block.
 pub fn text_content(text: impl Into<String>) -> TextOrImageContent {
-    TextOrImageContent::Text(TextContent { type_: Default::default(), text: text.into(), text_signature: None })
+    TextOrImageContent::Text(TextContent::new(text))
 }
 
 /// What a running tool can use.
