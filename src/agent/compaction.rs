@@ -6,6 +6,7 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::events::{AgentEvent, CompactionReason};
 use super::Agent;
 use crate::protocol::*;
 use crate::providers::{ModelChunk, ModelRequest, Purpose};
@@ -167,23 +168,15 @@ pub fn over_threshold(agent: &Agent) -> bool {
     used as f64 > window * agent.inner.config.compaction.threshold
 }
 
-/// Runs an automatic compaction with its `auto_compaction_start` / `auto_compaction_end` events
-/// (none at all when there is nothing to compact).
-pub async fn auto_compact(agent: &Agent, reason: AutoCompactionStartEventReason, will_retry: bool, cancel: &CancellationToken) -> bool {
+/// Runs an automatic compaction with its `CompactionStart` / `CompactionEnd` events (none at
+/// all when there is nothing to compact).
+pub async fn auto_compact(agent: &Agent, reason: CompactionReason, will_retry: bool, cancel: &CancellationToken) -> bool {
     if plan(agent).is_err() {
         return false;
     }
-    agent.emit(&AutoCompactionStartEvent { type_: Default::default(), reason, action: None }).await;
+    agent.emit(AgentEvent::CompactionStart { reason }).await;
     let outcome = compact(agent, None, cancel).await;
-    let end = AutoCompactionEndEvent {
-        type_: Default::default(),
-        result: outcome.as_ref().ok().cloned(),
-        aborted: cancel.is_cancelled(),
-        will_retry: will_retry && outcome.is_ok(),
-        error_message: outcome.as_ref().err().cloned(),
-        action: None,
-        skipped: None,
-    };
-    agent.emit(&end).await;
-    outcome.is_ok()
+    let ok = outcome.is_ok();
+    agent.emit(AgentEvent::CompactionEnd { reason, result: outcome, aborted: cancel.is_cancelled(), will_retry: will_retry && ok }).await;
+    ok
 }

@@ -3,20 +3,66 @@
 //! (and, in `immediate` interrupt mode, skips the turn's remaining tool calls); follow-ups only
 //! when the agent would otherwise stop. Queued messages left when a run ends start a new run.
 
-use serde_json::{Map, Value};
+use std::sync::OnceLock;
+
+use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::events::{AgentEvent, CompactionReason, NoticeLevel, PromptId, RunOutcome};
+use super::port::{Question, QuestionAsk, ToolAsk};
 use super::stream::MessageBuilder;
-use super::ui::Confirmation;
-use super::{nonempty, now_ms, user_message, Agent, ApprovalPolicy, Queued, RetryWait, State};
+use super::{nonempty, now_ms, user_message, Agent, Queued, RetryWait, State};
 use crate::protocol::*;
 use crate::providers::{ModelChunk, ModelRequest, ProviderError};
 use crate::tools::{self, ToolContext, ToolOutput};
 
+/// The tool that asks the user questions; offered to the model only when the host port can
+/// ask ([`super::HostPort::supports_questions`]). kimi's name, so prompts written for kimi work.
+pub const QUESTION_TOOL: &str = "AskUserQuestion";
+
+/// The question tool's definition: its parameters are a list of [`Question`]s.
+fn question_tool() -> &'static ToolInfo {
+    static TOOL: OnceLock<ToolInfo> = OnceLock::new();
+    TOOL.get_or_init(|| {
+        let parameters = json!({
+            "type": "object",
+            "properties": {
+                "questions": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "question": {"type": "string", "description": "The question."},
+                            "header": {"type": "string", "description": "Short header."},
+                            "options": {
+                                "type": "array",
+                                "items": {"type": "object", "properties": {"label": {"type": "string"}, "description": {"type": "string"}}, "required": ["label"]},
+                                "description": "Answer options."
+                            },
+                            "multi_select": {"type": "boolean", "description": "Several options may be chosen."}
+                        },
+                        "required": ["question", "options"]
+                    }
+                }
+            },
+            "required": ["questions"]
+        });
+        let Value::Object(parameters) = parameters else { unreachable!("an object literal") };
+        ToolInfo {
+            name: nonempty(QUESTION_TOOL),
+            description: "Ask the user one or more multiple-choice questions and wait for the answers. Use it when a decision needs the user's input; each question offers labelled options (the user may also answer in their own words).".into(),
+            parameters,
+            extra: Map::new(),
+        }
+    })
+}
+
 /// How a run ended.
 enum Outcome {
     Completed,
+    StepLimit(u32),
     Aborted,
     Error(String),
 }
@@ -28,29 +74,29 @@ fn take_queue(queue: &mut std::collections::VecDeque<Queued>, mode: QueueMode) -
     }
 }
 
-pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Value>, cancel: CancellationToken, done: watch::Sender<bool>) {
-    agent.emit(&AgentStartEvent { type_: Default::default() }).await;
+pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptId>, cancel: CancellationToken, done: watch::Sender<bool>) {
+    agent.emit(AgentEvent::RunStart { prompt }).await;
     let mut produced: Vec<AgentMessage> = Vec::new();
     // (message, delivered from a queue)
     let mut incoming: Vec<(Queued, bool)> = first.into_iter().map(|q| (q, false)).collect();
     let max_steps = agent.inner.config.max_steps_per_turn;
     let mut steps = 0u32;
     let outcome = loop {
-        agent.emit(&TurnStartEvent { type_: Default::default() }).await;
+        agent.emit(AgentEvent::TurnStart).await;
         for (q, from_queue) in incoming.drain(..) {
             if from_queue {
-                let update = Agent::queue_update_frame(&agent.state());
-                agent.emit(&update).await;
+                let update = Agent::queue_event(&agent.state());
+                agent.emit(update).await;
             }
             let message = user_message(&q, from_queue);
             agent.record(message.clone());
-            produced.push(message.clone());
-            agent.emit(&MessageStartEvent { type_: Default::default(), message: message.clone() }).await;
-            agent.emit(&MessageEndEvent { type_: Default::default(), message }).await;
+            agent.emit(AgentEvent::MessageStart { message: &message }).await;
+            agent.emit(AgentEvent::MessageEnd { message: &message }).await;
+            produced.push(message);
         }
 
         if super::compaction::over_threshold(&agent) {
-            super::compaction::auto_compact(&agent, AutoCompactionStartEventReason::Threshold, false, &cancel).await;
+            super::compaction::auto_compact(&agent, CompactionReason::Threshold, false, &cancel).await;
         }
         let assistant = match stream_with_retries(&agent, &cancel).await {
             Ok(a) => a,
@@ -58,18 +104,21 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
             Err(Stopped::Failed(message)) => break Outcome::Error(message),
         };
         steps += 1;
-        let message = AgentMessage::Assistant(assistant.clone());
-        produced.push(message.clone());
+        let message = AgentMessage::Assistant(assistant);
+        let AgentMessage::Assistant(assistant) = &message else { unreachable!("built just above") };
         match assistant.stop_reason {
             StopReason::Aborted => {
-                agent.emit(&TurnEndEvent { type_: Default::default(), message, tool_results: Vec::new() }).await;
+                agent.emit(AgentEvent::TurnEnd { message: &message, tool_results: &[] }).await;
+                produced.push(message);
                 break Outcome::Aborted;
             }
             StopReason::Error => {
-                agent.emit(&TurnEndEvent { type_: Default::default(), message, tool_results: Vec::new() }).await;
-                break Outcome::Error(assistant.error_message.clone().unwrap_or_else(|| "the model failed".into()));
+                let error = assistant.error_message.clone().unwrap_or_else(|| "the model failed".into());
+                agent.emit(AgentEvent::TurnEnd { message: &message, tool_results: &[] }).await;
+                produced.push(message);
+                break Outcome::Error(error);
             }
-            _ => {}
+            StopReason::Stop | StopReason::Length | StopReason::ToolUse => {}
         }
 
         let calls: Vec<ToolCall> = assistant.content.iter().filter_map(|c| if let AssistantContent::ToolCall(tc) = c { Some(tc.clone()) } else { None }).collect();
@@ -87,25 +136,23 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
         for r in &results {
             let m = AgentMessage::ToolResult(r.clone());
             agent.record(m.clone());
-            produced.push(m.clone());
-            agent.emit(&MessageStartEvent { type_: Default::default(), message: m.clone() }).await;
-            agent.emit(&MessageEndEvent { type_: Default::default(), message: m }).await;
+            agent.emit(AgentEvent::MessageStart { message: &m }).await;
+            agent.emit(AgentEvent::MessageEnd { message: &m }).await;
+            produced.push(m);
         }
-        agent.emit(&TurnEndEvent { type_: Default::default(), message, tool_results: results }).await;
+        agent.emit(AgentEvent::TurnEnd { message: &message, tool_results: &results }).await;
+        // The assistant message goes before its tool results in `produced`.
+        let at = produced.len() - results.len();
+        produced.insert(at, message);
         if cancel.is_cancelled() {
             break Outcome::Aborted;
         }
         if !calls.is_empty() && max_steps.is_some_and(|max| steps >= max) {
             // The model wants another step but the run may not take it. Queued messages stay
             // queued and start a run of their own below.
-            let notice = NoticeEvent {
-                type_: Default::default(),
-                level: NoticeEventLevel::Warning,
-                message: format!("Stopped after {steps} step{} (--max-steps-per-turn)", if steps == 1 { "" } else { "s" }),
-                source: Some("agent".into()),
-            };
-            agent.emit(&notice).await;
-            break Outcome::Completed;
+            let message = format!("Stopped after {steps} step{} (--max-steps-per-turn)", if steps == 1 { "" } else { "s" });
+            agent.emit(AgentEvent::Notice { level: NoticeLevel::Warning, message }).await;
+            break Outcome::StepLimit(steps);
         }
         let next = {
             let mut st = agent.state();
@@ -124,13 +171,17 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
         incoming = next.into_iter().map(|q| (q, true)).collect();
     };
 
-    agent.emit(&AgentEndEvent { type_: Default::default(), messages: produced, is_terminal: Some(true) }).await;
-    let (status, error) = match outcome {
-        Outcome::Completed => (PromptResultEventStatus::Completed, None),
-        Outcome::Aborted => (PromptResultEventStatus::Aborted, None),
-        Outcome::Error(message) => (PromptResultEventStatus::Error, Some(PromptError { message, http_status: None, retryable: false })),
+    if let Some(run) = agent.state().run.as_mut() {
+        run.finishing = true;
+    }
+    agent.emit(AgentEvent::RunEnd { messages: &produced }).await;
+    let outcome = match outcome {
+        Outcome::Completed => RunOutcome::Completed,
+        Outcome::StepLimit(steps) => RunOutcome::StepLimit { steps },
+        Outcome::Aborted => RunOutcome::Aborted,
+        Outcome::Error(message) => RunOutcome::Failed(PromptError { message, http_status: None, retryable: false }),
     };
-    agent.emit(&PromptResultEvent { type_: Default::default(), id: prompt_id, status, agent_invoked: true, error }).await;
+    agent.emit(AgentEvent::PromptSettled { prompt, outcome, model_invoked: true }).await;
     // Messages queued while the run was finishing start a run of their own.
     {
         let mut st = agent.state();
@@ -150,7 +201,7 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt_id: Option<Valu
 
 fn restart(agent: &Agent, st: &mut State, first: Vec<Queued>) {
     agent.start_run(st, first, None);
-    // No command response precedes this run, so nothing else opens its gate.
+    // No request is answered before this run, so nothing else opens its gate.
     agent.release_gates();
 }
 
@@ -163,61 +214,49 @@ enum Stopped {
 }
 
 /// Streams the assistant message, retrying transient failures with exponential back-off and
-/// jitter (honouring `Retry-After`): the failed attempt's turn ends, `auto_retry_start` is
-/// written, the wait can be cancelled by `abort` / `abort_retry`, a new turn starts; after the
-/// last attempt `auto_retry_end` says how it went. Failed attempts are not kept in history.
+/// jitter (honouring `Retry-After`): the failed attempt's turn ends, `RetryStart` is emitted, the
+/// wait can be cancelled by `abort` / `abort_retry`, a new turn starts; after the last attempt
+/// `RetryEnd` says how it went. Failed attempts are not kept in history.
 async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Result<AssistantMessage, Stopped> {
     let policy = agent.inner.config.retry;
     let mut attempt: u32 = 0;
     let mut compacted_for_overflow = false;
     loop {
         let (assistant, error) = stream_assistant(agent, cancel).await;
+        let message = AgentMessage::Assistant(assistant);
         // Context overflow: compact once and try again (not counted as a retry).
         if error.as_ref().is_some_and(|e| e.context_overflow) && !compacted_for_overflow && agent.state().auto_compaction && !cancel.is_cancelled() {
             compacted_for_overflow = true;
-            agent.emit(&MessageEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant.clone()) }).await;
-            agent.emit(&TurnEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant.clone()), tool_results: Vec::new() }).await;
-            if super::compaction::auto_compact(agent, AutoCompactionStartEventReason::Overflow, true, cancel).await {
-                agent.emit(&TurnStartEvent { type_: Default::default() }).await;
+            agent.emit(AgentEvent::MessageEnd { message: &message }).await;
+            agent.emit(AgentEvent::TurnEnd { message: &message, tool_results: &[] }).await;
+            if super::compaction::auto_compact(agent, CompactionReason::Overflow, true, cancel).await {
+                agent.emit(AgentEvent::TurnStart).await;
                 continue;
             }
             // Compaction failed: the run ends with the original error (already reported).
+            let AgentMessage::Assistant(assistant) = message else { unreachable!("built above") };
             return Err(Stopped::Failed(assistant.error_message.unwrap_or_else(|| "context overflow".into())));
         }
         let retry = error.as_ref().filter(|e| e.retryable && agent.state().auto_retry && attempt < policy.max_attempts && !cancel.is_cancelled());
         let Some(error) = retry else {
-            // The final message is on disk before the frame that reports it.
-            agent.record(AgentMessage::Assistant(assistant.clone()));
-            agent.emit(&MessageEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant.clone()) }).await;
+            // The final message is on disk before the event that reports it.
+            agent.record(message.clone());
+            agent.emit(AgentEvent::MessageEnd { message: &message }).await;
             if attempt > 0 {
-                let end = AutoRetryEndEvent {
-                    type_: Default::default(),
-                    success: error.is_none(),
-                    attempt,
-                    final_error: error.as_ref().map(|e| e.message.clone()),
-                    retry_errors: None,
-                };
-                agent.emit(&end).await;
+                agent.emit(AgentEvent::RetryEnd { success: error.is_none(), attempt, final_error: error.as_ref().map(|e| e.message.clone()) }).await;
             }
+            let AgentMessage::Assistant(assistant) = message else { unreachable!("built above") };
             return Ok(assistant);
         };
         attempt += 1;
         // A failed attempt is reported but not kept in history.
-        agent.emit(&MessageEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant.clone()) }).await;
-        agent.emit(&TurnEndEvent { type_: Default::default(), message: AgentMessage::Assistant(assistant), tool_results: Vec::new() }).await;
+        agent.emit(AgentEvent::MessageEnd { message: &message }).await;
+        agent.emit(AgentEvent::TurnEnd { message: &message, tool_results: &[] }).await;
         let delay = backoff(&policy, attempt, error.retry_after);
         let (ended_tx, ended_rx) = watch::channel(false);
         let stop = CancellationToken::new();
         agent.state().retry = Some(RetryWait { cancel: stop.clone(), ended: ended_rx });
-        let start = AutoRetryStartEvent {
-            type_: Default::default(),
-            attempt,
-            max_attempts: policy.max_attempts,
-            delay_ms: delay.as_millis() as f64,
-            error_message: error.message.clone(),
-            error_id: None,
-        };
-        agent.emit(&start).await;
+        agent.emit(AgentEvent::RetryStart { attempt, max_attempts: policy.max_attempts, delay, error: error.message.clone() }).await;
         let waited = tokio::select! {
             () = tokio::time::sleep(delay) => true,
             () = stop.cancelled() => false,
@@ -225,16 +264,11 @@ async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Resul
         };
         agent.state().retry = None;
         if !waited {
-            let end = AutoRetryEndEvent { type_: Default::default(), success: false, attempt, final_error: Some("Retry cancelled".into()), retry_errors: None };
-            agent.emit(&end).await;
-            // After `abort_retry`, its response comes before the run's last frames: wait until
-            // the server has queued it (it opens the gate). `abort` answers after the run, so
+            agent.emit(AgentEvent::RetryEnd { success: false, attempt, final_error: Some("Retry cancelled".into()) }).await;
+            // After `abort_retry`, its answer comes before the run's last events: wait until
+            // the dialect has queued it (it opens the gate). `abort` answers after the run, so
             // there is nothing to wait for then.
-            let gate = stop.is_cancelled().then(|| {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                agent.inner.gates.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
-                rx
-            });
+            let gate = stop.is_cancelled().then(|| agent.add_gate());
             let _ = ended_tx.send(true);
             if let Some(gate) = gate {
                 let _ = gate.await;
@@ -242,7 +276,7 @@ async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Resul
             return Err(Stopped::Aborted);
         }
         let _ = ended_tx.send(true);
-        agent.emit(&TurnStartEvent { type_: Default::default() }).await;
+        agent.emit(AgentEvent::TurnStart).await;
     }
 }
 
@@ -262,21 +296,34 @@ fn system_prompt(agent: &Agent) -> String {
     )
 }
 
-/// Streams one assistant message, emitting `message_start` and the `message_update`s (the caller
-/// writes `message_end` once the message is recorded). Returns the message and the provider
+/// The tools offered to the model: the built-ins, the host's (unless hidden), and the question
+/// tool when the host can be asked.
+fn offered_tools(agent: &Agent, st: &State) -> Vec<ToolInfo> {
+    let mut tools = tools::builtin_definitions().to_vec();
+    for t in st.host_tools.iter().filter(|t| t.hidden != Some(true)) {
+        tools.push(ToolInfo { name: nonempty(&t.name), description: t.description.to_string(), parameters: t.parameters.clone(), extra: Map::new() });
+    }
+    if agent.port().supports_questions() {
+        tools.push(question_tool().clone());
+    }
+    tools
+}
+
+/// Streams one assistant message, emitting `MessageStart` and the `MessageDelta`s (the caller
+/// emits `MessageEnd` once the message is recorded). Returns the message and the provider
 /// error it ended with, if any.
 async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (AssistantMessage, Option<ProviderError>) {
     let spec = agent.current();
     let request = {
         let st = agent.state();
-        let mut tools = tools::builtin_definitions().to_vec();
-        for t in st.host_tools.iter().filter(|t| t.hidden != Some(true)) {
-            tools.push(ToolInfo { name: nonempty(&t.name), description: t.description.to_string(), parameters: t.parameters.clone(), extra: Map::new() });
-        }
+        let tools = offered_tools(agent, &st);
         ModelRequest { system: system_prompt(agent), messages: st.messages.clone(), tools, thinking: st.thinking, purpose: crate::providers::Purpose::Turn }
     };
     let mut builder = MessageBuilder::new(&spec.info);
-    agent.emit(&MessageStartEvent { type_: Default::default(), message: AgentMessage::Assistant(builder.message().clone()) }).await;
+    let start = AgentMessage::Assistant(builder.message().clone());
+    agent.emit(AgentEvent::MessageStart { message: &start }).await;
+    drop(start);
+    let sink = &*agent.inner.sink;
     let mut stream = spec.provider.stream(request);
     let mut error = None;
     loop {
@@ -287,9 +334,7 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
         };
         let Some(chunk) = chunk else {
             // Abort: dropping the stream below cancels the HTTP request at once.
-            for event in builder.abort() {
-                emit_update(agent, event).await;
-            }
+            builder.abort(sink).await;
             break;
         };
         let chunk = chunk.unwrap_or_else(|| ModelChunk::Error(ProviderError::transient("the provider stream ended unexpectedly")));
@@ -297,73 +342,28 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
             error = Some(e.clone());
         }
         let last = matches!(chunk, ModelChunk::Done { .. } | ModelChunk::Error(_));
-        for event in builder.apply(chunk) {
-            emit_update(agent, event).await;
-        }
+        builder.apply(chunk, sink).await;
         if last {
             break;
         }
     }
     drop(stream);
-    (builder.message().clone(), error)
-}
-
-async fn emit_update(agent: &Agent, event: AssistantMessageEvent) {
-    let partial = match &event {
-        AssistantMessageEvent::Start(e) => e.partial.clone(),
-        AssistantMessageEvent::TextStart(e) => e.partial.clone(),
-        AssistantMessageEvent::TextDelta(e) => e.partial.clone(),
-        AssistantMessageEvent::TextEnd(e) => e.partial.clone(),
-        AssistantMessageEvent::ThinkingStart(e) => e.partial.clone(),
-        AssistantMessageEvent::ThinkingDelta(e) => e.partial.clone(),
-        AssistantMessageEvent::ThinkingEnd(e) => e.partial.clone(),
-        AssistantMessageEvent::ToolcallStart(e) => e.partial.clone(),
-        AssistantMessageEvent::ToolcallDelta(e) => e.partial.clone(),
-        AssistantMessageEvent::ToolcallEnd(e) => e.partial.clone(),
-        AssistantMessageEvent::Done(e) => e.message.clone(),
-        AssistantMessageEvent::Error(e) => e.error.clone(),
-    };
-    let frame = MessageUpdateEvent { type_: Default::default(), message: AgentMessage::Assistant(partial), assistant_message_event: event };
-    agent.emit(&frame).await;
-}
-
-/// Emits `tool_execution_update` for each partial result of a host tool.
-struct HostUpdates<'a> {
-    agent: &'a Agent,
-    call: &'a ToolCall,
-}
-
-impl super::host_tools::AsyncUpdate for HostUpdates<'_> {
-    async fn update(&mut self, partial: AgentToolResult) {
-        let frame = ToolExecutionUpdateEvent {
-            type_: Default::default(),
-            tool_call_id: nonempty(&self.call.id),
-            tool_name: self.call.name.to_string(),
-            args: self.call.arguments.clone(),
-            partial_result: partial,
-        };
-        self.agent.emit(&frame).await;
-    }
+    (builder.into_message(), error)
 }
 
 /// Runs one tool call with its lifecycle events; returns the tool result message.
 async fn execute(agent: &Agent, call: &ToolCall, skip: Option<&str>, cancel: &CancellationToken) -> ToolResultMessage {
-    let name = call.name.to_string();
-    agent
-        .emit(&ToolExecutionStartEvent { type_: Default::default(), tool_call_id: nonempty(&call.id), tool_name: name.clone(), args: call.arguments.clone() })
-        .await;
+    agent.emit(AgentEvent::ToolStart { call }).await;
     let output = match skip {
         Some(reason) => ToolOutput::error(reason),
         None => run_tool(agent, call, cancel).await,
     };
     let result = output.to_result();
-    agent
-        .emit(&ToolExecutionEndEvent { type_: Default::default(), tool_call_id: nonempty(&call.id), tool_name: name.clone(), result: result.clone(), is_error: output.is_error })
-        .await;
+    agent.emit(AgentEvent::ToolEnd { call, result: &result, is_error: output.is_error }).await;
     ToolResultMessage {
         role: Default::default(),
         tool_call_id: nonempty(&call.id),
-        tool_name: name,
+        tool_name: call.name.to_string(),
         content: result.content,
         details: result.details,
         is_error: output.is_error,
@@ -371,64 +371,87 @@ async fn execute(agent: &Agent, call: &ToolCall, skip: Option<&str>, cancel: &Ca
     }
 }
 
+/// Where a tool call goes.
+enum Target {
+    Builtin,
+    Host(HostToolDefinition),
+    Questions,
+}
+
 async fn run_tool(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
     let name = call.name.to_string();
     let host = agent.state().host_tools.iter().find(|t| *t.name == name).cloned();
-    let parameters = match &host {
-        Some(def) => def.parameters.clone(),
+    let (target, parameters) = match host {
+        Some(def) => {
+            let parameters = def.parameters.clone();
+            (Target::Host(def), parameters)
+        }
+        None if name == QUESTION_TOOL && agent.port().supports_questions() => (Target::Questions, question_tool().parameters.clone()),
         None => match tools::builtin_definitions().iter().find(|t| *t.name == name) {
-            Some(def) => def.parameters.clone(),
+            Some(def) => (Target::Builtin, def.parameters.clone()),
             None => return ToolOutput::error(format!("Tool {name} not found")),
         },
     };
     if let Err(message) = tools::check_arguments(&parameters, &name, &call.arguments) {
         return ToolOutput::error(message);
     }
-    let needs_approval = match agent.inner.config.approval {
-        ApprovalPolicy::Never => false,
-        ApprovalPolicy::Dangerous => host.is_none() && tools::is_dangerous(&name),
-        ApprovalPolicy::Always => true,
-    };
-    if needs_approval {
-        let detail = match call.arguments.get("command").or_else(|| call.arguments.get("path")).and_then(Value::as_str) {
-            Some(d) => d.to_owned(),
-            None => serde_json::to_string(&call.arguments).unwrap_or_default(),
-        };
-        let asked = agent.inner.ui.confirm(&agent.inner.out, &format!("Allow tool: {name}"), &detail, agent.inner.config.approval_timeout, cancel).await;
-        match asked {
-            Confirmation::Yes => {}
-            Confirmation::No => return ToolOutput::error(format!("Tool call denied by user: {name}")),
-            Confirmation::TimedOut => return ToolOutput::error(format!("Tool call not approved in time: {name}")),
-            Confirmation::Abandoned => return ToolOutput::error(format!("Tool call abandoned: {name}")),
-        }
+    if let Err(denied) = agent.approve_call(call, matches!(target, Target::Host(_) | Target::Questions), cancel).await {
+        return denied;
     }
-    if let Some(def) = host {
-        return agent.inner.hosts.call(&agent.inner.out, &def, &call.id, &call.arguments, cancel, HostUpdates { agent, call }).await;
+    match target {
+        Target::Host(def) => call_host_tool(agent, &def, call, cancel).await,
+        Target::Questions => ask_questions(agent, call, cancel).await,
+        Target::Builtin => run_builtin(agent, call, cancel).await,
     }
-    let ctx = ToolContext { cwd: agent.inner.config.cwd.clone(), cancel: cancel.clone() };
-    // Updates are forwarded through a channel so the tool itself never waits on the writer.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<AgentToolResult>(16);
+}
+
+/// Forwards a tool's partial results as `ToolUpdate` events while `work` runs. The tool never
+/// waits on the host: a full channel drops an intermediate snapshot (updates are cumulative,
+/// the next one carries everything).
+async fn with_updates<F>(agent: &Agent, call: &ToolCall, mut rx: tokio::sync::mpsc::Receiver<AgentToolResult>, work: F) -> ToolOutput
+where
+    F: std::future::Future<Output = ToolOutput>,
+{
     let forward = async {
         while let Some(partial) = rx.recv().await {
-            HostUpdates { agent, call }.update_now(partial).await;
+            agent.emit(AgentEvent::ToolUpdate { call, partial: &partial }).await;
         }
     };
+    let (out, ()) = tokio::join!(work, forward);
+    out
+}
+
+async fn run_builtin(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
+    let ctx = ToolContext { cwd: agent.inner.config.cwd.clone(), cancel: cancel.clone() };
+    let (tx, rx) = tokio::sync::mpsc::channel::<AgentToolResult>(16);
+    let name = call.name.to_string();
     let work = async move {
         let out = tools::run_builtin(&name, &call.arguments, &ctx, |partial| {
-            // A full queue means the host is slow; skip this intermediate snapshot (updates are
-            // cumulative, the next one carries everything).
             let _ = tx.try_send(partial);
         })
         .await;
         drop(tx);
         out
     };
-    let (out, ()) = tokio::join!(work, forward);
-    out
+    with_updates(agent, call, rx, work).await
 }
 
-impl HostUpdates<'_> {
-    async fn update_now(&mut self, partial: AgentToolResult) {
-        super::host_tools::AsyncUpdate::update(self, partial).await;
-    }
+async fn call_host_tool(agent: &Agent, def: &HostToolDefinition, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
+    // A host that never answers is bounded: by the definition's timeoutMs, else the default.
+    let timeout = def.timeout_ms.map_or(agent.inner.config.host_tool_timeout, std::time::Duration::from_millis);
+    let (tx, rx) = tokio::sync::mpsc::channel::<AgentToolResult>(64);
+    let work = async move { agent.port().call_tool(ToolAsk { def, call, timeout, cancel, updates: tx }).await };
+    with_updates(agent, call, rx, work).await
+}
+
+async fn ask_questions(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
+    let questions: Vec<Question> = match call.arguments.get("questions").cloned().map(serde_json::from_value) {
+        Some(Ok(q)) => q,
+        Some(Err(e)) => return ToolOutput::error(format!("{QUESTION_TOOL}: invalid questions: {e}")),
+        None => return ToolOutput::error(format!("{QUESTION_TOOL}: questions are required")),
+    };
+    // No answer (declined, failed or aborted) is an empty answer, as in kimi: the model goes on.
+    let answers = agent.port().ask_questions(QuestionAsk { call, questions, cancel }).await.unwrap_or_default();
+    let answers = Value::Object(answers);
+    ToolOutput::text(json!({"answers": answers}).to_string()).with_details(json!({"answers": answers}))
 }

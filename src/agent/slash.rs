@@ -8,12 +8,12 @@
 //! dialog is withdrawn with a `cancel` and the prompt ends `aborted`) and other prompts need a
 //! `streamingBehavior` meanwhile.
 
-use serde_json::Value;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::ui::Dialog;
-use super::{nonempty, Agent, Queued, RunState};
+use super::events::{AgentEvent, PromptId, RunOutcome};
+use super::port::{DialogAsk, DialogKind, DialogOutcome, NotifyLevel, UiNotice};
+use super::{Agent, Queued, RunState};
 use crate::protocol::*;
 use crate::sessions::Session;
 
@@ -30,7 +30,7 @@ pub(super) const COMMANDS: &[(&str, Option<&str>, &str)] = &[
 ];
 
 /// The slash commands as `get_commands` lists them.
-pub(super) fn listing() -> CommandsResult {
+pub fn listing() -> CommandsResult {
     let commands = COMMANDS
         .iter()
         .map(|(name, hint, description)| {
@@ -68,50 +68,45 @@ enum Outcome {
 
 impl Agent {
     /// Starts a built-in slash command if `text` is one (the agent must be idle); it runs once
-    /// the prompt's response is written.
-    pub(super) fn start_slash(&self, text: &str, prompt_id: Option<Value>) -> bool {
-        let Some((name, arg)) = parse(text) else { return false };
+    /// the prompt's answer is written. Returns the prompt id it settles under.
+    pub(super) fn start_slash(&self, text: &str) -> Option<PromptId> {
+        let (name, arg) = parse(text)?;
         let cancel = CancellationToken::new();
         let (done_tx, done_rx) = watch::channel(false);
-        let (gate_tx, gate_rx) = oneshot::channel();
-        {
+        let prompt = {
             let mut st = self.state();
             if st.run.is_some() {
-                return false;
+                return None;
             }
-            st.run = Some(RunState { cancel: cancel.clone(), done: done_rx });
-        }
-        self.inner.gates.lock().unwrap_or_else(|e| e.into_inner()).push(gate_tx);
+            st.run = Some(RunState { cancel: cancel.clone(), done: done_rx, finishing: false });
+            self.new_prompt_id()
+        };
+        let gate = self.add_gate();
         let agent = Clone::clone(self);
         tokio::spawn(async move {
-            let _ = gate_rx.await;
+            let _ = gate.await;
             let outcome = agent.run_slash(name, &arg, &cancel).await;
             match outcome {
                 Outcome::Prompt(text) => {
                     let mut st = agent.state();
                     st.run = None;
-                    agent.start_run(&mut st, vec![Queued { text, images: Vec::new() }], prompt_id);
+                    agent.start_run(&mut st, vec![Queued { text, images: Vec::new() }], Some(prompt));
                     drop(st);
                     agent.release_gates();
                 }
                 Outcome::Done | Outcome::Aborted => {
                     agent.state().run = None;
-                    let status = if matches!(outcome, Outcome::Aborted) { PromptResultEventStatus::Aborted } else { PromptResultEventStatus::Completed };
-                    agent.emit(&PromptResultEvent { type_: Default::default(), id: prompt_id, status, agent_invoked: false, error: None }).await;
+                    let outcome = if matches!(outcome, Outcome::Aborted) { RunOutcome::Aborted } else { RunOutcome::Completed };
+                    agent.emit(AgentEvent::PromptSettled { prompt: Some(prompt), outcome, model_invoked: false }).await;
                 }
             }
             let _ = done_tx.send(true);
         });
-        true
+        Some(prompt)
     }
 
-    async fn notify(&self, level: UiNotifyRequestNotifyType, message: String) {
-        self.inner
-            .ui
-            .fire(&self.inner.out, |id| {
-                ExtensionUiRequest::from(UiNotifyRequest { type_: Default::default(), id: nonempty(id), method: Default::default(), message, notify_type: Some(level) })
-            })
-            .await;
+    async fn notify(&self, level: NotifyLevel, message: String) {
+        self.port().notify(UiNotice::Notify { level, message }).await;
     }
 
     fn last_user_text(&self) -> Option<String> {
@@ -121,112 +116,85 @@ impl Agent {
         })
     }
 
+    /// Shows a dialog; `Err(Outcome)` ends the command (aborted, or the host cannot show it:
+    /// then it is told why).
+    async fn ask(&self, kind: DialogKind, cancel: &CancellationToken) -> Result<DialogOutcome, Outcome> {
+        let ask = DialogAsk { kind, timeout: self.inner.config.approval_timeout, cancel };
+        match self.port().dialog(ask).await {
+            DialogOutcome::Abandoned => Err(Outcome::Aborted),
+            DialogOutcome::Unsupported(reason) => {
+                self.notify(NotifyLevel::Error, reason).await;
+                Err(Outcome::Done)
+            }
+            other => Ok(other),
+        }
+    }
+
     async fn run_slash(&self, name: &str, arg: &str, cancel: &CancellationToken) -> Outcome {
-        let timeout = self.inner.config.approval_timeout;
-        let timeout_ms = u64::try_from(timeout.as_millis()).ok();
-        let out = &self.inner.out;
-        let ui = &self.inner.ui;
+        match self.slash(name, arg, cancel).await {
+            Ok(outcome) | Err(outcome) => outcome,
+        }
+    }
+
+    async fn slash(&self, name: &str, arg: &str, cancel: &CancellationToken) -> Result<Outcome, Outcome> {
         match name {
             "model" => {
-                let labels: Vec<String> = self.inner.models.iter().map(|m| format!("{}/{}", *m.info.provider, *m.info.id)).collect();
+                let labels = self.model_labels();
                 let chosen = if arg.is_empty() {
-                    let build = |id: &str| {
-                        ExtensionUiRequest::from(UiSelectRequest {
-                            type_: Default::default(),
-                            id: nonempty(id),
-                            method: Default::default(),
-                            title: "Model".into(),
-                            options: labels.clone(),
-                            option_details: None,
-                            timeout: timeout_ms,
-                        })
-                    };
-                    match ui.dialog(out, build, timeout, cancel).await {
-                        Dialog::Answered(r) => r.value.filter(|_| r.cancelled != Some(true)),
-                        Dialog::TimedOut => None,
-                        Dialog::Abandoned => return Outcome::Aborted,
+                    match self.ask(DialogKind::Select { title: "Model".into(), options: labels.clone() }, cancel).await? {
+                        DialogOutcome::Value(v) => Some(v),
+                        _ => None,
                     }
                 } else {
                     Some(arg.to_owned())
                 };
                 let Some(chosen) = chosen else {
-                    self.notify(UiNotifyRequestNotifyType::Info, "Model unchanged".into()).await;
-                    return Outcome::Done;
+                    self.notify(NotifyLevel::Info, "Model unchanged".into()).await;
+                    return Ok(Outcome::Done);
                 };
                 let index = labels.iter().position(|l| *l == chosen).or_else(|| self.inner.models.iter().position(|m| *m.info.id == chosen));
                 match index {
                     Some(i) => {
                         self.select_model(i).await;
-                        self.notify(UiNotifyRequestNotifyType::Info, format!("Model: {}", labels[i])).await;
+                        self.notify(NotifyLevel::Info, format!("Model: {}", labels[i])).await;
                     }
-                    None => self.notify(UiNotifyRequestNotifyType::Error, format!("Model not found: {chosen}")).await,
+                    None => self.notify(NotifyLevel::Error, format!("Model not found: {chosen}")).await,
                 }
-                Outcome::Done
+                Ok(Outcome::Done)
             }
             "name" => {
                 let name = if arg.is_empty() {
-                    let current = self.state().session_name.clone();
-                    let build = |id: &str| {
-                        ExtensionUiRequest::from(UiInputRequest {
-                            type_: Default::default(),
-                            id: nonempty(id),
-                            method: Default::default(),
-                            title: "Session name".into(),
-                            placeholder: current,
-                            timeout: timeout_ms,
-                        })
-                    };
-                    match ui.dialog(out, build, timeout, cancel).await {
-                        Dialog::Answered(r) if r.cancelled != Some(true) => r.value,
-                        Dialog::Answered(_) | Dialog::TimedOut => None,
-                        Dialog::Abandoned => return Outcome::Aborted,
+                    let placeholder = self.state().session_name.clone();
+                    match self.ask(DialogKind::Input { title: "Session name".into(), placeholder }, cancel).await? {
+                        DialogOutcome::Value(v) => Some(v),
+                        _ => None,
                     }
                 } else {
                     Some(arg.to_owned())
                 };
-                let Some(name) = name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()) else { return Outcome::Done };
-                let cmd: SetSessionNameCommand = serde_json::from_value(serde_json::json!({"type": "set_session_name", "name": name})).expect("valid command");
-                let _ = RpcHandler::set_session_name(self, cmd).await;
-                ui.fire(out, |id| {
-                    ExtensionUiRequest::from(UiSetTitleRequest { type_: Default::default(), id: nonempty(id), method: Default::default(), title: format!("agentwire: {name}") })
-                })
-                .await;
-                Outcome::Done
+                let Some(name) = name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()) else { return Ok(Outcome::Done) };
+                let _ = self.set_session_name(&name).await;
+                self.port().notify(UiNotice::Title { title: format!("agentwire: {name}") }).await;
+                Ok(Outcome::Done)
             }
             "compose" => {
                 let prefill = self.last_user_text();
-                let build = |id: &str| {
-                    ExtensionUiRequest::from(UiEditorRequest {
-                        type_: Default::default(),
-                        id: nonempty(id),
-                        method: Default::default(),
-                        title: "Compose the prompt".into(),
-                        prefill,
-                        prompt_style: Some(true),
-                        timeout: timeout_ms,
-                    })
-                };
-                match ui.dialog(out, build, timeout, cancel).await {
-                    Dialog::Answered(r) if r.cancelled != Some(true) => match r.value.filter(|v| !v.trim().is_empty()) {
-                        Some(text) => Outcome::Prompt(text),
-                        None => Outcome::Done,
-                    },
-                    Dialog::Answered(_) | Dialog::TimedOut => Outcome::Done,
-                    Dialog::Abandoned => Outcome::Aborted,
+                match self.ask(DialogKind::Editor { title: "Compose the prompt".into(), prefill }, cancel).await? {
+                    DialogOutcome::Value(text) if !text.trim().is_empty() => Ok(Outcome::Prompt(text)),
+                    _ => Ok(Outcome::Done),
                 }
             }
             "new" => {
-                let message = "Start a new session? The current one stays on disk.";
-                match ui.confirm(out, "New session", message, timeout, cancel).await {
-                    super::ui::Confirmation::Yes => {
+                let message = "Start a new session? The current one stays on disk.".to_owned();
+                match self.ask(DialogKind::Confirm { title: "New session".into(), message }, cancel).await? {
+                    DialogOutcome::Confirmed(true) => {
                         let session = Session::create(self.inner.config.session_dir.as_deref(), &self.inner.config.cwd, None);
                         self.adopt_session(session);
-                        self.notify(UiNotifyRequestNotifyType::Info, "New session started".into()).await;
-                        Outcome::Done
+                        self.notify(NotifyLevel::Info, "New session started".into()).await;
                     }
-                    super::ui::Confirmation::Abandoned => Outcome::Aborted,
-                    super::ui::Confirmation::No | super::ui::Confirmation::TimedOut => Outcome::Done,
+                    _ => {}
                 }
+                Ok(Outcome::Done)
             }
             "todos" => {
                 let lines: Vec<String> = self
@@ -248,18 +216,8 @@ impl Agent {
                     })
                     .collect();
                 let lines = (!lines.is_empty()).then_some(lines);
-                ui.fire(out, |id| {
-                    ExtensionUiRequest::from(UiSetWidgetRequest {
-                        type_: Default::default(),
-                        id: nonempty(id),
-                        method: Default::default(),
-                        widget_key: nonempty("todos"),
-                        widget_lines: lines,
-                        widget_placement: None,
-                    })
-                })
-                .await;
-                Outcome::Done
+                self.port().notify(UiNotice::Widget { key: "todos".into(), lines }).await;
+                Ok(Outcome::Done)
             }
             "status" => {
                 let (model, messages, level) = {
@@ -268,34 +226,20 @@ impl Agent {
                     (format!("{}/{}", *m.provider, *m.id), st.messages.len(), st.thinking)
                 };
                 let text = format!("{model} · thinking {level} · {messages} messages");
-                ui.fire(out, |id| {
-                    ExtensionUiRequest::from(UiSetStatusRequest {
-                        type_: Default::default(),
-                        id: nonempty(id),
-                        method: Default::default(),
-                        status_key: nonempty("agentwire"),
-                        status_text: Some(text),
-                    })
-                })
-                .await;
-                Outcome::Done
+                self.port().notify(UiNotice::Status { key: "agentwire".into(), text: Some(text) }).await;
+                Ok(Outcome::Done)
             }
             "recall" => {
                 match self.last_user_text() {
-                    Some(text) => {
-                        ui.fire(out, |id| {
-                            ExtensionUiRequest::from(UiSetEditorTextRequest { type_: Default::default(), id: nonempty(id), method: Default::default(), text })
-                        })
-                        .await;
-                    }
-                    None => self.notify(UiNotifyRequestNotifyType::Warning, "Nothing to recall yet".into()).await,
+                    Some(text) => self.port().notify(UiNotice::EditorText { text }).await,
+                    None => self.notify(NotifyLevel::Warning, "Nothing to recall yet".into()).await,
                 }
-                Outcome::Done
+                Ok(Outcome::Done)
             }
             _ => {
                 let list: Vec<String> = COMMANDS.iter().map(|(n, hint, d)| format!("/{n}{} — {d}", hint.map(|h| format!(" {h}")).unwrap_or_default())).collect();
-                self.notify(UiNotifyRequestNotifyType::Info, list.join("\n")).await;
-                Outcome::Done
+                self.notify(NotifyLevel::Info, list.join("\n")).await;
+                Ok(Outcome::Done)
             }
         }
     }

@@ -1,10 +1,11 @@
-//! Builds the assistant message from model chunks and produces the `assistantMessageEvent`
-//! sequence: a block is closed as soon as the next one starts, every open block is closed
-//! before the message ends (abort included), and each event's `partial` is the message after
-//! applying that event, never ahead of it.
+//! Builds the assistant message from model chunks and reports each step as a
+//! [`StreamDelta`]: a block is closed as soon as the next one starts, every open block is closed
+//! before the message ends (abort included), and the message passed with each step is the
+//! message after applying that step, never ahead of it.
 
 use serde_json::{Map, Value};
 
+use super::events::{AgentEvent, EventSink, StreamDelta};
 use super::{nonempty, now_ms};
 use crate::protocol::*;
 use crate::providers::ModelChunk;
@@ -73,13 +74,18 @@ impl MessageBuilder {
         &self.message
     }
 
+    /// The message, once streaming is over.
+    pub fn into_message(self) -> AssistantMessage {
+        self.message
+    }
+
     fn index(&self) -> u32 {
         u32::try_from(self.message.content.len().saturating_sub(1)).unwrap_or(u32::MAX)
     }
 
-    /// Applies one chunk; returns the events to emit, in order.
-    pub fn apply(&mut self, chunk: ModelChunk) -> Vec<AssistantMessageEvent> {
-        let mut events = Vec::new();
+    /// Applies one chunk, emitting each resulting step (with the message as it stands right
+    /// after that step) to `sink`, in order.
+    pub async fn apply(&mut self, chunk: ModelChunk, sink: &dyn EventSink) {
         if self.message.ttft.is_none() && !matches!(chunk, ModelChunk::Error(_) | ModelChunk::Done { .. }) {
             self.message.ttft = Some(self.started.elapsed().as_secs_f64() * 1000.0);
         }
@@ -92,19 +98,19 @@ impl MessageBuilder {
             }
             ModelChunk::Text(delta) => {
                 if self.open != Open::Text {
-                    events.extend(self.close());
+                    self.close(sink).await;
                     self.message.content.push(AssistantContent::Text(TextContent { type_: Default::default(), text: String::new(), text_signature: None }));
                     self.open = Open::Text;
-                    events.push(AssistantMessageEvent::TextStart(AmeTextStart { type_: Default::default(), content_index: self.index(), partial: self.message.clone() }));
+                    self.step(sink, StreamDelta::TextStart { index: self.index() }).await;
                 }
                 if let Some(AssistantContent::Text(t)) = self.message.content.last_mut() {
                     t.text.push_str(&delta);
                 }
-                events.push(AssistantMessageEvent::TextDelta(AmeTextDelta { type_: Default::default(), content_index: self.index(), delta, partial: self.message.clone() }));
+                self.step(sink, StreamDelta::TextDelta { index: self.index(), delta }).await;
             }
             ModelChunk::Thinking(delta) => {
                 if self.open != Open::Thinking {
-                    events.extend(self.close());
+                    self.close(sink).await;
                     self.message.content.push(AssistantContent::Thinking(ThinkingContent {
                         type_: Default::default(),
                         thinking: String::new(),
@@ -112,15 +118,15 @@ impl MessageBuilder {
                         redacted: None,
                     }));
                     self.open = Open::Thinking;
-                    events.push(AssistantMessageEvent::ThinkingStart(AmeThinkingStart { type_: Default::default(), content_index: self.index(), partial: self.message.clone() }));
+                    self.step(sink, StreamDelta::ThinkingStart { index: self.index() }).await;
                 }
                 if let Some(AssistantContent::Thinking(t)) = self.message.content.last_mut() {
                     t.thinking.push_str(&delta);
                 }
-                events.push(AssistantMessageEvent::ThinkingDelta(AmeThinkingDelta { type_: Default::default(), content_index: self.index(), delta, partial: self.message.clone() }));
+                self.step(sink, StreamDelta::ThinkingDelta { index: self.index(), delta }).await;
             }
             ModelChunk::ToolCallStart { id, name } => {
-                events.extend(self.close());
+                self.close(sink).await;
                 self.message.content.push(AssistantContent::ToolCall(ToolCall {
                     type_: Default::default(),
                     id: nonempty(&id),
@@ -132,28 +138,31 @@ impl MessageBuilder {
                 }));
                 self.tool_calls += 1;
                 self.open = Open::ToolCall;
-                events.push(AssistantMessageEvent::ToolcallStart(AmeToolcallStart { type_: Default::default(), content_index: self.index(), partial: self.message.clone() }));
+                self.step(sink, StreamDelta::ToolCallStart { index: self.index(), id, name }).await;
             }
             ModelChunk::ToolCallArgs(delta) => {
                 if let Some(AssistantContent::ToolCall(tc)) = self.message.content.last_mut() {
                     let raw = tc.partial_args.get_or_insert_with(String::new);
                     raw.push_str(&delta);
-                    // Arguments appear once the JSON text so far parses as an object.
-                    if let Ok(Value::Object(args)) = serde_json::from_str::<Value>(raw) {
-                        tc.arguments = args;
+                    // Arguments appear in the snapshot once the text so far parses as an
+                    // object; only worth the parse when someone reads snapshots.
+                    if sink.wants_snapshots() {
+                        if let Ok(Value::Object(args)) = serde_json::from_str::<Value>(raw) {
+                            tc.arguments = args;
+                        }
                     }
-                    events.push(AssistantMessageEvent::ToolcallDelta(AmeToolcallDelta { type_: Default::default(), content_index: self.index(), delta, partial: self.message.clone() }));
+                    self.step(sink, StreamDelta::ToolCallDelta { index: self.index(), delta }).await;
                 }
             }
             ModelChunk::Error(error) => {
-                events.extend(self.close());
+                self.close(sink).await;
                 self.message.stop_reason = StopReason::Error;
                 self.message.error_message = Some(error.message);
                 self.message.error_status = error.http_status;
                 self.message.completed_at = Some(now_ms());
             }
             ModelChunk::Done { length_limited, usage, response_id } => {
-                events.extend(self.close());
+                self.close(sink).await;
                 let per_token = |price: f64, tokens: u64| price * tokens as f64 / 1_000_000.0;
                 let cost = UsageCost {
                     input: per_token(self.cost.input, usage.input),
@@ -183,12 +192,11 @@ impl MessageBuilder {
                 self.message.completed_at = Some(now_ms());
             }
         }
-        events
     }
 
     /// Ends the message as aborted: open blocks are closed first.
-    pub fn abort(&mut self) -> Vec<AssistantMessageEvent> {
-        let events = self.close();
+    pub async fn abort(&mut self, sink: &dyn EventSink) {
+        self.close(sink).await;
         self.message.stop_reason = StopReason::Aborted;
         self.message.error_message = Some("Request was aborted".to_owned());
         self.message.usage = zero_usage();
@@ -196,21 +204,18 @@ impl MessageBuilder {
         // An aborted message is kept as history without tool calls: none of them will run, and a
         // call without its result would make the next request invalid.
         self.message.content.retain(|c| !matches!(c, AssistantContent::ToolCall(_)));
-        events
     }
 
-    fn close(&mut self) -> Vec<AssistantMessageEvent> {
+    async fn step(&self, sink: &dyn EventSink, delta: StreamDelta) {
+        sink.emit(AgentEvent::MessageDelta { delta, partial: &self.message }).await;
+    }
+
+    async fn close(&mut self, sink: &dyn EventSink) {
         let open = std::mem::replace(&mut self.open, Open::None);
         let index = self.index();
-        match (open, self.message.content.last_mut()) {
-            (Open::Text, Some(AssistantContent::Text(t))) => {
-                let content = t.text.clone();
-                vec![AssistantMessageEvent::TextEnd(AmeTextEnd { type_: Default::default(), content_index: index, content, partial: self.message.clone() })]
-            }
-            (Open::Thinking, Some(AssistantContent::Thinking(t))) => {
-                let content = t.thinking.clone();
-                vec![AssistantMessageEvent::ThinkingEnd(AmeThinkingEnd { type_: Default::default(), content_index: index, content, partial: self.message.clone() })]
-            }
+        let delta = match (open, self.message.content.last_mut()) {
+            (Open::Text, Some(AssistantContent::Text(t))) => StreamDelta::TextEnd { index, content: t.text.clone() },
+            (Open::Thinking, Some(AssistantContent::Thinking(t))) => StreamDelta::ThinkingEnd { index, content: t.thinking.clone() },
             (Open::ToolCall, Some(AssistantContent::ToolCall(tc))) => {
                 let raw = tc.partial_args.take().unwrap_or_default();
                 tc.stream_index = None;
@@ -220,26 +225,60 @@ impl MessageBuilder {
                     // Unparsable arguments: keep the text so the tool call fails with a clear message.
                     _ => [("_raw".to_owned(), Value::from(raw))].into_iter().collect(),
                 };
-                let tool_call = tc.clone();
-                vec![AssistantMessageEvent::ToolcallEnd(AmeToolcallEnd { type_: Default::default(), content_index: index, tool_call, partial: self.message.clone() })]
+                StreamDelta::ToolCallEnd { index, call: tc.clone() }
             }
-            _ => Vec::new(),
-        }
+            _ => return,
+        };
+        self.step(sink, delta).await;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::future::BoxFuture;
+    use std::sync::Mutex;
 
-    fn tags(events: &[AssistantMessageEvent]) -> Vec<&'static str> {
-        events.iter().map(AssistantMessageEvent::tag).collect()
+    /// Keeps every step with a copy of the message it came with.
+    #[derive(Default)]
+    struct Steps(Mutex<Vec<(StreamDelta, AssistantMessage)>>);
+
+    impl EventSink for Steps {
+        fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
+            if let AgentEvent::MessageDelta { delta, partial } = event {
+                self.0.lock().unwrap().push((delta, partial.clone()));
+            }
+            Box::pin(async {})
+        }
+        fn wants_snapshots(&self) -> bool {
+            true
+        }
     }
 
-    #[test]
-    fn blocks_close_when_the_next_starts_and_snapshots_match_the_deltas() {
+    fn tags(steps: &Steps) -> Vec<&'static str> {
+        steps
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(d, _)| match d {
+                StreamDelta::TextStart { .. } => "text_start",
+                StreamDelta::TextDelta { .. } => "text_delta",
+                StreamDelta::TextEnd { .. } => "text_end",
+                StreamDelta::ThinkingStart { .. } => "thinking_start",
+                StreamDelta::ThinkingDelta { .. } => "thinking_delta",
+                StreamDelta::ThinkingEnd { .. } => "thinking_end",
+                StreamDelta::ToolCallStart { .. } => "toolcall_start",
+                StreamDelta::ToolCallDelta { .. } => "toolcall_delta",
+                StreamDelta::ToolCallEnd { .. } => "toolcall_end",
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn blocks_close_when_the_next_starts_and_snapshots_match_the_deltas() {
+        let steps = Steps::default();
         let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
-        let mut all = Vec::new();
         for c in [
             ModelChunk::Thinking("hm".into()),
             ModelChunk::Text("He".into()),
@@ -249,31 +288,36 @@ mod tests {
             ModelChunk::ToolCallArgs(":\".\"}".into()),
             ModelChunk::Done { length_limited: false, usage: crate::providers::TokenUsage { input: 10, output: 5, cache_read: 0, cache_write: 0 }, response_id: None },
         ] {
-            all.extend(b.apply(c));
+            b.apply(c, &steps).await;
         }
         assert_eq!(
-            tags(&all),
+            tags(&steps),
             ["thinking_start", "thinking_delta", "thinking_end", "text_start", "text_delta", "text_delta", "text_end", "toolcall_start", "toolcall_delta", "toolcall_delta", "toolcall_end"]
         );
-        if let AssistantMessageEvent::TextDelta(d) = &all[4] {
-            assert!(matches!(&d.partial.content[1], AssistantContent::Text(t) if t.text == "He"), "snapshot equals the state after this delta");
-        }
+        let recorded = steps.0.lock().unwrap();
+        assert!(matches!(&recorded[4].1.content[1], AssistantContent::Text(t) if t.text == "He"), "snapshot equals the state after this delta");
+        assert!(matches!(&recorded[9].1.content[2], AssistantContent::ToolCall(tc) if tc.arguments["path"] == "."), "arguments appear once they parse");
         let m = b.message();
         assert_eq!(m.stop_reason, StopReason::ToolUse);
         assert!(matches!(&m.content[2], AssistantContent::ToolCall(tc) if tc.arguments["path"] == "." && tc.partial_args.is_none()));
     }
 
-    #[test]
-    fn abort_closes_the_open_block_and_drops_tool_calls() {
+    #[tokio::test]
+    async fn abort_closes_the_open_block_and_drops_tool_calls() {
+        let steps = Steps::default();
         let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
-        b.apply(ModelChunk::Text("partial".into()));
-        let events = b.abort();
-        assert_eq!(tags(&events), ["text_end"]);
+        b.apply(ModelChunk::Text("partial".into()), &steps).await;
+        steps.0.lock().unwrap().clear();
+        b.abort(&steps).await;
+        assert_eq!(tags(&steps), ["text_end"]);
         assert_eq!(b.message().stop_reason, StopReason::Aborted);
+        let steps = Steps::default();
         let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
-        b.apply(ModelChunk::ToolCallStart { id: "c".into(), name: "ls".into() });
-        b.apply(ModelChunk::ToolCallArgs("{\"pa".into()));
-        assert_eq!(tags(&b.abort()), ["toolcall_end"]);
+        b.apply(ModelChunk::ToolCallStart { id: "c".into(), name: "ls".into() }, &steps).await;
+        b.apply(ModelChunk::ToolCallArgs("{\"pa".into()), &steps).await;
+        steps.0.lock().unwrap().clear();
+        b.abort(&steps).await;
+        assert_eq!(tags(&steps), ["toolcall_end"]);
         assert!(b.message().content.is_empty());
     }
 }

@@ -198,6 +198,9 @@ fn fix_structs(file: &mut syn::File, defs: &Map<String, Value>) {
         for f in &mut fields {
             optional_vec_to_option(f);
             keep_explicit_null(f);
+            if props.get(&wire_name(f)).and_then(|p| p.get("x-emit-null")) == Some(&Value::Bool(true)) {
+                emit_null(f);
+            }
         }
         fields.sort_by_key(|f| {
             let wire = wire_name(f);
@@ -246,6 +249,7 @@ fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<Str
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let mut params = Vec::new();
+        let mut setters = Vec::new();
         let mut inits = Vec::new();
         for f in &named.named {
             let ident = f.ident.as_ref().expect("named fields have idents");
@@ -267,6 +271,7 @@ fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<Str
                 inits.push(quote! { #ident });
             } else if is_option(ty) {
                 inits.push(quote! { #ident: ::std::option::Option::None });
+                setters.push(setter(ident, ty, &wire));
             } else {
                 match default {
                     Some(Some(path)) => {
@@ -290,10 +295,36 @@ fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<Str
                 pub fn new(#(#params),*) -> Self {
                     Self { #(#inits),* }
                 }
+                #(#setters)*
             }
         });
     }
     Ok(out)
+}
+
+/// `with_<field>(value)` for an optional field: builds on `new` without struct literals. Takes
+/// the value or an `Option` of it, so optional values pass straight through.
+fn setter(ident: &syn::Ident, ty: &syn::Type, wire: &str) -> TokenStream {
+    let name = format_ident!("with_{}", ident.to_string().trim_start_matches("r#"));
+    let doc = format!("The same value with `{wire}` set (`None` leaves it out).");
+    let inner = match ty {
+        syn::Type::Path(p) => match &p.path.segments.last().expect("an Option path").arguments {
+            syn::PathArguments::AngleBracketed(args) => args.args.first().cloned(),
+            _ => None,
+        },
+        _ => None,
+    };
+    match inner {
+        Some(inner) => quote! {
+            #[doc = #doc]
+            #[must_use]
+            pub fn #name(mut self, value: impl ::std::convert::Into<::std::option::Option<#inner>>) -> Self {
+                self.#ident = value.into();
+                self
+            }
+        },
+        None => TokenStream::new(),
+    }
 }
 
 /// The marker name (`LitConfirm`) when `ty` is one of the `lit` markers.
@@ -375,6 +406,21 @@ fn keep_explicit_null(f: &mut syn::Field) {
         let text = quote!(#attr).to_string();
         if text.contains("skip_serializing_if") && !text.contains("deserialize_with") {
             let patched = text.replacen("serde (", "serde (default , deserialize_with = \"crate::protocol::envelope::deserialize_present\" , ", 1);
+            *attr = reparse_attr(&patched);
+        }
+    }
+}
+
+/// A field marked `x-emit-null`: the peer always writes it, as `null` when it has no value
+/// (kimi's pydantic models do), so `None` is written as `null` instead of leaving the key out.
+fn emit_null(f: &mut syn::Field) {
+    for attr in &mut f.attrs {
+        let text = quote!(#attr).to_string();
+        if text.contains("skip_serializing_if") {
+            let patched = text
+                .replace(", skip_serializing_if = \"::std::option::Option::is_none\"", "")
+                .replace("skip_serializing_if = \"::std::option::Option::is_none\" ,", "")
+                .replace("skip_serializing_if = \"::std::option::Option::is_none\"", "");
             *attr = reparse_attr(&patched);
         }
     }

@@ -1,13 +1,19 @@
-//! The two dialects over the shared protocol types: how lines become requests and how
-//! failures become error frames.
+//! The dialects: each is a projection of the agent core onto one protocol. A dialect decodes
+//! its inbound lines, implements its generated handler trait by calling the core, projects the
+//! core's [`crate::agent::AgentEvent`]s onto its generated frame types with an exhaustive match,
+//! and answers the core's [`crate::agent::HostPort`] questions with its own requests. Adding a
+//! dialect is adding one module here (see `docs/architecture.md`).
 //!
 //! - [`rpc`]: the pi / omp JSONL RPC dialect.
-//! - [`wire`]: the kimi-cli JSON-RPC 2.0 wire dialect (inbound decoding).
+//! - [`wire`]: the kimi-cli JSON-RPC 2.0 wire dialect.
 //!
 //! [`peek_id_and_type`] serves both: an oversized line's error still carries its id.
 
 pub mod rpc;
 pub mod wire;
+
+/// How long the end of input waits for requests in flight before giving up on them.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The top-level `id` and `type` of an object whose text was cut short (an oversized line keeps
 /// only its head): scanned key by key until the text runs out, so an error frame can still carry

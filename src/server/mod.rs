@@ -1,37 +1,22 @@
-//! Server dispatch for the JSONL dialect: reads lines, decodes them (one error response per
-//! bad line, id echoed), dispatches commands to the handler and writes every response through
-//! the single writer.
+//! The `agentwire` process: builds the core for the chosen dialect, serves stdin/stdout,
+//! and handles signals and the end of output. Which frames mean what lives in the dialects
+//! (`crate::dialect::rpc`, `crate::dialect::wire`); the agent in `crate::agent`.
 //!
-//! Ordering: commands are handled in arrival order on the reader task, so cheap commands answer
-//! in order. Commands that wait on the run or on external work (`abort`, `abort_and_prompt`,
-//! `new_session`, `bash`) are spawned, so the reader keeps reading the UI and host-tool answers
-//! a run may be waiting for. A run starts only after the response of the command that started
-//! it is queued ([`Agent::release_gates`]).
-//!
-//! stdin EOF: stop reading, abort the run the way `abort` would (every pending dialog and host
-//! tool resolves), wait for in-flight commands (bounded), flush, exit 0. SIGINT / SIGTERM: the
-//! same, then exit 130 / 143.
-//!
-//! [`wire`] serves the JSON-RPC dialect as an adapter over the same agent.
-
-pub mod wire;
+//! stdin EOF: the dialect's loop aborts the run (every pending dialog and host tool resolves),
+//! answers what is in flight (bounded) and returns; the process flushes and exits 0. SIGINT /
+//! SIGTERM / SIGHUP: the same, then exit 130 / 143 / 129. stdout closed (EPIPE): stop quietly.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncBufRead;
-use tokio::task::JoinSet;
-
-use crate::agent::{Agent, AgentConfig, ApprovalPolicy, RetryPolicy};
-use crate::dialect::rpc::{decode_line, Inbound};
-use crate::protocol::{dispatch_rpc_command, RpcCommand};
+use crate::agent::{Agent, AgentConfig, ApprovalPolicy, EventSink, HostPort, RetryPolicy};
+use crate::dialect::SHUTDOWN_GRACE;
+use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
+use crate::dialect::wire::{serve_wire, WireHost, WireSession};
 use crate::providers::offline::OfflineModel;
 use crate::sessions::Session;
-use crate::transport::{spawn_writer, LineReader, Outbox};
-
-/// How long shutdown waits for in-flight commands before giving up on them.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+use crate::transport::spawn_writer;
 /// Frames that may wait for a slow host before senders block.
 const OUTBOX_CAPACITY: usize = 1024;
 
@@ -110,91 +95,15 @@ fn initial_session(options: &RpcOptions) -> Result<(Option<PathBuf>, Option<Path
     Ok((dir, root, session))
 }
 
-fn is_detached(command: &RpcCommand) -> bool {
-    matches!(command, RpcCommand::Abort(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::NewSession(_) | RpcCommand::Bash(_))
+/// What the agent needs before it is built: its configuration, models and session.
+struct Prepared {
+    config: AgentConfig,
+    catalogue: crate::providers::config::Catalogue,
+    session: Session,
 }
 
-/// Commands whose response a run waits for before writing more (see `Agent::release_gates`).
-fn opens_gates(tag: &str) -> bool {
-    matches!(tag, "prompt" | "steer" | "follow_up" | "abort_and_prompt" | "abort_retry")
-}
-
-/// The one error frame for a sub-protocol answer nobody is waiting for, carrying its id.
-async fn unknown_answer(out: &Outbox, id: String, command: &str) {
-    let what = if command == "extension_ui_response" {
-        "extension UI request id (never sent, already answered, timed out or withdrawn)"
-    } else {
-        "host tool call id (never made, finished, cancelled or timed out)"
-    };
-    let error = crate::protocol::RpcError::not_found(format!("Unknown {what}: {id}"));
-    let _ = out.send(&crate::protocol::envelope::rpc_failure(Some(serde_json::Value::String(id)), command, error)).await;
-}
-
-/// Serves one JSONL session on `input`; returns when input ends and everything is answered.
-pub async fn serve_rpc<R: AsyncBufRead + Unpin>(agent: Agent, input: R, out: Outbox, max_line_bytes: usize) {
-    let mut reader = LineReader::new(input, max_line_bytes);
-    let mut detached: JoinSet<()> = JoinSet::new();
-    let agent = Arc::new(agent);
-    loop {
-        let line = match reader.next_line().await {
-            Ok(Some(line)) => line,
-            // A read error is the end of the input as far as the host is concerned.
-            Ok(None) | Err(_) => break,
-        };
-        match decode_line(line, max_line_bytes) {
-            Err(response) => {
-                let _ = out.send(&*response).await;
-            }
-            // A sub-protocol answer nobody waits for gets one `not_found` error carrying its id:
-            // the host learns its answer was too late (or wrong) instead of wondering.
-            Ok(Inbound::UiResponse(r)) => {
-                let id = r.id.to_string();
-                if !agent.ui_response(r) {
-                    unknown_answer(&out, id, "extension_ui_response").await;
-                }
-            }
-            Ok(Inbound::HostToolUpdate(u)) => {
-                let id = u.id.to_string();
-                if !agent.host_tool_update(u).await {
-                    unknown_answer(&out, id, "host_tool_update").await;
-                }
-            }
-            Ok(Inbound::HostToolResult(r)) => {
-                let id = r.id.to_string();
-                if !agent.host_tool_result(r) {
-                    unknown_answer(&out, id, "host_tool_result").await;
-                }
-            }
-            Ok(Inbound::Command { id, command }) => {
-                let tag = command.tag();
-                if is_detached(&command) {
-                    let (agent, out) = (agent.clone(), out.clone());
-                    detached.spawn(async move {
-                        let response = dispatch_rpc_command(&*agent, id, command).await;
-                        let _ = out.send(&response).await;
-                        if opens_gates(tag) {
-                            agent.release_gates();
-                        }
-                    });
-                } else {
-                    let response = dispatch_rpc_command(&*agent, id, command).await;
-                    let _ = out.send(&response).await;
-                    if opens_gates(tag) {
-                        agent.release_gates();
-                    }
-                }
-            }
-        }
-        // Reap finished detached commands so the set does not grow with the session.
-        while detached.try_join_next().is_some() {}
-    }
-    agent.shutdown().await;
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while detached.join_next().await.is_some() {} }).await;
-}
-
-/// Builds the agent for either dialect, writing its frames to `out`; `Err` is the exit code
-/// after the reason was printed.
-fn build_agent(options: &RpcOptions, out: Outbox) -> Result<Agent, u8> {
+/// Reads the models and the session; `Err` is the exit code after the reason was printed.
+fn prepare(options: &RpcOptions) -> Result<Prepared, u8> {
     let mut selection = options.selection.clone();
     if let Some(path) = &options.model_script {
         match OfflineModel::from_script_file(path) {
@@ -224,21 +133,19 @@ fn build_agent(options: &RpcOptions, out: Outbox) -> Result<Agent, u8> {
         compaction: options.compaction,
         session_dir,
         sessions_root,
-        max_line_bytes: options.max_line_bytes,
         max_steps_per_turn: options.max_steps_per_turn,
     };
-    Ok(Agent::new(config, out, catalogue, session))
+    Ok(Prepared { config, catalogue, session })
 }
 
-/// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
-pub async fn run_rpc_process(options: RpcOptions) -> u8 {
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
-    let agent = match build_agent(&options, out.clone()) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    let _ = out.send(&agent.ready_frame()).await;
-    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+impl Prepared {
+    fn build(self, host: Arc<impl EventSink + HostPort + 'static>) -> Agent {
+        Agent::new(self.config, self.catalogue, self.session, host.clone(), host)
+    }
+}
+
+/// Serves `serve` until input ends, a signal arrives or stdout closes; returns the exit code.
+async fn run_process(agent: Agent, writer: tokio::task::JoinHandle<std::io::Result<u64>>, serve: impl std::future::Future<Output = ()>) -> u8 {
     let mut writer = writer;
     let code = tokio::select! {
         biased;
@@ -246,45 +153,47 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
             code
         }
-        () = serve_rpc(agent.clone(), stdin, out.clone(), options.max_line_bytes) => 0,
+        () = serve => 0,
         // stdout closed (EPIPE): nobody can read our answers any more; stop quietly.
         _ = &mut writer => {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
             return 0;
         }
     };
+    // The agent holds the dialect's outbox: once it is gone, the writer drains and ends.
     drop(agent);
-    drop(out);
-    // Everything queued is written before exit; a host that went away just ends the writer.
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
     code
 }
 
-/// Runs `agentwire --mode wire` on stdin/stdout; returns the exit code.
-pub async fn run_wire_process(options: RpcOptions) -> u8 {
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
-    // The agent speaks JSONL into an in-process pipe that the wire adapter reads and translates.
-    let (agent_side, adapter_side) = tokio::io::duplex(1 << 20);
-    let (agent_out, agent_writer) = spawn_writer(agent_side, OUTBOX_CAPACITY);
-    let agent = match build_agent(&options, agent_out) {
-        Ok(a) => a,
+/// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
+pub async fn run_rpc_process(options: RpcOptions) -> u8 {
+    let prepared = match prepare(&options) {
+        Ok(p) => p,
         Err(code) => return code,
     };
-    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
-    let frames = tokio::io::BufReader::new(adapter_side);
-    let code = tokio::select! {
-        biased;
-        code = signalled() => {
-            let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
-            code
-        }
-        () = wire::serve_wire(agent.clone(), stdin, frames, out.clone()) => 0,
-    };
-    drop(agent);
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent_writer).await;
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let host = Arc::new(RpcHost::new(out.clone()));
+    let agent = prepared.build(host.clone());
+    let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
+    let _ = out.send(&session.ready_frame()).await;
     drop(out);
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
-    code
+    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    run_process(agent, writer, serve_rpc(session, stdin, options.max_line_bytes)).await
+}
+
+/// Runs `agentwire --mode wire` on stdin/stdout; returns the exit code.
+pub async fn run_wire_process(options: RpcOptions) -> u8 {
+    let prepared = match prepare(&options) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
+    let agent = prepared.build(host.clone());
+    let session = WireSession::new(agent.clone(), host);
+    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    run_process(agent, writer, serve_wire(session, stdin, options.max_line_bytes)).await
 }
 
 async fn signalled() -> u8 {

@@ -65,7 +65,7 @@ pub fn decode_wire_line(line: InboundLine) -> Result<WireInbound, Box<WireErrorR
         InboundLine::Line(b) => b,
         InboundLine::TooLong { bytes, head } => {
             // Not a parse error: the line was never read whole. The id comes from its head.
-            let (id, _) = super::peek_id_and_type(&head);
+            let (id, _) = crate::dialect::peek_id_and_type(&head);
             return Err(invalid(id.as_ref(), &format!("Request of {bytes} bytes exceeds the line limit; it was skipped")));
         }
     };

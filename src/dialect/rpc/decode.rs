@@ -40,7 +40,7 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         InboundLine::Line(bytes) => bytes,
         InboundLine::TooLong { bytes, head } => {
             // The id (and command) are read from the line's head when they come first.
-            let (id, kind) = super::peek_id_and_type(&head);
+            let (id, kind) = crate::dialect::peek_id_and_type(&head);
             return Err(failure(
                 id,
                 kind.as_deref().unwrap_or("parse"),

@@ -1,0 +1,58 @@
+//! Approvals: whether a tool call needs the user's yes (the `--approval` policy), remembering
+//! "approve for session" per session and per tool, and asking the host through the port.
+//! Fail closed: only an explicit approve lets the call run.
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::port::{ApprovalAsk, Decision};
+use super::{Agent, ApprovalPolicy};
+use crate::protocol::ToolCall;
+use crate::tools::{self, ToolOutput};
+
+/// A one-line summary of a call for the approval question: the command line for `bash`, the
+/// path for file tools, the arguments otherwise.
+pub fn summary(call: &ToolCall) -> String {
+    match call.arguments.get("command").or_else(|| call.arguments.get("path")).and_then(Value::as_str) {
+        Some(d) => d.to_owned(),
+        None => serde_json::to_string(&call.arguments).unwrap_or_default(),
+    }
+}
+
+impl Agent {
+    /// `Ok` when the call may run; otherwise the tool result that says why not.
+    pub(super) async fn approve_call(&self, call: &ToolCall, host_tool: bool, cancel: &CancellationToken) -> Result<(), ToolOutput> {
+        let name = call.name.to_string();
+        let needs_approval = match self.inner.config.approval {
+            ApprovalPolicy::Never => false,
+            ApprovalPolicy::Dangerous => !host_tool && tools::is_dangerous(&name),
+            ApprovalPolicy::Always => true,
+        };
+        if !needs_approval {
+            return Ok(());
+        }
+        let session = {
+            let st = self.state();
+            if st.approved_tools.contains(&name) {
+                return Ok(());
+            }
+            st.session.id().to_owned()
+        };
+        let ask = ApprovalAsk { call, summary: summary(call), timeout: self.inner.config.approval_timeout, cancel };
+        match self.port().approve(ask).await {
+            Decision::Approve => Ok(()),
+            Decision::ApproveForSession => {
+                // Only for the session it was asked in: a session adopted meanwhile asks again.
+                let mut st = self.state();
+                if st.session.id() == session {
+                    st.approved_tools.insert(name);
+                }
+                Ok(())
+            }
+            Decision::Reject { feedback: None } => Err(ToolOutput::error(format!("Tool call denied by user: {name}"))),
+            Decision::Reject { feedback: Some(feedback) } => Err(ToolOutput::error(format!("Tool call denied by user: {name}. The user said: {feedback}"))),
+            Decision::TimedOut => Err(ToolOutput::error(format!("Tool call not approved in time: {name}"))),
+            Decision::Abandoned => Err(ToolOutput::error(format!("Tool call abandoned: {name}"))),
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The core's error: what kind of failure a request met, and why, in words. Each dialect maps
+//! the kind onto its own wire code in one place (`dialect::rpc::errors`, `dialect::wire::errors`).
+
+/// Why the core refused or failed a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoreError {
+    /// An argument is missing, malformed or out of range.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The thing named does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The agent is doing something that conflicts with the request.
+    #[error("{0}")]
+    Busy(String),
+    /// The request contradicts the session's state (already compacted, nothing to compact).
+    #[error("{0}")]
+    Conflict(String),
+    /// This build or configuration cannot do it.
+    #[error("{0}")]
+    Unsupported(String),
+    /// An unexpected failure (I/O, a provider).
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// A core result.
+pub type CoreResult<T> = Result<T, CoreError>;

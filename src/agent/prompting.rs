@@ -1,0 +1,164 @@
+//! Prompts and queues: starting a run, steering and follow-up queues, abort.
+
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::events::{AgentEvent, PromptId};
+use super::{run, Agent, CoreError, CoreResult, Queued, RunState, State};
+use crate::protocol::{ImageContent, InterruptMode, QueueMode};
+
+/// Which queue a message goes to while a run is in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    /// Delivered at the next turn boundary.
+    Steer,
+    /// Delivered when the agent would otherwise stop.
+    FollowUp,
+}
+
+/// What became of a submitted message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Submitted {
+    /// It started a run (or a slash command); a `PromptSettled` with this id will follow.
+    Started(PromptId),
+    /// It was queued into the running run (no `PromptSettled` of its own).
+    Queued,
+}
+
+impl Agent {
+    /// A prompt: starts a run when idle (a built-in `/command` runs instead of the model);
+    /// while a run is in progress it is queued into `queue`, or refused when `queue` is `None`.
+    pub async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
+        if queue.is_none() {
+            self.finish_ending_run().await;
+        }
+        let busy = self.state().run.is_some();
+        if busy && queue.is_none() {
+            return Err(CoreError::Busy("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into()));
+        }
+        if !busy {
+            if let Some(id) = self.start_slash(&text) {
+                return Ok(Submitted::Started(id));
+            }
+        }
+        Ok(self.submit(text, images, queue.unwrap_or(QueueKind::Steer)).await)
+    }
+
+    /// A steering message: queued while a run is in progress, otherwise it starts one.
+    pub async fn steer(&self, text: String, images: Vec<ImageContent>) -> Submitted {
+        self.submit(text, images, QueueKind::Steer).await
+    }
+
+    /// A follow-up message: queued while a run is in progress, otherwise it starts one.
+    pub async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> Submitted {
+        self.submit(text, images, QueueKind::FollowUp).await
+    }
+
+    /// Aborts the run (if any) and returns once its last event is out.
+    pub async fn abort(&self) {
+        self.abort_run().await;
+    }
+
+    /// Aborts the run, then prompts.
+    pub async fn abort_and_prompt(&self, text: String, images: Vec<ImageContent>) -> Submitted {
+        self.abort_run().await;
+        self.submit(text, images, QueueKind::Steer).await
+    }
+
+    /// How steering messages are delivered.
+    pub fn set_steering_mode(&self, mode: QueueMode) {
+        self.state().steering_mode = mode;
+    }
+
+    /// How follow-up messages are delivered.
+    pub fn set_follow_up_mode(&self, mode: QueueMode) {
+        self.state().follow_up_mode = mode;
+    }
+
+    /// Whether steering skips the turn's remaining tool calls.
+    pub fn set_interrupt_mode(&self, mode: InterruptMode) {
+        self.state().interrupt_mode = mode;
+    }
+
+    pub(super) fn queue_event(state: &State) -> AgentEvent<'static> {
+        AgentEvent::QueueChanged {
+            steering: state.steering.iter().map(|q| q.text.clone()).collect(),
+            follow_up: state.follow_up.iter().map(|q| q.text.clone()).collect(),
+        }
+    }
+
+    /// Starts a run, or queues into the running one.
+    async fn submit(&self, text: String, images: Vec<ImageContent>, queue: QueueKind) -> Submitted {
+        let queued = Queued { text, images };
+        let update = {
+            let mut st = self.state();
+            if st.run.is_some() {
+                match queue {
+                    QueueKind::Steer => st.steering.push_back(queued),
+                    QueueKind::FollowUp => st.follow_up.push_back(queued),
+                }
+                Ok(Self::queue_event(&st))
+            } else {
+                let id = self.new_prompt_id();
+                self.start_run(&mut st, vec![queued], Some(id));
+                Err(id)
+            }
+        };
+        match update {
+            Ok(event) => {
+                self.emit(event).await;
+                Submitted::Queued
+            }
+            Err(id) => Submitted::Started(id),
+        }
+    }
+
+    /// Waits for a run that has already reported its end to settle (a moment): a host that
+    /// prompts on `agent_end` / `TurnEnd` is not refused for the run's last frame.
+    async fn finish_ending_run(&self) {
+        let ending = self.state().run.as_ref().filter(|r| r.finishing).map(|r| r.done.clone());
+        if let Some(mut done) = ending {
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
+    /// Registers and spawns a run; it starts once its request's answer is written.
+    pub(super) fn start_run(&self, st: &mut State, first: Vec<Queued>, prompt: Option<PromptId>) {
+        let cancel = CancellationToken::new();
+        let (done_tx, done_rx) = watch::channel(false);
+        let gate = self.add_gate();
+        st.run = Some(RunState { cancel: cancel.clone(), done: done_rx, finishing: false });
+        let agent = Clone::clone(self);
+        tokio::spawn(async move {
+            let _ = gate.await;
+            run::run(agent, first, prompt, cancel, done_tx).await;
+        });
+    }
+
+    /// A gate the dialect opens ([`Agent::release_gates`]) once the current request is answered.
+    pub(super) fn add_gate(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        self.inner.gates.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+        rx
+    }
+
+    /// Aborts the running run, clears the queues and waits until the run has emitted its last
+    /// event (`RunEnd`, `PromptSettled`).
+    pub(super) async fn abort_run(&self) {
+        let (run, update) = {
+            let mut st = self.state();
+            let had_queue = !st.steering.is_empty() || !st.follow_up.is_empty();
+            st.steering.clear();
+            st.follow_up.clear();
+            let run = st.run.as_ref().map(|r| (r.cancel.clone(), r.done.clone()));
+            (run, had_queue.then(|| Self::queue_event(&st)))
+        };
+        if let Some(event) = update {
+            self.emit(event).await;
+        }
+        if let Some((cancel, mut done)) = run {
+            cancel.cancel();
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Session operations: new, switch, branch / fork, clone, naming, compaction, statistics,
+//! messages, listings, tree and HTML export.
+
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+use super::events::{AgentEvent, CompactionReason};
+use super::{compaction, nonempty, Agent, CoreError, CoreResult};
+use crate::protocol::*;
+use crate::sessions::{self, Payload, Session};
+
+impl Agent {
+    /// Starts a new session (aborting the run); `parent` is recorded in its header.
+    pub async fn new_session(&self, parent: Option<String>) {
+        self.abort_run().await;
+        let session = Session::create(self.inner.config.session_dir.as_deref(), &self.inner.config.cwd, parent);
+        self.adopt_session(session);
+    }
+
+    /// Loads another session file (relative paths against the working directory).
+    pub async fn switch_session(&self, path: &str) -> CoreResult<()> {
+        let path = self.inner.config.cwd.join(path);
+        if !path.exists() {
+            return Err(CoreError::NotFound(format!("Session file not found: {}", path.display())));
+        }
+        let (session, warnings) = Session::load(&path).map_err(|e| CoreError::InvalidParams(format!("Not a session file: {e}")))?;
+        for w in warnings {
+            eprintln!("agentwire: {}:{}: {}", path.display(), w.line, w.reason);
+        }
+        self.abort_run().await;
+        self.adopt_session(session);
+        Ok(())
+    }
+
+    /// Moves the session's leaf to just before the user message `entry_id` (the old branch
+    /// stays in the tree); returns that message's text. `verb` names the operation in errors.
+    pub async fn branch(&self, entry_id: &str, verb: &str) -> CoreResult<String> {
+        let valid = self.state().session.branch_messages().iter().any(|(id, m)| id == entry_id && matches!(m, AgentMessage::User(_)));
+        if !valid {
+            return Err(CoreError::InvalidParams(format!("Invalid entry ID for {verb}: {entry_id} is not a user message of this session")));
+        }
+        self.abort_run().await;
+        let mut st = self.state();
+        let text = st.session.branch_before(entry_id).unwrap_or_default();
+        st.messages = st.session.messages();
+        Ok(text)
+    }
+
+    /// Copies the session into a new file and continues there.
+    pub async fn clone_session(&self) -> CoreResult<()> {
+        self.abort_run().await;
+        let mut copy = self.state().session.clone_into(self.inner.config.session_dir.as_deref());
+        copy.write_all_now().map_err(|e| CoreError::Internal(format!("could not write the cloned session: {e}")))?;
+        self.adopt_session(copy);
+        Ok(())
+    }
+
+    /// The user messages of the branch, as points to branch from.
+    pub fn branch_points(&self) -> BranchMessages {
+        let st = self.state();
+        let messages = st
+            .session
+            .branch_messages()
+            .into_iter()
+            .filter(|(_, m)| matches!(m, AgentMessage::User(_)))
+            .map(|(id, m)| BranchPoint { entry_id: nonempty(&id), text: sessions::message_text(&m) })
+            .collect();
+        BranchMessages { messages }
+    }
+
+    /// The text of the last assistant message that had any.
+    pub fn last_assistant_text(&self) -> Option<String> {
+        let st = self.state();
+        st.messages.iter().rev().find_map(|m| match m {
+            AgentMessage::Assistant(a) => {
+                let text: String = a.content.iter().filter_map(|c| if let AssistantContent::Text(t) = c { Some(t.text.as_str()) } else { None }).collect();
+                let text = text.trim_end().to_owned();
+                (!text.is_empty()).then_some(text)
+            }
+            _ => None,
+        })
+    }
+
+    /// Names the session (saved, and reported as `SessionNameChanged`).
+    pub async fn set_session_name(&self, name: &str) -> CoreResult<()> {
+        let name = name.trim().to_owned();
+        if name.is_empty() {
+            return Err(CoreError::InvalidParams("Session name cannot be empty".into()));
+        }
+        self.state().session_name = Some(name.clone());
+        self.record_setting(Payload::Name(name.clone()));
+        self.emit(AgentEvent::SessionNameChanged { name }).await;
+        Ok(())
+    }
+
+    /// The branch's messages.
+    pub fn messages(&self) -> Vec<AgentMessage> {
+        self.state().messages.clone()
+    }
+
+    /// A page of the branch's messages: `cursor` is the index to start at.
+    pub fn messages_page(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPage> {
+        let st = self.state();
+        let start = match cursor {
+            None => 0,
+            Some(c) => c.parse::<usize>().map_err(|_| CoreError::InvalidParams(format!("Invalid message cursor: {c}")))?,
+        };
+        let limit = limit.map_or(100, |l| usize::try_from(l).unwrap_or(usize::MAX)).max(1);
+        let total = st.messages.len();
+        let end = start.saturating_add(limit).min(total);
+        let messages = st.messages.get(start.min(total)..end).map(<[AgentMessage]>::to_vec).unwrap_or_default();
+        Ok(MessagesPage { messages, total_messages: total as u64, next_cursor: (end < total).then(|| end.to_string()) })
+    }
+
+    /// Token, cost and message counts of the branch.
+    pub fn session_stats(&self) -> SessionStats {
+        let st = self.state();
+        let (mut user, mut assistant, mut calls, mut results) = (0, 0, 0, 0);
+        let mut tokens = SessionTokens { input: 0, output: 0, cache_read: 0, cache_write: 0, reasoning: None, total: 0 };
+        let mut cost = 0.0;
+        for m in &st.messages {
+            match m {
+                AgentMessage::User(_) => user += 1,
+                AgentMessage::Assistant(a) => {
+                    assistant += 1;
+                    calls += a.content.iter().filter(|c| matches!(c, AssistantContent::ToolCall(_))).count() as u64;
+                    tokens.input += a.usage.input;
+                    tokens.output += a.usage.output;
+                    tokens.cache_read += a.usage.cache_read;
+                    tokens.cache_write += a.usage.cache_write;
+                    tokens.total += a.usage.total_tokens;
+                    cost += a.usage.cost.total;
+                }
+                AgentMessage::ToolResult(_) => results += 1,
+                AgentMessage::BashExecution(_) | AgentMessage::Custom(_) | AgentMessage::BranchSummary(_) | AgentMessage::CompactionSummary(_) => {}
+            }
+        }
+        SessionStats {
+            session_file: Self::session_file(&st),
+            session_id: nonempty(st.session.id()),
+            user_messages: user,
+            assistant_messages: assistant,
+            tool_calls: calls,
+            tool_results: results,
+            total_messages: st.messages.len() as u64,
+            tokens,
+            cost,
+            context_usage: Some(Self::context_usage(&st, self.inner.models[st.current_model].info.context_window)),
+            premium_requests: None,
+        }
+    }
+
+    /// Writes the branch as a self-contained HTML page: to `output` (relative to the working
+    /// directory) or beside the session file. Returns the absolute path.
+    pub fn export_html(&self, output: Option<&str>) -> CoreResult<PathBuf> {
+        let (html, default_path) = {
+            let st = self.state();
+            let title = st.session_name.clone().unwrap_or_else(|| format!("agentwire session {}", st.session.id()));
+            let default = st.session.path().map(|p| p.with_extension("html"));
+            (sessions::html::render(&title, &st.session.branch_messages().into_iter().map(|(_, m)| m).collect::<Vec<_>>()), default)
+        };
+        let path = match (output, default_path) {
+            (Some(p), _) => self.inner.config.cwd.join(p),
+            (None, Some(p)) => p,
+            (None, None) => return Err(CoreError::InvalidParams("This session is in memory only (--no-session): give outputPath".into())),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| CoreError::Internal(format!("could not create {}: {e}", dir.display())))?;
+        }
+        std::fs::write(&path, html).map_err(|e| CoreError::Internal(format!("could not write {}: {e}", path.display())))?;
+        Ok(path.canonicalize().unwrap_or(path))
+    }
+
+    /// Sessions of this working directory (or of every directory), newest first.
+    pub fn list_sessions(&self, all: bool) -> SessionList {
+        let dirs: Vec<PathBuf> = match (all, &self.inner.config.sessions_root) {
+            (true, Some(root)) => std::fs::read_dir(root).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect(),
+            _ => self.inner.config.session_dir.iter().cloned().collect(),
+        };
+        let mut sessions: Vec<SessionListing> = dirs.iter().flat_map(|d| sessions::files_in(d)).filter_map(|p| sessions::listing(&p)).collect();
+        sessions.sort_by(|a, b| b.modified.cmp(&a.modified));
+        SessionList { sessions }
+    }
+
+    /// The session's entry tree.
+    pub fn tree(&self) -> SessionTree {
+        self.state().session.tree()
+    }
+
+    /// Compacts the branch now (refused while a run is in progress), with its events.
+    pub async fn compact(&self, custom_instructions: Option<&str>) -> CoreResult<CompactionResult> {
+        if self.state().run.is_some() {
+            return Err(CoreError::Busy("Cannot compact while the agent is running; abort or wait for prompt_result".into()));
+        }
+        self.state().compacting = true;
+        let reason = CompactionReason::Manual;
+        self.emit(AgentEvent::CompactionStart { reason }).await;
+        let outcome = compaction::compact(self, custom_instructions, &CancellationToken::new()).await;
+        self.state().compacting = false;
+        self.emit(AgentEvent::CompactionEnd { reason, result: outcome.clone(), aborted: false, will_retry: false }).await;
+        outcome.map_err(|e| if e.starts_with("Already") || e.starts_with("Nothing") { CoreError::Conflict(e) } else { CoreError::Internal(e) })
+    }
+}

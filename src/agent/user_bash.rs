@@ -1,0 +1,62 @@
+//! The host's own `bash` command (not the model's tool): runs a command in the working
+//! directory and records it in the session as a `bashExecution` message.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{now_ms, Agent, CoreError, CoreResult};
+use crate::protocol::*;
+use crate::tools;
+
+impl Agent {
+    /// Runs `command`; one at a time (`abort_bash` cancels it).
+    pub async fn bash(&self, command: &str, timeout: Option<Duration>) -> CoreResult<BashResult> {
+        let cancel = CancellationToken::new();
+        {
+            let mut st = self.state();
+            if st.bash.is_some() {
+                return Err(CoreError::Busy("A bash command is already running; abort_bash cancels it".into()));
+            }
+            st.bash = Some(cancel.clone());
+        }
+        let outcome = tools::shell::run_shell(command, &self.inner.config.cwd, timeout, cancel, |_| {}).await;
+        self.state().bash = None;
+        let o = outcome.map_err(|e| CoreError::Internal(format!("could not run the command: {e}")))?;
+        let result = BashResult {
+            output: o.output.clone(),
+            exit_code: o.exit_code,
+            cancelled: o.cancelled || o.timed_out,
+            truncated: o.truncated,
+            full_output_path: o.full_output_path.as_ref().map(|p| p.display().to_string()),
+            working_dir: Some(self.inner.config.cwd.display().to_string()),
+            total_lines: Some(o.total_lines),
+            total_bytes: Some(o.total_bytes),
+            output_lines: Some(o.output.lines().count() as u64),
+            output_bytes: Some(o.output.len() as u64),
+            elided_lines: o.truncated.then(|| o.total_lines.saturating_sub(o.output.lines().count() as u64)),
+            elided_bytes: o.truncated.then(|| o.total_bytes.saturating_sub(o.output.len() as u64)),
+        };
+        let message = AgentMessage::BashExecution(BashExecutionMessage {
+            role: Default::default(),
+            command: command.to_owned(),
+            output: result.output.clone(),
+            exit_code: result.exit_code,
+            cancelled: result.cancelled,
+            truncated: result.truncated,
+            full_output_path: result.full_output_path.clone(),
+            exclude_from_context: None,
+            timestamp: now_ms(),
+            meta: serde_json::Map::new(),
+        });
+        self.record(message);
+        Ok(result)
+    }
+
+    /// Cancels the running `bash` command, if any.
+    pub fn abort_bash(&self) {
+        if let Some(cancel) = self.state().bash.as_ref() {
+            cancel.cancel();
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The generated [`RpcHandler`] trait, implemented by mapping each JSONL command onto the core.
+//! Nothing here decides agent behaviour: it unpacks the command, calls the core and packs the
+//! answer (errors through [`super::rpc_error`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{rpc_error, RpcHost};
+use crate::agent::{Agent, ApprovalPolicy, QueueKind, Submitted};
+use crate::protocol::*;
+
+/// One JSONL session: the core and this dialect's host side.
+#[derive(Debug, Clone)]
+pub struct RpcSession {
+    agent: Agent,
+    host: Arc<RpcHost>,
+    max_line_bytes: usize,
+}
+
+fn id_value(id: Option<&RequestId>) -> Option<Value> {
+    id.and_then(|id| serde_json::to_value(id).ok())
+}
+
+fn images(list: Option<Vec<ImageContent>>) -> Vec<ImageContent> {
+    list.unwrap_or_default()
+}
+
+impl RpcSession {
+    /// A session of `agent` whose host side is `host`; `max_line_bytes` is advertised in `ready`.
+    pub fn new(agent: Agent, host: Arc<RpcHost>, max_line_bytes: usize) -> Self {
+        Self { agent, host, max_line_bytes }
+    }
+
+    /// The core.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// The host side (sub-protocol answers go there).
+    pub fn host(&self) -> &RpcHost {
+        &self.host
+    }
+
+    /// The `ready` frame written first.
+    pub fn ready_frame(&self) -> ReadyEvent {
+        let approval = match self.agent.config().approval {
+            ApprovalPolicy::Never => ReadyCapabilitiesApproval::Never,
+            ApprovalPolicy::Dangerous => ReadyCapabilitiesApproval::Dangerous,
+            ApprovalPolicy::Always => ReadyCapabilitiesApproval::Always,
+        };
+        let capabilities = ReadyCapabilities { host_tools: true, extension_ui: true, prompt_result: true, sessions: false, approval: Some(approval) };
+        ReadyEvent::new(1, self.max_line_bytes as u64)
+            .with_supported_protocol_versions(Some(vec![1]))
+            .with_agent(Some("agentwire".to_owned()))
+            .with_agent_version(Some(env!("CARGO_PKG_VERSION").to_owned()))
+            .with_dialect(Some(ReadyEventDialect::Rpc))
+            .with_capabilities(Some(capabilities))
+    }
+
+    fn started(&self, submitted: Submitted, id: Option<&RequestId>) {
+        if let Submitted::Started(prompt) = submitted {
+            self.host.expect_result(prompt, id_value(id));
+        }
+    }
+}
+
+impl RpcHandler for RpcSession {
+    async fn prompt(&self, cmd: PromptCommand) -> Result<Option<PromptAccepted>, RpcError> {
+        let queue = cmd.streaming_behavior.map(|b| match b {
+            PromptCommandStreamingBehavior::Steer => QueueKind::Steer,
+            PromptCommandStreamingBehavior::FollowUp => QueueKind::FollowUp,
+        });
+        let submitted = self.agent.prompt(cmd.message, images(cmd.images), queue).await.map_err(rpc_error)?;
+        self.started(submitted, cmd.id.as_ref());
+        Ok(None)
+    }
+
+    async fn steer(&self, cmd: SteerCommand) -> Result<(), RpcError> {
+        let submitted = self.agent.steer(cmd.message, images(cmd.images)).await;
+        self.started(submitted, cmd.id.as_ref());
+        Ok(())
+    }
+
+    async fn follow_up(&self, cmd: FollowUpCommand) -> Result<(), RpcError> {
+        let submitted = self.agent.follow_up(cmd.message, images(cmd.images)).await;
+        self.started(submitted, cmd.id.as_ref());
+        Ok(())
+    }
+
+    async fn abort(&self, _cmd: AbortCommand) -> Result<(), RpcError> {
+        self.agent.abort().await;
+        Ok(())
+    }
+
+    async fn abort_and_prompt(&self, cmd: AbortAndPromptCommand) -> Result<(), RpcError> {
+        let submitted = self.agent.abort_and_prompt(cmd.message, images(cmd.images)).await;
+        self.started(submitted, cmd.id.as_ref());
+        Ok(())
+    }
+
+    async fn new_session(&self, cmd: NewSessionCommand) -> Result<CancelledResult, RpcError> {
+        self.agent.new_session(cmd.parent_session).await;
+        Ok(CancelledResult { cancelled: false })
+    }
+
+    async fn get_state(&self, _cmd: GetStateCommand) -> Result<SessionState, RpcError> {
+        Ok(self.agent.state_snapshot())
+    }
+
+    async fn set_todos(&self, cmd: SetTodosCommand) -> Result<TodoPhasesResult, RpcError> {
+        self.agent.set_todos(cmd.phases.clone()).await;
+        Ok(TodoPhasesResult { todo_phases: cmd.phases })
+    }
+
+    async fn set_host_tools(&self, cmd: SetHostToolsCommand) -> Result<HostToolNames, RpcError> {
+        let tool_names = self.agent.set_host_tools(cmd.tools).map_err(rpc_error)?;
+        Ok(HostToolNames { tool_names })
+    }
+
+    async fn set_model(&self, cmd: SetModelCommand) -> Result<Model, RpcError> {
+        self.agent.set_model(&cmd.provider, &cmd.model_id).await.map_err(rpc_error)
+    }
+
+    async fn cycle_model(&self, _cmd: CycleModelCommand) -> Result<Option<CycleModelResult>, RpcError> {
+        Ok(self.agent.cycle_model().await)
+    }
+
+    async fn get_available_models(&self, _cmd: GetAvailableModelsCommand) -> Result<AvailableModels, RpcError> {
+        Ok(AvailableModels { models: self.agent.available_models() })
+    }
+
+    async fn set_thinking_level(&self, cmd: SetThinkingLevelCommand) -> Result<(), RpcError> {
+        self.agent.set_thinking_level(cmd.level).await;
+        Ok(())
+    }
+
+    async fn cycle_thinking_level(&self, _cmd: CycleThinkingLevelCommand) -> Result<Option<ThinkingLevelResult>, RpcError> {
+        Ok(self.agent.cycle_thinking_level().await.map(|level| ThinkingLevelResult { level }))
+    }
+
+    async fn get_available_thinking_levels(&self, _cmd: GetAvailableThinkingLevelsCommand) -> Result<AvailableThinkingLevels, RpcError> {
+        Ok(AvailableThinkingLevels { levels: self.agent.available_thinking_levels() })
+    }
+
+    async fn set_steering_mode(&self, cmd: SetSteeringModeCommand) -> Result<(), RpcError> {
+        self.agent.set_steering_mode(cmd.mode);
+        Ok(())
+    }
+
+    async fn set_follow_up_mode(&self, cmd: SetFollowUpModeCommand) -> Result<(), RpcError> {
+        self.agent.set_follow_up_mode(cmd.mode);
+        Ok(())
+    }
+
+    async fn set_interrupt_mode(&self, cmd: SetInterruptModeCommand) -> Result<(), RpcError> {
+        self.agent.set_interrupt_mode(cmd.mode);
+        Ok(())
+    }
+
+    async fn compact(&self, cmd: CompactCommand) -> Result<CompactionResult, RpcError> {
+        self.agent.compact(cmd.custom_instructions.as_deref()).await.map_err(rpc_error)
+    }
+
+    async fn set_auto_compaction(&self, cmd: SetAutoCompactionCommand) -> Result<(), RpcError> {
+        self.agent.set_auto_compaction(cmd.enabled);
+        Ok(())
+    }
+
+    async fn set_auto_retry(&self, cmd: SetAutoRetryCommand) -> Result<(), RpcError> {
+        self.agent.set_auto_retry(cmd.enabled);
+        Ok(())
+    }
+
+    async fn abort_retry(&self, _cmd: AbortRetryCommand) -> Result<(), RpcError> {
+        self.agent.abort_retry().await;
+        Ok(())
+    }
+
+    async fn bash(&self, cmd: BashCommand) -> Result<BashResult, RpcError> {
+        self.agent.bash(&cmd.command, cmd.timeout_ms.map(Duration::from_millis)).await.map_err(rpc_error)
+    }
+
+    async fn abort_bash(&self, _cmd: AbortBashCommand) -> Result<(), RpcError> {
+        self.agent.abort_bash();
+        Ok(())
+    }
+
+    async fn get_session_stats(&self, _cmd: GetSessionStatsCommand) -> Result<SessionStats, RpcError> {
+        Ok(self.agent.session_stats())
+    }
+
+    async fn export_html(&self, cmd: ExportHtmlCommand) -> Result<ExportResult, RpcError> {
+        let path = self.agent.export_html(cmd.output_path.as_deref()).map_err(rpc_error)?;
+        Ok(ExportResult { path: crate::agent::nonempty(&path.display().to_string()) })
+    }
+
+    async fn switch_session(&self, cmd: SwitchSessionCommand) -> Result<CancelledResult, RpcError> {
+        self.agent.switch_session(cmd.session_path.as_str()).await.map_err(rpc_error)?;
+        Ok(CancelledResult { cancelled: false })
+    }
+
+    async fn branch(&self, cmd: BranchCommand) -> Result<BranchResult, RpcError> {
+        let text = self.agent.branch(&cmd.entry_id, "branching").await.map_err(rpc_error)?;
+        Ok(BranchResult { text, cancelled: false })
+    }
+
+    async fn fork(&self, cmd: ForkCommand) -> Result<BranchResult, RpcError> {
+        let text = self.agent.branch(&cmd.entry_id, "forking").await.map_err(rpc_error)?;
+        Ok(BranchResult { text, cancelled: false })
+    }
+
+    async fn clone(&self, _cmd: CloneCommand) -> Result<CancelledResult, RpcError> {
+        self.agent.clone_session().await.map_err(rpc_error)?;
+        Ok(CancelledResult { cancelled: false })
+    }
+
+    async fn get_branch_messages(&self, _cmd: GetBranchMessagesCommand) -> Result<BranchMessages, RpcError> {
+        Ok(self.agent.branch_points())
+    }
+
+    async fn get_fork_messages(&self, _cmd: GetForkMessagesCommand) -> Result<BranchMessages, RpcError> {
+        Ok(self.agent.branch_points())
+    }
+
+    async fn get_last_assistant_text(&self, _cmd: GetLastAssistantTextCommand) -> Result<LastAssistantText, RpcError> {
+        Ok(LastAssistantText { text: self.agent.last_assistant_text() })
+    }
+
+    async fn set_session_name(&self, cmd: SetSessionNameCommand) -> Result<(), RpcError> {
+        self.agent.set_session_name(&cmd.name).await.map_err(rpc_error)
+    }
+
+    async fn get_messages(&self, _cmd: GetMessagesCommand) -> Result<MessagesResult, RpcError> {
+        Ok(MessagesResult { messages: self.agent.messages() })
+    }
+
+    async fn get_messages_page(&self, cmd: GetMessagesPageCommand) -> Result<MessagesPage, RpcError> {
+        self.agent.messages_page(cmd.cursor.as_deref(), cmd.limit.map(u64::from)).map_err(rpc_error)
+    }
+
+    async fn get_commands(&self, _cmd: GetCommandsCommand) -> Result<CommandsResult, RpcError> {
+        Ok(self.agent.commands())
+    }
+
+    async fn get_available_commands(&self, _cmd: GetAvailableCommandsCommand) -> Result<CommandsResult, RpcError> {
+        Ok(self.agent.commands())
+    }
+
+    async fn list_sessions(&self, cmd: ListSessionsCommand) -> Result<SessionList, RpcError> {
+        Ok(self.agent.list_sessions(matches!(cmd.scope, Some(ListSessionsCommandScope::All))))
+    }
+
+    async fn get_tree(&self, _cmd: GetTreeCommand) -> Result<SessionTree, RpcError> {
+        Ok(self.agent.tree())
+    }
+}

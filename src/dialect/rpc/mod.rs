@@ -1,0 +1,85 @@
+//! The pi / oh-my-pi JSONL RPC dialect, as a projection of the agent core:
+//!
+//! - [`decode`]: one inbound line → a command, a sub-protocol answer, or its one error response;
+//! - [`handler`]: the generated `RpcHandler` trait implemented by mapping each command onto the core;
+//! - [`project`]: the core's events → JSONL event frames (exhaustive);
+//! - [`port`] and [`host_tools`]: the core's host port → `extension_ui_request` / `host_tool_call`;
+//! - [`serve`]: the reader loop (dispatch order, detached commands, EOF).
+
+pub mod decode;
+pub mod handler;
+pub mod host_tools;
+pub mod port;
+pub mod project;
+pub mod serve;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use crate::agent::{CoreError, PromptId};
+use crate::protocol::{RpcError, RpcErrorCode};
+use crate::transport::Outbox;
+
+pub use decode::{decode_line, Inbound};
+pub use handler::RpcSession;
+pub use serve::serve_rpc;
+
+/// The dialect's side of the core: the event projection and the host port, writing to the
+/// single outbox, plus what correlates the core's handles with this dialect's ids.
+#[derive(Debug)]
+pub struct RpcHost {
+    out: Outbox,
+    dialogs: port::UiDialogs,
+    tools: host_tools::HostToolCalls,
+    /// The request id of each prompt the core accepted, for its `prompt_result`.
+    prompts: Mutex<HashMap<PromptId, Value>>,
+}
+
+impl RpcHost {
+    /// A host writing to `out`.
+    pub fn new(out: Outbox) -> Self {
+        Self { out, dialogs: port::UiDialogs::default(), tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()) }
+    }
+
+    /// The outbox every frame of this dialect goes through.
+    pub fn outbox(&self) -> &Outbox {
+        &self.out
+    }
+
+    /// An answer to a UI dialog; `false` when no dialog with its id is waiting.
+    pub fn ui_response(&self, response: crate::protocol::ExtensionUiResponse) -> bool {
+        self.dialogs.answer(response)
+    }
+
+    /// Progress of a host tool call; `false` when no call with its id is running.
+    pub async fn host_tool_update(&self, frame: crate::protocol::HostToolUpdate) -> bool {
+        self.tools.update(frame).await
+    }
+
+    /// Result of a host tool call; `false` when no call with its id is running.
+    pub fn host_tool_result(&self, frame: crate::protocol::HostToolResult) -> bool {
+        self.tools.result(frame)
+    }
+
+    /// Remembers the request id a started prompt's `prompt_result` must carry.
+    fn expect_result(&self, prompt: PromptId, id: Option<Value>) {
+        if let Some(id) = id {
+            self.prompts.lock().unwrap_or_else(|e| e.into_inner()).insert(prompt, id);
+        }
+    }
+}
+
+/// The one mapping from the core's errors to this dialect's error codes.
+pub fn rpc_error(e: CoreError) -> RpcError {
+    let code = match &e {
+        CoreError::InvalidParams(_) => RpcErrorCode::InvalidParams,
+        CoreError::NotFound(_) => RpcErrorCode::NotFound,
+        CoreError::Busy(_) => RpcErrorCode::Busy,
+        CoreError::Conflict(_) => RpcErrorCode::Conflict,
+        CoreError::Unsupported(_) => RpcErrorCode::Unsupported,
+        CoreError::Internal(_) => RpcErrorCode::Internal,
+    };
+    RpcError::new(code, e.to_string())
+}

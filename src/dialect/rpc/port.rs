@@ -1,0 +1,160 @@
+//! The core's host port over the JSONL dialect: dialogs and approvals as `extension_ui_request`
+//! frames answered by `extension_ui_response`, fire-and-forget UI requests, and host tools as
+//! `host_tool_call` (see [`super::host_tools`]). A dialog that times out or is abandoned (abort,
+//! EOF) resolves to its fail-closed outcome and the host gets a `cancel` frame so it can close it;
+//! answers with unknown ids find nothing and get one `not_found` error from the server.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::host_tools::HostToolCalls;
+use super::RpcHost;
+use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, QuestionAsk, ToolAsk, UiNotice};
+use crate::protocol::*;
+use crate::tools::ToolOutput;
+
+/// A fresh 16-hex-digit id for sub-protocol requests.
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..16].to_owned()
+}
+
+/// How a dialog ended, before it is read as an answer of its kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dialog {
+    /// The host answered (`value`, `confirmed` or `cancelled`).
+    Answered(ExtensionUiResponse),
+    /// Nobody answered in time; the host was sent a `cancel`.
+    TimedOut,
+    /// The run was aborted (or stdin closed) while waiting; the host was sent a `cancel`.
+    Abandoned,
+}
+
+/// Dialogs waiting for the host, by request id.
+#[derive(Debug, Default)]
+pub struct UiDialogs {
+    pending: Mutex<HashMap<String, oneshot::Sender<ExtensionUiResponse>>>,
+}
+
+impl UiDialogs {
+    /// Delivers a host answer; `false` when no dialog with that id is waiting (never sent,
+    /// already answered, timed out or withdrawn).
+    pub fn answer(&self, response: ExtensionUiResponse) -> bool {
+        match self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(response.id.as_str()) {
+            Some(tx) => tx.send(response).is_ok(),
+            None => false,
+        }
+    }
+}
+
+fn timeout_ms(timeout: Duration) -> Option<u64> {
+    Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl RpcHost {
+    /// Sends a dialog and waits for the answer, the timeout or `cancel`; `build` gets the new
+    /// request id.
+    pub(crate) async fn dialog_frame(&self, build: impl FnOnce(&str) -> ExtensionUiRequest, timeout: Duration, cancel: &CancellationToken) -> Dialog {
+        let id = new_id();
+        let (tx, rx) = oneshot::channel();
+        self.dialogs.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
+        let _ = self.out.send(&build(&id)).await;
+        let outcome = tokio::select! {
+            answer = rx => answer.map_or(Dialog::Abandoned, Dialog::Answered),
+            () = tokio::time::sleep(timeout) => Dialog::TimedOut,
+            () = cancel.cancelled() => Dialog::Abandoned,
+        };
+        if !matches!(outcome, Dialog::Answered(_)) {
+            self.dialogs.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            let _ = self.out.send(&UiCancelRequest::new(nonempty(&new_id()), nonempty(&id))).await;
+        }
+        outcome
+    }
+
+    async fn fire(&self, request: impl FnOnce(&str) -> ExtensionUiRequest) {
+        let _ = self.out.send(&request(&new_id())).await;
+    }
+
+    async fn approve_call(&self, ask: ApprovalAsk<'_>) -> Decision {
+        let title = format!("Allow tool: {}", ask.call.name.as_str());
+        let build = |id: &str| ExtensionUiRequest::from(UiConfirmRequest::new(nonempty(id), title.clone(), ask.summary.clone()).with_timeout(timeout_ms(ask.timeout)));
+        match self.dialog_frame(build, ask.timeout, ask.cancel).await {
+            // Fail closed: only an explicit yes that is not also a cancel approves.
+            Dialog::Answered(r) if r.confirmed == Some(true) && r.cancelled != Some(true) => Decision::Approve,
+            Dialog::Answered(_) => Decision::Reject { feedback: None },
+            Dialog::TimedOut => Decision::TimedOut,
+            Dialog::Abandoned => Decision::Abandoned,
+        }
+    }
+
+    async fn show(&self, ask: DialogAsk<'_>) -> DialogOutcome {
+        let timeout = timeout_ms(ask.timeout);
+        let build = |id: &str| -> ExtensionUiRequest {
+            match ask.kind.clone() {
+                DialogKind::Select { title, options } => UiSelectRequest::new(nonempty(id), title, options).with_timeout(timeout).into(),
+                DialogKind::Confirm { title, message } => UiConfirmRequest::new(nonempty(id), title, message).with_timeout(timeout).into(),
+                DialogKind::Input { title, placeholder } => UiInputRequest::new(nonempty(id), title).with_placeholder(placeholder).with_timeout(timeout).into(),
+                DialogKind::Editor { title, prefill } => UiEditorRequest::new(nonempty(id), title).with_prefill(prefill).with_prompt_style(Some(true)).with_timeout(timeout).into(),
+            }
+        };
+        let confirm = matches!(ask.kind, DialogKind::Confirm { .. });
+        match self.dialog_frame(build, ask.timeout, ask.cancel).await {
+            Dialog::Answered(r) if r.cancelled == Some(true) => DialogOutcome::Dismissed,
+            Dialog::Answered(r) if confirm => DialogOutcome::Confirmed(r.confirmed == Some(true)),
+            Dialog::Answered(r) => r.value.map_or(DialogOutcome::Dismissed, DialogOutcome::Value),
+            Dialog::TimedOut => DialogOutcome::TimedOut,
+            Dialog::Abandoned => DialogOutcome::Abandoned,
+        }
+    }
+
+    async fn show_notice(&self, notice: UiNotice) {
+        match notice {
+            UiNotice::Notify { level, message } => {
+                let level = match level {
+                    NotifyLevel::Info => UiNotifyRequestNotifyType::Info,
+                    NotifyLevel::Warning => UiNotifyRequestNotifyType::Warning,
+                    NotifyLevel::Error => UiNotifyRequestNotifyType::Error,
+                };
+                self.fire(|id| UiNotifyRequest::new(nonempty(id), message).with_notify_type(Some(level)).into()).await;
+            }
+            UiNotice::Status { key, text } => self.fire(|id| UiSetStatusRequest::new(nonempty(id), nonempty(&key)).with_status_text(text).into()).await,
+            UiNotice::Widget { key, lines } => self.fire(|id| UiSetWidgetRequest::new(nonempty(id), nonempty(&key)).with_widget_lines(lines).into()).await,
+            UiNotice::Title { title } => self.fire(|id| UiSetTitleRequest::new(nonempty(id), title).into()).await,
+            UiNotice::EditorText { text } => self.fire(|id| UiSetEditorTextRequest::new(nonempty(id), text).into()).await,
+        }
+    }
+}
+
+impl HostPort for RpcHost {
+    fn approve<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+        self.approve_call(ask).boxed()
+    }
+
+    fn call_tool<'a>(&'a self, ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
+        HostToolCalls::call(&self.tools, &self.out, ask).boxed()
+    }
+
+    fn supports_questions(&self) -> bool {
+        // The JSONL dialect has no question request; the model is not offered the tool.
+        false
+    }
+
+    fn ask_questions<'a>(&'a self, _ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
+        async { None }.boxed()
+    }
+
+    fn dialog<'a>(&'a self, ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
+        self.show(ask).boxed()
+    }
+
+    fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
+        self.show_notice(notice).boxed()
+    }
+}
+
+use crate::agent::nonempty;

@@ -1,0 +1,109 @@
+//! The core's events as JSONL frames (pi's event stream). One exhaustive `match`: a new
+//! [`AgentEvent`] does not compile until this dialect decides what it sends for it.
+//!
+//! `message_update` carries the whole partial message twice (top-level `message` and
+//! `assistantMessageEvent.partial`), as pi does; that copy is made here, only for this dialect.
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+
+use super::RpcHost;
+use crate::agent::events::{AgentEvent, CompactionReason, EventSink, NoticeLevel, RunOutcome, StreamDelta};
+use crate::agent::nonempty;
+use crate::protocol::*;
+
+fn assistant_event(delta: StreamDelta, partial: &AssistantMessage) -> AssistantMessageEvent {
+    let partial = partial.clone();
+    match delta {
+        StreamDelta::TextStart { index } => AmeTextStart::new(index, partial).into(),
+        StreamDelta::TextDelta { index, delta } => AmeTextDelta::new(index, delta, partial).into(),
+        StreamDelta::TextEnd { index, content } => AmeTextEnd::new(index, content, partial).into(),
+        StreamDelta::ThinkingStart { index } => AmeThinkingStart::new(index, partial).into(),
+        StreamDelta::ThinkingDelta { index, delta } => AmeThinkingDelta::new(index, delta, partial).into(),
+        StreamDelta::ThinkingEnd { index, content } => AmeThinkingEnd::new(index, content, partial).into(),
+        StreamDelta::ToolCallStart { index, .. } => AmeToolcallStart::new(index, partial).into(),
+        StreamDelta::ToolCallDelta { index, delta } => AmeToolcallDelta::new(index, delta, partial).into(),
+        StreamDelta::ToolCallEnd { index, call } => AmeToolcallEnd::new(index, call, partial).into(),
+    }
+}
+
+impl RpcHost {
+    async fn project(&self, event: AgentEvent<'_>) {
+        let out = &self.out;
+        let _ = match event {
+            AgentEvent::RunStart { prompt: _ } => out.send(&AgentStartEvent::new()).await,
+            AgentEvent::TurnStart => out.send(&TurnStartEvent::new()).await,
+            AgentEvent::MessageStart { message } => out.send(&MessageStartEvent::new(message.clone())).await,
+            AgentEvent::MessageDelta { delta, partial } => {
+                let event = assistant_event(delta, partial);
+                out.send(&MessageUpdateEvent::new(AgentMessage::Assistant(partial.clone()), event)).await
+            }
+            AgentEvent::MessageEnd { message } => out.send(&MessageEndEvent::new(message.clone())).await,
+            AgentEvent::ToolStart { call } => out.send(&ToolExecutionStartEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone())).await,
+            AgentEvent::ToolUpdate { call, partial } => {
+                out.send(&ToolExecutionUpdateEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone(), partial.clone())).await
+            }
+            AgentEvent::ToolEnd { call, result, is_error } => {
+                out.send(&ToolExecutionEndEvent::new(nonempty(&call.id), call.name.as_str(), result.clone(), is_error)).await
+            }
+            AgentEvent::TurnEnd { message, tool_results } => out.send(&TurnEndEvent::new(message.clone(), tool_results.to_vec())).await,
+            AgentEvent::RunEnd { messages } => out.send(&AgentEndEvent::new(messages.to_vec()).with_is_terminal(Some(true))).await,
+            AgentEvent::PromptSettled { prompt, outcome, model_invoked } => {
+                let id = prompt.and_then(|p| self.prompts.lock().unwrap_or_else(|e| e.into_inner()).remove(&p));
+                let (status, error) = match outcome {
+                    // The step limit was announced with a notice; the prompt itself completed.
+                    RunOutcome::Completed | RunOutcome::StepLimit { .. } => (PromptResultEventStatus::Completed, None),
+                    RunOutcome::Aborted => (PromptResultEventStatus::Aborted, None),
+                    RunOutcome::Failed(error) => (PromptResultEventStatus::Error, Some(error)),
+                };
+                out.send(&PromptResultEvent::new(status, model_invoked).with_id(id).with_error(error)).await
+            }
+            AgentEvent::QueueChanged { steering, follow_up } => out.send(&QueueUpdateEvent::new(steering, follow_up)).await,
+            AgentEvent::CompactionStart { reason } => match reason {
+                CompactionReason::Manual => out.send(&CompactionStartEvent::new(CompactionStartEventReason::Manual)).await,
+                CompactionReason::Threshold => out.send(&AutoCompactionStartEvent::new(AutoCompactionStartEventReason::Threshold)).await,
+                CompactionReason::Overflow => out.send(&AutoCompactionStartEvent::new(AutoCompactionStartEventReason::Overflow)).await,
+            },
+            AgentEvent::CompactionEnd { reason, result, aborted, will_retry } => {
+                let (result, error) = match result {
+                    Ok(r) => (Some(r), None),
+                    Err(e) => (None, Some(e)),
+                };
+                match reason {
+                    CompactionReason::Manual => {
+                        let end = CompactionEndEvent::new(CompactionEndEventReason::Manual, aborted, will_retry).with_result(result).with_error_message(error);
+                        out.send(&end).await
+                    }
+                    CompactionReason::Threshold | CompactionReason::Overflow => {
+                        out.send(&AutoCompactionEndEvent::new(aborted, will_retry).with_result(result).with_error_message(error)).await
+                    }
+                }
+            }
+            AgentEvent::RetryStart { attempt, max_attempts, delay, error } => {
+                out.send(&AutoRetryStartEvent::new(attempt, max_attempts, delay.as_millis() as f64, error)).await
+            }
+            AgentEvent::RetryEnd { success, attempt, final_error } => out.send(&AutoRetryEndEvent::new(success, attempt).with_final_error(final_error)).await,
+            AgentEvent::ThinkingLevelChanged { level } => out.send(&ThinkingLevelChangedEvent::new().with_level(Some(level))).await,
+            AgentEvent::SessionNameChanged { name } => out.send(&SessionInfoChangedEvent::new().with_name(Some(name))).await,
+            AgentEvent::TodosChanged { phases } => out.send(&TodoUpdateEvent::new(phases.to_vec())).await,
+            AgentEvent::Notice { level, message } => {
+                let level = match level {
+                    NoticeLevel::Info => NoticeEventLevel::Info,
+                    NoticeLevel::Warning => NoticeEventLevel::Warning,
+                    NoticeLevel::Error => NoticeEventLevel::Error,
+                };
+                out.send(&NoticeEvent::new(level, message).with_source(Some("agent".to_owned()))).await
+            }
+        };
+    }
+}
+
+impl EventSink for RpcHost {
+    fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
+        self.project(event).boxed()
+    }
+
+    fn wants_snapshots(&self) -> bool {
+        true
+    }
+}

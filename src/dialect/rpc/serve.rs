@@ -1,0 +1,107 @@
+//! The JSONL reader loop: reads lines, decodes them (one error response per bad line, id
+//! echoed), dispatches commands through the generated `dispatch_rpc_command` and writes every
+//! response through the single writer.
+//!
+//! Ordering: commands are handled in arrival order on the reader task, so cheap commands answer
+//! in order. Commands that wait on the run or on external work (`abort`, `abort_and_prompt`,
+//! `new_session`, `bash`) are spawned, so the reader keeps reading the UI and host-tool answers
+//! a run may be waiting for. A run starts only after the response of the command that started
+//! it is queued (`Agent::release_gates`).
+//!
+//! stdin EOF: stop reading, abort the run the way `abort` would (every pending dialog and host
+//! tool resolves), wait for in-flight commands (bounded), and return.
+
+use std::sync::Arc;
+
+use tokio::io::AsyncBufRead;
+use tokio::task::JoinSet;
+
+use super::decode::{decode_line, Inbound};
+use super::RpcSession;
+use crate::dialect::SHUTDOWN_GRACE;
+use crate::protocol::{dispatch_rpc_command, RpcCommand};
+use crate::transport::{LineReader, Outbox};
+
+
+fn is_detached(command: &RpcCommand) -> bool {
+    matches!(command, RpcCommand::Abort(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::NewSession(_) | RpcCommand::Bash(_))
+}
+
+/// Commands whose response a run waits for before writing more (see `Agent::release_gates`).
+fn opens_gates(tag: &str) -> bool {
+    matches!(tag, "prompt" | "steer" | "follow_up" | "abort_and_prompt" | "abort_retry")
+}
+
+/// The one error frame for a sub-protocol answer nobody is waiting for, carrying its id.
+async fn unknown_answer(out: &Outbox, id: String, command: &str) {
+    let what = if command == "extension_ui_response" {
+        "extension UI request id (never sent, already answered, timed out or withdrawn)"
+    } else {
+        "host tool call id (never made, finished, cancelled or timed out)"
+    };
+    let error = crate::protocol::RpcError::not_found(format!("Unknown {what}: {id}"));
+    let _ = out.send(&crate::protocol::envelope::rpc_failure(Some(serde_json::Value::String(id)), command, error)).await;
+}
+
+/// Serves one JSONL session on `input`; returns when input ends and everything is answered.
+pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, max_line_bytes: usize) {
+    let out = session.host().outbox().clone();
+    let mut reader = LineReader::new(input, max_line_bytes);
+    let mut detached: JoinSet<()> = JoinSet::new();
+    let session = Arc::new(session);
+    loop {
+        let line = match reader.next_line().await {
+            Ok(Some(line)) => line,
+            // A read error is the end of the input as far as the host is concerned.
+            Ok(None) | Err(_) => break,
+        };
+        match decode_line(line, max_line_bytes) {
+            Err(response) => {
+                let _ = out.send(&*response).await;
+            }
+            // A sub-protocol answer nobody waits for gets one `not_found` error carrying its id:
+            // the host learns its answer was too late (or wrong) instead of wondering.
+            Ok(Inbound::UiResponse(r)) => {
+                let id = r.id.to_string();
+                if !session.host().ui_response(r) {
+                    unknown_answer(&out, id, "extension_ui_response").await;
+                }
+            }
+            Ok(Inbound::HostToolUpdate(u)) => {
+                let id = u.id.to_string();
+                if !session.host().host_tool_update(u).await {
+                    unknown_answer(&out, id, "host_tool_update").await;
+                }
+            }
+            Ok(Inbound::HostToolResult(r)) => {
+                let id = r.id.to_string();
+                if !session.host().host_tool_result(r) {
+                    unknown_answer(&out, id, "host_tool_result").await;
+                }
+            }
+            Ok(Inbound::Command { id, command }) => {
+                let tag = command.tag();
+                if is_detached(&command) {
+                    let (session, out) = (session.clone(), out.clone());
+                    detached.spawn(async move {
+                        let response = dispatch_rpc_command(&*session, id, command).await;
+                        let _ = out.send(&response).await;
+                        if opens_gates(tag) {
+                            session.agent().release_gates();
+                        }
+                    });
+                } else {
+                    let response = dispatch_rpc_command(&*session, id, command).await;
+                    let _ = out.send(&response).await;
+                    if opens_gates(tag) {
+                        session.agent().release_gates();
+                    }
+                }
+            }
+        }
+        // Reap finished detached commands so the set does not grow with the session.
+        while detached.try_join_next().is_some() {}
+    }
+    session.agent().shutdown().await;
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while detached.join_next().await.is_some() {} }).await;
+}

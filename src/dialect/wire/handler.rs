@@ -1,0 +1,282 @@
+//! The generated [`WireHandler`] trait, implemented by mapping each wire method onto the core.
+//!
+//! One turn at a time: `prompt` claims the turn before anything else happens (a second prompt
+//! is answered -32000 at once), and its result is the turn's outcome, sent after `TurnEnd`.
+//! `cancel` is answered first; the abort starts once that answer is queued.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::project::prompt_result;
+use super::{lock, wire_error, WireHost, WIRE_PROTOCOL_VERSION};
+use crate::agent::{Agent, Submitted};
+use crate::protocol::envelope::{wire_codes, WireError};
+use crate::protocol::*;
+
+/// One wire session: the core and this dialect's host side.
+#[derive(Debug, Clone)]
+pub struct WireSession {
+    agent: Agent,
+    host: Arc<WireHost>,
+    /// Work that must wait until the current request's answer is queued (a cancel's abort).
+    after_answer: Arc<Mutex<Vec<oneshot::Sender<()>>>>,
+}
+
+fn busy() -> WireError {
+    WireError::new(wire_codes::INVALID_STATE, "An agent turn is already in progress")
+}
+
+fn idle() -> WireError {
+    WireError::new(wire_codes::INVALID_STATE, "No agent turn is in progress")
+}
+
+/// The prompt's text and images (data URLs only; audio and video are refused).
+fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), WireError> {
+    match input {
+        WireUserInput::String(s) => Ok((s.clone(), Vec::new())),
+        WireUserInput::Array(parts) => {
+            let mut text = Vec::new();
+            let mut images = Vec::new();
+            for p in parts {
+                match p {
+                    WireContentPart::Text(t) => text.push(t.text.clone()),
+                    WireContentPart::Think(_) => {}
+                    WireContentPart::ImageUrl(i) => {
+                        let url = i.image_url.url.as_str();
+                        let Some((mime, data)) = url.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) else {
+                            return Err(WireError::new(wire_codes::LLM_NOT_SUPPORTED, "Only data: image URLs are supported"));
+                        };
+                        let mime = mime.parse().map_err(|_| WireError::new(wire_codes::LLM_NOT_SUPPORTED, format!("Unsupported image type: {mime}")))?;
+                        images.push(ImageContent::new(data, mime));
+                    }
+                    WireContentPart::AudioUrl(_) | WireContentPart::VideoUrl(_) => {
+                        return Err(WireError::new(wire_codes::LLM_NOT_SUPPORTED, "Audio and video input are not supported"));
+                    }
+                }
+            }
+            Ok((text.join("\n"), images))
+        }
+    }
+}
+
+impl WireSession {
+    /// A session of `agent` whose host side is `host`.
+    pub fn new(agent: Agent, host: Arc<WireHost>) -> Self {
+        Self { agent, host, after_answer: Arc::default() }
+    }
+
+    /// The core.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// The host side (client responses go there).
+    pub fn host(&self) -> &WireHost {
+        &self.host
+    }
+
+    /// Starts what waits for the answer just queued.
+    pub fn answered(&self) {
+        for tx in lock(&self.after_answer).drain(..) {
+            let _ = tx.send(());
+        }
+    }
+
+    fn after_answer(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.after_answer).push(tx);
+        rx
+    }
+
+    /// External tools become host tools, each checked on its own so one bad tool does not sink
+    /// the others.
+    fn external_tools(&self, tools: &[WireExternalTool]) -> WireExternalToolsResult {
+        let (mut accepted, mut rejected, mut defs) = (Vec::new(), Vec::new(), Vec::<HostToolDefinition>::new());
+        for t in tools {
+            let name = t.name.to_string();
+            let reject = |reason: String| WireRejectedTool { name: name.clone(), reason };
+            if name == crate::agent::QUESTION_TOOL && self.host.questions_supported() {
+                rejected.push(reject("reserved for the question tool (supports_question)".into()));
+                continue;
+            }
+            let Ok(tool_name) = name.parse::<HostToolDefinitionName>() else {
+                rejected.push(reject("invalid tool name (letters, digits, `_` and `-`) or parameters".into()));
+                continue;
+            };
+            let description = if t.description.is_empty() { name.clone() } else { t.description.clone() };
+            let def = HostToolDefinition {
+                name: tool_name,
+                label: None,
+                description: crate::agent::nonempty(&description),
+                parameters: t.parameters.clone(),
+                hidden: None,
+                load_mode: None,
+                reads_skill_uris: None,
+                timeout_ms: None,
+            };
+            if defs.iter().any(|d| *d.name == name) {
+                rejected.push(reject("duplicate tool name".into()));
+                continue;
+            }
+            match self.agent.set_host_tools(vec![def.clone()]) {
+                Ok(_) => {
+                    defs.push(def);
+                    accepted.push(name);
+                }
+                Err(e) => rejected.push(reject(e.to_string())),
+            }
+        }
+        // Each was checked alone above, so the whole set is accepted.
+        let _ = self.agent.set_host_tools(defs);
+        WireExternalToolsResult { accepted, rejected }
+    }
+}
+
+impl WireHandler for WireSession {
+    async fn initialize(&self, request: WireInitializeRequest) -> Result<WireInitializeResult, WireError> {
+        if self.agent.is_running() || lock(&self.host.turn).active {
+            return Err(busy());
+        }
+        let params = request.params;
+        let questions = params.capabilities.as_ref().and_then(|c| c.supports_question).unwrap_or(false);
+        self.host.supports_question.store(questions, std::sync::atomic::Ordering::Relaxed);
+        let tools = params.external_tools.unwrap_or_default();
+        let external_tools = self.external_tools(&tools);
+        let slash_commands = self
+            .agent
+            .commands()
+            .commands
+            .into_iter()
+            .map(|c| WireSlashCommand { name: c.name.to_string(), description: c.description.clone().unwrap_or_default(), aliases: Vec::new() })
+            .collect();
+        Ok(WireInitializeResult {
+            protocol_version: WIRE_PROTOCOL_VERSION.into(),
+            server: WireServerInfo { name: "agentwire".into(), version: env!("CARGO_PKG_VERSION").into() },
+            slash_commands,
+            external_tools: (!tools.is_empty()).then_some(external_tools),
+            hooks: Some(WireHooksInfo { supported_events: Vec::new(), configured: Default::default() }),
+            capabilities: Some(WireServerCapabilities { supports_question: true, extra: Default::default() }),
+        })
+    }
+
+    async fn prompt(&self, request: WirePromptRequest) -> Result<WirePromptResult, WireError> {
+        let input = request.params.user_input;
+        let (text, images) = user_text(&input)?;
+        {
+            // The turn is claimed before anything awaits, so a prompt right behind this one is
+            // refused rather than interleaved.
+            let mut t = lock(&self.host.turn);
+            if t.active || self.agent.is_running() {
+                return Err(busy());
+            }
+            (t.active, t.implicit, t.step, t.interrupted, t.retrying) = (true, false, 0, false, false);
+        }
+        self.host.event(WireTurnBeginEvent::new(WireTurnBeginPayload { user_input: input }).into()).await;
+        match self.agent.prompt(text, images, None).await {
+            Ok(Submitted::Started(prompt)) => {
+                let (tx, rx) = oneshot::channel();
+                lock(&self.host.prompts).insert(prompt, tx);
+                // The run may start now: TurnBegin is out and its result has a waiter.
+                self.agent.release_gates();
+                let outcome = rx.await.map_err(|_| WireError::new(wire_codes::INTERNAL_ERROR, "The turn ended without an outcome"))?;
+                prompt_result(outcome)
+            }
+            outcome => {
+                // Only a run the wire did not start can stand in the way (a slash command's
+                // composed prompt, leftovers); the claimed turn is settled either way.
+                self.host.turn_end().await;
+                Err(match outcome {
+                    Err(e) => wire_error(e),
+                    Ok(_) => busy(),
+                })
+            }
+        }
+    }
+
+    async fn steer(&self, request: WireSteerRequest) -> Result<WireSteerResult, WireError> {
+        if !lock(&self.host.turn).active {
+            return Err(idle());
+        }
+        let (text, images) = user_text(&request.params.user_input)?;
+        if let Submitted::Started(_) = self.agent.steer(text, images).await {
+            // The run ended between the check and the steer: the message starts a run of its own.
+            self.agent.release_gates();
+        }
+        Ok(WireSteerResult::new())
+    }
+
+    async fn replay(&self, _request: WireReplayRequest) -> Result<WireReplayResult, WireError> {
+        if lock(&self.host.turn).active || self.agent.is_running() {
+            return Err(busy());
+        }
+        // Historical frames, marked `replayed`: answers to replayed requests are ignored.
+        let records = lock(&self.host.log).records();
+        let (mut events, mut requests) = (0u64, 0u64);
+        let out = self.host.outbox();
+        for record in records {
+            let message = record["message"].clone();
+            let kind = message["type"].as_str().unwrap_or_default().to_owned();
+            if matches!(kind.as_str(), "ToolCallRequest" | "QuestionRequest" | "ApprovalRequest" | "HookRequest") {
+                let id = message["payload"]["id"].as_str().unwrap_or_default().to_owned();
+                match WireAgentRequestParams::from_value(message) {
+                    Ok(params) => {
+                        let mut frame = WireAgentRequest::new(crate::agent::nonempty(&id), params);
+                        frame.replayed = Some(true);
+                        let _ = out.send(&frame).await;
+                        requests += 1;
+                    }
+                    Err(e) => eprintln!("agentwire: skipping an unreadable {kind} record of the wire log: {e}"),
+                }
+            } else {
+                match WireEvent::from_value(message) {
+                    Ok(event) => {
+                        let mut frame = WireEventNotification::new(event);
+                        frame.replayed = Some(true);
+                        let _ = out.send(&frame).await;
+                        events += 1;
+                    }
+                    Err(e) => eprintln!("agentwire: skipping an unreadable {kind} record of the wire log: {e}"),
+                }
+            }
+        }
+        Ok(WireReplayResult { status: WireReplayResultStatus::Finished, events, requests })
+    }
+
+    async fn cancel(&self, _request: WireCancelRequest) -> Result<WireEmptyResult, WireError> {
+        if !lock(&self.host.turn).active {
+            return Err(idle());
+        }
+        // The cancel result comes first, then the turn's remaining events, TurnEnd and the
+        // prompt's `cancelled` result.
+        let answered = self.after_answer();
+        let agent = self.agent.clone();
+        tokio::spawn(async move {
+            let _ = answered.await;
+            agent.abort().await;
+        });
+        Ok(WireEmptyResult {})
+    }
+
+    async fn set_plan_mode(&self, request: WireSetPlanModeRequest) -> Result<WireSetPlanModeResult, WireError> {
+        let enabled = request.params.enabled;
+        lock(&self.host.turn).plan_mode = enabled;
+        let status = WireStatusUpdatePayload {
+            context_usage: None,
+            context_tokens: None,
+            max_context_tokens: None,
+            token_usage: None,
+            message_id: None,
+            plan_mode: Some(enabled),
+            mcp_status: None,
+        };
+        self.host.event(WireStatusUpdateEvent::new(status).into()).await;
+        Ok(WireSetPlanModeResult::new(enabled))
+    }
+}
+
+/// The result value for a success envelope.
+pub fn result_value<T: serde::Serialize>(result: &T) -> Value {
+    serde_json::to_value(result).unwrap_or_default()
+}

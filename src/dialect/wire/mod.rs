@@ -1,0 +1,173 @@
+//! The kimi-cli JSON-RPC 2.0 wire dialect, as a projection of the agent core:
+//!
+//! - [`decode`]: one inbound line → a request, a notification, a client response, or its error;
+//! - [`handler`]: the generated `WireHandler` trait implemented by mapping each method onto the core;
+//! - [`project`]: the core's events → wire `event`s (exhaustive), with one turn at a time;
+//! - [`port`]: the core's host port → `ApprovalRequest`, `ToolCallRequest`, `QuestionRequest`;
+//! - [`log`]: the session's wire log and `replay`;
+//! - [`serve`]: the reader loop (requests answered exactly once, in order where it matters).
+//!
+//! | core event | wire |
+//! |---|---|
+//! | prompt accepted | `TurnBegin {user_input}` (a run started from queued messages: at its first user message) |
+//! | assistant `MessageStart` | `StepBegin {n}` (a retried attempt continues its step) |
+//! | text / thinking delta | `ContentPart {type:text}` / `{type:think}` |
+//! | tool call start / argument delta | `ToolCall {arguments:""}` / `ToolCallPart` |
+//! | assistant `MessageEnd` | `StatusUpdate` (token usage, message id, plan mode); none for a cancelled step; after a provider error `StepInterrupted`, sent before `TurnEnd` unless the step is retried |
+//! | `ToolEnd` | `ToolResult` |
+//! | steered user message | `SteerInput` |
+//! | `RetryStart` | `StepRetry` |
+//! | `CompactionStart` / `CompactionEnd` | `CompactionBegin` / `CompactionEnd` |
+//! | `RunEnd` / `PromptSettled` | `TurnEnd`, then the prompt's result (`finished` / `cancelled` / `max_steps_reached`, or -32003) |
+//!
+//! Every event and agent request is written to the wire log (merged) and served by `replay`.
+
+pub mod decode;
+pub mod handler;
+pub mod log;
+pub mod port;
+pub mod project;
+pub mod serve;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::agent::events::RunOutcome;
+use crate::agent::{CoreError, PromptId};
+use crate::protocol::envelope::{wire_codes, WireError};
+use crate::protocol::*;
+use crate::transport::Outbox;
+
+pub use decode::{decode_wire_line, error_response, WireInbound};
+pub use handler::WireSession;
+pub use serve::serve_wire;
+
+/// Protocol version this dialect speaks (kimi-cli's).
+pub const WIRE_PROTOCOL_VERSION: &str = "1.10";
+
+/// The turn as the wire sees it: one at a time, `TurnBegin` and `TurnEnd` strictly alternating.
+#[derive(Debug, Default)]
+struct Turn {
+    /// `TurnBegin` was sent and `TurnEnd` not yet.
+    active: bool,
+    /// A run started without a wire prompt (from queued messages): its first user message
+    /// opens the turn.
+    implicit: bool,
+    /// Model calls (`StepBegin n`) in this turn.
+    step: u32,
+    /// Plan mode, reported in `StatusUpdate`.
+    plan_mode: bool,
+    /// A failed attempt's `StepInterrupted`, held back: a retry continues the same step
+    /// (`StepRetry`, no new `StepBegin`, as kimi does); otherwise it goes out before `TurnEnd`.
+    interrupted: bool,
+    /// The next assistant message is a retry of the current step.
+    retrying: bool,
+}
+
+/// What an external tool's answer said beyond its output, for the `ToolResult` event.
+#[derive(Debug, Clone)]
+struct ReturnExtras {
+    message: String,
+    display: Vec<WireDisplayBlock>,
+}
+
+/// The dialect's side of the core: the event projection and the host port, writing to the
+/// single outbox, plus what correlates the core's handles with this dialect's ids.
+#[derive(Debug)]
+pub struct WireHost {
+    out: Outbox,
+    log: Mutex<log::WireLog>,
+    turn: Mutex<Turn>,
+    /// Requests sent to the client, by JSON-RPC id: where its answer goes.
+    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, WireError>>>>,
+    /// Prompt requests waiting for their turn to settle, by the core's prompt id.
+    prompts: Mutex<HashMap<PromptId, oneshot::Sender<RunOutcome>>>,
+    /// External tool answers' message and display, by tool call id.
+    returns: Mutex<HashMap<String, ReturnExtras>>,
+    /// The client answers `QuestionRequest`s (declared in `initialize`).
+    supports_question: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl WireHost {
+    /// A host writing to `out`, logging to the wire log beside `session` (when kept on disk).
+    pub fn new(out: Outbox, session: Option<std::path::PathBuf>) -> Self {
+        Self {
+            out,
+            log: Mutex::new(log::WireLog::open(session)),
+            turn: Mutex::new(Turn::default()),
+            pending: Mutex::new(HashMap::new()),
+            prompts: Mutex::new(HashMap::new()),
+            returns: Mutex::new(HashMap::new()),
+            supports_question: AtomicBool::new(false),
+        }
+    }
+
+    /// The outbox every frame of this dialect goes through.
+    pub fn outbox(&self) -> &Outbox {
+        &self.out
+    }
+
+    fn questions_supported(&self) -> bool {
+        self.supports_question.load(Ordering::Relaxed)
+    }
+
+    /// Sends an event, logging it first.
+    async fn event(&self, event: WireEvent) {
+        lock(&self.log).record_event(&event);
+        let _ = self.out.send(&WireEventNotification::new(event)).await;
+    }
+
+    /// Sends a request to the client, logging it first (approvals are not logged, as in kimi);
+    /// its answer arrives through [`WireHost::client_response`].
+    async fn request(&self, id: &str, params: WireAgentRequestParams) -> oneshot::Receiver<Result<Value, WireError>> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.to_owned(), tx);
+        lock(&self.log).record_request(id, &params);
+        let _ = self.out.send(&WireAgentRequest::new(crate::agent::nonempty(id), params)).await;
+        rx
+    }
+
+    /// Forgets a request nobody waits for any more (timed out, aborted).
+    fn withdraw(&self, id: &str) {
+        lock(&self.pending).remove(id);
+    }
+
+    /// Delivers the client's answer to one of our requests; answers to unknown or settled
+    /// requests (including replayed ones) are ignored.
+    pub fn client_response(&self, id: &Value, outcome: Result<Value, WireError>) {
+        let key = match id {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if let Some(tx) = lock(&self.pending).remove(&key) {
+            let _ = tx.send(outcome);
+        }
+    }
+}
+
+/// The one mapping from the core's errors to this dialect's error codes.
+pub fn wire_error(e: CoreError) -> WireError {
+    let code = match &e {
+        CoreError::InvalidParams(_) => wire_codes::INVALID_PARAMS,
+        CoreError::Busy(_) | CoreError::Conflict(_) => wire_codes::INVALID_STATE,
+        CoreError::Unsupported(_) => wire_codes::LLM_NOT_SUPPORTED,
+        CoreError::NotFound(_) | CoreError::Internal(_) => wire_codes::INTERNAL_ERROR,
+    };
+    WireError::new(code, e.to_string())
+}
+
+/// A JSON-RPC id as read (string or integer) in its typed form.
+pub fn wire_id(id: &Value) -> WireId {
+    match id {
+        Value::String(s) => WireId::String(s.clone()),
+        other => WireId::Int64(other.as_i64().unwrap_or_default()),
+    }
+}

@@ -1,0 +1,269 @@
+//! The core's host port over the wire: approvals as `ApprovalRequest` (answered
+//! `approve` / `approve_for_session` / `reject`, settled with an `ApprovalResponse` event),
+//! external tools as `ToolCallRequest`, questions as `QuestionRequest`, and the dialogs of slash
+//! commands as `QuestionRequest` too when the client declared `supports_question` (refused with
+//! a reason otherwise). Every request has its own id and its own waiter; a timeout, an abort or
+//! an answer that does not parse settles it fail-closed.
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::{lock, ReturnExtras, WireHost};
+use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, Question, QuestionAsk, ToolAsk, UiNotice};
+use crate::protocol::envelope::WireError;
+use crate::protocol::*;
+use crate::tools::ToolOutput;
+
+/// How waiting for the client's answer ended.
+enum Waited {
+    Answer(Result<Value, WireError>),
+    TimedOut,
+    Abandoned,
+}
+
+async fn wait(rx: oneshot::Receiver<Result<Value, WireError>>, timeout: Option<Duration>, cancel: &CancellationToken) -> Waited {
+    let deadline = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        answer = rx => answer.map_or(Waited::Abandoned, Waited::Answer),
+        () = deadline => Waited::TimedOut,
+        () = cancel.cancelled() => Waited::Abandoned,
+    }
+}
+
+/// Questions as the client gets them: every optional field present with its default, as kimi
+/// sends them, so clients need not guess.
+fn wire_question(q: Question) -> WireQuestion {
+    WireQuestion {
+        question: q.question,
+        header: Some(q.header.unwrap_or_default()),
+        options: q.options.into_iter().map(|o| WireQuestionOption { label: o.label, description: Some(o.description.unwrap_or_default()) }).collect(),
+        multi_select: Some(q.multi_select.unwrap_or(false)),
+        body: Some(String::new()),
+        other_label: Some(String::new()),
+        other_description: Some(String::new()),
+    }
+}
+
+impl WireHost {
+    async fn approve_call(&self, ask: ApprovalAsk<'_>) -> Decision {
+        let id = uuid::Uuid::new_v4().to_string();
+        let tool = ask.call.name.to_string();
+        let (action, description, display) = match ask.call.arguments.get("command").and_then(Value::as_str) {
+            Some(c) => ("run command", format!("Run command `{c}`"), WireDisplayBlock::Shell(WireShellDisplay::new("bash", c))),
+            None => {
+                let args = Value::Object(ask.call.arguments.clone());
+                ("use tool", format!("Use tool `{tool}` with {args}"), WireDisplayBlock::Brief(WireBriefDisplay::new(ask.summary.clone())))
+            }
+        };
+        let payload = WireApprovalRequestPayload {
+            id: id.clone(),
+            tool_call_id: ask.call.id.to_string(),
+            sender: tool,
+            action: action.into(),
+            description,
+            source_kind: Some("foreground_turn".into()),
+            source_id: None,
+            agent_id: None,
+            subagent_type: None,
+            source_description: None,
+            display: vec![display],
+        };
+        let rx = self.request(&id, WireApprovalRequest::new(payload).into()).await;
+        let waited = wait(rx, Some(ask.timeout), ask.cancel).await;
+        // Fail closed: only the two exact approve answers let the tool run.
+        let (decision, word, feedback) = match waited {
+            Waited::Answer(Ok(value)) => match serde_json::from_value::<WireApprovalResult>(value) {
+                Ok(r) => {
+                    let feedback = r.feedback.unwrap_or_default();
+                    match r.response {
+                        WireApprovalDecision::Approve => (Decision::Approve, "approve", feedback),
+                        WireApprovalDecision::ApproveForSession => (Decision::ApproveForSession, "approve_for_session", feedback),
+                        WireApprovalDecision::Reject => {
+                            let said = (!feedback.trim().is_empty()).then(|| feedback.clone());
+                            (Decision::Reject { feedback: said }, "reject", feedback)
+                        }
+                    }
+                }
+                Err(_) => (Decision::Reject { feedback: None }, "reject", String::new()),
+            },
+            Waited::Answer(Err(_)) => (Decision::Reject { feedback: None }, "reject", String::new()),
+            Waited::TimedOut => {
+                self.withdraw(&id);
+                (Decision::TimedOut, "reject", String::new())
+            }
+            Waited::Abandoned => {
+                self.withdraw(&id);
+                (Decision::Abandoned, "reject", String::new())
+            }
+        };
+        let response = match word {
+            "approve" => WireApprovalDecision::Approve,
+            "approve_for_session" => WireApprovalDecision::ApproveForSession,
+            _ => WireApprovalDecision::Reject,
+        };
+        let settled = WireApprovalResponsePayload { request_id: id, response, feedback: Some(feedback) };
+        self.event(WireApprovalResponseEvent::new(settled).into()).await;
+        decision
+    }
+
+    async fn external_tool(&self, ask: ToolAsk<'_>) -> ToolOutput {
+        // kimi uses the tool call id as the request id.
+        let id = ask.call.id.to_string();
+        let arguments = Value::Object(ask.call.arguments.clone()).to_string();
+        let payload = WireToolCallRequestPayload { id: id.clone(), name: ask.def.name.to_string(), arguments: Some(arguments) };
+        let rx = self.request(&id, WireToolCallRequest::new(payload).into()).await;
+        let name = ask.def.name.to_string();
+        match wait(rx, Some(ask.timeout), ask.cancel).await {
+            Waited::Answer(Ok(value)) => match serde_json::from_value::<WireToolCallResult>(value) {
+                Ok(r) => {
+                    let rv = r.return_value;
+                    let text = match &rv.output {
+                        WireUserInput::String(s) => s.clone(),
+                        WireUserInput::Array(parts) => parts.iter().filter_map(|p| if let WireContentPart::Text(t) = p { Some(t.text.as_str()) } else { None }).collect::<Vec<_>>().join("\n"),
+                    };
+                    let text = if text.is_empty() { rv.message.clone() } else { text };
+                    lock(&self.returns).insert(id, ReturnExtras { message: rv.message, display: rv.display });
+                    ToolOutput { is_error: rv.is_error, ..ToolOutput::text(text) }
+                }
+                Err(e) => ToolOutput::error(format!("External tool \"{name}\" answered with an invalid result: {e}")),
+            },
+            Waited::Answer(Err(e)) => ToolOutput::error(e.message),
+            Waited::TimedOut => {
+                self.withdraw(&id);
+                ToolOutput::error(format!("External tool \"{name}\" did not answer within {} ms", ask.timeout.as_millis()))
+            }
+            Waited::Abandoned => {
+                self.withdraw(&id);
+                ToolOutput::error(format!("External tool \"{name}\" was aborted"))
+            }
+        }
+    }
+
+    /// Sends a `QuestionRequest` and waits for the answers (`None`: declined or aborted).
+    async fn question_request(&self, tool_call_id: String, questions: Vec<WireQuestion>, timeout: Option<Duration>, cancel: &CancellationToken) -> Result<Option<Answers>, DialogOutcome> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let payload = WireQuestionRequestPayload { id: id.clone(), tool_call_id, questions };
+        let rx = self.request(&id, WireQuestionRequest::new(payload).into()).await;
+        match wait(rx, timeout, cancel).await {
+            Waited::Answer(Ok(value)) => Ok(serde_json::from_value::<WireQuestionResult>(value)
+                .ok()
+                .map(|r| r.answers.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<String, Value>>())),
+            // An error reply is a declined question, as in kimi: the model goes on.
+            Waited::Answer(Err(_)) => Ok(None),
+            Waited::TimedOut => {
+                self.withdraw(&id);
+                Err(DialogOutcome::TimedOut)
+            }
+            Waited::Abandoned => {
+                self.withdraw(&id);
+                Err(DialogOutcome::Abandoned)
+            }
+        }
+    }
+
+    async fn ask(&self, ask: QuestionAsk<'_>) -> Option<Answers> {
+        let questions = ask.questions.into_iter().map(wire_question).collect();
+        self.question_request(ask.call.id.to_string(), questions, None, ask.cancel).await.ok().flatten()
+    }
+
+    /// A slash command's dialog as one question.
+    async fn show(&self, ask: DialogAsk<'_>) -> DialogOutcome {
+        if !self.questions_supported() {
+            return DialogOutcome::Unsupported(
+                "This command needs a dialog, and this client does not answer questions: declare capabilities.supports_question in initialize to get dialogs as QuestionRequest".into(),
+            );
+        }
+        let option = |label: &str| WireQuestionOption { label: label.to_owned(), description: Some(String::new()) };
+        let (question, options, body) = match &ask.kind {
+            DialogKind::Select { title, options } => (title.clone(), options.iter().map(|o| option(o)).collect(), String::new()),
+            DialogKind::Confirm { title, message } => (format!("{title}: {message}"), vec![option("Yes"), option("No")], String::new()),
+            DialogKind::Input { title, placeholder } => (title.clone(), Vec::new(), placeholder.clone().unwrap_or_default()),
+            DialogKind::Editor { title, prefill } => (title.clone(), Vec::new(), prefill.clone().unwrap_or_default()),
+        };
+        let free_text = options.is_empty();
+        let wire = WireQuestion {
+            question: question.clone(),
+            header: Some(String::new()),
+            options,
+            multi_select: Some(false),
+            body: Some(body),
+            other_label: Some(if free_text { "Answer".into() } else { String::new() }),
+            other_description: Some(String::new()),
+        };
+        let tool_call_id = format!("dialog-{}", uuid::Uuid::new_v4().simple());
+        let answers = match self.question_request(tool_call_id, vec![wire], Some(ask.timeout), ask.cancel).await {
+            Ok(a) => a,
+            Err(outcome) => return outcome,
+        };
+        let answer = answers.and_then(|a| a.get(&question).and_then(Value::as_str).map(str::to_owned));
+        match (answer, &ask.kind) {
+            (None, _) => DialogOutcome::Dismissed,
+            (Some(a), DialogKind::Confirm { .. }) => DialogOutcome::Confirmed(a == "Yes"),
+            (Some(a), DialogKind::Select { .. } | DialogKind::Input { .. } | DialogKind::Editor { .. }) => DialogOutcome::Value(a),
+        }
+    }
+
+    async fn show_notice(&self, notice: UiNotice) {
+        match notice {
+            UiNotice::Notify { level, message } => {
+                let severity = match level {
+                    NotifyLevel::Info => "info",
+                    NotifyLevel::Warning => "warning",
+                    NotifyLevel::Error => "error",
+                };
+                let created_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+                let payload = WireNotificationPayload {
+                    id: uuid::Uuid::new_v4().simple().to_string(),
+                    category: "agent".into(),
+                    type_: "notice".into(),
+                    source_kind: "agent".into(),
+                    source_id: "agentwire".into(),
+                    title: "agentwire".into(),
+                    body: message,
+                    severity: severity.into(),
+                    created_at,
+                    payload: Map::new(),
+                };
+                self.event(WireNotificationEvent::new(payload).into()).await;
+            }
+            // The wire has no status bar, widgets, title or editor: nothing to show them in.
+            UiNotice::Status { .. } | UiNotice::Widget { .. } | UiNotice::Title { .. } | UiNotice::EditorText { .. } => {}
+        }
+    }
+}
+
+impl HostPort for WireHost {
+    fn approve<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+        self.approve_call(ask).boxed()
+    }
+
+    fn call_tool<'a>(&'a self, ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
+        self.external_tool(ask).boxed()
+    }
+
+    fn supports_questions(&self) -> bool {
+        self.questions_supported()
+    }
+
+    fn ask_questions<'a>(&'a self, ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
+        self.ask(ask).boxed()
+    }
+
+    fn dialog<'a>(&'a self, ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
+        self.show(ask).boxed()
+    }
+
+    fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
+        self.show_notice(notice).boxed()
+    }
+}
