@@ -12,6 +12,26 @@ use crate::protocol::*;
 use crate::providers::{ModelChunk, ModelRequest, Purpose};
 use crate::sessions::{message_text, Payload};
 
+/// Why nothing was compacted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompactionError {
+    /// The branch ends in a compaction already.
+    #[error("Already compacted")]
+    AlreadyCompacted,
+    /// Too little conversation to summarise.
+    #[error("Nothing to compact (the conversation is too small)")]
+    NothingToCompact,
+    /// The run was aborted while summarising.
+    #[error("Compaction aborted")]
+    Aborted,
+    /// The model failed or returned nothing usable.
+    #[error("Compaction failed: {0}")]
+    Model(String),
+    /// The summary could not be saved.
+    #[error("could not write the session file: {0}")]
+    Write(String),
+}
+
 /// When compaction happens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CompactionPolicy {
@@ -82,11 +102,11 @@ pub struct Plan {
 }
 
 /// Decides what to compact; `Err` says why nothing can be.
-pub fn plan(agent: &Agent) -> Result<Plan, String> {
+pub fn plan(agent: &Agent) -> Result<Plan, CompactionError> {
     let keep = agent.inner.config.compaction.keep_tokens;
     let (previous, list, tokens_before) = {
         let st = agent.state();
-        let (previous, list) = st.session.compactable().ok_or("Already compacted")?;
+        let (previous, list) = st.session.compactable().ok_or(CompactionError::AlreadyCompacted)?;
         (previous, list, st.messages.iter().map(estimate).sum::<u64>())
     };
     // The earliest user message from which the rest fits in `keep` tokens.
@@ -103,13 +123,13 @@ pub fn plan(agent: &Agent) -> Result<Plan, String> {
             }
         }
     }
-    let cut = cut.filter(|c| *c > 0).ok_or("Nothing to compact (the conversation is too small)")?;
+    let cut = cut.filter(|c| *c > 0).ok_or(CompactionError::NothingToCompact)?;
     let (older, kept) = list.split_at(cut);
     Ok(Plan { previous, older: older.to_vec(), kept: kept.to_vec(), tokens_before })
 }
 
 /// Summarises and records a compaction. `Err` says why nothing was compacted.
-pub async fn compact(agent: &Agent, custom: Option<&str>, cancel: &CancellationToken) -> Result<CompactionResult, String> {
+pub async fn compact(agent: &Agent, custom: Option<&str>, cancel: &CancellationToken) -> Result<CompactionResult, CompactionError> {
     let Plan { previous, older, kept, tokens_before } = plan(agent)?;
     let older = older.as_slice();
     let mut system = "You summarise a coding session so it can continue without its full history. Keep decisions, facts learned, \
@@ -131,19 +151,19 @@ pub async fn compact(agent: &Agent, custom: Option<&str>, cancel: &CancellationT
     let mut summary = String::new();
     loop {
         let chunk = tokio::select! {
-            () = cancel.cancelled() => return Err("Compaction aborted".into()),
+            () = cancel.cancelled() => return Err(CompactionError::Aborted),
             c = stream.next() => c,
         };
         match chunk {
             Some(ModelChunk::Text(t)) => summary.push_str(&t),
             Some(ModelChunk::Done { .. }) => break,
-            Some(ModelChunk::Error(e)) => return Err(format!("Compaction failed: {}", e.message)),
+            Some(ModelChunk::Error(e)) => return Err(CompactionError::Model(e.message)),
             Some(_) => {}
-            None => return Err("Compaction failed: the provider stream ended unexpectedly".into()),
+            None => return Err(CompactionError::Model("the provider stream ended unexpectedly".into())),
         }
     }
     if summary.trim().is_empty() {
-        return Err("Compaction failed: the model returned an empty summary".into());
+        return Err(CompactionError::Model("the model returned an empty summary".into()));
     }
     let first_kept = kept[0].0.clone();
     let details = details(older);
@@ -151,7 +171,7 @@ pub async fn compact(agent: &Agent, custom: Option<&str>, cancel: &CancellationT
         let mut st = agent.state();
         st.session
             .append(Payload::Compaction { summary: summary.clone(), first_kept_entry_id: first_kept.clone(), tokens_before, details: Some(details.clone()) })
-            .map_err(|e| format!("could not write the session file: {e}"))?;
+            .map_err(|e| CompactionError::Write(e.to_string()))?;
         st.messages = st.session.messages();
     }
     Ok(CompactionResult { summary, first_kept_entry_id: first_kept, tokens_before, details: Some(details), short_summary: None })
@@ -177,6 +197,6 @@ pub async fn auto_compact(agent: &Agent, reason: CompactionReason, will_retry: b
     agent.emit(AgentEvent::CompactionStart { reason }).await;
     let outcome = compact(agent, None, cancel).await;
     let ok = outcome.is_ok();
-    agent.emit(AgentEvent::CompactionEnd { reason, result: outcome, aborted: cancel.is_cancelled(), will_retry: will_retry && ok }).await;
+    agent.emit(AgentEvent::CompactionEnd { reason, result: outcome.map_err(|e| e.to_string()), aborted: cancel.is_cancelled(), will_retry: will_retry && ok }).await;
     ok
 }

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 use super::events::{AgentEvent, CompactionReason};
-use super::{compaction, nonempty, Agent, CoreError, CoreResult};
+use super::compaction::{self, CompactionError};
+use super::{nonempty, Agent, CoreError, CoreResult};
 use crate::protocol::*;
 use crate::sessions::{self, Payload, Session};
 
@@ -198,7 +199,10 @@ impl Agent {
         self.emit(AgentEvent::CompactionStart { reason }).await;
         let outcome = compaction::compact(self, custom_instructions, &CancellationToken::new()).await;
         self.state().compacting = false;
-        self.emit(AgentEvent::CompactionEnd { reason, result: outcome.clone(), aborted: false, will_retry: false }).await;
-        outcome.map_err(|e| if e.starts_with("Already") || e.starts_with("Nothing") { CoreError::Conflict(e) } else { CoreError::Internal(e) })
+        self.emit(AgentEvent::CompactionEnd { reason, result: outcome.clone().map_err(|e| e.to_string()), aborted: false, will_retry: false }).await;
+        outcome.map_err(|e| match e {
+            CompactionError::AlreadyCompacted | CompactionError::NothingToCompact => CoreError::Conflict(e.to_string()),
+            CompactionError::Aborted | CompactionError::Model(_) | CompactionError::Write(_) => CoreError::Internal(e.to_string()),
+        })
     }
 }

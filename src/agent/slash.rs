@@ -186,13 +186,10 @@ impl Agent {
             }
             "new" => {
                 let message = "Start a new session? The current one stays on disk.".to_owned();
-                match self.ask(DialogKind::Confirm { title: "New session".into(), message }, cancel).await? {
-                    DialogOutcome::Confirmed(true) => {
-                        let session = Session::create(self.inner.config.session_dir.as_deref(), &self.inner.config.cwd, None);
-                        self.adopt_session(session);
-                        self.notify(NotifyLevel::Info, "New session started".into()).await;
-                    }
-                    _ => {}
+                if self.ask(DialogKind::Confirm { title: "New session".into(), message }, cancel).await? == DialogOutcome::Confirmed(true) {
+                    let session = Session::create(self.inner.config.session_dir.as_deref(), &self.inner.config.cwd, None);
+                    self.adopt_session(session);
+                    self.notify(NotifyLevel::Info, "New session started".into()).await;
                 }
                 Ok(Outcome::Done)
             }

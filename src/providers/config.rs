@@ -213,6 +213,9 @@ fn configured(models: &[ModelSpec]) -> String {
     models.iter().map(|s| format!("{}/{}", *s.info.provider, *s.info.id)).collect::<Vec<_>>().join(", ")
 }
 
+/// Builds a provider for one endpoint.
+type MakeProvider = fn(Endpoint) -> Arc<dyn super::Provider>;
+
 fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelSpec> {
     let headers: Vec<(String, String)> = config.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     config
@@ -221,7 +224,7 @@ fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelS
         .map(|m| {
             // Exhaustive on purpose: an API added to the schema must get its own provider here
             // instead of silently speaking another wire format.
-            let (api, make): (Api, fn(Endpoint) -> Arc<dyn super::Provider>) = match config.api {
+            let (api, make): (Api, MakeProvider) = match config.api {
                 ProviderConfigApi::OpenaiCompletions => (Api::OpenAiCompletions, |endpoint| Arc::new(OpenAiProvider { endpoint })),
                 ProviderConfigApi::AnthropicMessages => (Api::AnthropicMessages, |endpoint| Arc::new(AnthropicProvider { endpoint })),
             };

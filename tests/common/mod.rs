@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod fake_llm;
+pub mod wire;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
