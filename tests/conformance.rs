@@ -57,8 +57,8 @@ fn the_kimi_recordings_pass_against_agentwire_except_the_listed_differences() {
 #[test]
 fn the_imported_kimi_recordings_are_current() {
     // Re-imports every recording and compares with the committed transcripts, so a change to
-    // the importer (or to shared/) shows up here. Update: AGENTWIRE_UPDATE_IMPORTS=1.
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference-transcripts/kimi");
+    // the importer (or to the recordings in tests/fixtures/) shows up here. Update: AGENTWIRE_UPDATE_IMPORTS=1.
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-transcripts/kimi");
     let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/kimi");
     let scripts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(source.join("scripts.json")).unwrap()).unwrap();
     let mut recordings: Vec<PathBuf> = std::fs::read_dir(&source)

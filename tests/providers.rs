@@ -85,7 +85,7 @@ fn openai_tool_call_round_trip_sends_the_call_and_its_result_back() {
     assert_eq!(second[n - 1], json!({"role":"tool","tool_call_id":"call_abc","content":"hello\n"}));
 
     // The same essential fields and message layout as pi's request in the same situation.
-    let pi_log = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/reference-transcripts/pi/prompt_tool_call_bash.http.jsonl")).unwrap();
+    let pi_log = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reference-transcripts/pi/prompt_tool_call_bash.http.jsonl")).unwrap();
     let pi: Value = serde_json::from_str(pi_log.lines().nth(1).unwrap()).unwrap();
     let ours = &fake.seen()[1].body;
     for key in ["model", "messages", "tools", "stream", "stream_options", "max_completion_tokens"] {

@@ -1,4 +1,4 @@
-//! Every frame recorded from pi, omp and kimi (`../shared/reference-transcripts/`) validates
+//! Every frame recorded from pi, omp and kimi (`tests/fixtures/reference-transcripts/`, copied from the team's shared folder) validates
 //! against our schema, except the lines listed in `tests/fixtures/reference_allowlist.txt`
 //! (each with a reason). An allowlist entry that starts validating fails the test too, so the
 //! list never goes stale.
@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use agentwire::cli::schema::check_lines;
 
 fn transcripts_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference-transcripts");
-    assert!(dir.is_dir(), "{} is missing: the reference transcripts live in shared/ beside the repository", dir.display());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-transcripts");
+    assert!(dir.is_dir(), "{} is missing: the reference transcripts are copied into tests/fixtures/ (see its README)", dir.display());
     dir
 }
 
