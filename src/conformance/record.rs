@@ -199,6 +199,42 @@ fn belongs_mid_run(line: &str) -> bool {
     ) || frame.get("streamingBehavior").is_some()
 }
 
+/// Prompts sent but not yet started: an accepted rpc `prompt` starts its run a moment after its
+/// response (the run waits for it), so the agent is not idle in between, however quiet.
+#[derive(Debug, Default)]
+struct Starting(std::collections::VecDeque<Value>);
+
+impl Starting {
+    /// A host frame went out: a prompt that will start a run (queued ones do not).
+    fn sent(&mut self, frame: &Value) {
+        let starts = matches!(frame["type"].as_str(), Some("prompt" | "abort_and_prompt")) && frame.get("streamingBehavior").is_none();
+        if starts {
+            self.0.push_back(frame.get("id").cloned().unwrap_or(Value::Null));
+        }
+    }
+
+    /// An agent frame arrived: a run started, a prompt settled without one (slash commands),
+    /// or a prompt was refused.
+    fn seen(&mut self, frame: &Value) {
+        let settled = match frame["type"].as_str() {
+            Some("agent_start") => {
+                self.0.pop_front();
+                return;
+            }
+            Some("prompt_result") => frame.get("id").cloned().unwrap_or(Value::Null),
+            Some("response") if frame["success"] == false => frame.get("id").cloned().unwrap_or(Value::Null),
+            _ => return,
+        };
+        if let Some(at) = self.0.iter().position(|id| *id == settled) {
+            self.0.remove(at);
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Tracks whether a run (rpc: `agent_start`…`agent_end`; wire: `TurnBegin`…`TurnEnd`) is on.
 fn run_delta(frame: &Value) -> i32 {
     match (frame["type"].as_str(), frame["params"]["type"].as_str()) {
@@ -268,12 +304,13 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
     let mut last_frame = Instant::now();
     let mut agent_done = false;
     let mut runs = 0i32;
+    let mut starting = Starting::default();
     loop {
         // Forward the next host line once the agent has been quiet long enough (and idle, for
         // lines that do not belong in a run).
         let ready = match queued.front() {
             None => false,
-            Some(next) => last_frame.elapsed() >= options.settle && (runs <= 0 || next.as_deref().is_some_and(belongs_mid_run)),
+            Some(next) => last_frame.elapsed() >= options.settle && ((runs <= 0 && starting.idle()) || next.as_deref().is_some_and(belongs_mid_run)),
         };
         if ready {
             match queued.pop_front().flatten() {
@@ -281,6 +318,7 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
                     let parsed: Option<Value> = serde_json::from_str(&line).ok().filter(Value::is_object);
                     match parsed {
                         Some(frame) => {
+                            starting.sent(&frame);
                             if let Some(id) = frame.get("id") {
                                 host_ids.push(id.clone());
                             }
@@ -311,6 +349,7 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
                     replies.push(reply_from_message(&frame["message"]));
                 }
                 runs += run_delta(&frame);
+                starting.seen(&frame);
                 lines.push(json!({"kind": "out", "frame": normalizer.outbound(&frame, &host_ids)}));
                 last_frame = Instant::now();
             }
