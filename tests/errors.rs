@@ -76,5 +76,21 @@ fn invalid_utf8_is_a_parse_error_and_unknown_fields_are_named() {
     let e = a.next();
     assert_eq!((&e["command"], &e["code"]), (&json!("parse"), &json!("parse_error")), "{e}");
     let e = one_error(&mut a, r#"{"id":"x","type":"get_state","junk":1}"#);
-    assert_eq!(e["error"], "get_state: Additional properties are not allowed ('junk' was unexpected)");
+    assert_eq!(e["error"], r#"get_state: /junk: unknown field "junk""#);
+}
+
+#[test]
+fn typos_are_named_with_the_closest_known_name() {
+    let mut a = Agent::start(&[], &[]);
+    let e = one_error(&mut a, r#"{"id":"t","type":"prompt","mesage":"hi"}"#);
+    assert_eq!(
+        e["error"],
+        r#"prompt: /message: "message" is a required property; /mesage: unknown field "mesage" (did you mean "message"?)"#,
+        "every violation is reported, the unknown field by name"
+    );
+    let e = one_error(&mut a, r#"{"id":"u","type":"promt","message":"hi"}"#);
+    assert_eq!(e["error"], r#"Unknown command: promt (did you mean "prompt"?)"#);
+    // Far from every known name: no guess.
+    let e = one_error(&mut a, r#"{"id":"v","type":"set_model","provider":"p","modelId":"m","colour":"red"}"#);
+    assert_eq!(e["error"], r#"set_model: /colour: unknown field "colour""#);
 }

@@ -102,3 +102,11 @@ fn no_session_keeps_everything_in_memory() {
     let e = a.request(json!({"id":2,"type":"export_html"}));
     assert_eq!((&e["success"], &e["code"]), (&json!(false), &json!("invalid_params")));
 }
+
+#[test]
+fn ready_says_whether_sessions_are_kept_on_disk() {
+    let a = Agent::start(&[], &[]);
+    assert_eq!(a.seen[0]["capabilities"]["sessions"], true, "sessions are written under the config dir: {}", a.seen[0]);
+    let b = Agent::start(&["--no-session"], &[]);
+    assert_eq!(b.seen[0]["capabilities"]["sessions"], false, "{}", b.seen[0]);
+}

@@ -275,3 +275,14 @@ fn streaming_costs_a_constant_number_of_bytes_per_delta() {
     let (small, large) = (bytes_for(1000), bytes_for(2000));
     assert_eq!(large, 2 * small, "twice the deltas, twice the bytes");
 }
+
+#[test]
+fn typos_in_methods_and_params_are_named_with_the_closest_known_name() {
+    let mut w = Wire::start(&[]);
+    w.send_raw(r#"{"jsonrpc":"2.0","id":"a","method":"promt","params":{}}"#);
+    assert_eq!(w.next()["error"]["message"], r#"Unexpected method received: promt (did you mean "prompt"?)"#);
+    w.send_raw(r#"{"jsonrpc":"2.0","id":"b","method":"prompt","params":{"user_inpt":"x"}}"#);
+    let e = w.next();
+    let reason = e["error"]["data"]["reason"].as_str().unwrap();
+    assert!(reason.contains(r#"unknown field "user_inpt" (did you mean "user_input"?)"#) && reason.contains(r#""user_input" is a required property"#), "{e}");
+}

@@ -49,7 +49,13 @@ pub struct FrameError {
     pub path: String,
     /// What is wrong.
     pub message: String,
+    /// Further violations of the same frame, each `path: reason` (at most
+    /// [`MAX_REPORTED_VIOLATIONS`] in all), so one reply names every problem.
+    pub also: Vec<String>,
 }
+
+/// How many violations of one frame an error reports.
+pub const MAX_REPORTED_VIOLATIONS: usize = 8;
 
 impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -59,7 +65,17 @@ impl fmt::Display for FrameError {
         if !self.path.is_empty() {
             write!(f, "{}: ", self.path)?;
         }
-        f.write_str(&self.message)
+        f.write_str(&self.message)?;
+        for more in &self.also {
+            write!(f, "; {more}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FrameError {
+    fn new(context: impl Into<String>, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { context: context.into(), path: path.into(), message: message.into(), also: Vec::new() }
     }
 }
 
@@ -106,7 +122,7 @@ impl SchemaValidator {
             return Ok(v.clone());
         }
         if self.def(def).is_none() {
-            return Err(FrameError { context: String::new(), path: String::new(), message: format!("the schema has no definition `{def}`") });
+            return Err(FrameError::new("", "", format!("the schema has no definition `{def}`")));
         }
         // Compile from a document holding only the defs this one reaches: indexing the whole
         // bundle for every validator made the first frame of a process cost ~13 ms.
@@ -122,7 +138,7 @@ impl SchemaValidator {
         let compiled = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
             .build(&schema)
-            .map_err(|e| FrameError { context: String::new(), path: String::new(), message: format!("schema `{def}` does not compile: {e}") })?;
+            .map_err(|e| FrameError::new("", "", format!("schema `{def}` does not compile: {e}")))?;
         let compiled = Arc::new(compiled);
         self.compiled.write().unwrap_or_else(|e| e.into_inner()).insert(def.to_owned(), compiled.clone());
         Ok(compiled)
@@ -181,7 +197,7 @@ impl SchemaValidator {
 
     fn check_rpc_response_data(&self, frame: &Value) -> Result<(), FrameError> {
         let command = frame.get("command").and_then(Value::as_str).unwrap_or_default();
-        let fail = |path: &str, message: String| FrameError { context: command.to_owned(), path: path.to_owned(), message };
+        let fail = |path: &str, message: String| FrameError::new(command, path, message);
         match frame.get("success") {
             Some(Value::Bool(false)) => {
                 return match frame.get("error") {
@@ -214,7 +230,7 @@ impl SchemaValidator {
         let context = method.unwrap_or_default();
         if frame.get("error").is_some() {
             if frame.get("result").is_some() {
-                return Err(FrameError { context: context.into(), path: String::new(), message: "a response has either `result` or `error`, not both".into() });
+                return Err(FrameError::new(context, "", "a response has either `result` or `error`, not both"));
             }
             return self.check("WireErrorResponse", frame, "", context);
         }
@@ -245,7 +261,7 @@ impl SchemaValidator {
     fn check(&self, key: &str, value: &Value, at: &str, context: &str) -> Result<(), FrameError> {
         if let Some(info) = UnionInfo::get(key) {
             let prop = info.tag_property;
-            let fail = |path: String, message: String| FrameError { context: context.to_owned(), path, message };
+            let fail = |path: String, message: String| FrameError::new(context, path, message);
             if !value.is_object() {
                 return Err(fail(at.to_owned(), format!("{value} is not of type \"object\"")));
             }
@@ -265,12 +281,13 @@ impl SchemaValidator {
             Some(Ok(member)) => return self.check(&member, value, at, context),
             Some(Err(expected)) => {
                 let context = if context.is_empty() { def_context(key, value) } else { context.to_owned() };
-                return Err(FrameError { context, path: at.to_owned(), message: format!("{value} is not {expected}") });
+                return Err(FrameError::new(context, at, format!("{value} is not {expected}")));
             }
             None => {}
         }
         let compiled = self.compiled(key)?;
-        let Some(error) = compiled.iter_errors(value).next() else { return Ok(()) };
+        let mut errors = compiled.iter_errors(value);
+        let Some(error) = errors.next() else { return Ok(()) };
         let context = if context.is_empty() { def_context(key, value) } else { context.to_owned() };
         // A nested union failed as a whole: resolve it by its tag (or JSON type) to name the
         // real field.
@@ -283,13 +300,63 @@ impl SchemaValidator {
                 }
             }
         }
-        let mut path = format!("{at}{}", error.instance_path());
-        if let jsonschema::error::ValidationErrorKind::Required { property } = error.kind() {
-            if let Some(p) = property.as_str() {
-                path = format!("{path}/{p}");
+        let mut found = self.describe(key, at, &error);
+        for more in errors {
+            if found.len() >= MAX_REPORTED_VIOLATIONS {
+                break;
             }
+            found.extend(self.describe(key, at, &more));
         }
-        Err(FrameError { context, path, message: error.to_string() })
+        found.truncate(MAX_REPORTED_VIOLATIONS);
+        let mut found = found.into_iter();
+        let (path, message) = found.next().unwrap_or_default();
+        let also = found.map(|(p, m)| if p.is_empty() { m } else { format!("{p}: {m}") }).collect();
+        Err(FrameError { context, path, message, also })
+    }
+
+    /// One jsonschema error as `(path, reason)` pairs: a missing property names itself, and an
+    /// unknown field is named with the closest known field when one is near ("did you mean").
+    fn describe(&self, key: &str, at: &str, error: &jsonschema::ValidationError<'_>) -> Vec<(String, String)> {
+        use jsonschema::error::ValidationErrorKind;
+        let path = format!("{at}{}", error.instance_path());
+        match error.kind() {
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().unwrap_or_default();
+                vec![(format!("{path}/{name}"), error.to_string())]
+            }
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                let known = self.properties_at(key, error.instance_path().as_str());
+                unexpected
+                    .iter()
+                    .map(|name| {
+                        let hint = closest(name, known.iter().map(String::as_str)).map(|k| format!(" (did you mean \"{k}\"?)")).unwrap_or_default();
+                        (format!("{path}/{name}"), format!("unknown field \"{name}\"{hint}"))
+                    })
+                    .collect()
+            }
+            _ => vec![(path, error.to_string())],
+        }
+    }
+
+    /// The property names the schema declares for the object at `pointer` inside a value of
+    /// def `key` (following `$ref`s and `properties`; empty where that cannot be resolved).
+    fn properties_at(&self, key: &str, pointer: &str) -> Vec<String> {
+        let mut node = self.def(key);
+        for segment in pointer.split('/').filter(|s| !s.is_empty()) {
+            node = node.map(|n| self.resolve(n)).and_then(|n| n.get("properties")).and_then(|p| p.get(segment));
+        }
+        node.map(|n| self.resolve(n))
+            .and_then(|n| n.get("properties"))
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn resolve<'a>(&'a self, node: &'a Value) -> &'a Value {
+        match node.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")).and_then(|d| self.def(d)) {
+            Some(target) => self.resolve(target),
+            None => node,
+        }
     }
 
     /// For an `x-untagged` union (members of different JSON types), the member matching the
@@ -428,4 +495,14 @@ mod tests {
         let extra = json!({"type":"response","command":"abort","success":true,"data":{}});
         assert!(validator().validate_frame(Dialect::Rpc, Direction::Outbound, &extra, None).is_err());
     }
+}
+
+/// The candidate closest to `name` when it is a plausible typo of it (for "did you mean").
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(name, c), c))
+        .filter(|(score, c)| *score >= 0.85 && *c != name)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
 }

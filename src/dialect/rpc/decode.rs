@@ -81,7 +81,8 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
     }
     let inbound = UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame");
     if inbound.member(&kind).is_none() {
-        return Err(failure(id, &kind, RpcErrorCode::UnknownCommand, format!("Unknown command: {kind}")));
+        let hint = crate::protocol::validate::closest(&kind, inbound.members.iter().map(|(tag, _)| *tag)).map(|k| format!(" (did you mean \"{k}\"?)")).unwrap_or_default();
+        return Err(failure(id, &kind, RpcErrorCode::UnknownCommand, format!("Unknown command: {kind}{hint}")));
     }
     if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Inbound, &value, None) {
         // A sub-protocol answer without a usable id cannot be matched to anything.

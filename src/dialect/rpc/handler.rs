@@ -50,7 +50,9 @@ impl RpcSession {
             ApprovalPolicy::Dangerous => ReadyCapabilitiesApproval::Dangerous,
             ApprovalPolicy::Always => ReadyCapabilitiesApproval::Always,
         };
-        let capabilities = ReadyCapabilities { host_tools: true, extension_ui: true, prompt_result: true, sessions: false, approval: Some(approval) };
+        // `sessions`: whether this process keeps the session on disk (off with --no-session).
+        let sessions = self.agent.session_path().is_some();
+        let capabilities = ReadyCapabilities { host_tools: true, extension_ui: true, prompt_result: true, sessions, approval: Some(approval) };
         ReadyEvent::new(1, self.max_line_bytes as u64)
             .with_supported_protocol_versions(Some(vec![1]))
             .with_agent(Some("agentwire".to_owned()))

@@ -89,9 +89,11 @@ pub fn decode_wire_line(line: InboundLine) -> Result<WireInbound, Box<WireErrorR
         Some(_) => return Err(invalid(id, "Invalid request: `method` must be a string")),
     };
     let Some(id) = id.cloned() else { return Ok(WireInbound::Notification { method }) };
-    let known = UnionInfo::get("WireRequest").is_some_and(|u| u.member(&method).is_some());
-    if !known {
-        let e = WireError::new(wire_codes::METHOD_NOT_FOUND, format!("Unexpected method received: {method}"));
+    let methods = UnionInfo::get("WireRequest");
+    if !methods.is_some_and(|u| u.member(&method).is_some()) {
+        let names = methods.map(|u| u.members.iter().map(|(m, _)| *m).collect::<Vec<_>>()).unwrap_or_default();
+        let hint = crate::protocol::validate::closest(&method, names).map(|m| format!(" (did you mean \"{m}\"?)")).unwrap_or_default();
+        let e = WireError::new(wire_codes::METHOD_NOT_FOUND, format!("Unexpected method received: {method}{hint}"));
         return Err(Box::new(error_response(Some(&id), &e)));
     }
     let invalid_params = |field: String, reason: String| {
@@ -99,7 +101,9 @@ pub fn decode_wire_line(line: InboundLine) -> Result<WireInbound, Box<WireErrorR
         Box::new(error_response(Some(&id), &e))
     };
     if let Err(e) = validator().validate_frame(Dialect::Wire, Direction::Inbound, &value, None) {
-        return Err(invalid_params(e.path.trim_start_matches('/').replace('/', "."), e.message));
+        // Every violation goes into `reason`, so one reply names all the problems.
+        let reason = std::iter::once(e.message).chain(e.also).collect::<Vec<_>>().join("; ");
+        return Err(invalid_params(e.path.trim_start_matches('/').replace('/', "."), reason));
     }
     let request = WireRequest::from_value(value.clone()).map_err(|e| invalid_params(String::new(), e.to_string()))?;
     Ok(WireInbound::Request { id, request })
