@@ -276,3 +276,23 @@ fn the_corpus_covers_every_command_ui_method_and_wire_method_and_the_docs_list_i
     let uncovered: Vec<_> = documented.difference(&requirements).collect();
     assert!(uncovered.is_empty(), "requirement ids in docs/conformance.md that no transcript covers: {uncovered:?}");
 }
+
+#[test]
+fn a_directory_run_picks_up_its_baseline_for_the_agent() {
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["conformance", "run", "--filter", "kimi-compaction"])
+            .args(extra)
+            .arg("tests/conformance/kimi")
+            .output()
+            .unwrap()
+    };
+    let with = run(&[]);
+    let stderr = String::from_utf8_lossy(&with.stderr);
+    assert!(with.status.success(), "a listed difference is an expected failure: {stderr}");
+    assert!(stderr.contains("baselines/agentwire-kimi.txt"), "the run says which baseline it used: {stderr}");
+    assert!(String::from_utf8_lossy(&with.stdout).contains("expected failures (baseline)"), "a summary table closes the report");
+    let without = run(&["--no-baseline"]);
+    assert_eq!(without.status.code(), Some(1), "without the baseline the known difference fails");
+}

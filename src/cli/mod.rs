@@ -159,6 +159,10 @@ pub enum ConformanceAction {
         /// that passes fails the run.
         #[arg(long, value_name = "FILE")]
         baseline: Option<std::path::PathBuf>,
+        /// Run without a baseline even where the directory has one (see `--baseline`: by
+        /// default a single directory's baseline for the agent is used when it exists).
+        #[arg(long, conflicts_with = "baseline")]
+        no_baseline: bool,
         /// Only transcripts whose path contains this.
         #[arg(long)]
         filter: Option<String>,
@@ -342,8 +346,8 @@ pub fn run(cli: Cli) -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-        Some(Command::Conformance { action: ConformanceAction::Run { bin, adapter, baseline, filter, format, frame_timeout, jobs, paths } }) => {
-            let run = ConformanceRun { bin, adapter, baseline, filter, format, frame_timeout, jobs };
+        Some(Command::Conformance { action: ConformanceAction::Run { bin, adapter, baseline, no_baseline, filter, format, frame_timeout, jobs, paths } }) => {
+            let run = ConformanceRun { bin, adapter, baseline, no_baseline, filter, format, frame_timeout, jobs };
             run_conformance(&run, &paths)
         }
         None => run_agent(&cli, cli.mode.unwrap_or(Mode::Rpc)),
@@ -462,6 +466,7 @@ struct ConformanceRun {
     bin: Option<String>,
     adapter: Option<std::path::PathBuf>,
     baseline: Option<std::path::PathBuf>,
+    no_baseline: bool,
     filter: Option<String>,
     format: ReportFormat,
     frame_timeout: u64,
@@ -470,7 +475,7 @@ struct ConformanceRun {
 
 fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitCode {
     use crate::conformance::runner::{load_adapter, AgentUnderTest, RunOptions};
-    use crate::conformance::suite::{collect, run_suite, Baseline};
+    use crate::conformance::suite::{collect, find_baseline, run_suite_with_progress, transcript_name, Baseline};
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => return fail(&e.to_string()),
@@ -492,16 +497,38 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
         },
         (None, None) => AgentUnderTest::Agentwire(exe),
     };
-    let baseline = match opts.baseline.as_deref().map(Baseline::load).transpose() {
+    // One directory given and no --baseline: its baseline for this agent, if it has one, so
+    // `conformance run tests/conformance/kimi` judges known differences as such.
+    let baseline_path = match (&opts.baseline, paths) {
+        (Some(path), _) => Some(path.clone()),
+        (None, [dir]) if dir.is_dir() && !opts.no_baseline => find_baseline(dir, &agent.name()).inspect(|found| {
+            eprintln!("agentwire: using the baseline {} (--no-baseline to run without it)", found.display());
+        }),
+        (None, _) => None,
+    };
+    let mut baseline = match baseline_path.as_deref().map(Baseline::load).transpose() {
         Ok(b) => b,
         Err(e) => return fail(&e),
     };
     let files = collect(paths, opts.filter.as_deref());
+    if let (Some(b), Some(_)) = (baseline.as_mut(), &opts.filter) {
+        // Entries for transcripts the filter left out are not stale, just not run.
+        let run: std::collections::BTreeSet<std::path::PathBuf> = files.iter().cloned().collect();
+        let left_out = collect(paths, None).into_iter().filter(|f| !run.contains(f)).filter_map(|f| transcript_name(&f)).collect();
+        b.without(&left_out);
+    }
     if files.is_empty() {
         return fail("no transcripts found");
     }
     let options = RunOptions { agent, frame_timeout: std::time::Duration::from_secs(opts.frame_timeout) };
-    let report = run_suite(&files, &options, baseline.as_ref(), opts.jobs);
+    // A progress bar on a terminal (stderr); nothing when stderr is a pipe or a file.
+    let bar = indicatif::ProgressBar::with_draw_target(Some(files.len() as u64), indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    let report = run_suite_with_progress(&files, &options, baseline.as_ref(), opts.jobs, &|outcome| {
+        bar.set_message(outcome.name.clone());
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
     let text = match opts.format {
         ReportFormat::Text => report.text(),
         ReportFormat::Json => report.json_lines(),

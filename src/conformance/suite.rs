@@ -47,6 +47,12 @@ impl Baseline {
         Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// Drops the entries for transcripts a `--filter` left out of the run (they exist, they
+    /// just did not run), so the run does not call them stale.
+    pub fn without(&mut self, skipped: &std::collections::BTreeSet<String>) {
+        self.entries.retain(|name, _| !skipped.contains(name));
+    }
+
     /// The reason a transcript is expected to fail, if it is listed.
     pub fn reason(&self, name: &str) -> Option<&str> {
         self.entries.get(name).map(String::as_str)
@@ -97,6 +103,15 @@ pub struct Report {
     pub unknown_baseline_entries: Vec<String>,
 }
 
+/// A transcript's name (its header line's `name`), if its first line says.
+pub fn transcript_name(path: &Path) -> Option<String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(file).read_line(&mut first).ok()?;
+    serde_json::from_str::<serde_json::Value>(&first).ok()?.get("name")?.as_str().map(str::to_owned)
+}
+
 /// Transcript files under `paths` (directories: their `*.jsonl`, sorted), keeping those whose
 /// path contains `filter`.
 pub fn collect(paths: &[PathBuf], filter: Option<&str>) -> Vec<PathBuf> {
@@ -115,8 +130,23 @@ pub fn collect(paths: &[PathBuf], filter: Option<&str>) -> Vec<PathBuf> {
     files
 }
 
+/// The baseline that goes with a transcript directory for an agent, when there is one:
+/// `DIR/baselines/<agent>.txt` (a corpus and its per-agent baselines), else
+/// `DIR/../baselines/<agent>-<DIR name>.txt` (a sub-corpus such as `kimi/` beside the corpus).
+pub fn find_baseline(dir: &Path, agent: &str) -> Option<PathBuf> {
+    let own = dir.join("baselines").join(format!("{agent}.txt"));
+    let name = dir.file_name()?.to_string_lossy();
+    let sibling = dir.parent()?.join("baselines").join(format!("{agent}-{name}.txt"));
+    [own, sibling].into_iter().find(|p| p.is_file())
+}
+
 /// Runs `files` with up to `jobs` at a time and judges them against `baseline`.
 pub fn run_suite(files: &[PathBuf], options: &RunOptions, baseline: Option<&Baseline>, jobs: usize) -> Report {
+    run_suite_with_progress(files, options, baseline, jobs, &|_| {})
+}
+
+/// [`run_suite`], calling `progress` as each transcript finishes (from the worker threads).
+pub fn run_suite_with_progress(files: &[PathBuf], options: &RunOptions, baseline: Option<&Baseline>, jobs: usize, progress: &(dyn Fn(&Outcome) + Sync)) -> Report {
     let results: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; files.len()]);
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -125,6 +155,7 @@ pub fn run_suite(files: &[PathBuf], options: &RunOptions, baseline: Option<&Base
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(file) = files.get(i) else { break };
                 let outcome = run(file, options);
+                progress(&outcome);
                 results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(outcome);
             });
         }
@@ -194,6 +225,16 @@ impl Report {
             let _ = writeln!(out, "FAIL baseline entry {name}: no such transcript; remove it");
         }
         let failed = self.count(Verdict::is_failure) + self.unknown_baseline_entries.len();
+        let rows = [
+            ("passed", self.count(|v| *v == Verdict::Passed)),
+            ("failed", failed),
+            ("expected failures (baseline)", self.count(|v| matches!(v, Verdict::ExpectedFailure(_)))),
+            ("skipped", self.count(|v| matches!(v, Verdict::Skipped(_)))),
+        ];
+        let _ = writeln!(out, "\n{:<30} {:>5}", format!("agent: {}", self.agent), "count");
+        for (label, n) in rows {
+            let _ = writeln!(out, "{label:<30} {n:>5}");
+        }
         let _ = write!(out, "{} passed, {failed} failed", self.count(|v| *v == Verdict::Passed));
         let (xfail, skipped) = (self.count(|v| matches!(v, Verdict::ExpectedFailure(_))), self.count(|v| matches!(v, Verdict::Skipped(_))));
         if xfail > 0 || skipped > 0 {
