@@ -4,7 +4,7 @@
 mod common;
 
 use common::Agent;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[test]
 fn runs_in_the_working_directory_and_reports_exit_codes() {
@@ -43,4 +43,33 @@ fn abort_bash_cancels_and_other_commands_are_answered_meanwhile() {
     let r = responses.pop().unwrap();
     assert_eq!(r["id"], "b");
     assert_eq!((&r["data"]["cancelled"], r["data"].get("exitCode"), &r["data"]["output"]), (&json!(true), None, &json!("start\n")));
+}
+
+#[test]
+fn concurrent_bash_commands_all_succeed_and_answer_as_they_finish() {
+    // pi and omp run every command as its own task (notes §1.4): written together, the slow
+    // bash does not refuse or delay the others.
+    let mut a = Agent::start(&[], &[]);
+    a.send(json!({"id":"slow","type":"bash","command":"sleep 1; echo slow"}));
+    a.send(json!({"id":"s","type":"get_state"}));
+    a.send(json!({"id":"fast","type":"bash","command":"echo hi"}));
+    let order: Vec<Value> = (0..3).map(|_| a.next()).collect();
+    let ids: Vec<&str> = order.iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["s", "fast", "slow"], "{order:?}");
+    assert!(order.iter().all(|f| f["success"] == true), "{order:?}");
+    assert_eq!(order[1]["data"]["output"], "hi\n");
+    assert_eq!(order[2]["data"]["output"], "slow\n");
+}
+
+#[test]
+fn stdin_eof_lets_a_pending_bash_finish_and_answer() {
+    // EOF drains, it does not cancel (omp; notes §1.6): the bash written last completes.
+    let mut a = Agent::start(&[], &[]);
+    a.send(json!({"id":"s1","type":"get_state"}));
+    a.send(json!({"id":"b","type":"bash","command":"sleep 1; echo late"}));
+    let (rest, code) = a.finish();
+    assert_eq!(code, 0);
+    let b = rest.iter().find(|f| f["id"] == "b").unwrap_or_else(|| panic!("no bash answer: {rest:?}"));
+    assert_eq!((&b["success"], &b["data"]["output"], &b["data"]["cancelled"]), (&json!(true), &json!("late\n"), &json!(false)), "{b}");
+    assert!(rest.iter().any(|f| f["id"] == "s1"));
 }

@@ -42,18 +42,20 @@ fn automatic_compaction_runs_inside_the_run_when_the_context_is_full() {
     // The script also answers the summary request (the third model request).
     let mut a = Agent::start(&["--compaction-threshold", "0.000001", "--compaction-keep-tokens", "10"], &[text_reply("one"), text_reply("## Summary\nfirst was asked"), text_reply("two")]);
     let frames = prompt(&mut a, "p1", "first");
-    assert!(!types(&frames).iter().any(|t| t.starts_with("auto_compaction")), "nothing to compact yet: no events");
+    assert!(!types(&frames).iter().any(|t| t.contains("compaction")), "nothing to compact yet: no events");
     let frames = prompt(&mut a, "p2", "second");
     let t = types(&frames);
-    let start = t.iter().position(|t| t == "auto_compaction_start").expect("auto compaction ran");
+    // pi's names for automatic compaction too (notes §2.9.5); omp's auto_compaction_* never.
+    assert!(!t.iter().any(|t| t.starts_with("auto_compaction")), "{t:?}");
+    let start = t.iter().position(|t| t == "compaction_start").expect("auto compaction ran");
     assert_eq!(frames[start]["reason"], "threshold");
-    assert_eq!(frames[start + 1]["type"], "auto_compaction_end");
+    assert_eq!((&frames[start + 1]["type"], &frames[start + 1]["reason"]), (&json!("compaction_end"), &json!("threshold")));
     assert_eq!(frames[start + 1]["result"]["summary"], "## Summary\nfirst was asked");
     assert_eq!(a.request(json!({"id":"t","type":"get_last_assistant_text"}))["data"]["text"], "two");
     assert_eq!(t[t.len() - 2..], ["agent_end", "prompt_result"], "the run still ends properly");
     a.request(json!({"id":"off","type":"set_auto_compaction","enabled":false}));
     let frames = prompt(&mut a, "p3", "third");
-    assert!(!types(&frames).iter().any(|t| t == "auto_compaction_start"));
+    assert!(!types(&frames).iter().any(|t| t == "compaction_start"));
 }
 
 #[test]
@@ -73,8 +75,9 @@ fn a_context_overflow_compacts_and_retries_once() {
     prompt(&mut a, "p2", "second");
     let frames = prompt(&mut a, "p3", "third");
     let t = types(&frames);
-    let start = t.iter().position(|t| t == "auto_compaction_start").expect("overflow compaction");
+    let start = t.iter().position(|t| t == "compaction_start").expect("overflow compaction");
     assert_eq!(frames[start]["reason"], "overflow");
+    assert_eq!((&frames[start + 1]["type"], &frames[start + 1]["reason"]), (&json!("compaction_end"), &json!("overflow")));
     assert_eq!(frames[start + 1]["willRetry"], true);
     assert_eq!(frames.last().unwrap()["status"], "completed");
     let seen = fake.seen();

@@ -100,17 +100,54 @@ fn idle_steer_and_follow_up_start_a_run() {
 }
 
 #[test]
-fn immediate_interrupt_mode_skips_the_remaining_tool_calls_for_a_steer() {
-    let calls = json!({"text":"two calls","delayMs":30,"chunkSize":50,"toolCalls":[
-        {"id":"c1","name":"bash","arguments":{"command":"sleep 0.4; echo one"}},
+fn immediate_interrupt_mode_skips_the_tool_calls_still_waiting_to_start() {
+    // Calls run in parallel; the second waits behind the first one's approval, so a steer that
+    // arrives meanwhile skips it.
+    let calls = json!({"text":"two calls","toolCalls":[
+        {"id":"c1","name":"bash","arguments":{"command":"echo one"}},
         {"id":"c2","name":"bash","arguments":{"command":"echo two"}}]});
-    let mut a = Agent::start(&[], &[calls, text_reply("after steer")]);
+    let mut a = Agent::start(&["--approval", "dangerous"], &[calls, text_reply("after steer")]);
     a.send(json!({"id":"p","type":"prompt","message":"run both"}));
-    a.until(|f| f["type"] == "tool_execution_start" && f["toolCallId"] == "c1");
+    let ask = a.until(|f| f["type"] == "extension_ui_request" && f["method"] == "select").pop().unwrap();
     a.request(json!({"id":"s","type":"steer","message":"stop that"}));
+    a.send(json!({"type":"extension_ui_response","id":ask["id"],"value":"Approve"}));
     let frames = a.until_prompt_result("p");
+    let end1 = frames.iter().find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == "c1").unwrap();
+    assert_eq!(end1["isError"], false);
     let end2 = frames.iter().find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == "c2").unwrap();
     assert_eq!((&end2["isError"], &end2["result"]["content"][0]["text"]), (&json!(true), &json!("Skipped: a steering message arrived")));
+    assert!(!frames.iter().any(|f| f["type"] == "extension_ui_request" && f["method"] == "select"), "the skipped call is not asked about");
+}
+
+#[test]
+fn tool_calls_of_one_message_run_in_parallel() {
+    // pi (notes §2.9.4): every start first, ends in completion order, results in call order.
+    let calls = json!({"text":"three calls","toolCalls":[
+        {"id":"c1","name":"bash","arguments":{"command":"sleep 1; echo one"}},
+        {"id":"c2","name":"bash","arguments":{"command":"sleep 1; echo two"}},
+        {"id":"c3","name":"bash","arguments":{"command":"sleep 0.3; echo three"}}]});
+    let mut a = Agent::start(&[], &[calls, text_reply("done")]);
+    a.send(json!({"id":"p","type":"prompt","message":"run all"}));
+    let frames = a.until_prompt_result("p");
+    let of = |kind: &str| -> Vec<String> {
+        frames.iter().filter(|f| f["type"] == kind).map(|f| f["toolCallId"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(of("tool_execution_start"), ["c1", "c2", "c3"]);
+    let t = types(&frames);
+    let last_start = t.iter().rposition(|t| t == "tool_execution_start").unwrap();
+    let first_end = t.iter().position(|t| t == "tool_execution_end").unwrap();
+    assert!(last_start < first_end, "all starts come before the first end: {t:?}");
+    // c3 sleeps 0.3 s, c1 and c2 a second: run one after the other, c3 could not end first.
+    assert_eq!(of("tool_execution_end")[0], "c3", "ends come in completion order");
+    let results: Vec<&str> = frames
+        .iter()
+        .filter(|f| f["type"] == "message_end" && f["message"]["role"] == "toolResult")
+        .map(|f| f["message"]["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["c1", "c2", "c3"], "tool results in call order");
+    let turn_end = frames.iter().find(|f| f["type"] == "turn_end").unwrap();
+    let texts: Vec<&str> = turn_end["toolResults"].as_array().unwrap().iter().map(|r| r["content"][0]["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["one\n", "two\n", "three\n"]);
 }
 
 #[test]
@@ -136,4 +173,19 @@ fn max_steps_per_turn_stops_the_run_with_a_notice() {
     let notice = &frames[frames.len() - 3];
     assert_eq!((&notice["level"], &notice["message"]), (&json!("warning"), &json!("Stopped after 1 step (--max-steps-per-turn)")));
     assert_eq!(frames.last().unwrap()["status"], "completed");
+}
+
+#[test]
+fn an_image_for_a_text_only_model_is_refused_not_dropped() {
+    // The offline model reads only text and says so in its model entry.
+    let mut a = Agent::start(&[], &[text_reply("never")]);
+    let models = a.request(json!({"id":"m","type":"get_available_models"}))["data"]["models"].clone();
+    assert_eq!(models[0]["input"], json!(["text"]));
+    let image = json!({"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"});
+    for (id, kind) in [("p", "prompt"), ("s", "steer"), ("f", "follow_up")] {
+        let r = a.request(json!({"id": id, "type": kind, "message":"what is this?", "images":[image]}));
+        assert_eq!((&r["success"], &r["code"]), (&json!(false), &json!("unsupported")), "{r}");
+        assert_eq!(r["error"], "LLM model 'offline' does not support required capability: image_in.");
+    }
+    assert_eq!(a.request(json!({"id":"g","type":"get_messages"}))["data"]["messages"], json!([]), "nothing was sent on");
 }

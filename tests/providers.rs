@@ -115,6 +115,22 @@ fn openai_reasoning_becomes_thinking_and_the_level_is_sent() {
 }
 
 #[test]
+fn set_model_to_a_reasoning_model_while_thinking_is_off_switches_to_medium() {
+    // pi and omp (notes §2.6.7): the event comes before the response, the state and the next
+    // request follow it.
+    let fake = FakeLlm::start(vec![openai_text(&["ok"])]).unwrap();
+    let (mut a, _c) = start(&fake, &[]);
+    assert_eq!(a.request(json!({"id":"s0","type":"get_state"}))["data"]["thinkingLevel"], "off");
+    a.send(json!({"id":"m","type":"set_model","provider":"fake","modelId":"fake-reasoner"}));
+    assert_eq!(a.next(), json!({"type":"thinking_level_changed","level":"medium","thinkingLevel":"medium"}));
+    let r = a.next();
+    assert_eq!((&r["id"], &r["success"]), (&json!("m"), &json!(true)));
+    assert_eq!(a.request(json!({"id":"s","type":"get_state"}))["data"]["thinkingLevel"], "medium");
+    prompt(&mut a, "p", "Think");
+    assert_eq!(fake.seen()[0].body["reasoning_effort"], "medium");
+}
+
+#[test]
 fn rate_limits_honour_retry_after_and_500s_retry_until_success() {
     let fake = FakeLlm::start(vec![
         status(429, &[("retry-after", "0.3")], "slow down"),
@@ -150,9 +166,20 @@ fn client_errors_are_not_retried_and_say_what_the_server_answered() {
     let m = assistant_end(&frames);
     assert_eq!((&m["stopReason"], &m["errorMessage"], &m["errorStatus"]), (&json!("error"), &json!("400 max_tokens is too large"), &json!(400)));
     let result = frames.last().unwrap();
-    assert_eq!((&result["status"], &result["error"]["message"]), (&json!("error"), &json!("400 max_tokens is too large")));
+    // The detail of newer omp (notes §2.9.10): the HTTP status, and a 400 is not retryable.
+    assert_eq!(result["error"], json!({"message":"400 max_tokens is too large","httpStatus":400,"retryable":false}));
     assert_eq!(fake.seen().len(), 1);
     assert!(!serde_json::to_string(&frames).unwrap().contains("sk-fake-secret"), "the key never appears");
+}
+
+#[test]
+fn a_server_error_left_unretried_is_reported_retryable_with_its_status() {
+    let fake = FakeLlm::start(vec![status(500, &[], "boom")]).unwrap();
+    let (mut a, _c) = start(&fake, &[]);
+    a.request(json!({"id":"r","type":"set_auto_retry","enabled":false}));
+    let frames = prompt(&mut a, "p", "x");
+    assert_eq!(frames.last().unwrap()["error"], json!({"message":"500 boom","httpStatus":500,"retryable":true}));
+    assert_eq!(fake.seen().len(), 1);
 }
 
 #[test]
@@ -351,4 +378,25 @@ fn an_empty_api_key_flag_is_an_error_and_an_empty_key_variable_means_not_configu
     let (code, _, stderr, _) = run_with_models(None, &[("OPENAI_API_KEY", "")], &["--provider", "openai", "--model", "gpt-4.1"]);
     assert_eq!(code, Some(1));
     assert!(stderr.contains("Model not found: openai/gpt-4.1") && stderr.contains("$OPENAI_API_KEY"), "{stderr}");
+}
+
+#[test]
+fn the_models_file_input_kinds_decide_whether_images_are_sent() {
+    let fake = FakeLlm::start(vec![openai_text(&["a cat"])]).unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let mut models = fake.models_file();
+    models["providers"]["fake"]["models"][1]["input"] = json!(["text", "image"]);
+    std::fs::write(config.path().join("models.json"), models.to_string()).unwrap();
+    let dir = config.path().to_str().unwrap().to_owned();
+    let image = json!({"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"});
+    // fake-model declares no input: text only, refused.
+    let mut a = Agent::start(&["--config-dir", dir.as_str(), "--provider", "fake", "--model", "fake-model"], &[]);
+    let r = a.request(json!({"id":"p","type":"prompt","message":"what is this?","images":[image]}));
+    assert_eq!(r["error"], "LLM model 'fake-model' does not support required capability: image_in.");
+    // fake-reasoner declares images: sent on as an image part.
+    let mut a = Agent::start(&["--config-dir", dir.as_str(), "--provider", "fake", "--model", "fake-reasoner"], &[]);
+    a.send(json!({"id":"p","type":"prompt","message":"what is this?","images":[image]}));
+    assert_eq!(a.until_prompt_result("p").last().unwrap()["status"], "completed");
+    let user = fake.seen()[0].body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap().clone();
+    assert_eq!(user["content"][1]["image_url"]["url"], "data:image/png;base64,iVBORw0KGgo=", "{user}");
 }

@@ -129,9 +129,26 @@ fn export_html_is_self_contained_and_escapes_hostile_content() {
     assert!(!html.contains("<script") && !html.contains("<img src=x") && !html.contains("<b>bold"), "nothing from the conversation is live markup");
     assert!(html.contains("&lt;script&gt;") && html.contains("&lt;img src=x onerror=alert(1)&gt;"));
     assert!(!html.contains("http://") && !html.contains("https://"), "no external assets");
+    // A missing directory fails as in pi (notes §2.6.30): an ENOENT-style message naming the
+    // path, and no directory is created.
     let out = a.dir.path().join("out/export.html");
     let r = a.request(json!({"id":"e2","type":"export_html","outputPath":"out/export.html"}));
+    assert_eq!((&r["success"], &r["code"]), (&json!(false), &json!("not_found")), "{r}");
+    assert_eq!(r["error"], format!("ENOENT: no such file or directory, open '{}'", out.display()));
+    assert!(!a.dir.path().join("out").exists());
+    std::fs::create_dir(a.dir.path().join("out")).unwrap();
+    let r = a.request(json!({"id":"e3","type":"export_html","outputPath":"out/export.html"}));
     assert_eq!(r["data"]["path"], out.canonicalize().unwrap().display().to_string());
+}
+
+#[test]
+fn an_in_memory_session_exports_to_an_explicit_output_path() {
+    // Our extension (pi refuses any export of an in-memory session).
+    let mut a = Agent::start(&["--no-session"], &[text_reply("hi")]);
+    prompt(&mut a, "p", "hello");
+    let r = a.request(json!({"id":"e","type":"export_html","outputPath":"memory.html"}));
+    let path = r["data"]["path"].as_str().unwrap_or_else(|| panic!("{r}"));
+    assert!(std::fs::read_to_string(path).unwrap().contains("hello"));
 }
 
 #[test]

@@ -28,12 +28,13 @@ fn get_state_reports_every_documented_field() {
 fn thinking_levels_emit_their_change_before_the_response() {
     let mut a = Agent::start(&[], &[]);
     a.send(json!({"id":"t","type":"set_thinking_level","level":"high"}));
-    assert_eq!(a.next(), json!({"type":"thinking_level_changed","level":"high"}));
+    // Both names: pi reads `level`, omp `thinkingLevel`.
+    assert_eq!(a.next(), json!({"type":"thinking_level_changed","level":"high","thinkingLevel":"high"}));
     assert_eq!(a.next()["id"], "t");
     // Same level: no event. xhigh is clamped to what the model supports.
     assert_eq!(a.request(json!({"id":"t2","type":"set_thinking_level","level":"xhigh"}))["success"], true);
     a.send(json!({"id":"c","type":"cycle_thinking_level"}));
-    assert_eq!(a.next(), json!({"type":"thinking_level_changed","level":"off"}));
+    assert_eq!(a.next(), json!({"type":"thinking_level_changed","level":"off","thinkingLevel":"off"}));
     assert_eq!(a.next()["data"], json!({"level":"off"}));
     assert_eq!(a.request(json!({"id":"l","type":"get_available_thinking_levels"}))["data"]["levels"], json!(["off","minimal","low","medium","high"]));
 }

@@ -1,5 +1,6 @@
-//! The extension-UI sub-protocol as used by the approval policy: confirm requests, answers,
-//! denials and timeouts (fail closed, with a `cancel` frame for the host).
+//! The extension-UI sub-protocol as used by the approval policy: omp's `select` dialog
+//! (notes §2.14) after `tool_execution_start`, answers, denials and timeouts (fail closed, with
+//! a `cancel` frame for the host).
 
 mod common;
 
@@ -11,7 +12,7 @@ fn bash_call() -> Value {
 }
 
 fn until_confirm(a: &mut Agent) -> Value {
-    let frames = a.until(|f| f["type"] == "extension_ui_request" && f["method"] == "confirm");
+    let frames = a.until(|f| f["type"] == "extension_ui_request" && f["method"] == "select");
     let start = frames.iter().position(|f| f["type"] == "tool_execution_start");
     assert!(start.is_some(), "tool_execution_start precedes the approval dialog");
     frames.last().unwrap().clone()
@@ -22,8 +23,8 @@ fn a_confirmed_call_runs() {
     let mut a = Agent::start(&["--approval", "dangerous"], &[bash_call(), text_reply("done")]);
     a.send(json!({"id":"p","type":"prompt","message":"x"}));
     let ask = until_confirm(&mut a);
-    assert_eq!((&ask["title"], &ask["message"]), (&json!("Allow tool: bash"), &json!("echo approved > marker.txt")));
-    a.send(json!({"type":"extension_ui_response","id":ask["id"],"confirmed":true}));
+    assert_eq!((&ask["title"], &ask["options"]), (&json!("Allow tool: bash\nCommand: echo approved > marker.txt"), &json!(["Approve", "Deny"])));
+    a.send(json!({"type":"extension_ui_response","id":ask["id"],"value":"Approve"}));
     let frames = a.until_prompt_result("p");
     assert_eq!(frames.iter().find(|f| f["type"] == "tool_execution_end").unwrap()["isError"], false);
     assert!(a.dir.path().join("marker.txt").exists());
@@ -34,7 +35,7 @@ fn denial_and_timeout_fail_closed() {
     let mut a = Agent::start(&["--approval", "dangerous", "--approval-timeout-ms", "300"], &[bash_call(), bash_call(), text_reply("done")]);
     a.send(json!({"id":"p","type":"prompt","message":"x"}));
     let ask = until_confirm(&mut a);
-    a.send(json!({"type":"extension_ui_response","id":ask["id"],"confirmed":false}));
+    a.send(json!({"type":"extension_ui_response","id":ask["id"],"value":"Deny"}));
     let end = a.until(|f| f["type"] == "tool_execution_end").pop().unwrap();
     assert_eq!((&end["isError"], &end["result"]["content"][0]["text"]), (&json!(true), &json!("Tool call denied by user: bash")));
     // The second call is never answered: the dialog expires, the host is told, the call fails.

@@ -286,3 +286,104 @@ fn typos_in_methods_and_params_are_named_with_the_closest_known_name() {
     let reason = e["error"]["data"]["reason"].as_str().unwrap();
     assert!(reason.contains(r#"unknown field "user_inpt" (did you mean "user_input"?)"#) && reason.contains(r#""user_input" is a required property"#), "{e}");
 }
+
+/// kimi's ToolResult for a call the user rejected without feedback (notes §3.6.1).
+fn rejected_stop(id: &str) -> Value {
+    json!({"tool_call_id": id, "return_value": {"is_error": true, "output": "",
+        "message": "The tool call is rejected by the user. Stop what you are doing and wait for the user to tell you how to proceed.",
+        "display": [{"type": "brief", "text": "Rejected by user"}]}})
+}
+
+fn tool_result(frames: &[Value]) -> Value {
+    let mut payload = frames.iter().find(|f| f["params"]["type"] == "ToolResult").unwrap_or_else(|| panic!("no ToolResult: {frames:#?}"))["params"]["payload"].clone();
+    // `extras` is kimi's optional passthrough, null here.
+    payload["return_value"].as_object_mut().unwrap().remove("extras");
+    payload
+}
+
+#[test]
+fn a_rejection_without_feedback_or_an_error_reply_ends_the_turn() {
+    let answers = [
+        json!({"result": {"request_id": "{id}", "response": "reject"}}),
+        json!({"error": {"code": -32000, "message": "client closed the dialog"}}),
+    ];
+    for reply in answers {
+        let mut w = Wire::start_with(&["--approval", "dangerous"], &[shell_call("b1", "echo never"), json!({"text":"asked again"}), json!({"text":"next turn"})]);
+        w.send(prompt("p", "run"));
+        let ask = next_request(&mut w);
+        let mut frame = json!({"jsonrpc":"2.0","id":ask["id"]});
+        for (k, v) in reply.as_object().unwrap() {
+            frame[k] = v.clone();
+        }
+        if frame.get("result").is_some() {
+            frame["result"]["request_id"] = ask["id"].clone();
+        }
+        w.send_raw(&frame.to_string());
+        let frames = w.until_id(json!("p"));
+        assert_eq!(tool_result(&frames), rejected_stop("b1"));
+        let k = kinds(&frames);
+        let at = k.iter().position(|k| k == "ToolResult").unwrap();
+        assert_eq!(k[at + 1..].iter().filter(|k| *k != "StatusUpdate").collect::<Vec<_>>(), ["TurnEnd", "result"], "the turn ends right away: {k:?}");
+        assert_eq!(kinds(&w.seen).iter().filter(|k| *k == "StepBegin").count(), 1, "no further model request");
+        assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+        // The model was not asked in that turn: its next scripted reply is still unplayed.
+        w.send(prompt("p2", "go on"));
+        let frames = w.until_id(json!("p2"));
+        let text: String = frames.iter().filter(|f| f["params"]["type"] == "ContentPart").filter_map(|f| f["params"]["payload"]["text"].as_str()).collect();
+        assert_eq!(text, "asked again");
+    }
+}
+
+#[test]
+fn a_rejection_with_feedback_tells_the_model_and_the_turn_goes_on() {
+    let mut w = Wire::start_with(&["--approval", "dangerous"], &[shell_call("b1", "echo never"), json!({"text":"understood"})]);
+    w.send(prompt("p", "run"));
+    let ask = next_request(&mut w);
+    answer(&mut w, &ask, json!({"request_id": ask["id"], "response": "reject", "feedback": "use ls"}));
+    let frames = w.until_id(json!("p"));
+    assert_eq!(tool_result(&frames), json!({"tool_call_id": "b1", "return_value": {"is_error": true, "output": "",
+        "message": "The tool call is rejected by the user. User feedback: use ls", "display": [{"type": "brief", "text": "Rejected: use ls"}]}}));
+    assert_eq!(kinds(&w.seen).iter().filter(|k| *k == "StepBegin").count(), 2);
+}
+
+#[test]
+fn an_external_tool_error_reply_is_kimis_tool_error_and_the_loop_goes_on() {
+    let mut w = Wire::start(&[json!({"toolCalls":[{"id":"call_ext_1","name":"lookup_ticket","arguments":{"id":"T-42"}}]}), json!({"text":"The db is down."})]);
+    w.send(json!({"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocol_version":"1.10","external_tools":[
+        {"name":"lookup_ticket","description":"Look up a ticket.","parameters":{"type":"object","properties":{"id":{"type":"string"}}}}]}}));
+    w.until_id(json!("i"));
+    w.send(prompt("p", "check T-42"));
+    let call = next_request(&mut w);
+    w.send_raw(&json!({"jsonrpc":"2.0","id":call["id"],"error":{"code":-32000,"message":"ticket db offline"}}).to_string());
+    let frames = w.until_id(json!("p"));
+    assert_eq!(tool_result(&frames), json!({"tool_call_id": "call_ext_1", "return_value": {"is_error": true, "output": "",
+        "message": "ticket db offline", "display": [{"type": "brief", "text": "External tool error"}]}}));
+    assert_eq!(kinds(&w.seen).iter().filter(|k| *k == "StepBegin").count(), 2, "the loop continues");
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn question_requests_carry_kimis_defaults() {
+    let ask = json!({"toolCalls":[{"id":"call_q_1","name":"AskUserQuestion","arguments":{"questions":[{"question":"Which?","options":[{"label":"A"},{"label":"B"}]}]}}]});
+    let mut w = Wire::start(&[ask, json!({"text":"ok"})]);
+    initialize(&mut w, true);
+    w.send(prompt("p", "pick"));
+    let request = next_request(&mut w);
+    assert_eq!(request["params"]["payload"]["questions"], json!([{"question":"Which?","header":"","body":"","multi_select":false,"other_label":"","other_description":"",
+        "options":[{"label":"A","description":""},{"label":"B","description":""}]}]));
+    answer(&mut w, &request, json!({"request_id": request["id"], "answers": {"Which?": "A"}}));
+    w.until_id(json!("p"));
+}
+
+#[test]
+fn an_image_for_a_text_only_model_is_refused_after_turn_begin_and_turn_end() {
+    let mut w = Wire::start(&[json!({"text":"never"})]);
+    let input = json!([{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]);
+    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":input}}));
+    let frames = w.until_id(json!("p"));
+    assert_eq!(kinds(&frames), ["TurnBegin", "TurnEnd", "error -32002"]);
+    let mut echoed = input.clone();
+    echoed[1]["image_url"]["id"] = Value::Null;
+    assert_eq!(frames[0]["params"]["payload"]["user_input"], echoed, "the parts as sent, the image's id null as kimi writes it");
+    assert_eq!(frames[2]["error"]["message"], "LLM model 'offline' does not support required capability: image_in.");
+}

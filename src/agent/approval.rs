@@ -19,9 +19,25 @@ pub fn summary(call: &ToolCall) -> String {
     }
 }
 
+/// The result of a call rejected with [`Decision::RejectAndStop`] (kimi's words, notes §3.6.1).
+pub const REJECTED_STOP: &str = "The tool call is rejected by the user. Stop what you are doing and wait for the user to tell you how to proceed.";
+
+/// Why a call may not run: the tool result that says so, and whether the turn ends after the
+/// message's calls (the user takes over).
+pub(super) struct Refused {
+    pub output: ToolOutput,
+    pub ends_turn: bool,
+}
+
+impl From<ToolOutput> for Refused {
+    fn from(output: ToolOutput) -> Self {
+        Self { output, ends_turn: false }
+    }
+}
+
 impl Agent {
-    /// `Ok` when the call may run; otherwise the tool result that says why not.
-    pub(super) async fn approve_call(&self, call: &ToolCall, host_tool: bool, cancel: &CancellationToken) -> Result<(), ToolOutput> {
+    /// `Ok` when the call may run; otherwise why not.
+    pub(super) async fn approve_call(&self, call: &ToolCall, host_tool: bool, cancel: &CancellationToken) -> Result<(), Refused> {
         let name = call.name.to_string();
         let needs_approval = match self.inner.config.approval {
             ApprovalPolicy::Never => false,
@@ -49,10 +65,11 @@ impl Agent {
                 }
                 Ok(())
             }
-            Decision::Reject { feedback: None } => Err(ToolOutput::error(format!("Tool call denied by user: {name}"))),
-            Decision::Reject { feedback: Some(feedback) } => Err(ToolOutput::error(format!("Tool call denied by user: {name}. The user said: {feedback}"))),
-            Decision::TimedOut => Err(ToolOutput::error(format!("Tool call not approved in time: {name}"))),
-            Decision::Abandoned => Err(ToolOutput::error(format!("Tool call abandoned: {name}"))),
+            Decision::Reject { feedback: None } => Err(ToolOutput::error(format!("Tool call denied by user: {name}")).into()),
+            Decision::Reject { feedback: Some(feedback) } => Err(ToolOutput::error(format!("Tool call denied by user: {name}. The user said: {feedback}")).into()),
+            Decision::RejectAndStop => Err(Refused { output: ToolOutput::error(REJECTED_STOP), ends_turn: true }),
+            Decision::TimedOut => Err(ToolOutput::error(format!("Tool call not approved in time: {name}")).into()),
+            Decision::Abandoned => Err(ToolOutput::error(format!("Tool call abandoned: {name}")).into()),
         }
     }
 }

@@ -26,7 +26,7 @@ mod slash;
 pub mod stream;
 mod user_bash;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -146,7 +146,9 @@ struct State {
     run: Option<RunState>,
     retry: Option<RetryWait>,
     compacting: bool,
-    bash: Option<CancellationToken>,
+    /// The host's running `bash` commands, by a key of their own.
+    bash: HashMap<u64, CancellationToken>,
+    next_bash: u64,
     current_model: usize,
 }
 
@@ -201,7 +203,8 @@ impl Agent {
             run: None,
             retry: None,
             compacting: false,
-            bash: None,
+            bash: HashMap::new(),
+            next_bash: 0,
             current_model,
         };
         let inner = Inner {
@@ -297,13 +300,19 @@ impl Agent {
         }
     }
 
-    /// stdin closed or a signal arrived: abort the run (everything it waits on resolves) and
-    /// cancel a running `bash`.
+    /// A signal arrived (or the end of input could not drain in time): abort the run
+    /// (everything it waits on resolves) and cancel every running `bash`.
     pub async fn shutdown(&self) {
         self.release_gates();
-        if let Some(bash) = self.state().bash.take() {
-            bash.cancel();
-        }
+        self.abort_bash();
+        self.abort_run().await;
+    }
+
+    /// The input ended: abort the run the way `abort` would (everything it waits on resolves)
+    /// but let running `bash` commands finish, so the host still gets their output (omp; notes
+    /// §1.6: commands already read are answered before exit).
+    pub async fn end_of_input(&self) {
+        self.release_gates();
         self.abort_run().await;
     }
 

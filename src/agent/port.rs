@@ -41,6 +41,9 @@ pub enum Decision {
         /// What the user said instead (goes back to the model).
         feedback: Option<String>,
     },
+    /// Do not run it, and end the turn once the message's calls are done: the user takes
+    /// over (kimi's `reject` without feedback, or an error reply).
+    RejectAndStop,
     /// Nobody answered in time.
     TimedOut,
     /// The run was aborted (or the host went away) while asking.

@@ -5,7 +5,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{AgentEvent, PromptId};
 use super::{run, Agent, CoreError, CoreResult, Queued, RunState, State};
-use crate::protocol::{ImageContent, InterruptMode, QueueMode};
+use crate::protocol::{ImageContent, InputKind, InterruptMode, QueueMode};
 
 /// Which queue a message goes to while a run is in progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +32,7 @@ impl Agent {
         if queue.is_none() {
             self.finish_ending_run().await;
         }
+        self.check_input(&images)?;
         let busy = self.state().run.is_some();
         if busy && queue.is_none() {
             return Err(CoreError::Busy("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into()));
@@ -45,13 +46,25 @@ impl Agent {
     }
 
     /// A steering message: queued while a run is in progress, otherwise it starts one.
-    pub async fn steer(&self, text: String, images: Vec<ImageContent>) -> Submitted {
-        self.submit(text, images, QueueKind::Steer).await
+    pub async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        self.check_input(&images)?;
+        Ok(self.submit(text, images, QueueKind::Steer).await)
     }
 
     /// A follow-up message: queued while a run is in progress, otherwise it starts one.
-    pub async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> Submitted {
-        self.submit(text, images, QueueKind::FollowUp).await
+    pub async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        self.check_input(&images)?;
+        Ok(self.submit(text, images, QueueKind::FollowUp).await)
+    }
+
+    /// Refuses content the current model cannot take: images for a model whose declared
+    /// `input` is text only are neither sent on nor dropped (kimi's words for it).
+    pub fn check_input(&self, images: &[ImageContent]) -> CoreResult<()> {
+        let model = self.current().info;
+        if images.is_empty() || model.input.contains(&InputKind::Image) {
+            return Ok(());
+        }
+        Err(CoreError::Unsupported(format!("LLM model '{}' does not support required capability: image_in.", model.id.as_str())))
     }
 
     /// Aborts the run (if any) and returns once its last event is out.

@@ -1,6 +1,6 @@
 //! One run: `agent_start`, turns of (user messages →) assistant streaming → tool calls → tool
 //! results, `agent_end`, then one `prompt_result`. Steering is delivered at turn boundaries
-//! (and, in `immediate` interrupt mode, skips the turn's remaining tool calls); follow-ups only
+//! (and, in `immediate` interrupt mode, skips the tool calls still waiting to start); follow-ups only
 //! when the agent would otherwise stop. Queued messages left when a run ends start a new run.
 
 use std::sync::OnceLock;
@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::approval::Refused;
 use super::events::{AgentEvent, CompactionReason, NoticeLevel, PromptId, RunOutcome};
 use super::port::{Question, QuestionAsk, ToolAsk};
 use super::stream::MessageBuilder;
@@ -64,7 +65,13 @@ enum Outcome {
     Completed,
     StepLimit(u32),
     Aborted,
-    Error(String),
+    Error(PromptError),
+}
+
+/// The prompt's error detail for a provider failure (notes §2.9.10): the HTTP status when there
+/// was one and whether retrying could help (408/409/429/5xx and connection errors).
+fn prompt_error(error: ProviderError) -> PromptError {
+    PromptError { message: error.message, http_status: error.http_status, retryable: error.retryable }
 }
 
 fn take_queue(queue: &mut std::collections::VecDeque<Queued>, mode: QueueMode) -> Vec<Queued> {
@@ -98,10 +105,10 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         if super::compaction::over_threshold(&agent) {
             super::compaction::auto_compact(&agent, CompactionReason::Threshold, false, &cancel).await;
         }
-        let assistant = match stream_with_retries(&agent, &cancel).await {
-            Ok(a) => a,
+        let (assistant, failure) = match stream_with_retries(&agent, &cancel).await {
+            Ok(streamed) => streamed,
             Err(Stopped::Aborted) => break Outcome::Aborted,
-            Err(Stopped::Failed(message)) => break Outcome::Error(message),
+            Err(Stopped::Failed(error)) => break Outcome::Error(error),
         };
         steps += 1;
         let message = AgentMessage::Assistant(assistant);
@@ -113,7 +120,8 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
                 break Outcome::Aborted;
             }
             StopReason::Error => {
-                let error = assistant.error_message.clone().unwrap_or_else(|| "the model failed".into());
+                let message_text = assistant.error_message.clone().unwrap_or_else(|| "the model failed".into());
+                let error = failure.map_or_else(|| PromptError { message: message_text, http_status: None, retryable: false }, prompt_error);
                 agent.emit(AgentEvent::TurnEnd { message: &message, tool_results: &[] }).await;
                 produced.push(message);
                 break Outcome::Error(error);
@@ -122,17 +130,7 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         }
 
         let calls: Vec<ToolCall> = assistant.content.iter().filter_map(|c| if let AssistantContent::ToolCall(tc) = c { Some(tc.clone()) } else { None }).collect();
-        let mut results = Vec::new();
-        for (i, call) in calls.iter().enumerate() {
-            let skip = if cancel.is_cancelled() {
-                Some("Skipped: the run was aborted")
-            } else if i > 0 && agent.state().interrupt_mode == InterruptMode::Immediate && !agent.state().steering.is_empty() {
-                Some("Skipped: a steering message arrived")
-            } else {
-                None
-            };
-            results.push(execute(&agent, call, skip, &cancel).await);
-        }
+        let (results, user_took_over) = execute_all(&agent, &calls, &cancel).await;
         for r in &results {
             let m = AgentMessage::ToolResult(r.clone());
             agent.record(m.clone());
@@ -146,6 +144,10 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         produced.insert(at, message);
         if cancel.is_cancelled() {
             break Outcome::Aborted;
+        }
+        if user_took_over {
+            // A call was rejected with "stop and wait for me" (kimi): no further model request.
+            break Outcome::Completed;
         }
         if !calls.is_empty() && max_steps.is_some_and(|max| steps >= max) {
             // The model wants another step but the run may not take it. Queued messages stay
@@ -179,7 +181,7 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         Outcome::Completed => RunOutcome::Completed,
         Outcome::StepLimit(steps) => RunOutcome::StepLimit { steps },
         Outcome::Aborted => RunOutcome::Aborted,
-        Outcome::Error(message) => RunOutcome::Failed(PromptError { message, http_status: None, retryable: false }),
+        Outcome::Error(error) => RunOutcome::Failed(error),
     };
     agent.emit(AgentEvent::PromptSettled { prompt, outcome, model_invoked: true }).await;
     // Messages queued while the run was finishing start a run of their own.
@@ -210,14 +212,14 @@ enum Stopped {
     /// The run was aborted (or `abort_retry` cancelled a back-off) while waiting to retry.
     Aborted,
     /// The request failed and its message and turn were already reported.
-    Failed(String),
+    Failed(PromptError),
 }
 
 /// Streams the assistant message, retrying transient failures with exponential back-off and
 /// jitter (honouring `Retry-After`): the failed attempt's turn ends, `RetryStart` is emitted, the
 /// wait can be cancelled by `abort` / `abort_retry`, a new turn starts; after the last attempt
 /// `RetryEnd` says how it went. Failed attempts are not kept in history.
-async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Result<AssistantMessage, Stopped> {
+async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Result<(AssistantMessage, Option<ProviderError>), Stopped> {
     let policy = agent.inner.config.retry;
     let mut attempt: u32 = 0;
     let mut compacted_for_overflow = false;
@@ -234,8 +236,7 @@ async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Resul
                 continue;
             }
             // Compaction failed: the run ends with the original error (already reported).
-            let AgentMessage::Assistant(assistant) = message else { unreachable!("built above") };
-            return Err(Stopped::Failed(assistant.error_message.unwrap_or_else(|| "context overflow".into())));
+            return Err(Stopped::Failed(error.map_or_else(|| PromptError { message: "context overflow".into(), http_status: None, retryable: false }, prompt_error)));
         }
         let retry = error.as_ref().filter(|e| e.retryable && agent.state().auto_retry && attempt < policy.max_attempts && !cancel.is_cancelled());
         let Some(error) = retry else {
@@ -246,7 +247,7 @@ async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Resul
                 agent.emit(AgentEvent::RetryEnd { success: error.is_none(), attempt, final_error: error.as_ref().map(|e| e.message.clone()) }).await;
             }
             let AgentMessage::Assistant(assistant) = message else { unreachable!("built above") };
-            return Ok(assistant);
+            return Ok((assistant, error));
         };
         attempt += 1;
         // A failed attempt is reported but not kept in history.
@@ -351,16 +352,31 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
     (builder.into_message(), error)
 }
 
-/// Runs one tool call with its lifecycle events; returns the tool result message.
-async fn execute(agent: &Agent, call: &ToolCall, skip: Option<&str>, cancel: &CancellationToken) -> ToolResultMessage {
-    agent.emit(AgentEvent::ToolStart { call }).await;
-    let output = match skip {
-        Some(reason) => ToolOutput::error(reason),
-        None => run_tool(agent, call, cancel).await,
+/// Runs the tool calls of one assistant message in parallel, as pi does (notes §2.9.4): a
+/// `ToolStart` for every call first (call order), each `ToolEnd` as its call finishes
+/// (completion order), and the results returned in call order — the order of the toolResult
+/// messages and of the next model request. Approvals are asked one at a time, in call order.
+/// The flag: a call was refused with "the user takes over", so the turn ends after these calls.
+async fn execute_all(agent: &Agent, calls: &[ToolCall], cancel: &CancellationToken) -> (Vec<ToolResultMessage>, bool) {
+    for call in calls {
+        agent.emit(AgentEvent::ToolStart { call }).await;
+    }
+    let asking = tokio::sync::Mutex::new(());
+    let done = futures_util::future::join_all(calls.iter().enumerate().map(|(index, call)| execute(agent, call, index, &asking, cancel))).await;
+    let ends_turn = done.iter().any(|(_, ends)| *ends);
+    (done.into_iter().map(|(result, _)| result).collect(), ends_turn)
+}
+
+/// Runs one tool call and reports its end; returns the tool result message and whether the
+/// call's refusal ends the turn.
+async fn execute(agent: &Agent, call: &ToolCall, index: usize, asking: &tokio::sync::Mutex<()>, cancel: &CancellationToken) -> (ToolResultMessage, bool) {
+    let (output, ends_turn) = match run_tool(agent, call, index, asking, cancel).await {
+        Ok(output) => (output, false),
+        Err(refused) => (refused.output, refused.ends_turn),
     };
     let result = output.to_result();
     agent.emit(AgentEvent::ToolEnd { call, result: &result, is_error: output.is_error }).await;
-    ToolResultMessage {
+    let message = ToolResultMessage {
         role: Default::default(),
         tool_call_id: nonempty(&call.id),
         tool_name: call.name.to_string(),
@@ -368,7 +384,8 @@ async fn execute(agent: &Agent, call: &ToolCall, skip: Option<&str>, cancel: &Ca
         details: result.details,
         is_error: output.is_error,
         timestamp: now_ms(),
-    }
+    };
+    (message, ends_turn)
 }
 
 /// Where a tool call goes.
@@ -378,7 +395,10 @@ enum Target {
     Questions,
 }
 
-async fn run_tool(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
+/// `asking` is held while a call decides whether it may start (skip checks and the approval),
+/// so approvals of parallel calls are asked one by one; the tools themselves run concurrently.
+/// `Err`: the call did not run (refused, skipped, unknown, bad arguments).
+async fn run_tool(agent: &Agent, call: &ToolCall, index: usize, asking: &tokio::sync::Mutex<()>, cancel: &CancellationToken) -> Result<ToolOutput, Refused> {
     let name = call.name.to_string();
     let host = agent.state().host_tools.iter().find(|t| *t.name == name).cloned();
     let (target, parameters) = match host {
@@ -389,20 +409,29 @@ async fn run_tool(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) ->
         None if name == QUESTION_TOOL && agent.port().supports_questions() => (Target::Questions, question_tool().parameters.clone()),
         None => match tools::builtin_definitions().iter().find(|t| *t.name == name) {
             Some(def) => (Target::Builtin, def.parameters.clone()),
-            None => return ToolOutput::error(format!("Tool {name} not found")),
+            None => return Err(ToolOutput::error(format!("Tool {name} not found")).into()),
         },
     };
     if let Err(message) = tools::check_arguments(&parameters, &name, &call.arguments) {
-        return ToolOutput::error(message);
+        return Err(ToolOutput::error(message).into());
     }
-    if let Err(denied) = agent.approve_call(call, matches!(target, Target::Host(_) | Target::Questions), cancel).await {
-        return denied;
+    {
+        let _turn = asking.lock().await;
+        if cancel.is_cancelled() {
+            return Err(ToolOutput::error("Skipped: the run was aborted").into());
+        }
+        // `immediate` interrupt mode (omp): a steer that arrived before this call could start
+        // (it waited behind an earlier call's approval) skips it.
+        if index > 0 && agent.state().interrupt_mode == InterruptMode::Immediate && !agent.state().steering.is_empty() {
+            return Err(ToolOutput::error("Skipped: a steering message arrived").into());
+        }
+        agent.approve_call(call, matches!(target, Target::Host(_) | Target::Questions), cancel).await?;
     }
-    match target {
+    Ok(match target {
         Target::Host(def) => call_host_tool(agent, &def, call, cancel).await,
         Target::Questions => ask_questions(agent, call, cancel).await,
         Target::Builtin => run_builtin(agent, call, cancel).await,
-    }
+    })
 }
 
 /// Forwards a tool's partial results as `ToolUpdate` events while `work` runs. The tool never

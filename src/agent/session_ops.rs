@@ -163,13 +163,21 @@ impl Agent {
         };
         let path = match (output, default_path) {
             (Some(p), _) => self.inner.config.cwd.join(p),
-            (None, Some(p)) => p,
+            (None, Some(p)) => {
+                // Beside the session file, in our own session directory.
+                if let Some(dir) = p.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| CoreError::Internal(format!("could not create {}: {e}", dir.display())))?;
+                }
+                p
+            }
             (None, None) => return Err(CoreError::InvalidParams("This session is in memory only (--no-session): give outputPath".into())),
         };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| CoreError::Internal(format!("could not create {}: {e}", dir.display())))?;
-        }
-        std::fs::write(&path, html).map_err(|e| CoreError::Internal(format!("could not write {}: {e}", path.display())))?;
+        // An explicit outputPath is written as given: a missing directory fails as in pi (no
+        // directories are created on the host's behalf).
+        std::fs::write(&path, html).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => CoreError::NotFound(format!("ENOENT: no such file or directory, open '{}'", path.display())),
+            _ => CoreError::Internal(format!("could not write {}: {e}", path.display())),
+        })?;
         Ok(path.canonicalize().unwrap_or(path))
     }
 

@@ -110,14 +110,18 @@ impl Agent {
         self.inner.models.iter().map(|m| format!("{}/{}", *m.info.provider, *m.info.id)).collect()
     }
 
-    /// Selects the model at `index` of [`Agent::available_models`].
+    /// Selects the model at `index` of [`Agent::available_models`]. Switching to a reasoning
+    /// model while thinking is off turns it on at `medium`, as pi and omp do (notes §2.6.7).
     pub(super) async fn select_model(&self, index: usize) -> ThinkingLevel {
+        let spec = &self.inner.models[index];
         let requested = {
             let mut st = self.state();
             st.current_model = index;
-            st.thinking
+            match st.thinking {
+                ThinkingLevel::Off if spec.info.reasoning => ThinkingLevel::Medium,
+                level => level,
+            }
         };
-        let spec = &self.inner.models[index];
         self.record_setting(Payload::ModelChange { provider: spec.info.provider.to_string(), model_id: spec.info.id.to_string() });
         self.change_thinking(requested).await
     }

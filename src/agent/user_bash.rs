@@ -10,18 +10,19 @@ use crate::protocol::*;
 use crate::tools;
 
 impl Agent {
-    /// Runs `command`; one at a time (`abort_bash` cancels it).
+    /// Runs `command`. Several may run at once, as in pi and omp, where every command is its
+    /// own task (notes §1.4); `abort_bash` cancels all of them.
     pub async fn bash(&self, command: &str, timeout: Option<Duration>) -> CoreResult<BashResult> {
         let cancel = CancellationToken::new();
-        {
+        let key = {
             let mut st = self.state();
-            if st.bash.is_some() {
-                return Err(CoreError::Busy("A bash command is already running; abort_bash cancels it".into()));
-            }
-            st.bash = Some(cancel.clone());
-        }
+            st.next_bash += 1;
+            let key = st.next_bash;
+            st.bash.insert(key, cancel.clone());
+            key
+        };
         let outcome = tools::shell::run_shell(command, &self.inner.config.cwd, timeout, cancel, |_| {}).await;
-        self.state().bash = None;
+        self.state().bash.remove(&key);
         let o = outcome.map_err(|e| CoreError::Internal(format!("could not run the command: {e}")))?;
         let result = BashResult {
             output: o.output.clone(),
@@ -53,9 +54,9 @@ impl Agent {
         Ok(result)
     }
 
-    /// Cancels the running `bash` command, if any.
+    /// Cancels every running `bash` command.
     pub fn abort_bash(&self) {
-        if let Some(cancel) = self.state().bash.as_ref() {
+        for cancel in self.state().bash.values() {
             cancel.cancel();
         }
     }

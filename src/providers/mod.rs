@@ -236,7 +236,8 @@ impl std::fmt::Debug for ModelSpec {
 pub fn offline_model_info() -> Model {
     serde_json::from_value(serde_json::json!({
         "id": "offline", "name": "agentwire offline model", "api": "offline", "provider": "agentwire", "baseUrl": "",
-        "reasoning": true, "input": ["text", "image"],
+        // It reads only the text of a prompt (`offline::user_text`), so it declares text only.
+        "reasoning": true, "input": ["text"],
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
         "contextWindow": 128_000, "maxTokens": 8192
     }))

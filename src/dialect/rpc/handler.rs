@@ -80,13 +80,13 @@ impl RpcHandler for RpcSession {
     }
 
     async fn steer(&self, cmd: SteerCommand) -> Result<(), RpcError> {
-        let submitted = self.agent.steer(cmd.message, images(cmd.images)).await;
+        let submitted = self.agent.steer(cmd.message, images(cmd.images)).await.map_err(rpc_error)?;
         self.started(submitted, cmd.id.as_ref());
         Ok(())
     }
 
     async fn follow_up(&self, cmd: FollowUpCommand) -> Result<(), RpcError> {
-        let submitted = self.agent.follow_up(cmd.message, images(cmd.images)).await;
+        let submitted = self.agent.follow_up(cmd.message, images(cmd.images)).await.map_err(rpc_error)?;
         self.started(submitted, cmd.id.as_ref());
         Ok(())
     }
@@ -97,7 +97,10 @@ impl RpcHandler for RpcSession {
     }
 
     async fn abort_and_prompt(&self, cmd: AbortAndPromptCommand) -> Result<(), RpcError> {
-        let submitted = self.agent.abort_and_prompt(cmd.message, images(cmd.images)).await;
+        let images = images(cmd.images);
+        // Refused before anything is aborted: the running prompt is not lost to a bad one.
+        self.agent.check_input(&images).map_err(rpc_error)?;
+        let submitted = self.agent.abort_and_prompt(cmd.message, images).await;
         self.started(submitted, cmd.id.as_ref());
         Ok(())
     }

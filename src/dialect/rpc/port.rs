@@ -52,6 +52,22 @@ impl UiDialogs {
     }
 }
 
+/// The approval dialog's options (omp's words).
+const APPROVE: &str = "Approve";
+const DENY: &str = "Deny";
+
+/// The longest call summary an approval title carries; longer ones (a large `write`) end in `…`.
+const SUMMARY_CHARS: usize = 200;
+
+fn short(summary: &str) -> String {
+    if summary.chars().count() <= SUMMARY_CHARS {
+        return summary.to_owned();
+    }
+    let mut cut: String = summary.chars().take(SUMMARY_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
 fn timeout_ms(timeout: Duration) -> Option<u64> {
     Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
 }
@@ -80,12 +96,15 @@ impl RpcHost {
         let _ = self.out.send(&request(&new_id())).await;
     }
 
+    /// The approval dialog omp sends (notes §2.14): a `select` titled
+    /// `"Allow tool: <name>\nCommand: <summary>"` with the options `Approve` and `Deny`.
     async fn approve_call(&self, ask: ApprovalAsk<'_>) -> Decision {
-        let title = format!("Allow tool: {}", ask.call.name.as_str());
-        let build = |id: &str| ExtensionUiRequest::from(UiConfirmRequest::new(nonempty(id), title.clone(), ask.summary.clone()).with_timeout(timeout_ms(ask.timeout)));
+        let title = format!("Allow tool: {}\nCommand: {}", ask.call.name.as_str(), short(&ask.summary));
+        let options = vec![APPROVE.to_owned(), DENY.to_owned()];
+        let build = |id: &str| ExtensionUiRequest::from(UiSelectRequest::new(nonempty(id), title.clone(), options.clone()).with_timeout(timeout_ms(ask.timeout)));
         match self.dialog_frame(build, ask.timeout, ask.cancel).await {
-            // Fail closed: only an explicit yes that is not also a cancel approves.
-            Dialog::Answered(r) if r.confirmed == Some(true) && r.cancelled != Some(true) => Decision::Approve,
+            // Fail closed: only an explicit `Approve` that is not also a cancel approves.
+            Dialog::Answered(r) if r.value.as_deref() == Some(APPROVE) && r.cancelled != Some(true) => Decision::Approve,
             Dialog::Answered(_) => Decision::Reject { feedback: None },
             Dialog::TimedOut => Decision::TimedOut,
             Dialog::Abandoned => Decision::Abandoned,

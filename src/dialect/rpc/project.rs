@@ -27,6 +27,22 @@ fn assistant_event(delta: StreamDelta, partial: &AssistantMessage) -> AssistantM
     }
 }
 
+fn start_reason(reason: CompactionReason) -> CompactionStartEventReason {
+    match reason {
+        CompactionReason::Manual => CompactionStartEventReason::Manual,
+        CompactionReason::Threshold => CompactionStartEventReason::Threshold,
+        CompactionReason::Overflow => CompactionStartEventReason::Overflow,
+    }
+}
+
+fn end_reason(reason: CompactionReason) -> CompactionEndEventReason {
+    match reason {
+        CompactionReason::Manual => CompactionEndEventReason::Manual,
+        CompactionReason::Threshold => CompactionEndEventReason::Threshold,
+        CompactionReason::Overflow => CompactionEndEventReason::Overflow,
+    }
+}
+
 impl RpcHost {
     async fn project(&self, event: AgentEvent<'_>) {
         let out = &self.out;
@@ -59,31 +75,24 @@ impl RpcHost {
                 out.send(&PromptResultEvent::new(status, model_invoked).with_id(id).with_error(error)).await
             }
             AgentEvent::QueueChanged { steering, follow_up } => out.send(&QueueUpdateEvent::new(steering, follow_up)).await,
-            AgentEvent::CompactionStart { reason } => match reason {
-                CompactionReason::Manual => out.send(&CompactionStartEvent::new(CompactionStartEventReason::Manual)).await,
-                CompactionReason::Threshold => out.send(&AutoCompactionStartEvent::new(AutoCompactionStartEventReason::Threshold)).await,
-                CompactionReason::Overflow => out.send(&AutoCompactionStartEvent::new(AutoCompactionStartEventReason::Overflow)).await,
-            },
+            // pi's names for manual and automatic compaction alike (notes §2.9.5); omp's
+            // `auto_compaction_*` are not sent.
+            AgentEvent::CompactionStart { reason } => out.send(&CompactionStartEvent::new(start_reason(reason))).await,
             AgentEvent::CompactionEnd { reason, result, aborted, will_retry } => {
                 let (result, error) = match result {
                     Ok(r) => (Some(r), None),
                     Err(e) => (None, Some(e)),
                 };
-                match reason {
-                    CompactionReason::Manual => {
-                        let end = CompactionEndEvent::new(CompactionEndEventReason::Manual, aborted, will_retry).with_result(result).with_error_message(error);
-                        out.send(&end).await
-                    }
-                    CompactionReason::Threshold | CompactionReason::Overflow => {
-                        out.send(&AutoCompactionEndEvent::new(aborted, will_retry).with_result(result).with_error_message(error)).await
-                    }
-                }
+                out.send(&CompactionEndEvent::new(end_reason(reason), aborted, will_retry).with_result(result).with_error_message(error)).await
             }
             AgentEvent::RetryStart { attempt, max_attempts, delay, error } => {
                 out.send(&AutoRetryStartEvent::new(attempt, max_attempts, delay.as_millis() as f64, error)).await
             }
             AgentEvent::RetryEnd { success, attempt, final_error } => out.send(&AutoRetryEndEvent::new(success, attempt).with_final_error(final_error)).await,
-            AgentEvent::ThinkingLevelChanged { level } => out.send(&ThinkingLevelChangedEvent::new().with_level(Some(level))).await,
+            // pi reads `level`, omp `thinkingLevel`: both are sent.
+            AgentEvent::ThinkingLevelChanged { level } => {
+                out.send(&ThinkingLevelChangedEvent::new().with_level(Some(level)).with_thinking_level(Some(level.to_string()))).await
+            }
             AgentEvent::SessionNameChanged { name } => out.send(&SessionInfoChangedEvent::new().with_name(Some(name))).await,
             AgentEvent::TodosChanged { phases } => out.send(&TodoUpdateEvent::new(phases.to_vec())).await,
             AgentEvent::Notice { level, message } => {

@@ -8,8 +8,10 @@
 //! a run may be waiting for. A run starts only after the response of the command that started
 //! it is queued (`Agent::release_gates`).
 //!
-//! stdin EOF: stop reading, abort the run the way `abort` would (every pending dialog and host
-//! tool resolves), wait for in-flight commands (bounded), and return.
+//! stdin EOF drains, it does not cancel (omp; notes §1.6): stop reading, abort the run the way
+//! `abort` would (every pending dialog and host tool resolves), let every command already read
+//! finish and answer — a running `bash` completes with its output — and return. The drain is
+//! bounded by `SHUTDOWN_GRACE`; what still runs then is cancelled and answered as cancelled.
 
 use std::sync::Arc;
 
@@ -22,6 +24,8 @@ use crate::dialect::SHUTDOWN_GRACE;
 use crate::protocol::{dispatch_rpc_command, RpcCommand};
 use crate::transport::{LineReader, Outbox};
 
+/// How long commands cancelled after the drain timed out get to write their answers.
+const CANCELLED_ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn is_detached(command: &RpcCommand) -> bool {
     matches!(command, RpcCommand::Abort(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::NewSession(_) | RpcCommand::Bash(_))
@@ -102,6 +106,10 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
         // Reap finished detached commands so the set does not grow with the session.
         while detached.try_join_next().is_some() {}
     }
-    session.agent().shutdown().await;
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while detached.join_next().await.is_some() {} }).await;
+    session.agent().end_of_input().await;
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async { while detached.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        session.agent().shutdown().await;
+        let _ = tokio::time::timeout(CANCELLED_ANSWER_GRACE, async { while detached.join_next().await.is_some() {} }).await;
+    }
 }

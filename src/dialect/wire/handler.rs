@@ -200,7 +200,7 @@ impl WireHandler for WireSession {
             return Err(idle());
         }
         let (text, images) = user_text(&request.params.user_input)?;
-        if let Submitted::Started(_) = self.agent.steer(text, images).await {
+        if let Submitted::Started(_) = self.agent.steer(text, images).await.map_err(wire_error)? {
             // The run ended between the check and the steer: the message starts a run of its own.
             self.agent.release_gates();
         }

@@ -68,11 +68,23 @@ struct Turn {
     retrying: bool,
 }
 
-/// What an external tool's answer said beyond its output, for the `ToolResult` event.
+/// What a tool's `ToolResult` says beyond the core's output: an external tool's answer, or
+/// kimi's wording for a refused call or a failed external tool.
 #[derive(Debug, Clone)]
 struct ReturnExtras {
     message: String,
     display: Vec<WireDisplayBlock>,
+    /// Written as `output` instead of the text the model saw (kimi writes `""` for a
+    /// rejection or an external tool error and puts the words in `message`).
+    output: Option<String>,
+}
+
+impl ReturnExtras {
+    /// kimi's shape for a call that produced no output: `output:""`, the words in `message`
+    /// and one `brief` display block.
+    fn failed(message: impl Into<String>, brief: impl Into<String>) -> Self {
+        Self { message: message.into(), display: vec![WireDisplayBlock::Brief(WireBriefDisplay::new(brief.into()))], output: Some(String::new()) }
+    }
 }
 
 /// The dialect's side of the core: the event projection and the host port, writing to the
@@ -86,7 +98,7 @@ pub struct WireHost {
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, WireError>>>>,
     /// Prompt requests waiting for their turn to settle, by the core's prompt id.
     prompts: Mutex<HashMap<PromptId, oneshot::Sender<RunOutcome>>>,
-    /// External tool answers' message and display, by tool call id.
+    /// `ToolResult` extras (external tool answers, refusals), by tool call id.
     returns: Mutex<HashMap<String, ReturnExtras>>,
     /// The client answers `QuestionRequest`s (declared in `initialize`).
     supports_question: AtomicBool,

@@ -19,6 +19,10 @@ use crate::protocol::envelope::WireError;
 use crate::protocol::*;
 use crate::tools::ToolOutput;
 
+/// kimi's words for a rejection without feedback; the model hears them too (the core's
+/// [`Decision::RejectAndStop`] result).
+const REJECTED_STOP: &str = crate::agent::approval::REJECTED_STOP;
+
 /// How waiting for the client's answer ended.
 enum Waited {
     Answer(Result<Value, WireError>),
@@ -88,15 +92,16 @@ impl WireHost {
                     match r.response {
                         WireApprovalDecision::Approve => (Decision::Approve, "approve", feedback),
                         WireApprovalDecision::ApproveForSession => (Decision::ApproveForSession, "approve_for_session", feedback),
-                        WireApprovalDecision::Reject => {
-                            let said = (!feedback.trim().is_empty()).then(|| feedback.clone());
-                            (Decision::Reject { feedback: said }, "reject", feedback)
-                        }
+                        // With feedback the model hears it and the turn goes on; without, the
+                        // user takes over and the turn ends (kimi, notes §3.6.1).
+                        WireApprovalDecision::Reject if !feedback.trim().is_empty() => (Decision::Reject { feedback: Some(feedback.clone()) }, "reject", feedback),
+                        WireApprovalDecision::Reject => (Decision::RejectAndStop, "reject", feedback),
                     }
                 }
-                Err(_) => (Decision::Reject { feedback: None }, "reject", String::new()),
+                Err(_) => (Decision::RejectAndStop, "reject", String::new()),
             },
-            Waited::Answer(Err(_)) => (Decision::Reject { feedback: None }, "reject", String::new()),
+            // An error reply is a rejection without feedback, as in kimi.
+            Waited::Answer(Err(_)) => (Decision::RejectAndStop, "reject", String::new()),
             Waited::TimedOut => {
                 self.withdraw(&id);
                 (Decision::TimedOut, "reject", String::new())
@@ -111,6 +116,17 @@ impl WireHost {
             "approve_for_session" => WireApprovalDecision::ApproveForSession,
             _ => WireApprovalDecision::Reject,
         };
+        // The refused call's ToolResult in kimi's words.
+        match &decision {
+            Decision::Reject { feedback: Some(said) } => {
+                let extras = ReturnExtras::failed(format!("The tool call is rejected by the user. User feedback: {said}"), format!("Rejected: {said}"));
+                lock(&self.returns).insert(ask.call.id.to_string(), extras);
+            }
+            Decision::RejectAndStop => {
+                lock(&self.returns).insert(ask.call.id.to_string(), ReturnExtras::failed(REJECTED_STOP, "Rejected by user"));
+            }
+            Decision::Approve | Decision::ApproveForSession | Decision::Reject { feedback: None } | Decision::TimedOut | Decision::Abandoned => {}
+        }
         let settled = WireApprovalResponsePayload { request_id: id, response, feedback: Some(feedback) };
         self.event(WireApprovalResponseEvent::new(settled).into()).await;
         decision
@@ -132,12 +148,16 @@ impl WireHost {
                         WireUserInput::Array(parts) => parts.iter().filter_map(|p| if let WireContentPart::Text(t) = p { Some(t.text.as_str()) } else { None }).collect::<Vec<_>>().join("\n"),
                     };
                     let text = if text.is_empty() { rv.message.clone() } else { text };
-                    lock(&self.returns).insert(id, ReturnExtras { message: rv.message, display: rv.display });
+                    lock(&self.returns).insert(id, ReturnExtras { message: rv.message, display: rv.display, output: None });
                     ToolOutput { is_error: rv.is_error, ..ToolOutput::text(text) }
                 }
                 Err(e) => ToolOutput::error(format!("External tool \"{name}\" answered with an invalid result: {e}")),
             },
-            Waited::Answer(Err(e)) => ToolOutput::error(e.message),
+            // kimi (notes §3.6.2): `output:""`, the client's words in `message`; the loop goes on.
+            Waited::Answer(Err(e)) => {
+                lock(&self.returns).insert(id, ReturnExtras::failed(e.message.clone(), "External tool error"));
+                ToolOutput::error(e.message)
+            }
             Waited::TimedOut => {
                 self.withdraw(&id);
                 ToolOutput::error(format!("External tool \"{name}\" did not answer within {} ms", ask.timeout.as_millis()))

@@ -120,8 +120,9 @@ impl WireHost {
             }
             AgentEvent::ToolStart { .. } | AgentEvent::ToolUpdate { .. } => {}
             AgentEvent::ToolEnd { call, result, is_error } => {
-                let extras = lock(&self.returns).remove(call.id.as_str()).unwrap_or(ReturnExtras { message: String::new(), display: Vec::new() });
-                let value = WireToolReturnValue { is_error, output: WireUserInput::String(text_of(result)), message: extras.message, display: extras.display, extras: None };
+                let extras = lock(&self.returns).remove(call.id.as_str()).unwrap_or(ReturnExtras { message: String::new(), display: Vec::new(), output: None });
+                let output = extras.output.unwrap_or_else(|| text_of(result));
+                let value = WireToolReturnValue { is_error, output: WireUserInput::String(output), message: extras.message, display: extras.display, extras: None };
                 self.event(WireToolResultEvent::new(WireToolResultPayload { tool_call_id: call.id.to_string(), return_value: value }).into()).await;
             }
             AgentEvent::TurnEnd { .. } => {}

@@ -3739,7 +3739,7 @@ class WireMediaUrl(BaseModel):
     """
     id: Optional[str] = None
     """
-    Optional id of the media.
+    Optional id of the media; always written (`null` when absent), as kimi normalises it.
     """
 
 

@@ -4434,7 +4434,7 @@ export interface WireMediaUrl {
    */
   url: string;
   /**
-   * Optional id of the media.
+   * Optional id of the media; always written (`null` when absent), as kimi normalises it.
    */
   id?: string | null;
 }
