@@ -160,6 +160,8 @@ pub(crate) struct Inner {
     port: Arc<dyn HostPort>,
     gates: Mutex<Vec<oneshot::Sender<()>>>,
     next_prompt: AtomicU64,
+    /// Serializes `abort_and_prompt` (see [`Agent::abort_and_prompt`]).
+    abort_and_prompt: tokio::sync::Mutex<()>,
 }
 
 /// The agent; cheap to clone.
@@ -215,6 +217,7 @@ impl Agent {
             port,
             gates: Mutex::new(Vec::new()),
             next_prompt: AtomicU64::new(1),
+            abort_and_prompt: tokio::sync::Mutex::new(()),
         };
         Self { inner: Arc::new(inner) }
     }
