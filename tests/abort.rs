@@ -81,11 +81,18 @@ fn back_to_back_abort_and_prompt_loses_no_acknowledged_message() {
         burst.push_str(&json!({"id": format!("a{i}"), "type":"abort_and_prompt","message": format!("m{i}")}).to_string());
     }
     a.send_raw(&burst);
-    let last = format!("a{N}");
-    let frames = a.until_prompt_result(&last);
-    let mut acked: Vec<String> = frames.iter().filter(|f| f["type"] == "response" && f["success"] == true).map(|f| f["id"].as_str().unwrap().to_owned()).collect();
-    acked.sort();
-    assert_eq!(acked.len(), N + 1, "every command is acknowledged");
+    // Each command starts a run of its own (after aborting the previous one): N + 1 responses,
+    // all successes, and N + 1 prompt results.
+    let (mut responses, mut results) = (0, 0);
+    while responses < N + 1 || results < N + 1 {
+        let f = a.next();
+        if f["type"] == "response" {
+            assert_eq!(f["success"], true, "{f}");
+            responses += 1;
+        } else if f["type"] == "prompt_result" {
+            results += 1;
+        }
+    }
     let messages = a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].clone();
     let users: Vec<String> = messages
         .as_array()

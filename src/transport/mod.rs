@@ -3,8 +3,10 @@
 //!
 //! - [`lines`]: bounded LF-only line splitting of the inbound stream.
 //! - [`writer`]: the single writer task that owns the outbound stream.
+//! - [`until`]: an inbound stream that ends on a signal.
 
 pub mod lines;
+pub mod until;
 pub mod writer;
 
 pub use lines::{InboundLine, LineReader};
