@@ -21,8 +21,8 @@ use crate::sessions::Session;
 use crate::transport::spawn_writer;
 use crate::transport::until::UntilCancelled;
 use tokio_util::sync::CancellationToken;
-/// Frames that may wait for a slow host before senders block.
-const OUTBOX_CAPACITY: usize = 1024;
+/// Bytes of frames that may wait for a slow host before senders block.
+const OUTBOX_BYTES: usize = crate::transport::writer::DEFAULT_OUTBOUND_BYTES;
 
 /// Options of `agentwire --mode rpc`.
 #[derive(Debug, Clone)]
@@ -188,7 +188,7 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_BYTES);
     let host = Arc::new(RpcHost::new(out.clone()));
     let agent = prepared.build(host.clone());
     let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
@@ -204,7 +204,7 @@ pub async fn run_wire_process(options: RpcOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_BYTES);
     let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
     let agent = prepared.build(host.clone());
     let session = WireSession::new(agent.clone(), host);
