@@ -38,7 +38,7 @@ pub struct Outbox {
 
 /// Serializes a frame as one compact line with its LF, escaping U+2028 and U+2029.
 pub fn encode_frame<T: Serialize + ?Sized>(frame: &T) -> Result<Vec<u8>, serde_json::Error> {
-    let mut text = serde_json::to_string(frame)?;
+    let mut text = super::raw_id::restore(serde_json::to_string(frame)?);
     // These two characters can only occur inside JSON strings, where `\u2028` means the same.
     if text.contains(['\u{2028}', '\u{2029}']) {
         text = text.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029");
