@@ -65,3 +65,45 @@ fn sigterm_aborts_flushes_and_exits_143() {
     assert_eq!(code, 143);
     assert_eq!(rest.last().unwrap()["type"], "prompt_result");
 }
+
+/// Issue 15, defect 3: a host that writes `prompt` and many `abort_and_prompt`s back to back
+/// without waiting gets every message it was told was accepted into the session, each once
+/// (`abort_and_prompt` is answered off the reader task, so concurrent ones may take turns in
+/// another order than they were written; a host that needs order waits for each response).
+#[test]
+fn back_to_back_abort_and_prompt_loses_no_acknowledged_message() {
+    const N: usize = 200;
+    let script: Vec<serde_json::Value> = (0..=N).map(|_| slow()).collect();
+    let mut a = Agent::start(&[], &script);
+    let mut burst = json!({"id":"p","type":"prompt","message":"m0"}).to_string();
+    for i in 1..=N {
+        burst.push('\n');
+        burst.push_str(&json!({"id": format!("a{i}"), "type":"abort_and_prompt","message": format!("m{i}")}).to_string());
+    }
+    a.send_raw(&burst);
+    // Each command starts a run of its own (after aborting the previous one): N + 1 responses,
+    // all successes, and N + 1 prompt results.
+    let (mut responses, mut results) = (0, 0);
+    while responses < N + 1 || results < N + 1 {
+        let f = a.next();
+        if f["type"] == "response" {
+            assert_eq!(f["success"], true, "{f}");
+            responses += 1;
+        } else if f["type"] == "prompt_result" {
+            results += 1;
+        }
+    }
+    let messages = a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].clone();
+    let users: Vec<String> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"][0]["text"].as_str().unwrap().to_owned())
+        .collect();
+    let mut expected: Vec<String> = (0..=N).map(|i| format!("m{i}")).collect();
+    let mut users = users;
+    users.sort();
+    expected.sort();
+    assert_eq!(users, expected, "each acknowledged message reached the session, once");
+}

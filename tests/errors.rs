@@ -32,10 +32,13 @@ impl Probe for Agent {
 #[test]
 fn malformed_input_classes_each_get_one_error_frame() {
     let mut a = Agent::start(&[], &[]);
-    for line in ["{not json", "null", "42", "[]", "\"text\"", "true", "{\"id\":1,\"type\":\"get_state\"} trailing", "{}{}"] {
+    for line in ["{not json", "null", "42", "[]", "\"text\"", "true", "{}{}"] {
         let e = one_error(&mut a, line);
         assert_eq!((&e["command"], &e["code"], e.get("id")), (&json!("parse"), &json!("parse_error"), None), "{line}");
     }
+    // A parse error still carries the id whenever the top-level `id` can be read (issue 15).
+    let e = one_error(&mut a, "{\"id\":1,\"type\":\"get_state\"} trailing");
+    assert_eq!((&e["command"], &e["code"], &e["id"]), (&json!("parse"), &json!("parse_error"), &json!(1)));
     let e = one_error(&mut a, r#"{"id":"u1","type":"does_not_exist"}"#);
     assert_eq!((&e["id"], &e["command"], &e["code"], &e["error"]), (&json!("u1"), &json!("does_not_exist"), &json!("unknown_command"), &json!("Unknown command: does_not_exist")));
     let e = one_error(&mut a, r#"{"id":"t1"}"#);

@@ -157,6 +157,23 @@ fn rate_limits_honour_retry_after_and_500s_retry_until_success() {
     assert_eq!(a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].as_array().unwrap().len(), 2);
 }
 
+/// Issue 15, defect 5: a provider that quotes the key back ("Incorrect API key provided: …")
+/// reaches no frame, no session file and no export with it; the message stays readable.
+#[test]
+fn a_key_quoted_in_a_provider_error_is_redacted_everywhere() {
+    let fake = FakeLlm::start(vec![status(401, &[], "Incorrect API key provided: sk-fake-secret-123. Also saw sk-other0123456789abcdef.")]).unwrap();
+    let (mut a, _c) = start(&fake, &[]);
+    let frames = prompt(&mut a, "p", "x");
+    let result = frames.last().unwrap();
+    assert_eq!(result["error"]["message"], "401 Incorrect API key provided: [redacted]. Also saw sk-[redacted].");
+    let export = a.request(json!({"id":"e","type":"export_html","outputPath":"out.html"}));
+    let mut everything = serde_json::to_string(&frames).unwrap();
+    everything.push_str(&std::fs::read_to_string(export["data"]["path"].as_str().unwrap()).unwrap());
+    let file = a.request(json!({"id":"s","type":"get_state"}))["data"]["sessionFile"].as_str().map(|p| std::fs::read_to_string(p).unwrap());
+    everything.push_str(&file.unwrap_or_default());
+    assert!(!everything.contains("sk-fake-secret-123") && !everything.contains("sk-other0123456789abcdef"), "no key anywhere");
+}
+
 #[test]
 fn client_errors_are_not_retried_and_say_what_the_server_answered() {
     let fake = FakeLlm::start(vec![status(400, &[], "max_tokens is too large")]).unwrap();

@@ -72,3 +72,17 @@ fn abort_while_a_dialog_is_open_cancels_it() {
     assert!(frames.iter().any(|f| f["method"] == "cancel" && f["targetId"] == ask["id"]));
     assert_eq!(frames.iter().find(|f| f["type"] == "prompt_result").unwrap()["status"], "aborted");
 }
+
+/// Issue 15, defect 6: fail closed in rpc. An answer that both confirms and cancels is a denial,
+/// said as such to the model and the host; the tool does not run.
+#[test]
+fn a_confirm_answer_that_also_cancels_rejects() {
+    let mut a = Agent::start(&["--approval", "dangerous"], &[bash_call(), text_reply("done")]);
+    a.send(json!({"id":"p","type":"prompt","message":"x"}));
+    let ask = until_confirm(&mut a);
+    a.send(json!({"type":"extension_ui_response","id":ask["id"],"confirmed":true,"cancelled":true}));
+    let frames = a.until_prompt_result("p");
+    let end = frames.iter().find(|f| f["type"] == "tool_execution_end").unwrap();
+    assert_eq!((&end["isError"], &end["result"]["content"][0]["text"]), (&json!(true), &json!("Tool call denied by user: bash")));
+    assert!(!a.dir.path().join("marker.txt").exists(), "the denied command never ran");
+}

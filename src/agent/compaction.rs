@@ -169,10 +169,10 @@ pub async fn compact(agent: &Agent, custom: Option<&str>, cancel: &CancellationT
     let details = details(older);
     {
         let mut st = agent.state();
-        st.session
-            .append(Payload::Compaction { summary: summary.clone(), first_kept_entry_id: first_kept.clone(), tokens_before, details: Some(details.clone()) })
-            .map_err(|e| CompactionError::Write(e.to_string()))?;
+        let saved = st.session.append(Payload::Compaction { summary: summary.clone(), first_kept_entry_id: first_kept.clone(), tokens_before, details: Some(details.clone()) });
+        // The compaction holds in memory either way; a failed write is retried with the next.
         st.messages = st.session.messages();
+        saved.map_err(|e| CompactionError::Write(e.to_string()))?;
     }
     Ok(CompactionResult { summary, first_kept_entry_id: first_kept, tokens_before, details: Some(details), short_summary: None })
 }

@@ -19,6 +19,10 @@ pub enum CoreError {
     /// This build or configuration cannot do it.
     #[error("{0}")]
     Unsupported(String),
+    /// The session file could not be written (the message names the file and the OS reason);
+    /// what was asked for happened in memory, but it is not on disk yet.
+    #[error("{0}")]
+    SessionWrite(String),
     /// An unexpected failure (I/O, a provider).
     #[error("{0}")]
     Internal(String),

@@ -150,6 +150,8 @@ struct State {
     bash: HashMap<u64, CancellationToken>,
     next_bash: u64,
     current_model: usize,
+    /// A session write that failed during the run, for the run to report and stop on.
+    write_failure: Option<CoreError>,
 }
 
 pub(crate) struct Inner {
@@ -160,6 +162,8 @@ pub(crate) struct Inner {
     port: Arc<dyn HostPort>,
     gates: Mutex<Vec<oneshot::Sender<()>>>,
     next_prompt: AtomicU64,
+    /// Serializes `abort_and_prompt` (see [`Agent::abort_and_prompt`]).
+    abort_and_prompt: tokio::sync::Mutex<()>,
 }
 
 /// The agent; cheap to clone.
@@ -206,6 +210,7 @@ impl Agent {
             bash: HashMap::new(),
             next_bash: 0,
             current_model,
+            write_failure: None,
         };
         let inner = Inner {
             config,
@@ -215,6 +220,7 @@ impl Agent {
             port,
             gates: Mutex::new(Vec::new()),
             next_prompt: AtomicU64::new(1),
+            abort_and_prompt: tokio::sync::Mutex::new(()),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -225,33 +231,53 @@ impl Agent {
     }
 
     /// Appends a message to the session (and the branch's message list). A new session first
-    /// records its model and thinking level. A write error is reported on stderr; the run goes on.
-    pub(crate) fn record(&self, message: AgentMessage) {
+    /// records its model and thinking level. When the file cannot be written the message is
+    /// still part of the conversation (and written with the next entry that can be), and the
+    /// error, naming the file and the OS reason, goes to the caller, which tells the host.
+    pub(crate) fn record(&self, message: AgentMessage) -> CoreResult<()> {
         let mut st = self.state();
+        let mut saved = Ok(());
         if st.session.entries().is_empty() {
             let spec = &self.inner.models[st.current_model];
             let (provider, model_id) = (spec.info.provider.to_string(), spec.info.id.to_string());
             let level = st.thinking;
-            Self::append(&mut st, Payload::ModelChange { provider, model_id });
-            Self::append(&mut st, Payload::ThinkingLevel(level));
+            saved = saved.and(Self::append(&mut st, Payload::ModelChange { provider, model_id }));
+            saved = saved.and(Self::append(&mut st, Payload::ThinkingLevel(level)));
         }
-        Self::append(&mut st, Payload::Message(Box::new(message.clone())));
+        saved = saved.and(Self::append(&mut st, Payload::Message(Box::new(message.clone()))));
         st.messages.push(message);
+        saved
     }
 
-    fn append(st: &mut State, payload: Payload) {
-        if let Err(e) = st.session.append(payload) {
-            eprintln!("agentwire: could not write the session file: {e}");
+    /// [`Agent::record`] inside a run: a failure is kept for [`Agent::take_write_failure`], which
+    /// the run checks at its next step boundary.
+    pub(crate) fn record_for_run(&self, message: AgentMessage) {
+        if let Err(e) = self.record(message) {
+            self.state().write_failure.get_or_insert(e);
         }
+    }
+
+    /// A session write failure of this run, reported to the host as an error notice; the run
+    /// then ends with this error, so its prompt fails instead of claiming a saved conversation.
+    pub(crate) async fn take_write_failure(&self) -> Option<String> {
+        let failure = self.state().write_failure.take()?;
+        let message = failure.to_string();
+        self.emit(AgentEvent::Notice { level: events::NoticeLevel::Error, message: message.clone() }).await;
+        Some(message)
+    }
+
+    fn append(st: &mut State, payload: Payload) -> CoreResult<()> {
+        st.session.append(payload).map(drop).map_err(|e| CoreError::SessionWrite(e.to_string()))
     }
 
     /// Records a setting change in a session that already has entries (a new session records
     /// its settings with its first message).
-    fn record_setting(&self, payload: Payload) {
+    fn record_setting(&self, payload: Payload) -> CoreResult<()> {
         let mut st = self.state();
-        if !st.session.entries().is_empty() {
-            Self::append(&mut st, payload);
+        if st.session.entries().is_empty() {
+            return Ok(());
         }
+        Self::append(&mut st, payload)
     }
 
     /// Replaces the session (new, loaded, cloned); the run must already be stopped. Approvals
@@ -272,8 +298,9 @@ impl Agent {
         st.approved_tools.clear();
     }
 
+    /// The session file, only once it exists: a host must not be told about a file it cannot open.
     fn session_file(st: &State) -> Option<String> {
-        st.session.path().map(|p| p.display().to_string())
+        st.session.path().filter(|_| st.session.file_exists()).map(|p| p.display().to_string())
     }
 
     /// The current session's file, when sessions are kept on disk (it may not exist until the

@@ -72,10 +72,15 @@ impl Agent {
         self.abort_run().await;
     }
 
-    /// Aborts the run, then prompts.
+    /// Aborts the run, then prompts. Messages already accepted into the queues were
+    /// acknowledged to the host, so they are not dropped: they open the new run, before this one.
+    /// Concurrent calls take turns (each aborts the run the previous one started, after that
+    /// run has recorded its messages), so back-to-back calls lose nothing either.
     pub async fn abort_and_prompt(&self, text: String, images: Vec<ImageContent>) -> Submitted {
-        self.abort_run().await;
-        self.submit(text, images, QueueKind::Steer).await
+        let _turn = self.inner.abort_and_prompt.lock().await;
+        let mut first = self.abort_run_keeping_queue().await;
+        first.push(Queued { text, images });
+        self.submit_all(first, QueueKind::Steer).await
     }
 
     /// How steering messages are delivered.
@@ -102,18 +107,22 @@ impl Agent {
 
     /// Starts a run, or queues into the running one.
     async fn submit(&self, text: String, images: Vec<ImageContent>, queue: QueueKind) -> Submitted {
-        let queued = Queued { text, images };
+        self.submit_all(vec![Queued { text, images }], queue).await
+    }
+
+    /// Starts a run with `messages`, or queues them into the running one.
+    async fn submit_all(&self, messages: Vec<Queued>, queue: QueueKind) -> Submitted {
         let update = {
             let mut st = self.state();
             if st.run.is_some() {
                 match queue {
-                    QueueKind::Steer => st.steering.push_back(queued),
-                    QueueKind::FollowUp => st.follow_up.push_back(queued),
+                    QueueKind::Steer => st.steering.extend(messages),
+                    QueueKind::FollowUp => st.follow_up.extend(messages),
                 }
                 Ok(Self::queue_event(&st))
             } else {
                 let id = self.new_prompt_id();
-                self.start_run(&mut st, vec![queued], Some(id));
+                self.start_run(&mut st, messages, Some(id));
                 Err(id)
             }
         };
@@ -158,13 +167,19 @@ impl Agent {
     /// Aborts the running run, clears the queues and waits until the run has emitted its last
     /// event (`RunEnd`, `PromptSettled`).
     pub(super) async fn abort_run(&self) {
-        let (run, update) = {
+        self.abort_run_keeping_queue().await;
+    }
+
+    /// [`Agent::abort_run`], returning what the queues held (steering first) instead of
+    /// dropping it.
+    async fn abort_run_keeping_queue(&self) -> Vec<Queued> {
+        let (run, update, queued) = {
             let mut st = self.state();
             let had_queue = !st.steering.is_empty() || !st.follow_up.is_empty();
-            st.steering.clear();
-            st.follow_up.clear();
+            let mut queued: Vec<Queued> = st.steering.drain(..).collect();
+            queued.extend(st.follow_up.drain(..));
             let run = st.run.as_ref().map(|r| (r.cancel.clone(), r.done.clone()));
-            (run, had_queue.then(|| Self::queue_event(&st)))
+            (run, had_queue.then(|| Self::queue_event(&st)), queued)
         };
         if let Some(event) = update {
             self.emit(event).await;
@@ -173,5 +188,6 @@ impl Agent {
             cancel.cancel();
             let _ = done.wait_for(|d| *d).await;
         }
+        queued
     }
 }

@@ -68,6 +68,12 @@ enum Outcome {
     Error(PromptError),
 }
 
+/// The prompt's error for a session write that failed: not the provider's, not retryable by
+/// asking the model again.
+fn write_failed(message: String) -> PromptError {
+    PromptError { message, http_status: None, retryable: false }
+}
+
 /// The prompt's error detail for a provider failure (notes §2.9.10): the HTTP status when there
 /// was one and whether retrying could help (408/409/429/5xx and connection errors).
 fn prompt_error(error: ProviderError) -> PromptError {
@@ -96,10 +102,13 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
                 agent.emit(update).await;
             }
             let message = user_message(&q, from_queue);
-            agent.record(message.clone());
+            agent.record_for_run(message.clone());
             agent.emit(AgentEvent::MessageStart { message: &message }).await;
             agent.emit(AgentEvent::MessageEnd { message: &message }).await;
             produced.push(message);
+        }
+        if let Some(error) = agent.take_write_failure().await {
+            break Outcome::Error(write_failed(error));
         }
 
         if super::compaction::over_threshold(&agent) {
@@ -133,7 +142,7 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         let (results, user_took_over) = execute_all(&agent, &calls, &cancel).await;
         for r in &results {
             let m = AgentMessage::ToolResult(r.clone());
-            agent.record(m.clone());
+            agent.record_for_run(m.clone());
             agent.emit(AgentEvent::MessageStart { message: &m }).await;
             agent.emit(AgentEvent::MessageEnd { message: &m }).await;
             produced.push(m);
@@ -142,6 +151,9 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         // The assistant message goes before its tool results in `produced`.
         let at = produced.len() - results.len();
         produced.insert(at, message);
+        if let Some(error) = agent.take_write_failure().await {
+            break Outcome::Error(write_failed(error));
+        }
         if cancel.is_cancelled() {
             break Outcome::Aborted;
         }
@@ -173,6 +185,11 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         incoming = next.into_iter().map(|q| (q, true)).collect();
     };
 
+    // A write that failed on the way out (a failed or aborted model call) still fails the prompt.
+    let outcome = match outcome {
+        Outcome::Error(e) => Outcome::Error(e),
+        other => agent.take_write_failure().await.map_or(other, |e| Outcome::Error(write_failed(e))),
+    };
     if let Some(run) = agent.state().run.as_mut() {
         run.finishing = true;
     }
@@ -241,7 +258,7 @@ async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Resul
         let retry = error.as_ref().filter(|e| e.retryable && agent.state().auto_retry && attempt < policy.max_attempts && !cancel.is_cancelled());
         let Some(error) = retry else {
             // The final message is on disk before the event that reports it.
-            agent.record(message.clone());
+            agent.record_for_run(message.clone());
             agent.emit(AgentEvent::MessageEnd { message: &message }).await;
             if attempt > 0 {
                 agent.emit(AgentEvent::RetryEnd { success: error.is_none(), attempt, final_error: error.as_ref().map(|e| e.message.clone()) }).await;

@@ -52,7 +52,7 @@ impl Agent {
     pub async fn clone_session(&self) -> CoreResult<()> {
         self.abort_run().await;
         let mut copy = self.state().session.clone_into(self.inner.config.session_dir.as_deref());
-        copy.write_all_now().map_err(|e| CoreError::Internal(format!("could not write the cloned session: {e}")))?;
+        copy.write_all_now().map_err(|e| CoreError::SessionWrite(e.to_string()))?;
         self.adopt_session(copy);
         Ok(())
     }
@@ -90,9 +90,9 @@ impl Agent {
             return Err(CoreError::InvalidParams("Session name cannot be empty".into()));
         }
         self.state().session_name = Some(name.clone());
-        self.record_setting(Payload::Name(name.clone()));
+        let saved = self.record_setting(Payload::Name(name.clone()));
         self.emit(AgentEvent::SessionNameChanged { name }).await;
-        Ok(())
+        saved
     }
 
     /// The branch's messages.

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::events::AgentEvent;
+use super::events::{AgentEvent, NoticeLevel};
 use super::{nonempty, Agent, CoreError, CoreResult, State};
 use crate::protocol::*;
 use crate::providers::ModelSpec;
@@ -86,7 +86,7 @@ impl Agent {
             .iter()
             .position(|m| *m.info.provider == *provider && *m.info.id == *model_id)
             .ok_or_else(|| CoreError::NotFound(format!("Model not found: {provider}/{model_id}")))?;
-        self.select_model(index).await;
+        self.select_model(index).await?;
         Ok(self.inner.models[index].info.clone())
     }
 
@@ -96,7 +96,13 @@ impl Agent {
             return None;
         }
         let next = (self.state().current_model + 1) % self.inner.models.len();
-        let level = self.select_model(next).await;
+        let level = match self.select_model(next).await {
+            Ok(level) => level,
+            Err(e) => {
+                let level = self.state().thinking;
+                self.report_unsaved(e, level).await
+            }
+        };
         Some(CycleModelResult { model: self.inner.models[next].info.clone(), thinking_level: Some(level), is_scoped: false })
     }
 
@@ -112,7 +118,8 @@ impl Agent {
 
     /// Selects the model at `index` of [`Agent::available_models`]. Switching to a reasoning
     /// model while thinking is off turns it on at `medium`, as pi and omp do (notes §2.6.7).
-    pub(super) async fn select_model(&self, index: usize) -> ThinkingLevel {
+    /// The model is selected even when the change cannot be saved; the error says so.
+    pub(super) async fn select_model(&self, index: usize) -> CoreResult<ThinkingLevel> {
         let spec = &self.inner.models[index];
         let requested = {
             let mut st = self.state();
@@ -122,8 +129,16 @@ impl Agent {
                 level => level,
             }
         };
-        self.record_setting(Payload::ModelChange { provider: spec.info.provider.to_string(), model_id: spec.info.id.to_string() });
-        self.change_thinking(requested).await
+        let saved = self.record_setting(Payload::ModelChange { provider: spec.info.provider.to_string(), model_id: spec.info.id.to_string() });
+        let level = self.change_thinking(requested).await;
+        saved.map(|()| level)
+    }
+
+    /// Tells the host that a change holds in memory but could not be saved (commands whose
+    /// answer has no error form); returns `value`.
+    pub(super) async fn report_unsaved<T>(&self, e: CoreError, value: T) -> T {
+        self.emit(AgentEvent::Notice { level: NoticeLevel::Error, message: e.to_string() }).await;
+        value
     }
 
     /// Sets the thinking level (clamped to what the model supports); returns the level set.
@@ -191,7 +206,9 @@ impl Agent {
             changed
         };
         if changed {
-            self.record_setting(Payload::ThinkingLevel(level));
+            if let Err(e) = self.record_setting(Payload::ThinkingLevel(level)) {
+                self.report_unsaved(e, ()).await;
+            }
             self.emit(AgentEvent::ThinkingLevelChanged { level }).await;
         }
         level

@@ -155,8 +155,10 @@ impl Agent {
                 let index = labels.iter().position(|l| *l == chosen).or_else(|| self.inner.models.iter().position(|m| *m.info.id == chosen));
                 match index {
                     Some(i) => {
-                        self.select_model(i).await;
-                        self.notify(NotifyLevel::Info, format!("Model: {}", labels[i])).await;
+                        match self.select_model(i).await {
+                            Ok(_) => self.notify(NotifyLevel::Info, format!("Model: {}", labels[i])).await,
+                            Err(e) => self.notify(NotifyLevel::Error, e.to_string()).await,
+                        }
                     }
                     None => self.notify(NotifyLevel::Error, format!("Model not found: {chosen}")).await,
                 }
@@ -173,7 +175,9 @@ impl Agent {
                     Some(arg.to_owned())
                 };
                 let Some(name) = name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()) else { return Ok(Outcome::Done) };
-                let _ = self.set_session_name(&name).await;
+                if let Err(e) = self.set_session_name(&name).await {
+                    self.notify(NotifyLevel::Error, e.to_string()).await;
+                }
                 self.port().notify(UiNotice::Title { title: format!("agentwire: {name}") }).await;
                 Ok(Outcome::Done)
             }

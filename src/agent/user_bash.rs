@@ -50,7 +50,8 @@ impl Agent {
             timestamp: now_ms(),
             meta: serde_json::Map::new(),
         });
-        self.record(message);
+        // The command ran; if its record cannot be saved the host is told instead of a success.
+        self.record(message)?;
         Ok(result)
     }
 

@@ -12,13 +12,28 @@
 pub mod rpc;
 pub mod wire;
 
+use crate::transport::raw_id::{exact_id, id_kind, IdKind};
+
 /// How long the end of input waits for requests in flight before giving up on them.
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The top-level `id` and `type` of an object whose text was cut short (an oversized line keeps
-/// only its head): scanned key by key until the text runs out, so an error frame can still carry
-/// the request id. `id` is a string or an integer; anything unreadable is `None`.
+/// only its head) or that the full parser rejects (nested too deep, `1e400`, a lone surrogate):
+/// scanned key by key until the text runs out, so an error frame can still carry the request
+/// id. `id` is a string or an integer token, kept byte-exact
+/// ([`crate::transport::raw_id::exact_id`]); anything unreadable is `None`.
 pub fn peek_id_and_type(head: &[u8]) -> (Option<serde_json::Value>, Option<String>) {
+    let (raw, kind) = peek_raw_id_and_type(head);
+    let id = raw.filter(|r| id_kind(r) != IdKind::Other).map(|r| exact_id(&r));
+    (id, kind)
+}
+
+/// The raw token of the top-level `id` of a JSON object's text (the last one, as parsers keep).
+pub fn raw_id(text: &[u8]) -> Option<String> {
+    peek_raw_id_and_type(text).0
+}
+
+fn peek_raw_id_and_type(head: &[u8]) -> (Option<String>, Option<String>) {
     let s = head;
     let ws = |mut i: usize| {
         while s.get(i).is_some_and(u8::is_ascii_whitespace) {
@@ -80,11 +95,10 @@ pub fn peek_id_and_type(head: &[u8]) -> (Option<serde_json::Value>, Option<Strin
         }
         i = ws(i + 1);
         let Some(end) = value_end(i) else { break };
-        let value: Option<serde_json::Value> = std::str::from_utf8(&s[i..end]).ok().and_then(|v| serde_json::from_str(v.trim_end()).ok());
-        match (key.as_deref(), value) {
-            (Some("id"), Some(v @ serde_json::Value::String(_))) => id = Some(v),
-            (Some("id"), Some(v)) if v.is_i64() || v.is_u64() => id = Some(v),
-            (Some("type"), Some(serde_json::Value::String(t))) => kind = Some(t),
+        let token = std::str::from_utf8(&s[i..end]).ok().map(str::trim_end);
+        match (key.as_deref(), token) {
+            (Some("id"), Some(t)) => id = Some(t.to_owned()),
+            (Some("type"), Some(t)) => kind = serde_json::from_str::<String>(t).ok().or(kind),
             _ => {}
         }
         i = ws(end);
@@ -109,5 +123,6 @@ mod tests {
         assert_eq!(peek_id_and_type(br#"{"id":{"x":1},"type":"a"}"#), (None, Some("a".into())));
         assert_eq!(peek_id_and_type(b"[1,2"), (None, None));
         assert_eq!(peek_id_and_type(br#"{"jsonrpc":"2.0","id":"w1","method":"prompt","params":{"user_input":"xx"#), (Some(json!("w1")), None));
+        assert_eq!(super::raw_id(br#"{"id": 18446744073709551616 , "deep":[[[1e400]]]}"#).as_deref(), Some("18446744073709551616"));
     }
 }

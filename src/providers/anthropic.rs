@@ -147,9 +147,10 @@ impl Provider for AnthropicProvider {
         if let Some(key) = &self.endpoint.api_key {
             builder = builder.header("x-api-key", key);
         }
+        let endpoint = self.endpoint.clone();
         ChunkStream::spawn(move |tx| async move {
             if let Err(e) = run(builder, &tx).await {
-                let _ = tx.send(ModelChunk::Error(e)).await;
+                let _ = tx.send(ModelChunk::Error(e.redacted(&endpoint))).await;
             }
         })
     }

@@ -14,6 +14,7 @@ pub mod anthropic;
 pub mod config;
 pub mod offline;
 pub mod openai;
+pub mod redact;
 mod sse;
 
 use std::sync::Arc;
@@ -77,6 +78,15 @@ pub struct ProviderError {
 }
 
 impl ProviderError {
+    /// This error with the secrets of `endpoint` and key-shaped tokens redacted (see
+    /// [`redact`]); every error an HTTP provider reports goes through here.
+    pub fn redacted(mut self, endpoint: &Endpoint) -> Self {
+        let mut secrets: Vec<&str> = endpoint.headers.iter().map(|(_, v)| v.as_str()).collect();
+        secrets.extend(endpoint.api_key.as_deref());
+        self.message = redact::redact(&self.message, &secrets);
+        self
+    }
+
     /// A failure that retrying will not fix.
     pub fn fatal(message: impl Into<String>) -> Self {
         Self { message: message.into(), retryable: false, http_status: None, retry_after: None, context_overflow: false }

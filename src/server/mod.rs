@@ -4,7 +4,9 @@
 //!
 //! stdin EOF: the dialect's loop aborts the run (every pending dialog and host tool resolves),
 //! answers what is in flight (bounded) and returns; the process flushes and exits 0. SIGINT /
-//! SIGTERM / SIGHUP: the same, then exit 130 / 143 / 129. stdout closed (EPIPE): stop quietly.
+//! SIGTERM / SIGHUP: the input is ended as if by EOF, so the same happens (a running `bash` is
+//! terminated, SIGTERM then SIGKILL to its process group, and answered `cancelled`), then exit
+//! 130 / 143 / 129. stdout closed (EPIPE): stop quietly.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,8 +19,10 @@ use crate::dialect::wire::{serve_wire, WireHost, WireSession};
 use crate::providers::offline::OfflineModel;
 use crate::sessions::Session;
 use crate::transport::spawn_writer;
-/// Frames that may wait for a slow host before senders block.
-const OUTBOX_CAPACITY: usize = 1024;
+use crate::transport::until::UntilCancelled;
+use tokio_util::sync::CancellationToken;
+/// Bytes of frames that may wait for a slow host before senders block.
+const OUTBOX_BYTES: usize = crate::transport::writer::DEFAULT_OUTBOUND_BYTES;
 
 /// Options of `agentwire --mode rpc`.
 #[derive(Debug, Clone)]
@@ -145,15 +149,22 @@ impl Prepared {
 }
 
 /// Serves `serve` until input ends, a signal arrives or stdout closes; returns the exit code.
-async fn run_process(agent: Agent, writer: tokio::task::JoinHandle<std::io::Result<u64>>, serve: impl std::future::Future<Output = ()>) -> u8 {
+/// `stop` ends the input `serve` reads (see [`crate::transport::until`]).
+async fn run_process(agent: Agent, writer: tokio::task::JoinHandle<std::io::Result<u64>>, stop: CancellationToken, serve: impl std::future::Future<Output = ()>) -> u8 {
     let mut writer = writer;
+    tokio::pin!(serve);
     let code = tokio::select! {
         biased;
         code = signalled() => {
-            let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
+            // The serve loop sees the end of its input: it aborts the run and answers what is in
+            // flight (bounded by its own grace), then returns.
+            stop.cancel();
+            if tokio::time::timeout(SHUTDOWN_GRACE * 2, &mut serve).await.is_err() {
+                let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
+            }
             code
         }
-        () = serve => 0,
+        () = &mut serve => 0,
         // stdout closed (EPIPE): nobody can read our answers any more; stop quietly.
         _ = &mut writer => {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
@@ -166,20 +177,25 @@ async fn run_process(agent: Agent, writer: tokio::task::JoinHandle<std::io::Resu
     code
 }
 
+/// stdin, ending when `stop` is cancelled.
+fn input(stop: &CancellationToken) -> UntilCancelled<tokio::io::BufReader<tokio::io::Stdin>> {
+    UntilCancelled::new(tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone())
+}
+
 /// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
 pub async fn run_rpc_process(options: RpcOptions) -> u8 {
     let prepared = match prepare(&options) {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_BYTES);
     let host = Arc::new(RpcHost::new(out.clone()));
     let agent = prepared.build(host.clone());
     let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
     let _ = out.send(&session.ready_frame()).await;
     drop(out);
-    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
-    run_process(agent, writer, serve_rpc(session, stdin, options.max_line_bytes)).await
+    let stop = CancellationToken::new();
+    run_process(agent, writer, stop.clone(), serve_rpc(session, input(&stop), options.max_line_bytes)).await
 }
 
 /// Runs `agentwire --mode wire` on stdin/stdout; returns the exit code.
@@ -188,12 +204,12 @@ pub async fn run_wire_process(options: RpcOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_BYTES);
     let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
     let agent = prepared.build(host.clone());
     let session = WireSession::new(agent.clone(), host);
-    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
-    run_process(agent, writer, serve_wire(session, stdin, options.max_line_bytes)).await
+    let stop = CancellationToken::new();
+    run_process(agent, writer, stop.clone(), serve_wire(session, input(&stop), options.max_line_bytes)).await
 }
 
 async fn signalled() -> u8 {

@@ -15,18 +15,103 @@ use std::path::{Path, PathBuf};
 
 use crate::protocol::*;
 
-/// Why a session file could not be loaded. The messages start with the file's path.
+/// Why a session file could not be loaded. The messages start with the file's path and never
+/// quote the file's content (a file that is not a session may hold anything, secrets included).
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    /// The file cannot be read (missing, unreadable).
+    /// The file cannot be opened or read (missing, unreadable).
     #[error("{}: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
+    /// The path names a directory, a FIFO, a device or a socket: only regular files are read
+    /// (a FIFO would block the agent, a device such as `/dev/zero` would never end).
+    #[error("{}: not a regular file ({kind})", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// The file is larger than the size limit (`--max-session-bytes`).
+    #[error("{}: {size} bytes is more than the {limit}-byte session size limit", path.display())]
+    TooLarge { path: PathBuf, size: u64, limit: u64 },
     /// The file has no lines at all.
     #[error("{}: empty file, not a session", path.display())]
     Empty { path: PathBuf },
     /// Line 1 is not a `session` header: the file is something else.
-    #[error("{}: line 1 is not a session header: {source}", path.display())]
-    NotASession { path: PathBuf, source: serde_json::Error },
+    #[error("{}: line 1 is not a session header ({reason})", path.display())]
+    NotASession { path: PathBuf, reason: String },
+}
+
+/// A session entry could not be written. The entry stays in memory and is written, in order and
+/// before anything newer, by the next write that succeeds.
+#[derive(Debug, thiserror::Error)]
+#[error("could not save the session to {}: {source}", path.display())]
+pub struct SessionWriteError {
+    /// The session file (or the directory that could not be created).
+    pub path: PathBuf,
+    /// The operating system's reason (ENOSPC, EFBIG, ENOTDIR, EACCES, …).
+    pub source: std::io::Error,
+}
+
+/// The default size limit for reading a session file: generous (a long session with tool output
+/// is a few MiB), but a bound, so a wrong path cannot exhaust memory.
+pub const DEFAULT_MAX_SESSION_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Why a JSON text failed to parse, without quoting any of it (serde_json's data errors quote
+/// the offending value).
+fn parse_reason(e: &serde_json::Error) -> String {
+    let what = match e.classify() {
+        serde_json::error::Category::Io => "unreadable",
+        serde_json::error::Category::Syntax => "not JSON",
+        serde_json::error::Category::Data => "JSON of the wrong shape",
+        serde_json::error::Category::Eof => "JSON cut short",
+    };
+    format!("{what} at column {}", e.column())
+}
+
+/// The kind of a non-regular file, for error messages.
+fn file_kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}
+
+/// Opens `path` for reading without ever blocking (a FIFO with no writer would block `open`)
+/// and checks that it is a regular file no larger than `limit`; returns the file and its size.
+pub fn open_regular(path: &Path, limit: u64) -> Result<(std::fs::File, u64), SessionError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|source| SessionError::Read { path: path.to_path_buf(), source })?;
+    let meta = file.metadata().map_err(|source| SessionError::Read { path: path.to_path_buf(), source })?;
+    if !meta.file_type().is_file() {
+        return Err(SessionError::NotRegular { path: path.to_path_buf(), kind: file_kind(meta.file_type()) });
+    }
+    if meta.len() > limit {
+        return Err(SessionError::TooLarge { path: path.to_path_buf(), size: meta.len(), limit });
+    }
+    Ok((file, meta.len()))
+}
+
+/// Reads a whole regular file, at most `limit` bytes (a file growing while read is cut at the
+/// limit and reported as too large).
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, SessionError> {
+    use std::io::Read;
+    let (file, size) = open_regular(path, limit)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|source| SessionError::Read { path: path.to_path_buf(), source })?;
+    if bytes.len() as u64 > limit {
+        return Err(SessionError::TooLarge { path: path.to_path_buf(), size: bytes.len() as u64, limit });
+    }
+    Ok(bytes)
 }
 
 /// Callers that report errors as strings (the server's start-up path uses `?` into `String`)
@@ -144,6 +229,11 @@ pub struct Session {
     /// Where the session is written; `None` for in-memory sessions (`--no-session`).
     path: Option<PathBuf>,
     file: Option<std::fs::File>,
+    /// How many entries at the end of `entries` are not on disk yet (a write failed); the next
+    /// write writes them first, so the file's parent chain never has a gap.
+    unsaved: usize,
+    /// Whether the header is on disk.
+    header_saved: bool,
 }
 
 /// The directory holding the sessions of `cwd` under `root` (pi's naming).
@@ -160,20 +250,40 @@ impl Session {
         let timestamp = now_rfc3339();
         let path = dir.map(|d| d.join(format!("{}_{id}.jsonl", timestamp.replace([':', '.'], "-"))));
         let header = SessionHeader { parent_session: parent, ..SessionHeader::new(3, nonempty(&id), nonempty(&timestamp), cwd.display().to_string()) };
-        Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, path, file: None }
+        Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, path, file: None, unsaved: 0, header_saved: false }
     }
 
-    /// Loads a session file. A torn last line and corrupt lines in the middle are skipped and
-    /// reported; a missing file or a missing header is an error.
+    /// Loads a session file (at most [`DEFAULT_MAX_SESSION_BYTES`]); see [`Session::load_limited`].
     pub fn load(path: &Path) -> Result<(Self, Vec<LoadWarning>), SessionError> {
-        let text = std::fs::read(path).map_err(|source| SessionError::Read { path: path.to_path_buf(), source })?;
-        let text = String::from_utf8_lossy(&text);
+        Self::load_limited(path, DEFAULT_MAX_SESSION_BYTES)
+    }
+
+    /// Loads a session file of at most `limit` bytes. Only regular files are opened, without
+    /// blocking. A torn last line and corrupt lines in the middle are skipped and reported; a
+    /// missing file or a missing header is an error.
+    pub fn load_limited(path: &Path, limit: u64) -> Result<(Self, Vec<LoadWarning>), SessionError> {
+        let text = read_regular(path, limit)?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses a session file's bytes (the fuzz target's entry point: it must never panic).
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<(Self, Vec<LoadWarning>), SessionError> {
+        let text = String::from_utf8_lossy(bytes);
         let ends_with_newline = text.ends_with('\n');
         let lines: Vec<&str> = text.lines().collect();
         let mut warnings = Vec::new();
         let Some(first) = lines.first() else { return Err(SessionError::Empty { path: path.to_path_buf() }) };
-        let header: SessionHeader = serde_json::from_str(first).map_err(|source| SessionError::NotASession { path: path.to_path_buf(), source })?;
-        let mut session = Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, path: Some(path.to_path_buf()), file: None };
+        let header: SessionHeader = serde_json::from_str(first).map_err(|e| SessionError::NotASession { path: path.to_path_buf(), reason: parse_reason(&e) })?;
+        let mut session = Self {
+            header,
+            entries: Vec::new(),
+            index: HashMap::new(),
+            leaf: None,
+            path: Some(path.to_path_buf()),
+            file: None,
+            unsaved: 0,
+            header_saved: true,
+        };
         for (i, line) in lines.iter().enumerate().skip(1) {
             if line.trim().is_empty() {
                 continue;
@@ -182,6 +292,7 @@ impl Session {
                 Ok(entry) => session.push_loaded(entry),
                 Err(e) => {
                     let torn = i + 1 == lines.len() && !ends_with_newline;
+                    let e = parse_reason(&e);
                     let reason = if torn { format!("torn last line skipped ({e})") } else { format!("corrupt line skipped: {e}") };
                     warnings.push(LoadWarning { line: i + 1, reason });
                 }
@@ -228,8 +339,10 @@ impl Session {
     }
 
     /// Appends an entry under the leaf and writes it (creating the file with its header on the
-    /// first entry). Returns the entry id.
-    pub fn append(&mut self, payload: Payload) -> std::io::Result<String> {
+    /// first entry). Returns the entry id. When the write fails the entry is still part of the
+    /// session in memory (the conversation goes on) and is written with the next entry that can
+    /// be; the error names the file and the OS reason.
+    pub fn append(&mut self, payload: Payload) -> Result<String, SessionWriteError> {
         let id = new_entry_id();
         let parent_id = self.leaf.clone();
         let timestamp = now_rfc3339();
@@ -251,52 +364,80 @@ impl Session {
                 ..CompactionEntry::new(nonempty(&id), parent_id, nonempty(&timestamp), summary, nonempty(&first_kept_entry_id), tokens_before)
             }),
         };
-        self.write_line(&serde_json::to_string(&entry).map_err(std::io::Error::other)?)?;
         self.push_loaded(entry);
+        self.unsaved += 1;
+        self.flush_unsaved()?;
         Ok(id)
     }
 
-    fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+    /// Whether every entry is on disk (always true in memory-only sessions).
+    pub fn is_saved(&self) -> bool {
+        self.path.is_none() || self.unsaved == 0
+    }
+
+    /// Whether the session's file exists (`false` before the first entry and in memory).
+    pub fn file_exists(&self) -> bool {
+        self.path.as_deref().is_some_and(|p| self.header_saved && p.is_file())
+    }
+
+    /// Writes the entries not on disk yet, oldest first.
+    fn flush_unsaved(&mut self) -> Result<(), SessionWriteError> {
+        if self.path.is_none() {
+            self.unsaved = 0;
+            return Ok(());
+        }
+        while self.unsaved > 0 {
+            let entry = &self.entries[self.entries.len() - self.unsaved];
+            let line = serde_json::to_string(entry).unwrap_or_default();
+            self.write_line(&line)?;
+            self.unsaved -= 1;
+        }
+        Ok(())
+    }
+
+    /// Opens the file for appending: creates its directory and the file with its header, and
+    /// repairs a torn last line left by an earlier failed write or a crash.
+    fn open_for_append(&mut self) -> Result<(), SessionWriteError> {
+        let Some(path) = self.path.clone() else { return Ok(()) };
+        let fail = |path: &Path, source| SessionWriteError { path: path.to_path_buf(), source };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
+        }
+        let mut file = std::fs::OpenOptions::new().create(true).read(true).append(true).open(&path).map_err(|e| fail(&path, e))?;
+        repair_torn_tail(&path, &mut file).map_err(|e| fail(&path, e))?;
+        if !self.header_saved || file.metadata().map_err(|e| fail(&path, e))?.len() == 0 {
+            let header = serde_json::to_string(&self.header).unwrap_or_default();
+            if let Err(e) = file.write_all(format!("{header}\n").as_bytes()) {
+                // Whatever part of the header got out is torn: the next open repairs it.
+                return Err(fail(&path, e));
+            }
+            self.header_saved = true;
+        }
+        self.file = Some(file);
+        Ok(())
+    }
+
+    fn write_line(&mut self, line: &str) -> Result<(), SessionWriteError> {
         let Some(path) = self.path.clone() else { return Ok(()) };
         if self.file.is_none() {
-            let fresh = !path.exists();
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-            if fresh {
-                file.write_all(format!("{}\n", serde_json::to_string(&self.header).map_err(std::io::Error::other)?).as_bytes())?;
-            }
-            self.file = Some(file);
+            self.open_for_append()?;
         }
         let file = self.file.as_mut().expect("opened above");
         // One write per entry: a crash tears at most this line.
-        file.write_all(format!("{line}\n").as_bytes())?;
-        file.flush()
+        if let Err(source) = file.write_all(format!("{line}\n").as_bytes()).and_then(|()| file.flush()) {
+            // Part of the line may be on disk: reopen (and repair) before the next write.
+            self.file = None;
+            return Err(SessionWriteError { path, source });
+        }
+        Ok(())
     }
 
     /// Writes the header and every entry to the file now (for clones).
-    pub fn write_all_now(&mut self) -> std::io::Result<()> {
-        let lines: Vec<String> = self.entries.iter().map(|e| serde_json::to_string(e).unwrap_or_default()).collect();
-        for line in lines {
-            self.write_line(&line)?;
-        }
-        if self.entries.is_empty() {
-            // An empty clone still gets its header so it can be switched to.
-            self.write_line_header_only()?;
-        }
-        Ok(())
-    }
-
-    fn write_line_header_only(&mut self) -> std::io::Result<()> {
-        let Some(path) = self.path.clone() else { return Ok(()) };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        if !path.exists() {
-            std::fs::write(&path, format!("{}\n", serde_json::to_string(&self.header).map_err(std::io::Error::other)?))?;
-        }
-        Ok(())
+    pub fn write_all_now(&mut self) -> Result<(), SessionWriteError> {
+        self.unsaved = self.entries.len();
+        // An empty clone still gets its header so it can be switched to.
+        self.open_for_append()?;
+        self.flush_unsaved()
     }
 
     /// A copy of this session (same entries and ids) as a new session in `dir`, whose header
@@ -444,6 +585,46 @@ impl Session {
     }
 }
 
+/// Truncates a torn last line (no final LF) and keeps the fragment beside the file in
+/// `<file>.torn-<millis>`, saying so on stderr: appending after a fragment would merge it with
+/// the next entry and break the parent chain.
+fn repair_torn_tail(path: &Path, file: &mut std::fs::File) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    // Find the last LF, reading backwards in blocks.
+    let mut end = len;
+    let mut keep = 0;
+    let mut block = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let n = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut block[..n])?;
+        if let Some(i) = memchr::memrchr(b'\n', &block[..n]) {
+            keep = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    let mut fragment = Vec::new();
+    file.seek(SeekFrom::Start(keep))?;
+    file.take(len - keep).read_to_end(&mut fragment)?;
+    let side = PathBuf::from(format!("{}.torn-{}", path.display(), now_ms()));
+    std::fs::write(&side, &fragment)?;
+    file.set_len(keep)?;
+    eprintln!("agentwire: {}: a torn last line ({} bytes) was cut off before appending; it is kept in {}", path.display(), fragment.len(), side.display());
+    Ok(())
+}
+
 /// A session file found on disk, for `list_sessions`.
 pub fn listing(path: &Path) -> Option<SessionListing> {
     let (session, _) = Session::load(path).ok()?;
@@ -547,8 +728,25 @@ mod tests {
         std::fs::write(&log, "{\"type\":\"metadata\"}\n").unwrap();
         let err = Session::load(&log).unwrap_err();
         assert!(matches!(err, SessionError::NotASession { .. }));
-        // The message is what the server and `switch_session` have always printed.
-        assert!(err.to_string().starts_with(&format!("{}: line 1 is not a session header: ", log.display())), "{err}");
+        // The path and the reason, never the content.
+        assert_eq!(err.to_string(), format!("{}: line 1 is not a session header (JSON of the wrong shape at column 19)", log.display()));
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_off_and_kept_before_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Session::create(Some(dir.path()), Path::new("/w"), None);
+        s.append(Payload::Message(Box::new(user("a")))).unwrap();
+        let path = s.path().unwrap().to_path_buf();
+        drop(s);
+        let (mut s, _) = Session::load(&path).unwrap();
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"type\":\"mess").unwrap();
+        s.append(Payload::Message(Box::new(user("b")))).unwrap();
+        let (loaded, warnings) = Session::load(&path).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(loaded.messages().iter().map(message_text).collect::<Vec<_>>(), ["a", "b"]);
+        let side: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains(".torn-")).collect();
+        assert_eq!(std::fs::read(side[0].path()).unwrap(), b"{\"type\":\"mess");
     }
 
     #[test]

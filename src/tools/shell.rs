@@ -2,8 +2,15 @@
 //!
 //! stdout and stderr are merged in arrival order; the whole output goes to a temp file while the
 //! command runs (so memory stays bounded however much it prints) and the caller gets the tail
-//! (the last [`TAIL_LINES`] lines / [`TAIL_BYTES`] bytes). The command runs in its own process
-//! group so cancelling kills everything it started.
+//! (the last [`TAIL_LINES`] lines / [`TAIL_BYTES`] bytes).
+//!
+//! Process hygiene: the command runs in its own process group. Cancelling (abort, timeout, the
+//! agent shutting down) sends SIGTERM to the group and SIGKILL after [`KILL_GRACE`]; dropping a
+//! running command (its task was cancelled) kills the group at once. So that not even SIGKILL of
+//! the agent leaves a tree behind, the shell gets `PR_SET_PDEATHSIG` (Linux) and a watchdog
+//! `sh` in a group of its own holds a pipe from us: when the agent dies, however it dies, the
+//! pipe closes and the watchdog kills the command's group. A command that finishes normally
+//! keeps what it deliberately left running (`server > log &`): the watchdog is told "done".
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -16,6 +23,39 @@ use tokio_util::sync::CancellationToken;
 pub const TAIL_LINES: usize = 2000;
 /// Bytes kept in the returned output.
 pub const TAIL_BYTES: usize = 50 * 1024;
+/// How long a cancelled command's group has between SIGTERM and SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Kills the command's process group when dropped while armed (a task dropped mid-command).
+struct GroupGuard {
+    pgid: Option<u32>,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            signal_group(self.pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// A watchdog that kills group `pgid` when its stdin closes without "done" (the agent died).
+fn spawn_watchdog(pgid: u32) -> Option<tokio::process::ChildStdin> {
+    let mut child = tokio::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg("IFS= read -r line; [ \"$line\" = done ] || kill -KILL -\"$1\" 2>/dev/null")
+        .arg("agentwire-watchdog")
+        .arg(pgid.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        // Its own group: a Ctrl-C aimed at the agent's group must not take the watchdog first.
+        .process_group(0)
+        .spawn()
+        .ok()?;
+    child.stdin.take()
+}
 
 /// How a shell command ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,17 +93,27 @@ pub async fn run_shell(
 ) -> std::io::Result<ShellOutcome> {
     // `exec 2>&1` merges stderr into stdout inside the shell, so the two keep their real order
     // (reading two pipes would interleave them by scheduling).
-    let mut child = tokio::process::Command::new(shell())
-        .arg("-c")
+    let mut cmd = tokio::process::Command::new(shell());
+    cmd.arg("-c")
         .arg(format!("exec 2>&1\n{command}"))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
+        .kill_on_drop(true);
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
     let pgid = child.id();
+    let mut guard = GroupGuard { pgid, armed: true };
+    let mut watchdog = pgid.and_then(spawn_watchdog);
     let mut stdout = child.stdout.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");
     let (full_file, full_path) = tempfile::Builder::new().prefix("agentwire-bash-").suffix(".log").tempfile()?.keep().map_err(|e| e.error)?;
@@ -78,19 +128,30 @@ pub async fn run_shell(
         }
     };
     tokio::pin!(deadline);
+    let grace = tokio::time::sleep_until(far_future());
+    tokio::pin!(grace);
     let mut stopped = None;
     while out_open || err_open {
         let chunk = tokio::select! {
             n = stdout.read(&mut out_buf), if out_open => match n? { 0 => { out_open = false; continue } n => &out_buf[..n] },
             n = stderr.read(&mut err_buf), if err_open => match n? { 0 => { err_open = false; continue } n => &err_buf[..n] },
-            () = cancel.cancelled(), if stopped.is_none() => { stopped = Some(Stop::Cancelled); kill_group(pgid); continue }
-            () = &mut deadline, if stopped.is_none() => { stopped = Some(Stop::TimedOut); kill_group(pgid); continue }
+            () = cancel.cancelled(), if stopped.is_none() => { stopped = Some(Stop::Cancelled); terminate(pgid, grace.as_mut()); continue }
+            () = &mut deadline, if stopped.is_none() => { stopped = Some(Stop::TimedOut); terminate(pgid, grace.as_mut()); continue }
+            () = &mut grace => { signal_group(pgid, libc::SIGKILL); grace.as_mut().reset(far_future()); continue }
         };
         full.write_all(chunk).await?;
         tail.push(chunk);
         on_output(&tail.text());
     }
+    if stopped.is_some() {
+        // Whatever ignored SIGTERM but closed its output goes now.
+        signal_group(pgid, libc::SIGKILL);
+    }
     let status = child.wait().await?;
+    guard.armed = false;
+    if let Some(mut w) = watchdog.take() {
+        let _ = w.write_all(b"done\n").await;
+    }
     full.flush().await?;
     let truncated = tail.truncated;
     if !truncated {
@@ -114,11 +175,21 @@ enum Stop {
     TimedOut,
 }
 
-fn kill_group(pgid: Option<u32>) {
-    if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
+/// SIGTERM to the group now, SIGKILL when `grace` fires.
+fn terminate(pgid: Option<u32>, grace: std::pin::Pin<&mut tokio::time::Sleep>) {
+    signal_group(pgid, libc::SIGTERM);
+    grace.reset(tokio::time::Instant::now() + KILL_GRACE);
+}
+
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(86400 * 365)
+}
+
+fn signal_group(pgid: Option<u32>, signal: libc::c_int) {
+    if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0) {
         // SAFETY: kill(2) with a negative pid signals the process group we created.
         unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
+            libc::kill(-pgid, signal);
         }
     }
 }

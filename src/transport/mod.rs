@@ -3,8 +3,12 @@
 //!
 //! - [`lines`]: bounded LF-only line splitting of the inbound stream.
 //! - [`writer`]: the single writer task that owns the outbound stream.
+//! - [`until`]: an inbound stream that ends on a signal.
+//! - [`raw_id`]: request ids echoed byte for byte.
 
 pub mod lines;
+pub mod raw_id;
+pub mod until;
 pub mod writer;
 
 pub use lines::{InboundLine, LineReader};

@@ -2,14 +2,25 @@
 //!
 //! Every task that wants to emit a frame goes through an [`Outbox`]: frames are serialized by
 //! the sender (compact JSON, one object per line, U+2028/U+2029 escaped so hosts that split on
-//! them stay safe), then queued on a bounded channel. One task writes them whole, in queue
-//! order, and flushes whenever the queue runs dry, so frames never interleave and a slow reader
-//! slows the senders down instead of growing a buffer. When the sink fails (EPIPE: the host went
+//! them stay safe), then queued. One task writes them whole, in queue order, and flushes
+//! whenever the queue runs dry, so frames never interleave. The queue is bounded in bytes, not
+//! frames (a streaming reply's `message_update` carries the whole partial message, so a frame
+//! count bounds nothing): a sender waits until its frame fits in the budget, so a slow reader
+//! slows the senders down, nothing is dropped, and memory stays within the budget (a frame
+//! larger than the whole budget waits for an empty queue and goes alone). When the sink fails (EPIPE: the host went
 //! away) the writer stops, and every later send reports [`WriterClosed`].
+
+use std::sync::Arc;
 
 use serde::Serialize;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+
+/// The default outbound byte budget (`--max-outbound-bytes`).
+pub const DEFAULT_OUTBOUND_BYTES: usize = 8 * 1024 * 1024;
+
+/// A queued frame and the part of the byte budget it holds until it is written.
+type Queued = (Vec<u8>, OwnedSemaphorePermit);
 
 /// The writer has stopped (the sink failed or was closed); no more frames can be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -19,12 +30,15 @@ pub struct WriterClosed;
 /// A handle for queueing frames; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Outbox {
-    tx: mpsc::Sender<Vec<u8>>,
+    tx: mpsc::UnboundedSender<Queued>,
+    budget: Arc<Semaphore>,
+    /// The budget's size in bytes (permits).
+    limit: u32,
 }
 
 /// Serializes a frame as one compact line with its LF, escaping U+2028 and U+2029.
 pub fn encode_frame<T: Serialize + ?Sized>(frame: &T) -> Result<Vec<u8>, serde_json::Error> {
-    let mut text = serde_json::to_string(frame)?;
+    let mut text = super::raw_id::restore(serde_json::to_string(frame)?);
     // These two characters can only occur inside JSON strings, where `\u2028` means the same.
     if text.contains(['\u{2028}', '\u{2029}']) {
         text = text.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029");
@@ -40,7 +54,15 @@ impl Outbox {
         // Our frame types always serialize (string keys only); a failure here is a bug we
         // report as a closed writer rather than a panic in a protocol task.
         let bytes = encode_frame(frame).map_err(|_| WriterClosed)?;
-        self.tx.send(bytes).await.map_err(|_| WriterClosed)
+        let cost = u32::try_from(bytes.len()).unwrap_or(u32::MAX).clamp(1, self.limit);
+        // Fails only when the writer closed the budget (it stopped).
+        let permit = self.budget.clone().acquire_many_owned(cost).await.map_err(|_| WriterClosed)?;
+        self.tx.send((bytes, permit)).map_err(|_| WriterClosed)
+    }
+
+    /// Bytes of the budget not held by queued frames (for tests and diagnostics).
+    pub fn available_bytes(&self) -> usize {
+        self.budget.available_permits()
     }
 
     /// Whether the writer has stopped.
@@ -49,28 +71,38 @@ impl Outbox {
     }
 }
 
-/// Starts the writer task on `sink` with room for `capacity` queued frames. The returned
+/// Starts the writer task on `sink` with a budget of `budget_bytes` queued bytes. The returned
 /// handle resolves when every queued frame is written and all [`Outbox`]es are dropped (or
 /// the sink failed), with the number of frames written.
-pub fn spawn_writer<W>(sink: W, capacity: usize) -> (Outbox, tokio::task::JoinHandle<std::io::Result<u64>>)
+pub fn spawn_writer<W>(sink: W, budget_bytes: usize) -> (Outbox, tokio::task::JoinHandle<std::io::Result<u64>>)
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, rx) = mpsc::channel(capacity.max(1));
-    (Outbox { tx }, tokio::spawn(write_frames(sink, rx)))
+    let limit = u32::try_from(budget_bytes).unwrap_or(u32::MAX).clamp(1, Semaphore::MAX_PERMITS as u32);
+    let budget = Arc::new(Semaphore::new(limit as usize));
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Outbox { tx, budget: budget.clone(), limit }, tokio::spawn(write_frames(sink, rx, budget)))
 }
 
-async fn write_frames<W: AsyncWrite + Unpin>(sink: W, mut rx: mpsc::Receiver<Vec<u8>>) -> std::io::Result<u64> {
+async fn write_frames<W: AsyncWrite + Unpin>(sink: W, rx: mpsc::UnboundedReceiver<Queued>, budget: Arc<Semaphore>) -> std::io::Result<u64> {
+    let result = write_queued(sink, rx).await;
+    // Senders waiting for room learn that the writer is gone.
+    budget.close();
+    result
+}
+
+async fn write_queued<W: AsyncWrite + Unpin>(sink: W, mut rx: mpsc::UnboundedReceiver<Queued>) -> std::io::Result<u64> {
     // Frames are gathered in a buffer and flushed when the queue runs dry: one write(2) (and,
     // for tokio's stdout, one blocking-pool hop) per burst instead of per frame.
     let mut sink = tokio::io::BufWriter::with_capacity(64 * 1024, sink);
     let mut written = 0;
-    while let Some(frame) = rx.recv().await {
+    // A frame's permit is released once its bytes are in the sink's buffer (bounded, 64 KiB).
+    while let Some((frame, _permit)) = rx.recv().await {
         let result = async {
             sink.write_all(&frame).await?;
             written += 1;
             // Write whatever else is already queued before paying for a flush.
-            while let Ok(frame) = rx.try_recv() {
+            while let Ok((frame, _permit)) = rx.try_recv() {
                 sink.write_all(&frame).await?;
                 written += 1;
             }
@@ -101,7 +133,7 @@ mod tests {
     #[tokio::test]
     async fn concurrent_senders_never_interleave_and_keep_per_sender_order() {
         let (client, mut server) = tokio::io::duplex(64);
-        let (outbox, writer) = spawn_writer(client, 4);
+        let (outbox, writer) = spawn_writer(client, 4096);
         let mut tasks = Vec::new();
         for sender in 0..4 {
             let outbox = outbox.clone();
@@ -132,11 +164,52 @@ mod tests {
         assert_eq!(next, [200; 4]);
     }
 
+    /// Issue 15, defect 8: a host that stops reading holds the agent to its byte budget however
+    /// large the frames; nothing is dropped once it reads again.
+    #[tokio::test]
+    async fn a_paused_reader_bounds_queued_bytes_and_loses_nothing() {
+        const BUDGET: usize = 64 * 1024;
+        let (client, mut server) = tokio::io::duplex(1024);
+        let (outbox, writer) = spawn_writer(client, BUDGET);
+        let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let producer = {
+            let (outbox, sent) = (outbox.clone(), sent.clone());
+            tokio::spawn(async move {
+                for n in 0..200 {
+                    // Like message_update: each frame carries the whole text so far.
+                    let frame = json!({"n": n, "partial": "x".repeat(n * 1000)});
+                    outbox.send(&frame).await.unwrap();
+                    sent.fetch_add(encode_frame(&frame).unwrap().len(), std::sync::atomic::Ordering::SeqCst);
+                }
+            })
+        };
+        // Nobody reads: let the producer run as far as it can.
+        for _ in 0..1000 {
+            tokio::task::yield_now().await;
+        }
+        // At most the budget, the pipe, the writer's 64 KiB buffer and the frame being written
+        // (~200 KB) are out of the producer's hands; all 200 frames would be ~20 MB.
+        let queued = sent.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(queued <= BUDGET + 1024 + 64 * 1024 + 210_000, "{queued} bytes queued");
+        assert!(!producer.is_finished(), "the producer waits for the reader");
+        drop(outbox);
+        let reader = tokio::spawn(async move {
+            let mut out = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut server, &mut out).await.unwrap();
+            out
+        });
+        producer.await.unwrap();
+        assert_eq!(writer.await.unwrap().unwrap(), 200);
+        let text = String::from_utf8(reader.await.unwrap()).unwrap();
+        let ns: Vec<u64> = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_u64().unwrap()).collect();
+        assert_eq!(ns, (0..200).collect::<Vec<_>>(), "every frame, in order");
+    }
+
     #[tokio::test]
     async fn a_closed_sink_ends_the_writer_and_fails_later_sends() {
         let (client, server) = tokio::io::duplex(16);
         drop(server); // the host went away: writes fail with BrokenPipe
-        let (outbox, writer) = spawn_writer(client, 2);
+        let (outbox, writer) = spawn_writer(client, 64);
         let _ = outbox.send(&json!({"type": "ready"})).await;
         assert!(writer.await.unwrap().is_err());
         assert_eq!(outbox.send(&json!({"type": "late"})).await, Err(WriterClosed));

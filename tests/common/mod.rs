@@ -33,6 +33,11 @@ impl Agent {
     /// Starts the agent in a fresh temp working directory. `script` lines become the
     /// offline model's script.
     pub fn start(args: &[&str], script: &[Value]) -> Agent {
+        Self::start_configured(args, script, |_| {})
+    }
+
+    /// [`Agent::start`] with a last word on the command (resource limits, environment).
+    pub fn start_configured(args: &[&str], script: &[Value], configure: impl FnOnce(&mut Command)) -> Agent {
         let dir = tempfile::tempdir().unwrap();
         let config = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
@@ -49,6 +54,7 @@ impl Agent {
             std::fs::write(&path, text).unwrap();
             cmd.arg("--model-script").arg(&path);
         }
+        configure(&mut cmd);
         let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();

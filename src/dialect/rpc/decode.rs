@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::protocol::envelope::rpc_failure;
 use crate::protocol::validate::{validator, Dialect, Direction};
 use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcCommand, RpcError, RpcErrorCode, RpcResponse, UnionInfo};
+use crate::transport::raw_id::{exact_id, id_kind, IdKind};
 use crate::transport::InboundLine;
 
 /// A decoded inbound frame.
@@ -52,8 +53,19 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         failure(None, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| failure(None, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: {e}")))?;
+    // A line the parser rejects (nested too deep, `1e400`, a lone surrogate) still has its id
+    // answered when the top-level `id` can be read.
+    let mut value: Value = serde_json::from_str(text).map_err(|e| {
+        let (id, _) = crate::dialect::peek_id_and_type(&bytes);
+        failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: {e}"))
+    })?;
+    // The id is echoed byte for byte (see `transport::raw_id`).
+    let raw_id = value.get("id").and_then(|_| crate::dialect::raw_id(&bytes));
+    if let (Some(raw), Value::Object(map)) = (&raw_id, &mut value) {
+        if id_kind(raw) != IdKind::Other {
+            map.insert("id".to_owned(), exact_id(raw));
+        }
+    }
     let Value::Object(map) = &value else {
         return Err(failure(
             None,
@@ -71,7 +83,7 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         return Err(failure(id, "unknown", RpcErrorCode::InvalidRequest, message));
     };
     let kind = kind.clone();
-    if let Some(bad) = id.as_ref().filter(|id| !(id.is_string() || id.is_i64() || id.is_u64())) {
+    if let Some(bad) = id.as_ref().filter(|_| raw_id.as_deref().is_some_and(|r| id_kind(r) == IdKind::Other)) {
         return Err(failure(
             id.clone(),
             &kind,

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::protocol::envelope::{wire_codes, WireError};
 use crate::protocol::validate::{validator, Dialect, Direction};
 use crate::protocol::{lit, UnionInfo, WireErrorResponse, WireErrorResponseId, WireRequest};
+use crate::transport::raw_id::{exact_id, id_kind, marked_id, IdKind};
 use crate::transport::InboundLine;
 
 /// A decoded inbound wire frame.
@@ -45,6 +46,8 @@ pub fn error_response(id: Option<&Value>, error: &WireError) -> WireErrorRespons
     let id = match id {
         Some(Value::String(s)) => WireErrorResponseId::String(s.clone()),
         Some(Value::Number(n)) if n.is_i64() => WireErrorResponseId::Integer(n.as_i64().unwrap_or_default()),
+        // Beyond i64 (read from a frame's head): echoed as written.
+        Some(Value::Number(n)) if n.is_u64() => WireErrorResponseId::String(marked_id(&n.to_string()).as_str().unwrap_or_default().to_owned()),
         _ => WireErrorResponseId::Null,
     };
     WireErrorResponse { jsonrpc: lit::Lit20, id, error: error.to_object() }
@@ -60,7 +63,6 @@ fn invalid(id: Option<&Value>, message: &str) -> Box<WireErrorResponse> {
 
 /// Decodes one line; `Err` is the error response to write for it.
 pub fn decode_wire_line(line: InboundLine) -> Result<WireInbound, Box<WireErrorResponse>> {
-    let parse_error = || Box::new(error_response(None, &WireError::new(wire_codes::PARSE_ERROR, "Invalid JSON format")));
     let bytes = match line {
         InboundLine::Line(b) => b,
         InboundLine::TooLong { bytes, head } => {
@@ -69,7 +71,23 @@ pub fn decode_wire_line(line: InboundLine) -> Result<WireInbound, Box<WireErrorR
             return Err(invalid(id.as_ref(), &format!("Request of {bytes} bytes exceeds the line limit; it was skipped")));
         }
     };
-    let value: Value = std::str::from_utf8(&bytes).ok().and_then(|t| serde_json::from_str(t).ok()).ok_or_else(parse_error)?;
+    let Some(mut value) = std::str::from_utf8(&bytes).ok().and_then(|t| serde_json::from_str::<Value>(t).ok()) else {
+        // Malformed for the parser (nested too deep, `1e400`, a lone surrogate): the id is
+        // still answered when the top-level `id` can be read.
+        let (id, _) = crate::dialect::peek_id_and_type(&bytes);
+        return Err(Box::new(error_response(id.as_ref(), &WireError::new(wire_codes::PARSE_ERROR, "Invalid JSON format"))));
+    };
+    // The id is echoed byte for byte (see `transport::raw_id`), integers beyond i64 included.
+    if let Some(raw) = value.get("id").and_then(|_| crate::dialect::raw_id(&bytes)) {
+        let id = match id_kind(&raw) {
+            IdKind::Integer if raw.parse::<i64>().is_err() => Some(marked_id(&raw)),
+            IdKind::String | IdKind::Integer => Some(exact_id(&raw)),
+            IdKind::Other => None,
+        };
+        if let (Some(id), Value::Object(map)) = (id, &mut value) {
+            map.insert("id".to_owned(), id);
+        }
+    }
     let map = match &value {
         Value::Array(_) => return Err(invalid(None, "Batch requests are not supported")),
         Value::Object(m) if m.is_empty() => return Err(invalid(None, "Invalid request")),

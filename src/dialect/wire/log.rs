@@ -14,6 +14,10 @@ use serde_json::{json, Value};
 use super::WIRE_PROTOCOL_VERSION;
 use crate::protocol::*;
 
+/// How much of the log is kept in memory: a long session's log lives in its file; memory holds
+/// the newest records for `replay` when there is no file (`--no-session`, a failed write).
+pub const MEMORY_BYTES: usize = 16 * 1024 * 1024;
+
 /// Where a line of the log goes: the file (once it is open) and memory.
 #[derive(Debug, Default)]
 pub struct WireLog {
@@ -21,7 +25,12 @@ pub struct WireLog {
     file: Option<std::fs::File>,
     /// The file could not be opened or written; said once on stderr, then memory only.
     failed: bool,
-    records: Vec<Value>,
+    /// The newest records, within [`MEMORY_BYTES`]; older ones are only in the file.
+    records: std::collections::VecDeque<(Value, usize)>,
+    /// Bytes of `records` (as serialized).
+    memory: usize,
+    /// Records were dropped from memory.
+    trimmed: bool,
     text: Option<String>,
     call: Option<WireToolCallPayload>,
 }
@@ -38,9 +47,29 @@ impl WireLog {
         let records = path
             .as_ref()
             .and_then(|p| std::fs::read_to_string(p).ok())
-            .map(|text| text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|v| v.get("message").is_some()).collect())
+            .map(|text| Self::parse(&text))
             .unwrap_or_default();
-        Self { path, records, ..Self::default() }
+        let mut log = Self { path, ..Self::default() };
+        for record in records {
+            log.remember(record);
+        }
+        log
+    }
+
+    fn parse(text: &str) -> Vec<Value> {
+        text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|v| v.get("message").is_some()).collect()
+    }
+
+    /// Keeps `record` in memory, dropping the oldest records beyond [`MEMORY_BYTES`].
+    fn remember(&mut self, record: Value) {
+        let size = record.to_string().len();
+        self.memory += size;
+        self.records.push_back((record, size));
+        while self.memory > MEMORY_BYTES && self.records.len() > 1 {
+            let (_, dropped) = self.records.pop_front().expect("more than one");
+            self.memory -= dropped;
+            self.trimmed = true;
+        }
     }
 
     fn file(&mut self) -> Option<&mut std::fs::File> {
@@ -77,7 +106,7 @@ impl WireLog {
                 self.file = None;
             }
         }
-        self.records.push(record);
+        self.remember(record);
     }
 
     /// Writes what is being merged (text parts, a streaming tool call).
@@ -136,9 +165,34 @@ impl WireLog {
         self.write(params.tag(), value["payload"].clone());
     }
 
-    /// Every record so far (what is being merged included).
+    /// Every record so far (what is being merged included): from the file when memory holds
+    /// only the newest part of a long log and the file is whole, else what memory holds.
     pub fn records(&mut self) -> Vec<Value> {
         self.flush();
-        self.records.clone()
+        if self.trimmed && !self.failed {
+            if let Some(text) = self.path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+                return Self::parse(&text);
+            }
+        }
+        self.records.iter().map(|(r, _)| r.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::*;
+
+    /// Issue 15, defect 8: the in-memory log is bounded; the newest records stay for `replay`.
+    #[test]
+    fn memory_holds_only_the_newest_records_within_the_bound() {
+        let mut log = WireLog::open(None);
+        let chunk = "x".repeat(10_000);
+        for n in 0..3000 {
+            log.write("ContentPart", json!({"n": n, "text": chunk}));
+        }
+        assert!(log.memory <= MEMORY_BYTES, "{} bytes in memory", log.memory);
+        let records = log.records();
+        assert!(records.len() < 3000 && records.len() > 1000, "{}", records.len());
+        assert_eq!(records.last().unwrap()["message"]["payload"]["n"], 2999);
     }
 }

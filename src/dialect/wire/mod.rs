@@ -171,7 +171,7 @@ pub fn wire_error(e: CoreError) -> WireError {
         CoreError::InvalidParams(_) => wire_codes::INVALID_PARAMS,
         CoreError::Busy(_) | CoreError::Conflict(_) => wire_codes::INVALID_STATE,
         CoreError::Unsupported(_) => wire_codes::LLM_NOT_SUPPORTED,
-        CoreError::NotFound(_) | CoreError::Internal(_) => wire_codes::INTERNAL_ERROR,
+        CoreError::NotFound(_) | CoreError::Internal(_) | CoreError::SessionWrite(_) => wire_codes::INTERNAL_ERROR,
     };
     WireError::new(code, e.to_string())
 }
