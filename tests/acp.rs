@@ -128,8 +128,7 @@ impl Acp {
 
     fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
-        let status = self.child.wait().unwrap();
-        status
+        self.child.wait().unwrap()
     }
 }
 

@@ -23,7 +23,7 @@ pub enum AcpInbound {
         /// Its method.
         method: String,
         /// The validated, typed request.
-        request: AcpAgentRequest,
+        request: Box<AcpAgentRequest>,
     },
     /// A notification agentwire acts on.
     Notification(AcpAgentNotification),
@@ -108,7 +108,7 @@ pub fn decode_acp_line(line: InboundLine) -> Result<AcpInbound, Box<Value>> {
         return Err(invalid_params(path, e.message));
     }
     match AcpAgentRequest::from_params(&method, params) {
-        Some(Ok(request)) => Ok(AcpInbound::Request { id, method, request }),
+        Some(Ok(request)) => Ok(AcpInbound::Request { id, method, request: Box::new(request) }),
         Some(Err(e)) => Err(invalid_params(String::new(), e.to_string())),
         None => Err(Box::new(error_frame(Some(&id), &AcpError::new(codes::METHOD_NOT_FOUND, format!("Method not found: {method}"))))),
     }

@@ -64,7 +64,7 @@ where
                     Ok(AcpInbound::Ignored { method, reason }) => eprintln!("agentwire: ignoring a `{method}` notification: {reason}"),
                     Ok(AcpInbound::ClientResponse { id, outcome }) => server.conn().client_response(&id, outcome),
                     Ok(AcpInbound::Request { id, method: _, request }) => {
-                        inflight.push(async move { (id, dispatch_acp_request(server, request).await) });
+                        inflight.push(async move { (id, dispatch_acp_request(server, *request).await) });
                     }
                 },
             },
