@@ -9,6 +9,8 @@
 mod bundle;
 #[path = "src/codegen/rust_types.rs"]
 mod rust_types;
+#[path = "src/codegen/acp_types.rs"]
+mod acp_types;
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +20,7 @@ fn main() {
     println!("cargo:rerun-if-changed=schema");
     println!("cargo:rerun-if-changed=src/codegen/bundle.rs");
     println!("cargo:rerun-if-changed=src/codegen/rust_types.rs");
+    println!("cargo:rerun-if-changed=src/codegen/acp_types.rs");
 
     let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,
@@ -46,7 +49,15 @@ fn main() {
         .collect();
     let code = rust_types::generate(&bundled, &embedded, &examples).unwrap_or_else(|e| fail(&e));
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for (name, text) in [("protocol.rs", code), ("bundle.json", bundled.to_string())] {
+    // The Agent Client Protocol: the vendored official schema, generated into its own module.
+    let acp_dir = schema_dir.join("acp");
+    let read = |name: &str| {
+        let path = acp_dir.join(name);
+        println!("cargo:rerun-if-changed={}", path.display());
+        std::fs::read_to_string(&path).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())))
+    };
+    let acp = acp_types::generate(&read("schema.json"), &read("meta.json"), &read("methods.json")).unwrap_or_else(|e| fail(&e));
+    for (name, text) in [("protocol.rs", code), ("bundle.json", bundled.to_string()), ("acp.rs", acp)] {
         let out = out_dir.join(name);
         std::fs::write(&out, text).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
     }

@@ -1,4 +1,4 @@
-//! The command line: `agentwire --mode rpc|wire` (the agent) and `agentwire schema …` (tools).
+//! The command line: `agentwire --mode rpc|wire|acp` (the agent) and `agentwire schema …` (tools).
 
 pub mod schema;
 
@@ -22,8 +22,9 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub model_script: Option<std::path::PathBuf>,
     /// When tool calls ask the host to confirm first (fail closed on denial or timeout).
-    #[arg(long, value_enum, default_value_t = ApprovalArg::Never)]
-    pub approval: ApprovalArg,
+    /// Default: `never`; with `--mode acp`, `dangerous` (editors expect to be asked).
+    #[arg(long, value_enum)]
+    pub approval: Option<ApprovalArg>,
     /// How long a dialog (an approval, or a slash command's) waits for the host, in milliseconds.
     #[arg(long, alias = "dialog-timeout-ms", default_value_t = 60_000, value_name = "MS")]
     pub approval_timeout_ms: u64,
@@ -85,6 +86,8 @@ pub enum Mode {
     Rpc,
     /// kimi-cli JSON-RPC 2.0 wire protocol.
     Wire,
+    /// The Agent Client Protocol (Zed and other ACP editors).
+    Acp,
 }
 
 /// `--approval` values.
@@ -105,6 +108,17 @@ pub enum DialectArg {
     Rpc,
     /// kimi-cli JSON-RPC 2.0 wire protocol.
     Wire,
+}
+
+/// `schema bundle --dialect` values: ours, and the vendored ACP schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BundleDialectArg {
+    /// pi / oh-my-pi JSONL RPC.
+    Rpc,
+    /// kimi-cli JSON-RPC 2.0 wire protocol.
+    Wire,
+    /// The Agent Client Protocol (schema/acp/schema.json, as vendored).
+    Acp,
 }
 
 impl From<DialectArg> for Dialect {
@@ -271,9 +285,9 @@ pub enum CodegenTarget {
 pub enum SchemaAction {
     /// Print one self-contained JSON Schema (all `$defs`, local refs only) to stdout.
     Bundle {
-        /// Only the definitions one dialect uses.
+        /// Only the definitions one dialect uses (`acp`: the vendored official ACP schema).
         #[arg(long, value_enum)]
-        dialect: Option<DialectArg>,
+        dialect: Option<BundleDialectArg>,
     },
     /// Validate JSONL frames (plain frames or reference-transcript lines with `dir`/`frame`).
     ///
@@ -395,7 +409,7 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
         cwd,
         max_line_bytes: cli.max_line_bytes.max(1),
         model_script: cli.model_script.clone(),
-        approval: match cli.approval {
+        approval: match cli.approval.unwrap_or(if mode == Mode::Acp { ApprovalArg::Dangerous } else { ApprovalArg::Never }) {
             ApprovalArg::Never => crate::agent::ApprovalPolicy::Never,
             ApprovalArg::Dangerous => crate::agent::ApprovalPolicy::Dangerous,
             ApprovalArg::Always => crate::agent::ApprovalPolicy::Always,
@@ -430,6 +444,7 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
     let code = match mode {
         Mode::Rpc => runtime.block_on(crate::server::run_rpc_process(options)),
         Mode::Wire => runtime.block_on(crate::server::run_wire_process(options)),
+        Mode::Acp => runtime.block_on(crate::server::run_acp_process(options)),
     };
     // stdin is read on a blocking thread that may still be parked in read(2); do not wait for it.
     runtime.shutdown_timeout(std::time::Duration::from_millis(50));
@@ -439,7 +454,12 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
 fn run_schema(action: SchemaAction) -> ExitCode {
     let stdout = std::io::stdout();
     match action {
-        SchemaAction::Bundle { dialect } => match schema::bundle_text(dialect.map(Dialect::from)) {
+        SchemaAction::Bundle { dialect } => match match dialect {
+            Some(BundleDialectArg::Acp) => Ok(crate::protocol::acp::ACP_SCHEMA_JSON.trim_end().to_owned()),
+            Some(BundleDialectArg::Rpc) => schema::bundle_text(Some(Dialect::Rpc)),
+            Some(BundleDialectArg::Wire) => schema::bundle_text(Some(Dialect::Wire)),
+            None => schema::bundle_text(None),
+        } {
             Ok(text) => {
                 println!("{text}");
                 ExitCode::SUCCESS

@@ -6,9 +6,11 @@
 //!
 //! - [`rpc`]: the pi / omp JSONL RPC dialect.
 //! - [`wire`]: the kimi-cli JSON-RPC 2.0 wire dialect.
+//! - [`acp`]: the Agent Client Protocol (agent side), for Zed and other ACP editors.
 //!
 //! [`peek_id_and_type`] serves both: an oversized line's error still carries its id.
 
+pub mod acp;
 pub mod rpc;
 pub mod wire;
 

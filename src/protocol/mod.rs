@@ -8,6 +8,7 @@
 pub mod envelope;
 pub mod generated;
 pub mod validate;
+pub mod acp;
 
 pub use envelope::{RpcError, WireError};
 pub use generated::*;

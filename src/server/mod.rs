@@ -16,6 +16,7 @@ use crate::agent::{Agent, AgentConfig, ApprovalPolicy, EventSink, HostPort, Retr
 use crate::dialect::SHUTDOWN_GRACE;
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
+use crate::dialect::acp::{serve_acp, AcpConn, AcpServer, AcpSessionHost, SessionFactory};
 use crate::providers::offline::OfflineModel;
 use crate::sessions::Session;
 use crate::transport::spawn_writer;
@@ -108,26 +109,25 @@ struct Prepared {
 
 /// Reads the models and the session; `Err` is the exit code after the reason was printed.
 fn prepare(options: &RpcOptions) -> Result<Prepared, u8> {
+    prepare_or_explain(options).map_err(|e| {
+        eprintln!("agentwire: {e}");
+        1
+    })
+}
+
+/// [`prepare`], with the reason it failed.
+fn prepare_or_explain(options: &RpcOptions) -> Result<Prepared, String> {
     let mut selection = options.selection.clone();
     if let Some(path) = &options.model_script {
         match OfflineModel::from_script_file(path) {
             Ok(m) => selection.offline = Some(Arc::new(m)),
-            Err(e) => {
-                eprintln!("agentwire: --model-script: {e}");
-                return Err(1);
-            }
+            Err(e) => return Err(format!("--model-script: {e}")),
         }
     }
     // A bad models file or an unknown --provider/--model is a startup error we were explicitly
     // pointed at: say so on stderr and exit 1.
-    let catalogue = crate::providers::config::load(&selection).map_err(|e| {
-        eprintln!("agentwire: {e}");
-        1
-    })?;
-    let (session_dir, sessions_root, session) = initial_session(options).map_err(|e| {
-        eprintln!("agentwire: cannot resume the session: {e}");
-        1
-    })?;
+    let catalogue = crate::providers::config::load(&selection).map_err(|e| e.to_string())?;
+    let (session_dir, sessions_root, session) = initial_session(options).map_err(|e| format!("cannot resume the session: {e}"))?;
     let config = AgentConfig {
         cwd: options.cwd.clone(),
         approval: options.approval,
@@ -210,6 +210,110 @@ pub async fn run_wire_process(options: RpcOptions) -> u8 {
     let session = WireSession::new(agent.clone(), host);
     let stop = CancellationToken::new();
     run_process(agent, writer, stop.clone(), serve_wire(session, input(&stop), options.max_line_bytes)).await
+}
+
+/// Builds one agent per ACP session, for the session's working directory.
+struct AcpSessions {
+    /// The process's options, with the offline model's script already read (it plays on
+    /// across sessions).
+    options: RpcOptions,
+    accepts_images: bool,
+}
+
+impl AcpSessions {
+    fn config_root(&self) -> Option<PathBuf> {
+        crate::providers::config::config_dir(self.options.selection.config_dir.as_deref()).map(|d| d.join("sessions"))
+    }
+}
+
+impl SessionFactory for AcpSessions {
+    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<Agent, String> {
+        let mut options = self.options.clone();
+        options.cwd = cwd.to_path_buf();
+        options.sessions.resume = resume.map(Path::to_path_buf);
+        options.sessions.continue_recent = false;
+        Ok(prepare_or_explain(&options)?.build(host))
+    }
+
+    fn session_dirs(&self, cwd: Option<&Path>) -> Vec<PathBuf> {
+        let s = &self.options.sessions;
+        if s.disabled {
+            return Vec::new();
+        }
+        let (first, root) = match &s.dir {
+            Some(d) => (Some(d.clone()), d.parent().map(Path::to_path_buf)),
+            None => {
+                let root = self.config_root();
+                (cwd.zip(root.as_deref()).map(|(c, r)| crate::sessions::cwd_dir(r, c)), root)
+            }
+        };
+        let mut dirs: Vec<PathBuf> = first.into_iter().collect();
+        if s.dir.is_none() || cwd.is_none() {
+            let others = root.iter().flat_map(|r| std::fs::read_dir(r).into_iter().flatten().flatten()).map(|e| e.path()).filter(|p| p.is_dir());
+            for d in others {
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+        }
+        dirs
+    }
+
+    fn accepts_images(&self) -> bool {
+        self.accepts_images
+    }
+}
+
+/// Runs `agentwire --mode acp` on stdin/stdout (no `ready` line: stdout carries only
+/// JSON-RPC frames); returns the exit code.
+pub async fn run_acp_process(options: RpcOptions) -> u8 {
+    // Startup problems (a bad models file, an unreadable script) exit 1 before any frame.
+    let prepared = match prepare(&options) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let accepts_images = prepared.catalogue.models.get(prepared.catalogue.current).is_some_and(|m| m.info.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)));
+    let mut options = options;
+    if let Some(path) = options.model_script.take() {
+        match OfflineModel::from_script_file(&path) {
+            Ok(m) => options.selection.offline = Some(Arc::new(m)),
+            Err(e) => {
+                eprintln!("agentwire: --model-script: {e}");
+                return 1;
+            }
+        }
+    }
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let conn = Arc::new(AcpConn::new(out));
+    let server = AcpServer::new(conn, Arc::new(AcpSessions { options: options.clone(), accepts_images }));
+    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    drop(prepared);
+    let mut writer = writer;
+    let shutdown_all = |server: &AcpServer| {
+        let agents = server.agents();
+        async move {
+            for agent in agents {
+                let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
+            }
+        }
+    };
+    let code = tokio::select! {
+        biased;
+        code = signalled() => {
+            shutdown_all(&server).await;
+            code
+        }
+        () = serve_acp(&server, stdin, options.max_line_bytes) => 0,
+        // stdout closed (EPIPE): nobody can read our answers any more; stop quietly.
+        _ = &mut writer => {
+            shutdown_all(&server).await;
+            return 0;
+        }
+    };
+    // The sessions hold the outbox: once they are gone, the writer drains and ends.
+    drop(server);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
+    code
 }
 
 async fn signalled() -> u8 {

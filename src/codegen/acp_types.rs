@@ -1,0 +1,220 @@
+//! Build-time generator for the Agent Client Protocol (`schema/acp/`): Rust types from the
+//! vendored official schema, plus the method table, the `AcpAgentHandler` trait and its
+//! dispatch from `schema/acp/methods.json`. Compiled only into `build.rs` (it needs typify).
+//!
+//! The official schema follows schemars' conventions, not ours: a union member is
+//! `{properties: {tag: {const}}, required: [tag], allOf: [{$ref: Member}]}` and a described
+//! reference is `{description, allOf: [{$ref}]}`. typify 0.8 cannot merge `allOf`s (it panics),
+//! so the pipeline normalizes what it hands to typify, never the vendored file:
+//!
+//! - a one-element `allOf` holding only a `$ref` becomes that `$ref`;
+//! - a union member with its own `properties` and such an `allOf` gets the referenced def's
+//!   properties and `required` merged in (typify then emits an internally tagged enum with the
+//!   member's fields).
+//!
+//! Empty arrays are serialized (typify would skip them).
+//!
+//! Only the defs reachable from the methods agentwire implements are generated (the rest of
+//! the protocol, e.g. elicitation, is not needed and stays in the schema for validation).
+//! Validation always uses the vendored schema as it is (`crate::protocol::acp`).
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use heck::{ToSnakeCase, ToUpperCamelCase};
+use serde_json::{Map, Value};
+
+/// One method of `methods.json`.
+struct Method {
+    method: String,
+    params: String,
+    result: Option<String>,
+}
+
+fn methods(table: &Value, side: &str) -> Result<Vec<Method>, String> {
+    let list = table.get(side).and_then(Value::as_array).ok_or_else(|| format!("methods.json: no `{side}` list"))?;
+    list.iter()
+        .map(|m| {
+            let field = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
+            Ok(Method {
+                method: field("method").ok_or("methods.json: an entry has no `method`")?,
+                params: field("params").ok_or("methods.json: an entry has no `params`")?,
+                result: field("result"),
+            })
+        })
+        .collect()
+}
+
+fn refs(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x.as_str()) {
+                    ("$ref", Some(r)) => {
+                        out.insert(r.trim_start_matches("#/$defs/").to_owned());
+                    }
+                    _ => refs(x, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+        _ => {}
+    }
+}
+
+/// The def names reachable from `roots`.
+fn reachable(defs: &Map<String, Value>, roots: &[String]) -> Result<BTreeSet<String>, String> {
+    let mut keep: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<String> = roots.to_vec();
+    while let Some(name) = todo.pop() {
+        if !keep.insert(name.clone()) {
+            continue;
+        }
+        let def = defs.get(&name).ok_or_else(|| format!("schema/acp/schema.json has no $defs `{name}`"))?;
+        let mut found = BTreeSet::new();
+        refs(def, &mut found);
+        todo.extend(found.into_iter().filter(|n| !keep.contains(n)));
+    }
+    Ok(keep)
+}
+
+/// The typify-ready form of a schema node (see the module docs).
+fn normalize(v: &mut Value, defs: &Map<String, Value>) {
+    match v {
+        Value::Array(a) => a.iter_mut().for_each(|x| normalize(x, defs)),
+        Value::Object(m) => {
+            for x in m.values_mut() {
+                normalize(x, defs);
+            }
+            let single_ref = m
+                .get("allOf")
+                .and_then(Value::as_array)
+                .filter(|a| a.len() == 1 && a[0].as_object().is_some_and(|o| o.len() == 1))
+                .and_then(|a| a[0].get("$ref"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let Some(reference) = single_ref else { return };
+            m.remove("allOf");
+            let target = defs.get(reference.trim_start_matches("#/$defs/"));
+            match (m.get_mut("properties").and_then(Value::as_object_mut), target) {
+                (Some(props), Some(target)) => {
+                    let mut target = target.clone();
+                    normalize(&mut target, defs);
+                    if let Some(tp) = target.get("properties").and_then(Value::as_object) {
+                        for (k, p) in tp {
+                            props.insert(k.clone(), p.clone());
+                        }
+                    }
+                    let mut required: Vec<Value> = m.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+                    for r in target.get("required").and_then(Value::as_array).into_iter().flatten() {
+                        if !required.contains(r) {
+                            required.push(r.clone());
+                        }
+                    }
+                    m.insert("required".into(), Value::Array(required));
+                }
+                _ => {
+                    m.insert("$ref".into(), Value::String(reference));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `session/new` → `session_new`.
+fn fn_name(method: &str) -> String {
+    method.replace(['/', '$'], "_").trim_start_matches('_').to_snake_case()
+}
+
+/// Generates `acp.rs`: the types, `ACP_AGENT_METHODS` / `ACP_CLIENT_METHODS`, the
+/// `AcpAgentRequest` enum, the `AcpAgentHandler` trait and `dispatch_acp_request`.
+pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str) -> Result<String, String> {
+    let schema: Value = serde_json::from_str(schema_text).map_err(|e| format!("schema/acp/schema.json: {e}"))?;
+    let meta: Value = serde_json::from_str(meta_text).map_err(|e| format!("schema/acp/meta.json: {e}"))?;
+    let table: Value = serde_json::from_str(methods_text).map_err(|e| format!("schema/acp/methods.json: {e}"))?;
+    let defs = schema.get("$defs").and_then(Value::as_object).ok_or("schema/acp/schema.json: no $defs")?;
+    let agent = methods(&table, "agent")?;
+    let client = methods(&table, "client")?;
+    // Every method we implement must be an official one.
+    for (list, key) in [(&agent, "agentMethods"), (&client, "clientMethods")] {
+        let official: Vec<&str> = meta.get(key).and_then(Value::as_object).map(|m| m.values().filter_map(Value::as_str).collect()).unwrap_or_default();
+        for m in list.iter() {
+            if !official.contains(&m.method.as_str()) {
+                return Err(format!("schema/acp/methods.json: `{}` is not in meta.json's {key}", m.method));
+            }
+        }
+    }
+    let roots: Vec<String> = agent.iter().chain(client.iter()).flat_map(|m| std::iter::once(m.params.clone()).chain(m.result.clone())).collect();
+    let keep = reachable(defs, &roots)?;
+
+    let mut settings = typify::TypeSpaceSettings::default();
+    settings.with_derive("PartialEq".to_owned()).with_struct_builder(false);
+    let mut type_space = typify::TypeSpace::new(&settings);
+    let mut prepared = Vec::new();
+    for name in &keep {
+        let mut def = defs[name].clone();
+        normalize(&mut def, defs);
+        let schema: schemars::schema::Schema = serde_json::from_value(def).map_err(|e| format!("ACP {name}: not a schema typify understands: {e}"))?;
+        prepared.push((name.clone(), schema));
+    }
+    type_space.add_ref_types(prepared).map_err(|e| format!("typify (ACP): {e}"))?;
+    let file: syn::File = syn::parse2(type_space.to_stream()).map_err(|e| format!("typify output (ACP) does not parse: {e}"))?;
+    let mut out = String::from("// Generated by build.rs from schema/acp/ (src/codegen/acp_types.rs). Do not edit.\n\n");
+    // Empty arrays are sent, not omitted: `authMethods: []` says "no authentication" in so
+    // many words, and `[]` is always valid where the schema defaults to it.
+    let types = prettyplease::unparse(&file).replace(", skip_serializing_if = \"::std::vec::Vec::is_empty\"", "").replace("skip_serializing_if = \"::std::vec::Vec::is_empty\"", "");
+    out.push_str(&types);
+
+    let info = |list: &[Method]| {
+        let mut s = String::new();
+        for m in list {
+            let result = m.result.as_ref().map_or("None".to_owned(), |r| format!("Some({r:?})"));
+            let _ = writeln!(s, "    AcpMethodInfo {{ method: {:?}, params: {:?}, result: {result} }},", m.method, m.params);
+        }
+        s
+    };
+    let _ = write!(
+        out,
+        "\n/// The ACP methods agentwire answers (requests have a result def, notifications none).\npub const ACP_AGENT_METHODS: &[AcpMethodInfo] = &[\n{}];\n\n/// The ACP methods agentwire sends to the client.\npub const ACP_CLIENT_METHODS: &[AcpMethodInfo] = &[\n{}];\n",
+        info(&agent),
+        info(&client)
+    );
+
+    let requests: Vec<&Method> = agent.iter().filter(|m| m.result.is_some()).collect();
+    let notifications: Vec<&Method> = agent.iter().filter(|m| m.result.is_none()).collect();
+    let enum_of = |name: &str, doc: &str, list: &[&Method]| {
+        let mut s = format!("\n/// {doc}\n#[derive(Debug, Clone, PartialEq)]\npub enum {name} {{\n");
+        for m in list {
+            let _ = writeln!(s, "    /// `{}`\n    {}({}),", m.method, fn_name(&m.method).to_upper_camel_case(), m.params);
+        }
+        let _ = write!(
+            s,
+            "}}\n\nimpl {name} {{\n    /// The typed params of `method` (`None`: not a method of this enum).\n    pub fn from_params(method: &str, params: ::serde_json::Value) -> Option<Result<Self, ::serde_json::Error>> {{\n        Some(match method {{\n"
+        );
+        for m in list {
+            let _ = writeln!(s, "            {:?} => ::serde_json::from_value(params).map(Self::{}),", m.method, fn_name(&m.method).to_upper_camel_case());
+        }
+        s.push_str("            _ => return None,\n        })\n    }\n}\n");
+        s
+    };
+    out.push_str(&enum_of("AcpAgentRequest", "A request agentwire answers, with its typed params.", &requests));
+    out.push_str(&enum_of("AcpAgentNotification", "A notification agentwire acts on, with its typed params.", &notifications));
+
+    out.push_str("\n/// The agent side of ACP: one method per request of `ACP_AGENT_METHODS`.\n#[allow(async_fn_in_trait)]\npub trait AcpAgentHandler {\n");
+    for m in &requests {
+        let result = m.result.as_deref().unwrap_or_default();
+        let _ = writeln!(out, "    /// `{}`\n    async fn {}(&self, params: {}) -> Result<{result}, AcpError>;", m.method, fn_name(&m.method), m.params);
+    }
+    out.push_str("}\n\n/// Calls the handler method for `request`; the result as JSON.\npub async fn dispatch_acp_request<H: AcpAgentHandler>(handler: &H, request: AcpAgentRequest) -> Result<::serde_json::Value, AcpError> {\n    match request {\n");
+    for m in &requests {
+        let _ = writeln!(
+            out,
+            "        AcpAgentRequest::{}(p) => handler.{}(p).await.and_then(|r| ::serde_json::to_value(r).map_err(|e| AcpError::internal(e.to_string()))),",
+            fn_name(&m.method).to_upper_camel_case(),
+            fn_name(&m.method)
+        );
+    }
+    out.push_str("    }\n}\n");
+    Ok(out)
+}

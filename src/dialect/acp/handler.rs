@@ -1,0 +1,277 @@
+//! The generated [`AcpAgentHandler`] trait, implemented by mapping each ACP method onto the core.
+//!
+//! Each ACP session is one [`Agent`] (built by the process's [`SessionFactory`] for the
+//! session's `cwd`) with its own [`AcpSessionHost`]; sessions live until the process ends.
+//! Updates about a session that the client only learns of from an answer
+//! (`available_commands_update` after `session/new`) are sent once that answer is queued.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use super::{lock, AcpConn, AcpSessionHost};
+use crate::agent::events::RunOutcome;
+use crate::agent::{Agent, Submitted};
+use crate::protocol::acp::*;
+use crate::protocol::ImageContent;
+
+/// What the process provides to build sessions: an agent for a working directory (new, or
+/// resuming a session file) and where session files are.
+pub trait SessionFactory: Send + Sync {
+    /// A new agent for `cwd` reporting to `host`, continuing the session file `resume` if given.
+    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<Agent, String>;
+    /// Directories holding session files: those of `cwd` first, then every other one (all of
+    /// them when `cwd` is `None`).
+    fn session_dirs(&self, cwd: Option<&Path>) -> Vec<PathBuf>;
+    /// Whether the model the sessions start with accepts images.
+    fn accepts_images(&self) -> bool;
+}
+
+/// One live session.
+#[derive(Debug, Clone)]
+struct Live {
+    agent: Agent,
+    host: Arc<AcpSessionHost>,
+}
+
+/// The ACP agent: the connection, the session factory and the live sessions.
+pub struct AcpServer {
+    conn: Arc<AcpConn>,
+    factory: Arc<dyn SessionFactory>,
+    sessions: Mutex<HashMap<String, Live>>,
+    /// Work waiting until the answer being sent is queued.
+    after_answer: Mutex<Vec<oneshot::Sender<()>>>,
+}
+
+impl std::fmt::Debug for AcpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpServer").finish_non_exhaustive()
+    }
+}
+
+fn not_found(session: &str) -> AcpError {
+    AcpError::not_found(format!("Session not found: {session}")).with_data(json!({"sessionId": session}))
+}
+
+fn absolute(cwd: &str) -> Result<PathBuf, AcpError> {
+    let path = PathBuf::from(cwd);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(AcpError::invalid_params(format!("cwd must be an absolute path: {cwd}")).with_data(json!({"path": "/cwd", "reason": "not an absolute path"})))
+    }
+}
+
+/// The prompt's text and images. Text resources are inlined with their URI; links are named.
+fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), AcpError> {
+    let mut text = Vec::new();
+    let mut images = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        match block {
+            ContentBlock::Text { text: t, .. } => text.push(t.clone()),
+            ContentBlock::Image { data, mime_type, .. } => {
+                let mime = mime_type.parse().map_err(|_| AcpError::invalid_params(format!("Unsupported image type: {mime_type}")))?;
+                images.push(ImageContent::new(data.clone(), mime));
+            }
+            ContentBlock::Audio { .. } => {
+                return Err(AcpError::invalid_params("Audio prompts are not supported (promptCapabilities.audio is false)").with_data(json!({"path": format!("/prompt/{i}"), "reason": "audio is not supported"})));
+            }
+            ContentBlock::ResourceLink { name, uri, .. } => text.push(format!("[@{name}]({uri})")),
+            ContentBlock::Resource { resource, .. } => match resource {
+                EmbeddedResourceResource::TextResourceContents(r) => text.push(format!("<context uri=\"{}\">\n{}\n</context>", r.uri, r.text)),
+                EmbeddedResourceResource::BlobResourceContents(r) => text.push(format!("[binary resource]({})", r.uri)),
+            },
+        }
+    }
+    Ok((text.join("\n"), images))
+}
+
+impl AcpServer {
+    /// A server on `conn` building sessions with `factory`.
+    pub fn new(conn: Arc<AcpConn>, factory: Arc<dyn SessionFactory>) -> Self {
+        Self { conn, factory, sessions: Mutex::new(HashMap::new()), after_answer: Mutex::new(Vec::new()) }
+    }
+
+    /// The connection (client responses go there).
+    pub fn conn(&self) -> &AcpConn {
+        &self.conn
+    }
+
+    /// Starts what waits for the answer just queued.
+    pub fn answered(&self) {
+        for tx in lock(&self.after_answer).drain(..) {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Every live session's agent.
+    pub fn agents(&self) -> Vec<Agent> {
+        lock(&self.sessions).values().map(|l| l.agent.clone()).collect()
+    }
+
+    fn live(&self, session: &str) -> Result<Live, AcpError> {
+        lock(&self.sessions).get(session).cloned().ok_or_else(|| not_found(session))
+    }
+
+    /// `session/cancel`: aborts the session's run (its prompt resolves `cancelled`, a pending
+    /// permission request is withdrawn and rejects).
+    pub fn cancel(&self, session: &str) {
+        if let Ok(live) = self.live(session) {
+            tokio::spawn(async move { live.agent.abort().await });
+        } else {
+            eprintln!("agentwire: session/cancel for an unknown session {session}");
+        }
+    }
+
+    /// Builds and registers a session; its commands are announced after the answer.
+    fn open(&self, cwd: &Path, resume: Option<&Path>) -> Result<Live, AcpError> {
+        let host = Arc::new(AcpSessionHost::new(self.conn.clone()));
+        let agent = self.factory.create(cwd, resume, host.clone()).map_err(AcpError::internal)?;
+        let id = agent.session_id();
+        host.set_session_id(&id);
+        *lock(&host.cwd) = Some(cwd.to_path_buf());
+        *lock(&host.context_window) = Some(agent.current_model().context_window);
+        let live = Live { agent, host };
+        lock(&self.sessions).insert(id, live.clone());
+        self.announce_commands(&live);
+        Ok(live)
+    }
+
+    fn announce_commands(&self, live: &Live) {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.after_answer).push(tx);
+        let live = live.clone();
+        tokio::spawn(async move {
+            if rx.await.is_err() {
+                return;
+            }
+            let available_commands = live
+                .agent
+                .commands()
+                .commands
+                .into_iter()
+                .map(|c| AvailableCommand { description: c.description.clone().unwrap_or_default(), input: None, meta: None, name: c.name.to_string() })
+                .collect();
+            live.host.update(SessionUpdate::AvailableCommandsUpdate { available_commands, meta: None }).await;
+        });
+    }
+
+    /// The session file of `session`, looked for in the directories of `cwd` first.
+    fn find_session_file(&self, session: &str, cwd: &Path) -> Option<PathBuf> {
+        self.factory
+            .session_dirs(Some(cwd))
+            .iter()
+            .flat_map(|d| crate::sessions::files_in(d))
+            .find(|p| p.file_stem().and_then(|s| s.to_str()).is_some_and(|s| s.ends_with(session)) && crate::sessions::listing(p).is_some_and(|l| *l.id == *session))
+    }
+
+    /// An open session or one loaded from its file.
+    fn open_existing(&self, session: &str, cwd: &str) -> Result<Live, AcpError> {
+        if let Ok(live) = self.live(session) {
+            if live.agent.is_running() {
+                return Err(AcpError::internal("The session is running a prompt; cancel it first"));
+            }
+            self.announce_commands(&live);
+            return Ok(live);
+        }
+        let cwd = absolute(cwd)?;
+        let path = self.find_session_file(session, &cwd).ok_or_else(|| not_found(session))?;
+        self.open(&cwd, Some(&path))
+    }
+}
+
+impl AcpAgentHandler for AcpServer {
+    async fn initialize(&self, _params: InitializeRequest) -> Result<InitializeResponse, AcpError> {
+        let mut meta = serde_json::Map::new();
+        meta.insert("agentwire".into(), json!({"mcpServers": "accepted and ignored: agentwire does not connect MCP servers yet"}));
+        Ok(InitializeResponse {
+            agent_capabilities: AgentCapabilities {
+                auth: Default::default(),
+                load_session: true,
+                mcp_capabilities: McpCapabilities { http: false, meta: None, sse: false },
+                meta: Some(meta),
+                prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: self.factory.accepts_images(), meta: None },
+                session_capabilities: SessionCapabilities {
+                    additional_directories: None,
+                    close: None,
+                    delete: None,
+                    list: Some(SessionListCapabilities { meta: None }),
+                    meta: None,
+                    resume: Some(SessionResumeCapabilities { meta: None }),
+                },
+            },
+            agent_info: Some(Implementation { meta: None, name: "agentwire".into(), title: Some("agentwire".into()), version: env!("CARGO_PKG_VERSION").into() }),
+            auth_methods: Vec::new(),
+            meta: None,
+            protocol_version: ProtocolVersion(ACP_PROTOCOL_VERSION),
+        })
+    }
+
+    async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
+        let cwd = absolute(&params.cwd)?;
+        let live = self.open(&cwd, None)?;
+        Ok(NewSessionResponse { config_options: None, meta: None, modes: None, session_id: SessionId(live.agent.session_id()) })
+    }
+
+    async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, AcpError> {
+        let live = self.open_existing(&params.session_id, &params.cwd)?;
+        // The whole history goes out before the answer.
+        live.host.replay(&live.agent.messages()).await;
+        Ok(LoadSessionResponse { config_options: None, meta: None, modes: None })
+    }
+
+    async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, AcpError> {
+        let cwd = params.cwd.as_deref().map(absolute).transpose()?;
+        let mut listings: Vec<_> = self.factory.session_dirs(cwd.as_deref()).iter().flat_map(|d| crate::sessions::files_in(d)).filter_map(|p| crate::sessions::listing(&p)).collect();
+        if let Some(cwd) = &cwd {
+            listings.retain(|l| Path::new(&l.cwd) == cwd.as_path());
+        }
+        listings.sort_by(|a, b| b.modified.cmp(&a.modified));
+        let sessions = listings
+            .into_iter()
+            .map(|l| SessionInfo {
+                additional_directories: Vec::new(),
+                cwd: l.cwd.clone(),
+                meta: None,
+                session_id: SessionId(l.id.to_string()),
+                title: l.name.clone().or_else(|| l.first_message.clone()),
+                updated_at: Some(l.modified.clone()).filter(|m| !m.is_empty()),
+            })
+            .collect();
+        Ok(ListSessionsResponse { meta: None, next_cursor: None, sessions })
+    }
+
+    async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, AcpError> {
+        self.open_existing(&params.session_id, &params.cwd)?;
+        Ok(ResumeSessionResponse { config_options: None, meta: None, modes: None })
+    }
+
+    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, AcpError> {
+        let live = self.live(&params.session_id)?;
+        let (text, images) = prompt_input(&params.prompt)?;
+        let busy = || AcpError::internal("A prompt is already running in this session; wait for it or send session/cancel");
+        if live.agent.is_running() {
+            return Err(busy());
+        }
+        let (tx, rx) = oneshot::channel();
+        let prompt = match live.agent.prompt(text, images, None).await {
+            Ok(Submitted::Started(prompt)) => prompt,
+            Ok(Submitted::Queued) => return Err(busy()),
+            Err(e) => return Err(AcpError::internal(e.to_string())),
+        };
+        lock(&live.host.state).prompts.insert(prompt, tx);
+        live.agent.release_gates();
+        let (outcome, hit_length) = rx.await.map_err(|_| AcpError::internal("The prompt ended without an outcome"))?;
+        let stop_reason = match outcome {
+            RunOutcome::Completed if hit_length => StopReason::MaxTokens,
+            RunOutcome::Completed => StopReason::EndTurn,
+            RunOutcome::StepLimit { .. } => StopReason::MaxTurnRequests,
+            RunOutcome::Aborted => StopReason::Cancelled,
+            RunOutcome::Failed(e) => return Err(AcpError::internal(e.message)),
+        };
+        Ok(PromptResponse { meta: None, stop_reason })
+    }
+}

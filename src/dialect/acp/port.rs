@@ -1,0 +1,131 @@
+//! The core's host port over ACP: approvals as `session/request_permission` with the four
+//! standard options. Only `allow_once` / `allow_always` let the tool run: a rejection, a
+//! `cancelled` outcome, an unknown option, an error answer, a timeout or an abort all reject
+//! (fail closed). `allow_always` becomes the core's approval for the session and tool;
+//! `reject_always` is remembered here and rejects later calls of that tool without asking.
+//!
+//! ACP v1 has no host tools, questions or dialogs in this direction: host tools are never
+//! registered, questions are not offered to the model, and slash-command dialogs are refused
+//! with a reason.
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde_json::Value;
+
+use super::project::{call_update, tool_kind, tool_locations, tool_title};
+use super::{lock, AcpSessionHost};
+use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
+use crate::protocol::acp::{PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallUpdate};
+use crate::tools::ToolOutput;
+
+const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
+    ("allow_once", "Allow", PermissionOptionKind::AllowOnce),
+    ("allow_always", "Always allow", PermissionOptionKind::AllowAlways),
+    ("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+    ("reject_always", "Always reject", PermissionOptionKind::RejectAlways),
+];
+
+impl AcpSessionHost {
+    async fn request_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
+        let tool = ask.call.name.to_string();
+        {
+            let st = lock(&self.state);
+            if st.rejected_tools.contains(&tool) {
+                return Decision::Reject { feedback: Some(format!("The user always rejects `{tool}` in this session.")) };
+            }
+            if st.allowed_tools.contains(&tool) {
+                return Decision::ApproveForSession;
+            }
+        }
+        let SessionUpdate::ToolCallUpdate { tool_call_id, .. } = call_update(&ask.call.id) else { unreachable!("call_update is a tool_call_update") };
+        let tool_call = ToolCallUpdate {
+            content: None,
+            kind: Some(tool_kind(&tool)),
+            locations: Some(tool_locations(lock(&self.cwd).as_deref(), &ask.call.arguments)),
+            meta: None,
+            name: Some(tool.clone()),
+            raw_input: Some(Value::Object(ask.call.arguments.clone())),
+            raw_output: None,
+            status: None,
+            title: Some(tool_title(&tool, &ask.call.arguments)),
+            tool_call_id,
+        };
+        let options = OPTIONS
+            .iter()
+            .map(|(id, name, kind)| PermissionOption { kind: *kind, meta: None, name: (*name).to_owned(), option_id: PermissionOptionId((*id).to_owned()) })
+            .collect();
+        let params = RequestPermissionRequest { meta: None, options, session_id: SessionId(self.session_id()), tool_call };
+        let (id, rx) = self.conn.request("session/request_permission", &params).await;
+        let answer = tokio::select! {
+            answer = rx => answer.ok(),
+            () = tokio::time::sleep(ask.timeout) => {
+                self.conn.withdraw(&id);
+                return Decision::TimedOut;
+            }
+            () = ask.cancel.cancelled() => {
+                self.conn.withdraw(&id);
+                return Decision::Abandoned;
+            }
+        };
+        let outcome = answer.and_then(Result::ok).and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome);
+        let chosen = match outcome {
+            Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0,
+            Some(RequestPermissionOutcome::Cancelled) => return Decision::Abandoned,
+            None => return Decision::Reject { feedback: None },
+        };
+        let decision = match chosen.as_str() {
+            "allow_once" => Decision::Approve,
+            "allow_always" => {
+                lock(&self.state).allowed_tools.insert(tool);
+                Decision::ApproveForSession
+            }
+            "reject_always" => {
+                lock(&self.state).rejected_tools.insert(tool);
+                Decision::Reject { feedback: None }
+            }
+            _ => Decision::Reject { feedback: None },
+        };
+        if matches!(decision, Decision::Approve | Decision::ApproveForSession) {
+            let mut update = call_update(&ask.call.id);
+            if let SessionUpdate::ToolCallUpdate { status, .. } = &mut update {
+                *status = Some(crate::protocol::acp::ToolCallStatus::InProgress);
+            }
+            self.update(update).await;
+        }
+        decision
+    }
+}
+
+impl HostPort for AcpSessionHost {
+    fn approve<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+        self.request_permission(ask).boxed()
+    }
+
+    fn call_tool<'a>(&'a self, ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
+        // ACP has no host tools; none are ever registered, so this is not reached.
+        let name = ask.def.name.to_string();
+        async move { ToolOutput::error(format!("Host tool \"{name}\" is not available over ACP")) }.boxed()
+    }
+
+    fn supports_questions(&self) -> bool {
+        false
+    }
+
+    fn ask_questions<'a>(&'a self, _ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
+        async { None }.boxed()
+    }
+
+    fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
+        async { DialogOutcome::Unsupported("This command needs a dialog, and ACP v1 has no dialogs; use the command's arguments instead".into()) }.boxed()
+    }
+
+    fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
+        async move {
+            if let UiNotice::Notify { message, .. } = notice {
+                let text = format!("\n\n> {message}\n");
+                self.update(SessionUpdate::AgentMessageChunk { content: super::project::text_block(text), message_id: None, meta: None }).await;
+            }
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,183 @@
+"""Drives `agentwire --mode acp` (AGENTWIRE_BIN) with the official ACP Python SDK
+(`agent-client-protocol`: `spawn_agent_process` / `ClientSideConnection`). The offline model's
+script (`--model-script`) makes the tool calls happen."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, RequestPermissionResponse
+
+BIN = os.environ.get("AGENTWIRE_BIN")
+if not BIN:
+    raise RuntimeError("set AGENTWIRE_BIN to the agentwire binary")
+
+
+class Recorder:
+    """A client: records session updates and answers permission requests with `decide`."""
+
+    def __init__(self, decide: Any = None) -> None:
+        self.updates: list[Any] = []
+        self.asks: list[Any] = []
+        self.decide = decide or (lambda ask: "cancelled")
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> RequestPermissionResponse:
+        self.asks.append((tool_call, options))
+        choice = self.decide(tool_call)
+        if choice == "cancelled":
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=choice))
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+
+    def kinds(self) -> list[str]:
+        return [u.session_update for _, u in self.updates]
+
+
+def dirs() -> tuple[Path, Path]:
+    return Path(tempfile.mkdtemp(prefix="acp-py-cwd-")), Path(tempfile.mkdtemp(prefix="acp-py-cfg-"))
+
+
+def args(cwd: Path, config: Path, script: list[dict[str, Any]], *extra: str) -> list[str]:
+    path = config / f"script-{uuid.uuid4().hex}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in script))
+    return ["--mode", "acp", "--cwd", str(cwd), "--config-dir", str(config), "--model-script", str(path), *extra]
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"):
+        e.pop(k, None)
+    return e
+
+
+async def new_session(conn: Any, cwd: Path) -> str:
+    init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+    assert init.protocol_version == 1
+    assert init.agent_capabilities.load_session is True
+    assert init.auth_methods == []
+    session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+    return str(session.session_id)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+def test_initialize_new_and_streaming_prompt() -> None:
+    async def go() -> None:
+        cwd, config = dirs()
+        client = Recorder()
+        script = [{"thinking": "thinking hard", "text": "Hello from the Python SDK test", "chunkSize": 6}]
+        async with spawn_agent_process(client, BIN, *args(cwd, config, script), env=env()) as (conn, _proc):
+            sid = await new_session(conn, cwd)
+            res = await conn.prompt(session_id=sid, prompt=[text_block("hi")])
+            assert res.stop_reason == "end_turn"
+            chunks = [u.content.text for _, u in client.updates if u.session_update == "agent_message_chunk"]
+            assert len(chunks) > 1 and "".join(chunks) == "Hello from the Python SDK test"
+            thought = "".join(u.content.text for _, u in client.updates if u.session_update == "agent_thought_chunk")
+            assert thought == "thinking hard"
+            assert "available_commands_update" in client.kinds()
+            assert all(s == sid for s, _ in client.updates)
+
+    run(go())
+
+
+def test_permission_granted_and_rejected() -> None:
+    async def go() -> None:
+        cwd, config = dirs()
+        script = [
+            {"toolCalls": [{"id": "g1", "name": "bash", "arguments": {"command": "echo granted > granted.txt"}}]},
+            {"text": "ran"},
+            {"toolCalls": [{"id": "r1", "name": "edit", "arguments": {"path": "granted.txt", "oldText": "granted", "newText": "changed"}}]},
+            {"text": "did not"},
+        ]
+        client = Recorder(lambda call: "allow_once" if call.tool_call_id == "g1" else "reject_once")
+        async with spawn_agent_process(client, BIN, *args(cwd, config, script), env=env()) as (conn, _proc):
+            sid = await new_session(conn, cwd)
+            assert (await conn.prompt(session_id=sid, prompt=[text_block("run it")])).stop_reason == "end_turn"
+            assert (cwd / "granted.txt").read_text() == "granted\n"
+            done = [u for _, u in client.updates if u.session_update == "tool_call_update" and u.tool_call_id == "g1" and u.status == "completed"]
+            assert done, client.kinds()
+            assert (await conn.prompt(session_id=sid, prompt=[text_block("edit it")])).stop_reason == "end_turn"
+            assert (cwd / "granted.txt").read_text() == "granted\n", "the rejected edit did not run"
+            failed = [u for _, u in client.updates if u.session_update == "tool_call_update" and u.tool_call_id == "r1" and u.status == "failed"]
+            assert failed
+            assert [o.kind for o in client.asks[0][1]] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+            started = [u for _, u in client.updates if u.session_update == "tool_call" and u.tool_call_id == "r1"]
+            assert started[0].kind == "edit"
+
+    run(go())
+
+
+def test_cancel_mid_stream() -> None:
+    async def go() -> None:
+        cwd, config = dirs()
+        client = Recorder()
+        script = [{"text": "a slow answer, two characters at a time, going on and on for a while", "chunkSize": 2, "delayMs": 40}, {"text": "again"}]
+        async with spawn_agent_process(client, BIN, *args(cwd, config, script), env=env()) as (conn, _proc):
+            sid = await new_session(conn, cwd)
+            prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
+            while "agent_message_chunk" not in client.kinds():
+                await asyncio.sleep(0.01)
+            loop = asyncio.get_running_loop()
+            t = loop.time()
+            await conn.cancel(session_id=sid)
+            res = await prompt
+            assert res.stop_reason == "cancelled"
+            assert loop.time() - t < 2
+            assert (await conn.prompt(session_id=sid, prompt=[text_block("again")])).stop_reason == "end_turn"
+
+    run(go())
+
+
+def test_load_in_a_fresh_process() -> None:
+    async def go() -> None:
+        cwd, config = dirs()
+        first = Recorder()
+        script = [{"toolCalls": [{"id": "h1", "name": "bash", "arguments": {"command": "echo py-history"}}]}, {"text": "first answer"}]
+        async with spawn_agent_process(first, BIN, *args(cwd, config, script, "--approval", "never"), env=env()) as (conn, _proc):
+            sid = await new_session(conn, cwd)
+            assert (await conn.prompt(session_id=sid, prompt=[text_block("remember")])).stop_reason == "end_turn"
+        second = Recorder()
+        async with spawn_agent_process(second, BIN, *args(cwd, config, [{"text": "second answer"}]), env=env()) as (conn, _proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            listed = await conn.list_sessions(cwd=str(cwd))
+            assert listed.sessions[0].session_id == sid
+            await conn.load_session(cwd=str(cwd), session_id=sid, mcp_servers=[])
+            replayed = [k for k in second.kinds() if k != "available_commands_update"]
+            assert replayed == ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+            assert second.updates[0][1].content.text == "remember"
+            assert (await conn.prompt(session_id=sid, prompt=[text_block("more")])).stop_reason == "end_turn"
+
+    run(go())
+
+
+def test_errors_and_survival() -> None:
+    async def go() -> None:
+        cwd, config = dirs()
+        client = Recorder()
+        async with spawn_agent_process(client, BIN, *args(cwd, config, [{"text": "alive"}]), env=env()) as (conn, _proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            with pytest.raises(RequestError) as e:
+                await conn.prompt(session_id="missing", prompt=[text_block("x")])
+            assert e.value.code == -32002
+            with pytest.raises(RequestError) as e:
+                await conn.load_session(cwd=str(cwd), session_id="missing", mcp_servers=[])
+            assert e.value.code == -32002
+            with pytest.raises(RequestError) as e:
+                await conn.new_session(cwd="not/absolute", mcp_servers=[])
+            assert e.value.code == -32602
+            sid = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+            assert (await conn.prompt(session_id=sid, prompt=[text_block("ok?")])).stop_reason == "end_turn"
+
+    run(go())

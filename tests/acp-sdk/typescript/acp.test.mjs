@@ -1,0 +1,159 @@
+// Drives `agentwire --mode acp` (AGENTWIRE_BIN) with the official ACP TypeScript SDK
+// (@agentclientprotocol/sdk 2.x: `client().onRequest(...).connect(ndJsonStream(...))`).
+// The offline model's script (`--model-script`) makes the tool calls happen.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync, existsSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable, Writable } from "node:stream";
+import { client, methods, ndJsonStream, RequestError, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
+
+const BIN = process.env.AGENTWIRE_BIN;
+if (!BIN) throw new Error("set AGENTWIRE_BIN to the agentwire binary");
+
+/** Starts agentwire in ACP mode with a model script; returns the process and its dirs. */
+function start(script, { dir, config, extra = [] } = {}) {
+  dir ??= mkdtempSync(join(tmpdir(), "acp-ts-cwd-"));
+  config ??= mkdtempSync(join(tmpdir(), "acp-ts-cfg-"));
+  const scriptPath = join(config, `script-${Math.random().toString(36).slice(2)}.jsonl`);
+  writeFileSync(scriptPath, script.map((l) => JSON.stringify(l) + "\n").join(""));
+  const env = { ...process.env };
+  for (const k of ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"]) delete env[k];
+  const child = spawn(BIN, ["--mode", "acp", "--cwd", dir, "--config-dir", config, "--model-script", scriptPath, ...extra], { stdio: ["pipe", "pipe", "inherit"], env });
+  return { child, dir, config };
+}
+
+/** A client app recording updates and answering permission requests with `decide`. */
+function connect(child, decide = () => ({ outcome: { outcome: "cancelled" } })) {
+  const updates = [];
+  const asks = [];
+  const app = client({ name: "agentwire-ts-test" })
+    .onRequest(methods.client.session.requestPermission, async ({ params }) => {
+      asks.push(params);
+      return decide(params);
+    })
+    .onNotification(methods.client.session.update, ({ params }) => {
+      updates.push(params);
+    });
+  const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const conn = app.connect(stream);
+  return { conn, agent: conn.agent, updates, asks };
+}
+
+const kinds = (updates) => updates.map((u) => u.update.sessionUpdate);
+const stop = async (child) => {
+  child.stdin.end();
+  return new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+};
+
+async function newSession(agent, cwd) {
+  const init = await agent.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+  assert.equal(init.protocolVersion, 1);
+  assert.equal(init.agentCapabilities.loadSession, true);
+  assert.deepEqual(init.authMethods, []);
+  const { sessionId } = await agent.request(methods.agent.session.new, { cwd, mcpServers: [] });
+  assert.ok(sessionId);
+  return sessionId;
+}
+
+const text = (t) => [{ type: "text", text: t }];
+
+test("initialize, new session, prompt with streaming", async () => {
+  const { child, dir } = start([{ thinking: "pondering", text: "Hello from the SDK test", chunkSize: 4 }]);
+  const { agent, updates } = connect(child);
+  const sessionId = await newSession(agent, dir);
+  const res = await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("hi") });
+  assert.equal(res.stopReason, "end_turn");
+  const chunks = updates.filter((u) => u.update.sessionUpdate === "agent_message_chunk");
+  assert.ok(chunks.length > 1, "streamed in several chunks");
+  assert.equal(chunks.map((u) => u.update.content.text).join(""), "Hello from the SDK test");
+  assert.equal(updates.filter((u) => u.update.sessionUpdate === "agent_thought_chunk").map((u) => u.update.content.text).join(""), "pondering");
+  assert.ok(kinds(updates).includes("available_commands_update"));
+  assert.ok(updates.every((u) => u.sessionId === sessionId));
+  assert.equal(await stop(child), 0);
+});
+
+test("a tool call with permission granted runs; one rejected does not", async () => {
+  const script = [
+    { toolCalls: [{ id: "ok1", name: "write", arguments: { path: "granted.txt", content: "yes\n" } }] },
+    { text: "written" },
+    { toolCalls: [{ id: "no1", name: "bash", arguments: { command: "touch rejected.txt" } }] },
+    { text: "not run" },
+  ];
+  const { child, dir } = start(script);
+  const { agent, updates, asks } = connect(child, (params) => ({
+    outcome: { outcome: "selected", optionId: params.toolCall.toolCallId === "ok1" ? "allow_once" : "reject_once" },
+  }));
+  const sessionId = await newSession(agent, dir);
+  assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("write") })).stopReason, "end_turn");
+  assert.equal(readFileSync(join(dir, "granted.txt"), "utf8"), "yes\n");
+  const done = updates.find((u) => u.update.toolCallId === "ok1" && u.update.status === "completed");
+  assert.deepEqual(done.update.content[0], { type: "diff", path: "granted.txt", newText: "yes\n" });
+  assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("touch") })).stopReason, "end_turn");
+  assert.equal(existsSync(join(dir, "rejected.txt")), false);
+  const failed = updates.find((u) => u.update.toolCallId === "no1" && u.update.status === "failed");
+  assert.ok(failed, "the rejected call ends failed");
+  assert.deepEqual(asks.map((a) => a.options.map((o) => o.kind)), [
+    ["allow_once", "allow_always", "reject_once", "reject_always"],
+    ["allow_once", "allow_always", "reject_once", "reject_always"],
+  ]);
+  const call = updates.find((u) => u.update.sessionUpdate === "tool_call" && u.update.toolCallId === "no1");
+  assert.equal(call.update.kind, "execute");
+  await stop(child);
+});
+
+test("cancel mid-stream resolves the prompt cancelled", async () => {
+  const { child, dir } = start([{ text: "a slow answer streamed two characters at a time, on and on and on", chunkSize: 2, delayMs: 40 }, { text: "again" }]);
+  let sessionId;
+  let cancelled = false;
+  const { agent, updates } = connect(child);
+  sessionId = await newSession(agent, dir);
+  const prompt = agent.request(methods.agent.session.prompt, { sessionId, prompt: text("go") });
+  while (!updates.some((u) => u.update.sessionUpdate === "agent_message_chunk")) await new Promise((r) => setTimeout(r, 10));
+  const t = Date.now();
+  await agent.notify(methods.agent.session.cancel, { sessionId });
+  cancelled = true;
+  const res = await prompt;
+  assert.ok(cancelled);
+  assert.equal(res.stopReason, "cancelled");
+  assert.ok(Date.now() - t < 2000);
+  assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("again") })).stopReason, "end_turn");
+  await stop(child);
+});
+
+test("session/load in a fresh process replays the history, then continues", async () => {
+  const first = start([{ toolCalls: [{ id: "r1", name: "bash", arguments: { command: "echo from-history" } }] }, { text: "first answer" }], { extra: ["--approval", "never"] });
+  const a = connect(first.child);
+  const sessionId = await newSession(a.agent, first.dir);
+  assert.equal((await a.agent.request(methods.agent.session.prompt, { sessionId, prompt: text("remember") })).stopReason, "end_turn");
+  assert.equal(await stop(first.child), 0);
+
+  const second = start([{ text: "second answer" }], { dir: first.dir, config: first.config });
+  const b = connect(second.child);
+  await b.agent.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+  const listed = await b.agent.request(methods.agent.session.list, { cwd: first.dir });
+  assert.equal(listed.sessions[0].sessionId, sessionId);
+  await b.agent.request(methods.agent.session.load, { sessionId, cwd: first.dir, mcpServers: [] });
+  // Everything was replayed before the answer.
+  const replayed = kinds(b.updates).filter((k) => k !== "available_commands_update");
+  assert.deepEqual(replayed, ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]);
+  assert.equal(b.updates[0].update.content.text, "remember");
+  assert.match(b.updates.find((u) => u.update.sessionUpdate === "tool_call_update").update.content[0].content.text, /from-history/);
+  assert.equal((await b.agent.request(methods.agent.session.prompt, { sessionId, prompt: text("more") })).stopReason, "end_turn");
+  await stop(second.child);
+});
+
+test("errors reach the SDK as JSON-RPC errors and the agent survives", async () => {
+  const { child, dir } = start([{ text: "still here" }]);
+  const { agent } = connect(child);
+  await agent.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+  await assert.rejects(agent.request("session/teleport", {}), (e) => e instanceof RequestError && e.code === -32601);
+  await assert.rejects(agent.request(methods.agent.session.prompt, { sessionId: "missing", prompt: text("x") }), (e) => e.code === -32002);
+  await assert.rejects(agent.request("session/new", { mcpServers: [] }), (e) => e.code === -32602 && e.data.path === "/cwd");
+  await agent.notify("$/unknown_notification", {});
+  const { sessionId } = await agent.request(methods.agent.session.new, { cwd: dir, mcpServers: [] });
+  assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("ok?") })).stopReason, "end_turn");
+  assert.equal(await stop(child), 0);
+});

@@ -1,0 +1,417 @@
+//! `agentwire --mode acp` driven over pipes with raw JSON-RPC frames. Every frame the agent
+//! writes is validated against the vendored official ACP schema (`schema/acp/schema.json`):
+//! its message shape, the params of its requests and notifications, and the result of each
+//! response against the method it answers.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
+use agentwire::protocol::acp::acp_validator;
+use serde_json::{json, Value};
+
+const TIMEOUT: Duration = Duration::from_secs(15);
+
+struct Acp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    frames: Receiver<Value>,
+    /// Our request ids → method, so responses are checked against the method's result.
+    methods: HashMap<String, String>,
+    next_id: u64,
+}
+
+fn key(id: &Value) -> String {
+    id.to_string()
+}
+
+impl Acp {
+    fn start(dir: &std::path::Path, config: &std::path::Path, script: &[Value], extra: &[&str]) -> Acp {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
+        cmd.args(["--mode", "acp", "--config-dir"]).arg(config).arg("--cwd").arg(dir).args(extra);
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+            cmd.env_remove(var);
+        }
+        if !script.is_empty() {
+            let path = config.join(format!("script-{}.jsonl", uuid::Uuid::new_v4()));
+            std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+            cmd.arg("--model-script").arg(&path);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+                if tx.send(frame).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Acp { child, stdin, frames: rx, methods: HashMap::new(), next_id: 100 }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, frame: &Value) {
+        acp_validator().validate_inbound(frame, None).unwrap_or_else(|e| panic!("test sends an invalid frame: {e}\n{frame}"));
+        self.send_raw(&frame.to_string());
+    }
+
+    /// Sends a request; returns its id.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.methods.insert(key(&id), method.to_owned());
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The next frame, validated against the vendored schema.
+    fn next(&mut self) -> Value {
+        let frame = self.frames.recv_timeout(TIMEOUT).expect("a frame from agentwire in time");
+        let answered = frame.get("id").filter(|_| frame.get("method").is_none()).and_then(|id| self.methods.get(&key(id))).map(String::as_str);
+        acp_validator().validate_outbound(&frame, answered).unwrap_or_else(|e| panic!("agentwire sent an invalid frame: {e}\n{frame}"));
+        frame
+    }
+
+    /// Frames up to and including the response to `id`.
+    fn until_response(&mut self, id: &Value) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let f = self.next();
+            if f.get("method").is_none() && f.get("id") == Some(id) {
+                return (before, f);
+            }
+            before.push(f);
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        let (_, response) = self.until_response(&id);
+        response
+    }
+
+    fn answer(&mut self, request: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": result}));
+    }
+
+    fn no_frame_within(&mut self, wait: Duration) {
+        if let Ok(f) = self.frames.recv_timeout(wait) {
+            panic!("unexpected frame: {f}");
+        }
+    }
+
+    fn init_and_new(&mut self, cwd: &std::path::Path) -> String {
+        let init = self.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}}));
+        assert_eq!(init["result"]["protocolVersion"], 1);
+        let new = self.call("session/new", json!({"cwd": cwd.display().to_string(), "mcpServers": []}));
+        let session = new["result"]["sessionId"].as_str().expect("a session id").to_owned();
+        let commands = self.next();
+        assert_eq!(commands["params"]["update"]["sessionUpdate"], "available_commands_update", "{commands}");
+        session
+    }
+
+    fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Acp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn updates(frames: &[Value]) -> Vec<&Value> {
+    frames.iter().filter(|f| f["method"] == "session/update").map(|f| &f["params"]["update"]).collect()
+}
+
+fn kinds(frames: &[Value]) -> Vec<String> {
+    updates(frames).iter().map(|u| u["sessionUpdate"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
+    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
+}
+
+fn prompt(text: &str, session: &str) -> Value {
+    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]})
+}
+
+#[test]
+fn initialize_tells_the_truth_and_stdout_has_only_frames() {
+    let (dir, config) = dirs();
+    let mut acp = Acp::start(dir.path(), config.path(), &[], &[]);
+    // No `ready` line: the first frame is the answer to initialize.
+    let init = acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let r = &init["result"];
+    assert_eq!(r["protocolVersion"], 1);
+    assert_eq!(r["authMethods"], json!([]));
+    assert_eq!(r["agentCapabilities"]["loadSession"], true);
+    assert_eq!(r["agentCapabilities"]["promptCapabilities"]["audio"], false);
+    assert_eq!(r["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
+    assert_eq!(r["agentCapabilities"]["mcpCapabilities"], json!({"http": false, "sse": false}));
+    assert!(r["agentCapabilities"]["sessionCapabilities"]["list"].is_object());
+    assert_eq!(r["agentInfo"]["name"], "agentwire");
+    assert!(acp.close().success());
+}
+
+#[test]
+fn prompt_streams_thoughts_and_text_then_ends_the_turn() {
+    let (dir, config) = dirs();
+    let script = [json!({"thinking": "let me think", "text": "Hello there, editor", "chunkSize": 5})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let session = acp.init_and_new(dir.path());
+    let id = acp.request("session/prompt", prompt("hi", &session));
+    let (frames, response) = acp.until_response(&id);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let ups = updates(&frames);
+    let text: String = ups.iter().filter(|u| u["sessionUpdate"] == "agent_message_chunk").map(|u| u["content"]["text"].as_str().unwrap()).collect();
+    let thought: String = ups.iter().filter(|u| u["sessionUpdate"] == "agent_thought_chunk").map(|u| u["content"]["text"].as_str().unwrap()).collect();
+    assert_eq!((text.as_str(), thought.as_str()), ("Hello there, editor", "let me think"));
+    assert!(ups.iter().filter(|u| u["sessionUpdate"] == "agent_message_chunk").count() > 1, "streamed in chunks");
+    assert!(frames.iter().all(|f| f["params"]["sessionId"] == session.as_str()));
+    assert!(kinds(&frames).contains(&"usage_update".to_owned()));
+}
+
+#[test]
+fn permission_granted_runs_the_tool_and_rejected_does_not() {
+    let (dir, config) = dirs();
+    let script = [
+        json!({"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "yes.txt", "content": "allowed\n"}}]}),
+        json!({"text": "wrote it"}),
+        json!({"toolCalls": [{"id": "w2", "name": "write", "arguments": {"path": "no.txt", "content": "never\n"}}]}),
+        json!({"text": "could not"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let session = acp.init_and_new(dir.path());
+
+    let id = acp.request("session/prompt", prompt("write yes", &session));
+    let mut seen = Vec::new();
+    let ask = loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            break f;
+        }
+        seen.push(f);
+    };
+    assert_eq!(ask["params"]["sessionId"], session.as_str());
+    assert_eq!(ask["params"]["toolCall"]["toolCallId"], "w1");
+    assert_eq!(ask["params"]["toolCall"]["kind"], "edit");
+    let options: Vec<&str> = ask["params"]["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    let call = updates(&seen).into_iter().find(|u| u["sessionUpdate"] == "tool_call").expect("tool_call before the permission request").clone();
+    assert_eq!((&call["toolCallId"], &call["kind"], &call["status"]), (&json!("w1"), &json!("edit"), &json!("pending")));
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}));
+    let (frames, response) = acp.until_response(&id);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let done = updates(&frames).into_iter().find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed").expect("completed").clone();
+    assert_eq!(done["content"][0], json!({"type": "diff", "path": "yes.txt", "newText": "allowed\n"}));
+    assert_eq!(std::fs::read_to_string(dir.path().join("yes.txt")).unwrap(), "allowed\n");
+
+    let id = acp.request("session/prompt", prompt("write no", &session));
+    let ask = loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            break f;
+        }
+    };
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
+    let (frames, response) = acp.until_response(&id);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let failed = updates(&frames).into_iter().find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"].is_string()).expect("a final status").clone();
+    assert_eq!((&failed["toolCallId"], &failed["status"]), (&json!("w2"), &json!("failed")));
+    assert!(!dir.path().join("no.txt").exists(), "a rejected tool does not run");
+}
+
+#[test]
+fn allow_always_is_remembered_and_unknown_answers_fail_closed() {
+    let (dir, config) = dirs();
+    let bash = |id: &str, c: &str| json!({"toolCalls": [{"id": id, "name": "bash", "arguments": {"command": c}}]});
+    let script = [bash("b1", "echo one"), json!({"text": "1"}), bash("b2", "echo two"), json!({"text": "2"}), json!({"toolCalls": [{"id": "e1", "name": "write", "arguments": {"path": "x.txt", "content": "x"}}]}), json!({"text": "3"})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let session = acp.init_and_new(dir.path());
+    let id = acp.request("session/prompt", prompt("one", &session));
+    let ask = loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            break f;
+        }
+    };
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "allow_always"}}));
+    let (frames, _) = acp.until_response(&id);
+    let out = updates(&frames).into_iter().find(|u| u["status"] == "completed").unwrap().clone();
+    assert!(out["content"][0]["content"]["text"].as_str().unwrap().contains("one"), "{out}");
+    // The same tool again: no question.
+    let id = acp.request("session/prompt", prompt("two", &session));
+    let (frames, response) = acp.until_response(&id);
+    assert!(frames.iter().all(|f| f["method"] != "session/request_permission"));
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    // Another tool asks again; an option id that is not an allow option rejects.
+    let id = acp.request("session/prompt", prompt("three", &session));
+    let ask = loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            break f;
+        }
+    };
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "something_else"}}));
+    let (frames, _) = acp.until_response(&id);
+    assert!(updates(&frames).iter().any(|u| u["toolCallId"] == "e1" && u["status"] == "failed"));
+    assert!(!dir.path().join("x.txt").exists());
+}
+
+#[test]
+fn cancel_mid_stream_resolves_cancelled_promptly() {
+    let (dir, config) = dirs();
+    let script = [json!({"text": "a long answer that streams slowly, chunk by chunk, for quite a while", "chunkSize": 2, "delayMs": 50})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let session = acp.init_and_new(dir.path());
+    let id = acp.request("session/prompt", prompt("go", &session));
+    let first = acp.next();
+    assert_eq!(first["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+    let t = std::time::Instant::now();
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let (_, response) = acp.until_response(&id);
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+    assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+    // The session goes on.
+    let again = acp.call("session/prompt", prompt("still there?", &session));
+    assert_eq!(again["result"]["stopReason"], "end_turn");
+}
+
+#[test]
+fn cancel_while_permission_pending_rejects_and_resolves_cancelled() {
+    let (dir, config) = dirs();
+    let script = [json!({"toolCalls": [{"id": "c1", "name": "bash", "arguments": {"command": "touch ran.txt"}}]}), json!({"text": "after"})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let session = acp.init_and_new(dir.path());
+    let id = acp.request("session/prompt", prompt("go", &session));
+    let ask = loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            break f;
+        }
+    };
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    // As the spec asks, the client answers the pending request `cancelled`; it is too late anyway.
+    acp.answer(&ask, json!({"outcome": {"outcome": "cancelled"}}));
+    let (_, response) = acp.until_response(&id);
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+    assert!(!dir.path().join("ran.txt").exists());
+}
+
+#[test]
+fn load_replays_the_history_in_a_fresh_process_before_answering() {
+    let (dir, config) = dirs();
+    let script = [
+        json!({"toolCalls": [{"id": "r1", "name": "bash", "arguments": {"command": "echo replayed-output"}}]}),
+        json!({"thinking": "hmm", "text": "first answer"}),
+    ];
+    let session = {
+        let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
+        let session = acp.init_and_new(dir.path());
+        let r = acp.call("session/prompt", prompt("remember me", &session));
+        assert_eq!(r["result"]["stopReason"], "end_turn");
+        assert!(acp.close().success());
+        session
+    };
+    let script = [json!({"text": "second answer"})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let list = acp.call("session/list", json!({"cwd": dir.path().display().to_string()}));
+    assert_eq!(list["result"]["sessions"][0]["sessionId"], session.as_str(), "{list}");
+    let id = acp.request("session/load", json!({"sessionId": session, "cwd": dir.path().display().to_string(), "mcpServers": []}));
+    let (frames, response) = acp.until_response(&id);
+    assert_eq!(response["result"], json!({}));
+    assert_eq!(kinds(&frames), ["user_message_chunk", "tool_call", "tool_call_update", "agent_thought_chunk", "agent_message_chunk"]);
+    let ups = updates(&frames);
+    assert_eq!(ups[0]["content"]["text"], "remember me");
+    assert_eq!((&ups[1]["toolCallId"], &ups[1]["kind"], &ups[1]["title"]), (&json!("r1"), &json!("execute"), &json!("echo replayed-output")));
+    assert_eq!(ups[2]["status"], "completed");
+    assert!(ups[2]["content"][0]["content"]["text"].as_str().unwrap().contains("replayed-output"));
+    assert_eq!(ups[4]["content"]["text"], "first answer");
+    // The session continues with its history.
+    let r = acp.call("session/prompt", prompt("and now?", &session));
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+    let unknown = acp.call("session/load", json!({"sessionId": "no-such-session", "cwd": dir.path().display().to_string(), "mcpServers": []}));
+    assert_eq!(unknown["error"]["code"], -32002);
+}
+
+#[test]
+fn step_limit_is_max_turn_requests() {
+    let (dir, config) = dirs();
+    let script = [json!({"toolCalls": [{"id": "t1", "name": "ls", "arguments": {}}]}), json!({"toolCalls": [{"id": "t2", "name": "ls", "arguments": {}}]})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &["--max-steps-per-turn", "1"]);
+    let session = acp.init_and_new(dir.path());
+    let id = acp.request("session/prompt", prompt("list", &session));
+    let (frames, response) = acp.until_response(&id);
+    assert_eq!(response["result"]["stopReason"], "max_turn_requests");
+    assert!(updates(&frames).iter().any(|u| u["toolCallId"] == "t1" && u["status"] == "completed"), "the allowed step ran");
+}
+
+#[test]
+fn errors_follow_json_rpc_and_never_kill_the_process() {
+    let (dir, config) = dirs();
+    let mut acp = Acp::start(dir.path(), config.path(), &[json!({"text": "alive"})], &[]);
+    acp.send_raw("{this is not json");
+    let e = acp.next();
+    assert_eq!((&e["id"], &e["error"]["code"]), (&Value::Null, &json!(-32700)));
+    acp.send_raw(r#"[{"jsonrpc":"2.0","id":1,"method":"initialize"}]"#);
+    assert_eq!(acp.next()["error"]["code"], -32600);
+    acp.send_raw(r#"{"jsonrpc":"1.0","id":"v","method":"initialize","params":{}}"#);
+    let e = acp.next();
+    assert_eq!((&e["id"], &e["error"]["code"]), (&json!("v"), &json!(-32600)));
+    acp.send_raw(r#"{"jsonrpc":"2.0","id":{"bad":1},"method":"initialize"}"#);
+    assert_eq!(acp.next()["error"]["code"], -32600);
+    acp.send_raw(r#"{"jsonrpc":"2.0","id":"m","method":"session/teleport","params":{}}"#);
+    let e = acp.next();
+    assert_eq!((&e["id"], &e["error"]["code"]), (&json!("m"), &json!(-32601)));
+    acp.send_raw(r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"one"}}"#);
+    let e = acp.next();
+    assert_eq!((&e["id"], &e["error"]["code"], &e["error"]["data"]["path"]), (&json!(7), &json!(-32602), &json!("/protocolVersion")));
+    acp.send_raw(r#"{"jsonrpc":"2.0","id":8,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":1}]}}"#);
+    let e = acp.next();
+    assert_eq!((&e["error"]["code"], &e["error"]["data"]["path"]), (&json!(-32602), &json!("/prompt/0")));
+    // Unknown and invalid notifications: no answer at all.
+    acp.send_raw(r#"{"jsonrpc":"2.0","method":"$/nothing","params":{}}"#);
+    acp.send_raw(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}"#);
+    acp.send_raw(r#"{"jsonrpc":"2.0","method":"session/cancel"}"#);
+    acp.no_frame_within(Duration::from_millis(300));
+    // A prompt for a session that does not exist.
+    let e = acp.call("session/prompt", prompt("hi", "nope"));
+    assert_eq!(e["error"]["code"], -32002);
+    let e = acp.call("session/new", json!({"cwd": "relative/dir", "mcpServers": []}));
+    assert_eq!(e["error"]["code"], -32602);
+    // And the process still works.
+    let session = acp.init_and_new(dir.path());
+    let r = acp.call("session/prompt", prompt("hi", &session));
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+    assert!(acp.close().success());
+}
+
+#[test]
+fn schema_bundle_acp_prints_the_vendored_schema() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentwire")).args(["schema", "bundle", "--dialect", "acp"]).output().unwrap();
+    assert!(out.status.success());
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vendored: Value = serde_json::from_str(include_str!("../schema/acp/schema.json")).unwrap();
+    assert_eq!(printed, vendored);
+}
