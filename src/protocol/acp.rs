@@ -147,7 +147,7 @@ impl AcpValidator {
         if let Some(v) = self.compiled.read().unwrap_or_else(|e| e.into_inner()).get(key) {
             return Ok(v.clone());
         }
-        let fail = |message: String| FrameError { context: String::new(), path: String::new(), message };
+        let fail = |message: String| FrameError { context: String::new(), path: String::new(), message, also: Vec::new() };
         let schema = match key {
             // The schema's root is `anyOf [Agent messages, Client messages]`.
             AGENT_MESSAGE | CLIENT_MESSAGE => {
@@ -184,7 +184,7 @@ impl AcpValidator {
                 path = format!("{path}/{p}");
             }
         }
-        Err(FrameError { context: context.to_owned(), path, message: error.to_string() })
+        Err(FrameError { context: context.to_owned(), path, message: error.to_string(), also: Vec::new() })
     }
 
     /// Validates `value` against the def `name` of the vendored schema.
@@ -208,12 +208,12 @@ impl AcpValidator {
         let method = frame.get("method").and_then(Value::as_str);
         self.check(AGENT_MESSAGE, frame, "", method.or(answered).unwrap_or_default())?;
         if let Some(method) = method {
-            let info = AcpMethodInfo::client(method).ok_or_else(|| FrameError { context: method.into(), path: "/method".into(), message: format!("`{method}` is not a client method agentwire sends") })?;
+            let info = AcpMethodInfo::client(method).ok_or_else(|| FrameError { also: Vec::new(), context: method.into(), path: "/method".into(), message: format!("`{method}` is not a client method agentwire sends") })?;
             return self.check(info.params, frame.get("params").unwrap_or(&Value::Null), "/params", method);
         }
         if let Some(error) = frame.get("error") {
             if frame.get("result").is_some() {
-                return Err(FrameError { context: String::new(), path: String::new(), message: "a response has either `result` or `error`, not both".into() });
+                return Err(FrameError { also: Vec::new(), context: String::new(), path: String::new(), message: "a response has either `result` or `error`, not both".into() });
             }
             return self.check("Error", error, "/error", answered.unwrap_or_default());
         }

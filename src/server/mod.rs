@@ -283,7 +283,7 @@ pub async fn run_acp_process(options: RpcOptions) -> u8 {
             }
         }
     }
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_CAPACITY);
+    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_BYTES);
     let conn = Arc::new(AcpConn::new(out));
     let server = AcpServer::new(conn, Arc::new(AcpSessions { options: options.clone(), accepts_images }));
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
