@@ -27,7 +27,7 @@ impl Agent {
         }
         let (session, warnings) = Session::load(&path).map_err(|e| CoreError::InvalidParams(format!("Not a session file: {e}")))?;
         for w in warnings {
-            eprintln!("agentwire: {}:{}: {}", path.display(), w.line, w.reason);
+            tracing::warn!("{}:{}: {}", path.display(), w.line, w.reason);
         }
         self.abort_run().await;
         self.adopt_session(session);

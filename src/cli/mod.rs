@@ -1,5 +1,6 @@
 //! The command line: `agentwire --mode rpc|wire|acp` (the agent) and `agentwire schema …` (tools).
 
+pub mod logging;
 pub mod schema;
 
 use std::process::ExitCode;
@@ -12,6 +13,10 @@ use crate::protocol::validate::Dialect;
 #[derive(Debug, Parser)]
 #[command(name = "agentwire", version, about, long_about = None)]
 pub struct Cli {
+    /// Diagnostics on stderr from this level on: error, warn, info (default), debug, trace; or
+    /// an env-filter directive. Default: $AGENTWIRE_LOG, else info.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
     /// Protocol to speak on stdin/stdout when running as the agent.
     #[arg(long, value_enum, global = false)]
     pub mode: Option<Mode>,
@@ -306,6 +311,7 @@ pub enum SchemaAction {
 
 /// Runs the command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
+    logging::init(cli.log_level.as_deref());
     match cli.command {
         Some(Command::Schema { action }) => run_schema(action),
         Some(Command::Codegen { action, out }) => run_codegen(&action, out.as_deref()),
@@ -328,7 +334,7 @@ pub fn run(cli: Cli) -> ExitCode {
             match crate::conformance::record::record(&options, stdin, &mut std::io::stdout()) {
                 Ok(text) => match std::fs::write(&out, text) {
                     Ok(()) => {
-                        eprintln!("agentwire: wrote {}", out.display());
+                        tracing::info!("wrote {}", out.display());
                         ExitCode::SUCCESS
                     }
                     Err(e) => fail(&format!("{}: {e}", out.display())),
@@ -347,9 +353,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 let stem = recording.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
                 let target = out.join(format!("kimi-{}.jsonl", stem.replace(['.', '_'], "-")));
                 match converted.and_then(|text| std::fs::write(&target, text).map_err(|e| format!("{}: {e}", target.display()))) {
-                    Ok(()) => eprintln!("agentwire: wrote {}", target.display()),
+                    Ok(()) => tracing::info!("wrote {}", target.display()),
                     Err(e) => {
-                        eprintln!("agentwire: {e}");
+                        tracing::error!("{e}");
                         failed = true;
                     }
                 }
@@ -394,7 +400,7 @@ fn run_codegen(action: &CodegenAction, out: Option<&std::path::Path>) -> ExitCod
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("agentwire codegen: {e}");
+            tracing::error!("codegen: {e}");
             ExitCode::FAILURE
         }
     }
@@ -522,7 +528,7 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
     let baseline_path = match (&opts.baseline, paths) {
         (Some(path), _) => Some(path.clone()),
         (None, [dir]) if dir.is_dir() && !opts.no_baseline => find_baseline(dir, &agent.name()).inspect(|found| {
-            eprintln!("agentwire: using the baseline {} (--no-baseline to run without it)", found.display());
+            tracing::info!("using the baseline {} (--no-baseline to run without it)", found.display());
         }),
         (None, _) => None,
     };
@@ -559,6 +565,6 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
 }
 
 fn fail(message: &str) -> ExitCode {
-    eprintln!("agentwire: {message}");
+    tracing::error!("{message}");
     ExitCode::from(2)
 }

@@ -91,7 +91,7 @@ fn initial_session(options: &RpcOptions) -> Result<(Option<PathBuf>, Option<Path
         Some(path) => {
             let (session, warnings) = Session::load(&path)?;
             for w in warnings {
-                eprintln!("agentwire: {}:{}: {}", path.display(), w.line, w.reason);
+                tracing::warn!("{}:{}: {}", path.display(), w.line, w.reason);
             }
             session
         }
@@ -110,7 +110,7 @@ struct Prepared {
 /// Reads the models and the session; `Err` is the exit code after the reason was printed.
 fn prepare(options: &RpcOptions) -> Result<Prepared, u8> {
     prepare_or_explain(options).map_err(|e| {
-        eprintln!("agentwire: {e}");
+        tracing::error!("{e}");
         1
     })
 }
@@ -278,7 +278,7 @@ pub async fn run_acp_process(options: RpcOptions) -> u8 {
         match OfflineModel::from_script_file(&path) {
             Ok(m) => options.selection.offline = Some(Arc::new(m)),
             Err(e) => {
-                eprintln!("agentwire: --model-script: {e}");
+                tracing::error!("--model-script: {e}");
                 return 1;
             }
         }

@@ -621,7 +621,7 @@ fn repair_torn_tail(path: &Path, file: &mut std::fs::File) -> std::io::Result<()
     let side = PathBuf::from(format!("{}.torn-{}", path.display(), now_ms()));
     std::fs::write(&side, &fragment)?;
     file.set_len(keep)?;
-    eprintln!("agentwire: {}: a torn last line ({} bytes) was cut off before appending; it is kept in {}", path.display(), fragment.len(), side.display());
+    tracing::warn!("{}: a torn last line ({} bytes) was cut off before appending; it is kept in {}", path.display(), fragment.len(), side.display());
     Ok(())
 }
 

@@ -122,7 +122,7 @@ impl AcpServer {
         if let Ok(live) = self.live(session) {
             tokio::spawn(async move { live.agent.abort().await });
         } else {
-            eprintln!("agentwire: session/cancel for an unknown session {session}");
+            tracing::warn!("session/cancel for an unknown session {session}");
         }
     }
 

@@ -61,7 +61,7 @@ where
                         let _ = out.send(&*e).await;
                     }
                     Ok(AcpInbound::Notification(AcpAgentNotification::SessionCancel(n))) => server.cancel(&n.session_id),
-                    Ok(AcpInbound::Ignored { method, reason }) => eprintln!("agentwire: ignoring a `{method}` notification: {reason}"),
+                    Ok(AcpInbound::Ignored { method, reason }) => tracing::warn!("ignoring a `{method}` notification: {reason}"),
                     Ok(AcpInbound::ClientResponse { id, outcome }) => server.conn().client_response(&id, outcome),
                     Ok(AcpInbound::Request { id, method: _, request }) => {
                         inflight.push(async move { (id, dispatch_acp_request(server, *request).await) });

@@ -227,7 +227,7 @@ impl WireHandler for WireSession {
                         let _ = out.send(&frame).await;
                         requests += 1;
                     }
-                    Err(e) => eprintln!("agentwire: skipping an unreadable {kind} record of the wire log: {e}"),
+                    Err(e) => tracing::warn!("skipping an unreadable {kind} record of the wire log: {e}"),
                 }
             } else {
                 match WireEvent::from_value(message) {
@@ -237,7 +237,7 @@ impl WireHandler for WireSession {
                         let _ = out.send(&frame).await;
                         events += 1;
                     }
-                    Err(e) => eprintln!("agentwire: skipping an unreadable {kind} record of the wire log: {e}"),
+                    Err(e) => tracing::warn!("skipping an unreadable {kind} record of the wire log: {e}"),
                 }
             }
         }

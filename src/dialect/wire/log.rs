@@ -89,7 +89,7 @@ impl WireLog {
                 Ok(f) => self.file = Some(f),
                 Err(e) => {
                     self.failed = true;
-                    eprintln!("agentwire: could not write the wire log {}: {e}", path.display());
+                    tracing::warn!("could not write the wire log {}: {e}", path.display());
                 }
             }
         }
@@ -101,7 +101,7 @@ impl WireLog {
         let record = json!({"timestamp": timestamp, "message": {"type": kind, "payload": payload}});
         if let Some(file) = self.file() {
             if let Err(e) = writeln!(file, "{record}") {
-                eprintln!("agentwire: could not write the wire log: {e}");
+                tracing::warn!("could not write the wire log: {e}");
                 self.failed = true;
                 self.file = None;
             }

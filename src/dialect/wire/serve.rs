@@ -60,7 +60,7 @@ where
                         let _ = out.send(&*e).await;
                     }
                     Ok(WireInbound::Notification { method }) => {
-                        eprintln!("agentwire: ignoring a `{method}` notification (requests need an id)");
+                        tracing::warn!("ignoring a `{method}` notification (requests need an id)");
                     }
                     Ok(WireInbound::ClientResponse { id, outcome }) => session.host().client_response(&id, outcome),
                     Ok(WireInbound::Request { id, request }) => {
