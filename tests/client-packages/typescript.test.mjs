@@ -51,7 +51,11 @@ function pristineCopy(folder, dest) {
 /** A fresh project with the pinned typescript and @types/node (ts-consumer/), installed. */
 function freshProject(dir) {
   mkdirSync(dir, { recursive: true });
-  for (const file of ["package.json", "package-lock.json", "tsconfig.json"]) cpSync(join(here, "ts-consumer", file), join(dir, file));
+  for (const file of ["package.json", "package-lock.json"]) cpSync(join(here, "ts-consumer", file), join(dir, file));
+  // The README's tsconfig.json, as a newcomer would copy it.
+  const tsconfigs = readmeBlocks(readme, "json");
+  assert.equal(tsconfigs.length, 1, "the README shows one tsconfig.json");
+  writeFileSync(join(dir, "tsconfig.json"), tsconfigs[0].code);
   run("npm", ["ci"], { cwd: dir, env: npmEnv });
   return dir;
 }
@@ -67,7 +71,7 @@ function checkExamples(project) {
   });
   run(process.execPath, [join(project, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: project });
   names.forEach((name, i) => {
-    const js = join(project, "out", name.replace(/\.ts$/, ".js"));
+    const js = join(project, "dist", name.replace(/\.ts$/, ".js"));
     let stdout;
     try {
       stdout = execFileSync(process.execPath, [js], { cwd: project, encoding: "utf8", env: { ...process.env, AGENTWIRE_BIN: agentwireBin }, timeout: 30_000, stdio: ["ignore", "pipe", "pipe"] });
