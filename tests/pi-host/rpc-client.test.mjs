@@ -213,7 +213,10 @@ describe("steer and follow-up", () => {
     ]);
   });
 
-  it("an idle steer or followUp starts a run, as in pi", async () => {
+  it("an idle steer or followUp starts a run (agentwire's documented behaviour, not pi 0.73.1's)", async () => {
+    // docs/rpc-mode.md (Queues): "Idle steer / follow_up start a run." pi 0.73.1 only queues them
+    // (Agent.steer / followUp enqueue) until the next prompt; a pi host that steers while idle
+    // gets a run here it would not get from pi. (Not yet in the table of differences.)
     const { client } = await start([{ text: "steered" }, { text: "followed" }]);
     let idle = client.waitForIdle(10_000);
     await client.steer("idle steer");
