@@ -234,7 +234,7 @@ describe("steer and follow-up", () => {
 });
 
 describe("abort", () => {
-  it("stops a streaming run: agent_end follows, the assistant message ends aborted, the queue is cleared", async () => {
+  it("stops a streaming run: agent_end follows, the assistant message ends aborted, the queue is cleared (agentwire's documented behaviour)", async () => {
     const { client } = await start([{ text: "x".repeat(400), chunkSize: 1, delayMs: 20 }, { text: "after the abort" }]);
     const run = client.collectEvents(20_000);
     const streaming = nextEvent(client, "message_update");
@@ -253,6 +253,9 @@ describe("abort", () => {
     assert.equal(messages.at(-1).role, "assistant");
     assert.equal(messages.at(-1).stopReason, "aborted");
     assert.ok(textOf(messages.at(-1)).length < 400, "the reply was cut short");
+    // docs/rpc-mode.md (Queues): "abort clears both queues". pi 0.73.1's abort (AgentSession.abort:
+    // abortRetry, Agent.abort, waitForIdle) leaves them, so there the follow-up stays pending
+    // (pendingMessageCount 1) for the next run. (Not yet in the table of differences.)
     assert.ok(!messages.some((m) => m.role === "user" && textOf(m) === "queued, then dropped"));
     // The agent is usable afterwards.
     await client.promptAndWait("next");
@@ -281,6 +284,9 @@ describe("state", () => {
     assert.equal(state.messageCount, 0);
     assert.equal(state.pendingMessageCount, 0);
     assert.match(state.sessionId, /\S/);
+    // Documented difference: with no assistant text agentwire answers {"text": null}, pi {}
+    // (so RpcClient gives null here, undefined against pi).
+    assert.equal(await client.getLastAssistantText(), null);
     assert.ok(state.sessionFile.startsWith(join(dir, "sessions")), state.sessionFile);
     await client.promptAndWait("hi");
     const after = await client.getState();
