@@ -87,8 +87,8 @@ function nextEvent(client, type, predicate = () => true) {
   });
 }
 
-/** A reply streamed slowly enough for commands to arrive while it streams (~40 chunks × 15 ms). */
-const slow = (text) => ({ text, chunkSize: 1, delayMs: 15 });
+/** A reply streamed slowly enough for commands to arrive while it streams (~35 chunks × 30 ms, ~1 s). */
+const slow = (text) => ({ text, chunkSize: 1, delayMs: 30 });
 
 describe("prompt with events", () => {
   it("promptAndWait streams the run from agent_start to agent_end; getLastAssistantText and getMessages see it", async () => {
