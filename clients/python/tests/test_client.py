@@ -16,11 +16,14 @@ from agentwire_client import (
     AgentClient,
     AgentCommandError,
     AgentExitedError,
+    AgentSpawnError,
     Frame,
     HostToolContext,
     RequestTimeoutError,
     UiContext,
     UiRequest,
+    WireClient,
+    agentwire_command,
     models as m,
 )
 
@@ -343,15 +346,24 @@ async def test_every_command_end_to_end(sandbox: Sandbox) -> None:
     assert missing == [], f"commands never answered success:true: {missing}"
 
 
-def test_example_runs_against_agentwire() -> None:
-    run = subprocess.run(
-        [sys.executable, str(PACKAGE_ROOT / "examples" / "offline.py")],
-        env={**os.environ, "AGENTWIRE_BIN": AGENTWIRE_BIN},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "weather in Paris: sunny" in run.stdout
-    assert "The `weather` tool finished" in run.stdout
-    assert "[prompt completed]" in run.stdout
+async def test_a_missing_binary_is_a_spawn_error_not_an_exit(tmp_path: Any) -> None:
+    with pytest.raises(AgentSpawnError) as caught:
+        await AgentClient.spawn("agentwire-does-not-exist", "--mode", "rpc")
+    assert "could not start the agent `agentwire-does-not-exist`" in str(caught.value)
+    assert "not found on PATH" in str(caught.value)
+    assert "AGENTWIRE_BIN" in str(caught.value)
+    assert isinstance(caught.value.__cause__, FileNotFoundError)
+    missing = str(tmp_path / "nope" / "agentwire")
+    with pytest.raises(AgentSpawnError) as caught:
+        await WireClient.spawn(missing, "--mode", "wire")
+    assert f"`{missing}`" in str(caught.value) and "(not found)" in str(caught.value)
+    not_executable = tmp_path / "agentwire"
+    not_executable.write_text("")
+    with pytest.raises(AgentSpawnError, match="not executable"):
+        await AgentClient.spawn(str(not_executable))
+
+
+def test_agentwire_command_reads_agentwire_bin() -> None:
+    assert agentwire_command({"AGENTWIRE_BIN": "/opt/agentwire"}) == "/opt/agentwire"
+    assert agentwire_command({"AGENTWIRE_BIN": ""}) == "agentwire"
+    assert agentwire_command({}) == "agentwire"

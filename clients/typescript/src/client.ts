@@ -1,7 +1,8 @@
+/// <reference types="node" preserve="true" />
 import type { Readable, Writable } from "node:stream";
 
 import { Connection, withDeadline, type ConnectionTarget } from "./connection.js";
-import { AgentCommandError, AgentExitedError, EventBufferOverflowError, RequestTimeoutError, type ExitInfo } from "./errors.js";
+import { AgentCommandError, EventBufferOverflowError, exitError, RequestTimeoutError, type ExitInfo } from "./errors.js";
 import type { RequestOptions } from "./options.js";
 import {
   CommandMethods,
@@ -242,7 +243,7 @@ export class AgentClient extends CommandMethods {
     let settle!: (result: T.PromptResultEvent) => void;
     const finished = new Promise<T.PromptResultEvent>((resolve, reject) => {
       settle = resolve;
-      void this.exited.then((info) => reject(new AgentExitedError(info)));
+      void this.exited.then((info) => reject(exitError(info)));
     });
     const unsubscribe = this.onFrame((frame) => {
       if (frame.type === "prompt_result" && (frame as T.PromptResultEvent).id === id) settle(frame as T.PromptResultEvent);
@@ -302,7 +303,7 @@ export class AgentClient extends CommandMethods {
   }
 
   private request(type: string, params: { [key: string]: unknown }, options: RequestOptions & { id?: string }): Promise<unknown> {
-    if (this.exitInfo) return Promise.reject(new AgentExitedError(this.exitInfo));
+    if (this.exitInfo) return Promise.reject(exitError(this.exitInfo));
     const id = options.id ?? this.allocateId();
     const response = new Promise<unknown>((resolve, reject) => {
       this.pending.set(id, { command: type, resolve, reject, cleanup: () => this.pending.delete(id) });
@@ -317,9 +318,9 @@ export class AgentClient extends CommandMethods {
   }
 
   private finish(info: ExitInfo): void {
-    for (const pending of [...this.pending.values()]) pending.reject(new AgentExitedError(info));
+    for (const pending of [...this.pending.values()]) pending.reject(exitError(info));
     this.pending.clear();
-    for (const controller of [...this.hostToolCalls.values(), ...this.dialogs.values()]) controller.abort(new AgentExitedError(info));
+    for (const controller of [...this.hostToolCalls.values(), ...this.dialogs.values()]) controller.abort(exitError(info));
     this.hostToolCalls.clear();
     this.dialogs.clear();
   }

@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 
@@ -57,9 +58,19 @@ export class Connection {
     input.on("error", () => undefined);
     if (child) {
       child.stderr?.on("data", (chunk: Buffer) => this.keepStderr(chunk.toString("utf8")));
-      child.on("error", (error) => {
-        this.keepStderr(`${error.message}\n`);
-        this.finish({ code: null, signal: null, stderrTail: this.stderrTail });
+      let started = false;
+      child.on("spawn", () => {
+        started = true;
+      });
+      child.on("error", (error: NodeJS.ErrnoException) => {
+        if (started) {
+          this.keepStderr(`${error.message}\n`);
+          this.finish({ code: null, signal: null, stderrTail: this.stderrTail });
+          return;
+        }
+        // The process never ran ("spawn agentwire ENOENT"): say so instead of "exited".
+        const spawnError = { command: child.spawnfile, code: error.code, message: error.message };
+        this.finish({ code: null, signal: null, stderrTail: this.stderrTail, spawnError });
       });
       child.on("close", (code, signal) => this.finish({ code, signal, stderrTail: this.stderrTail }));
     }

@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * LF-only JSONL framing.
  *

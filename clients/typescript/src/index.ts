@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * Typed client for agents speaking the JSONL RPC protocol (agentwire, pi, oh-my-pi) over stdio.
  * The protocol types and the command methods are generated from agentwire's JSON Schema.
@@ -16,7 +17,17 @@ export {
   type UiHandler,
   type UnknownFrame,
 } from "./client.js";
-export { AgentCommandError, AgentExitedError, EventBufferOverflowError, RequestTimeoutError, type ExitInfo } from "./errors.js";
+export {
+  AgentCommandError,
+  AgentExitedError,
+  AgentSpawnError,
+  EventBufferOverflowError,
+  RequestTimeoutError,
+  agentwireCommand,
+  exitError,
+  type ExitInfo,
+  type SpawnFailure,
+} from "./errors.js";
 export { LineSplitter, encodeFrame } from "./framing.js";
 export type { RequestOptions } from "./options.js";
 export * from "./generated/protocol.js";

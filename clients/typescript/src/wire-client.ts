@@ -1,7 +1,8 @@
+/// <reference types="node" preserve="true" />
 import type { Readable, Writable } from "node:stream";
 
 import { Connection, withDeadline, type ConnectionTarget } from "./connection.js";
-import { AgentExitedError, RequestTimeoutError, type ExitInfo } from "./errors.js";
+import { RequestTimeoutError, exitError, type ExitInfo } from "./errors.js";
 import type { RequestOptions } from "./options.js";
 import type * as T from "./generated/types.js";
 import {
@@ -161,7 +162,7 @@ export class WireClient extends WireMethods {
 
   protected override call<K extends WireMethod>(method: K, params: WireMethodMap[K]["params"], options: RequestOptions = {}): Promise<WireMethodMap[K]["result"]> {
     const exit = this.connection.exitInfo;
-    if (exit) return Promise.reject(new AgentExitedError(exit));
+    if (exit) return Promise.reject(exitError(exit));
     const id = `w-${this.nextId++}`;
     const result = new Promise<unknown>((resolve, reject) => this.pending.set(id, { method, resolve, reject }));
     const message: { [key: string]: unknown } = { jsonrpc: "2.0", id, method };
@@ -173,7 +174,7 @@ export class WireClient extends WireMethods {
   }
 
   private finish(info: ExitInfo): void {
-    for (const p of this.pending.values()) p.reject(new AgentExitedError(info));
+    for (const p of this.pending.values()) p.reject(exitError(info));
     this.pending.clear();
   }
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -9,7 +9,10 @@ import {
   AgentClient,
   AgentCommandError,
   AgentExitedError,
+  AgentSpawnError,
   COMMAND_TYPES,
+  WireClient,
+  agentwireCommand,
   LineSplitter,
   RequestTimeoutError,
   isAgentEvent,
@@ -368,12 +371,26 @@ describe("AgentClient against agentwire", { timeout: 60_000 }, () => {
   });
 });
 
-describe("the example", () => {
-  it("runs against agentwire and prints streamed text and the host tool's answer", () => {
-    const example = join(packageRoot, "dist/examples/offline.js");
-    const out = execFileSync(process.execPath, [example], { env: { ...process.env, AGENTWIRE_BIN: agentwireBin }, encoding: "utf8", timeout: 30_000 });
-    assert.match(out, /weather in Paris: sunny/);
-    assert.match(out, /The `weather` tool finished/);
-    assert.match(out, /\[prompt completed\]/);
+describe("finding the binary", () => {
+  it("rejects with AgentSpawnError, not AgentExitedError's 'exited', when the command cannot be started", async () => {
+    const client = AgentClient.spawn("agentwire-does-not-exist", ["--mode", "rpc"]);
+    const error = await client.getState().then(
+      () => assert.fail("getState resolved"),
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof AgentSpawnError, String(error));
+    assert.ok(error instanceof AgentExitedError);
+    assert.match(error.message, /could not start the agent `agentwire-does-not-exist`: spawn agentwire-does-not-exist ENOENT \(not found on PATH\)/);
+    assert.match(error.message, /AGENTWIRE_BIN/);
+    assert.doesNotMatch(error.message, /exited/);
+    assert.equal((await client.exited).spawnError?.code, "ENOENT");
+    const wire = WireClient.spawn("/nonexistent/agentwire", ["--mode", "wire"]);
+    await assert.rejects(wire.initialize({ protocol_version: "1.10" }), (e: unknown) => e instanceof AgentSpawnError && /`\/nonexistent\/agentwire`.*\(not found\)/.test(e.message));
+  });
+
+  it("agentwireCommand() is $AGENTWIRE_BIN when set, else agentwire from PATH", () => {
+    assert.equal(agentwireCommand({ AGENTWIRE_BIN: "/opt/agentwire" }), "/opt/agentwire");
+    assert.equal(agentwireCommand({ AGENTWIRE_BIN: "" }), "agentwire");
+    assert.equal(agentwireCommand({}), "agentwire");
   });
 });

@@ -5,7 +5,7 @@ agentwire's JSON Schema. :class:`AgentClient` speaks the JSONL RPC dialect, :cla
 the JSON-RPC 2.0 wire dialect."""
 
 from . import models
-from ._connection import AgentExitedError, ExitInfo
+from ._connection import AgentExitedError, AgentSpawnError, ExitInfo, agentwire_command
 from .client import (
     AgentClient,
     AgentCommandError,
@@ -30,6 +30,7 @@ __all__ = [
     "AgentCommandError",
     "AgentEvent",
     "AgentExitedError",
+    "AgentSpawnError",
     "COMMAND_TYPES",
     "EVENT_MODELS",
     "EventBufferOverflowError",
@@ -50,6 +51,7 @@ __all__ = [
     "WireRequestError",
     "WireRequestHandler",
     "WireTimeoutError",
+    "agentwire_command",
     "default_ui_handler",
     "models",
     "parse_frame",

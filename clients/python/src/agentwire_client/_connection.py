@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import json
 import logging
+import os
 import signal as signal_module
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Protocol, Type, TypeVar
@@ -39,6 +40,36 @@ class AgentExitedError(Exception):
         tail = exit.stderr_tail.strip()
         super().__init__(f"agent exited ({how}) before answering" + (f"; stderr: {tail}" if tail else ""))
         self.exit = exit
+
+
+class AgentSpawnError(OSError):
+    """The agent process could not be started (the program was not found or not executable).
+
+    Raised by ``AgentClient.spawn`` / ``WireClient.spawn`` with the ``OSError`` as its cause; it
+    is an ``OSError`` itself (``errno`` kept), so code catching ``FileNotFoundError``'s base keeps
+    working.
+    """
+
+    def __init__(self, program: str, cause: OSError) -> None:
+        if isinstance(cause, FileNotFoundError):
+            where = "" if "/" in program else " on PATH"
+            hint = (
+                f" (not found{where}). Install agentwire (`cargo install --path . --locked` in its checkout),"
+                " pass the binary's path as the program, or set AGENTWIRE_BIN and use agentwire_command()"
+            )
+        elif isinstance(cause, PermissionError):
+            hint = " (not executable)"
+        else:
+            hint = ""
+        super().__init__(cause.errno, f"could not start the agent `{program}`: {cause.strerror or cause}{hint}")
+        self.program = program
+
+
+def agentwire_command(env: Optional[Mapping[str, str]] = None) -> str:
+    """The agentwire binary to spawn: ``$AGENTWIRE_BIN`` when set and not empty, else ``agentwire``
+    (found on PATH). Pass it as the program of ``AgentClient.spawn`` / ``WireClient.spawn``."""
+    value = (os.environ if env is None else env).get("AGENTWIRE_BIN", "")
+    return value or "agentwire"
 
 
 class Writer(Protocol):
@@ -82,17 +113,23 @@ async def maybe_await(value: Any) -> Any:
 
 
 async def spawn_process(program: str, args: Any, cwd: Optional[str], env: Optional[Mapping[str, str]]) -> asyncio.subprocess.Process:
-    """Starts the agent with piped stdio."""
-    return await asyncio.create_subprocess_exec(
-        program,
-        *args,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        limit=LINE_LIMIT,
-    )
+    """Starts the agent with piped stdio; :class:`AgentSpawnError` when it cannot be started."""
+    try:
+        return await asyncio.create_subprocess_exec(
+            program,
+            *args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=LINE_LIMIT,
+        )
+    except (FileNotFoundError, PermissionError) as error:
+        # A missing cwd is also a FileNotFoundError; only blame the program when the cwd exists.
+        if cwd is not None and not os.path.isdir(cwd):
+            raise
+        raise AgentSpawnError(program, error) from error
 
 
 class Connection:
