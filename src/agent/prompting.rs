@@ -157,6 +157,33 @@ impl Agent {
         });
     }
 
+    /// Settles a prompt the model cannot take as a run that failed before asking it: `RunStart`,
+    /// `RunEnd` with no messages, `PromptSettled` with the error. For hosts that wait for the
+    /// run's end rather than reading the answer (pi's RpcClient never checks `success`), a
+    /// refusal must still end a run. `Busy` when a run is in progress.
+    pub fn refuse_as_run(&self, reason: String) -> CoreResult<Submitted> {
+        let mut st = self.state();
+        if st.run.is_some() {
+            return Err(CoreError::Busy("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into()));
+        }
+        let (done_tx, done_rx) = watch::channel(false);
+        st.run = Some(RunState { cancel: CancellationToken::new(), done: done_rx, finishing: true });
+        drop(st);
+        let prompt = self.new_prompt_id();
+        let gate = self.add_gate();
+        let agent = Clone::clone(self);
+        tokio::spawn(async move {
+            let _ = gate.await;
+            agent.emit(AgentEvent::RunStart { prompt: Some(prompt) }).await;
+            agent.emit(AgentEvent::RunEnd { messages: &[] }).await;
+            let error = crate::protocol::PromptError { message: reason, http_status: None, retryable: false };
+            agent.emit(AgentEvent::PromptSettled { prompt: Some(prompt), outcome: super::events::RunOutcome::Failed(error), model_invoked: false }).await;
+            agent.state().run = None;
+            let _ = done_tx.send(true);
+        });
+        Ok(Submitted::Started(prompt))
+    }
+
     /// A gate the dialect opens ([`Agent::release_gates`]) once the current request is answered.
     pub(super) fn add_gate(&self) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();

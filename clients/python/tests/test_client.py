@@ -140,12 +140,13 @@ async def test_host_tool_round_trip_with_update_and_cancel(sandbox: Sandbox) -> 
         await asyncio.wait_for(slow_cancelled.wait(), 10)
 
 
-async def test_ui_handler_answers_an_approval_confirm(sandbox: Sandbox) -> None:
+async def test_ui_handler_answers_an_approval_select(sandbox: Sandbox) -> None:
     requests: List[UiRequest] = []
 
     async def ui(request: UiRequest, ctx: UiContext) -> Optional[Dict[str, Any]]:
         requests.append(request)
-        return {"confirmed": True} if request.method == "confirm" else None
+        # The approval dialog is pi's select: "Allow tool: <name>\nCommand: ...", Approve / Deny.
+        return {"value": "Approve"} if request.method == "select" else None
 
     client = await sandbox.spawn(
         [{"toolCalls": [{"name": "bash", "arguments": {"command": "echo approved-run"}}]}, {"text": "ok"}],
@@ -154,7 +155,8 @@ async def test_ui_handler_answers_an_approval_confirm(sandbox: Sandbox) -> None:
     )
     async with client:
         outcome = await client.prompt_and_wait("run it")
-        assert requests[0].method == "confirm"
+        assert requests[0].method == "select"
+        assert getattr(requests[0], "title", "").startswith("Allow tool: bash\nCommand: echo approved-run")
         end: m.ToolExecutionEndEvent = first(outcome.events, m.ToolExecutionEndEvent)
         assert end.isError is False
         assert "approved-run" in end.result.model_dump_json()

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
-use crate::agent::{Agent, ApprovalPolicy, QueueKind, Submitted};
+use crate::agent::{Agent, ApprovalPolicy, CoreError, QueueKind, Submitted};
 use crate::protocol::*;
 
 /// One JSONL session: the core and this dialect's host side.
@@ -74,7 +74,13 @@ impl RpcHandler for RpcSession {
             PromptCommandStreamingBehavior::Steer => QueueKind::Steer,
             PromptCommandStreamingBehavior::FollowUp => QueueKind::FollowUp,
         });
-        let submitted = self.agent.prompt(cmd.message, images(cmd.images), queue).await.map_err(rpc_error)?;
+        let submitted = match self.agent.prompt(cmd.message, images(cmd.images), queue).await {
+            // Content the model cannot take (an image for a text-only model): the prompt is
+            // accepted and its run fails at once with the reason, so a host waiting for
+            // agent_end (pi's RpcClient ignores `success`) is not left hanging.
+            Err(CoreError::Unsupported(reason)) if queue.is_none() => self.agent.refuse_as_run(reason).map_err(rpc_error)?,
+            other => other.map_err(rpc_error)?,
+        };
         self.started(submitted, cmd.id.as_ref());
         Ok(None)
     }
