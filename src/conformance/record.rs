@@ -199,6 +199,26 @@ fn belongs_mid_run(line: &str) -> bool {
     ) || frame.get("streamingBehavior").is_some()
 }
 
+/// A host line that starts a prompt whose end the recorder waits for (see [`ends_prompt`]).
+fn starts_prompt(frame: &Value) -> bool {
+    if frame.get("jsonrpc").is_some() {
+        return frame["method"] == "prompt";
+    }
+    (frame["type"] == "prompt" && frame.get("streamingBehavior").is_none()) || frame["type"] == "abort_and_prompt"
+}
+
+/// Whether `frame` ends the prompt with request id `id`: its `prompt_result`, its failure
+/// response (rpc), or its response (wire).
+fn ends_prompt(frame: &Value, id: &Value) -> bool {
+    if frame.get("id") != Some(id) {
+        return false;
+    }
+    if frame.get("jsonrpc").is_some() {
+        return frame.get("method").is_none();
+    }
+    frame["type"] == "prompt_result" || (frame["type"] == "response" && frame["success"] == false)
+}
+
 /// Tracks whether a run (rpc: `agent_start`…`agent_end`; wire: `TurnBegin`…`TurnEnd`) is on.
 fn run_delta(frame: &Value) -> i32 {
     match (frame["type"].as_str(), frame["params"]["type"].as_str()) {
@@ -268,12 +288,16 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
     let mut last_frame = Instant::now();
     let mut agent_done = false;
     let mut runs = 0i32;
+    // Prompts forwarded whose end has not been seen: between a prompt's response and its run's
+    // first event the agent is quiet but not idle (a loaded machine makes that gap longer than
+    // `settle`).
+    let mut prompts: Vec<Value> = Vec::new();
     loop {
         // Forward the next host line once the agent has been quiet long enough (and idle, for
         // lines that do not belong in a run).
         let ready = match queued.front() {
             None => false,
-            Some(next) => last_frame.elapsed() >= options.settle && (runs <= 0 || next.as_deref().is_some_and(belongs_mid_run)),
+            Some(next) => last_frame.elapsed() >= options.settle && ((runs <= 0 && prompts.is_empty()) || next.as_deref().is_some_and(belongs_mid_run)),
         };
         if ready {
             match queued.pop_front().flatten() {
@@ -283,6 +307,9 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
                         Some(frame) => {
                             if let Some(id) = frame.get("id") {
                                 host_ids.push(id.clone());
+                                if starts_prompt(&frame) {
+                                    prompts.push(id.clone());
+                                }
                             }
                             lines.push(json!({"kind": "in", "frame": normalizer.inbound(&frame)}));
                         }
@@ -311,6 +338,7 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
                     replies.push(reply_from_message(&frame["message"]));
                 }
                 runs += run_delta(&frame);
+                prompts.retain(|id| !ends_prompt(&frame, id));
                 lines.push(json!({"kind": "out", "frame": normalizer.outbound(&frame, &host_ids)}));
                 last_frame = Instant::now();
             }
