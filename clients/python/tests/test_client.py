@@ -137,12 +137,12 @@ async def test_host_tool_round_trip_with_update_and_cancel(sandbox: Sandbox) -> 
         await asyncio.wait_for(slow_cancelled.wait(), 10)
 
 
-async def test_ui_handler_answers_an_approval_confirm(sandbox: Sandbox) -> None:
+async def test_ui_handler_answers_an_approval_select(sandbox: Sandbox) -> None:
     requests: List[UiRequest] = []
 
     async def ui(request: UiRequest, ctx: UiContext) -> Optional[Dict[str, Any]]:
         requests.append(request)
-        return {"confirmed": True} if request.method == "confirm" else None
+        return {"value": "Approve"} if request.method == "select" else None
 
     client = await sandbox.spawn(
         [{"toolCalls": [{"name": "bash", "arguments": {"command": "echo approved-run"}}]}, {"text": "ok"}],
@@ -151,7 +151,7 @@ async def test_ui_handler_answers_an_approval_confirm(sandbox: Sandbox) -> None:
     )
     async with client:
         outcome = await client.prompt_and_wait("run it")
-        assert requests[0].method == "confirm"
+        assert requests[0].method == "select"
         end: m.ToolExecutionEndEvent = first(outcome.events, m.ToolExecutionEndEvent)
         assert end.isError is False
         assert "approved-run" in end.result.model_dump_json()

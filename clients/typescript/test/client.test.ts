@@ -169,18 +169,18 @@ describe("AgentClient against agentwire", { timeout: 60_000 }, () => {
     }
   });
 
-  it("lets the UI handler answer an approval confirm", async () => {
+  it("lets the UI handler answer an approval select", async () => {
     const requests: ExtensionUiRequest[] = [];
     const client = sandbox.spawn([{ toolCalls: [{ name: "bash", arguments: { command: "echo approved-run" } }] }, { text: "ok" }], ["--approval", "dangerous"], {
       uiHandler: (request) => {
         requests.push(request);
-        return request.method === "confirm" ? { confirmed: true } : undefined;
+        return request.method === "select" ? { value: "Approve" } : undefined;
       },
     });
     try {
       const outcome = await client.promptAndWait({ message: "run it" });
       assert.equal(outcome.result.status, "completed");
-      assert.equal(requests[0]?.method, "confirm");
+      assert.equal(requests[0]?.method, "select");
       const end = outcome.events.find((e) => isAgentEvent(e, "tool_execution_end"));
       assert.ok(end && isAgentEvent(end, "tool_execution_end"));
       assert.equal(end.isError, false);
@@ -190,7 +190,7 @@ describe("AgentClient against agentwire", { timeout: 60_000 }, () => {
     }
   });
 
-  it("refuses a dangerous tool with the default UI handler (confirm answered false)", async () => {
+  it("refuses a dangerous tool with the default UI handler (the approval select cancelled)", async () => {
     const client = sandbox.spawn([{ toolCalls: [{ name: "bash", arguments: { command: "echo nope" } }] }, { text: "ok" }], ["--approval", "dangerous"]);
     try {
       const outcome = await client.promptAndWait({ message: "run it" });
