@@ -296,3 +296,22 @@ fn a_directory_run_picks_up_its_baseline_for_the_agent() {
     let without = run(&["--no-baseline"]);
     assert_eq!(without.status.code(), Some(1), "without the baseline the known difference fails");
 }
+
+#[test]
+fn an_imported_kimi_recording_honours_yolo_and_matches_parallel_results_by_id() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kimi-recordings");
+    let scripts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("scripts.json")).unwrap()).unwrap();
+    let text = agentwire::conformance::import::import_kimi(&fixtures.join("parallel_yolo.jsonl"), &scripts).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["args"], serde_json::json!([]), "--yolo asks for nothing: no --approval");
+    let unordered: Vec<&serde_json::Value> = lines.iter().filter(|l| l["kind"] == "unordered").collect();
+    assert_eq!(unordered.len(), 1, "{text}");
+    let ids: Vec<&str> = unordered[0]["frames"].as_array().unwrap().iter().map(|f| f["params"]["payload"]["tool_call_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["call_sh_1", "call_sh_2"]);
+    // agentwire finishes the fast call first, kimi's recording has the slow one first: still a pass.
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("kimi-parallel-yolo.jsonl");
+    std::fs::write(&transcript, &text).unwrap();
+    let outcome = run(&transcript, &options());
+    assert!(outcome.failure.is_none() && outcome.skipped.is_none(), "{outcome:?}");
+}

@@ -182,7 +182,18 @@ fn an_image_for_a_text_only_model_is_refused_not_dropped() {
     let models = a.request(json!({"id":"m","type":"get_available_models"}))["data"]["models"].clone();
     assert_eq!(models[0]["input"], json!(["text"]));
     let image = json!({"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"});
-    for (id, kind) in [("p", "prompt"), ("s", "steer"), ("f", "follow_up")] {
+    // A prompt is accepted and its run fails at once with the reason: a host that waits for
+    // agent_end (pi's RpcClient does not look at `success`) is not left hanging.
+    let r = a.request(json!({"id": "p", "type": "prompt", "message":"what is this?", "images":[image]}));
+    assert_eq!(r["success"], true, "{r}");
+    let frames = a.until_prompt_result("p");
+    let result = frames.last().unwrap();
+    assert_eq!(result["status"], "error", "{result}");
+    assert_eq!(result["error"]["message"], "LLM model 'offline' does not support required capability: image_in.");
+    let kinds: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap_or_default()).collect();
+    assert_eq!(kinds, ["agent_start", "agent_end", "prompt_result"], "an empty run: {frames:?}");
+    // steer and follow_up are refused outright (they have no run of their own to fail).
+    for (id, kind) in [("s", "steer"), ("f", "follow_up")] {
         let r = a.request(json!({"id": id, "type": kind, "message":"what is this?", "images":[image]}));
         assert_eq!((&r["success"], &r["code"]), (&json!(false), &json!("unsupported")), "{r}");
         assert_eq!(r["error"], "LLM model 'offline' does not support required capability: image_in.");

@@ -408,8 +408,10 @@ fn the_models_file_input_kinds_decide_whether_images_are_sent() {
     let image = json!({"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"});
     // fake-model declares no input: text only, refused.
     let mut a = Agent::start(&["--config-dir", dir.as_str(), "--provider", "fake", "--model", "fake-model"], &[]);
-    let r = a.request(json!({"id":"p","type":"prompt","message":"what is this?","images":[image]}));
-    assert_eq!(r["error"], "LLM model 'fake-model' does not support required capability: image_in.");
+    a.send(json!({"id":"p","type":"prompt","message":"what is this?","images":[image]}));
+    let result = a.until_prompt_result("p").pop().unwrap();
+    assert_eq!(result["error"]["message"], "LLM model 'fake-model' does not support required capability: image_in.");
+    assert!(fake.seen().is_empty(), "nothing was sent to the model");
     // fake-reasoner declares images: sent on as an image part.
     let mut a = Agent::start(&["--config-dir", dir.as_str(), "--provider", "fake", "--model", "fake-reasoner"], &[]);
     a.send(json!({"id":"p","type":"prompt","message":"what is this?","images":[image]}));

@@ -15,7 +15,12 @@
 //!   starts tools while the step's usage is still being reported, so where it lands relative to
 //!   an approval or tool call is a race there, not part of the protocol;
 //! - ids the agent chose (approval request ids) become captures; `eof` lines become
-//!   `close_stdin` and `exit`.
+//!   `close_stdin` and `exit`;
+//! - kimi asks before shell commands and file writes (our `--approval dangerous`) unless the
+//!   recording ran with `--yolo`;
+//! - the `ToolResult`s of parallel tool calls come in completion order, which is the tools'
+//!   timing, not the protocol: consecutive `ToolResult`s become one `unordered` line, matched by
+//!   their tool call ids whatever order either agent finished them in.
 
 use std::path::Path;
 
@@ -275,6 +280,32 @@ fn place_status_updates(lines: &mut Vec<Recorded>) {
     }
 }
 
+fn is_tool_result_line(line: &Value) -> bool {
+    line["kind"] == "out" && line["subset"].is_null() && line["frame"]["method"] == "event" && line["frame"]["params"]["type"] == "ToolResult"
+}
+
+/// Turns each run of two or more consecutive `ToolResult` lines into one `unordered` line (see
+/// the module docs: parallel calls finish in either order).
+fn group_tool_results(lines: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(lines.len());
+    let mut run: Vec<Value> = Vec::new();
+    let flush = |run: &mut Vec<Value>, out: &mut Vec<Value>| match run.len() {
+        0 => {}
+        1 => out.append(run),
+        _ => out.push(json!({"kind": "unordered", "frames": run.drain(..).map(|l| l["frame"].clone()).collect::<Vec<_>>()})),
+    };
+    for line in lines {
+        if is_tool_result_line(&line) {
+            run.push(line);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(line);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
 /// Converts one kimi-cli recording (`<scenario>.jsonl`, with `scripts.json` beside it) into a
 /// transcript for agentwire's wire dialect.
 pub fn import_kimi(path: &Path, scripts: &Value) -> Result<String, String> {
@@ -293,9 +324,10 @@ pub fn import_kimi(path: &Path, scripts: &Value) -> Result<String, String> {
         .collect();
     place_status_updates(&mut lines);
 
-    // kimi asks before running shell commands and writing files: our `--approval dangerous`.
-    let mut args = vec!["--approval".to_owned(), "dangerous".to_owned()];
     let argv: Vec<&str> = script["argv"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    // kimi asks before running shell commands and writing files (our `--approval dangerous`),
+    // except with `--yolo`, which approves everything (our default, `--approval never`).
+    let mut args = if argv.contains(&"--yolo") { Vec::new() } else { vec!["--approval".to_owned(), "dangerous".to_owned()] };
     for pair in argv.windows(2) {
         if pair[0] == "--max-steps-per-turn" {
             args.extend([pair[0].to_owned(), pair[1].to_owned()]);
@@ -348,5 +380,5 @@ pub fn import_kimi(path: &Path, scripts: &Value) -> Result<String, String> {
             }
         });
     }
-    Ok(out.iter().map(|l| format!("{l}\n")).collect())
+    Ok(group_tool_results(out).iter().map(|l| format!("{l}\n")).collect())
 }

@@ -199,40 +199,24 @@ fn belongs_mid_run(line: &str) -> bool {
     ) || frame.get("streamingBehavior").is_some()
 }
 
-/// Prompts sent but not yet started: an accepted rpc `prompt` starts its run a moment after its
-/// response (the run waits for it), so the agent is not idle in between, however quiet.
-#[derive(Debug, Default)]
-struct Starting(std::collections::VecDeque<Value>);
-
-impl Starting {
-    /// A host frame went out: a prompt that will start a run (queued ones do not).
-    fn sent(&mut self, frame: &Value) {
-        let starts = matches!(frame["type"].as_str(), Some("prompt" | "abort_and_prompt")) && frame.get("streamingBehavior").is_none();
-        if starts {
-            self.0.push_back(frame.get("id").cloned().unwrap_or(Value::Null));
-        }
+/// A host line that starts a prompt whose end the recorder waits for (see [`ends_prompt`]).
+fn starts_prompt(frame: &Value) -> bool {
+    if frame.get("jsonrpc").is_some() {
+        return frame["method"] == "prompt";
     }
+    (frame["type"] == "prompt" && frame.get("streamingBehavior").is_none()) || frame["type"] == "abort_and_prompt"
+}
 
-    /// An agent frame arrived: a run started, a prompt settled without one (slash commands),
-    /// or a prompt was refused.
-    fn seen(&mut self, frame: &Value) {
-        let settled = match frame["type"].as_str() {
-            Some("agent_start") => {
-                self.0.pop_front();
-                return;
-            }
-            Some("prompt_result") => frame.get("id").cloned().unwrap_or(Value::Null),
-            Some("response") if frame["success"] == false => frame.get("id").cloned().unwrap_or(Value::Null),
-            _ => return,
-        };
-        if let Some(at) = self.0.iter().position(|id| *id == settled) {
-            self.0.remove(at);
-        }
+/// Whether `frame` ends the prompt with request id `id`: its `prompt_result`, its failure
+/// response (rpc), or its response (wire).
+fn ends_prompt(frame: &Value, id: &Value) -> bool {
+    if frame.get("id") != Some(id) {
+        return false;
     }
-
-    fn idle(&self) -> bool {
-        self.0.is_empty()
+    if frame.get("jsonrpc").is_some() {
+        return frame.get("method").is_none();
     }
+    frame["type"] == "prompt_result" || (frame["type"] == "response" && frame["success"] == false)
 }
 
 /// Tracks whether a run (rpc: `agent_start`…`agent_end`; wire: `TurnBegin`…`TurnEnd`) is on.
@@ -304,13 +288,16 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
     let mut last_frame = Instant::now();
     let mut agent_done = false;
     let mut runs = 0i32;
-    let mut starting = Starting::default();
+    // Prompts forwarded whose end has not been seen: between a prompt's response and its run's
+    // first event the agent is quiet but not idle (a loaded machine makes that gap longer than
+    // `settle`).
+    let mut prompts: Vec<Value> = Vec::new();
     loop {
         // Forward the next host line once the agent has been quiet long enough (and idle, for
         // lines that do not belong in a run).
         let ready = match queued.front() {
             None => false,
-            Some(next) => last_frame.elapsed() >= options.settle && ((runs <= 0 && starting.idle()) || next.as_deref().is_some_and(belongs_mid_run)),
+            Some(next) => last_frame.elapsed() >= options.settle && ((runs <= 0 && prompts.is_empty()) || next.as_deref().is_some_and(belongs_mid_run)),
         };
         if ready {
             match queued.pop_front().flatten() {
@@ -318,9 +305,11 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
                     let parsed: Option<Value> = serde_json::from_str(&line).ok().filter(Value::is_object);
                     match parsed {
                         Some(frame) => {
-                            starting.sent(&frame);
                             if let Some(id) = frame.get("id") {
                                 host_ids.push(id.clone());
+                                if starts_prompt(&frame) {
+                                    prompts.push(id.clone());
+                                }
                             }
                             lines.push(json!({"kind": "in", "frame": normalizer.inbound(&frame)}));
                         }
@@ -349,7 +338,7 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
                     replies.push(reply_from_message(&frame["message"]));
                 }
                 runs += run_delta(&frame);
-                starting.seen(&frame);
+                prompts.retain(|id| !ends_prompt(&frame, id));
                 lines.push(json!({"kind": "out", "frame": normalizer.outbound(&frame, &host_ids)}));
                 last_frame = Instant::now();
             }
