@@ -340,7 +340,7 @@ fn load_replays_the_history_in_a_fresh_process_before_answering() {
     assert_eq!(list["result"]["sessions"][0]["sessionId"], session.as_str(), "{list}");
     let id = acp.request("session/load", json!({"sessionId": session, "cwd": dir.path().display().to_string(), "mcpServers": []}));
     let (frames, response) = acp.until_response(&id);
-    assert_eq!(response["result"], json!({}));
+    assert_eq!(response["result"]["modes"]["currentModeId"], "default", "{response}");
     assert_eq!(kinds(&frames), ["user_message_chunk", "tool_call", "tool_call_update", "agent_thought_chunk", "agent_message_chunk"]);
     let ups = updates(&frames);
     assert_eq!(ups[0]["content"]["text"], "remember me");
@@ -414,4 +414,55 @@ fn schema_bundle_acp_prints_the_vendored_schema() {
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let vendored: Value = serde_json::from_str(include_str!("../schema/acp/schema.json")).unwrap();
     assert_eq!(printed, vendored);
+}
+
+#[test]
+fn approval_modes_are_advertised_and_set_mode_switches_the_policy() {
+    let (dir, config) = dirs();
+    let script = [
+        json!({"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "auto.txt", "content": "no question\n"}}]}),
+        json!({"text": "wrote it"}),
+        json!({"toolCalls": [{"id": "r1", "name": "read", "arguments": {"path": "auto.txt"}}]}),
+        json!({"text": "read it"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let new = acp.call("session/new", json!({"cwd": dir.path().display().to_string(), "mcpServers": []}));
+    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    // ACP mode starts at `--approval dangerous`: the `default` mode.
+    let modes = &new["result"]["modes"];
+    assert_eq!(modes["currentModeId"], "default", "{new}");
+    let ids: Vec<&str> = modes["availableModes"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["ask", "default", "auto"]);
+
+    // `auto`: a write runs without a permission request.
+    let set = acp.call("session/set_mode", json!({"sessionId": session, "modeId": "auto"}));
+    assert_eq!(set["result"], json!({}), "{set}");
+    let id = acp.request("session/prompt", prompt("write", &session));
+    let (frames, response) = acp.until_response(&id);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert!(frames.iter().all(|f| f["method"] != "session/request_permission"), "auto mode asked: {frames:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("auto.txt")).unwrap(), "no question\n");
+
+    // `ask`: even a read asks (and a rejection means it does not run).
+    acp.call("session/set_mode", json!({"sessionId": session, "modeId": "ask"}));
+    let id = acp.request("session/prompt", prompt("read", &session));
+    let ask = loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            break f;
+        }
+    };
+    assert_eq!(ask["params"]["toolCall"]["toolCallId"], "r1");
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
+    let (frames, _) = acp.until_response(&id);
+    assert!(updates(&frames).iter().any(|u| u["toolCallId"] == "r1" && u["status"] == "failed"));
+
+    // A loaded session reports the mode in force; unknown modes and sessions are errors.
+    let bad = acp.call("session/set_mode", json!({"sessionId": session, "modeId": "yolo"}));
+    assert_eq!((&bad["error"]["code"], &bad["error"]["data"]["path"]), (&json!(-32602), &json!("/modeId")), "{bad}");
+    let unknown = acp.call("session/set_mode", json!({"sessionId": "nope", "modeId": "auto"}));
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    let resumed = acp.call("session/resume", json!({"sessionId": session, "cwd": dir.path().display().to_string()}));
+    assert_eq!(resumed["result"]["modes"]["currentModeId"], "ask", "{resumed}");
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::{lock, AcpConn, AcpSessionHost};
+use super::{lock, modes, AcpConn, AcpSessionHost};
 use crate::agent::events::RunOutcome;
 use crate::agent::{Agent, Submitted};
 use crate::protocol::acp::*;
@@ -213,14 +213,14 @@ impl AcpAgentHandler for AcpServer {
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
         let cwd = absolute(&params.cwd)?;
         let live = self.open(&cwd, None)?;
-        Ok(NewSessionResponse { config_options: None, meta: None, modes: None, session_id: SessionId(live.agent.session_id()) })
+        Ok(NewSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())), session_id: SessionId(live.agent.session_id()) })
     }
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, AcpError> {
         let live = self.open_existing(&params.session_id, &params.cwd)?;
         // The whole history goes out before the answer.
         live.host.replay(&live.agent.messages()).await;
-        Ok(LoadSessionResponse { config_options: None, meta: None, modes: None })
+        Ok(LoadSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
     }
 
     async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, AcpError> {
@@ -245,8 +245,14 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, AcpError> {
-        self.open_existing(&params.session_id, &params.cwd)?;
-        Ok(ResumeSessionResponse { config_options: None, meta: None, modes: None })
+        let live = self.open_existing(&params.session_id, &params.cwd)?;
+        Ok(ResumeSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
+    }
+
+    async fn session_set_mode(&self, params: SetSessionModeRequest) -> Result<SetSessionModeResponse, AcpError> {
+        let live = self.live(&params.session_id)?;
+        live.agent.set_approval_policy(modes::policy(&params.mode_id)?);
+        Ok(SetSessionModeResponse { meta: None })
     }
 
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, AcpError> {

@@ -7,6 +7,7 @@
 //!   the core (one [`Agent`] per ACP session, each with its own [`AcpSessionHost`]);
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
+//! - [`modes`]: the core's approval policy as ACP session modes (`session/set_mode`);
 //! - [`port`]: the core's host port → `session/request_permission`;
 //! - [`serve`]: the reader loop (requests answered exactly once; notifications never).
 //!
@@ -24,6 +25,7 @@
 
 pub mod decode;
 pub mod handler;
+pub mod modes;
 pub mod port;
 pub mod project;
 pub mod serve;
