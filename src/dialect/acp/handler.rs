@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use tokio::sync::oneshot;
 
+use super::client_tools::ClientTools;
 use super::{lock, modes, AcpConn, AcpSessionHost};
 use crate::agent::events::RunOutcome;
 use crate::agent::{Agent, Submitted};
@@ -44,6 +45,8 @@ pub struct AcpServer {
     sessions: Mutex<HashMap<String, Live>>,
     /// Work waiting until the answer being sent is queued.
     after_answer: Mutex<Vec<oneshot::Sender<()>>>,
+    /// `initialize`'s `clientCapabilities` (JSON: only `fs` and `terminal` are read).
+    client: Mutex<serde_json::Value>,
 }
 
 impl std::fmt::Debug for AcpServer {
@@ -92,7 +95,7 @@ fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), 
 impl AcpServer {
     /// A server on `conn` building sessions with `factory`.
     pub fn new(conn: Arc<AcpConn>, factory: Arc<dyn SessionFactory>) -> Self {
-        Self { conn, factory, sessions: Mutex::new(HashMap::new()), after_answer: Mutex::new(Vec::new()) }
+        Self { conn, factory, sessions: Mutex::new(HashMap::new()), after_answer: Mutex::new(Vec::new()), client: Mutex::new(serde_json::Value::Null) }
     }
 
     /// The connection (client responses go there).
@@ -134,6 +137,12 @@ impl AcpServer {
         host.set_session_id(&id);
         *lock(&host.cwd) = Some(cwd.to_path_buf());
         *lock(&host.context_window) = Some(agent.current_model().context_window);
+        let offered = {
+            let client = lock(&self.client);
+            let flag = |pointer: &str| client.pointer(pointer).and_then(serde_json::Value::as_bool).unwrap_or(false);
+            ClientTools::offered(self.conn.clone(), id.clone(), flag("/fs/readTextFile"), flag("/fs/writeTextFile"), flag("/terminal"))
+        };
+        *lock(&host.tools) = offered.map(|t| Arc::new(t) as Arc<dyn crate::tools::host::HostTools>);
         let live = Live { agent, host };
         lock(&self.sessions).insert(id, live.clone());
         self.announce_commands(&live);
@@ -184,7 +193,8 @@ impl AcpServer {
 }
 
 impl AcpAgentHandler for AcpServer {
-    async fn initialize(&self, _params: InitializeRequest) -> Result<InitializeResponse, AcpError> {
+    async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, AcpError> {
+        *lock(&self.client) = serde_json::to_value(&params.client_capabilities).unwrap_or_default();
         let mut meta = serde_json::Map::new();
         meta.insert("agentwire".into(), json!({"mcpServers": "accepted and ignored: agentwire does not connect MCP servers yet"}));
         Ok(InitializeResponse {
