@@ -340,7 +340,7 @@ fn load_replays_the_history_in_a_fresh_process_before_answering() {
     assert_eq!(list["result"]["sessions"][0]["sessionId"], session.as_str(), "{list}");
     let id = acp.request("session/load", json!({"sessionId": session, "cwd": dir.path().display().to_string(), "mcpServers": []}));
     let (frames, response) = acp.until_response(&id);
-    assert_eq!(response["result"], json!({}));
+    assert_eq!(response["result"]["modes"]["currentModeId"], "default", "{response}");
     assert_eq!(kinds(&frames), ["user_message_chunk", "tool_call", "tool_call_update", "agent_thought_chunk", "agent_message_chunk"]);
     let ups = updates(&frames);
     assert_eq!(ups[0]["content"]["text"], "remember me");
@@ -414,4 +414,165 @@ fn schema_bundle_acp_prints_the_vendored_schema() {
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let vendored: Value = serde_json::from_str(include_str!("../schema/acp/schema.json")).unwrap();
     assert_eq!(printed, vendored);
+}
+
+#[test]
+fn approval_modes_are_advertised_and_set_mode_switches_the_policy() {
+    let (dir, config) = dirs();
+    let script = [
+        json!({"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "auto.txt", "content": "no question\n"}}]}),
+        json!({"text": "wrote it"}),
+        json!({"toolCalls": [{"id": "r1", "name": "read", "arguments": {"path": "auto.txt"}}]}),
+        json!({"text": "read it"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let new = acp.call("session/new", json!({"cwd": dir.path().display().to_string(), "mcpServers": []}));
+    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    // ACP mode starts at `--approval dangerous`: the `default` mode.
+    let modes = &new["result"]["modes"];
+    assert_eq!(modes["currentModeId"], "default", "{new}");
+    let ids: Vec<&str> = modes["availableModes"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["ask", "default", "auto"]);
+
+    // `auto`: a write runs without a permission request.
+    let set = acp.call("session/set_mode", json!({"sessionId": session, "modeId": "auto"}));
+    assert_eq!(set["result"], json!({}), "{set}");
+    let id = acp.request("session/prompt", prompt("write", &session));
+    let (frames, response) = acp.until_response(&id);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert!(frames.iter().all(|f| f["method"] != "session/request_permission"), "auto mode asked: {frames:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("auto.txt")).unwrap(), "no question\n");
+
+    // `ask`: even a read asks (and a rejection means it does not run).
+    acp.call("session/set_mode", json!({"sessionId": session, "modeId": "ask"}));
+    let id = acp.request("session/prompt", prompt("read", &session));
+    let ask = loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            break f;
+        }
+    };
+    assert_eq!(ask["params"]["toolCall"]["toolCallId"], "r1");
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
+    let (frames, _) = acp.until_response(&id);
+    assert!(updates(&frames).iter().any(|u| u["toolCallId"] == "r1" && u["status"] == "failed"));
+
+    // A loaded session reports the mode in force; unknown modes and sessions are errors.
+    let bad = acp.call("session/set_mode", json!({"sessionId": session, "modeId": "yolo"}));
+    assert_eq!((&bad["error"]["code"], &bad["error"]["data"]["path"]), (&json!(-32602), &json!("/modeId")), "{bad}");
+    let unknown = acp.call("session/set_mode", json!({"sessionId": "nope", "modeId": "auto"}));
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    let resumed = acp.call("session/resume", json!({"sessionId": session, "cwd": dir.path().display().to_string()}));
+    assert_eq!(resumed["result"]["modes"]["currentModeId"], "ask", "{resumed}");
+}
+
+/// Answers the client-side requests agentwire sends while a prompt runs, by method, until the
+/// prompt's response; returns the requests (method, params) in order and the frames.
+fn serve_client(acp: &mut Acp, prompt: &Value, mut answer: impl FnMut(&str, &Value) -> Option<Value>) -> (Vec<(String, Value)>, Vec<Value>, Value) {
+    let (mut asked, mut frames) = (Vec::new(), Vec::new());
+    loop {
+        let f = acp.next();
+        if f.get("method").is_none() && f.get("id") == Some(prompt) {
+            return (asked, frames, f);
+        }
+        if let (Some(method), Some(_)) = (f["method"].as_str(), f.get("id")) {
+            asked.push((method.to_owned(), f["params"].clone()));
+            match answer(method, &f["params"]) {
+                Some(result) => acp.answer(&f, result),
+                None => acp.send(&json!({"jsonrpc": "2.0", "id": f["id"], "error": {"code": -32603, "message": "the editor failed"}})),
+            }
+        }
+        frames.push(f);
+    }
+}
+
+#[test]
+fn fs_and_terminal_capabilities_route_the_tools_through_the_client() {
+    let (dir, config) = dirs();
+    std::fs::write(dir.path().join("notes.txt"), "on disk\n").unwrap();
+    let call = |id: &str, name: &str, args: Value| json!({"toolCalls": [{"id": id, "name": name, "arguments": args}]});
+    let script = [
+        call("r1", "read", json!({"path": "notes.txt"})),
+        call("w1", "write", json!({"path": "out.txt", "content": "new\n"})),
+        call("e1", "edit", json!({"path": "notes.txt", "oldText": "buffer", "newText": "edited"})),
+        call("b1", "bash", json!({"command": "echo hi"})),
+        call("r2", "read", json!({"path": "broken.txt"})),
+        json!({"text": "done"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
+    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}));
+    let new = acp.call("session/new", json!({"cwd": dir.path().display().to_string(), "mcpServers": []}));
+    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    let notes = dir.path().join("notes.txt").display().to_string();
+    let id = acp.request("session/prompt", prompt("work", &session));
+    let (asked, frames, response) = serve_client(&mut acp, &id, |method, params| match method {
+        "fs/read_text_file" if params["path"].as_str().unwrap().ends_with("broken.txt") => None,
+        "fs/read_text_file" => Some(json!({"content": "unsaved buffer\n"})),
+        "fs/write_text_file" | "terminal/release" => Some(json!({})),
+        "terminal/create" => Some(json!({"terminalId": "term-1"})),
+        "terminal/wait_for_exit" => Some(json!({"exitCode": 0})),
+        "terminal/output" => Some(json!({"output": "hi\n", "truncated": false, "exitStatus": {"exitCode": 0}})),
+        other => panic!("unexpected client request {other}"),
+    });
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let methods: Vec<&str> = asked.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["fs/read_text_file", "fs/write_text_file", "fs/read_text_file", "fs/write_text_file", "terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release", "fs/read_text_file"]);
+    assert!(asked.iter().all(|(_, p)| p["sessionId"] == session.as_str()));
+    assert_eq!(asked[0].1["path"], notes.as_str(), "absolute paths");
+    assert_eq!(asked[1].1["content"], "new\n");
+    assert_eq!(asked[3].1, json!({"sessionId": session, "path": notes, "content": "unsaved edited\n"}), "edit changed the buffer's text");
+    assert_eq!((&asked[4].1["command"], &asked[4].1["cwd"]), (&json!("bash"), &json!(dir.path().display().to_string())));
+    assert_eq!(asked[5].1["terminalId"], "term-1");
+    let done = |id: &str| updates(&frames).into_iter().find(|u| u["toolCallId"] == id && (u["status"] == "completed" || u["status"] == "failed")).unwrap_or_else(|| panic!("{id} ended")).clone();
+    assert!(done("r1")["content"][0]["content"]["text"].as_str().unwrap().contains("unsaved buffer"));
+    assert!(done("b1")["content"][0]["content"]["text"].as_str().unwrap().contains("hi"));
+    // The disk was not touched: the editor owns the buffers.
+    assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "on disk\n");
+    assert!(!dir.path().join("out.txt").exists());
+    // An error answer is the tool's error; the session goes on.
+    let failed = done("r2");
+    assert_eq!(failed["status"], "failed");
+    assert!(failed["content"][0]["content"]["text"].as_str().unwrap().contains("the editor failed"), "{failed}");
+}
+
+#[test]
+fn without_the_capabilities_the_tools_use_the_disk_and_cancel_kills_the_terminal() {
+    let (dir, config) = dirs();
+    let script = [
+        json!({"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "disk.txt", "content": "local\n"}}]}),
+        json!({"text": "ok"}),
+        json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "sleep 30"}}]}),
+        json!({"text": "never"}),
+    ];
+    // fs not offered: write goes to the disk without asking the client.
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
+    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": true}}));
+    let new = acp.call("session/new", json!({"cwd": dir.path().display().to_string(), "mcpServers": []}));
+    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    let id = acp.request("session/prompt", prompt("write", &session));
+    let (asked, _, response) = serve_client(&mut acp, &id, |m, _| panic!("unexpected client request {m}"));
+    assert!(asked.is_empty());
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert_eq!(std::fs::read_to_string(dir.path().join("disk.txt")).unwrap(), "local\n");
+    // terminal offered: cancel while the command runs kills the terminal, then releases it.
+    let id = acp.request("session/prompt", prompt("sleep", &session));
+    let wait = loop {
+        let f = acp.next();
+        match f["method"].as_str() {
+            Some("terminal/create") => acp.answer(&f, json!({"terminalId": "t"})),
+            Some("terminal/wait_for_exit") => break f,
+            _ => {}
+        }
+    };
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let (asked, _, response) = serve_client(&mut acp, &id, |method, _| match method {
+        "terminal/kill" | "terminal/release" => Some(json!({})),
+        "terminal/output" => Some(json!({"output": "", "truncated": false, "exitStatus": {"signal": "SIGKILL"}})),
+        other => panic!("unexpected client request {other}"),
+    });
+    acp.answer(&wait, json!({"signal": "SIGKILL"}));
+    let methods: Vec<&str> = asked.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["terminal/kill", "terminal/output", "terminal/release"]);
+    assert_eq!(response["result"]["stopReason"], "cancelled");
 }

@@ -226,9 +226,11 @@ fn a_recorded_session_replays_as_a_passing_transcript() {
 }
 
 #[test]
-fn the_corpus_covers_every_command_ui_method_and_wire_method_and_the_docs_list_its_requirements() {
+fn the_corpus_covers_every_command_ui_method_and_wire_and_acp_method_and_the_docs_list_its_requirements() {
     use std::collections::BTreeSet;
     let (mut commands, mut ui_methods, mut wire_methods, mut requirements) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    // ACP methods sent, and client methods the agent is expected to call, by `acp` transcripts.
+    let (mut acp_methods, mut acp_client_methods) = (BTreeSet::new(), BTreeSet::new());
     fn ui(v: &serde_json::Value, out: &mut BTreeSet<String>) {
         match v {
             serde_json::Value::Object(o) => {
@@ -244,10 +246,18 @@ fn the_corpus_covers_every_command_ui_method_and_wire_method_and_the_docs_list_i
         }
     }
     for file in corpus().into_iter().chain(kimi_imports()) {
+        let mut acp = false;
         for line in std::fs::read_to_string(&file).unwrap().lines() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if acp {
+                let method = v["frame"]["method"].as_str().map(str::to_owned);
+                if v["kind"] == "in" { &mut acp_methods } else { &mut acp_client_methods }.extend(method);
+            }
             match v["kind"].as_str().unwrap() {
-                "header" => requirements.extend(v["requirements"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_owned())),
+                "header" => {
+                    acp = v["dialect"] == "acp";
+                    requirements.extend(v["requirements"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_owned()));
+                }
                 "in" => {
                     if let Some(t) = v["frame"]["type"].as_str() {
                         commands.insert(t.to_owned());
@@ -267,6 +277,10 @@ fn the_corpus_covers_every_command_ui_method_and_wire_method_and_the_docs_list_i
     assert!(missing.is_empty(), "UI methods no transcript expects: {missing:?}");
     let missing: Vec<_> = agentwire::protocol::generated::WIRE_METHODS.iter().map(|m| m.name).filter(|m| !wire_methods.contains(*m)).collect();
     assert!(missing.is_empty(), "wire methods no transcript sends: {missing:?}");
+    let missing: Vec<_> = agentwire::protocol::acp::ACP_AGENT_METHODS.iter().map(|m| m.method).filter(|m| !acp_methods.contains(*m)).collect();
+    assert!(missing.is_empty(), "ACP methods agentwire implements that no acp transcript sends: {missing:?}");
+    let missing: Vec<_> = agentwire::protocol::acp::ACP_CLIENT_METHODS.iter().map(|m| m.method).filter(|m| !acp_client_methods.contains(*m)).collect();
+    assert!(missing.is_empty(), "ACP client methods agentwire calls that no acp transcript expects: {missing:?}");
 
     let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/conformance.md")).unwrap();
     let documented: BTreeSet<String> =

@@ -39,12 +39,29 @@ fn every_command_event_and_method_is_documented_with_an_example() {
 fn every_type_link_has_a_section() {
     let doc = agentwire::codegen::docs::protocol_markdown().unwrap();
     let mut broken = Vec::new();
-    for part in doc.split("(#def-").skip(1) {
-        let name = &part[..part.find(')').unwrap()];
-        if !doc.contains(&format!("<a id=\"def-{name}\"></a>")) {
-            broken.push(name.to_owned());
+    for prefix in ["def-", "acp-def-"] {
+        for part in doc.split(&format!("(#{prefix}")).skip(1) {
+            let name = &part[..part.find(')').unwrap()];
+            if !doc.contains(&format!("<a id=\"{prefix}{name}\"></a>")) {
+                broken.push(format!("{prefix}{name}"));
+            }
         }
     }
     broken.dedup();
     assert!(broken.is_empty(), "links without a section: {broken:?}");
+}
+
+#[test]
+fn every_acp_method_agentwire_answers_or_sends_is_documented_with_its_types() {
+    let doc = agentwire::codegen::docs::protocol_markdown().unwrap();
+    for m in agentwire::protocol::acp::ACP_AGENT_METHODS.iter().chain(agentwire::protocol::acp::ACP_CLIENT_METHODS) {
+        let anchor = format!("<a id=\"acp-method-{}\"></a>", m.method.replace('/', "-"));
+        let start = doc.find(&anchor).unwrap_or_else(|| panic!("ACP {} has no section", m.method));
+        let section = &doc[start..];
+        let end = section[anchor.len()..].find("<a id=").map_or(section.len(), |e| e + anchor.len());
+        for def in std::iter::once(m.params).chain(m.result) {
+            assert!(section[..end].contains(&format!("(#acp-def-{def})")), "ACP {} does not link {def}", m.method);
+            assert!(doc.contains(&format!("<a id=\"acp-def-{def}\"></a>")), "ACP {def} has no section");
+        }
+    }
 }

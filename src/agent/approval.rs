@@ -39,7 +39,8 @@ impl Agent {
     /// `Ok` when the call may run; otherwise why not.
     pub(super) async fn approve_call(&self, call: &ToolCall, host_tool: bool, cancel: &CancellationToken) -> Result<(), Refused> {
         let name = call.name.to_string();
-        let needs_approval = match self.inner.config.approval {
+        let policy = self.state().approval;
+        let needs_approval = match policy {
             ApprovalPolicy::Never => false,
             ApprovalPolicy::Dangerous => !host_tool && tools::is_dangerous(&name),
             ApprovalPolicy::Always => true,

@@ -138,6 +138,9 @@ struct State {
     auto_retry: bool,
     todos: Vec<TodoPhase>,
     host_tools: Vec<HostToolDefinition>,
+    /// When tool calls need approval: `config.approval` at first, changed by
+    /// [`Agent::set_approval_policy`] (ACP's `session/set_mode`).
+    approval: ApprovalPolicy,
     /// Tools the user approved for the rest of this session ("approve for session"); cleared
     /// whenever another session is adopted, so a new or switched session asks again.
     approved_tools: HashSet<String>,
@@ -201,6 +204,7 @@ impl Agent {
             auto_retry: true,
             todos: Vec::new(),
             host_tools: Vec::new(),
+            approval: config.approval,
             approved_tools: HashSet::new(),
             steering: VecDeque::new(),
             follow_up: VecDeque::new(),
@@ -225,9 +229,21 @@ impl Agent {
         Self { inner: Arc::new(inner) }
     }
 
-    /// The configuration the agent runs with.
+    /// The configuration the agent was started with (the approval policy in force is
+    /// [`Agent::approval_policy`]).
     pub fn config(&self) -> &AgentConfig {
         &self.inner.config
+    }
+
+    /// When tool calls need the host's approval now.
+    pub fn approval_policy(&self) -> ApprovalPolicy {
+        self.state().approval
+    }
+
+    /// Changes when tool calls need approval, from the next tool call on (a call already
+    /// waiting for its answer keeps waiting). Tools approved for the session stay approved.
+    pub fn set_approval_policy(&self, policy: ApprovalPolicy) {
+        self.state().approval = policy;
     }
 
     /// Appends a message to the session (and the branch's message list). A new session first

@@ -190,4 +190,9 @@ pub trait HostPort: Send + Sync {
     fn dialog<'a>(&'a self, ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome>;
     /// Shows something without waiting.
     fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()>;
+    /// File and command access the host offers the built-in tools instead of the disk and the
+    /// local shell (an editor's buffers and terminal); `None`, the default, when it offers none.
+    fn tools(&self) -> Option<std::sync::Arc<dyn crate::tools::host::HostTools>> {
+        None
+    }
 }

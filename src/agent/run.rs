@@ -468,7 +468,7 @@ where
 }
 
 async fn run_builtin(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
-    let ctx = ToolContext { cwd: agent.inner.config.cwd.clone(), cancel: cancel.clone() };
+    let ctx = ToolContext { cwd: agent.inner.config.cwd.clone(), cancel: cancel.clone(), host: agent.port().tools() };
     let (tx, rx) = tokio::sync::mpsc::channel::<AgentToolResult>(16);
     let name = call.name.to_string();
     let work = async move {

@@ -1,9 +1,11 @@
-//! Renders `docs/protocol.md` from the bundled schema and `schema/examples/`.
+//! Renders `docs/protocol.md` from the bundled schema and `schema/examples/`, and its ACP part
+//! from the vendored official ACP schema (`schema/acp/`) and our method table.
 //!
 //! Every command, event, sub-protocol frame, wire method, payload and error code gets a
 //! section with its description, a field table and an example taken from the examples (which
-//! the tests validate). `tests/docs_fresh.rs` regenerates it and fails when the committed file
-//! differs.
+//! the tests validate); every ACP method agentwire answers or sends gets its params and result
+//! with the types they reach (anchors `acp-def-…`, since ACP's def names overlap ours).
+//! `tests/docs_fresh.rs` regenerates it and fails when the committed file differs.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -11,9 +13,12 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::bundle::SchemaSet;
+use crate::protocol::acp::{AcpMethodInfo, ACP_AGENT_METHODS, ACP_CLIENT_METHODS, ACP_SCHEMA_JSON};
 use crate::protocol::{EXAMPLE_FILES, SCHEMA_FILES};
 
 struct Docs {
+    /// Anchor prefix of type sections: `def-` for ours, `acp-def-` for ACP's.
+    prefix: &'static str,
     defs: Map<String, Value>,
     examples: Vec<(String, Value)>,
     out: String,
@@ -35,9 +40,13 @@ pub fn protocol_markdown() -> Result<String, String> {
             examples.push(((*file).to_owned(), v));
         }
     }
-    let mut d = Docs { defs, examples, out: String::new(), written: BTreeSet::new(), referenced: BTreeSet::new() };
+    let mut d = Docs { prefix: "def-", defs, examples, out: String::new(), written: BTreeSet::new(), referenced: BTreeSet::new() };
     d.render();
-    Ok(d.out)
+    let acp: Value = serde_json::from_str(ACP_SCHEMA_JSON).map_err(|e| format!("schema/acp/schema.json: {e}"))?;
+    let defs = acp["$defs"].as_object().cloned().unwrap_or_default();
+    let mut a = Docs { prefix: "acp-def-", defs, examples: Vec::new(), out: d.out, written: BTreeSet::new(), referenced: BTreeSet::new() };
+    a.render_acp();
+    Ok(a.out)
 }
 
 fn members(defs: &Map<String, Value>, union: &str) -> Vec<String> {
@@ -76,7 +85,8 @@ impl Docs {
         self.line("[Assistant message events](#assistant-message-events) · [Extension UI](#extension-ui-sub-protocol) ·");
         self.line("[Host tools](#host-tool-sub-protocol) · [JSONL types](#jsonl-types) · [Wire envelope](#wire-envelope) ·");
         self.line("[Wire error codes](#wire-error-codes) · [Wire methods](#wire-methods) · [Wire events](#wire-events) ·");
-        self.line("[Wire agent requests](#wire-agent-requests) · [Wire types](#wire-types)");
+        self.line("[Wire agent requests](#wire-agent-requests) · [Wire types](#wire-types) · [ACP methods](#acp-methods) ·");
+        self.line("[ACP client methods](#acp-client-methods) · [ACP types](#acp-types)");
         self.line("");
 
         self.line("## JSONL commands");
@@ -177,12 +187,59 @@ impl Docs {
         self.flush_referenced(|_| true);
     }
 
+    /// The ACP part: `agentwire --mode acp` speaks the official schema as vendored; only the
+    /// methods agentwire implements (`schema/acp/methods.json`) are listed.
+    fn render_acp(&mut self) {
+        self.line("## ACP methods");
+        self.line("");
+        self.line("`agentwire --mode acp` speaks the [Agent Client Protocol](https://agentclientprotocol.com) v1: JSON-RPC 2.0,");
+        self.line("one frame per line. Its types are the official schema, vendored unchanged in `schema/acp/schema.json`");
+        self.line("(`agentwire schema bundle --dialect acp` prints it); what agentwire does with each method is in");
+        self.line("[acp-mode.md](acp-mode.md). Methods not listed here are answered -32601.");
+        self.line("");
+        for m in ACP_AGENT_METHODS {
+            self.acp_method_section(m);
+        }
+        self.line("## ACP client methods");
+        self.line("");
+        self.line("What agentwire sends to the client: notifications, and requests the client answers with the same id.");
+        self.line("");
+        for m in ACP_CLIENT_METHODS {
+            self.acp_method_section(m);
+        }
+        self.line("## ACP types");
+        self.line("");
+        self.flush_referenced(|_| true);
+    }
+
+    fn acp_method_section(&mut self, m: &AcpMethodInfo) {
+        let a = format!("<a id=\"acp-method-{}\"></a>", m.method.replace('/', "-"));
+        self.line(&a);
+        let d = self.defs[m.params].clone();
+        let h = format!("### `{}`\n\n{}\n", m.method, desc(&d));
+        self.line(&h);
+        let params = self.link(m.params);
+        let l = match m.result {
+            Some(result) => format!("Params: {params}. Result: {}.\n", self.link(result)),
+            None => format!("Params: {params}. A notification: never answered.\n"),
+        };
+        self.line(&l);
+    }
+
+    /// A link to the type section of `def` (written later if not yet).
+    fn link(&mut self, def: &str) -> String {
+        if !self.written.contains(def) {
+            self.referenced.insert(def.to_owned());
+        }
+        format!("[{def}](#{}{def})", self.prefix)
+    }
+
     fn tag_of(&self, def: &str, prop: &str) -> String {
         self.defs[def].pointer(&format!("/properties/{prop}/const")).and_then(Value::as_str).unwrap_or_default().to_owned()
     }
 
     fn anchor(&mut self, def: &str) {
-        let a = format!("<a id=\"def-{def}\"></a>");
+        let a = format!("<a id=\"{}{def}\"></a>", self.prefix);
         self.line(&a);
         self.written.insert(def.to_owned());
         self.referenced.remove(def);
@@ -266,8 +323,17 @@ impl Docs {
             let l = format!("One of: {}.\n", list.join(", "));
             self.line(&l);
         } else if let Some(one_of) = d.get("oneOf").and_then(Value::as_array) {
-            let alts: Vec<String> = one_of.iter().map(|m| self.type_of(m)).collect();
-            let by = d.pointer("/discriminator/propertyName").and_then(Value::as_str).map(|p| format!(" (discriminated by `{p}`)")).unwrap_or_default();
+            let prop = d.pointer("/discriminator/propertyName").and_then(Value::as_str).unwrap_or_default().to_owned();
+            // An inline member carries its tag (ACP's `{properties: {tag: {const}}, allOf: [{$ref}]}`):
+            // shown, since several tags may share one type.
+            let alts: Vec<String> = one_of
+                .iter()
+                .map(|m| match m.pointer(&format!("/properties/{prop}/const")).and_then(Value::as_str) {
+                    Some(tag) if !prop.is_empty() => format!("`{tag}`: {}", self.type_of(m)),
+                    _ => self.type_of(m),
+                })
+                .collect();
+            let by = Some(prop.as_str()).filter(|p| !p.is_empty()).map(|p| format!(" (discriminated by `{p}`)")).unwrap_or_default();
             let l = format!("One of{by}: {}.\n", alts.join(", "));
             self.line(&l);
         } else {
@@ -321,10 +387,11 @@ impl Docs {
     fn type_of(&mut self, p: &Value) -> String {
         if let Some(r) = p.get("$ref").and_then(Value::as_str) {
             let name = r.trim_start_matches("#/$defs/").to_owned();
-            if !self.written.contains(&name) {
-                self.referenced.insert(name.clone());
-            }
-            return format!("[{name}](#def-{name})");
+            return self.link(&name);
+        }
+        // schemars' described reference (the ACP schema): `{description, allOf: [{$ref}]}`.
+        if let Some([only]) = p.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
+            return self.type_of(only);
         }
         if let Some(c) = p.get("const") {
             return code(c);

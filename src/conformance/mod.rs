@@ -5,7 +5,7 @@
 //! volatile values: `{{any}}`, `{{string}}`, `{{number}}`, `{{timestamp}}` (a number or an
 //! RFC 3339 string), `{{path}}` (a string under the run's temporary directory) and
 //! `{{capture:NAME}}` (anything the first time, then equal to that value); `{{tmp}}` inside a
-//! longer string stands for the run's temporary directory. `subset` lets a
+//! longer string stands for the run's temporary directory, in patterns and in `in` frames. `subset` lets a
 //! pattern object omit keys; `optional` lines are skipped when the frame does not match (for
 //! agentwire's own additions such as `ready`); `unordered` groups match in any order.
 
@@ -48,11 +48,14 @@ impl Matcher {
     }
 
     /// `frame` with every `{{capture:NAME}}` string replaced by the captured value (for `in`
-    /// frames that answer something the agent chose, such as a host tool call id).
+    /// frames that answer something the agent chose, such as a host tool call id) and `{{tmp}}`
+    /// inside strings by the run's temporary directory (ACP's `session/new` needs an absolute
+    /// `cwd`: `{{tmp}}/work`).
     pub fn substitute(&self, frame: &Value) -> Result<Value, String> {
         match frame {
             Value::String(s) => match s.strip_prefix("{{capture:").and_then(|r| r.strip_suffix("}}")) {
                 Some(name) => self.captures.get(name).cloned().ok_or_else(|| format!("nothing was captured as {name} yet")),
+                None if s.contains(TMP_PLACEHOLDER) => Ok(Value::String(s.replace(TMP_PLACEHOLDER, &self.path_prefix))),
                 None => Ok(frame.clone()),
             },
             Value::Array(items) => items.iter().map(|i| self.substitute(i)).collect::<Result<Vec<_>, _>>().map(Value::Array),
@@ -142,6 +145,7 @@ mod tests {
         m.check(&json!("{{capture:late}}"), &json!("fresh"), false).unwrap();
         assert_eq!(m.substitute(&json!({"id": "{{capture:sid}}", "n": ["{{capture:late}}"]})).unwrap(), json!({"id": "abc", "n": ["fresh"]}));
         assert!(m.substitute(&json!("{{capture:never}}")).is_err());
+        assert_eq!(m.substitute(&json!({"cwd": "{{tmp}}/work"})).unwrap(), json!({"cwd": "/tmp/run/work"}));
         m.check(&json!("Wrote 3 bytes to {{tmp}}/work/a.txt"), &json!("Wrote 3 bytes to /tmp/run/work/a.txt"), false).unwrap();
         assert!(m.check(&json!("in {{tmp}}/x"), &json!("in /elsewhere/x"), false).is_err());
     }

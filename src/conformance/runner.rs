@@ -17,8 +17,9 @@ use serde_json::Value;
 
 use super::fake_llm::{FakeLlm, FAKE_MODEL};
 use super::Matcher;
-use crate::protocol::validate::{validator, Dialect, Direction};
-use crate::protocol::{ConformanceAdapter, ConformanceAdapterDialectsItem, TranscriptLine};
+use crate::protocol::acp::acp_validator;
+use crate::protocol::validate::{validator, Dialect, Direction, FrameError};
+use crate::protocol::{ConformanceAdapter, ConformanceAdapterDialectsItem, TranscriptHeaderDialect, TranscriptLine};
 
 /// The agent under test.
 #[derive(Debug, Clone)]
@@ -100,12 +101,33 @@ pub fn load(path: &Path) -> Result<Vec<TranscriptLine>, String> {
     }
 }
 
+/// The `--mode` (and adapter `{{dialect}}`) name of a transcript's dialect.
+fn mode_name(dialect: TranscriptHeaderDialect) -> &'static str {
+    match dialect {
+        TranscriptHeaderDialect::Rpc => "rpc",
+        TranscriptHeaderDialect::Wire => "wire",
+        TranscriptHeaderDialect::Acp => "acp",
+    }
+}
+
+/// Validates a frame the agent wrote. `answered` is the method of the transcript's request a
+/// response answers: ACP results are typed per method, so they are checked against it.
+fn validate_outbound(dialect: TranscriptHeaderDialect, frame: &Value, answered: Option<&str>) -> Result<(), FrameError> {
+    match dialect {
+        TranscriptHeaderDialect::Rpc => validator().validate_frame(Dialect::Rpc, Direction::Outbound, frame, None),
+        TranscriptHeaderDialect::Wire => validator().validate_frame(Dialect::Wire, Direction::Outbound, frame, None),
+        TranscriptHeaderDialect::Acp => acp_validator().validate_outbound(frame, answered),
+    }
+}
+
 struct Run {
     child: Child,
     stdin: Option<std::process::ChildStdin>,
     frames: Receiver<Result<Value, String>>,
     seen: Vec<Value>,
-    dialect: Dialect,
+    dialect: TranscriptHeaderDialect,
+    /// The JSON-RPC requests the transcript sent (id → method), so responses can be typed.
+    requests: std::collections::HashMap<String, String>,
     timeout: Duration,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
     /// Patterns of unprompted frames to drop (the adapter's `ignore`).
@@ -116,8 +138,11 @@ impl Run {
     fn next(&mut self) -> Result<Value, String> {
         match self.frames.recv_timeout(self.timeout) {
             Ok(Ok(frame)) => {
-                validator()
-                    .validate_frame(self.dialect, Direction::Outbound, &frame, None)
+                let answered = match (frame.get("method"), frame.get("id")) {
+                    (None, Some(id)) => self.requests.get(&id.to_string()).map(String::as_str),
+                    _ => None,
+                };
+                validate_outbound(self.dialect, &frame, answered)
                     .map_err(|e| format!("the agent wrote a frame that does not validate: {e}\n  {frame}"))?;
                 self.seen.push(frame.clone());
                 if self.ignore.iter().any(|p| Matcher::default().check(p, &frame, true).is_ok()) {
@@ -188,8 +213,9 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
     };
     if let AgentUnderTest::Adapted { adapter, .. } = &options.agent {
         let wanted = match header.dialect {
-            crate::protocol::TranscriptHeaderDialect::Rpc => ConformanceAdapterDialectsItem::Rpc,
-            crate::protocol::TranscriptHeaderDialect::Wire => ConformanceAdapterDialectsItem::Wire,
+            TranscriptHeaderDialect::Rpc => ConformanceAdapterDialectsItem::Rpc,
+            TranscriptHeaderDialect::Wire => ConformanceAdapterDialectsItem::Wire,
+            TranscriptHeaderDialect::Acp => ConformanceAdapterDialectsItem::Acp,
         };
         let speaks = adapter.dialects.as_ref().map_or(wanted == ConformanceAdapterDialectsItem::Rpc, |d| d.contains(&wanted));
         if !speaks {
@@ -229,24 +255,20 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
         }
         std::fs::write(&file, text).map_err(|e| fail(format!("workFiles: {relative}: {e}")))?;
     }
-    let dialect = match header.dialect {
-        crate::protocol::TranscriptHeaderDialect::Rpc => Dialect::Rpc,
-        crate::protocol::TranscriptHeaderDialect::Wire => Dialect::Wire,
-    };
+    let dialect = header.dialect;
     let replies: Vec<Value> = lines.iter().filter_map(|l| if let TranscriptLine::Model(m) = l { serde_json::to_value(&m.reply).ok() } else { None }).collect();
     let mut fake = None;
     let mut command = match &options.agent {
         AgentUnderTest::Adapted { adapter, agentwire } => {
             let llm = FakeLlm::from_script(replies.clone()).map_err(|e| fail(format!("could not start the fake LLM server: {e}")))?;
-            let dialect_name = if dialect == Dialect::Rpc { "rpc" } else { "wire" };
-            let dirs = Placeholders { base_url: llm.base_url(), dialect: dialect_name, home: &home, config: &config, work: &work, tmp: temp.path(), agentwire };
+            let dirs = Placeholders { base_url: llm.base_url(), dialect: mode_name(dialect), home: &home, config: &config, work: &work, tmp: temp.path(), agentwire };
             fake = Some(llm);
             let c = adapted_command(adapter, &dirs, header.args.as_deref().unwrap_or_default()).map_err(fail)?;
             c
         }
         AgentUnderTest::Agentwire(program) => {
             let mut c = Command::new(program);
-            c.arg("--mode").arg(if dialect == Dialect::Rpc { "rpc" } else { "wire" }).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
+            c.arg("--mode").arg(mode_name(dialect)).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
             if !replies.is_empty() {
                 let script = temp.path().join("model-script.jsonl");
                 std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| fail(e.to_string()))?;
@@ -296,7 +318,7 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
         AgentUnderTest::Adapted { adapter, .. } => adapter.ignore.iter().flatten().map(|m| Value::Object(m.clone())).collect(),
         AgentUnderTest::Agentwire(_) => Vec::new(),
     };
-    let mut run = Run { child, stdin, frames: rx, seen: Vec::new(), dialect, timeout: options.frame_timeout, stderr: stderr_tail, ignore };
+    let mut run = Run { child, stdin, frames: rx, seen: Vec::new(), dialect, requests: std::collections::HashMap::new(), timeout: options.frame_timeout, stderr: stderr_tail, ignore };
     let mut matcher = Matcher::new(temp.path().display().to_string());
     let result = steps(&mut run, &mut matcher, &lines[1..]);
     run.stop();
@@ -393,6 +415,9 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Resu
                 (_, Some(raw)) => run.write(raw)?,
                 (Some(frame), None) => {
                     let frame = matcher.substitute(frame).map_err(|e| format!("line {n}: {e}"))?;
+                    if let (Some(id), Some(method)) = (frame.get("id"), frame.get("method").and_then(Value::as_str)) {
+                        run.requests.insert(id.to_string(), method.to_owned());
+                    }
                     run.write(&frame.to_string())?;
                 }
                 (None, None) => return Err(format!("line {n}: `in` needs `frame` or `raw`")),

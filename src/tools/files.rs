@@ -22,9 +22,17 @@ fn image_mime(path: &str) -> Option<&'static str> {
 /// `read`: line-numbered text, or an image block.
 pub async fn read(ctx: &ToolContext, path: &str, offset: Option<u64>, limit: Option<u64>) -> ToolOutput {
     let full = ctx.resolve(path);
-    let bytes = match tokio::fs::read(&full).await {
-        Ok(b) => b,
-        Err(e) => return ToolOutput::error(format!("Could not read {path}: {e}")),
+    // Text through the host when it offers it (an editor's buffer); images from the disk.
+    let from_host = if image_mime(path).is_none() { ctx.host.as_ref().and_then(|h| h.read_text_file(&full, &ctx.cancel)) } else { None };
+    let bytes = match from_host {
+        Some(read) => match read.await {
+            Ok(text) => text.into_bytes(),
+            Err(e) => return ToolOutput::error(format!("Could not read {path}: {e}")),
+        },
+        None => match tokio::fs::read(&full).await {
+            Ok(b) => b,
+            Err(e) => return ToolOutput::error(format!("Could not read {path}: {e}")),
+        },
     };
     if let Some(mime) = image_mime(path) {
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
@@ -56,6 +64,22 @@ pub async fn read(ctx: &ToolContext, path: &str, offset: Option<u64>, limit: Opt
     ToolOutput::text(out).with_details(json!({"path": full.display().to_string(), "totalLines": total, "firstLine": start, "lastLine": last}))
 }
 
+/// Writes `content` through the host when it offers it, else to the disk.
+async fn save(ctx: &ToolContext, full: &std::path::Path, content: &str) -> Result<(), String> {
+    match ctx.host.as_ref().and_then(|h| h.write_text_file(full, content, &ctx.cancel)) {
+        Some(write) => write.await,
+        None => tokio::fs::write(full, content).await.map_err(|e| e.to_string()),
+    }
+}
+
+/// Reads a text file through the host when it offers it, else from the disk.
+async fn load(ctx: &ToolContext, full: &std::path::Path) -> Result<String, String> {
+    match ctx.host.as_ref().and_then(|h| h.read_text_file(full, &ctx.cancel)) {
+        Some(read) => read.await,
+        None => tokio::fs::read_to_string(full).await.map_err(|e| e.to_string()),
+    }
+}
+
 /// `write`: the whole file, creating directories.
 pub async fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolOutput {
     let full = ctx.resolve(path);
@@ -65,7 +89,7 @@ pub async fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolOutput {
         }
     }
     let existed = full.exists();
-    match tokio::fs::write(&full, content).await {
+    match save(ctx, &full, content).await {
         Ok(()) => ToolOutput::text(format!("Wrote {} bytes to {path}", content.len()))
             .with_details(json!({"path": full.display().to_string(), "bytes": content.len(), "created": !existed})),
         Err(e) => ToolOutput::error(format!("Could not write {path}: {e}")),
@@ -75,7 +99,7 @@ pub async fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolOutput {
 /// `edit`: one exact, unique replacement, with a unified diff in the details.
 pub async fn edit(ctx: &ToolContext, path: &str, old: &str, new: &str) -> ToolOutput {
     let full = ctx.resolve(path);
-    let before = match tokio::fs::read_to_string(&full).await {
+    let before = match load(ctx, &full).await {
         Ok(t) => t,
         Err(e) => return ToolOutput::error(format!("Could not read {path}: {e}")),
     };
@@ -88,7 +112,7 @@ pub async fn edit(ctx: &ToolContext, path: &str, old: &str, new: &str) -> ToolOu
         n => return ToolOutput::error(format!("The text to replace occurs {n} times in {path}; include more surrounding lines to make it unique")),
     }
     let after = before.replacen(old, new, 1);
-    if let Err(e) = tokio::fs::write(&full, &after).await {
+    if let Err(e) = save(ctx, &full, &after).await {
         return ToolOutput::error(format!("Could not write {path}: {e}"));
     }
     let diff = similar::TextDiff::from_lines(&before, &after).unified_diff().context_radius(3).header(path, path).to_string();
@@ -102,7 +126,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext { cwd: dir.to_path_buf(), cancel: CancellationToken::new() }
+        ToolContext { cwd: dir.to_path_buf(), cancel: CancellationToken::new(), host: None }
     }
 
     fn text(o: &ToolOutput) -> &str {

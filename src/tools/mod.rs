@@ -4,6 +4,7 @@
 //! [`ToolOutput`] with `is_error: true` and a message the model can act on.
 
 pub mod files;
+pub mod host;
 pub mod search;
 pub mod shell;
 
@@ -59,6 +60,8 @@ pub struct ToolContext {
     pub cwd: PathBuf,
     /// Fires on abort.
     pub cancel: CancellationToken,
+    /// File and command access the host offers instead of the disk and the local shell.
+    pub host: Option<std::sync::Arc<dyn host::HostTools>>,
 }
 
 impl ToolContext {
@@ -165,6 +168,9 @@ pub async fn run_builtin(name: &str, args: &Map<String, Value>, ctx: &ToolContex
 
 async fn bash(ctx: &ToolContext, command: &str, timeout_s: Option<u64>, mut on_update: impl FnMut(AgentToolResult)) -> ToolOutput {
     let timeout = timeout_s.map(Duration::from_secs);
+    if let Some(run) = ctx.host.as_ref().and_then(|h| h.run_command(command, &ctx.cwd, timeout, ctx.cancel.clone())) {
+        return host_bash(run.await, timeout_s);
+    }
     let outcome = shell::run_shell(command, &ctx.cwd, timeout, ctx.cancel.clone(), |tail| {
         on_update(AgentToolResult { content: vec![text_content(tail)], details: None });
     })
@@ -193,6 +199,29 @@ async fn bash(ctx: &ToolContext, command: &str, timeout_s: Option<u64>, mut on_u
         Some(0) => ToolOutput::text(if text.is_empty() { "(no output)".to_owned() } else { text }).with_details(details),
         Some(code) => ToolOutput::error(format!("{text}\n\nCommand exited with code {code}")).with_details(details),
         None => ToolOutput::error(format!("{text}\n\nCommand was killed by a signal")).with_details(details),
+    }
+}
+
+/// `bash` run by the host: the same texts and details as a local run (no full-output file:
+/// the host keeps the output).
+fn host_bash(outcome: Result<host::HostCommandOutcome, String>, timeout_s: Option<u64>) -> ToolOutput {
+    let o = match outcome {
+        Ok(o) => o,
+        Err(e) => return ToolOutput::error(format!("Could not run the command: {e}")),
+    };
+    let text = if o.truncated { format!("[output truncated: showing the last part]\n{}", o.output) } else { o.output.clone() };
+    let details = json!({"exitCode": o.exit_code, "truncated": o.truncated, "signal": o.signal, "ranIn": "host terminal"});
+    if o.cancelled {
+        return ToolOutput::error(format!("{text}\n\nCommand aborted")).with_details(details);
+    }
+    if o.timed_out {
+        return ToolOutput::error(format!("{text}\n\nCommand timed out after {} seconds", timeout_s.unwrap_or_default())).with_details(details);
+    }
+    match (o.exit_code, &o.signal) {
+        (Some(0), _) => ToolOutput::text(if text.is_empty() { "(no output)".to_owned() } else { text }).with_details(details),
+        (Some(code), _) => ToolOutput::error(format!("{text}\n\nCommand exited with code {code}")).with_details(details),
+        (None, Some(signal)) => ToolOutput::error(format!("{text}\n\nCommand was killed by {signal}")).with_details(details),
+        (None, None) => ToolOutput::error(format!("{text}\n\nCommand was killed by a signal")).with_details(details),
     }
 }
 

@@ -153,7 +153,7 @@ mod tests {
         std::fs::write(p.join("src/main.rs"), "fn main() {\n    println!(\"Hello\");\n}\n").unwrap();
         std::fs::write(p.join("target/out.rs"), "fn main() {}\n").unwrap();
         std::fs::write(p.join("debug.log"), "fn main\n").unwrap();
-        let ctx = ToolContext { cwd: p.to_path_buf(), cancel: CancellationToken::new() };
+        let ctx = ToolContext { cwd: p.to_path_buf(), cancel: CancellationToken::new(), host: None };
         assert_eq!(text(&ls(&ctx, None)), ".gitignore\nsrc/\n");
         assert_eq!(text(&grep(&ctx, r"fn \w+", None, None, false, 10)), "src/main.rs:1:fn main() {\n");
         assert_eq!(text(&grep(&ctx, "HELLO", None, Some("*.rs"), true, 10)), "src/main.rs:2:    println!(\"Hello\");\n");

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::{lock, AcpConn, AcpSessionHost};
+use super::client_tools::ClientTools;
+use super::{lock, modes, AcpConn, AcpSessionHost};
 use crate::agent::events::RunOutcome;
 use crate::agent::{Agent, Submitted};
 use crate::protocol::acp::*;
@@ -44,6 +45,8 @@ pub struct AcpServer {
     sessions: Mutex<HashMap<String, Live>>,
     /// Work waiting until the answer being sent is queued.
     after_answer: Mutex<Vec<oneshot::Sender<()>>>,
+    /// `initialize`'s `clientCapabilities` (JSON: only `fs` and `terminal` are read).
+    client: Mutex<serde_json::Value>,
 }
 
 impl std::fmt::Debug for AcpServer {
@@ -92,7 +95,7 @@ fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), 
 impl AcpServer {
     /// A server on `conn` building sessions with `factory`.
     pub fn new(conn: Arc<AcpConn>, factory: Arc<dyn SessionFactory>) -> Self {
-        Self { conn, factory, sessions: Mutex::new(HashMap::new()), after_answer: Mutex::new(Vec::new()) }
+        Self { conn, factory, sessions: Mutex::new(HashMap::new()), after_answer: Mutex::new(Vec::new()), client: Mutex::new(serde_json::Value::Null) }
     }
 
     /// The connection (client responses go there).
@@ -134,6 +137,12 @@ impl AcpServer {
         host.set_session_id(&id);
         *lock(&host.cwd) = Some(cwd.to_path_buf());
         *lock(&host.context_window) = Some(agent.current_model().context_window);
+        let offered = {
+            let client = lock(&self.client);
+            let flag = |pointer: &str| client.pointer(pointer).and_then(serde_json::Value::as_bool).unwrap_or(false);
+            ClientTools::offered(self.conn.clone(), id.clone(), flag("/fs/readTextFile"), flag("/fs/writeTextFile"), flag("/terminal"))
+        };
+        *lock(&host.tools) = offered.map(|t| Arc::new(t) as Arc<dyn crate::tools::host::HostTools>);
         let live = Live { agent, host };
         lock(&self.sessions).insert(id, live.clone());
         self.announce_commands(&live);
@@ -184,7 +193,8 @@ impl AcpServer {
 }
 
 impl AcpAgentHandler for AcpServer {
-    async fn initialize(&self, _params: InitializeRequest) -> Result<InitializeResponse, AcpError> {
+    async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, AcpError> {
+        *lock(&self.client) = serde_json::to_value(&params.client_capabilities).unwrap_or_default();
         let mut meta = serde_json::Map::new();
         meta.insert("agentwire".into(), json!({"mcpServers": "accepted and ignored: agentwire does not connect MCP servers yet"}));
         Ok(InitializeResponse {
@@ -213,14 +223,14 @@ impl AcpAgentHandler for AcpServer {
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
         let cwd = absolute(&params.cwd)?;
         let live = self.open(&cwd, None)?;
-        Ok(NewSessionResponse { config_options: None, meta: None, modes: None, session_id: SessionId(live.agent.session_id()) })
+        Ok(NewSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())), session_id: SessionId(live.agent.session_id()) })
     }
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, AcpError> {
         let live = self.open_existing(&params.session_id, &params.cwd)?;
         // The whole history goes out before the answer.
         live.host.replay(&live.agent.messages()).await;
-        Ok(LoadSessionResponse { config_options: None, meta: None, modes: None })
+        Ok(LoadSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
     }
 
     async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, AcpError> {
@@ -245,8 +255,14 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, AcpError> {
-        self.open_existing(&params.session_id, &params.cwd)?;
-        Ok(ResumeSessionResponse { config_options: None, meta: None, modes: None })
+        let live = self.open_existing(&params.session_id, &params.cwd)?;
+        Ok(ResumeSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
+    }
+
+    async fn session_set_mode(&self, params: SetSessionModeRequest) -> Result<SetSessionModeResponse, AcpError> {
+        let live = self.live(&params.session_id)?;
+        live.agent.set_approval_policy(modes::policy(&params.mode_id)?);
+        Ok(SetSessionModeResponse { meta: None })
     }
 
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, AcpError> {

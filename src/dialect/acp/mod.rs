@@ -7,6 +7,9 @@
 //!   the core (one [`Agent`] per ACP session, each with its own [`AcpSessionHost`]);
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
+//! - [`modes`]: the core's approval policy as ACP session modes (`session/set_mode`);
+//! - [`client_tools`]: the built-in tools' file and `bash` access through the client's
+//!   `fs/*` and `terminal/*` methods, when it advertises them;
 //! - [`port`]: the core's host port → `session/request_permission`;
 //! - [`serve`]: the reader loop (requests answered exactly once; notifications never).
 //!
@@ -22,8 +25,10 @@
 //! | `PromptSettled` | the `session/prompt` result: `end_turn`, `max_tokens` (the model stopped on length), `max_turn_requests` (`--max-steps-per-turn`), `cancelled`; a provider failure is a -32603 error |
 //! | approval (`HostPort::approve`) | `session/request_permission` with `allow_once`, `allow_always`, `reject_once`, `reject_always` |
 
+pub mod client_tools;
 pub mod decode;
 pub mod handler;
+pub mod modes;
 pub mod port;
 pub mod project;
 pub mod serve;
@@ -130,6 +135,8 @@ pub struct AcpSessionHost {
     cwd: Mutex<Option<std::path::PathBuf>>,
     /// The model's context window, for `usage_update`.
     context_window: Mutex<Option<u64>>,
+    /// The client's `fs` / `terminal` methods for the built-in tools, when it offers any.
+    tools: Mutex<Option<std::sync::Arc<dyn crate::tools::host::HostTools>>>,
 }
 
 impl AcpSessionHost {
@@ -141,6 +148,7 @@ impl AcpSessionHost {
             state: Mutex::new(SessionState::default()),
             cwd: Mutex::new(None),
             context_window: Mutex::new(None),
+            tools: Mutex::new(None),
         }
     }
 

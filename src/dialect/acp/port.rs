@@ -97,6 +97,10 @@ impl AcpSessionHost {
 }
 
 impl HostPort for AcpSessionHost {
+    fn tools(&self) -> Option<std::sync::Arc<dyn crate::tools::host::HostTools>> {
+        lock(&self.tools).clone()
+    }
+
     fn approve<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
         self.request_permission(ask).boxed()
     }

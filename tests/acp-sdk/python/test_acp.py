@@ -14,7 +14,20 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
-from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, RequestPermissionResponse
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    CreateTerminalResponse,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
+    RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
+)
 
 BIN = os.environ.get("AGENTWIRE_BIN")
 if not BIN:
@@ -179,5 +192,74 @@ def test_errors_and_survival() -> None:
             assert e.value.code == -32602
             sid = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
             assert (await conn.prompt(session_id=sid, prompt=[text_block("ok?")])).stop_reason == "end_turn"
+
+    run(go())
+
+
+class Editor(Recorder):
+    """A client offering fs and terminal: its buffers hold unsaved text; commands run locally."""
+
+    def __init__(self, buffers: dict[str, str]) -> None:
+        super().__init__()
+        self.buffers = buffers
+        self.calls: list[tuple[str, ...]] = []
+        self.terminals: dict[str, Any] = {}
+
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any) -> ReadTextFileResponse:
+        self.calls.append(("read", path))
+        return ReadTextFileResponse(content=self.buffers[path] if path in self.buffers else Path(path).read_text())
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> WriteTextFileResponse:
+        self.calls.append(("write", path))
+        self.buffers[path] = content
+        return WriteTextFileResponse()
+
+    async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None, env: Any = None, cwd: str | None = None, output_byte_limit: int | None = None, **kwargs: Any) -> CreateTerminalResponse:
+        self.calls.append(("terminal/create", command, cwd or ""))
+        proc = await asyncio.create_subprocess_exec(command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE)
+        terminal_id = f"t{len(self.terminals) + 1}"
+        self.terminals[terminal_id] = proc
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> WaitForTerminalExitResponse:
+        code = await self.terminals[terminal_id].wait()
+        return WaitForTerminalExitResponse(exit_code=code)
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> TerminalOutputResponse:
+        proc = self.terminals[terminal_id]
+        out = (await proc.stdout.read()).decode()
+        return TerminalOutputResponse(output=out, truncated=False, exit_status=TerminalExitStatus(exit_code=proc.returncode))
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> ReleaseTerminalResponse:
+        self.calls.append(("terminal/release", terminal_id))
+        del self.terminals[terminal_id]
+        return ReleaseTerminalResponse()
+
+
+def test_editor_fs_and_terminal() -> None:
+    async def go() -> None:
+        cwd, config = dirs()
+        (cwd / "notes.txt").write_text("saved text on disk\n")
+        notes, out = str(cwd / "notes.txt"), str(cwd / "out.txt")
+        editor = Editor({notes: "unsaved text in the buffer\n"})
+        script = [
+            {"toolCalls": [{"id": "r1", "name": "read", "arguments": {"path": "notes.txt"}}]},
+            {"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "out.txt", "content": "from the model\n"}}]},
+            {"toolCalls": [{"id": "e1", "name": "edit", "arguments": {"path": "notes.txt", "oldText": "unsaved", "newText": "edited"}}]},
+            {"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo from-the-terminal"}}]},
+            {"text": "done"},
+        ]
+        async with spawn_agent_process(editor, BIN, *args(cwd, config, script, "--approval", "never"), env=env()) as (conn, _proc):
+            caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True)
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps)
+            sid = str((await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id)
+            assert (await conn.prompt(session_id=sid, prompt=[text_block("work")])).stop_reason == "end_turn"
+        done = {u.tool_call_id: u for _, u in editor.updates if u.session_update == "tool_call_update" and u.status in ("completed", "failed")}
+        assert "unsaved text in the buffer" in done["r1"].content[0].content.text
+        assert editor.buffers[out] == "from the model\n" and not Path(out).exists()
+        assert editor.buffers[notes] == "edited text in the buffer\n"
+        assert (cwd / "notes.txt").read_text() == "saved text on disk\n"
+        assert done["b1"].status == "completed" and "from-the-terminal" in done["b1"].content[0].content.text
+        assert editor.calls == [("read", notes), ("write", out), ("read", notes), ("write", notes), ("terminal/create", "bash", str(cwd)), ("terminal/release", "t1")]
 
     run(go())

@@ -157,3 +157,79 @@ test("errors reach the SDK as JSON-RPC errors and the agent survives", async () 
   assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("ok?") })).stopReason, "end_turn");
   assert.equal(await stop(child), 0);
 });
+
+test("an editor offering fs and terminal: read/write/edit go through its buffers, bash through its terminal", async () => {
+  const script = [
+    { toolCalls: [{ id: "r1", name: "read", arguments: { path: "notes.txt" } }] },
+    { toolCalls: [{ id: "w1", name: "write", arguments: { path: "out.txt", content: "from the model\n" } }] },
+    { toolCalls: [{ id: "e1", name: "edit", arguments: { path: "notes.txt", oldText: "unsaved", newText: "edited" } }] },
+    { toolCalls: [{ id: "b1", name: "bash", arguments: { command: "echo from-the-terminal; exit 3" } }] },
+    { text: "done" },
+  ];
+  const { child, dir } = start(script, { extra: ["--approval", "never"] });
+  writeFileSync(join(dir, "notes.txt"), "saved text on disk\n");
+  // The editor's buffers: notes.txt has unsaved changes.
+  const buffers = new Map([[join(dir, "notes.txt"), "unsaved text in the buffer\n"]]);
+  const calls = [];
+  const terminals = new Map();
+  const updates = [];
+  const app = client({ name: "agentwire-ts-editor" })
+    .onNotification(methods.client.session.update, ({ params }) => updates.push(params))
+    .onRequest(methods.client.fs.readTextFile, async ({ params }) => {
+      calls.push(["read", params.path]);
+      return { content: buffers.get(params.path) ?? readFileSync(params.path, "utf8") };
+    })
+    .onRequest(methods.client.fs.writeTextFile, async ({ params }) => {
+      calls.push(["write", params.path]);
+      buffers.set(params.path, params.content);
+      return {};
+    })
+    .onRequest(methods.client.terminal.create, async ({ params }) => {
+      calls.push(["terminal/create", params.command, params.cwd]);
+      const id = `t${terminals.size + 1}`;
+      const proc = spawn(params.command, params.args ?? [], { cwd: params.cwd });
+      const t = { output: "", exit: new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ exitCode: code, signal }))) };
+      proc.stdout.on("data", (d) => (t.output += d));
+      terminals.set(id, t);
+      return { terminalId: id };
+    })
+    .onRequest(methods.client.terminal.waitForExit, async ({ params }) => terminals.get(params.terminalId).exit)
+    .onRequest(methods.client.terminal.output, async ({ params }) => {
+      const t = terminals.get(params.terminalId);
+      return { output: t.output, truncated: false, exitStatus: await t.exit };
+    })
+    .onRequest(methods.client.terminal.release, async ({ params }) => {
+      calls.push(["terminal/release", params.terminalId]);
+      terminals.delete(params.terminalId);
+      return {};
+    });
+  const { agent } = app.connect(ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)));
+  await agent.request(methods.agent.initialize, {
+    protocolVersion: PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+  });
+  const { sessionId } = await agent.request(methods.agent.session.new, { cwd: dir, mcpServers: [] });
+  assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("work") })).stopReason, "end_turn");
+  const result = (id) => updates.find((u) => u.update.toolCallId === id && ["completed", "failed"].includes(u.update.status)).update;
+  // read saw the unsaved buffer, not the disk.
+  assert.match(result("r1").content[0].content.text, /unsaved text in the buffer/);
+  // write and edit went to the editor: its buffers changed, the disk did not.
+  assert.equal(buffers.get(join(dir, "out.txt")), "from the model\n");
+  assert.equal(existsSync(join(dir, "out.txt")), false);
+  assert.equal(buffers.get(join(dir, "notes.txt")), "edited text in the buffer\n");
+  assert.equal(readFileSync(join(dir, "notes.txt"), "utf8"), "saved text on disk\n");
+  // bash ran in the editor's terminal, which was released; its exit code reached the model.
+  const bash = result("b1");
+  assert.equal(bash.status, "failed");
+  assert.match(bash.content[0].content.text, /from-the-terminal/);
+  assert.match(bash.content[0].content.text, /exited with code 3/);
+  assert.deepEqual(calls, [
+    ["read", join(dir, "notes.txt")],
+    ["write", join(dir, "out.txt")],
+    ["read", join(dir, "notes.txt")],
+    ["write", join(dir, "notes.txt")],
+    ["terminal/create", "bash", dir],
+    ["terminal/release", "t1"],
+  ]);
+  assert.equal(await stop(child), 0);
+});

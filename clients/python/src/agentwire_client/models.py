@@ -3509,7 +3509,7 @@ class TranscriptHeader(BaseModel):
     """
     Short name.
     """
-    dialect: Literal["rpc", "wire"]
+    dialect: Literal["rpc", "wire", "acp"]
     """
     Which dialect the agent speaks.
     """
@@ -6798,7 +6798,7 @@ class ConformanceAdapter(BaseModel):
     """
     Files written before the agent starts (config files pointing at `{{baseUrl}}`).
     """
-    dialects: Optional[List[Literal["rpc", "wire"]]] = None
+    dialects: Optional[List[Literal["rpc", "wire", "acp"]]] = None
     """
     Dialects the agent speaks; transcripts of other dialects are skipped (default: rpc).
     """

@@ -4180,7 +4180,7 @@ export interface TranscriptHeader {
   /**
    * Which dialect the agent speaks.
    */
-  dialect: "rpc" | "wire";
+  dialect: "rpc" | "wire" | "acp";
   /**
    * What behaviour the transcript pins down.
    */
@@ -4392,7 +4392,7 @@ export interface ConformanceAdapter {
    *
    * Items: A dialect.
    */
-  dialects?: ("rpc" | "wire")[];
+  dialects?: ("rpc" | "wire" | "acp")[];
   /**
    * Frames the agent sends unprompted that no transcript expects (start-up widgets, cost or command-list updates); frames matching one of these patterns are dropped before matching (still validated).
    *

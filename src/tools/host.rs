@@ -1,0 +1,47 @@
+//! File and command access through the host instead of the local disk and shell. A host that
+//! offers it (an ACP client advertising `fs.readTextFile`, `fs.writeTextFile` or `terminal`)
+//! makes the built-in `read`, `write` and `edit` see and change the editor's buffers, unsaved
+//! edits included, and `bash` run in the editor's terminal. Each method returns `None` when the
+//! host does not offer that access: the tool then uses the disk or the local shell.
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+/// How a command run by the host ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostCommandOutcome {
+    /// The output (stdout and stderr as the host's terminal merged them).
+    pub output: String,
+    /// The host kept only the tail of the output.
+    pub truncated: bool,
+    /// Exit code; `None` when killed by a signal, cancelled or timed out.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the command, as the host names it.
+    pub signal: Option<String>,
+    /// Killed because the run was cancelled.
+    pub cancelled: bool,
+    /// Killed after the timeout.
+    pub timed_out: bool,
+}
+
+/// What the host can do for the built-in tools. Errors are readable messages for the model.
+pub trait HostTools: Send + Sync + std::fmt::Debug {
+    /// The text of the file at the absolute `path`, as the host sees it (`cancel` abandons the
+    /// request).
+    fn read_text_file<'a>(&'a self, _path: &'a Path, _cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<String, String>>> {
+        None
+    }
+
+    /// Replaces the text of the file at the absolute `path` (creating it).
+    fn write_text_file<'a>(&'a self, _path: &'a Path, _content: &'a str, _cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<(), String>>> {
+        None
+    }
+
+    /// Runs the shell `command` in `cwd`, killing it on `cancel` or after `timeout`.
+    fn run_command<'a>(&'a self, _command: &'a str, _cwd: &'a Path, _timeout: Option<Duration>, _cancel: CancellationToken) -> Option<BoxFuture<'a, Result<HostCommandOutcome, String>>> {
+        None
+    }
+}
