@@ -46,6 +46,38 @@ fn pipelined_commands_are_answered_in_order() {
     }
 }
 
+/// Answers to read-only commands are gathered while more input is buffered (issue 17); a
+/// command with effects must still see every earlier answer written before anything it causes.
+#[test]
+fn gathered_answers_never_let_a_later_command_overtake_them() {
+    let mut a = Agent::start(&[], &[]);
+    let mut batch = String::new();
+    for i in 0..300 {
+        batch.push_str(&format!("{{\"id\":{i},\"type\":\"get_state\"}}\n{{\"id\":\"bad{i}\",\"type\":\"no_such\"}}\n"));
+        if i % 100 == 99 {
+            batch.push_str(&format!("{{\"id\":\"name{i}\",\"type\":\"set_session_name\",\"name\":\"n{i}\"}}\n"));
+        }
+    }
+    a.send_raw(batch.trim_end());
+    let mut expected = Vec::new();
+    for i in 0..300 {
+        expected.push(json!(i));
+        expected.push(json!(format!("bad{i}")));
+        if i % 100 == 99 {
+            // The event set_session_name causes comes after every earlier answer.
+            expected.push(json!(format!("event n{i}")));
+            expected.push(json!(format!("name{i}")));
+        }
+    }
+    let got: Vec<Value> = (0..expected.len())
+        .map(|_| {
+            let f = a.next();
+            if f["type"] == "session_info_changed" { json!(format!("event {}", f["name"].as_str().unwrap())) } else { f["id"].clone() }
+        })
+        .collect();
+    assert_eq!(got, expected);
+}
+
 /// The binary with raw pipes (for byte-level checks the frame helper would hide).
 fn spawn_raw() -> (tempfile::TempDir, std::process::Child) {
     let dir = tempfile::tempdir().unwrap();

@@ -631,7 +631,7 @@ fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
             handler: &H,
             id: ::std::option::Option<::serde_json::Value>,
             command: RpcCommand,
-        ) -> RpcResponse {
+        ) -> crate::protocol::envelope::RpcReply {
             match command { #(#arms,)* }
         }
         /// Every command: its request def and response data def (`x-response`).

@@ -52,20 +52,68 @@ pub fn deserialize_present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Opt
 
 /// Builds the response frame for a command's outcome. `data: None` leaves the key out;
 /// `Some(None)`-style nulls are produced by serializing `Option::None` to `null`.
-pub fn rpc_response<T: serde::Serialize>(
-    id: Option<Value>,
-    command: &str,
-    outcome: Result<Option<T>, RpcError>,
-) -> RpcResponse {
+///
+/// `data` is serialized once, straight from the typed value into JSON text (no `Value` tree
+/// in between: for `get_state` that tree cost more than everything else a response does).
+pub fn rpc_response<T: serde::Serialize>(id: Option<Value>, command: &'static str, outcome: Result<Option<T>, RpcError>) -> RpcReply {
     let outcome = outcome.and_then(|data| match data {
         None => Ok(None),
-        Some(d) => serde_json::to_value(d)
+        Some(d) => serde_json::value::to_raw_value(&d)
             .map(Some)
             .map_err(|e| RpcError::internal(format!("could not serialize the {command} result: {e}"))),
     });
-    match outcome {
-        Ok(data) => RpcResponse { id, data, ..RpcResponse::new(command, true) },
-        Err(e) => rpc_failure(id, command, e),
+    RpcReply { id, command, outcome }
+}
+
+/// A response frame as [`rpc_response`] builds it: serializes exactly like the [`RpcResponse`]
+/// with the same fields (`id`, `type`, `command`, `success`, `data` | `error` + `code`).
+#[derive(Debug, Clone)]
+pub struct RpcReply {
+    /// The request's id, echoed.
+    pub id: Option<Value>,
+    /// The command answered.
+    pub command: &'static str,
+    /// The serialized `data` (absent when `None`), or the error.
+    pub outcome: Result<Option<Box<serde_json::value::RawValue>>, RpcError>,
+}
+
+impl RpcReply {
+    /// The same frame as the generated type (for callers that inspect fields).
+    pub fn into_response(self) -> RpcResponse {
+        match self.outcome {
+            Ok(data) => RpcResponse {
+                id: self.id,
+                data: data.map(|raw| serde_json::from_str(raw.get()).expect("serde_json wrote valid JSON")),
+                ..RpcResponse::new(self.command, true)
+            },
+            Err(e) => rpc_failure(self.id, self.command, e),
+        }
+    }
+}
+
+impl serde::Serialize for RpcReply {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(id) = &self.id {
+            map.serialize_entry("id", id)?;
+        }
+        map.serialize_entry("type", "response")?;
+        map.serialize_entry("command", self.command)?;
+        match &self.outcome {
+            Ok(data) => {
+                map.serialize_entry("success", &true)?;
+                if let Some(data) = data {
+                    map.serialize_entry("data", data)?;
+                }
+            }
+            Err(e) => {
+                map.serialize_entry("success", &false)?;
+                map.serialize_entry("error", &e.message)?;
+                map.serialize_entry("code", &e.code)?;
+            }
+        }
+        map.end()
     }
 }
 

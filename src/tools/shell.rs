@@ -23,6 +23,10 @@ use tokio_util::sync::CancellationToken;
 pub const TAIL_LINES: usize = 2000;
 /// Bytes kept in the returned output.
 pub const TAIL_BYTES: usize = 50 * 1024;
+/// Progress reports are at least this far apart (the first comes with the first output): a
+/// command printing 50 MB would otherwise report its 50 KB tail thousands of times (~150 MB
+/// of `tool_execution_update` frames). The final result always carries the whole tail.
+pub const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
 /// How long a cancelled command's group has between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
 
@@ -83,7 +87,8 @@ fn shell() -> String {
     std::env::var("SHELL").ok().filter(|s| !s.is_empty() && Path::new(s).exists()).unwrap_or_else(|| "/bin/sh".to_owned())
 }
 
-/// Runs `command` in `cwd`. `on_output` gets the tail so far whenever new output arrives.
+/// Runs `command` in `cwd`. `on_output` gets the tail so far when the first output arrives and
+/// then at most every [`UPDATE_INTERVAL`] while new output keeps arriving.
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
@@ -131,6 +136,12 @@ pub async fn run_shell(
     let grace = tokio::time::sleep_until(far_future());
     tokio::pin!(grace);
     let mut stopped = None;
+    // Output held back by the interval is reported when the interval ends, so progress shows
+    // even when the command then goes quiet.
+    let mut reported: Option<tokio::time::Instant> = None;
+    let held = tokio::time::sleep_until(far_future());
+    tokio::pin!(held);
+    let mut holding = false;
     while out_open || err_open {
         let chunk = tokio::select! {
             n = stdout.read(&mut out_buf), if out_open => match n? { 0 => { out_open = false; continue } n => &out_buf[..n] },
@@ -138,10 +149,30 @@ pub async fn run_shell(
             () = cancel.cancelled(), if stopped.is_none() => { stopped = Some(Stop::Cancelled); terminate(pgid, grace.as_mut()); continue }
             () = &mut deadline, if stopped.is_none() => { stopped = Some(Stop::TimedOut); terminate(pgid, grace.as_mut()); continue }
             () = &mut grace => { signal_group(pgid, libc::SIGKILL); grace.as_mut().reset(far_future()); continue }
+            () = &mut held, if holding => {
+                holding = false;
+                held.as_mut().reset(far_future());
+                reported = Some(tokio::time::Instant::now());
+                on_output(&tail.text());
+                continue
+            }
         };
         full.write_all(chunk).await?;
         tail.push(chunk);
-        on_output(&tail.text());
+        match reported {
+            Some(at) if at.elapsed() < UPDATE_INTERVAL => {
+                if !holding {
+                    holding = true;
+                    held.as_mut().reset(at + UPDATE_INTERVAL);
+                }
+            }
+            _ => {
+                holding = false;
+                held.as_mut().reset(far_future());
+                reported = Some(tokio::time::Instant::now());
+                on_output(&tail.text());
+            }
+        }
     }
     if stopped.is_some() {
         // Whatever ignored SIGTERM but closed its output goes now.
@@ -260,6 +291,22 @@ mod tests {
         assert!(o.output.contains("out\n") && o.output.contains("err\n"), "{o:?}");
         assert_eq!((o.exit_code, o.cancelled, o.truncated), (Some(3), false, false));
         assert_eq!(run("pwd").await.output, "/tmp\n");
+    }
+
+    /// Issue 17, goal 5: 20 MB of output is ~2,400 reads; each used to report the 50 KB tail.
+    /// Reports are now spaced by UPDATE_INTERVAL, so there are a handful (the bound allows a
+    /// 20-second run).
+    #[tokio::test]
+    async fn progress_reports_are_spaced_out_however_much_is_printed() {
+        let mut reports = Vec::new();
+        let o = run_shell("head -c 20000000 /dev/zero | tr '\\0' x; echo; echo end", Path::new("/tmp"), None, CancellationToken::new(), |tail| {
+            reports.push(tail.len())
+        })
+        .await
+        .unwrap();
+        assert_eq!(o.total_bytes, 20_000_005);
+        assert!(!reports.is_empty(), "progress is reported");
+        assert!(reports.len() < 200, "{} reports for 20 MB", reports.len());
     }
 
     #[tokio::test]

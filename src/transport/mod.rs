@@ -12,4 +12,4 @@ pub mod until;
 pub mod writer;
 
 pub use lines::{InboundLine, LineReader};
-pub use writer::{encode_frame, spawn_writer, Outbox, WriterClosed};
+pub use writer::{encode_frame, spawn_writer, FrameBatch, Outbox, WriterClosed};

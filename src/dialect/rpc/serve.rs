@@ -3,7 +3,11 @@
 //! response through the single writer.
 //!
 //! Ordering: commands are handled in arrival order on the reader task, so cheap commands answer
-//! in order. Commands that wait on the run or on external work (`abort`, `abort_and_prompt`,
+//! in order. Answers to read-only commands and to bad lines are gathered in a batch while more
+//! input is already buffered, and queued as one item when the input runs dry, the batch is
+//! full, or before any other command runs (so nothing a command causes can overtake an earlier
+//! answer): a pipelined burst costs one hand-off to the writer per batch, not per frame.
+//! Commands that wait on the run or on external work (`abort`, `abort_and_prompt`,
 //! `new_session`, `bash`) are spawned, so the reader keeps reading the UI and host-tool answers
 //! a run may be waiting for. A run starts only after the response of the command that started
 //! it is queued (`Agent::release_gates`).
@@ -14,6 +18,7 @@
 //! bounded by `SHUTDOWN_GRACE`; what still runs then is cancelled and answered as cancelled.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use tokio::io::AsyncBufRead;
 use tokio::task::JoinSet;
@@ -22,13 +27,36 @@ use super::decode::{decode_line, Inbound};
 use super::RpcSession;
 use crate::dialect::SHUTDOWN_GRACE;
 use crate::protocol::{dispatch_rpc_command, RpcCommand};
-use crate::transport::{LineReader, Outbox};
+use crate::transport::{FrameBatch, LineReader, Outbox};
 
 /// How long commands cancelled after the drain timed out get to write their answers.
 const CANCELLED_ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn is_detached(command: &RpcCommand) -> bool {
     matches!(command, RpcCommand::Abort(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::NewSession(_) | RpcCommand::Bash(_))
+}
+
+/// Answers gathered before the batch is queued (well inside the writer's byte budget).
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// Commands that only read state: their answers may wait in the batch, since they cause no
+/// other frame that could overtake an earlier answer.
+fn is_read_only(command: &RpcCommand) -> bool {
+    matches!(
+        command,
+        RpcCommand::GetState(_)
+            | RpcCommand::GetAvailableModels(_)
+            | RpcCommand::GetAvailableThinkingLevels(_)
+            | RpcCommand::GetSessionStats(_)
+            | RpcCommand::GetBranchMessages(_)
+            | RpcCommand::GetForkMessages(_)
+            | RpcCommand::GetLastAssistantText(_)
+            | RpcCommand::GetMessages(_)
+            | RpcCommand::GetMessagesPage(_)
+            | RpcCommand::GetCommands(_)
+            | RpcCommand::GetAvailableCommands(_)
+            | RpcCommand::GetTree(_)
+    )
 }
 
 /// Commands whose response a run waits for before writing more (see `Agent::release_gates`).
@@ -53,15 +81,39 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
     let mut reader = LineReader::new(input, max_line_bytes);
     let mut detached: JoinSet<()> = JoinSet::new();
     let session = Arc::new(session);
+    let mut batch = FrameBatch::default();
     loop {
-        let line = match reader.next_line().await {
+        let next = reader.next_line();
+        tokio::pin!(next);
+        // Gathered answers wait only while the next line is already at hand.
+        let line = match futures_util::poll!(next.as_mut()) {
+            Poll::Ready(line) => line,
+            Poll::Pending => {
+                let _ = out.send_batch(&mut batch).await;
+                next.await
+            }
+        };
+        let line = match line {
             Ok(Some(line)) => line,
             // A read error is the end of the input as far as the host is concerned.
             Ok(None) | Err(_) => break,
         };
-        match decode_line(line, max_line_bytes) {
+        let inbound = decode_line(line, max_line_bytes);
+        // A bad line's error or a read-only answer joins the batch; anything else goes after it.
+        match &inbound {
+            Err(_) => {}
+            Ok(Inbound::Command { command, .. }) if is_read_only(command) => {}
+            Ok(_) => {
+                let _ = out.send_batch(&mut batch).await;
+            }
+        }
+        match inbound {
             Err(response) => {
-                let _ = out.send(&*response).await;
+                let _ = batch.push(&*response);
+            }
+            Ok(Inbound::Command { id, command }) if is_read_only(&command) => {
+                let response = dispatch_rpc_command(&*session, id, command).await;
+                let _ = batch.push(&response);
             }
             // A sub-protocol answer nobody waits for gets one `not_found` error carrying its id:
             // the host learns its answer was too late (or wrong) instead of wondering.
@@ -103,9 +155,13 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
                 }
             }
         }
+        if batch.len() >= BATCH_BYTES {
+            let _ = out.send_batch(&mut batch).await;
+        }
         // Reap finished detached commands so the set does not grow with the session.
         while detached.try_join_next().is_some() {}
     }
+    let _ = out.send_batch(&mut batch).await;
     session.agent().end_of_input().await;
     let drained = tokio::time::timeout(SHUTDOWN_GRACE, async { while detached.join_next().await.is_some() {} }).await;
     if drained.is_err() {
