@@ -65,9 +65,9 @@ fn long_reply(n: usize) -> Value {
 
 #[test]
 fn a_prompt_while_the_turn_is_streaming_is_refused_and_never_interleaved() {
-    // The core finishes this reply long before its events are all out: a prompt sent after the
-    // first delta meets a turn that is still in progress on the wire.
-    let mut w = Wire::start(&[long_reply(3000), json!({"text":"second"})]);
+    // The reply streams for a while: a prompt sent after its first delta meets a turn that is
+    // still in progress on the wire.
+    let mut w = Wire::start(&[json!({"text":"a b c d e f g h i j k l","chunkSize":2,"delayMs":30}), json!({"text":"second"})]);
     w.send(prompt("p1", "first"));
     loop {
         if w.next()["params"]["type"] == "ContentPart" {
