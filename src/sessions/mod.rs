@@ -625,9 +625,15 @@ fn repair_torn_tail(path: &Path, file: &mut std::fs::File) -> std::io::Result<()
     Ok(())
 }
 
-/// A session file found on disk, for `list_sessions`.
+/// A session file found on disk, for `list_sessions` (at most [`DEFAULT_MAX_SESSION_BYTES`]).
 pub fn listing(path: &Path) -> Option<SessionListing> {
-    let (session, _) = Session::load(path).ok()?;
+    listing_limited(path, DEFAULT_MAX_SESSION_BYTES)
+}
+
+/// A session file of at most `limit` bytes found on disk, for `list_sessions`; `None` when it
+/// cannot be read as a session (too large included).
+pub fn listing_limited(path: &Path, limit: u64) -> Option<SessionListing> {
+    let (session, _) = Session::load_limited(path, limit).ok()?;
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok().map(|t| humantime::format_rfc3339_millis(t).to_string()).unwrap_or_default();
     let messages = session.entries.iter().filter(|e| matches!(e, SessionEntry::Message(_))).count();
     let first = session.entries.iter().find_map(|e| match e {
