@@ -454,15 +454,18 @@ impl Session {
     /// The entries from the root to the leaf.
     pub fn branch(&self) -> Vec<&SessionEntry> {
         let mut path = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut at = self.leaf.clone();
         while let Some(id) = at {
             let Some(&i) = self.index.get(&id) else { break };
+            if !seen.insert(i) {
+                // A cycle in a hand-edited file: each entry once (found by the `session_parse`
+                // fuzz target: the old length check let one entry in twice).
+                break;
+            }
             let e = &self.entries[i];
             at = entry_parent(e).map(str::to_owned);
             path.push(e);
-            if path.len() > self.entries.len() {
-                break; // a cycle in a hand-edited file
-            }
         }
         path.reverse();
         path
@@ -680,6 +683,24 @@ pub fn files_in(dir: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `session_parse` fuzz target: a parent cycle put an entry on the branch twice.
+    #[test]
+    fn a_parent_cycle_puts_each_entry_on_the_branch_once() {
+        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+        let entry = |id: &str, parent: &str, text: &str| {
+            format!(r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":[{{"type":"text","text":"{text}"}}],"timestamp":1}}}}"#)
+        };
+        // a → c (the cycle a → c → b → a), leaf c; and a cycle of two under a longer chain.
+        for lines in [vec![entry("a", "c", "A"), entry("b", "a", "B"), entry("c", "b", "C")], vec![entry("a", "b", "A"), entry("b", "a", "B"), entry("c", "b", "C"), entry("d", "c", "D")]] {
+            let text = format!("{header}\n{}\n", lines.join("\n"));
+            let (session, _) = Session::parse(Path::new("cycle.jsonl"), text.as_bytes()).unwrap();
+            let ids: Vec<&str> = session.branch().iter().map(|e| entry_id(e)).collect();
+            let unique: std::collections::HashSet<&&str> = ids.iter().collect();
+            assert_eq!(unique.len(), ids.len(), "{ids:?}");
+            assert_eq!(session.messages().len(), ids.len());
+        }
+    }
     use serde_json::json;
 
     fn user(text: &str) -> AgentMessage {
