@@ -482,7 +482,9 @@ impl Session {
             Some(ci) => {
                 let SessionEntry::Compaction(c) = branch[ci] else { unreachable!() };
                 out.push(AgentMessage::CompactionSummary(CompactionSummaryMessage::new(c.summary.clone(), c.tokens_before, now_ms())));
-                let kept = branch.iter().position(|e| entry_id(e) == c.first_kept_entry_id.as_str()).unwrap_or(ci);
+                // A kept entry after the compaction (a hand-edited file; found by the
+                // `session_parse` fuzz target, it panicked here) keeps nothing.
+                let kept = branch.iter().position(|e| entry_id(e) == c.first_kept_entry_id.as_str()).filter(|&k| k <= ci).unwrap_or(ci);
                 for e in &branch[kept..ci] {
                     if let SessionEntry::Message(m) = e {
                         out.push(m.message.clone());
@@ -683,6 +685,20 @@ pub fn files_in(dir: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `session_parse` fuzz target: a compaction whose first kept entry comes after
+    /// it on the branch made `messages` slice backwards and panic.
+    #[test]
+    fn a_compaction_keeping_a_later_entry_does_not_panic() {
+        let text = concat!(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#, "\n",
+            r#"{"type":"compaction","id":"c","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","summary":"S","firstKeptEntryId":"m","tokensBefore":1}"#, "\n",
+            r#"{"type":"message","id":"m","parentId":"c","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"after"}],"timestamp":1}}"#, "\n",
+        );
+        let (session, _) = Session::parse(Path::new("odd.jsonl"), text.as_bytes()).unwrap();
+        let messages = session.messages();
+        assert_eq!(messages.len(), 2, "the summary, then the message after the compaction");
+    }
 
     /// Found by the `session_parse` fuzz target: a parent cycle put an entry on the branch twice.
     #[test]
