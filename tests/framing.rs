@@ -138,3 +138,15 @@ fn a_closed_stdout_ends_the_process_cleanly() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Found by the `rpc_decode` fuzz target: a line with invalid UTF-8 after a readable `id` was
+/// answered without its id (the host would wait forever). The id now comes back, as for every
+/// other line the full parser rejects.
+#[test]
+fn invalid_utf8_after_a_readable_id_still_gets_its_id() {
+    let mut a = Agent::start(&[], &[]);
+    a.send_bytes(b"{\"id\":\"br1\",\"type\":\"branch\x8c\",\"entryId\":\"5d46e4ac\"}\n");
+    let r = a.next();
+    assert_eq!((&r["id"], &r["type"], &r["success"], &r["code"]), (&json!("br1"), &json!("response"), &json!(false), &json!("parse_error")), "{r}");
+    assert_eq!(a.request(json!({"id":"after","type":"get_state"}))["success"], true, "still serving");
+}

@@ -1,6 +1,14 @@
 //! Approvals: whether a tool call needs the user's yes (the `--approval` policy), remembering
 //! "approve for session" per session and per tool, and asking the host through the port.
 //! Fail closed: only an explicit approve lets the call run.
+//!
+//! Path policy (docs/reliability.md, "Paths outside the working directory"): under `dangerous`,
+//! a built-in file tool (`read`, `ls`, `grep`, `find`, as well as `write` and `edit`, which
+//! always ask) whose path lies outside the working directory once symlinks are followed asks
+//! too, and the question says the path is outside and where it really is. `never` asks nothing;
+//! `always` asks everything, with the same note.
+
+use std::path::Path;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -11,11 +19,17 @@ use crate::protocol::ToolCall;
 use crate::tools::{self, ToolOutput};
 
 /// A one-line summary of a call for the approval question: the command line for `bash`, the
-/// path for file tools, the arguments otherwise.
-pub fn summary(call: &ToolCall) -> String {
-    match call.arguments.get("command").or_else(|| call.arguments.get("path")).and_then(Value::as_str) {
+/// path for file tools, the arguments otherwise. A path outside the working directory (`outside`:
+/// where it really is) is said first, so that a title cut short still says it.
+pub fn summary(call: &ToolCall, outside: Option<&Path>) -> String {
+    let plain = match call.arguments.get("command").or_else(|| call.arguments.get("path")).and_then(Value::as_str) {
         Some(d) => d.to_owned(),
         None => serde_json::to_string(&call.arguments).unwrap_or_default(),
+    };
+    match (outside, tools::target_path(call.name.as_str(), &call.arguments)) {
+        (Some(real), Some(path)) if Path::new(&path) == real => format!("outside the working directory: {path}"),
+        (Some(real), Some(path)) => format!("outside the working directory: {} (via {path})", real.display()),
+        _ => plain,
     }
 }
 
@@ -39,10 +53,18 @@ impl Agent {
     /// `Ok` when the call may run; otherwise why not.
     pub(super) async fn approve_call(&self, call: &ToolCall, host_tool: bool, cancel: &CancellationToken) -> Result<(), Refused> {
         let name = call.name.to_string();
+        // The policy can change at run time (ACP `session/set_mode`). Host tools' paths are the
+        // host's business; `never` does not even look.
         let policy = self.state().approval;
+        let outside = match (policy, host_tool) {
+            (ApprovalPolicy::Never, _) | (_, true) => None,
+            (ApprovalPolicy::Dangerous | ApprovalPolicy::Always, false) => {
+                tools::target_path(&name, &call.arguments).and_then(|path| tools::outside_cwd(&self.inner.config.cwd, &path))
+            }
+        };
         let needs_approval = match policy {
             ApprovalPolicy::Never => false,
-            ApprovalPolicy::Dangerous => !host_tool && tools::is_dangerous(&name),
+            ApprovalPolicy::Dangerous => !host_tool && (tools::is_dangerous(&name) || outside.is_some()),
             ApprovalPolicy::Always => true,
         };
         if !needs_approval {
@@ -55,7 +77,7 @@ impl Agent {
             }
             st.session.id().to_owned()
         };
-        let ask = ApprovalAsk { call, summary: summary(call), timeout: self.inner.config.approval_timeout, cancel };
+        let ask = ApprovalAsk { call, summary: summary(call, outside.as_deref()), timeout: self.inner.config.approval_timeout, cancel };
         match self.port().approve(ask).await {
             Decision::Approve => Ok(()),
             Decision::ApproveForSession => {

@@ -79,6 +79,8 @@ pub struct AgentConfig {
     pub sessions_root: Option<PathBuf>,
     /// Model calls one run may make before it stops (`--max-steps-per-turn`); `None`: no limit.
     pub max_steps_per_turn: Option<u32>,
+    /// Largest session file `switch_session` and `list_sessions` read (`--max-session-bytes`).
+    pub max_session_bytes: u64,
 }
 
 /// How transient provider errors are retried (the only retry layer: the HTTP client does not).

@@ -25,7 +25,10 @@ impl Agent {
         if !path.exists() {
             return Err(CoreError::NotFound(format!("Session file not found: {}", path.display())));
         }
-        let (session, warnings) = Session::load(&path).map_err(|e| CoreError::InvalidParams(format!("Not a session file: {e}")))?;
+        let (session, warnings) = Session::load_limited(&path, self.inner.config.max_session_bytes).map_err(|e| match e {
+            sessions::SessionError::TooLarge { .. } => CoreError::InvalidParams(format!("Session file too large: {e}")),
+            _ => CoreError::InvalidParams(format!("Not a session file: {e}")),
+        })?;
         for w in warnings {
             tracing::warn!("{}:{}: {}", path.display(), w.line, w.reason);
         }
@@ -187,7 +190,7 @@ impl Agent {
             (true, Some(root)) => std::fs::read_dir(root).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect(),
             _ => self.inner.config.session_dir.iter().cloned().collect(),
         };
-        let mut sessions: Vec<SessionListing> = dirs.iter().flat_map(|d| sessions::files_in(d)).filter_map(|p| sessions::listing(&p)).collect();
+        let mut sessions: Vec<SessionListing> = dirs.iter().flat_map(|d| sessions::files_in(d)).filter_map(|p| sessions::listing_limited(&p, self.inner.config.max_session_bytes)).collect();
         sessions.sort_by(|a, b| b.modified.cmp(&a.modified));
         SessionList { sessions }
     }

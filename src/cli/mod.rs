@@ -23,6 +23,14 @@ pub struct Cli {
     /// Longest inbound line in bytes; longer lines get an error frame and are skipped.
     #[arg(long, default_value_t = 16 * 1024 * 1024, value_name = "BYTES")]
     pub max_line_bytes: usize,
+    /// Bytes of outbound frames that may wait for a slow host before the agent pauses (nothing
+    /// is dropped; a single larger frame is written alone).
+    #[arg(long, default_value_t = crate::transport::writer::DEFAULT_OUTBOUND_BYTES, value_name = "BYTES")]
+    pub max_outbound_bytes: usize,
+    /// Largest session file that `--session`, `--continue`, `switch_session` and the session
+    /// listings read; a larger file is refused with its path and this limit.
+    #[arg(long, default_value_t = crate::sessions::DEFAULT_MAX_SESSION_BYTES, value_name = "BYTES")]
+    pub max_session_bytes: u64,
     /// JSONL script for the built-in offline model (see schema/model-script.schema.json).
     #[arg(long, value_name = "FILE")]
     pub model_script: Option<std::path::PathBuf>,
@@ -414,6 +422,8 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
     let options = crate::server::RpcOptions {
         cwd,
         max_line_bytes: cli.max_line_bytes.max(1),
+        max_outbound_bytes: cli.max_outbound_bytes.max(1),
+        max_session_bytes: cli.max_session_bytes,
         model_script: cli.model_script.clone(),
         approval: match cli.approval.unwrap_or(if mode == Mode::Acp { ApprovalArg::Dangerous } else { ApprovalArg::Never }) {
             ApprovalArg::Never => crate::agent::ApprovalPolicy::Never,

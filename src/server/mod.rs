@@ -22,8 +22,6 @@ use crate::sessions::Session;
 use crate::transport::spawn_writer;
 use crate::transport::until::UntilCancelled;
 use tokio_util::sync::CancellationToken;
-/// Bytes of frames that may wait for a slow host before senders block.
-const OUTBOX_BYTES: usize = crate::transport::writer::DEFAULT_OUTBOUND_BYTES;
 
 /// Options of `agentwire --mode rpc`.
 #[derive(Debug, Clone)]
@@ -32,6 +30,10 @@ pub struct RpcOptions {
     pub cwd: PathBuf,
     /// Longest accepted inbound line.
     pub max_line_bytes: usize,
+    /// Bytes of frames that may wait for a slow host before senders block (`--max-outbound-bytes`).
+    pub max_outbound_bytes: usize,
+    /// Largest session file read (`--max-session-bytes`).
+    pub max_session_bytes: u64,
     /// Script for the offline model.
     pub model_script: Option<PathBuf>,
     /// Config dir, provider, model and API key selection.
@@ -89,7 +91,7 @@ fn initial_session(options: &RpcOptions) -> Result<(Option<PathBuf>, Option<Path
     };
     let session = match resume {
         Some(path) => {
-            let (session, warnings) = Session::load(&path)?;
+            let (session, warnings) = Session::load_limited(&path, options.max_session_bytes)?;
             for w in warnings {
                 tracing::warn!("{}:{}: {}", path.display(), w.line, w.reason);
             }
@@ -138,6 +140,7 @@ fn prepare_or_explain(options: &RpcOptions) -> Result<Prepared, String> {
         session_dir,
         sessions_root,
         max_steps_per_turn: options.max_steps_per_turn,
+        max_session_bytes: options.max_session_bytes,
     };
     Ok(Prepared { config, catalogue, session })
 }
@@ -188,7 +191,7 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_BYTES);
+    let (out, writer) = spawn_writer(tokio::io::stdout(), options.max_outbound_bytes);
     let host = Arc::new(RpcHost::new(out.clone()));
     let agent = prepared.build(host.clone());
     let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
@@ -204,7 +207,7 @@ pub async fn run_wire_process(options: RpcOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_BYTES);
+    let (out, writer) = spawn_writer(tokio::io::stdout(), options.max_outbound_bytes);
     let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
     let agent = prepared.build(host.clone());
     let session = WireSession::new(agent.clone(), host);
@@ -283,7 +286,7 @@ pub async fn run_acp_process(options: RpcOptions) -> u8 {
             }
         }
     }
-    let (out, writer) = spawn_writer(tokio::io::stdout(), OUTBOX_BYTES);
+    let (out, writer) = spawn_writer(tokio::io::stdout(), options.max_outbound_bytes);
     let conn = Arc::new(AcpConn::new(out));
     let server = AcpServer::new(conn, Arc::new(AcpSessions { options: options.clone(), accepts_images }));
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());

@@ -454,15 +454,18 @@ impl Session {
     /// The entries from the root to the leaf.
     pub fn branch(&self) -> Vec<&SessionEntry> {
         let mut path = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut at = self.leaf.clone();
         while let Some(id) = at {
             let Some(&i) = self.index.get(&id) else { break };
+            if !seen.insert(i) {
+                // A cycle in a hand-edited file: each entry once (found by the `session_parse`
+                // fuzz target: the old length check let one entry in twice).
+                break;
+            }
             let e = &self.entries[i];
             at = entry_parent(e).map(str::to_owned);
             path.push(e);
-            if path.len() > self.entries.len() {
-                break; // a cycle in a hand-edited file
-            }
         }
         path.reverse();
         path
@@ -479,7 +482,9 @@ impl Session {
             Some(ci) => {
                 let SessionEntry::Compaction(c) = branch[ci] else { unreachable!() };
                 out.push(AgentMessage::CompactionSummary(CompactionSummaryMessage::new(c.summary.clone(), c.tokens_before, now_ms())));
-                let kept = branch.iter().position(|e| entry_id(e) == c.first_kept_entry_id.as_str()).unwrap_or(ci);
+                // A kept entry after the compaction (a hand-edited file; found by the
+                // `session_parse` fuzz target, it panicked here) keeps nothing.
+                let kept = branch.iter().position(|e| entry_id(e) == c.first_kept_entry_id.as_str()).filter(|&k| k <= ci).unwrap_or(ci);
                 for e in &branch[kept..ci] {
                     if let SessionEntry::Message(m) = e {
                         out.push(m.message.clone());
@@ -625,9 +630,15 @@ fn repair_torn_tail(path: &Path, file: &mut std::fs::File) -> std::io::Result<()
     Ok(())
 }
 
-/// A session file found on disk, for `list_sessions`.
+/// A session file found on disk, for `list_sessions` (at most [`DEFAULT_MAX_SESSION_BYTES`]).
 pub fn listing(path: &Path) -> Option<SessionListing> {
-    let (session, _) = Session::load(path).ok()?;
+    listing_limited(path, DEFAULT_MAX_SESSION_BYTES)
+}
+
+/// A session file of at most `limit` bytes found on disk, for `list_sessions`; `None` when it
+/// cannot be read as a session (too large included).
+pub fn listing_limited(path: &Path, limit: u64) -> Option<SessionListing> {
+    let (session, _) = Session::load_limited(path, limit).ok()?;
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok().map(|t| humantime::format_rfc3339_millis(t).to_string()).unwrap_or_default();
     let messages = session.entries.iter().filter(|e| matches!(e, SessionEntry::Message(_))).count();
     let first = session.entries.iter().find_map(|e| match e {
@@ -674,6 +685,38 @@ pub fn files_in(dir: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `session_parse` fuzz target: a compaction whose first kept entry comes after
+    /// it on the branch made `messages` slice backwards and panic.
+    #[test]
+    fn a_compaction_keeping_a_later_entry_does_not_panic() {
+        let text = concat!(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#, "\n",
+            r#"{"type":"compaction","id":"c","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","summary":"S","firstKeptEntryId":"m","tokensBefore":1}"#, "\n",
+            r#"{"type":"message","id":"m","parentId":"c","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"after"}],"timestamp":1}}"#, "\n",
+        );
+        let (session, _) = Session::parse(Path::new("odd.jsonl"), text.as_bytes()).unwrap();
+        let messages = session.messages();
+        assert_eq!(messages.len(), 2, "the summary, then the message after the compaction");
+    }
+
+    /// Found by the `session_parse` fuzz target: a parent cycle put an entry on the branch twice.
+    #[test]
+    fn a_parent_cycle_puts_each_entry_on_the_branch_once() {
+        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+        let entry = |id: &str, parent: &str, text: &str| {
+            format!(r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":[{{"type":"text","text":"{text}"}}],"timestamp":1}}}}"#)
+        };
+        // a → c (the cycle a → c → b → a), leaf c; and a cycle of two under a longer chain.
+        for lines in [vec![entry("a", "c", "A"), entry("b", "a", "B"), entry("c", "b", "C")], vec![entry("a", "b", "A"), entry("b", "a", "B"), entry("c", "b", "C"), entry("d", "c", "D")]] {
+            let text = format!("{header}\n{}\n", lines.join("\n"));
+            let (session, _) = Session::parse(Path::new("cycle.jsonl"), text.as_bytes()).unwrap();
+            let ids: Vec<&str> = session.branch().iter().map(|e| entry_id(e)).collect();
+            let unique: std::collections::HashSet<&&str> = ids.iter().collect();
+            assert_eq!(unique.len(), ids.len(), "{ids:?}");
+            assert_eq!(session.messages().len(), ids.len());
+        }
+    }
     use serde_json::json;
 
     fn user(text: &str) -> AgentMessage {

@@ -72,6 +72,63 @@ impl ToolContext {
     }
 }
 
+/// The path a built-in file tool works on, as the call names it (`.` for a search tool without
+/// one: the working directory); `None` for `bash` (its command can touch anything) and for any
+/// other tool.
+pub fn target_path(tool: &str, arguments: &Map<String, Value>) -> Option<String> {
+    let path = arguments.get("path").and_then(Value::as_str);
+    match tool {
+        "read" | "write" | "edit" => path.map(str::to_owned),
+        "ls" | "grep" | "find" => Some(path.unwrap_or(".").to_owned()),
+        _ => None,
+    }
+}
+
+/// Where `path` (resolved against `cwd`) really is when it lies outside the working directory
+/// after every symlink is followed — a link inside the directory that points out of it counts
+/// as outside, and so does a dangling one whose target would be created outside. `None`: inside.
+pub fn outside_cwd(cwd: &Path, path: &str) -> Option<PathBuf> {
+    let root = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let real = real_path(&cwd.join(path), 0);
+    (!real.starts_with(&root)).then_some(real)
+}
+
+/// Symlink hops followed before giving up (the kernel's own limit is 40).
+const MAX_SYMLINK_HOPS: u8 = 40;
+
+/// `path` (absolute) with every symlink resolved, also when its tail does not exist yet: the
+/// longest existing prefix is canonicalized, a dangling symlink right after it is followed, and
+/// the rest (`.`, `..`, names) is applied as written.
+fn real_path(path: &Path, hops: u8) -> PathBuf {
+    use std::path::Component;
+    let parts: Vec<Component> = path.components().collect();
+    for existing in (1..=parts.len()).rev() {
+        let prefix: PathBuf = parts[..existing].iter().collect();
+        let Ok(mut real) = prefix.canonicalize() else { continue };
+        let rest = &parts[existing..];
+        if let Some(Component::Normal(name)) = rest.first() {
+            let next = real.join(name);
+            if let (Ok(target), true) = (std::fs::read_link(&next), hops < MAX_SYMLINK_HOPS) {
+                // A dangling symlink: where it points is where a write would land.
+                let mut followed = real.join(target);
+                followed.extend(&rest[1..]);
+                return real_path(&followed, hops + 1);
+            }
+        }
+        for part in rest {
+            match part {
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::Normal(name) => real.push(name),
+                Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+            }
+        }
+        return real;
+    }
+    path.to_path_buf()
+}
+
 /// The names of the built-in tools.
 pub const BUILTIN_TOOLS: &[&str] = &["read", "write", "edit", "bash", "ls", "grep", "find"];
 

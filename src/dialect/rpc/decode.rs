@@ -51,7 +51,10 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         }
     };
     let text = std::str::from_utf8(&bytes).map_err(|e| {
-        failure(None, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
+        // Invalid UTF-8 elsewhere in the line does not hide a readable top-level id (found by
+        // the `rpc_decode` fuzz target).
+        let (id, _) = crate::dialect::peek_id_and_type(&bytes);
+        failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
     // A line the parser rejects (nested too deep, `1e400`, a lone surrogate) still has its id
     // answered when the top-level `id` can be read.
