@@ -191,3 +191,19 @@ fn a_torn_last_line_is_skipped_with_a_warning() {
     let mut b = Agent::start(&["--session", p.as_str()], &[]);
     assert_eq!(b.request(json!({"id":"t","type":"get_last_assistant_text"}))["data"]["text"], "kept");
 }
+
+#[test]
+fn a_name_given_before_the_first_message_is_saved_with_it() {
+    // set_session_name is acknowledged at once; the file only exists from the first message on.
+    let sessions = tempfile::tempdir().unwrap();
+    let mut a = start_in(sessions.path(), &[], &[text_reply("hello")]);
+    assert_eq!(a.request(json!({"id":"n","type":"set_session_name","name":"early name"}))["success"], true);
+    prompt(&mut a, "p", "hi");
+    let path = session_file(&mut a);
+    let lines = validate_file(&path);
+    assert!(lines.iter().any(|l| l["type"] == "session_info" && l["name"] == "early name"), "{lines:#?}");
+    drop(a);
+    let p = path.to_str().unwrap().to_owned();
+    let mut b = start_in(sessions.path(), &["--session", p.as_str()], &[]);
+    assert_eq!(b.request(json!({"id":"s","type":"get_state"}))["data"]["sessionName"], "early name", "the name survives a resume");
+}

@@ -261,6 +261,11 @@ impl Agent {
             let level = st.thinking;
             saved = saved.and(Self::append(&mut st, Payload::ModelChange { provider, model_id }));
             saved = saved.and(Self::append(&mut st, Payload::ThinkingLevel(level)));
+            // A name given before the first message was acknowledged then; it is saved with the
+            // settings the file starts with, not lost because the file did not exist yet.
+            if let Some(name) = st.session_name.clone() {
+                saved = saved.and(Self::append(&mut st, Payload::Name(name)));
+            }
         }
         saved = saved.and(Self::append(&mut st, Payload::Message(Box::new(message.clone()))));
         st.messages.push(message);
