@@ -118,6 +118,26 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     }
 }
 
+/// Reads `input` line by line on a task of its own and hands the lines over, in order, on a
+/// channel. `LineReader` keeps a partial line across reads, so it must not be dropped mid-line
+/// the way a future inside `select!` is; a channel's `recv` can be. Dropping the receiver ends
+/// the task at its next line.
+pub fn spawn_line_channel<R>(input: R, max_line_bytes: usize) -> (tokio::sync::mpsc::Receiver<InboundLine>, tokio::task::JoinHandle<()>)
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel::<InboundLine>(64);
+    let task = tokio::spawn(async move {
+        let mut reader = LineReader::new(input, max_line_bytes);
+        while let Ok(Some(line)) = reader.next_line().await {
+            if tx.send(line).await.is_err() {
+                break;
+            }
+        }
+    });
+    (rx, task)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

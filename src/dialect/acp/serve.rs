@@ -9,13 +9,12 @@
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::io::AsyncBufRead;
-use tokio::sync::mpsc;
 
 use super::decode::{decode_acp_line, AcpInbound};
 use super::AcpServer;
 use crate::dialect::SHUTDOWN_GRACE;
 use crate::protocol::acp::{dispatch_acp_request, error_frame, success_frame, AcpAgentNotification, AcpError};
-use crate::transport::{InboundLine, LineReader};
+use crate::transport::lines::spawn_line_channel;
 
 /// Serves ACP on `input` until it ends and everything in flight is answered.
 pub async fn serve_acp<R>(server: &AcpServer, input: R, max_line_bytes: usize)
@@ -23,15 +22,7 @@ where
     R: AsyncBufRead + Unpin + Send + 'static,
 {
     let out = server.conn().outbox().clone();
-    let (lines_tx, mut lines) = mpsc::channel::<InboundLine>(64);
-    let reader = tokio::spawn(async move {
-        let mut reader = LineReader::new(input, max_line_bytes);
-        while let Ok(Some(line)) = reader.next_line().await {
-            if lines_tx.send(line).await.is_err() {
-                break;
-            }
-        }
-    });
+    let (mut lines, reader) = spawn_line_channel(input, max_line_bytes);
     let mut inflight = FuturesUnordered::new();
     let mut shutdown = None;
     let mut deadline = None;

@@ -10,14 +10,13 @@
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::io::AsyncBufRead;
-use tokio::sync::mpsc;
 
 use super::decode::{decode_wire_line, error_response, WireInbound};
 use super::{wire_id, WireSession};
 use crate::dialect::SHUTDOWN_GRACE;
 use crate::protocol::envelope::WireError;
 use crate::protocol::{dispatch_wire_request, WireSuccessResponse};
-use crate::transport::{InboundLine, LineReader};
+use crate::transport::lines::spawn_line_channel;
 
 /// Serves the wire dialect on `input` until it ends and everything in flight is answered.
 pub async fn serve_wire<R>(session: WireSession, input: R, max_line_bytes: usize)
@@ -25,16 +24,7 @@ where
     R: AsyncBufRead + Unpin + Send + 'static,
 {
     let out = session.host().outbox().clone();
-    // `LineReader` keeps a partial line across reads, so it is not polled inside `select!`.
-    let (lines_tx, mut lines) = mpsc::channel::<InboundLine>(64);
-    let reader = tokio::spawn(async move {
-        let mut reader = LineReader::new(input, max_line_bytes);
-        while let Ok(Some(line)) = reader.next_line().await {
-            if lines_tx.send(line).await.is_err() {
-                break;
-            }
-        }
-    });
+    let (mut lines, reader) = spawn_line_channel(input, max_line_bytes);
     let mut inflight = FuturesUnordered::new();
     let mut shutdown = None;
     let mut deadline = None;
