@@ -1,3 +1,5 @@
+# Quick release-profile comparison: spawn → first response and pipelined get_state throughput
+# for each binary given (docs/performance.md, "Release profile"). Usage: python3 scripts/quick-release-bench.py BIN...
 import subprocess, time, sys, statistics, os, tempfile
 def cold(binp, runs=20):
     ts=[]
