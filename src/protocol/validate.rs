@@ -455,6 +455,16 @@ fn def_context(def: &str, value: &Value) -> String {
         .unwrap_or_else(|| def.to_owned())
 }
 
+/// The candidate closest to `name` when it is a plausible typo of it (for "did you mean").
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(name, c), c))
+        .filter(|(score, c)| *score >= 0.85 && *c != name)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,12 +507,3 @@ mod tests {
     }
 }
 
-/// The candidate closest to `name` when it is a plausible typo of it (for "did you mean").
-pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(name, c), c))
-        .filter(|(score, c)| *score >= 0.85 && *c != name)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
-}
