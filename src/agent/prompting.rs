@@ -67,6 +67,15 @@ impl Agent {
         Err(CoreError::Unsupported(format!("LLM model '{}' does not support required capability: image_in.", model.id.as_str())))
     }
 
+    /// Fires the run's cancellation at once, before returning: what the run waits on (the
+    /// model, a tool, an approval) resolves as aborted before anything read after this can
+    /// reach it. [`Agent::abort`] does the rest (queues, waiting for the run's last event).
+    pub fn cancel_now(&self) {
+        if let Some(run) = self.state().run.as_ref() {
+            run.cancel.cancel();
+        }
+    }
+
     /// Aborts the run (if any) and returns once its last event is out.
     pub async fn abort(&self) {
         self.abort_run().await;

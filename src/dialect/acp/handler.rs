@@ -123,6 +123,9 @@ impl AcpServer {
     /// permission request is withdrawn and rejects).
     pub fn cancel(&self, session: &str) {
         if let Ok(live) = self.live(session) {
+            // Cancelled before the next line is read: a permission answer right behind the
+            // notification must not let the tool run or the turn go on.
+            live.agent.cancel_now();
             tokio::spawn(async move { live.agent.abort().await });
         } else {
             tracing::warn!("session/cancel for an unknown session {session}");
