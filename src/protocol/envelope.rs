@@ -77,20 +77,6 @@ pub struct RpcReply {
     pub outcome: Result<Option<Box<serde_json::value::RawValue>>, RpcError>,
 }
 
-impl RpcReply {
-    /// The same frame as the generated type (for callers that inspect fields).
-    pub fn into_response(self) -> RpcResponse {
-        match self.outcome {
-            Ok(data) => RpcResponse {
-                id: self.id,
-                data: data.map(|raw| serde_json::from_str(raw.get()).expect("serde_json wrote valid JSON")),
-                ..RpcResponse::new(self.command, true)
-            },
-            Err(e) => rpc_failure(self.id, self.command, e),
-        }
-    }
-}
-
 impl serde::Serialize for RpcReply {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;

@@ -6,7 +6,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::project::prompt_result;
@@ -276,7 +275,3 @@ impl WireHandler for WireSession {
     }
 }
 
-/// The result value for a success envelope.
-pub fn result_value<T: serde::Serialize>(result: &T) -> Value {
-    serde_json::to_value(result).unwrap_or_default()
-}
