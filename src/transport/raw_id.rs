@@ -22,12 +22,43 @@ fn marker() -> &'static str {
 /// The value standing for the raw id token `raw`: the parsed value when it serializes back to
 /// exactly `raw`, else a marked string that [`restore`] turns back into `raw`.
 pub fn exact_id(raw: &str) -> Value {
+    if let Some(plain) = plain_id(raw) {
+        return plain;
+    }
     if let Ok(v) = serde_json::from_str::<Value>(raw) {
         if serde_json::to_string(&v).is_ok_and(|s| s == raw) && !v.as_str().is_some_and(|s| s.contains('\u{FDD0}')) {
             return v;
         }
     }
     marked_id(raw)
+}
+
+/// Whether `raw` is an id as hosts nearly always write one — a string without escapes, or an
+/// integer within i64/u64 with no sign or zero that would not survive — so that its parsed
+/// value prints back as exactly `raw` without parsing and printing it to check.
+pub fn is_plain_id(raw: &str) -> bool {
+    let bytes = raw.as_bytes();
+    match bytes.first() {
+        Some(b'"') => {
+            let Some(inner) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) else { return false };
+            !inner.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20) && !inner.contains('\u{FDD0}')
+        }
+        Some(b'1'..=b'9') => bytes.iter().all(u8::is_ascii_digit) && raw.parse::<u64>().is_ok(),
+        Some(b'-') => bytes.len() > 1 && bytes[1] != b'0' && bytes[1..].iter().all(u8::is_ascii_digit) && raw.parse::<i64>().is_ok(),
+        Some(b'0') => bytes.len() == 1,
+        _ => false,
+    }
+}
+
+/// The value of a plain id (see [`is_plain_id`]).
+fn plain_id(raw: &str) -> Option<Value> {
+    if !is_plain_id(raw) {
+        return None;
+    }
+    match raw.strip_prefix('"') {
+        Some(inner) => Some(Value::String(inner[..inner.len() - 1].to_owned())),
+        None => serde_json::from_str(raw).ok(),
+    }
 }
 
 /// A marked string for `raw` even when its value would round-trip (for dialects whose id
@@ -58,6 +89,21 @@ pub fn id_kind(raw: &str) -> IdKind {
     } else {
         IdKind::Other
     }
+}
+
+/// Restores the marked ids (see [`restore`]) in the frame encoded at `buf[from..]`.
+pub fn restore_in(buf: &mut Vec<u8>, from: usize) {
+    if !USED.load(Ordering::Relaxed) {
+        return;
+    }
+    // The encoder wrote valid UTF-8 (JSON text); anything else is left alone.
+    let Ok(text) = std::str::from_utf8(&buf[from..]) else { return };
+    if !text.contains(marker()) {
+        return;
+    }
+    let restored = restore(text.to_owned());
+    buf.truncate(from);
+    buf.extend_from_slice(restored.as_bytes());
 }
 
 /// `text` (one encoded frame) with every marked id replaced by its raw token.
@@ -97,6 +143,13 @@ mod tests {
             let frame = serde_json::json!({"id": exact_id(raw), "type": "response", "text": "x"});
             assert_eq!(restore(serde_json::to_string(&frame).unwrap()), format!("{{\"id\":{raw},\"type\":\"response\",\"text\":\"x\"}}"));
         }
+        // The shortcut agrees with the round trip wherever it answers.
+        for raw in ["\"p1\"", "\"\"", "\"é\"", "7", "0", "-3", "18446744073709551615", "-9223372036854775808", "\"a\\nb\"", "-0", "007", "1.0", "18446744073709551616", "-9223372036854775809", "\"\u{FDD0}\""] {
+            if let Some(v) = plain_id(raw) {
+                assert_eq!(serde_json::to_string(&v).unwrap(), raw, "{raw}");
+            }
+        }
+        assert!(plain_id("\"a\\nb\"").is_none() && plain_id("-0").is_none() && plain_id("007").is_none() && plain_id("18446744073709551616").is_none());
         assert_eq!((id_kind("\"x\""), id_kind("-12345678901234567890"), id_kind("1.5"), id_kind("{}")), (IdKind::String, IdKind::Integer, IdKind::Other, IdKind::Other));
     }
 }
