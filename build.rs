@@ -57,7 +57,16 @@ fn main() {
         std::fs::read_to_string(&path).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())))
     };
     let acp = acp_types::generate(&read("schema.json"), &read("meta.json"), &read("methods.json")).unwrap_or_else(|e| fail(&e));
-    for (name, text) in [("protocol.rs", code), ("bundle.json", bundled.to_string()), ("acp.rs", acp)] {
+    // Each def on a line of its own (`Name<TAB>json`), so the validator parses only the defs a
+    // frame needs instead of the whole bundle on the first frame.
+    let defs_lines: String = bundled
+        .get("$defs")
+        .and_then(serde_json::Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, def)| format!("{name}\t{def}\n"))
+        .collect();
+    for (name, text) in [("protocol.rs", code), ("bundle.json", bundled.to_string()), ("defs.tsv", defs_lines), ("acp.rs", acp)] {
         let out = out_dir.join(name);
         std::fs::write(&out, text).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
     }

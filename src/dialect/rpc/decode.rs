@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::protocol::envelope::rpc_failure;
 use crate::protocol::validate::{validator, Dialect, Direction};
 use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcCommand, RpcError, RpcErrorCode, RpcResponse, UnionInfo};
-use crate::transport::raw_id::{exact_id, id_kind, IdKind};
+use crate::transport::raw_id::{exact_id, id_kind, is_plain_id, IdKind};
 use crate::transport::InboundLine;
 
 /// A decoded inbound frame.
@@ -63,9 +63,17 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: {e}"))
     })?;
     // The id is echoed byte for byte (see `transport::raw_id`).
-    let raw_id = value.get("id").and_then(|_| crate::dialect::raw_id(&bytes));
+    // Ids as hosts nearly always write them — a string in a line without any escape, a
+    // non-zero integer — print back as their token; only other ids need the token itself.
+    let plain = match value.get("id") {
+        Some(Value::String(_)) => !bytes.contains(&b'\\'),
+        Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
+        _ => false,
+    };
+    let raw_id = if plain { None } else { value.get("id").and_then(|_| crate::dialect::raw_id(&bytes)) };
     if let (Some(raw), Value::Object(map)) = (&raw_id, &mut value) {
-        if id_kind(raw) != IdKind::Other {
+        // A plain id already parsed to the value that prints back as its token.
+        if id_kind(raw) != IdKind::Other && !is_plain_id(raw) {
             map.insert("id".to_owned(), exact_id(raw));
         }
     }
@@ -94,9 +102,10 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
             format!("`id` must be a string or an integer, got {}", json_kind(bad)),
         ));
     }
-    let inbound = UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame");
+    static INBOUND: std::sync::OnceLock<&'static UnionInfo> = std::sync::OnceLock::new();
+    let inbound = *INBOUND.get_or_init(|| UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame"));
     if inbound.member(&kind).is_none() {
-        let hint = crate::protocol::validate::closest(&kind, inbound.members.iter().map(|(tag, _)| *tag)).map(|k| format!(" (did you mean \"{k}\"?)")).unwrap_or_default();
+        let hint = crate::protocol::validate::closest_tag(inbound, &kind).map(|k| format!(" (did you mean \"{k}\"?)")).unwrap_or_default();
         return Err(failure(id, &kind, RpcErrorCode::UnknownCommand, format!("Unknown command: {kind}{hint}")));
     }
     if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Inbound, &value, None) {

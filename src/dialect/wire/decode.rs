@@ -109,8 +109,7 @@ pub fn decode_wire_line(line: InboundLine) -> Result<WireInbound, Box<WireErrorR
     let Some(id) = id.cloned() else { return Ok(WireInbound::Notification { method }) };
     let methods = UnionInfo::get("WireRequest");
     if methods.is_none_or(|u| u.member(&method).is_none()) {
-        let names = methods.map(|u| u.members.iter().map(|(m, _)| *m).collect::<Vec<_>>()).unwrap_or_default();
-        let hint = crate::protocol::validate::closest(&method, names).map(|m| format!(" (did you mean \"{m}\"?)")).unwrap_or_default();
+        let hint = methods.and_then(|u| crate::protocol::validate::closest_tag(u, &method)).map(|m| format!(" (did you mean \"{m}\"?)")).unwrap_or_default();
         let e = WireError::new(wire_codes::METHOD_NOT_FOUND, format!("Unexpected method received: {method}{hint}"));
         return Err(Box::new(error_response(Some(&id), &e)));
     }
