@@ -112,7 +112,7 @@ pub fn validator() -> &'static SchemaValidator {
 pub fn prewarm_in_background() {
     let warm = || {
         validator();
-        jsonschema::meta::is_valid(&serde_json::json!({"$schema": "https://json-schema.org/draft/2020-12/schema"}));
+        let _ = jsonschema::meta::is_valid(&serde_json::json!({"$schema": "https://json-schema.org/draft/2020-12/schema"}));
     };
     // Without a thread the first compile simply does the work itself.
     let _ = std::thread::Builder::new().name("schema-warmup".into()).spawn(warm);
