@@ -281,6 +281,26 @@ async def test_events_iterator_ends_when_the_process_exits(sandbox: Sandbox) -> 
     assert "response" not in kinds
 
 
+async def test_lean_stream_after_set_event_options(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn([{"text": "Hello there, lean host!", "chunkSize": 4}, {"text": "Snapshots again.", "chunkSize": 4}])
+    async with client:
+        await client.set_event_options(partial_messages=False)
+        lean = await client.prompt_and_wait("hi")
+        updates = [e for e in lean.events if isinstance(e, m.MessageUpdateEvent)]
+        assert len(updates) > 5
+        for update in updates:
+            assert update.message is None, "no top-level snapshot"
+            assert getattr(update.assistantMessageEvent.root, "partial", None) is None, "no partial"
+        assert streamed_text(lean.events) == "Hello there, lean host!"
+        end = next(e for e in lean.events if isinstance(e, m.MessageEndEvent) and e.message.root.role == "assistant")
+        assert end.message.root.model_dump(exclude_none=True)["content"] == [{"type": "text", "text": "Hello there, lean host!"}]
+
+        await client.set_event_options(partial_messages=True)
+        full = await client.prompt_and_wait("again")
+        snapshots = [e for e in full.events if isinstance(e, m.MessageUpdateEvent)]
+        assert snapshots and all(u.message is not None and getattr(u.assistantMessageEvent.root, "partial", None) is not None for u in snapshots)
+
+
 async def test_every_command_end_to_end(sandbox: Sandbox) -> None:
     export_path = str(sandbox.dir / "export.html")
     client = await sandbox.spawn(
@@ -321,6 +341,7 @@ async def test_every_command_end_to_end(sandbox: Sandbox) -> None:
         await client.set_interrupt_mode(mode="wait")
         await client.set_auto_compaction(enabled=False)
         await client.set_auto_retry(enabled=True)
+        await client.set_event_options(partial_messages=True)
         assert "from-bash" in (await client.bash(command="echo from-bash")).output
         await client.abort_bash()
         assert (await client.get_session_stats()).totalMessages >= 2

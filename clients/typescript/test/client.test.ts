@@ -300,6 +300,31 @@ describe("AgentClient against agentwire", { timeout: 60_000 }, () => {
     assert.ok(!types.includes("response"));
   });
 
+  it("streams deltas without snapshots after setEventOptions({ partialMessages: false })", async () => {
+    const client = sandbox.spawn([{ text: "Hello there, lean host!", chunkSize: 4 }, { text: "Snapshots again.", chunkSize: 4 }]);
+    try {
+      await client.setEventOptions({ partialMessages: false });
+      const lean = await client.promptAndWait({ message: "hi" });
+      const updates = lean.events.filter((e): e is MessageUpdateEvent => isAgentEvent(e, "message_update"));
+      assert.ok(updates.length > 5);
+      for (const u of updates) {
+        assert.equal(u.message, undefined, "no top-level snapshot");
+        assert.ok(!("partial" in u.assistantMessageEvent), "no partial");
+      }
+      assert.equal(textOf(lean.events), "Hello there, lean host!");
+      const end = lean.events.find((e) => isAgentEvent(e, "message_end") && e.message.role === "assistant");
+      assert.ok(end && isAgentEvent(end, "message_end") && end.message.role === "assistant");
+      assert.deepEqual(end.message.content, [{ type: "text", text: "Hello there, lean host!" }], "message_end carries the whole message");
+
+      await client.setEventOptions({ partialMessages: true });
+      const full = await client.promptAndWait({ message: "again" });
+      const snapshots = full.events.filter((e): e is MessageUpdateEvent => isAgentEvent(e, "message_update"));
+      assert.ok(snapshots.length > 0 && snapshots.every((u) => u.message !== undefined && "partial" in u.assistantMessageEvent));
+    } finally {
+      await client.close();
+    }
+  });
+
   it("runs every command end to end", async () => {
     const exportPath = join(sandbox.dir, "export.html");
     const client = sandbox.spawn([
@@ -342,6 +367,7 @@ describe("AgentClient against agentwire", { timeout: 60_000 }, () => {
       await client.setInterruptMode({ mode: "wait" });
       await client.setAutoCompaction({ enabled: false });
       await client.setAutoRetry({ enabled: true });
+      await client.setEventOptions({ partialMessages: true });
       assert.match((await client.bash({ command: "echo from-bash" })).output, /from-bash/);
       await client.abortBash();
       assert.ok((await client.getSessionStats()).totalMessages >= 2);

@@ -179,6 +179,11 @@ impl RpcHandler for RpcSession {
         Ok(())
     }
 
+    async fn set_event_options(&self, cmd: SetEventOptionsCommand) -> Result<(), RpcError> {
+        self.host.set_partial_messages(cmd.partial_messages);
+        Ok(())
+    }
+
     async fn set_auto_retry(&self, cmd: SetAutoRetryCommand) -> Result<(), RpcError> {
         self.agent.set_auto_retry(cmd.enabled);
         Ok(())

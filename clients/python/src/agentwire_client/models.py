@@ -344,6 +344,28 @@ class AbortRetryCommand(BaseModel):
     """
 
 
+class SetEventOptionsCommand(BaseModel):
+    """
+    agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Optional[Union[str, int]] = None
+    """
+    Correlation id, echoed in the response.
+    """
+    type: Literal["set_event_options"] = "set_event_options"
+    """
+    Command name.
+    """
+    partialMessages: bool
+    """
+    `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
+    """
+
+
 class BashCommand(BaseModel):
     """
     Run a shell command in the working directory; the execution joins the context of the next prompt.
@@ -6249,10 +6271,10 @@ class SetHostToolsCommand(BaseModel):
 
 
 class RpcCommand(
-    RootModel[Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand]]
+    RootModel[Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand, SetEventOptionsCommand]]
 ):
     root: Annotated[
-        Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand],
+        Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand, SetEventOptionsCommand],
         Field(discriminator="type"),
     ]
     """
@@ -6820,9 +6842,9 @@ class AmeStart(BaseModel):
     """
     Stream event kind.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6842,9 +6864,9 @@ class AmeTextStart(BaseModel):
     """
     Index of the block in `partial.content`.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6868,9 +6890,9 @@ class AmeTextDelta(BaseModel):
     """
     The new text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6894,9 +6916,9 @@ class AmeTextEnd(BaseModel):
     """
     The block's full text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6916,9 +6938,9 @@ class AmeThinkingStart(BaseModel):
     """
     Index of the block in `partial.content`.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6942,9 +6964,9 @@ class AmeThinkingDelta(BaseModel):
     """
     The new text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6968,9 +6990,9 @@ class AmeThinkingEnd(BaseModel):
     """
     The block's full reasoning text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6990,9 +7012,9 @@ class AmeToolcallStart(BaseModel):
     """
     Index of the block in `partial.content`.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -7016,9 +7038,9 @@ class AmeToolcallDelta(BaseModel):
     """
     The new argument text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -7042,9 +7064,9 @@ class AmeToolcallEnd(BaseModel):
     """
     The complete call with parsed arguments.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -7178,9 +7200,9 @@ class MessageUpdateEvent(BaseModel):
     """
     Event type.
     """
-    message: AgentMessage
+    message: Optional[AgentMessage] = None
     """
-    The partial message after this step.
+    The partial message after this step. Absent after `set_event_options` with `partialMessages:false` (the lean stream): the step in `assistantMessageEvent` is then all there is.
     """
     assistantMessageEvent: AssistantMessageEvent
     """

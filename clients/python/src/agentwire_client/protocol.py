@@ -50,6 +50,7 @@ RESPONSE_MODELS: Dict[str, Any] = {
     "get_available_commands": m.CommandsResult,
     "list_sessions": m.SessionList,
     "get_tree": m.SessionTree,
+    "set_event_options": None,
 }
 
 #: Every command `type`, in schema order.
@@ -94,6 +95,7 @@ COMMAND_TYPES: Tuple[str, ...] = (
     "get_available_commands",
     "list_sessions",
     "get_tree",
+    "set_event_options",
 )
 
 #: The model of each frame the agent sends on its own (events, UI requests, host tool calls).
@@ -733,6 +735,19 @@ class CommandMethods:
         frame: Dict[str, Any] = {"type": "get_tree"}
         result: m.SessionTree = await self._call(frame, m.SessionTree, timeout)
         return result
+
+    async def set_event_options(self, *, partial_messages: bool, timeout: Optional[float] = None) -> None:
+        """agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+
+        Sends `set_event_options` (SetEventOptionsCommand).
+
+        Args:
+            partial_messages: `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
+            timeout: Seconds to wait for the response (default: the client's).
+        """
+        frame: Dict[str, Any] = {"type": "set_event_options"}
+        frame["partialMessages"] = partial_messages
+        await self._call(frame, None, timeout)
 
 
 class EventSubscriptions:

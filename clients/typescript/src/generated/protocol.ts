@@ -167,6 +167,10 @@ export interface CommandResponseMap {
    * Read every entry of the session as a tree (agentwire).
    */
   get_tree: T.SessionTree;
+  /**
+   * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+   */
+  set_event_options: void;
 }
 
 /** A command's `type`. */
@@ -218,6 +222,7 @@ export const COMMAND_TYPES: readonly CommandType[] = [
   "get_available_commands",
   "list_sessions",
   "get_tree",
+  "set_event_options",
 ];
 
 /**
@@ -789,5 +794,14 @@ export abstract class CommandMethods {
    */
   getTree(params: CommandParams<"get_tree"> = {}, options?: RequestOptions): Promise<T.SessionTree> {
     return this.send("get_tree", params, options);
+  }
+
+  /**
+   * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+   * 
+   * Sends `set_event_options` (SetEventOptionsCommand).
+   */
+  setEventOptions(params: CommandParams<"set_event_options">, options?: RequestOptions): Promise<void> {
+    return this.send("set_event_options", params, options);
   }
 }

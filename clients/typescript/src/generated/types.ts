@@ -83,7 +83,8 @@ export type RpcCommand =
   | GetCommandsCommand
   | GetAvailableCommandsCommand
   | ListSessionsCommand
-  | GetTreeCommand;
+  | GetTreeCommand
+  | SetEventOptionsCommand;
 /**
  * Content allowed in user messages and tool results.
  *
@@ -856,6 +857,23 @@ export interface AbortRetryCommand {
   type: "abort_retry";
 }
 /**
+ * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SetEventOptionsCommand".
+ */
+export interface SetEventOptionsCommand {
+  id?: RequestId;
+  /**
+   * Command name.
+   */
+  type: "set_event_options";
+  /**
+   * `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
+   */
+  partialMessages: boolean;
+}
+/**
  * Run a shell command in the working directory; the execution joins the context of the next prompt.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
@@ -1220,7 +1238,7 @@ export interface AmeStart {
    * Stream event kind.
    */
   type: "start";
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A response from the model.
@@ -1364,7 +1382,7 @@ export interface AmeTextStart {
    * Index of the block in `partial.content`.
    */
   contentIndex: number;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * Text appended to a block.
@@ -1385,7 +1403,7 @@ export interface AmeTextDelta {
    * The new text.
    */
   delta: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A text block closed.
@@ -1406,7 +1424,7 @@ export interface AmeTextEnd {
    * The block's full text.
    */
   content: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A thinking block opened.
@@ -1423,7 +1441,7 @@ export interface AmeThinkingStart {
    * Index of the block in `partial.content`.
    */
   contentIndex: number;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * Reasoning text appended to a block.
@@ -1444,7 +1462,7 @@ export interface AmeThinkingDelta {
    * The new text.
    */
   delta: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A thinking block closed.
@@ -1465,7 +1483,7 @@ export interface AmeThinkingEnd {
    * The block's full reasoning text.
    */
   content: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A tool call block opened.
@@ -1482,7 +1500,7 @@ export interface AmeToolcallStart {
    * Index of the block in `partial.content`.
    */
   contentIndex: number;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * Raw JSON argument text appended to a tool call (the first delta is empty).
@@ -1503,7 +1521,7 @@ export interface AmeToolcallDelta {
    * The new argument text.
    */
   delta: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A tool call block closed.
@@ -1521,7 +1539,7 @@ export interface AmeToolcallEnd {
    */
   contentIndex: number;
   toolCall: ToolCall;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * The message completed (documented; hosts see `message_end`).
@@ -1840,7 +1858,7 @@ export interface MessageUpdateEvent {
    * Event type.
    */
   type: "message_update";
-  message: AgentMessage;
+  message?: AgentMessage;
   assistantMessageEvent: AssistantMessageEvent;
 }
 /**
