@@ -65,6 +65,7 @@ canned_handler! {
     set_auto_compaction: SetAutoCompactionCommand => (),
     set_auto_retry: SetAutoRetryCommand => (),
     set_event_options: SetEventOptionsCommand => (),
+    negotiate_protocol: NegotiateProtocolCommand => NegotiatedProtocol,
     abort_retry: AbortRetryCommand => (),
     bash: BashCommand => BashResult,
     abort_bash: AbortBashCommand => (),

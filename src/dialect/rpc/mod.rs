@@ -4,8 +4,10 @@
 //! - [`handler`]: the generated `RpcHandler` trait implemented by mapping each command onto the core;
 //! - [`project`]: the core's events → JSONL event frames (exhaustive);
 //! - [`port`] and [`host_tools`]: the core's host port → `extension_ui_request` / `host_tool_call`;
-//! - [`serve`]: the reader loop (dispatch order, detached commands, EOF).
+//! - [`serve`]: the reader loop (dispatch order, detached commands, EOF);
+//! - [`chunks`]: inbound `rpc_chunk` frames (omp protocol v2) reassembled into lines.
 
+pub mod chunks;
 pub mod decode;
 pub mod handler;
 pub mod host_tools;

@@ -84,7 +84,8 @@ export type RpcCommand =
   | GetAvailableCommandsCommand
   | ListSessionsCommand
   | GetTreeCommand
-  | SetEventOptionsCommand;
+  | SetEventOptionsCommand
+  | NegotiateProtocolCommand;
 /**
  * Content allowed in user messages and tool results.
  *
@@ -210,19 +211,19 @@ export type ExtensionUiRequest =
   | UiSetEditorTextRequest
   | UiCancelRequest;
 /**
- * A line the host writes: a command or a sub-protocol answer.
+ * A line the host writes: a command, a sub-protocol answer, or (after protocol v2 is negotiated) a slice of a chunked frame.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "RpcInboundFrame".
  */
-export type RpcInboundFrame = RpcCommand | ExtensionUiResponse | HostToolUpdate | HostToolResult;
+export type RpcInboundFrame = RpcCommand | ExtensionUiResponse | HostToolUpdate | HostToolResult | RpcChunk;
 /**
- * A line the agent writes: a response, an event or a sub-protocol request.
+ * A line the agent writes: a response, an event, a sub-protocol request, or (after protocol v2 is negotiated) a slice of a chunked frame.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "RpcOutboundFrame".
  */
-export type RpcOutboundFrame = RpcResponse | RpcEvent | ExtensionUiRequest | HostToolCall | HostToolCancel;
+export type RpcOutboundFrame = RpcResponse | RpcEvent | ExtensionUiRequest | HostToolCall | HostToolCancel | RpcChunk;
 /**
  * Machine-readable class of a failed command (agentwire addition; pi/omp clients ignore it).
  *
@@ -872,6 +873,23 @@ export interface SetEventOptionsCommand {
    * `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
    */
   partialMessages: boolean;
+}
+/**
+ * omp: switch this stream to RPC protocol version 2. Only 2 is accepted (any other version fails with `Unsupported RPC protocol version: N` and changes nothing). From the response on, a frame longer than `ready.maxFrameBytes` travels as `rpc_chunk` frames, in both directions. Without it the stream stays version 1: no frame is ever split and `rpc_chunk` is refused.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "NegotiateProtocolCommand".
+ */
+export interface NegotiateProtocolCommand {
+  id?: RequestId;
+  /**
+   * Command name.
+   */
+  type: "negotiate_protocol";
+  /**
+   * The version the host wants; one of `ready.supportedProtocolVersions` (only 2 can be negotiated; 1 is the default and cannot be asked for).
+   */
+  protocolVersion: number;
 }
 /**
  * Run a shell command in the working directory; the execution joins the context of the next prompt.
@@ -2719,23 +2737,27 @@ export interface ReadyEvent {
    */
   type: "ready";
   /**
-   * Protocol version in use.
+   * Protocol version in use: always 1 at start (omp); `negotiate_protocol` switches to 2.
    */
   protocolVersion: number;
   /**
-   * Protocol versions the agent can speak.
+   * Protocol versions the agent can speak: `[1, 2]` (2: `rpc_chunk` framing, after `negotiate_protocol`).
    *
    * Items: A version.
    */
   supportedProtocolVersions?: number[];
   /**
-   * Longest inbound line accepted, in bytes.
+   * omp: longest physical frame the agent writes once protocol 2 is negotiated (1 MiB); a longer logical frame goes out as `rpc_chunk` frames. Hosts should chunk frames over it too. Not the inbound line limit (see `maxLineBytes`).
    */
   maxFrameBytes: number;
   /**
-   * omp: largest chunk-reassembled frame.
+   * omp: longest logical frame (decoded bytes) the agent reassembles from inbound `rpc_chunk` frames (64 MiB).
    */
   maxReassembledFrameBytes?: number;
+  /**
+   * agentwire: longest inbound line accepted, in bytes (`--max-line-bytes`; default 16 MiB), in either protocol version; a longer line is skipped with a `frame_too_large` error.
+   */
+  maxLineBytes?: number;
   /**
    * agentwire: implementation name.
    */
@@ -3131,6 +3153,38 @@ export interface HostToolResult {
    * Whether the tool failed.
    */
   isError?: boolean;
+}
+/**
+ * omp protocol v2 transport frame, both directions (only after a successful `negotiate_protocol` with `protocolVersion: 2`): one slice of a logical frame too long for one physical line. The slices of one frame share a `chunkId`, are sent in order and back to back (`index` 0 … `count`-1), and their decoded `data` concatenated is the logical frame's UTF-8 JSON text (without its LF). The agent slices at most 256 KiB of the frame per chunk and splits every frame longer than `ready.maxFrameBytes`; it reassembles inbound frames of up to `ready.maxReassembledFrameBytes`.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "RpcChunk".
+ */
+export interface RpcChunk {
+  /**
+   * Frame type.
+   */
+  type: "rpc_chunk";
+  /**
+   * Names one chunked frame; the agent writes `rpc-1`, `rpc-2`, … in the order it splits frames.
+   */
+  chunkId: string;
+  /**
+   * Position of this slice, from 0.
+   */
+  index: number;
+  /**
+   * How many slices the frame has (the same in every slice; at least 1).
+   */
+  count: number;
+  /**
+   * Length in bytes of the whole logical frame, decoded (the same in every slice).
+   */
+  byteLength: number;
+  /**
+   * This slice of the frame's UTF-8 bytes, standard base64 with padding. A slice may end inside a multi-byte character; only the reassembled bytes are UTF-8.
+   */
+  data: string;
 }
 /**
  * The answer to one command line. `success:true` carries `data` (absent for commands without a result; its schema is the command's `x-response`); `success:false` carries `error`.
@@ -3953,6 +4007,18 @@ export interface PromptAccepted {
    * Whether a run was started.
    */
   agentInvoked: boolean;
+}
+/**
+ * Data of a successful `negotiate_protocol` response (omp).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "NegotiatedProtocol".
+ */
+export interface NegotiatedProtocol {
+  /**
+   * The version now in use (2).
+   */
+  protocolVersion: number;
 }
 /**
  * Whether a session operation was cancelled (by an extension hook).
