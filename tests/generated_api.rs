@@ -64,6 +64,8 @@ canned_handler! {
     compact: CompactCommand => CompactionResult,
     set_auto_compaction: SetAutoCompactionCommand => (),
     set_auto_retry: SetAutoRetryCommand => (),
+    set_event_options: SetEventOptionsCommand => (),
+    negotiate_protocol: NegotiateProtocolCommand => NegotiatedProtocol,
     abort_retry: AbortRetryCommand => (),
     bash: BashCommand => BashResult,
     abort_bash: AbortBashCommand => (),

@@ -182,6 +182,12 @@ fn every_tag_of_every_union_has_an_example() {
     for ex in examples() {
         let Some(root) = root_union(&ex) else { continue };
         record_tags(root, &ex.frame, &mut seen);
+        // A frame both sides send (`rpc_chunk`) is detected as outbound; it is an inbound example too.
+        let tag = ex.frame["type"].as_str().unwrap_or_default();
+        if root == "RpcOutboundFrame" && UnionInfo::get("RpcInboundFrame").unwrap().member(tag).is_some() {
+            validator().validate_frame(Dialect::Rpc, Direction::Inbound, &ex.frame, None).unwrap_or_else(|e| panic!("{}:{}: {e}", ex.file, ex.line));
+            record_tags("RpcInboundFrame", &ex.frame, &mut seen);
+        }
         if ex.frame["type"] == "response" && ex.frame["success"] == true {
             let command = ex.frame["command"].as_str().unwrap().to_owned();
             let member = UnionInfo::get("RpcCommand").unwrap().member(&command).unwrap();

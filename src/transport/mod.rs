@@ -5,7 +5,9 @@
 //! - [`writer`]: the single writer task that owns the outbound stream.
 //! - [`until`]: an inbound stream that ends on a signal.
 //! - [`raw_id`]: request ids echoed byte for byte.
+//! - [`chunk`]: omp protocol v2 `rpc_chunk` splitting and reassembly.
 
+pub mod chunk;
 pub mod lines;
 pub mod raw_id;
 pub mod until;

@@ -9,8 +9,12 @@
 //! slows the senders down, nothing is dropped, and memory stays within the budget (a frame
 //! larger than the whole budget waits for an empty queue and goes alone). When the sink fails (EPIPE: the host went
 //! away) the writer stops, and every later send reports [`WriterClosed`].
+//!
+//! Once omp protocol v2 is negotiated ([`Outbox::split_large_frames`]), every frame longer than
+//! the physical limit is replaced by its `rpc_chunk` frames as it is queued (see
+//! [`super::chunk`]); the chunks of one frame are one queue item, so they go out back to back.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -34,6 +38,8 @@ pub struct Outbox {
     budget: Arc<Semaphore>,
     /// The budget's size in bytes (permits).
     limit: u32,
+    /// Set once protocol v2 is negotiated: splits over-long frames into `rpc_chunk` frames.
+    chunks: Arc<OnceLock<super::chunk::Splitter>>,
 }
 
 /// Serializes a frame as one compact line with its LF, escaping U+2028 and U+2029.
@@ -139,7 +145,23 @@ impl Outbox {
         self.send_bytes(std::mem::take(&mut batch.bytes)).await
     }
 
+    /// From now on, frames longer than `max_frame_bytes` (without LF) go out as `rpc_chunk`
+    /// frames (omp protocol v2). There is no way back, as in omp.
+    pub fn split_large_frames(&self, max_frame_bytes: usize) {
+        let _ = self.chunks.set(super::chunk::Splitter::new(max_frame_bytes));
+    }
+
+    /// Whether [`Outbox::split_large_frames`] was called (protocol v2 is in use).
+    pub fn splits_large_frames(&self) -> bool {
+        self.chunks.get().is_some()
+    }
+
     async fn send_bytes(&self, bytes: Vec<u8>) -> Result<(), WriterClosed> {
+        // Protocol 1 pays this one branch per queued item, nothing more.
+        let bytes = match self.chunks.get() {
+            Some(splitter) => splitter.split_lines(bytes),
+            None => bytes,
+        };
         let cost = u32::try_from(bytes.len()).unwrap_or(u32::MAX).clamp(1, self.limit);
         // Fails only when the writer closed the budget (it stopped).
         let permit = self.budget.clone().acquire_many_owned(cost).await.map_err(|_| WriterClosed)?;
@@ -167,7 +189,7 @@ where
     let limit = u32::try_from(budget_bytes).unwrap_or(u32::MAX).clamp(1, Semaphore::MAX_PERMITS as u32);
     let budget = Arc::new(Semaphore::new(limit as usize));
     let (tx, rx) = mpsc::unbounded_channel();
-    (Outbox { tx, budget: budget.clone(), limit }, tokio::spawn(write_frames(sink, rx, budget)))
+    (Outbox { tx, budget: budget.clone(), limit, chunks: Arc::default() }, tokio::spawn(write_frames(sink, rx, budget)))
 }
 
 async fn write_frames<W: AsyncWrite + Unpin>(sink: W, rx: mpsc::UnboundedReceiver<Queued>, budget: Arc<Semaphore>) -> std::io::Result<u64> {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -14,6 +15,8 @@ import pytest
 from agentwire_client import (
     COMMAND_TYPES,
     AgentClient,
+    ChunkReassembler,
+    ChunkSequenceError,
     AgentCommandError,
     AgentExitedError,
     AgentSpawnError,
@@ -25,6 +28,7 @@ from agentwire_client import (
     WireClient,
     agentwire_command,
     models as m,
+    split_frame,
 )
 
 from .conftest import AGENTWIRE_BIN, PACKAGE_ROOT, Sandbox, maybe
@@ -281,6 +285,120 @@ async def test_events_iterator_ends_when_the_process_exits(sandbox: Sandbox) -> 
     assert "response" not in kinds
 
 
+async def test_lean_stream_after_set_event_options(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn([{"text": "Hello there, lean host!", "chunkSize": 4}, {"text": "Snapshots again.", "chunkSize": 4}])
+    async with client:
+        await client.set_event_options(partial_messages=False)
+        lean = await client.prompt_and_wait("hi")
+        updates = [e for e in lean.events if isinstance(e, m.MessageUpdateEvent)]
+        assert len(updates) > 5
+        for update in updates:
+            assert update.message is None, "no top-level snapshot"
+            assert getattr(update.assistantMessageEvent.root, "partial", None) is None, "no partial"
+        assert streamed_text(lean.events) == "Hello there, lean host!"
+        end = next(e for e in lean.events if isinstance(e, m.MessageEndEvent) and e.message.root.role == "assistant")
+        assert end.message.root.model_dump(exclude_none=True)["content"] == [{"type": "text", "text": "Hello there, lean host!"}]
+
+        await client.set_event_options(partial_messages=True)
+        full = await client.prompt_and_wait("again")
+        snapshots = [e for e in full.events if isinstance(e, m.MessageUpdateEvent)]
+        assert snapshots and all(u.message is not None and getattr(u.assistantMessageEvent.root, "partial", None) is not None for u in snapshots)
+
+
+class _ChunkCounter:
+    """Counts the ``rpc_chunk`` lines in a byte stream."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._rest = b""
+
+    def feed(self, data: bytes) -> None:
+        *lines, self._rest = (self._rest + data).split(b"\n")
+        self.count += sum(1 for line in lines if json.loads(line).get("type") == "rpc_chunk")
+
+
+class _TapWriter:
+    """The agent's stdin, counting the chunk lines written to it."""
+
+    def __init__(self, inner: asyncio.StreamWriter) -> None:
+        self.inner = inner
+        self.counter = _ChunkCounter()
+
+    def write(self, data: bytes) -> None:
+        self.counter.feed(data)
+        self.inner.write(data)
+
+    async def drain(self) -> None:
+        await self.inner.drain()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+async def test_protocol_2_chunks_large_frames_both_ways(sandbox: Sandbox) -> None:
+    # Spawned by hand and attached through taps, to count the rpc_chunk lines each way.
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(sandbox.dir), "AGENTWIRE_CONFIG_DIR": str(sandbox.dir / "config")}
+    process = await asyncio.create_subprocess_exec(
+        AGENTWIRE_BIN, "--mode", "rpc", "--session-dir", str(sandbox.dir / "sessions"), "--cwd", str(sandbox.dir),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdout = process.stdout
+    from_agent = _ChunkCounter()
+    reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
+
+    async def pump() -> None:
+        while data := await stdout.read(65536):
+            from_agent.feed(data)
+            reader.feed_data(data)
+        reader.feed_eof()
+
+    pumping = asyncio.get_running_loop().create_task(pump())
+    writer = _TapWriter(process.stdin)
+    client = AgentClient.attach(reader, writer, request_timeout=30.0)
+
+    def big(text: str) -> List[m.TodoPhase]:
+        return [m.TodoPhase(id="p1", name="Big", tasks=[m.TodoItem(id="t1", content=text * 300_000, status="pending")])]
+
+    try:
+        # Protocol 1: nothing is chunked, however large.
+        before = big("é—12")
+        assert (await client.set_todos(phases=before)).todoPhases == before
+        assert (writer.counter.count, from_agent.count) == (0, 0)
+
+        with pytest.raises(AgentCommandError, match="Unsupported RPC protocol version: 3"):
+            await client.negotiate_protocol(protocol_version=3)
+        assert (await client.negotiate_protocol(protocol_version=2)).protocolVersion == 2
+        updates: List[Any] = []
+        client.on("todo_update", updates.append)
+        after = big("ü—34")
+        assert (await client.set_todos(phases=after)).todoPhases == after, "the 1.8 MB answer reassembled"
+        assert [u.todoPhases for u in updates] == [after], "events are reassembled too"
+        assert writer.counter.count >= 7, "the 1.8 MB command went out in chunks"
+        assert from_agent.count >= 14, "the event and the answer came in chunks"
+        assert (await client.get_state()).todoPhases == after
+        # Small frames are not chunked.
+        counts = (writer.counter.count, from_agent.count)
+        await client.set_session_name(name="small")
+        assert (writer.counter.count, from_agent.count) == counts
+    finally:
+        await client.close()
+        await pumping
+
+
+def test_chunk_sequences_reassemble_and_broken_ones_are_refused() -> None:
+    text = json.dumps({"type": "notice", "message": "é" * 1000}, ensure_ascii=False).encode()
+    chunks = split_frame(text, "c1", 100)
+    reassembler = ChunkReassembler()
+    results = [reassembler.push(c) for c in chunks]
+    assert results[-1] == text and all(r is None for r in results[:-1])
+    with pytest.raises(ChunkSequenceError, match="a sequence starts at index 0"):
+        reassembler.push(chunks[1])
+    assert reassembler.push(chunks[2]) is None, "the broken sequence's leftovers are dropped"
+    with pytest.raises(ChunkSequenceError, match="reassembly limit"):
+        ChunkReassembler(10).push(chunks[0])
+
+
 async def test_every_command_end_to_end(sandbox: Sandbox) -> None:
     export_path = str(sandbox.dir / "export.html")
     client = await sandbox.spawn(
@@ -321,6 +439,8 @@ async def test_every_command_end_to_end(sandbox: Sandbox) -> None:
         await client.set_interrupt_mode(mode="wait")
         await client.set_auto_compaction(enabled=False)
         await client.set_auto_retry(enabled=True)
+        await client.set_event_options(partial_messages=True)
+        await client.negotiate_protocol(protocol_version=2)
         assert "from-bash" in (await client.bash(command="echo from-bash")).output
         await client.abort_bash()
         assert (await client.get_session_stats()).totalMessages >= 2

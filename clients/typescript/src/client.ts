@@ -1,6 +1,7 @@
 /// <reference types="node" preserve="true" />
 import type { Readable, Writable } from "node:stream";
 
+import { ChunkReassembler, DEFAULT_MAX_FRAME_BYTES, splitFrame } from "./chunks.js";
 import { Connection, withDeadline, type ConnectionTarget } from "./connection.js";
 import { AgentCommandError, EventBufferOverflowError, exitError, RequestTimeoutError, type ExitInfo } from "./errors.js";
 import type { RequestOptions } from "./options.js";
@@ -111,6 +112,10 @@ function textResult(value: T.AgentToolResult | string): T.AgentToolResult {
  * Every command has a typed method (`client.setModel({ provider, modelId })`); events arrive
  * through `on(type, listener)`, `onFrame(listener)` (every frame, unknown types included) and
  * `events()`; `promptAndWait` runs one prompt to its `prompt_result`.
+ *
+ * Large frames (omp protocol v2): inbound `rpc_chunk` frames are always reassembled before
+ * anything sees them; after `negotiateProtocol({ protocolVersion: 2 })` succeeds, frames longer
+ * than the agent's `ready.maxFrameBytes` are sent as `rpc_chunk` frames too.
  */
 export class AgentClient extends CommandMethods {
   /** Resolves when the process exits (or its output ends); never rejects. */
@@ -128,6 +133,12 @@ export class AgentClient extends CommandMethods {
   private readonly eventBufferLimit: number;
   private uiHandler: UiHandler;
   private nextId = 1;
+  /** The protocol version in use (2 after a successful `negotiateProtocol`). */
+  private protocolVersion = 1;
+  /** The agent's physical frame limit (its `ready` frame), for chunking outbound frames. */
+  private maxFrameBytes = DEFAULT_MAX_FRAME_BYTES;
+  private chunksSent = 0;
+  private readonly chunks = new ChunkReassembler();
 
   private constructor(target: ConnectionTarget, options: AgentClientOptions) {
     super();
@@ -281,9 +292,26 @@ export class AgentClient extends CommandMethods {
     return this.send("set_host_tools", toolsOrParams, handlersOrOptions as RequestOptions | undefined);
   }
 
-  /** Sends a raw frame (a command without a typed method, or a deliberate test of bad input). */
+  /**
+   * Switches to omp's RPC protocol 2 (`negotiate_protocol`): once the agent accepts, frames
+   * longer than its `ready.maxFrameBytes` are sent as `rpc_chunk` frames. Rejects with
+   * {@link AgentCommandError} for a version the agent does not speak (nothing changes then).
+   */
+  override async negotiateProtocol(params: CommandParams<"negotiate_protocol">, options?: RequestOptions): Promise<T.NegotiatedProtocol> {
+    const negotiated = await this.send("negotiate_protocol", params, options);
+    this.protocolVersion = negotiated.protocolVersion;
+    return negotiated;
+  }
+
+  /** Sends a raw frame (a command without a typed method, or a deliberate test of bad input); chunked when protocol 2 is on and it is too long. */
   sendFrame(frame: unknown): void {
-    this.connection.write(frame);
+    if (this.protocolVersion < 2) {
+      this.connection.write(frame);
+      return;
+    }
+    const text = JSON.stringify(frame);
+    if (Buffer.byteLength(text, "utf8") <= this.maxFrameBytes) this.connection.writeText(text);
+    else for (const chunk of splitFrame(text, `rpc-${++this.chunksSent}`)) this.connection.write(chunk);
   }
 
   /**
@@ -308,7 +336,7 @@ export class AgentClient extends CommandMethods {
     const response = new Promise<unknown>((resolve, reject) => {
       this.pending.set(id, { command: type, resolve, reject, cleanup: () => this.pending.delete(id) });
     });
-    this.connection.write({ id, type, ...params });
+    this.sendFrame({ id, type, ...params });
     const timeoutMs = options.timeoutMs ?? this.requestTimeoutMs;
     return this.race(response, type, { timeoutMs, signal: options.signal }).finally(() => this.pending.delete(id));
   }
@@ -339,6 +367,19 @@ export class AgentClient extends CommandMethods {
       return;
     }
     const f = frame as UnknownFrame;
+    if (f.type === "rpc_chunk") {
+      // Transparent: listeners see the reassembled frame, never its chunks.
+      let whole: string | undefined;
+      try {
+        whole = this.chunks.push(f as unknown as T.RpcChunk);
+      } catch (error) {
+        for (const l of this.lineErrorListeners) l(line, error as Error);
+        return;
+      }
+      if (whole !== undefined) this.handleLine(whole);
+      return;
+    }
+    if (f.type === "ready" && typeof f.maxFrameBytes === "number" && f.maxFrameBytes > 0) this.maxFrameBytes = f.maxFrameBytes;
     if (f.type === "response") this.handleResponse(f as unknown as T.RpcResponse);
     else if (f.type === "host_tool_call") this.handleHostToolCall(f as unknown as T.HostToolCall);
     else if (f.type === "host_tool_cancel") this.hostToolCalls.get((f as unknown as T.HostToolCancel).targetId)?.abort(new Error("cancelled by the agent"));

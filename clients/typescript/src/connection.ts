@@ -98,6 +98,11 @@ export class Connection {
     if (!this.exitInfoValue) this.target.input.write(encodeFrame(frame));
   }
 
+  /** Writes one frame already serialized as JSON text (no LF) as a line. */
+  writeText(text: string): void {
+    if (!this.exitInfoValue) this.target.input.write(`${text}\n`);
+  }
+
   /** Ends stdin and waits for the exit; SIGTERM after `graceMs`, SIGKILL after as long again. */
   async close(graceMs = 2000): Promise<ExitInfo> {
     if (!this.exitInfoValue) this.target.input.end();

@@ -29,6 +29,7 @@ export {
   type SpawnFailure,
 } from "./errors.js";
 export { LineSplitter, encodeFrame } from "./framing.js";
+export { CHUNK_DATA_BYTES, ChunkReassembler, ChunkSequenceError, DEFAULT_MAX_FRAME_BYTES, splitFrame } from "./chunks.js";
 export type { RequestOptions } from "./options.js";
 export * from "./generated/protocol.js";
 export type * from "./generated/types.js";

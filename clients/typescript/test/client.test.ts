@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -10,12 +10,15 @@ import {
   AgentCommandError,
   AgentExitedError,
   AgentSpawnError,
+  ChunkReassembler,
+  ChunkSequenceError,
   COMMAND_TYPES,
   WireClient,
   agentwireCommand,
   LineSplitter,
   RequestTimeoutError,
   isAgentEvent,
+  splitFrame,
   type AgentFrame,
   type ExtensionUiRequest,
   type HostToolCall,
@@ -300,6 +303,90 @@ describe("AgentClient against agentwire", { timeout: 60_000 }, () => {
     assert.ok(!types.includes("response"));
   });
 
+  it("streams deltas without snapshots after setEventOptions({ partialMessages: false })", async () => {
+    const client = sandbox.spawn([{ text: "Hello there, lean host!", chunkSize: 4 }, { text: "Snapshots again.", chunkSize: 4 }]);
+    try {
+      await client.setEventOptions({ partialMessages: false });
+      const lean = await client.promptAndWait({ message: "hi" });
+      const updates = lean.events.filter((e): e is MessageUpdateEvent => isAgentEvent(e, "message_update"));
+      assert.ok(updates.length > 5);
+      for (const u of updates) {
+        assert.equal(u.message, undefined, "no top-level snapshot");
+        assert.ok(!("partial" in u.assistantMessageEvent), "no partial");
+      }
+      assert.equal(textOf(lean.events), "Hello there, lean host!");
+      const end = lean.events.find((e) => isAgentEvent(e, "message_end") && e.message.role === "assistant");
+      assert.ok(end && isAgentEvent(end, "message_end") && end.message.role === "assistant");
+      assert.deepEqual(end.message.content, [{ type: "text", text: "Hello there, lean host!" }], "message_end carries the whole message");
+
+      await client.setEventOptions({ partialMessages: true });
+      const full = await client.promptAndWait({ message: "again" });
+      const snapshots = full.events.filter((e): e is MessageUpdateEvent => isAgentEvent(e, "message_update"));
+      assert.ok(snapshots.length > 0 && snapshots.every((u) => u.message !== undefined && "partial" in u.assistantMessageEvent));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("negotiates protocol 2: a command over 1 MiB goes out in chunks and answers over 1 MiB come back whole", async () => {
+    // Spawned by hand and attached through two taps, to count the rpc_chunk lines each way.
+    const child = spawn(agentwireBin, ["--mode", "rpc", "--session-dir", join(sandbox.dir, "sessions-chunks"), "--cwd", sandbox.dir], {
+      env: { PATH: process.env.PATH, HOME: sandbox.dir, AGENTWIRE_CONFIG_DIR: join(sandbox.dir, "config") },
+      stdio: ["pipe", "pipe", "ignore"],
+    });
+    const counted = { toAgent: 0, fromAgent: 0 };
+    const tap = (count: "toAgent" | "fromAgent") => {
+      const splitter = new LineSplitter();
+      const through = new PassThrough();
+      through.on("data", (data: Buffer) => {
+        for (const line of splitter.push(data)) if (line.startsWith('{"type":"rpc_chunk"')) counted[count]++;
+      });
+      return through;
+    };
+    const toAgent = tap("toAgent");
+    toAgent.pipe(child.stdin);
+    const fromAgent = tap("fromAgent");
+    child.stdout.pipe(fromAgent);
+    const client = AgentClient.attach(toAgent, fromAgent, { requestTimeoutMs: 30_000 });
+    const bigPhases = (text: string) => [{ id: "p1", name: "Big", tasks: [{ id: "t1", content: text.repeat(300_000), status: "pending" as const }] }];
+    try {
+      // Protocol 1: nothing is chunked, however large.
+      const before = bigPhases("é—12");
+      assert.deepEqual((await client.setTodos({ phases: before })).todoPhases, before);
+      assert.deepEqual(counted, { toAgent: 0, fromAgent: 0 });
+
+      await assert.rejects(client.negotiateProtocol({ protocolVersion: 3 }), (e: unknown) => e instanceof AgentCommandError && e.reason === "Unsupported RPC protocol version: 3");
+      assert.deepEqual(await client.negotiateProtocol({ protocolVersion: 2 }), { protocolVersion: 2 });
+      const events: unknown[] = [];
+      client.on("todo_update", (e) => events.push(e));
+      const after = bigPhases("ü—34");
+      assert.deepEqual((await client.setTodos({ phases: after })).todoPhases, after, "the 1.8 MB answer reassembled");
+      assert.deepEqual(events, [{ type: "todo_update", todoPhases: after }], "events are reassembled too");
+      assert.ok(counted.toAgent >= 7, `the 1.8 MB command went out in chunks (${counted.toAgent})`);
+      assert.ok(counted.fromAgent >= 14, `the event and the answer came in chunks (${counted.fromAgent})`);
+      assert.deepEqual((await client.getState()).todoPhases, after);
+      // Small frames are not chunked.
+      const chunksSoFar = { ...counted };
+      await client.setSessionName({ name: "small" });
+      assert.deepEqual(counted, chunksSoFar);
+    } finally {
+      await client.close();
+      child.kill();
+    }
+  });
+
+  it("reassembles chunk sequences and refuses broken ones", () => {
+    const text = JSON.stringify({ type: "notice", message: "é".repeat(1000) });
+    const chunks = splitFrame(text, "c1", 100);
+    const reassembler = new ChunkReassembler();
+    const results = chunks.map((c) => reassembler.push(c));
+    assert.equal(results.pop(), text);
+    assert.ok(results.every((r) => r === undefined));
+    assert.throws(() => reassembler.push(chunks[1]!), ChunkSequenceError, "a sequence starts at index 0");
+    assert.equal(reassembler.push(chunks[2]!), undefined, "the broken sequence's leftovers are dropped");
+    assert.throws(() => new ChunkReassembler(10).push(chunks[0]!), /reassembly limit/);
+  });
+
   it("runs every command end to end", async () => {
     const exportPath = join(sandbox.dir, "export.html");
     const client = sandbox.spawn([
@@ -342,6 +429,8 @@ describe("AgentClient against agentwire", { timeout: 60_000 }, () => {
       await client.setInterruptMode({ mode: "wait" });
       await client.setAutoCompaction({ enabled: false });
       await client.setAutoRetry({ enabled: true });
+      await client.setEventOptions({ partialMessages: true });
+      await client.negotiateProtocol({ protocolVersion: 2 });
       assert.match((await client.bash({ command: "echo from-bash" })).output, /from-bash/);
       await client.abortBash();
       assert.ok((await client.getSessionStats()).totalMessages >= 2);

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::protocol::envelope::rpc_failure;
 use crate::protocol::validate::{validator, Dialect, Direction};
-use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcCommand, RpcError, RpcErrorCode, RpcResponse, UnionInfo};
+use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcChunk, RpcCommand, RpcError, RpcErrorCode, RpcResponse, UnionInfo};
 use crate::transport::raw_id::{exact_id, id_kind, is_plain_id, IdKind};
 use crate::transport::InboundLine;
 
@@ -33,6 +33,8 @@ pub enum Inbound {
     HostToolUpdate(HostToolUpdate),
     /// Result of a host tool call (never answered itself).
     HostToolResult(HostToolResult),
+    /// A slice of a chunked frame (omp protocol v2; see `super::chunks`).
+    Chunk(RpcChunk),
 }
 
 /// Decodes one line; `Err` is the response to write for it.
@@ -118,6 +120,7 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         "extension_ui_response" => serde_json::from_value(value).map(Inbound::UiResponse).map_err(parse_error),
         "host_tool_update" => serde_json::from_value(value).map(Inbound::HostToolUpdate).map_err(parse_error),
         "host_tool_result" => serde_json::from_value(value).map(Inbound::HostToolResult).map_err(parse_error),
+        "rpc_chunk" => serde_json::from_value(value).map(Inbound::Chunk).map_err(parse_error),
         _ => RpcCommand::from_value(value).map(|command| Inbound::Command { id: id.clone(), command }).map_err(parse_error),
     }
 }
@@ -126,7 +129,8 @@ fn is_subprotocol(kind: &str) -> bool {
     matches!(kind, "extension_ui_response" | "host_tool_update" | "host_tool_result")
 }
 
-fn failure(id: Option<Value>, command: &str, code: RpcErrorCode, message: String) -> Box<RpcResponse> {
+/// The error response for an inbound frame.
+pub(super) fn failure(id: Option<Value>, command: &str, code: RpcErrorCode, message: String) -> Box<RpcResponse> {
     Box::new(rpc_failure(id, command, RpcError::new(code, message)))
 }
 

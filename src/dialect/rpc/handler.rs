@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::{rpc_error, RpcHost};
 use crate::agent::{Agent, ApprovalPolicy, CoreError, QueueKind, Submitted};
 use crate::protocol::*;
+use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
 
 /// One JSONL session: the core and this dialect's host side.
 #[derive(Debug, Clone)]
@@ -28,7 +29,8 @@ fn images(list: Option<Vec<ImageContent>>) -> Vec<ImageContent> {
 }
 
 impl RpcSession {
-    /// A session of `agent` whose host side is `host`; `max_line_bytes` is advertised in `ready`.
+    /// A session of `agent` whose host side is `host`; `max_line_bytes` (the inbound line
+    /// limit) is advertised in `ready` as `maxLineBytes`.
     pub fn new(agent: Agent, host: Arc<RpcHost>, max_line_bytes: usize) -> Self {
         Self { agent, host, max_line_bytes }
     }
@@ -53,8 +55,12 @@ impl RpcSession {
         // `sessions`: whether this process keeps the session on disk (off with --no-session).
         let sessions = self.agent.session_path().is_some();
         let capabilities = ReadyCapabilities { host_tools: true, extension_ui: true, prompt_result: true, sessions, approval: Some(approval) };
-        ReadyEvent::new(1, self.max_line_bytes as u64)
-            .with_supported_protocol_versions(Some(vec![1]))
+        // omp's figures: protocol 1 until `negotiate_protocol`, 1 MiB physical frames after it,
+        // 64 MiB reassembled; the inbound line limit is a figure of its own.
+        ReadyEvent::new(1, MAX_FRAME_BYTES as u64)
+            .with_supported_protocol_versions(Some(vec![1, 2]))
+            .with_max_reassembled_frame_bytes(Some(MAX_REASSEMBLED_FRAME_BYTES as u64))
+            .with_max_line_bytes(Some(self.max_line_bytes as u64))
             .with_agent(Some("agentwire".to_owned()))
             .with_agent_version(Some(env!("CARGO_PKG_VERSION").to_owned()))
             .with_dialect(Some(ReadyEventDialect::Rpc))
@@ -176,6 +182,20 @@ impl RpcHandler for RpcSession {
 
     async fn set_auto_compaction(&self, cmd: SetAutoCompactionCommand) -> Result<(), RpcError> {
         self.agent.set_auto_compaction(cmd.enabled);
+        Ok(())
+    }
+
+    async fn negotiate_protocol(&self, cmd: NegotiateProtocolCommand) -> Result<NegotiatedProtocol, RpcError> {
+        // omp accepts 2 only; 1 is where every stream starts, not something to negotiate.
+        if cmd.protocol_version != 2 {
+            return Err(RpcError::new(RpcErrorCode::Unsupported, format!("Unsupported RPC protocol version: {}", cmd.protocol_version)));
+        }
+        self.host.outbox().split_large_frames(MAX_FRAME_BYTES);
+        Ok(NegotiatedProtocol { protocol_version: 2 })
+    }
+
+    async fn set_event_options(&self, cmd: SetEventOptionsCommand) -> Result<(), RpcError> {
+        self.host.set_partial_messages(cmd.partial_messages);
         Ok(())
     }
 

@@ -4,8 +4,10 @@
 //! - [`handler`]: the generated `RpcHandler` trait implemented by mapping each command onto the core;
 //! - [`project`]: the core's events → JSONL event frames (exhaustive);
 //! - [`port`] and [`host_tools`]: the core's host port → `extension_ui_request` / `host_tool_call`;
-//! - [`serve`]: the reader loop (dispatch order, detached commands, EOF).
+//! - [`serve`]: the reader loop (dispatch order, detached commands, EOF);
+//! - [`chunks`]: inbound `rpc_chunk` frames (omp protocol v2) reassembled into lines.
 
+pub mod chunks;
 pub mod decode;
 pub mod handler;
 pub mod host_tools;
@@ -14,6 +16,7 @@ pub mod project;
 pub mod serve;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -35,12 +38,15 @@ pub struct RpcHost {
     tools: host_tools::HostToolCalls,
     /// The request id of each prompt the core accepted, for its `prompt_result`.
     prompts: Mutex<HashMap<PromptId, Value>>,
+    /// Whether `message_update` carries the message snapshots (`set_event_options`; pi's
+    /// stream, on by default).
+    partial_messages: AtomicBool,
 }
 
 impl RpcHost {
     /// A host writing to `out`.
     pub fn new(out: Outbox) -> Self {
-        Self { out, dialogs: port::UiDialogs::default(), tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()) }
+        Self { out, dialogs: port::UiDialogs::default(), tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()), partial_messages: AtomicBool::new(true) }
     }
 
     /// The outbox every frame of this dialect goes through.
@@ -61,6 +67,18 @@ impl RpcHost {
     /// Result of a host tool call; `false` when no call with its id is running.
     pub fn host_tool_result(&self, frame: crate::protocol::HostToolResult) -> bool {
         self.tools.result(frame)
+    }
+
+    /// Whether `message_update` frames carry the message snapshots.
+    pub fn partial_messages(&self) -> bool {
+        // Relaxed: the flag orders nothing else; a delta projected while the command that flips
+        // it is answered may go either way.
+        self.partial_messages.load(Ordering::Relaxed)
+    }
+
+    /// `set_event_options`: with or without the snapshots from the next `message_update` on.
+    pub fn set_partial_messages(&self, on: bool) {
+        self.partial_messages.store(on, Ordering::Relaxed);
     }
 
     /// Remembers the request id a started prompt's `prompt_result` must carry.

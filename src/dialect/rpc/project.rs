@@ -2,7 +2,9 @@
 //! [`AgentEvent`] does not compile until this dialect decides what it sends for it.
 //!
 //! `message_update` carries the whole partial message twice (top-level `message` and
-//! `assistantMessageEvent.partial`), as pi does; that copy is made here, only for this dialect.
+//! `assistantMessageEvent.partial`), as pi does; that copy is made here, only for this dialect,
+//! and only while the host has not asked for the lean stream (`set_event_options` with
+//! `partialMessages:false`): then each frame carries the step alone and costs O(delta).
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
@@ -12,18 +14,19 @@ use crate::agent::events::{AgentEvent, CompactionReason, EventSink, NoticeLevel,
 use crate::agent::nonempty;
 use crate::protocol::*;
 
-fn assistant_event(delta: StreamDelta, partial: &AssistantMessage) -> AssistantMessageEvent {
-    let partial = partial.clone();
+/// The step as pi's `assistantMessageEvent`; `partial` is the snapshot it carries (`None`: the
+/// lean stream, no snapshot).
+fn assistant_event(delta: StreamDelta, partial: Option<AssistantMessage>) -> AssistantMessageEvent {
     match delta {
-        StreamDelta::TextStart { index } => AmeTextStart::new(index, partial).into(),
-        StreamDelta::TextDelta { index, delta } => AmeTextDelta::new(index, delta, partial).into(),
-        StreamDelta::TextEnd { index, content } => AmeTextEnd::new(index, content, partial).into(),
-        StreamDelta::ThinkingStart { index } => AmeThinkingStart::new(index, partial).into(),
-        StreamDelta::ThinkingDelta { index, delta } => AmeThinkingDelta::new(index, delta, partial).into(),
-        StreamDelta::ThinkingEnd { index, content } => AmeThinkingEnd::new(index, content, partial).into(),
-        StreamDelta::ToolCallStart { index, .. } => AmeToolcallStart::new(index, partial).into(),
-        StreamDelta::ToolCallDelta { index, delta } => AmeToolcallDelta::new(index, delta, partial).into(),
-        StreamDelta::ToolCallEnd { index, call } => AmeToolcallEnd::new(index, call, partial).into(),
+        StreamDelta::TextStart { index } => AmeTextStart::new(index).with_partial(partial).into(),
+        StreamDelta::TextDelta { index, delta } => AmeTextDelta::new(index, delta).with_partial(partial).into(),
+        StreamDelta::TextEnd { index, content } => AmeTextEnd::new(index, content).with_partial(partial).into(),
+        StreamDelta::ThinkingStart { index } => AmeThinkingStart::new(index).with_partial(partial).into(),
+        StreamDelta::ThinkingDelta { index, delta } => AmeThinkingDelta::new(index, delta).with_partial(partial).into(),
+        StreamDelta::ThinkingEnd { index, content } => AmeThinkingEnd::new(index, content).with_partial(partial).into(),
+        StreamDelta::ToolCallStart { index, .. } => AmeToolcallStart::new(index).with_partial(partial).into(),
+        StreamDelta::ToolCallDelta { index, delta } => AmeToolcallDelta::new(index, delta).with_partial(partial).into(),
+        StreamDelta::ToolCallEnd { index, call } => AmeToolcallEnd::new(index, call).with_partial(partial).into(),
     }
 }
 
@@ -51,8 +54,13 @@ impl RpcHost {
             AgentEvent::TurnStart => out.send(&TurnStartEvent::new()).await,
             AgentEvent::MessageStart { message } => out.send(&MessageStartEvent::new(message.clone())).await,
             AgentEvent::MessageDelta { delta, partial } => {
-                let event = assistant_event(delta, partial);
-                out.send(&MessageUpdateEvent::new(AgentMessage::Assistant(partial.clone()), event)).await
+                let frame = if self.partial_messages() {
+                    let event = assistant_event(delta, Some(partial.clone()));
+                    MessageUpdateEvent::new(event).with_message(Some(AgentMessage::Assistant(partial.clone())))
+                } else {
+                    MessageUpdateEvent::new(assistant_event(delta, None))
+                };
+                out.send(&frame).await
             }
             AgentEvent::MessageEnd { message } => out.send(&MessageEndEvent::new(message.clone())).await,
             AgentEvent::ToolStart { call } => out.send(&ToolExecutionStartEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone())).await,
@@ -112,7 +120,8 @@ impl EventSink for RpcHost {
         self.project(event).boxed()
     }
 
+    /// Only the default stream reads the snapshot beyond its text.
     fn wants_snapshots(&self) -> bool {
-        true
+        self.partial_messages()
     }
 }

@@ -23,6 +23,7 @@ use std::task::Poll;
 use tokio::io::AsyncBufRead;
 use tokio::task::JoinSet;
 
+use super::chunks::InboundChunks;
 use super::decode::{decode_line, Inbound};
 use super::RpcSession;
 use crate::dialect::SHUTDOWN_GRACE;
@@ -82,6 +83,7 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
     let mut detached: JoinSet<()> = JoinSet::new();
     let session = Arc::new(session);
     let mut batch = FrameBatch::default();
+    let mut chunks = InboundChunks::default();
     loop {
         let next = reader.next_line();
         tokio::pin!(next);
@@ -98,7 +100,14 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
             // A read error is the end of the input as far as the host is concerned.
             Ok(None) | Err(_) => break,
         };
-        let inbound = decode_line(line, max_line_bytes);
+        let inbound = match decode_line(line, max_line_bytes) {
+            // omp protocol v2: a chunk waits for the rest of its frame, then that frame is handled.
+            Ok(Inbound::Chunk(chunk)) => match chunks.accept(chunk, out.splits_large_frames(), max_line_bytes, &mut batch) {
+                Some(frame) => frame,
+                None => continue,
+            },
+            inbound => inbound,
+        };
         // A bad line's error or a read-only answer joins the batch; anything else goes after it.
         match &inbound {
             Err(_) => {}
@@ -129,6 +138,8 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
                     unknown_answer(&out, id, "host_tool_update").await;
                 }
             }
+            // `chunks.accept` never yields a chunk (a frame carrying one is refused there).
+            Ok(Inbound::Chunk(_)) => {}
             Ok(Inbound::HostToolResult(r)) => {
                 let id = r.id.to_string();
                 if !session.host().host_tool_result(r) {
@@ -160,6 +171,9 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
         }
         // Reap finished detached commands so the set does not grow with the session.
         while detached.try_join_next().is_some() {}
+    }
+    if let Some(unfinished) = chunks.at_end() {
+        let _ = batch.push(&*unfinished);
     }
     let _ = out.send_batch(&mut batch).await;
     session.agent().end_of_input().await;

@@ -6,6 +6,7 @@ the JSON-RPC 2.0 wire dialect."""
 
 from . import models
 from ._connection import AgentExitedError, AgentSpawnError, ExitInfo, agentwire_command
+from .chunks import ChunkReassembler, ChunkSequenceError, split_frame
 from .client import (
     AgentClient,
     AgentCommandError,
@@ -32,6 +33,8 @@ __all__ = [
     "AgentExitedError",
     "AgentSpawnError",
     "COMMAND_TYPES",
+    "ChunkReassembler",
+    "ChunkSequenceError",
     "EVENT_MODELS",
     "EventBufferOverflowError",
     "ExitInfo",
@@ -55,4 +58,5 @@ __all__ = [
     "default_ui_handler",
     "models",
     "parse_frame",
+    "split_frame",
 ]

@@ -164,10 +164,14 @@ class Connection:
 
     async def write(self, frame: Mapping[str, Any]) -> None:
         """Writes one frame as a line (dropped once the agent has exited)."""
+        await self.write_text(json.dumps(jsonable(dict(frame)), ensure_ascii=False).encode())
+
+    async def write_text(self, text: bytes) -> None:
+        """Writes one frame already serialized as UTF-8 JSON (no LF) as a line."""
         if self.exit_info is not None:
             return
         try:
-            self._writer.write(json.dumps(jsonable(dict(frame)), ensure_ascii=False).encode() + b"\n")
+            self._writer.write(text + b"\n")
             await self._writer.drain()
         except (BrokenPipeError, ConnectionResetError):
             pass

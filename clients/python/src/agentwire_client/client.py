@@ -23,6 +23,7 @@ from typing import (
 
 
 from . import models as m
+from .chunks import ChunkReassembler, ChunkSequenceError, DEFAULT_MAX_FRAME_BYTES, split_frame
 from ._connection import AgentExitedError, Connection, ExitInfo, StdioClient, Writer, jsonable, maybe_await, parse_as, spawn_process
 from .protocol import EVENT_MODELS, AgentEvent, CommandMethods, EventSubscriptions, Handler
 
@@ -160,6 +161,10 @@ class AgentClient(StdioClient, CommandMethods, EventSubscriptions):
     frames arrive through ``on(type, handler)``, ``on_frame(handler)`` (every frame, unknown
     types included as dicts) and ``events()``; ``prompt_and_wait`` runs one prompt to its
     ``prompt_result``. Use :meth:`spawn` or :meth:`attach` to make one.
+
+    Large frames (omp protocol v2): inbound ``rpc_chunk`` frames are always reassembled before
+    anything sees them; after ``negotiate_protocol(protocol_version=2)`` succeeds, frames longer
+    than the agent's ``ready.maxFrameBytes`` are sent as ``rpc_chunk`` frames too.
     """
 
     def __init__(
@@ -187,6 +192,12 @@ class AgentClient(StdioClient, CommandMethods, EventSubscriptions):
         self._dialogs: Dict[str, UiContext] = {}
         self._background: Set["asyncio.Task[Any]"] = set()
         self._next_id = 1
+        #: The protocol version in use (2 after a successful ``negotiate_protocol``).
+        self._protocol_version = 1
+        #: The agent's physical frame limit (its ``ready`` frame), for chunking outbound frames.
+        self._max_frame_bytes = DEFAULT_MAX_FRAME_BYTES
+        self._chunks_sent = 0
+        self._chunks = ChunkReassembler()
         self._connection = Connection(reader, writer, process, self._handle_line, self._finish, stderr_tail_bytes)
 
     @classmethod
@@ -318,9 +329,27 @@ class AgentClient(StdioClient, CommandMethods, EventSubscriptions):
         result: m.HostToolNames = await self._call({"type": "set_host_tools", "tools": tools}, m.HostToolNames, timeout)
         return result
 
+    async def negotiate_protocol(self, *, protocol_version: int, timeout: Optional[float] = None) -> m.NegotiatedProtocol:
+        """Switches to omp's RPC protocol 2 (``negotiate_protocol``): once the agent accepts,
+        frames longer than its ``ready.maxFrameBytes`` are sent as ``rpc_chunk`` frames. Raises
+        :class:`AgentCommandError` for a version the agent does not speak (nothing changes then)."""
+        negotiated = await super().negotiate_protocol(protocol_version=protocol_version, timeout=timeout)
+        self._protocol_version = negotiated.protocolVersion
+        return negotiated
+
     async def send_frame(self, frame: Mapping[str, Any]) -> None:
-        """Writes one raw frame (a sub-protocol answer, or a deliberate test of bad input)."""
-        await self._connection.write(frame)
+        """Writes one raw frame (a sub-protocol answer, or a deliberate test of bad input);
+        chunked when protocol 2 is on and it is too long."""
+        if self._protocol_version < 2:
+            await self._connection.write(frame)
+            return
+        text = json.dumps(jsonable(dict(frame)), ensure_ascii=False).encode()
+        if len(text) <= self._max_frame_bytes:
+            await self._connection.write_text(text)
+            return
+        self._chunks_sent += 1
+        for chunk in split_frame(text, f"rpc-{self._chunks_sent}"):
+            await self._connection.write(chunk)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -390,8 +419,21 @@ class AgentClient(StdioClient, CommandMethods, EventSubscriptions):
             for line_handler in list(self._invalid_line_handlers):
                 await maybe_await(line_handler(line.rstrip(b"\n"), error))
             return
-        frame = parse_frame(raw)
         kind = raw.get("type")
+        if kind == "rpc_chunk":
+            # Transparent: handlers see the reassembled frame, never its chunks.
+            try:
+                whole = self._chunks.push(raw)
+            except ChunkSequenceError as error:
+                for line_handler in list(self._invalid_line_handlers):
+                    await maybe_await(line_handler(line.rstrip(b"\n"), error))
+                return
+            if whole is not None:
+                await self._handle_line(whole)
+            return
+        if kind == "ready" and isinstance(raw.get("maxFrameBytes"), int) and raw["maxFrameBytes"] > 0:
+            self._max_frame_bytes = raw["maxFrameBytes"]
+        frame = parse_frame(raw)
         if isinstance(frame, m.RpcResponse):
             self._handle_response(frame)
         elif isinstance(frame, m.HostToolCall):

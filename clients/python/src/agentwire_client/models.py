@@ -344,6 +344,50 @@ class AbortRetryCommand(BaseModel):
     """
 
 
+class SetEventOptionsCommand(BaseModel):
+    """
+    agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Optional[Union[str, int]] = None
+    """
+    Correlation id, echoed in the response.
+    """
+    type: Literal["set_event_options"] = "set_event_options"
+    """
+    Command name.
+    """
+    partialMessages: bool
+    """
+    `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
+    """
+
+
+class NegotiateProtocolCommand(BaseModel):
+    """
+    omp: switch this stream to RPC protocol version 2. Only 2 is accepted (any other version fails with `Unsupported RPC protocol version: N` and changes nothing). From the response on, a frame longer than `ready.maxFrameBytes` travels as `rpc_chunk` frames, in both directions. Without it the stream stays version 1: no frame is ever split and `rpc_chunk` is refused.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Optional[Union[str, int]] = None
+    """
+    Correlation id, echoed in the response.
+    """
+    type: Literal["negotiate_protocol"] = "negotiate_protocol"
+    """
+    Command name.
+    """
+    protocolVersion: Annotated[int, Field(ge=0)]
+    """
+    The version the host wants; one of `ready.supportedProtocolVersions` (only 2 can be negotiated; 1 is the default and cannot be asked for).
+    """
+
+
 class BashCommand(BaseModel):
     """
     Run a shell command in the working directory; the execution joins the context of the next prompt.
@@ -1355,19 +1399,23 @@ class ReadyEvent(BaseModel):
     """
     protocolVersion: Annotated[int, Field(ge=0)]
     """
-    Protocol version in use.
+    Protocol version in use: always 1 at start (omp); `negotiate_protocol` switches to 2.
     """
     supportedProtocolVersions: Optional[List[SupportedProtocolVersion]] = None
     """
-    Protocol versions the agent can speak.
+    Protocol versions the agent can speak: `[1, 2]` (2: `rpc_chunk` framing, after `negotiate_protocol`).
     """
     maxFrameBytes: Annotated[int, Field(ge=0)]
     """
-    Longest inbound line accepted, in bytes.
+    omp: longest physical frame the agent writes once protocol 2 is negotiated (1 MiB); a longer logical frame goes out as `rpc_chunk` frames. Hosts should chunk frames over it too. Not the inbound line limit (see `maxLineBytes`).
     """
     maxReassembledFrameBytes: Annotated[Optional[int], Field(ge=0)] = None
     """
-    omp: largest chunk-reassembled frame.
+    omp: longest logical frame (decoded bytes) the agent reassembles from inbound `rpc_chunk` frames (64 MiB).
+    """
+    maxLineBytes: Annotated[Optional[int], Field(ge=0)] = None
+    """
+    agentwire: longest inbound line accepted, in bytes (`--max-line-bytes`; default 16 MiB), in either protocol version; a longer line is skipped with a `frame_too_large` error.
     """
     agent: Optional[str] = None
     """
@@ -1710,6 +1758,40 @@ class ExtensionUiResponse(BaseModel):
     timedOut: Optional[bool] = None
     """
     omp: the host's own timeout expired.
+    """
+
+
+class RpcChunk(BaseModel):
+    """
+    omp protocol v2 transport frame, both directions (only after a successful `negotiate_protocol` with `protocolVersion: 2`): one slice of a logical frame too long for one physical line. The slices of one frame share a `chunkId`, are sent in order and back to back (`index` 0 … `count`-1), and their decoded `data` concatenated is the logical frame's UTF-8 JSON text (without its LF). The agent slices at most 256 KiB of the frame per chunk and splits every frame longer than `ready.maxFrameBytes`; it reassembles inbound frames of up to `ready.maxReassembledFrameBytes`.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: Literal["rpc_chunk"] = "rpc_chunk"
+    """
+    Frame type.
+    """
+    chunkId: str
+    """
+    Names one chunked frame; the agent writes `rpc-1`, `rpc-2`, … in the order it splits frames.
+    """
+    index: Annotated[int, Field(ge=0)]
+    """
+    Position of this slice, from 0.
+    """
+    count: Annotated[int, Field(ge=0)]
+    """
+    How many slices the frame has (the same in every slice; at least 1).
+    """
+    byteLength: Annotated[int, Field(ge=0)]
+    """
+    Length in bytes of the whole logical frame, decoded (the same in every slice).
+    """
+    data: Annotated[str, Field(json_schema_extra={"contentEncoding": "base64"})]
+    """
+    This slice of the frame's UTF-8 bytes, standard base64 with padding. A slice may end inside a multi-byte character; only the reassembled bytes are UTF-8.
     """
 
 
@@ -3171,6 +3253,20 @@ class PromptAccepted(BaseModel):
     agentInvoked: bool
     """
     Whether a run was started.
+    """
+
+
+class NegotiatedProtocol(BaseModel):
+    """
+    Data of a successful `negotiate_protocol` response (omp).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    protocolVersion: Annotated[int, Field(ge=0)]
+    """
+    The version now in use (2).
     """
 
 
@@ -6249,10 +6345,10 @@ class SetHostToolsCommand(BaseModel):
 
 
 class RpcCommand(
-    RootModel[Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand]]
+    RootModel[Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand, SetEventOptionsCommand, NegotiateProtocolCommand]]
 ):
     root: Annotated[
-        Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand],
+        Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand, SetEventOptionsCommand, NegotiateProtocolCommand],
         Field(discriminator="type"),
     ]
     """
@@ -6820,9 +6916,9 @@ class AmeStart(BaseModel):
     """
     Stream event kind.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6842,9 +6938,9 @@ class AmeTextStart(BaseModel):
     """
     Index of the block in `partial.content`.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6868,9 +6964,9 @@ class AmeTextDelta(BaseModel):
     """
     The new text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6894,9 +6990,9 @@ class AmeTextEnd(BaseModel):
     """
     The block's full text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6916,9 +7012,9 @@ class AmeThinkingStart(BaseModel):
     """
     Index of the block in `partial.content`.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6942,9 +7038,9 @@ class AmeThinkingDelta(BaseModel):
     """
     The new text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6968,9 +7064,9 @@ class AmeThinkingEnd(BaseModel):
     """
     The block's full reasoning text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -6990,9 +7086,9 @@ class AmeToolcallStart(BaseModel):
     """
     Index of the block in `partial.content`.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -7016,9 +7112,9 @@ class AmeToolcallDelta(BaseModel):
     """
     The new argument text.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -7042,9 +7138,9 @@ class AmeToolcallEnd(BaseModel):
     """
     The complete call with parsed arguments.
     """
-    partial: AssistantMessage
+    partial: Optional[AssistantMessage] = None
     """
-    The message after applying this event (never ahead of it).
+    The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
     """
 
 
@@ -7178,9 +7274,9 @@ class MessageUpdateEvent(BaseModel):
     """
     Event type.
     """
-    message: AgentMessage
+    message: Optional[AgentMessage] = None
     """
-    The partial message after this step.
+    The partial message after this step. Absent after `set_event_options` with `partialMessages:false` (the lean stream): the step in `assistantMessageEvent` is then all there is.
     """
     assistantMessageEvent: AssistantMessageEvent
     """
@@ -7219,24 +7315,24 @@ class RpcEvent(
 
 
 class RpcInboundFrame(
-    RootModel[Union[RpcCommand, ExtensionUiResponse, HostToolUpdate, HostToolResult]]
+    RootModel[Union[RpcCommand, ExtensionUiResponse, HostToolUpdate, HostToolResult, RpcChunk]]
 ):
     root: Annotated[
-        Union[RpcCommand, ExtensionUiResponse, HostToolUpdate, HostToolResult],
+        Union[RpcCommand, ExtensionUiResponse, HostToolUpdate, HostToolResult, RpcChunk],
         Field(discriminator="type"),
     ]
     """
-    A line the host writes: a command or a sub-protocol answer.
+    A line the host writes: a command, a sub-protocol answer, or (after protocol v2 is negotiated) a slice of a chunked frame.
     """
 
 
 class RpcOutboundFrame(
-    RootModel[Union[RpcResponse, RpcEvent, ExtensionUiRequest, HostToolCall, HostToolCancel]]
+    RootModel[Union[RpcResponse, RpcEvent, ExtensionUiRequest, HostToolCall, HostToolCancel, RpcChunk]]
 ):
     root: Annotated[
-        Union[RpcResponse, RpcEvent, ExtensionUiRequest, HostToolCall, HostToolCancel],
+        Union[RpcResponse, RpcEvent, ExtensionUiRequest, HostToolCall, HostToolCancel, RpcChunk],
         Field(discriminator="type"),
     ]
     """
-    A line the agent writes: a response, an event or a sub-protocol request.
+    A line the agent writes: a response, an event, a sub-protocol request, or (after protocol v2 is negotiated) a slice of a chunked frame.
     """

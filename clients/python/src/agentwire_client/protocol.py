@@ -50,6 +50,8 @@ RESPONSE_MODELS: Dict[str, Any] = {
     "get_available_commands": m.CommandsResult,
     "list_sessions": m.SessionList,
     "get_tree": m.SessionTree,
+    "set_event_options": None,
+    "negotiate_protocol": m.NegotiatedProtocol,
 }
 
 #: Every command `type`, in schema order.
@@ -94,6 +96,8 @@ COMMAND_TYPES: Tuple[str, ...] = (
     "get_available_commands",
     "list_sessions",
     "get_tree",
+    "set_event_options",
+    "negotiate_protocol",
 )
 
 #: The model of each frame the agent sends on its own (events, UI requests, host tool calls).
@@ -133,6 +137,7 @@ EVENT_MODELS: Dict[str, Any] = {
     "extension_ui_request": m.ExtensionUiRequest,
     "host_tool_call": m.HostToolCall,
     "host_tool_cancel": m.HostToolCancel,
+    "rpc_chunk": m.RpcChunk,
 }
 
 #: Any frame the agent sends on its own whose `type` the schema knows.
@@ -181,6 +186,7 @@ AgentEvent = Union[
     m.UiCancelRequest,
     m.HostToolCall,
     m.HostToolCancel,
+    m.RpcChunk,
 ]
 
 #: A handler of one event type: a plain or an async callable.
@@ -734,6 +740,33 @@ class CommandMethods:
         result: m.SessionTree = await self._call(frame, m.SessionTree, timeout)
         return result
 
+    async def set_event_options(self, *, partial_messages: bool, timeout: Optional[float] = None) -> None:
+        """agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+
+        Sends `set_event_options` (SetEventOptionsCommand).
+
+        Args:
+            partial_messages: `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
+            timeout: Seconds to wait for the response (default: the client's).
+        """
+        frame: Dict[str, Any] = {"type": "set_event_options"}
+        frame["partialMessages"] = partial_messages
+        await self._call(frame, None, timeout)
+
+    async def negotiate_protocol(self, *, protocol_version: int, timeout: Optional[float] = None) -> m.NegotiatedProtocol:
+        """omp: switch this stream to RPC protocol version 2. Only 2 is accepted (any other version fails with `Unsupported RPC protocol version: N` and changes nothing). From the response on, a frame longer than `ready.maxFrameBytes` travels as `rpc_chunk` frames, in both directions. Without it the stream stays version 1: no frame is ever split and `rpc_chunk` is refused.
+
+        Sends `negotiate_protocol` (NegotiateProtocolCommand).
+
+        Args:
+            protocol_version: The version the host wants; one of `ready.supportedProtocolVersions` (only 2 can be negotiated; 1 is the default and cannot be asked for).
+            timeout: Seconds to wait for the response (default: the client's).
+        """
+        frame: Dict[str, Any] = {"type": "negotiate_protocol"}
+        frame["protocolVersion"] = protocol_version
+        result: m.NegotiatedProtocol = await self._call(frame, m.NegotiatedProtocol, timeout)
+        return result
+
 
 class EventSubscriptions:
     """Typed `on(type, handler)`; `AgentClient` implements `_subscribe`."""
@@ -845,6 +878,9 @@ class EventSubscriptions:
 
     @overload
     def on(self, event_type: Literal["host_tool_cancel"], handler: Callable[[m.HostToolCancel], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
+
+    @overload
+    def on(self, event_type: Literal["rpc_chunk"], handler: Callable[[m.RpcChunk], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
 
     @overload
     def on(self, event_type: str, handler: Handler) -> Callable[[], None]: ...

@@ -167,6 +167,14 @@ export interface CommandResponseMap {
    * Read every entry of the session as a tree (agentwire).
    */
   get_tree: T.SessionTree;
+  /**
+   * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+   */
+  set_event_options: void;
+  /**
+   * omp: switch this stream to RPC protocol version 2. Only 2 is accepted (any other version fails with `Unsupported RPC protocol version: N` and changes nothing). From the response on, a frame longer than `ready.maxFrameBytes` travels as `rpc_chunk` frames, in both directions. Without it the stream stays version 1: no frame is ever split and `rpc_chunk` is refused.
+   */
+  negotiate_protocol: T.NegotiatedProtocol;
 }
 
 /** A command's `type`. */
@@ -218,6 +226,8 @@ export const COMMAND_TYPES: readonly CommandType[] = [
   "get_available_commands",
   "list_sessions",
   "get_tree",
+  "set_event_options",
+  "negotiate_protocol",
 ];
 
 /**
@@ -364,6 +374,10 @@ export interface AgentEventMap {
    * The agent no longer needs a pending host tool call (abort, EOF, timeout).
    */
   host_tool_cancel: T.HostToolCancel;
+  /**
+   * omp protocol v2 transport frame, both directions (only after a successful `negotiate_protocol` with `protocolVersion: 2`): one slice of a logical frame too long for one physical line. The slices of one frame share a `chunkId`, are sent in order and back to back (`index` 0 … `count`-1), and their decoded `data` concatenated is the logical frame's UTF-8 JSON text (without its LF). The agent slices at most 256 KiB of the frame per chunk and splits every frame longer than `ready.maxFrameBytes`; it reassembles inbound frames of up to `ready.maxReassembledFrameBytes`.
+   */
+  rpc_chunk: T.RpcChunk;
 }
 
 /** The `type` of a frame the agent sends on its own. */
@@ -408,6 +422,7 @@ export const AGENT_EVENT_TYPES: readonly AgentEventType[] = [
   "extension_ui_request",
   "host_tool_call",
   "host_tool_cancel",
+  "rpc_chunk",
 ];
 
 const AGENT_EVENT_TYPE_SET: ReadonlySet<string> = new Set(AGENT_EVENT_TYPES);
@@ -789,5 +804,23 @@ export abstract class CommandMethods {
    */
   getTree(params: CommandParams<"get_tree"> = {}, options?: RequestOptions): Promise<T.SessionTree> {
     return this.send("get_tree", params, options);
+  }
+
+  /**
+   * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+   * 
+   * Sends `set_event_options` (SetEventOptionsCommand).
+   */
+  setEventOptions(params: CommandParams<"set_event_options">, options?: RequestOptions): Promise<void> {
+    return this.send("set_event_options", params, options);
+  }
+
+  /**
+   * omp: switch this stream to RPC protocol version 2. Only 2 is accepted (any other version fails with `Unsupported RPC protocol version: N` and changes nothing). From the response on, a frame longer than `ready.maxFrameBytes` travels as `rpc_chunk` frames, in both directions. Without it the stream stays version 1: no frame is ever split and `rpc_chunk` is refused.
+   * 
+   * Sends `negotiate_protocol` (NegotiateProtocolCommand). Resolves with `NegotiatedProtocol`.
+   */
+  negotiateProtocol(params: CommandParams<"negotiate_protocol">, options?: RequestOptions): Promise<T.NegotiatedProtocol> {
+    return this.send("negotiate_protocol", params, options);
   }
 }

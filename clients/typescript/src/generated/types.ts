@@ -83,7 +83,9 @@ export type RpcCommand =
   | GetCommandsCommand
   | GetAvailableCommandsCommand
   | ListSessionsCommand
-  | GetTreeCommand;
+  | GetTreeCommand
+  | SetEventOptionsCommand
+  | NegotiateProtocolCommand;
 /**
  * Content allowed in user messages and tool results.
  *
@@ -209,19 +211,19 @@ export type ExtensionUiRequest =
   | UiSetEditorTextRequest
   | UiCancelRequest;
 /**
- * A line the host writes: a command or a sub-protocol answer.
+ * A line the host writes: a command, a sub-protocol answer, or (after protocol v2 is negotiated) a slice of a chunked frame.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "RpcInboundFrame".
  */
-export type RpcInboundFrame = RpcCommand | ExtensionUiResponse | HostToolUpdate | HostToolResult;
+export type RpcInboundFrame = RpcCommand | ExtensionUiResponse | HostToolUpdate | HostToolResult | RpcChunk;
 /**
- * A line the agent writes: a response, an event or a sub-protocol request.
+ * A line the agent writes: a response, an event, a sub-protocol request, or (after protocol v2 is negotiated) a slice of a chunked frame.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "RpcOutboundFrame".
  */
-export type RpcOutboundFrame = RpcResponse | RpcEvent | ExtensionUiRequest | HostToolCall | HostToolCancel;
+export type RpcOutboundFrame = RpcResponse | RpcEvent | ExtensionUiRequest | HostToolCall | HostToolCancel | RpcChunk;
 /**
  * Machine-readable class of a failed command (agentwire addition; pi/omp clients ignore it).
  *
@@ -856,6 +858,40 @@ export interface AbortRetryCommand {
   type: "abort_retry";
 }
 /**
+ * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SetEventOptionsCommand".
+ */
+export interface SetEventOptionsCommand {
+  id?: RequestId;
+  /**
+   * Command name.
+   */
+  type: "set_event_options";
+  /**
+   * `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
+   */
+  partialMessages: boolean;
+}
+/**
+ * omp: switch this stream to RPC protocol version 2. Only 2 is accepted (any other version fails with `Unsupported RPC protocol version: N` and changes nothing). From the response on, a frame longer than `ready.maxFrameBytes` travels as `rpc_chunk` frames, in both directions. Without it the stream stays version 1: no frame is ever split and `rpc_chunk` is refused.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "NegotiateProtocolCommand".
+ */
+export interface NegotiateProtocolCommand {
+  id?: RequestId;
+  /**
+   * Command name.
+   */
+  type: "negotiate_protocol";
+  /**
+   * The version the host wants; one of `ready.supportedProtocolVersions` (only 2 can be negotiated; 1 is the default and cannot be asked for).
+   */
+  protocolVersion: number;
+}
+/**
  * Run a shell command in the working directory; the execution joins the context of the next prompt.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
@@ -1220,7 +1256,7 @@ export interface AmeStart {
    * Stream event kind.
    */
   type: "start";
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A response from the model.
@@ -1364,7 +1400,7 @@ export interface AmeTextStart {
    * Index of the block in `partial.content`.
    */
   contentIndex: number;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * Text appended to a block.
@@ -1385,7 +1421,7 @@ export interface AmeTextDelta {
    * The new text.
    */
   delta: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A text block closed.
@@ -1406,7 +1442,7 @@ export interface AmeTextEnd {
    * The block's full text.
    */
   content: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A thinking block opened.
@@ -1423,7 +1459,7 @@ export interface AmeThinkingStart {
    * Index of the block in `partial.content`.
    */
   contentIndex: number;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * Reasoning text appended to a block.
@@ -1444,7 +1480,7 @@ export interface AmeThinkingDelta {
    * The new text.
    */
   delta: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A thinking block closed.
@@ -1465,7 +1501,7 @@ export interface AmeThinkingEnd {
    * The block's full reasoning text.
    */
   content: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A tool call block opened.
@@ -1482,7 +1518,7 @@ export interface AmeToolcallStart {
    * Index of the block in `partial.content`.
    */
   contentIndex: number;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * Raw JSON argument text appended to a tool call (the first delta is empty).
@@ -1503,7 +1539,7 @@ export interface AmeToolcallDelta {
    * The new argument text.
    */
   delta: string;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * A tool call block closed.
@@ -1521,7 +1557,7 @@ export interface AmeToolcallEnd {
    */
   contentIndex: number;
   toolCall: ToolCall;
-  partial: AssistantMessage;
+  partial?: AssistantMessage;
 }
 /**
  * The message completed (documented; hosts see `message_end`).
@@ -1840,7 +1876,7 @@ export interface MessageUpdateEvent {
    * Event type.
    */
   type: "message_update";
-  message: AgentMessage;
+  message?: AgentMessage;
   assistantMessageEvent: AssistantMessageEvent;
 }
 /**
@@ -2701,23 +2737,27 @@ export interface ReadyEvent {
    */
   type: "ready";
   /**
-   * Protocol version in use.
+   * Protocol version in use: always 1 at start (omp); `negotiate_protocol` switches to 2.
    */
   protocolVersion: number;
   /**
-   * Protocol versions the agent can speak.
+   * Protocol versions the agent can speak: `[1, 2]` (2: `rpc_chunk` framing, after `negotiate_protocol`).
    *
    * Items: A version.
    */
   supportedProtocolVersions?: number[];
   /**
-   * Longest inbound line accepted, in bytes.
+   * omp: longest physical frame the agent writes once protocol 2 is negotiated (1 MiB); a longer logical frame goes out as `rpc_chunk` frames. Hosts should chunk frames over it too. Not the inbound line limit (see `maxLineBytes`).
    */
   maxFrameBytes: number;
   /**
-   * omp: largest chunk-reassembled frame.
+   * omp: longest logical frame (decoded bytes) the agent reassembles from inbound `rpc_chunk` frames (64 MiB).
    */
   maxReassembledFrameBytes?: number;
+  /**
+   * agentwire: longest inbound line accepted, in bytes (`--max-line-bytes`; default 16 MiB), in either protocol version; a longer line is skipped with a `frame_too_large` error.
+   */
+  maxLineBytes?: number;
   /**
    * agentwire: implementation name.
    */
@@ -3113,6 +3153,38 @@ export interface HostToolResult {
    * Whether the tool failed.
    */
   isError?: boolean;
+}
+/**
+ * omp protocol v2 transport frame, both directions (only after a successful `negotiate_protocol` with `protocolVersion: 2`): one slice of a logical frame too long for one physical line. The slices of one frame share a `chunkId`, are sent in order and back to back (`index` 0 … `count`-1), and their decoded `data` concatenated is the logical frame's UTF-8 JSON text (without its LF). The agent slices at most 256 KiB of the frame per chunk and splits every frame longer than `ready.maxFrameBytes`; it reassembles inbound frames of up to `ready.maxReassembledFrameBytes`.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "RpcChunk".
+ */
+export interface RpcChunk {
+  /**
+   * Frame type.
+   */
+  type: "rpc_chunk";
+  /**
+   * Names one chunked frame; the agent writes `rpc-1`, `rpc-2`, … in the order it splits frames.
+   */
+  chunkId: string;
+  /**
+   * Position of this slice, from 0.
+   */
+  index: number;
+  /**
+   * How many slices the frame has (the same in every slice; at least 1).
+   */
+  count: number;
+  /**
+   * Length in bytes of the whole logical frame, decoded (the same in every slice).
+   */
+  byteLength: number;
+  /**
+   * This slice of the frame's UTF-8 bytes, standard base64 with padding. A slice may end inside a multi-byte character; only the reassembled bytes are UTF-8.
+   */
+  data: string;
 }
 /**
  * The answer to one command line. `success:true` carries `data` (absent for commands without a result; its schema is the command's `x-response`); `success:false` carries `error`.
@@ -3935,6 +4007,18 @@ export interface PromptAccepted {
    * Whether a run was started.
    */
   agentInvoked: boolean;
+}
+/**
+ * Data of a successful `negotiate_protocol` response (omp).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "NegotiatedProtocol".
+ */
+export interface NegotiatedProtocol {
+  /**
+   * The version now in use (2).
+   */
+  protocolVersion: number;
 }
 /**
  * Whether a session operation was cancelled (by an extension hook).
