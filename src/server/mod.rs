@@ -19,7 +19,7 @@ use crate::dialect::wire::{serve_wire, WireHost, WireSession};
 use crate::dialect::acp::{serve_acp, AcpConn, AcpServer, AcpSessionHost, SessionFactory};
 use crate::providers::offline::OfflineModel;
 use crate::sessions::Session;
-use crate::transport::spawn_writer;
+use crate::transport::{spawn_blocking_writer, spawn_writer, stdout_sink, Outbox};
 use crate::transport::until::UntilCancelled;
 use tokio_util::sync::CancellationToken;
 
@@ -180,6 +180,19 @@ async fn run_process(agent: Agent, writer: tokio::task::JoinHandle<std::io::Resu
     code
 }
 
+/// The single writer of stdout: a thread that owns a duplicate of file descriptor 1 and writes
+/// queued frames with plain `write(2)`s (tokio's `Stdout` would copy each write once more and
+/// hop to its blocking pool per write); tokio's `Stdout` only if fd 1 cannot be duplicated.
+fn stdout_writer(budget_bytes: usize) -> (Outbox, tokio::task::JoinHandle<std::io::Result<u64>>) {
+    match stdout_sink() {
+        Ok(file) => spawn_blocking_writer(file, budget_bytes),
+        Err(e) => {
+            tracing::debug!("stdout cannot be duplicated ({e}); writing through tokio's stdout");
+            spawn_writer(tokio::io::stdout(), budget_bytes)
+        }
+    }
+}
+
 /// stdin, ending when `stop` is cancelled.
 fn input(stop: &CancellationToken) -> UntilCancelled<tokio::io::BufReader<tokio::io::Stdin>> {
     UntilCancelled::new(tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone())
@@ -191,7 +204,7 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = spawn_writer(tokio::io::stdout(), options.max_outbound_bytes);
+    let (out, writer) = stdout_writer(options.max_outbound_bytes);
     let host = Arc::new(RpcHost::new(out.clone()));
     let agent = prepared.build(host.clone());
     let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
@@ -207,7 +220,7 @@ pub async fn run_wire_process(options: RpcOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = spawn_writer(tokio::io::stdout(), options.max_outbound_bytes);
+    let (out, writer) = stdout_writer(options.max_outbound_bytes);
     let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
     let agent = prepared.build(host.clone());
     let session = WireSession::new(agent.clone(), host);
@@ -286,7 +299,7 @@ pub async fn run_acp_process(options: RpcOptions) -> u8 {
             }
         }
     }
-    let (out, writer) = spawn_writer(tokio::io::stdout(), options.max_outbound_bytes);
+    let (out, writer) = stdout_writer(options.max_outbound_bytes);
     let conn = Arc::new(AcpConn::new(out));
     let server = AcpServer::new(conn, Arc::new(AcpSessions { options: options.clone(), accepts_images }));
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());

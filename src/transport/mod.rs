@@ -14,4 +14,4 @@ pub mod until;
 pub mod writer;
 
 pub use lines::{InboundLine, LineReader};
-pub use writer::{encode_frame, spawn_writer, FrameBatch, Outbox, WriterClosed};
+pub use writer::{encode_frame, spawn_blocking_writer, spawn_writer, stdout_sink, FrameBatch, Outbox, WriterClosed};

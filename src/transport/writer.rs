@@ -186,10 +186,61 @@ pub fn spawn_writer<W>(sink: W, budget_bytes: usize) -> (Outbox, tokio::task::Jo
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let (outbox, rx, budget) = outbox(budget_bytes);
+    (outbox, tokio::spawn(write_frames(sink, rx, budget)))
+}
+
+/// [`spawn_writer`] for a blocking sink (the process's stdout), written from a thread of the
+/// blocking pool that owns it for the life of the writer. tokio's own `Stdout` copies every
+/// write into a buffer of its own and hands it to the blocking pool, one hop per write; here
+/// the queued frames go from the queue to `write(2)` with one copy into a 64 KiB buffer, and
+/// the thread sleeps in the queue, not in the pool. Must be called inside a tokio runtime.
+pub fn spawn_blocking_writer<W>(sink: W, budget_bytes: usize) -> (Outbox, tokio::task::JoinHandle<std::io::Result<u64>>)
+where
+    W: std::io::Write + Send + 'static,
+{
+    let (outbox, rx, budget) = outbox(budget_bytes);
+    let writer = tokio::task::spawn_blocking(move || {
+        let result = write_queued_blocking(sink, rx);
+        budget.close();
+        result
+    });
+    (outbox, writer)
+}
+
+/// A stdout the blocking writer can own: a duplicate of file descriptor 1 (std's `Stdout`
+/// flushes at every LF, a `write(2)` per frame).
+pub fn stdout_sink() -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    Ok(std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?))
+}
+
+fn outbox(budget_bytes: usize) -> (Outbox, mpsc::UnboundedReceiver<Queued>, Arc<Semaphore>) {
     let limit = u32::try_from(budget_bytes).unwrap_or(u32::MAX).clamp(1, Semaphore::MAX_PERMITS as u32);
     let budget = Arc::new(Semaphore::new(limit as usize));
     let (tx, rx) = mpsc::unbounded_channel();
-    (Outbox { tx, budget: budget.clone(), limit, chunks: Arc::default() }, tokio::spawn(write_frames(sink, rx, budget)))
+    (Outbox { tx, budget: budget.clone(), limit, chunks: Arc::default() }, rx, budget)
+}
+
+fn write_queued_blocking<W: std::io::Write>(sink: W, mut rx: mpsc::UnboundedReceiver<Queued>) -> std::io::Result<u64> {
+    use std::io::Write;
+    // As in `write_queued`: gather what is queued, flush when the queue runs dry.
+    let mut sink = std::io::BufWriter::with_capacity(64 * 1024, sink);
+    let mut written = 0;
+    while let Some((frame, _permit)) = rx.blocking_recv() {
+        let mut result = sink.write_all(&frame);
+        written += 1;
+        while let (Ok(()), Ok((frame, _permit))) = (&result, rx.try_recv()) {
+            result = sink.write_all(&frame);
+            written += 1;
+        }
+        if let Err(e) = result.and_then(|()| sink.flush()) {
+            rx.close();
+            return Err(e);
+        }
+    }
+    sink.flush()?;
+    Ok(written)
 }
 
 async fn write_frames<W: AsyncWrite + Unpin>(sink: W, rx: mpsc::UnboundedReceiver<Queued>, budget: Arc<Semaphore>) -> std::io::Result<u64> {
@@ -321,6 +372,47 @@ mod tests {
         let text = String::from_utf8(reader.await.unwrap()).unwrap();
         let ns: Vec<u64> = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_u64().unwrap()).collect();
         assert_eq!(ns, (0..200).collect::<Vec<_>>(), "every frame, in order");
+    }
+
+    /// The blocking writer (stdout's) keeps every frame whole and in order, and stops when its
+    /// sink fails.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_blocking_writer_writes_whole_frames_in_order_and_stops_on_failure() {
+        #[derive(Clone, Default)]
+        struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Shared {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Shared::default();
+        let (outbox, writer) = spawn_blocking_writer(sink.clone(), 4096);
+        for n in 0..500 {
+            outbox.send(&json!({"n": n, "pad": "x".repeat(n % 300)})).await.unwrap();
+        }
+        drop(outbox);
+        assert_eq!(writer.await.unwrap().unwrap(), 500);
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let ns: Vec<u64> = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_u64().unwrap()).collect();
+        assert_eq!(ns, (0..500).collect::<Vec<_>>());
+
+        struct Broken;
+        impl std::io::Write for Broken {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+        }
+        let (outbox, writer) = spawn_blocking_writer(Broken, 64);
+        let _ = outbox.send(&json!({"type": "ready"})).await;
+        assert!(writer.await.unwrap().is_err());
+        assert_eq!(outbox.send(&json!({"type": "late"})).await, Err(WriterClosed));
     }
 
     #[tokio::test]
