@@ -97,10 +97,12 @@ pub async fn run_shell(
     mut on_output: impl FnMut(&str),
 ) -> std::io::Result<ShellOutcome> {
     // `exec 2>&1` merges stderr into stdout inside the shell, so the two keep their real order
-    // (reading two pipes would interleave them by scheduling).
+    // (reading two pipes would interleave them by scheduling). It shares the command's first
+    // line, so the shell's messages name the lines the host wrote (`line 1: x: command not
+    // found`, as pi's bash reports them).
     let mut cmd = tokio::process::Command::new(shell());
     cmd.arg("-c")
-        .arg(format!("exec 2>&1\n{command}"))
+        .arg(format!("exec 2>&1; {command}"))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
