@@ -26,6 +26,9 @@ pub struct MessageBuilder {
     tool_calls: u32,
     cost: ModelCost,
     started: std::time::Instant,
+    /// A thinking signature announced before its block's first delta (the OpenAI-compatible
+    /// provider names the reasoning field up front), for the block to start with.
+    pending_signature: Option<String>,
 }
 
 fn zero_usage() -> Usage {
@@ -66,6 +69,7 @@ impl MessageBuilder {
             tool_calls: 0,
             cost: model.cost.clone(),
             started: std::time::Instant::now(),
+            pending_signature: None,
         }
     }
 
@@ -91,9 +95,11 @@ impl MessageBuilder {
         }
         match chunk {
             ModelChunk::ThinkingSignature(signature) => {
-                // Belongs to the thinking block streaming now, or the last one.
-                if let Some(AssistantContent::Thinking(t)) = self.message.content.iter_mut().rev().find(|c| matches!(c, AssistantContent::Thinking(_))) {
-                    t.thinking_signature.get_or_insert_with(String::new).push_str(&signature);
+                // Belongs to the thinking block streaming now, or the last one; before any
+                // thinking block, to the first (its `thinking_start` snapshot carries it, as pi's).
+                match self.message.content.iter_mut().rev().find(|c| matches!(c, AssistantContent::Thinking(_))) {
+                    Some(AssistantContent::Thinking(t)) => t.thinking_signature.get_or_insert_with(String::new).push_str(&signature),
+                    _ => self.pending_signature.get_or_insert_with(String::new).push_str(&signature),
                 }
             }
             ModelChunk::Text(delta) => {
@@ -114,7 +120,7 @@ impl MessageBuilder {
                     self.message.content.push(AssistantContent::Thinking(ThinkingContent {
                         type_: Default::default(),
                         thinking: String::new(),
-                        thinking_signature: None,
+                        thinking_signature: self.pending_signature.take(),
                         redacted: None,
                     }));
                     self.open = Open::Thinking;

@@ -189,12 +189,13 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
         let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
         for field in ["reasoning_content", "reasoning"] {
             if let Some(text) = delta.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                send_chunk(tx, ModelChunk::Thinking(text.to_owned())).await?;
-                // The signature names the field the reasoning came from (as pi records it).
+                // The signature names the field the reasoning came from (as pi records it),
+                // from the block's start on.
                 if !thinking_announced {
                     thinking_announced = true;
                     send_chunk(tx, ModelChunk::ThinkingSignature(field.to_owned())).await?;
                 }
+                send_chunk(tx, ModelChunk::Thinking(text.to_owned())).await?;
             }
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
