@@ -90,10 +90,11 @@ impl MessageBuilder {
     /// Applies one chunk, emitting each resulting step (with the message as it stands right
     /// after that step) to `sink`, in order.
     pub async fn apply(&mut self, chunk: ModelChunk, sink: &dyn EventSink) {
-        if self.message.ttft.is_none() && !matches!(chunk, ModelChunk::Error(_) | ModelChunk::Done { .. }) {
+        if self.message.ttft.is_none() && !matches!(chunk, ModelChunk::Error(_) | ModelChunk::Done { .. } | ModelChunk::ResponseId(_)) {
             self.message.ttft = Some(self.started.elapsed().as_secs_f64() * 1000.0);
         }
         match chunk {
+            ModelChunk::ResponseId(id) => self.message.response_id = Some(id),
             ModelChunk::ThinkingSignature(signature) => {
                 // Belongs to the thinking block streaming now, or the last one; before any
                 // thinking block, to the first (its `thinking_start` snapshot carries it, as pi's).
@@ -186,7 +187,9 @@ impl MessageBuilder {
                     reasoning: None,
                     cost: UsageCost { total: cost.input + cost.output + cost.cache_read + cost.cache_write, ..cost },
                 };
-                self.message.response_id = response_id;
+                if response_id.is_some() {
+                    self.message.response_id = response_id;
+                }
                 self.message.duration = Some(self.started.elapsed().as_secs_f64() * 1000.0);
                 self.message.stop_reason = if self.tool_calls > 0 {
                     StopReason::ToolUse
@@ -202,9 +205,10 @@ impl MessageBuilder {
 
     /// Ends the message as aborted: open blocks are closed first.
     pub async fn abort(&mut self, sink: &dyn EventSink) {
-        self.close(sink).await;
+        // The closing events' snapshots already say why the block ends (as pi's do).
         self.message.stop_reason = StopReason::Aborted;
         self.message.error_message = Some("Request was aborted".to_owned());
+        self.close(sink).await;
         self.message.usage = zero_usage();
         self.message.completed_at = Some(now_ms());
         // An aborted message is kept as history without tool calls: none of them will run, and a

@@ -17,7 +17,7 @@
 //!   recorder's [`Normalizer`]); the run directory of the recording is the run's `{{tmp}}`;
 //! - values of the fake environment: `baseUrl` (the fake server's port), `usage`, `cost`,
 //!   token counts and `contextUsage` (the fakes report different numbers, costs are floats),
-//!   `responseId`, an error response's `error` text, an assistant's `errorMessage` (the
+//!   `responseId`, omp's page cursors (base64 of its session ids), an error response's `error` text, an assistant's `errorMessage` (the
 //!   provider's wording), omp's model `compat`, `thinking`, `identity`, `requiresGlyphTokenization` and
 //!   `supportsComputerUse` (its provider layer, which agentwire does not have);
 //! - every expected frame is a subset match: agentwire speaks the union of pi's and omp's
@@ -73,9 +73,66 @@ impl Peer {
 }
 
 /// Keys whose values belong to the fake environment or the implementation (see the module docs).
-const LOOSE_KEYS: &[&str] = &["baseUrl", "usage", "cost", "tokens", "contextUsage", "responseId", "errorMessage"];
-/// omp keys of its provider layer with no protocol meaning, left out of the patterns.
-const OMP_DROPPED_KEYS: &[&str] = &["compat", "thinking", "identity", "requiresGlyphTokenization", "supportsComputerUse"];
+const LOOSE_KEYS: &[&str] = &["baseUrl", "usage", "cost", "tokens", "contextUsage", "responseId", "errorMessage", "nextCursor", "prevCursor"];
+/// omp's `ready`: its frame limit is an implementation value; the protocol versions it offers
+/// ([1, 2]) and `maxReassembledFrameBytes` (v2's chunk reassembly) wait for protocol v2 (issue
+/// 17, on another branch) — the `protocol` scenario, which negotiates, is baselined until then.
+const READY_LOOSE_KEYS: &[&str] = &["maxFrameBytes", "supportedProtocolVersions"];
+const READY_DROPPED_KEYS: &[&str] = &["maxReassembledFrameBytes"];
+/// omp keys of its provider layer with no protocol meaning (and its timings, which agentwire
+/// reports only for completed responses), left out of the patterns.
+const OMP_DROPPED_KEYS: &[&str] = &["compat", "thinking", "identity", "requiresGlyphTokenization", "supportsComputerUse", "errorId", "contextSnapshot", "duration", "ttft", "premiumRequests"];
+
+/// omp fields agentwire deliberately leaves out (docs/rpc-mode.md, "Where we differ"): on user
+/// messages `attribution` and `steering` (pi's message shape); in `get_state` the system prompt
+/// and tool dump (notes §2.7.3 "We:": only on request), fast mode and `tokensPerSecond`.
+const OMP_USER_MESSAGE_KEYS: &[&str] = &["attribution", "steering"];
+const OMP_STATE_KEYS: &[&str] = &["systemPrompt", "dumpTools", "fastModeEnabled", "fastModeActive", "tokensPerSecond"];
+
+/// One frame as agentwire's documented decisions shape it: omp-only parts left out (see
+/// [`OMP_USER_MESSAGE_KEYS`]); the thinking level omp reports for a model without reasoning
+/// (its configured default, `high`) replaced by the effective one, `off` (notes §2.6.10 "We:":
+/// clamp to what the model supports); `get_state.sessionFile` of a session without messages
+/// left out (both peers name the path up front; agentwire's is absent until the file exists,
+/// docs/rpc-mode.md "Where we differ").
+fn as_we_decided(v: &Value, peer: Peer) -> Value {
+    match v {
+        Value::Object(o) if peer == Peer::Omp && BUILTIN_TOOLS.contains(&o.get("toolName").and_then(Value::as_str).unwrap_or_default()) => {
+            // omp's built-in tools word their results their own way (bash appends the wall
+            // time, todo renders its list): the text is `{{string}}`, `details` left out.
+            let mut out = o.clone();
+            let result = if o.get("role") == Some(&json!("toolResult")) { Some(&mut out) } else { out.get_mut("result").and_then(Value::as_object_mut) };
+            if let Some(result) = result {
+                result.remove("details");
+                for block in result.get_mut("content").and_then(Value::as_array_mut).into_iter().flatten() {
+                    if block.get("text").is_some() {
+                        block["text"] = json!("{{string}}");
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Object(o) => {
+            let user = peer == Peer::Omp && o.get("role") == Some(&json!("user"));
+            let state = o.get("model").is_some() && o.get("isStreaming").is_some();
+            let omp_state = peer == Peer::Omp && state;
+            let mut out = Map::new();
+            for (k, child) in o {
+                if (user && OMP_USER_MESSAGE_KEYS.contains(&k.as_str())) || (omp_state && OMP_STATE_KEYS.contains(&k.as_str())) {
+                    continue;
+                }
+                let off = state && k == "thinkingLevel" && o["model"]["reasoning"] == false;
+                if state && k == "sessionFile" && o.get("messageCount") == Some(&json!(0)) {
+                    continue;
+                }
+                out.insert(k.clone(), if off { json!("off") } else { as_we_decided(child, peer) });
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| as_we_decided(x, peer)).collect()),
+        other => other.clone(),
+    }
+}
 
 /// omp's unprompted frames that no host relies on (reference-transcripts README §6).
 fn is_omp_noise(frame: &Value) -> bool {
@@ -290,8 +347,10 @@ fn model_reply(reply: &ScriptedReply, streamed: Option<&StreamedMessage>) -> Val
             .map(|(i, (id, name, arguments))| {
                 let mut call = json!({"id": id, "name": name, "arguments": arguments});
                 // The recorded deltas, when they add up to these arguments.
-                if let Some(chunks) = streamed.tool_arguments.get(i).filter(|c| !c.is_empty()) {
-                    if serde_json::from_str::<Value>(&chunks.concat()).ok().as_ref() == Some(arguments) {
+                let chunks: Option<Vec<&String>> = streamed.tool_arguments.get(i).map(|c| c.iter().filter(|d| !d.is_empty()).collect());
+                if let Some(chunks) = chunks.filter(|c| !c.is_empty()) {
+                    let text: String = chunks.iter().map(|c| c.as_str()).collect();
+                    if serde_json::from_str::<Value>(&text).ok().as_ref() == Some(arguments) {
                         call["argumentChunks"] = json!(chunks);
                     }
                 }
@@ -307,10 +366,62 @@ fn model_reply(reply: &ScriptedReply, streamed: Option<&StreamedMessage>) -> Val
 }
 
 /// The model lines: each scripted reply that is not an error goes with the next recorded
-/// assistant message that did not end in an error.
-fn model_lines(replies: &[ScriptedReply], streamed: &[StreamedMessage]) -> Vec<Value> {
+/// assistant message that did not end in an error; messages the recording has beyond the
+/// script got the fake's reply for an exhausted script, `exhausted`.
+fn model_lines(replies: &[ScriptedReply], exhausted: &ScriptedReply, streamed: &[StreamedMessage]) -> Vec<Value> {
     let mut messages = streamed.iter().filter(|m| m.stop_reason != "error");
-    replies.iter().map(|r| json!({"kind": "model", "reply": model_reply(r, if r.error.is_some() { None } else { messages.next() })})).collect()
+    let mut lines: Vec<Value> = replies.iter().map(|r| json!({"kind": "model", "reply": model_reply(r, if r.error.is_some() { None } else { messages.next() })})).collect();
+    lines.extend(messages.map(|m| json!({"kind": "model", "reply": model_reply(exhausted, Some(m))})));
+    lines
+}
+
+/// omp writes `host_tool_call` before the call's `tool_execution_start`; agentwire after it, so
+/// the host knows the call first (notes §2.13.3 "We:").
+fn start_before_host_call(lines: &mut Vec<Recorded>) {
+    let mut i = 0;
+    while i < lines.len() {
+        let call_id = match &lines[i] {
+            Recorded::Out(call) if call["type"] == "host_tool_call" => call["toolCallId"].clone(),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let start = lines[i + 1..].iter().position(|l| matches!(l, Recorded::Out(f) if f["type"] == "tool_execution_start" && f["toolCallId"] == call_id));
+        match start {
+            Some(offset) => {
+                let call = lines.remove(i);
+                lines.insert(i + offset + 1, call);
+            }
+            None => i += 1,
+        }
+    }
+}
+
+/// Tools of the agent itself: how often and with what partial output they report progress is
+/// their implementation's timing (a host tool's updates are the host's and stay exact).
+const BUILTIN_TOOLS: &[&str] = &["bash", "read", "write", "edit", "grep", "find", "ls", "todo"];
+
+/// Drops the built-in tools' `tool_execution_update` lines; the call's `tool_execution_end`
+/// becomes a `wait`, which reads past however many updates agentwire sends.
+fn tolerate_builtin_updates(lines: Vec<Value>) -> Vec<Value> {
+    let builtin = |frame: &Value| BUILTIN_TOOLS.contains(&frame["toolName"].as_str().unwrap_or_default());
+    lines
+        .into_iter()
+        .filter(|l| !(l["kind"] == "out" && l["frame"]["type"] == "tool_execution_update" && builtin(&l["frame"])))
+        .map(|l| {
+            if l["kind"] == "out" && l["frame"]["type"] == "tool_execution_end" && builtin(&l["frame"]) {
+                json!({"kind": "wait", "frame": l["frame"], "subset": true})
+            } else {
+                l
+            }
+        })
+        .collect()
+}
+
+/// A host frame answering something the agent asked (its `id` is the agent's).
+fn is_answer(frame: &Value) -> bool {
+    matches!(frame["type"].as_str(), Some("extension_ui_response" | "host_tool_update" | "host_tool_result" | "host_uri_result" | "host_uri_error"))
 }
 
 /// Replaces `from` by `to` in every string of `v`.
@@ -329,11 +440,15 @@ fn loosen(v: &Value, peer: Peer) -> Value {
         Value::Object(o) => {
             let mut out = Map::new();
             let failed_response = o.get("type") == Some(&json!("response")) && o.get("success") == Some(&json!(false));
+            let ready = o.get("type") == Some(&json!("ready"));
             for (k, child) in o {
-                if peer == Peer::Omp && OMP_DROPPED_KEYS.contains(&k.as_str()) && !child.is_string() {
+                if (peer == Peer::Omp && OMP_DROPPED_KEYS.contains(&k.as_str()) && !child.is_string())
+                    || (ready && READY_DROPPED_KEYS.contains(&k.as_str()))
+                    || STREAMING_TOOL_CALL_KEYS.contains(&k.as_str())
+                {
                     continue;
                 }
-                let loose = LOOSE_KEYS.contains(&k.as_str()) || (failed_response && k == "error");
+                let loose = LOOSE_KEYS.contains(&k.as_str()) || (failed_response && k == "error") || (ready && READY_LOOSE_KEYS.contains(&k.as_str()));
                 out.insert(k.clone(), if loose { json!("{{any}}") } else { loosen(child, peer) });
             }
             Value::Object(out)
@@ -343,36 +458,106 @@ fn loosen(v: &Value, peer: Peer) -> Value {
     }
 }
 
-/// pi's snapshots in `message_update` run ahead of the events (notes §2.9.3): a `*_start`
-/// event's snapshot already holds the block's first delta, and every snapshot has the
-/// response id of the first chunk. agentwire's snapshots are the state after the event ("We:"
-/// there), the response id applied when the response is complete: the started block is empty
-/// and `responseId` is left out of update snapshots (it is still checked in `message_end`).
-fn snapshot_after_start(frame: &Value) -> Value {
-    if frame["type"] != "message_update" {
-        return frame.clone();
-    }
-    let event = &frame["assistantMessageEvent"];
-    let field = match event["type"].as_str() {
-        Some("text_start") => Some("text"),
-        Some("thinking_start") => Some("thinking"),
-        _ => None,
-    };
-    let index = event["contentIndex"].as_u64().and_then(|i| usize::try_from(i).ok());
-    let mut f = frame.clone();
-    for pointer in ["/message", "/assistantMessageEvent/partial"] {
-        // pi reads the response id from the first chunk, agentwire applies it at the end.
-        if let Some(snapshot) = f.pointer_mut(pointer).and_then(Value::as_object_mut) {
-            snapshot.remove("responseId");
+/// Keys of a streaming tool call: pi drops them at `toolcall_end`, omp keeps them to the end;
+/// agentwire drops them at `toolcall_end` (pi) — left out of the patterns.
+const STREAMING_TOOL_CALL_KEYS: &[&str] = &["partialArgs", "streamIndex"];
+
+/// pi's and omp's snapshots run ahead of their events (notes §2.9.3, §2.10.1): omp's
+/// `message_start` and both peers' update snapshots already hold text not yet sent as a delta,
+/// and the response id of the first chunk. agentwire's snapshots are the state right after the
+/// event ("We:" in §2.9.3), the response id applied when the response is complete. So each
+/// assistant message's snapshots are rebuilt from the recorded events: a text or thinking block
+/// holds the deltas so far, a tool call still streaming has `{{any}}` arguments (agentwire
+/// shows them once they parse), `responseId` is left out of `message_start` and the updates
+/// (it is still checked from `message_end` on).
+///
+/// omp emits no `*_end` for the block an abort cut; agentwire closes every open block before
+/// `message_end`, abort included ("We:" in §2.9.3): [`Snapshots::closing`] gives the `*_end`
+/// events to expect first.
+#[derive(Default)]
+struct Snapshots {
+    blocks: Vec<Value>,
+    /// Blocks started and not ended, by content index.
+    open: Vec<usize>,
+}
+
+impl Snapshots {
+    /// Before an assistant `message_end`: the end events of blocks still open (subset patterns).
+    fn closing(&mut self, frame: &Value) -> Vec<Value> {
+        if frame["type"] != "message_end" || frame["message"]["role"] != "assistant" {
+            return Vec::new();
         }
-    }
-    let (Some(field), Some(index)) = (field, index) else { return f };
-    for pointer in ["/message/content", "/assistantMessageEvent/partial/content"] {
-        if let Some(block) = f.pointer_mut(pointer).and_then(|c| c.get_mut(index)).filter(|b| b.get(field).is_some()) {
-            block[field] = json!("");
+        let mut out = Vec::new();
+        for index in std::mem::take(&mut self.open) {
+            let block = &self.blocks[index];
+            let event = match block["type"].as_str() {
+                Some("text") => json!({"type": "text_end", "contentIndex": index, "content": block["text"]}),
+                Some("thinking") => json!({"type": "thinking_end", "contentIndex": index, "content": block["thinking"]}),
+                _ => continue,
+            };
+            out.push(json!({"type": "message_update", "assistantMessageEvent": event}));
         }
+        out
     }
-    f
+
+    fn apply(&mut self, frame: &Value) -> Value {
+        let mut f = frame.clone();
+        match frame["type"].as_str() {
+            Some("message_start") if frame["message"]["role"] == "assistant" => {
+                self.blocks.clear();
+                self.open.clear();
+                if frame["message"]["stopReason"] != "error" {
+                    f["message"]["content"] = json!([]);
+                    if let Some(m) = f["message"].as_object_mut() {
+                        m.remove("responseId");
+                    }
+                }
+            }
+            Some("message_update") => {
+                let event = &frame["assistantMessageEvent"];
+                let Some(index) = event["contentIndex"].as_u64().and_then(|i| usize::try_from(i).ok()) else { return f };
+                if self.blocks.len() <= index {
+                    self.blocks.resize(index + 1, Value::Null);
+                }
+                let recorded = &event["partial"]["content"][index];
+                let block = &mut self.blocks[index];
+                let delta = event["delta"].as_str().unwrap_or_default();
+                let kind = event["type"].as_str().unwrap_or_default();
+                if kind.ends_with("_start") {
+                    self.open.push(index);
+                } else if kind.ends_with("_end") {
+                    self.open.retain(|i| *i != index);
+                }
+                match event["type"].as_str() {
+                    Some("text_start") => *block = json!({"type": "text", "text": ""}),
+                    Some("thinking_start") => {
+                        *block = json!({"type": "thinking", "thinking": ""});
+                        if let Some(signature) = recorded.get("thinkingSignature") {
+                            block["thinkingSignature"] = signature.clone();
+                        }
+                    }
+                    Some("text_delta") => block["text"] = json!(format!("{}{delta}", block["text"].as_str().unwrap_or_default())),
+                    Some("thinking_delta") => block["thinking"] = json!(format!("{}{delta}", block["thinking"].as_str().unwrap_or_default())),
+                    Some("text_end") => block["text"] = event["content"].clone(),
+                    Some("thinking_end") => block["thinking"] = event["content"].clone(),
+                    Some("toolcall_start" | "toolcall_delta") => {
+                        *block = recorded.clone();
+                        block["arguments"] = json!("{{any}}");
+                    }
+                    Some("toolcall_end") => *block = event["toolCall"].clone(),
+                    _ => {}
+                }
+                for pointer in ["/message", "/assistantMessageEvent/partial"] {
+                    if let Some(snapshot) = f.pointer_mut(pointer).and_then(Value::as_object_mut) {
+                        snapshot.remove("responseId");
+                        snapshot.insert("content".into(), Value::Array(self.blocks.clone()));
+                    }
+                }
+            }
+            _ => {}
+        }
+        f
+    }
 }
 
 /// The recording's run directory (the recorded agent's HOME and work dir are below it), after
@@ -441,7 +626,8 @@ pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, St
     let script = scripts.get(scenario).ok_or_else(|| format!("{}: no entry {scenario:?} in scripts.json", path.display()))?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (dir, work) = run_dir(peer, scenario, &text);
-    let lines = read_recording(path)?;
+    let mut lines = read_recording(path)?;
+    start_before_host_call(&mut lines);
     let fake_script: Vec<Value> = script["fake_script"].as_array().cloned().unwrap_or_default();
     let replies = match peer {
         Peer::Pi => pi_replies(&fake_script),
@@ -456,15 +642,25 @@ pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, St
         "requirements": [peer.requirement()],
         "args": header_args(peer, script),
     })];
-    out.extend(model_lines(&replies, &streamed_messages(&lines)));
+    let exhausted = match peer {
+        Peer::Pi => pi_replies(std::slice::from_ref(&script["default_reply_when_exhausted"])),
+        Peer::Omp => omp_replies(std::slice::from_ref(&script["default_reply_when_exhausted"])),
+    };
+    let exhausted = exhausted.into_iter().next().unwrap_or_else(ScriptedReply::empty);
+    out.extend(model_lines(&replies, &exhausted, &streamed_messages(&lines)));
 
     // The recording's work dir is the run's `work`, its run dir the run's tmp.
     let (recorded_work, our_work) = (format!("{dir}/{work}"), format!("{dir}/work"));
     let mut normalizer = Normalizer::new(Path::new(&dir));
-    let host_ids: Vec<Value> = lines.iter().filter_map(|l| if let Recorded::In(f) = l { f.get("id").cloned() } else { None }).collect();
+    // The ids of the host's own commands stay literal; ids the agent chose (dialogs, host tool
+    // and URI calls, which the host's answers repeat) become captures.
+    let host_ids: Vec<Value> = lines.iter().filter_map(|l| if let Recorded::In(f) = l { f.get("id").filter(|_| !is_answer(f)).cloned() } else { None }).collect();
     let mut closed = false;
+    let mut snapshots = Snapshots::default();
     for line in &lines {
-        out.push(match line {
+        // Lines that go before this one's own (synthesised `*_end` events).
+        let mut before = Vec::new();
+        let next = match line {
             Recorded::In(frame) => json!({"kind": "in", "frame": normalizer.inbound(&replace_strings(frame, &recorded_work, &our_work))}),
             Recorded::InRaw(raw) => json!({"kind": "in", "raw": raw}),
             Recorded::CloseStdin if closed => continue,
@@ -474,11 +670,27 @@ pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, St
             }
             Recorded::Exit(code) => json!({"kind": "exit", "code": code}),
             Recorded::Out(frame) if peer == Peer::Omp && is_omp_noise(frame) => continue,
+            // The provider's first tool-call chunk carries no argument text; the peers relay
+            // it as an empty `toolcall_delta`, agentwire relays no empty delta.
+            Recorded::Out(frame) if frame["assistantMessageEvent"]["type"] == "toolcall_delta" && frame["assistantMessageEvent"]["delta"] == "" => continue,
             Recorded::Out(frame) => {
-                let frame = snapshot_after_start(&replace_strings(frame, &recorded_work, &our_work));
-                json!({"kind": "out", "frame": normalizer.outbound(&loosen(&frame, peer), &host_ids), "subset": true})
+                for end in snapshots.closing(frame) {
+                    before.push(json!({"kind": "out", "frame": end, "subset": true}));
+                }
+                let frame = as_we_decided(&snapshots.apply(&replace_strings(frame, &recorded_work, &our_work)), peer);
+                let line = json!({"kind": "out", "frame": normalizer.outbound(&loosen(&frame, peer), &host_ids), "subset": true});
+                if peer == Peer::Omp && frame["type"] == "agent_end" {
+                    // agentwire ends every prompt with `prompt_result` (notes §2.9.10 "We:"); omp
+                    // 18.2.3 sends one only for extension commands.
+                    before.push(line);
+                    json!({"kind": "out", "frame": {"type": "prompt_result"}, "subset": true, "optional": true})
+                } else {
+                    line
+                }
             }
-        });
+        };
+        out.append(&mut before);
+        out.push(next);
     }
     // pi's exit code is in scripts.json, not in the transcript.
     if peer == Peer::Pi && closed {
@@ -486,7 +698,7 @@ pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, St
             out.push(json!({"kind": "exit", "code": code}));
         }
     }
-    Ok(out.iter().map(|l| format!("{l}\n")).collect())
+    Ok(tolerate_builtin_updates(out).iter().map(|l| format!("{l}\n")).collect())
 }
 
 #[cfg(test)]
@@ -504,7 +716,7 @@ mod tests {
             StreamedMessage { stop_reason: "error".into(), ..StreamedMessage::default() },
             StreamedMessage { text: vec!["Let me run that.".into()], tool_arguments: vec![vec!["{\"command\"".into(), ": \"echo hi\"}".into()]], stop_reason: "toolUse".into(), ..StreamedMessage::default() },
         ];
-        let lines = model_lines(&pi_replies(&script), &streamed);
+        let lines = model_lines(&pi_replies(&script), &ScriptedReply::empty(), &streamed);
         let replies: Vec<&Value> = lines.iter().map(|l| &l["reply"]).collect();
         assert_eq!(replies[0], &json!({"error": "500 boom", "retryable": true}));
         assert_eq!(replies[1], replies[0], "repeat 2 is two error replies");

@@ -174,6 +174,9 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
         }
         if response_id.is_none() {
             response_id = chunk.get("id").and_then(Value::as_str).map(str::to_owned);
+            if let Some(id) = &response_id {
+                send_chunk(tx, ModelChunk::ResponseId(id.clone())).await?;
+            }
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             let prompt = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
