@@ -92,7 +92,7 @@ const OMP_STATE_KEYS: &[&str] = &["systemPrompt", "dumpTools", "fastModeEnabled"
 /// One frame as agentwire's documented decisions shape it: omp-only parts left out (see
 /// [`OMP_USER_MESSAGE_KEYS`]); the thinking level omp reports for a model without reasoning
 /// (its configured default, `high`) replaced by the effective one, `off` (notes §2.6.10 "We:":
-/// clamp to what the model supports); `get_state.sessionFile` of a session without messages
+/// clamp to what the model supports); the `sessionFile` of a session without messages (state, stats)
 /// left out (both peers name the path up front; agentwire's is absent until the file exists,
 /// docs/rpc-mode.md "Where we differ").
 fn as_we_decided(v: &Value, peer: Peer) -> Value {
@@ -122,7 +122,8 @@ fn as_we_decided(v: &Value, peer: Peer) -> Value {
                     continue;
                 }
                 let off = state && k == "thinkingLevel" && o["model"]["reasoning"] == false;
-                if state && k == "sessionFile" && o.get("messageCount") == Some(&json!(0)) {
+                let empty = o.get("messageCount") == Some(&json!(0)) || o.get("totalMessages") == Some(&json!(0));
+                if k == "sessionFile" && empty {
                     continue;
                 }
                 out.insert(k.clone(), if off { json!("off") } else { as_we_decided(child, peer) });
@@ -375,26 +376,24 @@ fn model_lines(replies: &[ScriptedReply], exhausted: &ScriptedReply, streamed: &
     lines
 }
 
-/// omp writes `host_tool_call` before the call's `tool_execution_start`; agentwire after it, so
-/// the host knows the call first (notes §2.13.3 "We:").
+/// omp writes `host_tool_call` before the call's `tool_execution_start` (sometimes after the
+/// host already answered); agentwire writes the start first, so the host knows the call (notes
+/// §2.13.3 "We:"): the start moves up to right before the call.
 fn start_before_host_call(lines: &mut Vec<Recorded>) {
     let mut i = 0;
     while i < lines.len() {
-        let call_id = match &lines[i] {
-            Recorded::Out(call) if call["type"] == "host_tool_call" => call["toolCallId"].clone(),
-            _ => {
-                i += 1;
-                continue;
+        if let Recorded::Out(call) = &lines[i] {
+            if call["type"] == "host_tool_call" {
+                let id = call["toolCallId"].clone();
+                let start = lines[i + 1..].iter().position(|l| matches!(l, Recorded::Out(f) if f["type"] == "tool_execution_start" && f["toolCallId"] == id));
+                if let Some(offset) = start {
+                    let start = lines.remove(i + 1 + offset);
+                    lines.insert(i, start);
+                    i += 1;
+                }
             }
-        };
-        let start = lines[i + 1..].iter().position(|l| matches!(l, Recorded::Out(f) if f["type"] == "tool_execution_start" && f["toolCallId"] == call_id));
-        match start {
-            Some(offset) => {
-                let call = lines.remove(i);
-                lines.insert(i + offset + 1, call);
-            }
-            None => i += 1,
         }
+        i += 1;
     }
 }
 
@@ -445,6 +444,8 @@ fn loosen(v: &Value, peer: Peer) -> Value {
                 if (peer == Peer::Omp && OMP_DROPPED_KEYS.contains(&k.as_str()) && !child.is_string())
                     || (ready && READY_DROPPED_KEYS.contains(&k.as_str()))
                     || STREAMING_TOOL_CALL_KEYS.contains(&k.as_str())
+                    // omp fills in `details: {}` for a tool result that had none.
+                    || (k == "details" && child.as_object().is_some_and(Map::is_empty))
                 {
                     continue;
                 }
