@@ -330,4 +330,23 @@ mod tests {
         assert_eq!(tags(&steps), ["toolcall_end"]);
         assert!(b.message().content.is_empty());
     }
+
+    #[tokio::test]
+    async fn a_signature_and_response_id_named_up_front_show_from_the_first_snapshot_and_abort_says_why() {
+        let steps = Steps::default();
+        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        for c in [ModelChunk::ResponseId("chatcmpl-1".into()), ModelChunk::ThinkingSignature("reasoning_content".into()), ModelChunk::Thinking("hm".into())] {
+            b.apply(c, &steps).await;
+        }
+        b.abort(&steps).await;
+        let recorded = steps.0.lock().unwrap();
+        let (start, snapshot) = &recorded[0];
+        assert!(matches!(start, StreamDelta::ThinkingStart { .. }));
+        assert!(matches!(&snapshot.content[0], AssistantContent::Thinking(t) if t.thinking_signature.as_deref() == Some("reasoning_content")), "pi's thinking_start carries the signature");
+        assert_eq!(snapshot.response_id.as_deref(), Some("chatcmpl-1"));
+        let (end, snapshot) = recorded.last().unwrap();
+        assert!(matches!(end, StreamDelta::ThinkingEnd { .. }));
+        assert_eq!(snapshot.stop_reason, StopReason::Aborted, "the closing event's snapshot already says aborted (pi)");
+        assert_eq!(b.message().response_id.as_deref(), Some("chatcmpl-1"), "an aborted message keeps the response id");
+    }
 }

@@ -295,6 +295,13 @@ mod tests {
         assert_eq!(run("pwd").await.output, "/tmp\n");
     }
 
+    #[tokio::test]
+    async fn shell_messages_name_the_line_the_host_wrote() {
+        // bash: `line 1: nonexistent_cmd_xyz: command not found`; dash: `1: nonexistent_cmd_xyz: not found`.
+        let o = run("nonexistent_cmd_xyz").await;
+        assert!(o.output.contains("1: nonexistent_cmd_xyz:"), "{o:?}");
+    }
+
     /// Issue 17, goal 5: 20 MB of output is ~2,400 reads; each used to report the 50 KB tail.
     /// Reports are now spaced by UPDATE_INTERVAL, so there are a handful (the bound allows a
     /// 20-second run).
