@@ -369,3 +369,26 @@ fn an_imported_kimi_recording_honours_yolo_and_matches_parallel_results_by_id() 
     let outcome = run(&transcript, &options());
     assert!(outcome.failure.is_none() && outcome.skipped.is_none(), "{outcome:?}");
 }
+
+#[test]
+fn thinking_starts_at_the_level_given_by_the_thinking_flag() {
+    // pi's `--thinking`, which imported recordings made with `defaultThinkingLevel` pass on; the
+    // offline model reasons, so `high` holds (a model without reasoning would clamp it to off).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("thinking.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            r#"{"kind":"header","name":"thinking-flag","dialect":"rpc","description":"--thinking high","requirements":["X-1"],"args":["--thinking","high"]}"#, "\n",
+            r#"{"kind":"out","frame":{"type":"ready"},"subset":true,"optional":true}"#, "\n",
+            r#"{"kind":"in","frame":{"id":"s","type":"get_state"}}"#, "\n",
+            r#"{"kind":"out","frame":{"id":"s","type":"response","command":"get_state","success":true,"data":{"thinkingLevel":"high"}},"subset":true}"#, "\n",
+        ),
+    )
+    .unwrap();
+    let outcome = run(&path, &options());
+    assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire")).args(["--thinking", "bogus"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "an unknown level is a usage error");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("unknown thinking level \"bogus\""));
+}

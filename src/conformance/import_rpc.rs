@@ -773,6 +773,53 @@ mod tests {
     }
 
     #[test]
+    fn snapshots_are_rebuilt_from_the_events_and_an_abort_closes_the_open_block() {
+        let mut snapshots = Snapshots::default();
+        let start = snapshots.apply(&json!({"type": "message_start", "message": {"role": "assistant", "content": [{"type": "text", "text": "Hel"}], "responseId": "r", "stopReason": "stop"}}));
+        assert_eq!(start["message"], json!({"role": "assistant", "content": [], "stopReason": "stop"}), "omp's message_start runs ahead");
+        let update = |kind: &str, delta: &str, ahead: &str| {
+            json!({"type": "message_update", "assistantMessageEvent": {"type": kind, "contentIndex": 0, "delta": delta,
+                   "partial": {"content": [{"type": "text", "text": ahead}], "responseId": "r"}}})
+        };
+        assert_eq!(snapshots.apply(&update("text_start", "", "Hel"))["assistantMessageEvent"]["partial"], json!({"content": [{"type": "text", "text": ""}]}));
+        let delta = snapshots.apply(&update("text_delta", "Hel", "Hello w"));
+        assert_eq!(delta["assistantMessageEvent"]["partial"]["content"], json!([{"type": "text", "text": "Hel"}]), "the snapshot holds the deltas so far");
+        let end = json!({"type": "message_end", "message": {"role": "assistant", "stopReason": "aborted"}});
+        assert_eq!(snapshots.closing(&end), [json!({"type": "message_update", "assistantMessageEvent": {"type": "text_end", "contentIndex": 0, "content": "Hel"}})]);
+        assert!(snapshots.closing(&end).is_empty(), "closed once");
+    }
+
+    #[test]
+    fn host_tool_calls_follow_their_start_and_builtin_tool_updates_are_waited_past() {
+        let mut lines = vec![
+            Recorded::Out(json!({"type": "host_tool_call", "toolCallId": "c"})),
+            Recorded::In(json!({"type": "host_tool_result", "id": "h"})),
+            Recorded::Out(json!({"type": "tool_execution_start", "toolCallId": "c"})),
+        ];
+        start_before_host_call(&mut lines);
+        let kinds: Vec<String> = lines.iter().map(|l| if let Recorded::Out(f) | Recorded::In(f) = l { f["type"].as_str().unwrap_or_default().to_owned() } else { String::new() }).collect();
+        assert_eq!(kinds, ["tool_execution_start", "host_tool_call", "host_tool_result"]);
+        let out = tolerate_builtin_updates(vec![
+            json!({"kind": "out", "frame": {"type": "tool_execution_update", "toolName": "bash"}}),
+            json!({"kind": "out", "frame": {"type": "tool_execution_update", "toolName": "echo_host"}}),
+            json!({"kind": "out", "frame": {"type": "tool_execution_end", "toolName": "bash"}, "subset": true}),
+        ]);
+        assert_eq!(out.iter().map(|l| l["kind"].as_str().unwrap()).collect::<Vec<_>>(), ["out", "wait"], "a host tool's update stays exact");
+    }
+
+    #[test]
+    fn omp_extras_and_our_decisions_shape_the_expected_frames() {
+        let state = json!({"model": {"reasoning": false}, "isStreaming": false, "thinkingLevel": "high", "messageCount": 0,
+                           "sessionFile": "/x", "systemPrompt": ["…"], "fastModeEnabled": false});
+        assert_eq!(as_we_decided(&state, Peer::Omp), json!({"model": {"reasoning": false}, "isStreaming": false, "thinkingLevel": "off", "messageCount": 0}));
+        let user = json!({"role": "user", "content": [], "attribution": "user"});
+        assert_eq!(as_we_decided(&user, Peer::Omp), json!({"role": "user", "content": []}));
+        assert_eq!(as_we_decided(&user, Peer::Pi), user, "pi's frames keep what pi wrote");
+        let end = json!({"type": "tool_execution_end", "toolName": "bash", "result": {"content": [{"type": "text", "text": "hi\n\nWall time: 0.1 seconds"}], "details": {"x": 1}}});
+        assert_eq!(as_we_decided(&end, Peer::Omp)["result"], json!({"content": [{"type": "text", "text": "{{string}}"}]}));
+    }
+
+    #[test]
     fn the_omp_run_directory_is_found_in_the_recording() {
         let text = r#"{"cwd":"<tmp>/peers/omp/runs/omp-bash-x1y2/work/a"}"#;
         assert_eq!(run_dir(Peer::Omp, "bash", text), ("/tmp/peers/omp/runs/omp-bash-x1y2".to_owned(), "work"));
