@@ -14,7 +14,8 @@
 //!   aborted message keeps the rest of its scripted text so the stream is still going when the
 //!   abort arrives; HTTP errors become `error` replies (`retryable` for 408, 429 and 5xx);
 //! - times, session and entry ids, dialog ids and paths become placeholders and captures (the
-//!   recorder's [`Normalizer`]); the run directory of the recording is the run's `{{tmp}}`;
+//!   recorder's [`Normalizer`]); the run directory of the recording is the run's `{{tmp}}`; a
+//!   `sessionFile` is a capture, so switching back to it names agentwire's file;
 //! - values of the fake environment: `baseUrl` (the fake server's port), `usage`, `cost`,
 //!   token counts and `contextUsage` (the fakes report different numbers, costs are floats),
 //!   `responseId`, omp's page cursors (base64 of its session ids), an error response's `error` text, an assistant's `errorMessage` (the
@@ -423,6 +424,51 @@ fn is_answer(frame: &Value) -> bool {
     matches!(frame["type"].as_str(), Some("extension_ui_response" | "host_tool_update" | "host_tool_result" | "host_uri_result" | "host_uri_error"))
 }
 
+/// Session files the agent named, by path, as captures: a later `switch_session` to one of them
+/// names agentwire's file, not the recording machine's.
+#[derive(Default)]
+struct SessionFiles(Vec<String>);
+
+impl SessionFiles {
+    /// `frame` with each `sessionFile` path a capture (remembered for [`SessionFiles::inbound`]).
+    fn outbound(&mut self, frame: &Value) -> Value {
+        match frame {
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| match v.as_str().filter(|p| k == "sessionFile" && !p.starts_with("{{")) {
+                        Some(path) => {
+                            let n = match self.0.iter().position(|p| p == path) {
+                                Some(i) => i + 1,
+                                None => {
+                                    self.0.push(path.to_owned());
+                                    self.0.len()
+                                }
+                            };
+                            (k.clone(), json!(format!("{{{{capture:sessionFile{n}}}}}")))
+                        }
+                        None => (k.clone(), self.outbound(v)),
+                    })
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.outbound(x)).collect()),
+            other => other.clone(),
+        }
+    }
+
+    /// A host frame with each path seen as a `sessionFile` before replaced by its capture.
+    fn inbound(&self, frame: &Value) -> Value {
+        match frame {
+            Value::String(s) => match self.0.iter().position(|p| p == s) {
+                Some(i) => json!(format!("{{{{capture:sessionFile{}}}}}", i + 1)),
+                None => frame.clone(),
+            },
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.inbound(x)).collect()),
+            Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), self.inbound(v))).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
 /// Replaces `from` by `to` in every string of `v`.
 fn replace_strings(v: &Value, from: &str, to: &str) -> Value {
     match v {
@@ -585,7 +631,7 @@ fn header_args(peer: Peer, script: &Value) -> Vec<String> {
     if argv.contains(&"--no-session") {
         args.push("--no-session".to_owned());
     }
-    if argv.iter().any(|a| *a == "--session-dir") {
+    if argv.contains(&"--session-dir") {
         // The recording's directory is outside its run; ours is inside the run's tmp.
         args.extend(["--session-dir".to_owned(), "{{tmp}}/sessions".to_owned()]);
     }
@@ -658,11 +704,12 @@ pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, St
     let host_ids: Vec<Value> = lines.iter().filter_map(|l| if let Recorded::In(f) = l { f.get("id").filter(|_| !is_answer(f)).cloned() } else { None }).collect();
     let mut closed = false;
     let mut snapshots = Snapshots::default();
+    let mut session_files = SessionFiles::default();
     for line in &lines {
         // Lines that go before this one's own (synthesised `*_end` events).
         let mut before = Vec::new();
         let next = match line {
-            Recorded::In(frame) => json!({"kind": "in", "frame": normalizer.inbound(&replace_strings(frame, &recorded_work, &our_work))}),
+            Recorded::In(frame) => json!({"kind": "in", "frame": session_files.inbound(&normalizer.inbound(&replace_strings(frame, &recorded_work, &our_work)))}),
             Recorded::InRaw(raw) => json!({"kind": "in", "raw": raw}),
             Recorded::CloseStdin if closed => continue,
             Recorded::CloseStdin => {
@@ -678,7 +725,7 @@ pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, St
                 for end in snapshots.closing(frame) {
                     before.push(json!({"kind": "out", "frame": end, "subset": true}));
                 }
-                let frame = as_we_decided(&snapshots.apply(&replace_strings(frame, &recorded_work, &our_work)), peer);
+                let frame = session_files.outbound(&as_we_decided(&snapshots.apply(&replace_strings(frame, &recorded_work, &our_work)), peer));
                 let line = json!({"kind": "out", "frame": normalizer.outbound(&loosen(&frame, peer), &host_ids), "subset": true});
                 if peer == Peer::Omp && frame["type"] == "agent_end" {
                     // agentwire ends every prompt with `prompt_result` (notes §2.9.10 "We:"); omp
@@ -775,6 +822,7 @@ mod tests {
     #[test]
     fn snapshots_are_rebuilt_from_the_events_and_an_abort_closes_the_open_block() {
         let mut snapshots = Snapshots::default();
+    let mut session_files = SessionFiles::default();
         let start = snapshots.apply(&json!({"type": "message_start", "message": {"role": "assistant", "content": [{"type": "text", "text": "Hel"}], "responseId": "r", "stopReason": "stop"}}));
         assert_eq!(start["message"], json!({"role": "assistant", "content": [], "stopReason": "stop"}), "omp's message_start runs ahead");
         let update = |kind: &str, delta: &str, ahead: &str| {
@@ -817,6 +865,16 @@ mod tests {
         assert_eq!(as_we_decided(&user, Peer::Pi), user, "pi's frames keep what pi wrote");
         let end = json!({"type": "tool_execution_end", "toolName": "bash", "result": {"content": [{"type": "text", "text": "hi\n\nWall time: 0.1 seconds"}], "details": {"x": 1}}});
         assert_eq!(as_we_decided(&end, Peer::Omp)["result"], json!({"content": [{"type": "text", "text": "{{string}}"}]}));
+    }
+
+    #[test]
+    fn a_session_file_the_agent_named_is_a_capture_the_host_can_switch_back_to() {
+        let mut files = SessionFiles::default();
+        let state = json!({"data": {"sessionFile": "/tmp/peers/x/a.jsonl", "sessionId": "s"}});
+        assert_eq!(files.outbound(&state), json!({"data": {"sessionFile": "{{capture:sessionFile1}}", "sessionId": "s"}}));
+        let switch = json!({"type": "switch_session", "sessionPath": "/tmp/peers/x/a.jsonl"});
+        assert_eq!(files.inbound(&switch)["sessionPath"], "{{capture:sessionFile1}}");
+        assert_eq!(files.inbound(&json!({"sessionPath": "/tmp/other.jsonl"}))["sessionPath"], "/tmp/other.jsonl", "a path never named stays");
     }
 
     #[test]
