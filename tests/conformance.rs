@@ -54,12 +54,12 @@ fn the_kimi_recordings_pass_against_agentwire_except_the_listed_differences() {
     assert!(report.passed(), "{}", report.text());
 }
 
-#[test]
-fn the_imported_kimi_recordings_are_current() {
-    // Re-imports every recording and compares with the committed transcripts, so a change to
-    // the importer (or to the recordings in tests/fixtures/) shows up here. Update: AGENTWIRE_UPDATE_IMPORTS=1.
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-transcripts/kimi");
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/kimi");
+/// Re-imports every recording of one peer and compares with the committed transcripts, so a
+/// change to the importer (or to the recordings in tests/fixtures/) shows up here. Update:
+/// AGENTWIRE_UPDATE_IMPORTS=1.
+fn assert_imports_current(peer: &str, committed: &[PathBuf], import: impl Fn(&Path, &serde_json::Value) -> Result<String, String>) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-transcripts").join(peer);
+    let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance").join(peer);
     let scripts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(source.join("scripts.json")).unwrap()).unwrap();
     let mut recordings: Vec<PathBuf> = std::fs::read_dir(&source)
         .unwrap()
@@ -68,18 +68,58 @@ fn the_imported_kimi_recordings_are_current() {
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && !p.to_string_lossy().ends_with(".http.jsonl") && !p.to_string_lossy().ends_with(".wire_file.jsonl"))
         .collect();
     recordings.sort();
-    assert_eq!(recordings.len(), kimi_imports().len(), "one transcript per recording");
+    assert_eq!(recordings.len(), committed.len(), "one {peer} transcript per recording");
     let update = std::env::var_os("AGENTWIRE_UPDATE_IMPORTS").is_some();
     for recording in recordings {
-        let text = agentwire::conformance::import::import_kimi(&recording, &scripts).unwrap();
+        let text = import(&recording, &scripts).unwrap();
         let stem = recording.file_stem().unwrap().to_string_lossy().replace(['.', '_'], "-");
-        let target = committed.join(format!("kimi-{stem}.jsonl"));
+        let target = target_dir.join(format!("{peer}-{stem}.jsonl"));
         if update {
             std::fs::write(&target, &text).unwrap();
         } else {
             assert_eq!(std::fs::read_to_string(&target).unwrap_or_default(), text, "{} is stale: AGENTWIRE_UPDATE_IMPORTS=1 cargo test --test conformance", target.display());
         }
     }
+}
+
+#[test]
+fn the_imported_kimi_recordings_are_current() {
+    assert_imports_current("kimi", &kimi_imports(), agentwire::conformance::import::import_kimi);
+}
+
+#[test]
+fn the_imported_pi_and_omp_recordings_are_current() {
+    use agentwire::conformance::import_rpc::{import_rpc, Peer};
+    assert_imports_current("pi", &rpc_imports("pi", 30), |path, scripts| import_rpc(Peer::Pi, path, scripts));
+    assert_imports_current("omp", &rpc_imports("omp", 30), |path, scripts| import_rpc(Peer::Omp, path, scripts));
+}
+
+/// The pi or oh-my-pi recordings imported by `agentwire conformance import --from pi|omp`.
+fn rpc_imports(peer: &str, at_least: usize) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance").join(peer);
+    let files = if dir.is_dir() { collect(&[dir], None) } else { Vec::new() };
+    // Under AGENTWIRE_UPDATE_IMPORTS the directory may still be empty.
+    assert!(files.len() >= at_least || std::env::var_os("AGENTWIRE_UPDATE_IMPORTS").is_some(), "tests/conformance/{peer} holds {} transcripts", files.len());
+    files
+}
+
+/// Runs one peer's imported recordings against agentwire configured as that peer was
+/// (`adapters/agentwire-as-<peer>.json`), with `baselines/agentwire-<peer>.txt`.
+fn run_rpc_imports(peer: &str) {
+    let options = RunOptions { agent: adapter(&format!("agentwire-as-{peer}.json")), frame_timeout: Duration::from_secs(10) };
+    let baseline = Baseline::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/conformance/baselines/agentwire-{peer}.txt"))).unwrap();
+    let report = run_suite(&rpc_imports(peer, 30), &options, Some(&baseline), 4);
+    assert!(report.passed(), "{}", report.text());
+}
+
+#[test]
+fn the_pi_recordings_pass_against_agentwire_except_the_listed_differences() {
+    run_rpc_imports("pi");
+}
+
+#[test]
+fn the_omp_recordings_pass_against_agentwire_except_the_listed_differences() {
+    run_rpc_imports("omp");
 }
 
 #[test]
@@ -245,7 +285,7 @@ fn the_corpus_covers_every_command_ui_method_and_wire_and_acp_method_and_the_doc
             _ => {}
         }
     }
-    for file in corpus().into_iter().chain(kimi_imports()) {
+    for file in corpus().into_iter().chain(kimi_imports()).chain(rpc_imports("pi", 30)).chain(rpc_imports("omp", 30)) {
         let mut acp = false;
         for line in std::fs::read_to_string(&file).unwrap().lines() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -328,4 +368,27 @@ fn an_imported_kimi_recording_honours_yolo_and_matches_parallel_results_by_id() 
     std::fs::write(&transcript, &text).unwrap();
     let outcome = run(&transcript, &options());
     assert!(outcome.failure.is_none() && outcome.skipped.is_none(), "{outcome:?}");
+}
+
+#[test]
+fn thinking_starts_at_the_level_given_by_the_thinking_flag() {
+    // pi's `--thinking`, which imported recordings made with `defaultThinkingLevel` pass on; the
+    // offline model reasons, so `high` holds (a model without reasoning would clamp it to off).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("thinking.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            r#"{"kind":"header","name":"thinking-flag","dialect":"rpc","description":"--thinking high","requirements":["X-1"],"args":["--thinking","high"]}"#, "\n",
+            r#"{"kind":"out","frame":{"type":"ready"},"subset":true,"optional":true}"#, "\n",
+            r#"{"kind":"in","frame":{"id":"s","type":"get_state"}}"#, "\n",
+            r#"{"kind":"out","frame":{"id":"s","type":"response","command":"get_state","success":true,"data":{"thinkingLevel":"high"}},"subset":true}"#, "\n",
+        ),
+    )
+    .unwrap();
+    let outcome = run(&path, &options());
+    assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire")).args(["--thinking", "bogus"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "an unknown level is a usage error");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("unknown thinking level \"bogus\""));
 }

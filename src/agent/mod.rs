@@ -81,6 +81,9 @@ pub struct AgentConfig {
     pub max_steps_per_turn: Option<u32>,
     /// Largest session file `switch_session` and `list_sessions` read (`--max-session-bytes`).
     pub max_session_bytes: u64,
+    /// Thinking level to start with when the session saved none (`--thinking`), clamped to the
+    /// model like `set_thinking_level`.
+    pub thinking: Option<ThinkingLevel>,
 }
 
 /// How transient provider errors are retried (the only retry layer: the HTTP client does not).
@@ -197,7 +200,7 @@ impl Agent {
         let state = State {
             messages,
             session,
-            thinking: saved_level.unwrap_or(ThinkingLevel::Off),
+            thinking: saved_level.or_else(|| config.thinking.map(|l| Self::effective_level(&catalogue.models[current_model], l))).unwrap_or(ThinkingLevel::Off),
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             interrupt_mode: InterruptMode::Immediate,

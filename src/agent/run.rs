@@ -338,9 +338,14 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
         ModelRequest { system: system_prompt(agent), messages: st.messages.clone(), tools, thinking: st.thinking, purpose: crate::providers::Purpose::Turn }
     };
     let mut builder = MessageBuilder::new(&spec.info);
-    let start = AgentMessage::Assistant(builder.message().clone());
-    agent.emit(AgentEvent::MessageStart { message: &start }).await;
-    drop(start);
+    // `MessageStart` waits for the provider's first answer: a request that fails before any
+    // content starts (and ends) an error message, as pi's does (`stopReason: "error"` from
+    // `message_start` on).
+    let mut started = false;
+    let start = |builder: &MessageBuilder| {
+        let message = AgentMessage::Assistant(builder.message().clone());
+        async move { agent.emit(AgentEvent::MessageStart { message: &message }).await }
+    };
     let sink = &*agent.inner.sink;
     let mut stream = spec.provider.stream(request);
     let mut error = None;
@@ -351,6 +356,9 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
             chunk = stream.next() => Some(chunk),
         };
         let Some(chunk) = chunk else {
+            if !started {
+                start(&builder).await;
+            }
             // Abort: dropping the stream below cancels the HTTP request at once.
             builder.abort(sink).await;
             break;
@@ -360,7 +368,15 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
             error = Some(e.clone());
         }
         let last = matches!(chunk, ModelChunk::Done { .. } | ModelChunk::Error(_));
+        let failed_first = !started && error.is_some();
+        if !started && !failed_first {
+            start(&builder).await;
+            started = true;
+        }
         builder.apply(chunk, sink).await;
+        if failed_first {
+            start(&builder).await;
+        }
         if last {
             break;
         }

@@ -185,7 +185,7 @@ impl Agent {
 
     /// `level` clamped to what `spec` supports (`xhigh` only where the model accepts it;
     /// `auto` is `medium`; models without reasoning are always `off`).
-    fn effective_level(spec: &ModelSpec, level: ThinkingLevel) -> ThinkingLevel {
+    pub(super) fn effective_level(spec: &ModelSpec, level: ThinkingLevel) -> ThinkingLevel {
         if !spec.info.reasoning {
             return ThinkingLevel::Off;
         }

@@ -26,6 +26,9 @@ pub struct MessageBuilder {
     tool_calls: u32,
     cost: ModelCost,
     started: std::time::Instant,
+    /// A thinking signature announced before its block's first delta (the OpenAI-compatible
+    /// provider names the reasoning field up front), for the block to start with.
+    pending_signature: Option<String>,
 }
 
 fn zero_usage() -> Usage {
@@ -66,6 +69,7 @@ impl MessageBuilder {
             tool_calls: 0,
             cost: model.cost.clone(),
             started: std::time::Instant::now(),
+            pending_signature: None,
         }
     }
 
@@ -86,14 +90,17 @@ impl MessageBuilder {
     /// Applies one chunk, emitting each resulting step (with the message as it stands right
     /// after that step) to `sink`, in order.
     pub async fn apply(&mut self, chunk: ModelChunk, sink: &dyn EventSink) {
-        if self.message.ttft.is_none() && !matches!(chunk, ModelChunk::Error(_) | ModelChunk::Done { .. }) {
+        if self.message.ttft.is_none() && !matches!(chunk, ModelChunk::Error(_) | ModelChunk::Done { .. } | ModelChunk::ResponseId(_)) {
             self.message.ttft = Some(self.started.elapsed().as_secs_f64() * 1000.0);
         }
         match chunk {
+            ModelChunk::ResponseId(id) => self.message.response_id = Some(id),
             ModelChunk::ThinkingSignature(signature) => {
-                // Belongs to the thinking block streaming now, or the last one.
-                if let Some(AssistantContent::Thinking(t)) = self.message.content.iter_mut().rev().find(|c| matches!(c, AssistantContent::Thinking(_))) {
-                    t.thinking_signature.get_or_insert_with(String::new).push_str(&signature);
+                // Belongs to the thinking block streaming now, or the last one; before any
+                // thinking block, to the first (its `thinking_start` snapshot carries it, as pi's).
+                match self.message.content.iter_mut().rev().find(|c| matches!(c, AssistantContent::Thinking(_))) {
+                    Some(AssistantContent::Thinking(t)) => t.thinking_signature.get_or_insert_with(String::new).push_str(&signature),
+                    _ => self.pending_signature.get_or_insert_with(String::new).push_str(&signature),
                 }
             }
             ModelChunk::Text(delta) => {
@@ -114,7 +121,7 @@ impl MessageBuilder {
                     self.message.content.push(AssistantContent::Thinking(ThinkingContent {
                         type_: Default::default(),
                         thinking: String::new(),
-                        thinking_signature: None,
+                        thinking_signature: self.pending_signature.take(),
                         redacted: None,
                     }));
                     self.open = Open::Thinking;
@@ -180,7 +187,9 @@ impl MessageBuilder {
                     reasoning: None,
                     cost: UsageCost { total: cost.input + cost.output + cost.cache_read + cost.cache_write, ..cost },
                 };
-                self.message.response_id = response_id;
+                if response_id.is_some() {
+                    self.message.response_id = response_id;
+                }
                 self.message.duration = Some(self.started.elapsed().as_secs_f64() * 1000.0);
                 self.message.stop_reason = if self.tool_calls > 0 {
                     StopReason::ToolUse
@@ -196,9 +205,10 @@ impl MessageBuilder {
 
     /// Ends the message as aborted: open blocks are closed first.
     pub async fn abort(&mut self, sink: &dyn EventSink) {
-        self.close(sink).await;
+        // The closing events' snapshots already say why the block ends (as pi's do).
         self.message.stop_reason = StopReason::Aborted;
         self.message.error_message = Some("Request was aborted".to_owned());
+        self.close(sink).await;
         self.message.usage = zero_usage();
         self.message.completed_at = Some(now_ms());
         // An aborted message is kept as history without tool calls: none of them will run, and a
@@ -319,5 +329,24 @@ mod tests {
         b.abort(&steps).await;
         assert_eq!(tags(&steps), ["toolcall_end"]);
         assert!(b.message().content.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_signature_and_response_id_named_up_front_show_from_the_first_snapshot_and_abort_says_why() {
+        let steps = Steps::default();
+        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        for c in [ModelChunk::ResponseId("chatcmpl-1".into()), ModelChunk::ThinkingSignature("reasoning_content".into()), ModelChunk::Thinking("hm".into())] {
+            b.apply(c, &steps).await;
+        }
+        b.abort(&steps).await;
+        let recorded = steps.0.lock().unwrap();
+        let (start, snapshot) = &recorded[0];
+        assert!(matches!(start, StreamDelta::ThinkingStart { .. }));
+        assert!(matches!(&snapshot.content[0], AssistantContent::Thinking(t) if t.thinking_signature.as_deref() == Some("reasoning_content")), "pi's thinking_start carries the signature");
+        assert_eq!(snapshot.response_id.as_deref(), Some("chatcmpl-1"));
+        let (end, snapshot) = recorded.last().unwrap();
+        assert!(matches!(end, StreamDelta::ThinkingEnd { .. }));
+        assert_eq!(snapshot.stop_reason, StopReason::Aborted, "the closing event's snapshot already says aborted (pi)");
+        assert_eq!(b.message().response_id.as_deref(), Some("chatcmpl-1"), "an aborted message keeps the response id");
     }
 }

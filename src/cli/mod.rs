@@ -53,6 +53,10 @@ pub struct Cli {
     /// Model id to start with.
     #[arg(long)]
     pub model: Option<String>,
+    /// Thinking level to start with (off, minimal, low, medium, high, xhigh), clamped to what
+    /// the model supports (pi's `--thinking`); a resumed session keeps its own.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_thinking_level)]
+    pub thinking: Option<crate::protocol::ThinkingLevel>,
     /// API key for --provider (overrides the configured key; never logged).
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
@@ -247,11 +251,20 @@ pub enum ConformanceAction {
     },
 }
 
+/// `--thinking`: a level of the protocol's `ThinkingLevel` enum.
+fn parse_thinking_level(text: &str) -> Result<crate::protocol::ThinkingLevel, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| format!("unknown thinking level {text:?}"))
+}
+
 /// Recordings `agentwire conformance import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ImportFrom {
     /// kimi-cli `--wire` recordings (`shared/reference-transcripts/kimi/`, with `scripts.json` beside them).
     Kimi,
+    /// pi `--mode rpc` recordings (`shared/reference-transcripts/pi/`, with `scripts.json` beside them).
+    Pi,
+    /// oh-my-pi `--mode rpc` recordings (`shared/reference-transcripts/omp/`, with `scripts.json` beside them).
+    Omp,
 }
 
 /// Report formats.
@@ -350,16 +363,28 @@ pub fn run(cli: Cli) -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
-        Some(Command::Conformance { action: ConformanceAction::Import { from: ImportFrom::Kimi, out, recordings } }) => {
+        Some(Command::Conformance { action: ConformanceAction::Import { from, out, recordings } }) => {
+            use crate::conformance::import_rpc::{import_rpc, Peer};
             let mut failed = false;
-            for recording in &recordings {
+            // A shell glob over a recordings directory also names the companion files.
+            let is_companion = |p: &std::path::Path| [".http.jsonl", ".wire_file.jsonl"].iter().any(|s| p.to_string_lossy().ends_with(s));
+            for recording in recordings.iter().filter(|r| !is_companion(r)) {
                 let scripts = recording.with_file_name("scripts.json");
                 let converted = std::fs::read_to_string(&scripts)
                     .map_err(|e| format!("{}: {e}", scripts.display()))
                     .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{}: {e}", scripts.display())))
-                    .and_then(|scripts| crate::conformance::import::import_kimi(recording, &scripts));
+                    .and_then(|scripts| match from {
+                        ImportFrom::Kimi => crate::conformance::import::import_kimi(recording, &scripts),
+                        ImportFrom::Pi => import_rpc(Peer::Pi, recording, &scripts),
+                        ImportFrom::Omp => import_rpc(Peer::Omp, recording, &scripts),
+                    });
+                let prefix = match from {
+                    ImportFrom::Kimi => "kimi",
+                    ImportFrom::Pi => Peer::Pi.name(),
+                    ImportFrom::Omp => Peer::Omp.name(),
+                };
                 let stem = recording.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-                let target = out.join(format!("kimi-{}.jsonl", stem.replace(['.', '_'], "-")));
+                let target = out.join(format!("{prefix}-{}.jsonl", stem.replace(['.', '_'], "-")));
                 match converted.and_then(|text| std::fs::write(&target, text).map_err(|e| format!("{}: {e}", target.display()))) {
                     Ok(()) => tracing::info!("wrote {}", target.display()),
                     Err(e) => {
@@ -447,6 +472,7 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
         },
         compaction: crate::agent::compaction::CompactionPolicy { threshold: cli.compaction_threshold, keep_tokens: cli.compaction_keep_tokens },
         max_steps_per_turn: cli.max_steps_per_turn,
+        thinking: cli.thinking,
         retry: crate::agent::RetryPolicy {
             max_attempts: cli.retry_max_attempts,
             base_delay: std::time::Duration::from_millis(cli.retry_base_delay_ms),

@@ -51,7 +51,7 @@ fn is_builtin(name: &str) -> bool {
 }
 
 /// One recorded line.
-enum Recorded {
+pub(super) enum Recorded {
     In(Value),
     InRaw(String),
     CloseStdin,
@@ -61,9 +61,11 @@ enum Recorded {
 
 /// The recordings write their temporary directory as `<tmp>`, except inside deltas that split
 /// it; both read as `/tmp` here.
-const REDACTED_TMP: &str = "<tmp>";
+pub(super) const REDACTED_TMP: &str = "<tmp>";
 
-fn read_recording(path: &Path) -> Result<Vec<Recorded>, String> {
+/// Reads a recording: `in`/`out` lines, `eof` markers (pi, kimi) and omp's harness `meta`
+/// events `stdin_close` and `exit`; other bookkeeping is skipped.
+pub(super) fn read_recording(path: &Path) -> Result<Vec<Recorded>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?.replace(REDACTED_TMP, "/tmp");
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
@@ -71,6 +73,14 @@ fn read_recording(path: &Path) -> Result<Vec<Recorded>, String> {
         let v: Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
         let dir = v.get("dir").and_then(Value::as_str).unwrap_or_default();
         let eof = v.get("eof").and_then(Value::as_bool) == Some(true);
+        if dir == "meta" {
+            match v.get("event").and_then(Value::as_str) {
+                Some("stdin_close") => out.push(Recorded::CloseStdin),
+                Some("exit") => out.push(Recorded::Exit(v.get("code").and_then(Value::as_i64).ok_or_else(|| at("an exit event without code".into()))?)),
+                _ => {}
+            }
+            continue;
+        }
         out.push(match (dir, eof) {
             ("in", true) => Recorded::CloseStdin,
             ("out", true) => Recorded::Exit(v.get("exit_code").and_then(Value::as_i64).ok_or_else(|| at("eof without exit_code".into()))?),

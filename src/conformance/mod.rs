@@ -11,6 +11,7 @@
 
 pub mod fake_llm;
 pub mod import;
+pub mod import_rpc;
 pub mod record;
 pub mod runner;
 pub mod suite;

@@ -378,7 +378,8 @@ fn adapted_command(adapter: &ConformanceAdapter, p: &Placeholders<'_>, args: &[S
     let mut c = Command::new(&argv[0]);
     c.args(&argv[1..]);
     if adapter.pass_args == Some(true) {
-        c.args(args);
+        // Placeholders too: an imported recording's `--session-dir {{tmp}}/sessions`.
+        c.args(args.iter().map(|a| p.apply(a)));
     }
     for (k, v) in &adapter.env {
         c.env(k, p.apply(v));

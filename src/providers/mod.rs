@@ -116,6 +116,9 @@ pub enum ModelChunk {
     },
     /// Raw JSON argument text of the current tool call.
     ToolCallArgs(String),
+    /// The provider's response id, as soon as the stream names it (an aborted message keeps it,
+    /// as pi's and omp's do).
+    ResponseId(String),
     /// The reply failed (after whatever streamed before).
     Error(ProviderError),
     /// The reply finished.

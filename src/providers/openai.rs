@@ -174,6 +174,9 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
         }
         if response_id.is_none() {
             response_id = chunk.get("id").and_then(Value::as_str).map(str::to_owned);
+            if let Some(id) = &response_id {
+                send_chunk(tx, ModelChunk::ResponseId(id.clone())).await?;
+            }
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             let prompt = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
@@ -189,12 +192,13 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
         let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
         for field in ["reasoning_content", "reasoning"] {
             if let Some(text) = delta.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                send_chunk(tx, ModelChunk::Thinking(text.to_owned())).await?;
-                // The signature names the field the reasoning came from (as pi records it).
+                // The signature names the field the reasoning came from (as pi records it),
+                // from the block's start on.
                 if !thinking_announced {
                     thinking_announced = true;
                     send_chunk(tx, ModelChunk::ThinkingSignature(field.to_owned())).await?;
                 }
+                send_chunk(tx, ModelChunk::Thinking(text.to_owned())).await?;
             }
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {

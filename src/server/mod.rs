@@ -52,6 +52,8 @@ pub struct RpcOptions {
     pub compaction: crate::agent::compaction::CompactionPolicy,
     /// Model calls one run may make (`None`: no limit).
     pub max_steps_per_turn: Option<u32>,
+    /// Thinking level to start with when the session has none saved (`--thinking`).
+    pub thinking: Option<crate::protocol::ThinkingLevel>,
 }
 
 /// `--session-dir`, `--no-session`, `--session FILE`, `--continue`.
@@ -141,6 +143,7 @@ fn prepare_or_explain(options: &RpcOptions) -> Result<Prepared, String> {
         sessions_root,
         max_steps_per_turn: options.max_steps_per_turn,
         max_session_bytes: options.max_session_bytes,
+        thinking: options.thinking,
     };
     Ok(Prepared { config, catalogue, session })
 }

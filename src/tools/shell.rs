@@ -97,10 +97,12 @@ pub async fn run_shell(
     mut on_output: impl FnMut(&str),
 ) -> std::io::Result<ShellOutcome> {
     // `exec 2>&1` merges stderr into stdout inside the shell, so the two keep their real order
-    // (reading two pipes would interleave them by scheduling).
+    // (reading two pipes would interleave them by scheduling). It shares the command's first
+    // line, so the shell's messages name the lines the host wrote (`line 1: x: command not
+    // found`, as pi's bash reports them).
     let mut cmd = tokio::process::Command::new(shell());
     cmd.arg("-c")
-        .arg(format!("exec 2>&1\n{command}"))
+        .arg(format!("exec 2>&1; {command}"))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -291,6 +293,13 @@ mod tests {
         assert!(o.output.contains("out\n") && o.output.contains("err\n"), "{o:?}");
         assert_eq!((o.exit_code, o.cancelled, o.truncated), (Some(3), false, false));
         assert_eq!(run("pwd").await.output, "/tmp\n");
+    }
+
+    #[tokio::test]
+    async fn shell_messages_name_the_line_the_host_wrote() {
+        // bash: `line 1: nonexistent_cmd_xyz: command not found`; dash: `1: nonexistent_cmd_xyz: not found`.
+        let o = run("nonexistent_cmd_xyz").await;
+        assert!(o.output.contains("1: nonexistent_cmd_xyz:"), "{o:?}");
     }
 
     /// Issue 17, goal 5: 20 MB of output is ~2,400 reads; each used to report the 50 KB tail.
