@@ -60,6 +60,11 @@ pub fn id_kind(raw: &str) -> IdKind {
     }
 }
 
+/// Whether any marked id was made in this process (frames need [`restore`] only then).
+pub fn in_use() -> bool {
+    USED.load(Ordering::Relaxed)
+}
+
 /// `text` (one encoded frame) with every marked id replaced by its raw token.
 pub fn restore(text: String) -> String {
     if !USED.load(Ordering::Relaxed) {

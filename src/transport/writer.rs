@@ -38,14 +38,26 @@ pub struct Outbox {
 
 /// Serializes a frame as one compact line with its LF, escaping U+2028 and U+2029.
 pub fn encode_frame<T: Serialize + ?Sized>(frame: &T) -> Result<Vec<u8>, serde_json::Error> {
-    let mut text = super::raw_id::restore(serde_json::to_string(frame)?);
-    // These two characters can only occur inside JSON strings, where `\u2028` means the same.
-    if text.contains(['\u{2028}', '\u{2029}']) {
-        text = text.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029");
-    }
-    let mut bytes = text.into_bytes();
+    let mut bytes = finish_frame(serde_json::to_string(frame)?).into_bytes();
     bytes.push(b'\n');
     Ok(bytes)
+}
+
+/// One serialized frame with its marked ids restored and U+2028 / U+2029 escaped.
+fn finish_frame(text: String) -> String {
+    let text = super::raw_id::restore(text);
+    // These two characters can only occur inside JSON strings, where `\u2028` means the same.
+    if text.contains(['\u{2028}', '\u{2029}']) {
+        text.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029")
+    } else {
+        text
+    }
+}
+
+/// Whether a serialized frame needs [`finish_frame`]: it holds a marked id, or U+2028 / U+2029
+/// (both are encoded `E2 80 A8` / `E2 80 A9`).
+fn needs_finishing(bytes: &[u8]) -> bool {
+    super::raw_id::in_use() || memchr::memmem::find(bytes, "\u{2028}".as_bytes()).is_some() || memchr::memmem::find(bytes, "\u{2029}".as_bytes()).is_some()
 }
 
 /// Frames encoded by one task and queued as one item: a reader answering a pipelined burst of
@@ -58,12 +70,29 @@ pub struct FrameBatch {
 }
 
 impl FrameBatch {
-    /// Appends one frame (encoded as [`encode_frame`] does).
+    /// Appends one frame (encoded as [`encode_frame`] does). The frame is serialized straight
+    /// into the batch: a large answer (a whole session's messages) exists once, not also as an
+    /// intermediate string.
     pub fn push<T: Serialize + ?Sized>(&mut self, frame: &T) -> Result<(), WriterClosed> {
+        let start = self.bytes.len();
         // Same reasoning as in `Outbox::send`: a serialization failure is a bug, not a panic.
-        let bytes = encode_frame(frame).map_err(|_| WriterClosed)?;
-        self.bytes.extend_from_slice(&bytes);
+        if serde_json::to_writer(&mut self.bytes, frame).is_err() {
+            self.bytes.truncate(start);
+            return Err(WriterClosed);
+        }
+        if needs_finishing(&self.bytes[start..]) {
+            let tail = self.bytes.split_off(start);
+            // serde_json writes UTF-8 only.
+            let text = String::from_utf8(tail).map_err(|_| WriterClosed)?;
+            self.bytes.extend_from_slice(finish_frame(text).as_bytes());
+        }
+        self.bytes.push(b'\n');
         Ok(())
+    }
+
+    /// Makes room for `additional` more bytes at once (a frame whose size is known ahead).
+    pub fn reserve(&mut self, additional: usize) {
+        self.bytes.reserve(additional);
     }
 
     /// Bytes gathered so far.
@@ -169,6 +198,24 @@ mod tests {
     fn frames_are_compact_lines_with_separators_escaped() {
         let bytes = encode_frame(&json!({"type": "x", "text": "a\u{2028}b\u{2029}c é"})).unwrap();
         assert_eq!(String::from_utf8(bytes).unwrap(), "{\"type\":\"x\",\"text\":\"a\\u2028b\\u2029c é\"}\n");
+    }
+
+    /// A batch serializes in place (no intermediate string) and still writes exactly what
+    /// `encode_frame` does: separators escaped, in typed text and in text that goes in raw.
+    #[test]
+    fn a_batch_holds_the_same_bytes_as_encoded_frames() {
+        #[derive(Serialize)]
+        struct Raw<'a> {
+            raw: &'a serde_json::value::RawValue,
+        }
+        let raw = serde_json::value::RawValue::from_string("{\"text\":\"a\u{2028}b\"}".to_owned()).unwrap();
+        let mut batch = FrameBatch::default();
+        batch.push(&json!({"type": "x", "n": 1})).unwrap();
+        batch.push(&Raw { raw: &raw }).unwrap();
+        batch.push(&json!({"type": "z", "text": "c\u{2029}d"})).unwrap();
+        let expected = [encode_frame(&json!({"type": "x", "n": 1})).unwrap(), encode_frame(&Raw { raw: &raw }).unwrap(), encode_frame(&json!({"type": "z", "text": "c\u{2029}d"})).unwrap()].concat();
+        assert_eq!(String::from_utf8(batch.bytes).unwrap(), String::from_utf8(expected).unwrap());
+        assert!(!String::from_utf8(encode_frame(&Raw { raw: &raw }).unwrap()).unwrap().contains('\u{2028}'));
     }
 
     #[tokio::test]
