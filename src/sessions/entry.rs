@@ -13,7 +13,7 @@
 //! unchanged.
 
 use std::borrow::Cow;
-use std::ops::Range;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -89,10 +89,63 @@ struct Head<'a> {
     message: Option<&'a RawValue>,
 }
 
-/// Where `raw`, borrowed from `line`, lies in it.
-fn range_in(line: &str, raw: &RawValue) -> Range<usize> {
-    let start = raw.get().as_ptr() as usize - line.as_ptr() as usize;
-    start..start + raw.get().len()
+/// Where a piece of an entry lies in the text it lives in (32-bit offsets: a text past 4 GiB
+/// is not shared, each line gets its own copy).
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    /// Where `inner`, a slice of `outer`, lies in it; `None` when it is not a slice of it.
+    fn of(outer: &str, inner: &str) -> Option<Self> {
+        let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
+        if start + inner.len() > outer.len() {
+            return None;
+        }
+        Some(Self { start: u32::try_from(start).ok()?, len: u32::try_from(inner.len()).ok()? })
+    }
+
+    fn get(self, text: &str) -> &str {
+        let start = self.start as usize;
+        text.get(start..start + self.len as usize).unwrap_or_default()
+    }
+}
+
+/// An id: where it is written in the text, or its own copy when the text spells it with escapes.
+#[derive(Debug)]
+enum Field {
+    In(Span),
+    Own(Box<str>),
+}
+
+impl Field {
+    fn new(text: &str, value: &Cow<'_, str>) -> Self {
+        match value {
+            Cow::Borrowed(s) => Span::of(text, s).map_or_else(|| Self::Own((*s).into()), Self::In),
+            Cow::Owned(s) => Self::Own(s.as_str().into()),
+        }
+    }
+
+    fn get<'a>(&'a self, text: &'a str) -> &'a str {
+        match self {
+            Self::In(span) => span.get(text),
+            Self::Own(s) => s,
+        }
+    }
+}
+
+/// The kind of a typed entry.
+fn kind_of(typed: &SessionEntry) -> EntryKind {
+    match typed {
+        SessionEntry::Message(x) => EntryKind::Message(Role::of(&x.message)),
+        SessionEntry::ModelChange(_) => EntryKind::ModelChange,
+        SessionEntry::ThinkingLevelChange(_) => EntryKind::ThinkingLevelChange,
+        SessionEntry::SessionInfo(_) => EntryKind::SessionInfo,
+        SessionEntry::Compaction(_) => EntryKind::Compaction,
+        SessionEntry::Custom(_) => EntryKind::Custom,
+    }
 }
 
 #[cfg(test)]
@@ -110,73 +163,72 @@ fn count_typed_parse() {
 /// One entry: its JSON line and the fields the tree needs.
 #[derive(Debug)]
 pub struct StoredEntry {
-    line: Box<str>,
-    id: Box<str>,
-    parent: Option<Box<str>>,
+    /// The text the line lives in: the whole session file for loaded entries (read once, shared
+    /// by all of them, never copied line by line), the line itself for appended ones.
+    text: Arc<String>,
+    line: Span,
+    id: Field,
+    parent: Option<Field>,
+    /// Where the `message` object lies in `text` (message entries only).
+    message: Option<Span>,
     kind: EntryKind,
-    /// Where the `message` object lies in `line` (message entries only).
-    message: Option<Range<usize>>,
 }
 
 impl StoredEntry {
-    /// Reads one entry line: a known entry type must parse as its typed form (the error is the
-    /// typed parse's); an unknown type is kept verbatim when it has a string `id`.
-    pub fn parse(line: &str) -> Result<Self, serde_json::Error> {
+    /// Reads the entry `line`, a slice of `text` (a loaded file): a known entry type must parse
+    /// as its typed form (the error is the typed parse's); an unknown type is kept verbatim when
+    /// it has a non-empty `type` and `id`.
+    pub fn parse(text: &Arc<String>, line: &str) -> Result<Self, serde_json::Error> {
+        let Some(span) = Span::of(text, line) else {
+            // Past the 32-bit offsets (or not a slice of `text`): the line gets its own text.
+            let own = Arc::new(line.to_owned());
+            return Self::parse(&own, own.as_str());
+        };
         let head = serde_json::from_str::<Head<'_>>(line).ok();
-        let mut message = None;
-        if let Some(head) = head {
-            if !KNOWN_TYPES.contains(&&*head.kind) {
-                // An unknown type needs a non-empty type and id to be an entry of the tree.
-                if let Some(id) = head.id.filter(|id| !id.is_empty() && !head.kind.is_empty()) {
-                    return Ok(Self { line: line.into(), id: id.into(), parent: head.parent_id.map(Into::into), kind: EntryKind::Unknown, message: None });
-                }
+        if let Some(h) = &head {
+            if !KNOWN_TYPES.contains(&&*h.kind) && !h.kind.is_empty() && h.id.as_ref().is_some_and(|id| !id.is_empty()) {
+                return Ok(Self::from_head(text.clone(), span, h, EntryKind::Unknown));
             }
-            message = head.message.map(|raw| range_in(line, raw));
         }
         let typed: SessionEntry = serde_json::from_str(line)?;
-        Ok(Self::with_line(line.into(), &typed, message))
+        let kind = kind_of(&typed);
+        match head {
+            Some(h) if h.id.is_some() && (h.message.is_some() || !matches!(kind, EntryKind::Message(_))) => Ok(Self::from_head(text.clone(), span, &h, kind)),
+            // A line the typed parse accepts but the field scan does not (a duplicate key): the
+            // entry is kept as it serializes, so its fields can always be found.
+            Some(_) | None => Ok(Self::from_typed(&typed)),
+        }
     }
 
     /// A new entry, written as the typed entry serializes.
     pub fn from_typed(entry: &SessionEntry) -> Self {
-        // Our entry types always serialize (string keys only).
-        let line = serde_json::to_string(entry).unwrap_or_default();
-        let message = serde_json::from_str::<Head<'_>>(&line).ok().and_then(|h| h.message).map(|raw| range_in(&line, raw));
-        Self::with_line(line.into_boxed_str(), entry, message)
+        // Our entry types always serialize (string keys only), with `type`, `id` and `parentId`.
+        let text = Arc::new(serde_json::to_string(entry).unwrap_or_default());
+        let line = Span { start: 0, len: u32::try_from(text.len()).unwrap_or(u32::MAX) };
+        let head = serde_json::from_str::<Head<'_>>(&text).ok();
+        match head {
+            Some(h) => Self::from_head(text.clone(), line, &h, kind_of(entry)),
+            None => Self { text: text.clone(), line, id: Field::Own("".into()), parent: None, message: None, kind: kind_of(entry) },
+        }
     }
 
-    /// The entry for `line`, whose typed form is `typed` and whose `message` lies at `message`.
-    fn with_line(line: Box<str>, typed: &SessionEntry, message: Option<Range<usize>>) -> Self {
-        let (id, parent, kind) = match typed {
-            SessionEntry::Message(x) => (x.id.as_str(), &x.parent_id, EntryKind::Message(Role::of(&x.message))),
-            SessionEntry::ModelChange(x) => (x.id.as_str(), &x.parent_id, EntryKind::ModelChange),
-            SessionEntry::ThinkingLevelChange(x) => (x.id.as_str(), &x.parent_id, EntryKind::ThinkingLevelChange),
-            SessionEntry::SessionInfo(x) => (x.id.as_str(), &x.parent_id, EntryKind::SessionInfo),
-            SessionEntry::Compaction(x) => (x.id.as_str(), &x.parent_id, EntryKind::Compaction),
-            SessionEntry::Custom(x) => (x.id.as_str(), &x.parent_id, EntryKind::Custom),
-        };
-        let (line, message) = match (kind, message) {
-            (EntryKind::Message(_), Some(range)) => (line, Some(range)),
-            // A line the typed parse accepts but the field scan does not (a duplicate key): the
-            // entry is kept as it serializes, so its message can always be found.
-            (EntryKind::Message(_), None) => {
-                let line = serde_json::to_string(typed).unwrap_or_default();
-                let message = serde_json::from_str::<Head<'_>>(&line).ok().and_then(|h| h.message).map(|raw| range_in(&line, raw));
-                (line.into_boxed_str(), message)
-            }
-            (EntryKind::ModelChange | EntryKind::ThinkingLevelChange | EntryKind::SessionInfo | EntryKind::Compaction | EntryKind::Custom | EntryKind::Unknown, _) => (line, None),
-        };
-        Self { id: id.into(), parent: parent.as_deref().map(Into::into), kind, message, line }
+    /// The entry whose line lies at `line` in `text`, with the fields `head` (borrowed from
+    /// `text`) found.
+    fn from_head(text: Arc<String>, line: Span, head: &Head<'_>, kind: EntryKind) -> Self {
+        let id = head.id.as_ref().map_or_else(|| Field::Own("".into()), |id| Field::new(&text, id));
+        let parent = head.parent_id.as_ref().map(|p| Field::new(&text, p));
+        let message = if matches!(kind, EntryKind::Message(_)) { head.message.and_then(|raw| Span::of(&text, raw.get())) } else { None };
+        Self { text, line, id, parent, message, kind }
     }
 
     /// The entry's id.
     pub fn id(&self) -> &str {
-        &self.id
+        self.id.get(&self.text)
     }
 
     /// The parent entry's id (`None` for a root).
     pub fn parent(&self) -> Option<&str> {
-        self.parent.as_deref()
+        self.parent.as_ref().map(|p| p.get(&self.text))
     }
 
     /// What the entry is.
@@ -186,19 +238,19 @@ impl StoredEntry {
 
     /// The entry's JSON line (no LF), as read or written.
     pub fn line(&self) -> &str {
-        &self.line
+        self.line.get(&self.text)
     }
 
     /// The message's JSON text, for message entries.
     pub fn message_json(&self) -> Option<&str> {
-        self.message.clone().and_then(|r| self.line.get(r))
+        self.message.map(|span| span.get(&self.text))
     }
 
     /// The message, parsed (message entries only).
     pub fn message(&self) -> Option<AgentMessage> {
         let json = self.message_json()?;
         count_typed_parse();
-        serde_json::from_str(json).inspect_err(|e| tracing::error!("stored message {} no longer parses: {e}", self.id)).ok()
+        serde_json::from_str(json).inspect_err(|e| tracing::error!("stored message {} no longer parses: {e}", self.id())).ok()
     }
 
     /// The typed entry (`None` for an unknown type).
@@ -207,7 +259,7 @@ impl StoredEntry {
             return None;
         }
         count_typed_parse();
-        serde_json::from_str(&self.line).inspect_err(|e| tracing::error!("stored entry {} no longer parses: {e}", self.id)).ok()
+        serde_json::from_str(self.line()).inspect_err(|e| tracing::error!("stored entry {} no longer parses: {e}", self.id())).ok()
     }
 
     /// The compaction this entry records (compaction entries only).
@@ -221,6 +273,6 @@ impl StoredEntry {
 
     /// The `type` written in the line (an unknown type's own name).
     pub fn type_name(&self) -> String {
-        serde_json::from_str::<Head<'_>>(&self.line).map(|h| h.kind.into_owned()).unwrap_or_default()
+        serde_json::from_str::<Head<'_>>(self.line()).map(|h| h.kind.into_owned()).unwrap_or_default()
     }
 }

@@ -250,13 +250,19 @@ impl Session {
     /// blocking. A torn last line and corrupt lines in the middle are skipped and reported; a
     /// missing file or a missing header is an error.
     pub fn load_limited(path: &Path, limit: u64) -> Result<(Self, Vec<LoadWarning>), SessionError> {
-        let text = read_regular(path, limit)?;
-        Self::parse(path, &text)
+        let bytes = read_regular(path, limit)?;
+        Self::parse_owned(path, bytes)
     }
 
     /// Parses a session file's bytes (the fuzz target's entry point: it must never panic).
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<(Self, Vec<LoadWarning>), SessionError> {
-        let text = String::from_utf8_lossy(bytes);
+        Self::parse_owned(path, bytes.to_vec())
+    }
+
+    /// [`Session::parse`] keeping `bytes` as the text every loaded entry lives in (valid UTF-8
+    /// is not copied; invalid sequences are replaced as before).
+    fn parse_owned(path: &Path, bytes: Vec<u8>) -> Result<(Self, Vec<LoadWarning>), SessionError> {
+        let text = Arc::new(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()));
         let ends_with_newline = text.ends_with('\n');
         let lines: Vec<&str> = text.lines().collect();
         let mut warnings = Vec::new();
@@ -277,7 +283,7 @@ impl Session {
             if line.trim().is_empty() {
                 continue;
             }
-            match StoredEntry::parse(line) {
+            match StoredEntry::parse(&text, line) {
                 Ok(entry) => session.push_loaded(Arc::new(entry)),
                 Err(e) => {
                     let torn = i + 1 == lines.len() && !ends_with_newline;
@@ -933,6 +939,22 @@ mod tests {
         copy.write_all_now().unwrap();
         let written = std::fs::read_to_string(copy.path().unwrap()).unwrap();
         assert_eq!(written.lines().skip(1).collect::<Vec<_>>(), [lines[1].as_str(), label, lines[7].as_str()], "every entry written back as it was read");
+    }
+
+    /// Loaded entries live in the file's text; an id the file spells with an escape is kept as
+    /// its own copy and still links the tree.
+    #[test]
+    fn ids_spelled_with_escapes_link_the_tree() {
+        let text = concat!(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#, "\n",
+            r#"{"type":"message","id":"\u0061","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"one","timestamp":1}}"#, "\n",
+            r#"{"type":"message","id":"b","parentId":"\u0061","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"two","timestamp":1}}"#, "\n",
+        );
+        let (session, warnings) = Session::parse(Path::new("escaped.jsonl"), text.as_bytes()).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(session.branch().iter().map(|e| (e.id(), e.parent())).collect::<Vec<_>>(), [("a", None), ("b", Some("a"))]);
+        assert_eq!(session.messages().iter().map(message_text).collect::<Vec<_>>(), ["one", "two"]);
+        assert_eq!(session.entries()[0].line(), text.lines().nth(1).unwrap(), "the line as written");
     }
 
     #[test]
