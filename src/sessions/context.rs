@@ -113,9 +113,10 @@ impl Serialize for Messages<'_> {
 pub struct MessagesJson(pub Vec<ContextItem>);
 
 impl MessagesJson {
-    /// At least how many bytes the JSON takes (to size the buffer it is written into once).
-    pub fn len_hint(&self) -> usize {
-        self.0.iter().map(|m| if let ContextItem::Entry(e) = m { e.message_json().map_or(0, str::len) + 1 } else { 0 }).sum::<usize>() + 16
+    /// How many bytes the JSON takes (to size the buffer it is written into once: growing a
+    /// buffer of tens of MiB may copy it, holding it twice for a moment).
+    pub fn json_len(&self) -> usize {
+        self.0.iter().map(|m| m.json_len() + 1).sum::<usize>() + r#"{"messages":[]}"#.len()
     }
 }
 

@@ -46,7 +46,9 @@ impl RpcSession {
     /// one the typed answer would make, with each message as the session file holds it.
     pub fn write_messages(&self, id: Option<Value>, batch: &mut FrameBatch) {
         let data = self.agent.messages_json();
-        batch.reserve(data.len_hint());
+        // The whole frame: the data, the id and the rest of the envelope (well under 128 bytes).
+        let id_len = id.as_ref().and_then(|id| serde_json::to_string(id).ok()).map_or(0, |s| s.len());
+        batch.reserve(data.json_len() + id_len + 128);
         let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetMessagesCommand::COMMAND, data: Some(&data) });
     }
 
