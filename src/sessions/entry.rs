@@ -121,11 +121,10 @@ enum Field {
 }
 
 impl Field {
-    fn new(text: &str, value: &Cow<'_, str>) -> Self {
-        match value {
-            Cow::Borrowed(s) => Span::of(text, s).map_or_else(|| Self::Own((*s).into()), Self::In),
-            Cow::Owned(s) => Self::Own(s.as_str().into()),
-        }
+    /// `value` as a span of `text` when it is a slice of it (written without escapes), else its
+    /// own copy.
+    fn new(text: &str, value: &str) -> Self {
+        Span::of(text, value).map_or_else(|| Self::Own(value.into()), Self::In)
     }
 
     fn get<'a>(&'a self, text: &'a str) -> &'a str {
