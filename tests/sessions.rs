@@ -207,3 +207,55 @@ fn a_name_given_before_the_first_message_is_saved_with_it() {
     let mut b = start_in(sessions.path(), &["--session", p.as_str()], &[]);
     assert_eq!(b.request(json!({"id":"s","type":"get_state"}))["data"]["sessionName"], "early name", "the name survives a resume");
 }
+
+/// A pi session with entries of types this build does not know (`label`, `branch_summary`):
+/// they link the tree (the next message's `parentId` names one), so the whole conversation
+/// resumes; `get_messages` answers the stored messages as they are written, pages hold their
+/// own messages, the tree shows every entry, and a clone writes the unknown lines back unchanged.
+#[test]
+fn a_pi_session_with_entries_of_unknown_types_resumes_whole_and_clones_verbatim() {
+    let sessions = tempfile::tempdir().unwrap();
+    let header = json!({"type":"session","version":3,"id":"pi-session","timestamp":"2026-01-01T00:00:00.000Z","cwd":sessions.path()});
+    let user = |i: u64| json!({"role":"user","content":[{"type":"text","text":format!("question {i}")}],"timestamp":1_700_000_000_000u64 + i});
+    // pi's key order (`timestamp` before `content`), not ours.
+    let assistant = |i: u64| {
+        serde_json::from_str::<Value>(&format!(
+            r#"{{"role":"assistant","timestamp":{},"content":[{{"type":"text","text":"answer {i}"}}],"api":"openai-completions","provider":"fake","model":"m","usage":{{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop"}}"#,
+            1_700_000_000_000u64 + i
+        ))
+        .unwrap()
+    };
+    let label = r#"{"type":"label","id":"l1","parentId":"m1","timestamp":"2026-01-01T00:00:02.000Z","targetId":"m0","label":"  kept as written  ","extra":{"n":[1,2.50,"\u00e9"]}}"#;
+    let mut lines = vec![header.to_string()];
+    let mut messages = Vec::new();
+    for i in 0..6u64 {
+        let message = if i % 2 == 0 { user(i) } else { assistant(i) };
+        let parent = match i {
+            0 => Value::Null,
+            2 => json!("l1"),
+            _ => json!(format!("m{}", i - 1)),
+        };
+        lines.push(json!({"type":"message","id":format!("m{i}"),"parentId":parent,"timestamp":"2026-01-01T00:00:01.000Z","message":message}).to_string());
+        if i == 1 {
+            lines.push(label.to_owned());
+        }
+        messages.push(message);
+    }
+    let path = sessions.path().join("2026-01-01T00-00-00-000Z_pi-session.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+
+    let p = path.to_str().unwrap().to_owned();
+    let mut a = start_in(sessions.path(), &["--session", p.as_str()], &[]);
+    let all = a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].clone();
+    assert_eq!(all, Value::Array(messages.clone()), "every message, across the unknown entry");
+    let page = a.request(json!({"id":"p","type":"get_messages_page","cursor":"4","limit":50}))["data"].clone();
+    assert_eq!(page, json!({"messages": &messages[4..], "totalMessages": 6}));
+    let tree = a.request(json!({"id":"t","type":"get_tree"}))["data"]["entries"].clone();
+    let kinds: Vec<&str> = tree.as_array().unwrap().iter().map(|e| e["entryType"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["message", "message", "label", "message", "message", "message", "message"]);
+    assert_eq!(a.request(json!({"id":"c","type":"clone"}))["success"], true);
+    let copy = session_file(&mut a);
+    assert_ne!(copy, path);
+    let written = std::fs::read_to_string(&copy).unwrap();
+    assert!(written.lines().any(|l| l == label), "the unknown entry is written back byte for byte:\n{written}");
+}

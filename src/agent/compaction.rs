@@ -10,7 +10,7 @@ use super::events::{AgentEvent, CompactionReason};
 use super::Agent;
 use crate::protocol::*;
 use crate::providers::{ModelChunk, ModelRequest, Purpose};
-use crate::sessions::{message_text, Payload};
+use crate::sessions::{message_text, ContextItem, Payload};
 
 /// Why nothing was compacted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +50,11 @@ impl Default for CompactionPolicy {
 /// A rough token estimate (4 characters per token), enough to decide when and where to cut.
 pub fn estimate(message: &AgentMessage) -> u64 {
     serde_json::to_string(message).map_or(0, |s| s.len() as u64 / 4)
+}
+
+/// [`estimate`] for the stored context, from the messages' text without parsing them.
+fn context_tokens(context: &[ContextItem]) -> u64 {
+    context.iter().map(|m| m.json_len() as u64 / 4).sum()
 }
 
 fn transcript(previous: Option<&str>, messages: &[(String, AgentMessage)]) -> String {
@@ -107,7 +112,7 @@ pub fn plan(agent: &Agent) -> Result<Plan, CompactionError> {
     let (previous, list, tokens_before) = {
         let st = agent.state();
         let (previous, list) = st.session.compactable().ok_or(CompactionError::AlreadyCompacted)?;
-        (previous, list, st.messages.iter().map(estimate).sum::<u64>())
+        (previous, list, context_tokens(st.session.context()))
     };
     // The earliest user message from which the rest fits in `keep` tokens.
     let mut suffix = 0;
@@ -170,8 +175,8 @@ pub async fn compact(agent: &Agent, custom: Option<&str>, cancel: &CancellationT
     {
         let mut st = agent.state();
         let saved = st.session.append(Payload::Compaction { summary: summary.clone(), first_kept_entry_id: first_kept.clone(), tokens_before, details: Some(details.clone()) });
-        // The compaction holds in memory either way; a failed write is retried with the next.
-        st.messages = st.session.messages();
+        // The compaction holds in memory either way (the session's context now starts with it);
+        // a failed write is retried with the next.
         saved.map_err(|e| CompactionError::Write(e.to_string()))?;
     }
     Ok(CompactionResult { summary, first_kept_entry_id: first_kept, tokens_before, details: Some(details), short_summary: None })
@@ -184,7 +189,7 @@ pub fn over_threshold(agent: &Agent) -> bool {
         return false;
     }
     let window = agent.inner.models[st.current_model].info.context_window as f64;
-    let used: u64 = st.messages.iter().map(estimate).sum();
+    let used = context_tokens(st.session.context());
     used as f64 > window * agent.inner.config.compaction.threshold
 }
 

@@ -131,8 +131,6 @@ struct RetryWait {
 
 #[derive(Debug)]
 struct State {
-    /// The messages of the current branch as the model sees them (derived from `session`).
-    messages: Vec<AgentMessage>,
     session: Session,
     thinking: ThinkingLevel,
     steering_mode: QueueMode,
@@ -191,14 +189,12 @@ impl Agent {
     /// continuing `session` (new or loaded from disk: its messages, name, model and thinking
     /// level are restored).
     pub fn new(config: AgentConfig, catalogue: Catalogue, session: Session, sink: Arc<dyn EventSink>, port: Arc<dyn HostPort>) -> Self {
-        let messages = session.messages();
         let session_name = session.name();
         let (saved_model, saved_level) = session.settings();
         let current_model = saved_model
             .and_then(|(p, m)| catalogue.models.iter().position(|s| *s.info.provider == p && *s.info.id == m))
             .unwrap_or(catalogue.current);
         let state = State {
-            messages,
             session,
             thinking: saved_level.or_else(|| config.thinking.map(|l| Self::effective_level(&catalogue.models[current_model], l))).unwrap_or(ThinkingLevel::Off),
             steering_mode: QueueMode::OneAtATime,
@@ -270,9 +266,7 @@ impl Agent {
                 saved = saved.and(Self::append(&mut st, Payload::Name(name)));
             }
         }
-        saved = saved.and(Self::append(&mut st, Payload::Message(Box::new(message.clone()))));
-        st.messages.push(message);
-        saved
+        saved.and(Self::append(&mut st, Payload::Message(Box::new(message))))
     }
 
     /// [`Agent::record`] inside a run: a failure is kept for [`Agent::take_write_failure`], which
@@ -310,7 +304,6 @@ impl Agent {
     /// "for the session" belonged to the old one and are forgotten.
     fn adopt_session(&self, session: Session) {
         let mut st = self.state();
-        st.messages = session.messages();
         st.session_name = session.name();
         let (model, level) = session.settings();
         if let Some(index) = model.and_then(|(p, m)| self.inner.models.iter().position(|s| *s.info.provider == p && *s.info.id == m)) {

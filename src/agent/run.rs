@@ -335,7 +335,7 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
     let request = {
         let st = agent.state();
         let tools = offered_tools(agent, &st);
-        ModelRequest { system: system_prompt(agent), messages: st.messages.clone(), tools, thinking: st.thinking, purpose: crate::providers::Purpose::Turn }
+        ModelRequest { system: system_prompt(agent), messages: st.session.messages(), tools, thinking: st.thinking, purpose: crate::providers::Purpose::Turn }
     };
     let mut builder = MessageBuilder::new(&spec.info);
     // `MessageStart` waits for the provider's first answer: a request that fails before any

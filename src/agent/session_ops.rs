@@ -9,7 +9,7 @@ use super::events::{AgentEvent, CompactionReason};
 use super::compaction::{self, CompactionError};
 use super::{nonempty, Agent, CoreError, CoreResult};
 use crate::protocol::*;
-use crate::sessions::{self, Payload, Session};
+use crate::sessions::{self, ContextItem, MessagesJson, MessagesPageJson, Payload, Role, Session};
 
 impl Agent {
     /// Starts a new session (aborting the run); `parent` is recorded in its header.
@@ -40,15 +40,13 @@ impl Agent {
     /// Moves the session's leaf to just before the user message `entry_id` (the old branch
     /// stays in the tree); returns that message's text. `verb` names the operation in errors.
     pub async fn branch(&self, entry_id: &str, verb: &str) -> CoreResult<String> {
-        let valid = self.state().session.branch_messages().iter().any(|(id, m)| id == entry_id && matches!(m, AgentMessage::User(_)));
+        let valid = self.state().session.is_branch_user_message(entry_id);
         if !valid {
             return Err(CoreError::InvalidParams(format!("Invalid entry ID for {verb}: {entry_id} is not a user message of this session")));
         }
         self.abort_run().await;
         let mut st = self.state();
-        let text = st.session.branch_before(entry_id).unwrap_or_default();
-        st.messages = st.session.messages();
-        Ok(text)
+        Ok(st.session.branch_before(entry_id).unwrap_or_default())
     }
 
     /// Copies the session into a new file and continues there.
@@ -76,13 +74,12 @@ impl Agent {
     /// The text of the last assistant message that had any.
     pub fn last_assistant_text(&self) -> Option<String> {
         let st = self.state();
-        st.messages.iter().rev().find_map(|m| match m {
-            AgentMessage::Assistant(a) => {
-                let text: String = a.content.iter().filter_map(|c| if let AssistantContent::Text(t) = c { Some(t.text.as_str()) } else { None }).collect();
-                let text = text.trim_end().to_owned();
-                (!text.is_empty()).then_some(text)
-            }
-            _ => None,
+        // Assistant messages are parsed from the last back, until one has text.
+        st.session.context().iter().rev().filter(|m| m.role() == Some(Role::Assistant)).find_map(|m| {
+            let Some(AgentMessage::Assistant(a)) = m.message() else { return None };
+            let text: String = a.content.iter().filter_map(|c| if let AssistantContent::Text(t) = c { Some(t.text.as_str()) } else { None }).collect();
+            let text = text.trim_end().to_owned();
+            (!text.is_empty()).then_some(text)
         })
     }
 
@@ -98,23 +95,37 @@ impl Agent {
         saved
     }
 
-    /// The branch's messages.
+    /// The branch's messages, parsed.
     pub fn messages(&self) -> Vec<AgentMessage> {
-        self.state().messages.clone()
+        self.state().session.messages()
     }
 
-    /// A page of the branch's messages: `cursor` is the index to start at.
+    /// The branch's messages as `get_messages` data, serialized from the stored text when
+    /// written (a snapshot: one reference per message).
+    pub fn messages_json(&self) -> MessagesJson {
+        self.state().session.messages_json()
+    }
+
+    /// A page of the branch's messages, parsed: `cursor` is the index to start at.
     pub fn messages_page(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPage> {
+        let page = self.messages_page_json(cursor, limit)?;
+        let messages = page.messages.iter().filter_map(ContextItem::message).collect();
+        Ok(MessagesPage { messages, total_messages: page.total_messages, next_cursor: page.next_cursor })
+    }
+
+    /// A page of the branch's messages as stored (serialized from their text when written):
+    /// `cursor` is the index to start at. Costs the page, not the branch.
+    pub fn messages_page_json(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPageJson> {
         let st = self.state();
         let start = match cursor {
             None => 0,
             Some(c) => c.parse::<usize>().map_err(|_| CoreError::InvalidParams(format!("Invalid message cursor: {c}")))?,
         };
         let limit = limit.map_or(100, |l| usize::try_from(l).unwrap_or(usize::MAX)).max(1);
-        let total = st.messages.len();
+        let total = st.session.context().len();
         let end = start.saturating_add(limit).min(total);
-        let messages = st.messages.get(start.min(total)..end).map(<[AgentMessage]>::to_vec).unwrap_or_default();
-        Ok(MessagesPage { messages, total_messages: total as u64, next_cursor: (end < total).then(|| end.to_string()) })
+        let messages = st.session.context_page(start..end).to_vec();
+        Ok(MessagesPageJson { messages, total_messages: total as u64, next_cursor: (end < total).then(|| end.to_string()) })
     }
 
     /// Token, cost and message counts of the branch.
@@ -123,7 +134,9 @@ impl Agent {
         let (mut user, mut assistant, mut calls, mut results) = (0, 0, 0, 0);
         let mut tokens = SessionTokens { input: 0, output: 0, cache_read: 0, cache_write: 0, reasoning: None, total: 0 };
         let mut cost = 0.0;
-        for m in &st.messages {
+        let messages = st.session.context();
+        // One message parsed at a time: the statistics never hold the whole branch typed.
+        for m in messages.iter().filter_map(ContextItem::message) {
             match m {
                 AgentMessage::User(_) => user += 1,
                 AgentMessage::Assistant(a) => {
@@ -147,7 +160,7 @@ impl Agent {
             assistant_messages: assistant,
             tool_calls: calls,
             tool_results: results,
-            total_messages: st.messages.len() as u64,
+            total_messages: messages.len() as u64,
             tokens,
             cost,
             context_usage: Some(Self::context_usage(&st, self.inner.models[st.current_model].info.context_window)),

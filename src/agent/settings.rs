@@ -7,7 +7,7 @@ use super::events::{AgentEvent, NoticeLevel};
 use super::{nonempty, Agent, CoreError, CoreResult, State};
 use crate::protocol::*;
 use crate::providers::ModelSpec;
-use crate::sessions::Payload;
+use crate::sessions::{ContextItem, Payload, Role};
 use crate::tools::BUILTIN_TOOLS;
 
 impl Agent {
@@ -30,7 +30,7 @@ impl Agent {
             session_name: st.session_name.clone(),
             auto_compaction_enabled: st.auto_compaction,
             auto_retry_enabled: Some(st.auto_retry),
-            message_count: st.messages.len() as u64,
+            message_count: st.session.context().len() as u64,
             pending_message_count: Some(queued),
             queued_message_count: Some(queued),
             todo_phases: Some(st.todos.clone()),
@@ -226,7 +226,9 @@ impl Agent {
     }
 
     pub(super) fn context_usage(st: &State, window: u64) -> ContextUsage {
-        let tokens = st.messages.iter().rev().find_map(|m| if let AgentMessage::Assistant(a) = m { Some(a.usage.total_tokens) } else { None });
+        // Only the last assistant message is parsed.
+        let last = st.session.context().iter().rev().find(|m| m.role() == Some(Role::Assistant)).and_then(ContextItem::message);
+        let tokens = if let Some(AgentMessage::Assistant(a)) = last { Some(a.usage.total_tokens) } else { None };
         ContextUsage { tokens, context_window: window, percent: tokens.map(|t| t as f64 * 100.0 / window.max(1) as f64) }
     }
 }

@@ -15,7 +15,7 @@ use super::events::{AgentEvent, PromptId, RunOutcome};
 use super::port::{DialogAsk, DialogKind, DialogOutcome, NotifyLevel, UiNotice};
 use super::{Agent, Queued, RunState};
 use crate::protocol::*;
-use crate::sessions::Session;
+use crate::sessions::{ContextItem, Role, Session};
 
 /// Every built-in slash command: name, argument hint, description.
 pub(super) const COMMANDS: &[(&str, Option<&str>, &str)] = &[
@@ -110,10 +110,9 @@ impl Agent {
     }
 
     fn last_user_text(&self) -> Option<String> {
-        self.state().messages.iter().rev().find_map(|m| match m {
-            AgentMessage::User(u) => Some(crate::providers::offline::user_text(&u.content)),
-            _ => None,
-        })
+        // Only the last user message is parsed.
+        let last = self.state().session.context().iter().rev().find(|m| m.role() == Some(Role::User)).and_then(ContextItem::message);
+        if let Some(AgentMessage::User(u)) = last { Some(crate::providers::offline::user_text(&u.content)) } else { None }
     }
 
     /// Shows a dialog; `Err(Outcome)` ends the command (aborted, or the host cannot show it:
@@ -224,7 +223,7 @@ impl Agent {
                 let (model, messages, level) = {
                     let st = self.state();
                     let m = &self.inner.models[st.current_model].info;
-                    (format!("{}/{}", *m.provider, *m.id), st.messages.len(), st.thinking)
+                    (format!("{}/{}", *m.provider, *m.id), st.session.context().len(), st.thinking)
                 };
                 let text = format!("{model} · thinking {level} · {messages} messages");
                 self.port().notify(UiNotice::Status { key: "agentwire".into(), text: Some(text) }).await;

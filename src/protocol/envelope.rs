@@ -80,24 +80,48 @@ pub struct RpcReply {
 impl serde::Serialize for RpcReply {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
+        let e = match &self.outcome {
+            Ok(data) => return RpcSuccess { id: self.id.as_ref(), command: self.command, data: data.as_deref() }.serialize(serializer),
+            Err(e) => e,
+        };
         let mut map = serializer.serialize_map(None)?;
         if let Some(id) = &self.id {
             map.serialize_entry("id", id)?;
         }
         map.serialize_entry("type", "response")?;
         map.serialize_entry("command", self.command)?;
-        match &self.outcome {
-            Ok(data) => {
-                map.serialize_entry("success", &true)?;
-                if let Some(data) = data {
-                    map.serialize_entry("data", data)?;
-                }
-            }
-            Err(e) => {
-                map.serialize_entry("success", &false)?;
-                map.serialize_entry("error", &e.message)?;
-                map.serialize_entry("code", &e.code)?;
-            }
+        map.serialize_entry("success", &false)?;
+        map.serialize_entry("error", &e.message)?;
+        map.serialize_entry("code", &e.code)?;
+        map.end()
+    }
+}
+
+/// A `success:true` response frame whose `data` is serialized only when the frame is written
+/// (straight into the output: `get_messages` of a big session is never held twice). Serializes
+/// exactly as [`RpcReply`] with the same fields.
+#[derive(Debug)]
+pub struct RpcSuccess<'a, T: ?Sized> {
+    /// The request's id, echoed.
+    pub id: Option<&'a Value>,
+    /// The command answered.
+    pub command: &'a str,
+    /// The data (absent when `None`).
+    pub data: Option<&'a T>,
+}
+
+impl<T: serde::Serialize + ?Sized> serde::Serialize for RpcSuccess<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(id) = self.id {
+            map.serialize_entry("id", id)?;
+        }
+        map.serialize_entry("type", "response")?;
+        map.serialize_entry("command", self.command)?;
+        map.serialize_entry("success", &true)?;
+        if let Some(data) = self.data {
+            map.serialize_entry("data", data)?;
         }
         map.end()
     }

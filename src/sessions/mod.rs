@@ -7,11 +7,17 @@
 //! Files live in `<sessions dir>/--<cwd with / replaced by ->--/<time>_<id>.jsonl` (pi's
 //! layout) unless `--session-dir` names the directory; a file is created on the first entry.
 
+pub mod context;
+pub mod entry;
 pub mod html;
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use context::{ContextItem, MessagesJson, MessagesPageJson};
+pub use entry::{EntryKind, Role, StoredEntry};
 
 use crate::protocol::*;
 
@@ -169,28 +175,6 @@ fn new_entry_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
 }
 
-fn entry_id(e: &SessionEntry) -> &str {
-    match e {
-        SessionEntry::Message(x) => &x.id,
-        SessionEntry::ModelChange(x) => &x.id,
-        SessionEntry::ThinkingLevelChange(x) => &x.id,
-        SessionEntry::SessionInfo(x) => &x.id,
-        SessionEntry::Compaction(x) => &x.id,
-        SessionEntry::Custom(x) => &x.id,
-    }
-}
-
-fn entry_parent(e: &SessionEntry) -> Option<&str> {
-    match e {
-        SessionEntry::Message(x) => x.parent_id.as_deref(),
-        SessionEntry::ModelChange(x) => x.parent_id.as_deref(),
-        SessionEntry::ThinkingLevelChange(x) => x.parent_id.as_deref(),
-        SessionEntry::SessionInfo(x) => x.parent_id.as_deref(),
-        SessionEntry::Compaction(x) => x.parent_id.as_deref(),
-        SessionEntry::Custom(x) => x.parent_id.as_deref(),
-    }
-}
-
 fn entry_timestamp(e: &SessionEntry) -> String {
     match e {
         SessionEntry::Message(x) => x.timestamp.to_string(),
@@ -201,7 +185,6 @@ fn entry_timestamp(e: &SessionEntry) -> String {
         SessionEntry::Custom(x) => x.timestamp.to_string(),
     }
 }
-
 
 /// The first text of a message, for labels and listings.
 pub fn message_text(m: &AgentMessage) -> String {
@@ -223,9 +206,14 @@ pub type IdentifiedMessage = (String, AgentMessage);
 #[derive(Debug)]
 pub struct Session {
     header: SessionHeader,
-    entries: Vec<SessionEntry>,
-    index: HashMap<String, usize>,
+    /// Every entry in file order, each its JSON line plus the fields the tree needs (shared with
+    /// the context and with clones; an entry never changes once stored).
+    entries: Vec<Arc<StoredEntry>>,
+    index: HashMap<Box<str>, usize>,
     leaf: Option<String>,
+    /// The messages the model sees on the current branch: kept up to date as entries are
+    /// appended, rebuilt when the leaf moves or the branch is compacted.
+    context: Vec<ContextItem>,
     /// Where the session is written; `None` for in-memory sessions (`--no-session`).
     path: Option<PathBuf>,
     file: Option<std::fs::File>,
@@ -250,7 +238,7 @@ impl Session {
         let timestamp = now_rfc3339();
         let path = dir.map(|d| d.join(format!("{}_{id}.jsonl", timestamp.replace([':', '.'], "-"))));
         let header = SessionHeader { parent_session: parent, ..SessionHeader::new(3, nonempty(&id), nonempty(&timestamp), cwd.display().to_string()) };
-        Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, path, file: None, unsaved: 0, header_saved: false }
+        Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, context: Vec::new(), path, file: None, unsaved: 0, header_saved: false }
     }
 
     /// Loads a session file (at most [`DEFAULT_MAX_SESSION_BYTES`]); see [`Session::load_limited`].
@@ -262,13 +250,19 @@ impl Session {
     /// blocking. A torn last line and corrupt lines in the middle are skipped and reported; a
     /// missing file or a missing header is an error.
     pub fn load_limited(path: &Path, limit: u64) -> Result<(Self, Vec<LoadWarning>), SessionError> {
-        let text = read_regular(path, limit)?;
-        Self::parse(path, &text)
+        let bytes = read_regular(path, limit)?;
+        Self::parse_owned(path, bytes)
     }
 
     /// Parses a session file's bytes (the fuzz target's entry point: it must never panic).
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<(Self, Vec<LoadWarning>), SessionError> {
-        let text = String::from_utf8_lossy(bytes);
+        Self::parse_owned(path, bytes.to_vec())
+    }
+
+    /// [`Session::parse`] keeping `bytes` as the text every loaded entry lives in (valid UTF-8
+    /// is not copied; invalid sequences are replaced as before).
+    fn parse_owned(path: &Path, bytes: Vec<u8>) -> Result<(Self, Vec<LoadWarning>), SessionError> {
+        let text = Arc::new(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()));
         let ends_with_newline = text.ends_with('\n');
         let lines: Vec<&str> = text.lines().collect();
         let mut warnings = Vec::new();
@@ -279,6 +273,7 @@ impl Session {
             entries: Vec::new(),
             index: HashMap::new(),
             leaf: None,
+            context: Vec::new(),
             path: Some(path.to_path_buf()),
             file: None,
             unsaved: 0,
@@ -288,8 +283,8 @@ impl Session {
             if line.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<SessionEntry>(line) {
-                Ok(entry) => session.push_loaded(entry),
+            match StoredEntry::parse(&text, line) {
+                Ok(entry) => session.push_loaded(Arc::new(entry)),
                 Err(e) => {
                     let torn = i + 1 == lines.len() && !ends_with_newline;
                     let e = parse_reason(&e);
@@ -298,14 +293,15 @@ impl Session {
                 }
             }
         }
+        session.rebuild_context();
         Ok((session, warnings))
     }
 
-    fn push_loaded(&mut self, entry: SessionEntry) {
-        let id = entry_id(&entry).to_owned();
-        self.index.insert(id.clone(), self.entries.len());
+    /// Adds an entry as the new leaf (the context is the caller's to update).
+    fn push_loaded(&mut self, entry: Arc<StoredEntry>) {
+        self.index.insert(entry.id().into(), self.entries.len());
+        self.leaf = Some(entry.id().to_owned());
         self.entries.push(entry);
-        self.leaf = Some(id);
     }
 
     /// The session id.
@@ -329,7 +325,7 @@ impl Session {
     }
 
     /// Every entry, in file order.
-    pub fn entries(&self) -> &[SessionEntry] {
+    pub fn entries(&self) -> &[Arc<StoredEntry>] {
         &self.entries
     }
 
@@ -364,7 +360,14 @@ impl Session {
                 ..CompactionEntry::new(nonempty(&id), parent_id, nonempty(&timestamp), summary, nonempty(&first_kept_entry_id), tokens_before)
             }),
         };
-        self.push_loaded(entry);
+        let entry = Arc::new(StoredEntry::from_typed(&entry));
+        self.push_loaded(entry.clone());
+        match entry.kind() {
+            // Under the leaf: the model sees it after everything it saw.
+            EntryKind::Message(_) => self.context.push(ContextItem::Entry(entry)),
+            EntryKind::Compaction => self.rebuild_context(),
+            EntryKind::ModelChange | EntryKind::ThinkingLevelChange | EntryKind::SessionInfo | EntryKind::Custom | EntryKind::Unknown => {}
+        }
         self.unsaved += 1;
         self.flush_unsaved()?;
         Ok(id)
@@ -387,9 +390,8 @@ impl Session {
             return Ok(());
         }
         while self.unsaved > 0 {
-            let entry = &self.entries[self.entries.len() - self.unsaved];
-            let line = serde_json::to_string(entry).unwrap_or_default();
-            self.write_line(&line)?;
+            let entry = self.entries[self.entries.len() - self.unsaved].clone();
+            self.write_line(entry.line())?;
             self.unsaved -= 1;
         }
         Ok(())
@@ -448,57 +450,73 @@ impl Session {
             copy.push_loaded(e.clone());
         }
         copy.leaf.clone_from(&self.leaf);
+        copy.context.clone_from(&self.context);
         copy
     }
 
     /// The entries from the root to the leaf.
-    pub fn branch(&self) -> Vec<&SessionEntry> {
+    pub fn branch(&self) -> Vec<&Arc<StoredEntry>> {
         let mut path = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let mut at = self.leaf.clone();
+        let mut at = self.leaf.as_deref();
         while let Some(id) = at {
-            let Some(&i) = self.index.get(&id) else { break };
+            let Some(&i) = self.index.get(id) else { break };
             if !seen.insert(i) {
                 // A cycle in a hand-edited file: each entry once (found by the `session_parse`
                 // fuzz target: the old length check let one entry in twice).
                 break;
             }
             let e = &self.entries[i];
-            at = entry_parent(e).map(str::to_owned);
+            at = e.parent();
             path.push(e);
         }
         path.reverse();
         path
     }
 
-    /// The messages the model sees on the current branch: after a compaction, its summary, then
+    /// Recomputes the model's messages from the branch: after a compaction, its summary, then
     /// the kept messages and everything after it.
-    pub fn messages(&self) -> Vec<AgentMessage> {
+    fn rebuild_context(&mut self) {
         let branch = self.branch();
-        let last_compaction = branch.iter().rposition(|e| matches!(e, SessionEntry::Compaction(_)));
-        let mut out = Vec::new();
-        let start = match last_compaction {
-            None => 0,
-            Some(ci) => {
-                let SessionEntry::Compaction(c) = branch[ci] else { unreachable!() };
-                out.push(AgentMessage::CompactionSummary(CompactionSummaryMessage::new(c.summary.clone(), c.tokens_before, now_ms())));
+        let last_compaction = branch.iter().rposition(|e| e.kind() == EntryKind::Compaction);
+        let mut context = Vec::new();
+        let start = match last_compaction.and_then(|ci| Some((ci, branch[ci].compaction()?))) {
+            Some((ci, c)) => {
+                context.push(ContextItem::Summary(Arc::new(AgentMessage::CompactionSummary(CompactionSummaryMessage::new(c.summary, c.tokens_before, now_ms())))));
                 // A kept entry after the compaction (a hand-edited file; found by the
                 // `session_parse` fuzz target, it panicked here) keeps nothing.
-                let kept = branch.iter().position(|e| entry_id(e) == c.first_kept_entry_id.as_str()).filter(|&k| k <= ci).unwrap_or(ci);
-                for e in &branch[kept..ci] {
-                    if let SessionEntry::Message(m) = e {
-                        out.push(m.message.clone());
-                    }
-                }
+                let kept = branch.iter().position(|e| e.id() == c.first_kept_entry_id.as_str()).filter(|&k| k <= ci).unwrap_or(ci);
+                context.extend(branch[kept..ci].iter().filter(|e| matches!(e.kind(), EntryKind::Message(_))).map(|&e| ContextItem::Entry(e.clone())));
                 ci + 1
             }
+            None => 0,
         };
-        for e in &branch[start..] {
-            if let SessionEntry::Message(m) = e {
-                out.push(m.message.clone());
-            }
-        }
-        out
+        context.extend(branch[start..].iter().filter(|e| matches!(e.kind(), EntryKind::Message(_))).map(|&e| ContextItem::Entry(e.clone())));
+        self.context = context;
+    }
+
+    /// The messages the model sees on the current branch, parsed (every one: for the model's
+    /// request; use [`Session::context`] to look at them one by one).
+    pub fn messages(&self) -> Vec<AgentMessage> {
+        self.context.iter().filter_map(ContextItem::message).collect()
+    }
+
+    /// The model's messages as stored: index them, count them, parse only those used.
+    pub fn context(&self) -> &[ContextItem] {
+        &self.context
+    }
+
+    /// The model's messages `range` (clamped to the context) as stored: a page costs its own
+    /// messages only.
+    pub fn context_page(&self, range: std::ops::Range<usize>) -> &[ContextItem] {
+        let end = range.end.min(self.context.len());
+        self.context.get(range.start.min(end)..end).unwrap_or_default()
+    }
+
+    /// A snapshot of the model's messages that serializes as `get_messages`'s data straight
+    /// from the stored text.
+    pub fn messages_json(&self) -> MessagesJson {
+        MessagesJson(self.context.clone())
     }
 
     /// What a new compaction would summarise: the previous summary (if the branch was compacted
@@ -506,49 +524,63 @@ impl Session {
     /// when the branch's last entry is already a compaction.
     pub fn compactable(&self) -> Option<(Option<String>, Vec<IdentifiedMessage>)> {
         let branch = self.branch();
-        if matches!(branch.last(), Some(SessionEntry::Compaction(_))) {
+        if branch.last().is_some_and(|e| e.kind() == EntryKind::Compaction) {
             return None;
         }
-        let (previous, start) = match branch.iter().rposition(|e| matches!(e, SessionEntry::Compaction(_))) {
-            None => (None, 0),
-            Some(ci) => {
-                let SessionEntry::Compaction(c) = branch[ci] else { unreachable!() };
-                let kept = branch.iter().position(|e| entry_id(e) == c.first_kept_entry_id.as_str()).unwrap_or(ci + 1);
-                (Some(c.summary.clone()), kept)
+        let last_compaction = branch.iter().rposition(|e| e.kind() == EntryKind::Compaction);
+        let (previous, start) = match last_compaction.and_then(|ci| Some((ci, branch[ci].compaction()?))) {
+            Some((ci, c)) => {
+                let kept = branch.iter().position(|e| e.id() == c.first_kept_entry_id.as_str()).unwrap_or(ci + 1);
+                (Some(c.summary), kept)
             }
+            None => (None, 0),
         };
-        let list = branch[start..]
-            .iter()
-            .filter_map(|e| if let SessionEntry::Message(m) = e { Some((m.id.to_string(), m.message.clone())) } else { None })
-            .collect();
+        let list = branch[start..].iter().filter_map(|e| Some((e.id().to_owned(), e.message()?))).collect();
         Some((previous, list))
     }
 
     /// Message entries on the current branch with their ids.
     pub fn branch_messages(&self) -> Vec<(String, AgentMessage)> {
-        self.branch().into_iter().filter_map(|e| if let SessionEntry::Message(m) = e { Some((m.id.to_string(), m.message.clone())) } else { None }).collect()
+        self.branch().into_iter().filter_map(|e| Some((e.id().to_owned(), e.message()?))).collect()
+    }
+
+    /// Whether `entry_id` is a user message on the current branch (nothing is parsed).
+    pub fn is_branch_user_message(&self, entry_id: &str) -> bool {
+        self.branch().iter().any(|e| e.id() == entry_id && e.kind() == EntryKind::Message(Role::User))
+    }
+
+    /// The last name set in the file, on any branch (for listings).
+    fn name_anywhere(&self) -> Option<String> {
+        let Some(SessionEntry::SessionInfo(i)) = self.entries.iter().rev().find(|e| e.kind() == EntryKind::SessionInfo).and_then(|e| e.typed()) else { return None };
+        Some(i.name)
+    }
+
+    /// The last entry of `kind` on the current branch, typed.
+    fn last_on_branch(&self, kind: EntryKind) -> Option<SessionEntry> {
+        self.branch().iter().rev().find(|e| e.kind() == kind).and_then(|e| e.typed())
     }
 
     /// The last name set on the current branch.
     pub fn name(&self) -> Option<String> {
-        self.branch().iter().rev().find_map(|e| if let SessionEntry::SessionInfo(i) = e { Some(i.name.clone()) } else { None })
+        let Some(SessionEntry::SessionInfo(i)) = self.last_on_branch(EntryKind::SessionInfo) else { return None };
+        Some(i.name)
     }
 
     /// The last model and thinking level recorded on the current branch.
     pub fn settings(&self) -> (Option<(String, String)>, Option<ThinkingLevel>) {
-        let branch = self.branch();
-        let model = branch.iter().rev().find_map(|e| if let SessionEntry::ModelChange(m) = e { Some((m.provider.to_string(), m.model_id.to_string())) } else { None });
-        let level = branch.iter().rev().find_map(|e| if let SessionEntry::ThinkingLevelChange(t) = e { Some(t.thinking_level) } else { None });
+        let model = if let Some(SessionEntry::ModelChange(m)) = self.last_on_branch(EntryKind::ModelChange) { Some((m.provider.to_string(), m.model_id.to_string())) } else { None };
+        let level = if let Some(SessionEntry::ThinkingLevelChange(t)) = self.last_on_branch(EntryKind::ThinkingLevelChange) { Some(t.thinking_level) } else { None };
         (model, level)
     }
 
     /// Moves the leaf to just before the user message `entry_id`; returns its text.
     pub fn branch_before(&mut self, entry_id: &str) -> Option<String> {
         let &i = self.index.get(entry_id)?;
-        let SessionEntry::Message(m) = &self.entries[i] else { return None };
-        let AgentMessage::User(u) = &m.message else { return None };
+        let entry = self.entries[i].clone();
+        let AgentMessage::User(u) = entry.message()? else { return None };
         let text = crate::providers::offline::user_text(&u.content);
-        self.leaf = m.parent_id.clone();
+        self.leaf = entry.parent().map(str::to_owned);
+        self.rebuild_context();
         Some(text)
     }
 
@@ -556,33 +588,47 @@ impl Session {
     pub fn tree(&self) -> SessionTree {
         let mut children: HashMap<&str, Vec<String>> = HashMap::new();
         for e in &self.entries {
-            if let Some(p) = entry_parent(e) {
-                children.entry(p).or_default().push(entry_id(e).to_owned());
+            if let Some(p) = e.parent() {
+                children.entry(p).or_default().push(e.id().to_owned());
             }
         }
         let entries = self
             .entries
             .iter()
             .map(|e| {
-                let (kind, label) = match e {
-                    SessionEntry::Message(m) => {
-                        let role = serde_json::to_value(&m.message).ok().and_then(|v| v["role"].as_str().map(str::to_owned)).unwrap_or_default();
-                        let text: String = message_text(&m.message).chars().take(60).collect();
-                        ("message", format!("{role}: {}", text.replace('\n', " ")))
+                let (kind, label, timestamp) = match e.typed() {
+                    Some(typed) => {
+                        let (kind, label) = match &typed {
+                            SessionEntry::Message(m) => {
+                                let role = serde_json::to_value(&m.message).ok().and_then(|v| v["role"].as_str().map(str::to_owned)).unwrap_or_default();
+                                let text: String = message_text(&m.message).chars().take(60).collect();
+                                ("message".to_owned(), format!("{role}: {}", text.replace('\n', " ")))
+                            }
+                            SessionEntry::ModelChange(c) => ("model_change".to_owned(), format!("model {}/{}", *c.provider, *c.model_id)),
+                            SessionEntry::ThinkingLevelChange(t) => (
+                                "thinking_level_change".to_owned(),
+                                format!("thinking {}", serde_json::to_value(t.thinking_level).unwrap_or_default().as_str().unwrap_or_default()),
+                            ),
+                            SessionEntry::SessionInfo(i) => ("session_info".to_owned(), format!("name {}", i.name)),
+                            SessionEntry::Compaction(c) => ("compaction".to_owned(), format!("compaction ({} tokens before)", c.tokens_before)),
+                            SessionEntry::Custom(c) => ("custom".to_owned(), format!("custom {}", *c.custom_type)),
+                        };
+                        (kind, label, entry_timestamp(&typed))
                     }
-                    SessionEntry::ModelChange(c) => ("model_change", format!("model {}/{}", *c.provider, *c.model_id)),
-                    SessionEntry::ThinkingLevelChange(t) => ("thinking_level_change", format!("thinking {}", serde_json::to_value(t.thinking_level).unwrap_or_default().as_str().unwrap_or_default())),
-                    SessionEntry::SessionInfo(i) => ("session_info", format!("name {}", i.name)),
-                    SessionEntry::Compaction(c) => ("compaction", format!("compaction ({} tokens before)", c.tokens_before)),
-                    SessionEntry::Custom(c) => ("custom", format!("custom {}", *c.custom_type)),
+                    // An entry of a type this build does not know: its own type names it.
+                    None => {
+                        let kind = e.type_name();
+                        let timestamp = serde_json::from_str::<serde_json::Value>(e.line()).ok().and_then(|v| v["timestamp"].as_str().map(str::to_owned)).unwrap_or_default();
+                        (kind.clone(), kind, timestamp)
+                    }
                 };
                 TreeEntry {
-                    id: nonempty(entry_id(e)),
-                    parent_id: entry_parent(e).map(str::to_owned),
-                    entry_type: nonempty(kind),
+                    id: nonempty(e.id()),
+                    parent_id: e.parent().map(str::to_owned),
+                    entry_type: nonempty(&kind),
                     label,
-                    timestamp: entry_timestamp(e),
-                    children: children.get(entry_id(e)).cloned().unwrap_or_default(),
+                    timestamp,
+                    children: children.get(e.id()).cloned().unwrap_or_default(),
                 }
             })
             .collect();
@@ -640,12 +686,9 @@ pub fn listing(path: &Path) -> Option<SessionListing> {
 pub fn listing_limited(path: &Path, limit: u64) -> Option<SessionListing> {
     let (session, _) = Session::load_limited(path, limit).ok()?;
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok().map(|t| humantime::format_rfc3339_millis(t).to_string()).unwrap_or_default();
-    let messages = session.entries.iter().filter(|e| matches!(e, SessionEntry::Message(_))).count();
-    let first = session.entries.iter().find_map(|e| match e {
-        SessionEntry::Message(m) if matches!(m.message, AgentMessage::User(_)) => Some(message_text(&m.message)),
-        _ => None,
-    });
-    let name = session.entries.iter().rev().find_map(|e| if let SessionEntry::SessionInfo(i) = e { Some(i.name.clone()) } else { None });
+    let messages = session.entries.iter().filter(|e| matches!(e.kind(), EntryKind::Message(_))).count();
+    let first = session.entries.iter().find(|e| e.kind() == EntryKind::Message(Role::User)).and_then(|e| e.message()).map(|m| message_text(&m));
+    let name = session.name_anywhere();
     Some(SessionListing {
         path: nonempty(&path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string()),
         id: nonempty(session.id()),
@@ -711,7 +754,7 @@ mod tests {
         for lines in [vec![entry("a", "c", "A"), entry("b", "a", "B"), entry("c", "b", "C")], vec![entry("a", "b", "A"), entry("b", "a", "B"), entry("c", "b", "C"), entry("d", "c", "D")]] {
             let text = format!("{header}\n{}\n", lines.join("\n"));
             let (session, _) = Session::parse(Path::new("cycle.jsonl"), text.as_bytes()).unwrap();
-            let ids: Vec<&str> = session.branch().iter().map(|e| entry_id(e)).collect();
+            let ids: Vec<&str> = session.branch().iter().map(|e| e.id()).collect();
             let unique: std::collections::HashSet<&&str> = ids.iter().collect();
             assert_eq!(unique.len(), ids.len(), "{ids:?}");
             assert_eq!(session.messages().len(), ids.len());
@@ -801,6 +844,117 @@ mod tests {
         s.append(Payload::Message(Box::new(user("new")))).unwrap();
         let texts: Vec<String> = s.messages().iter().map(message_text).collect();
         assert_eq!(texts, ["sum", "kept", "new"]);
+    }
+
+    fn assistant(text: &str) -> AgentMessage {
+        serde_json::from_value(json!({"role":"assistant","content":[{"type":"text","text":text}],"api":"openai-completions","provider":"p","model":"m",
+            "usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},
+            "stopReason":"stop","timestamp":2}))
+        .unwrap()
+    }
+
+    fn typed_parses() -> usize {
+        entry::TYPED_PARSES.with(std::cell::Cell::get)
+    }
+
+    /// The O(page) guarantee, structurally: a page parses its own messages and nothing else,
+    /// and the whole-branch JSON of `get_messages` parses none (it copies the stored text).
+    #[test]
+    fn a_page_parses_only_its_messages_and_get_messages_parses_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Session::create(Some(dir.path()), Path::new("/w"), None);
+        for i in 0..1000 {
+            let m = if i % 2 == 0 { user(&format!("q{i}")) } else { assistant(&format!("a{i}")) };
+            s.append(Payload::Message(Box::new(m))).unwrap();
+        }
+        let (loaded, warnings) = Session::load(s.path().unwrap()).unwrap();
+        assert!(warnings.is_empty());
+        let before = typed_parses();
+        let page = loaded.context_page(950..1000);
+        assert_eq!(typed_parses(), before, "a page is a slice of the stored context");
+        let typed: Vec<AgentMessage> = page.iter().filter_map(ContextItem::message).collect();
+        assert_eq!(typed_parses() - before, 50, "the page's 50 messages, not the session's 1000");
+        assert_eq!(typed.iter().map(message_text).collect::<Vec<_>>(), (950..1000).map(|i| if i % 2 == 0 { format!("q{i}") } else { format!("a{i}") }).collect::<Vec<_>>());
+        assert!(loaded.context_page(990..5000).len() == 10 && loaded.context_page(2000..2100).is_empty(), "ranges past the end are clamped");
+        let before = typed_parses();
+        let page_json = MessagesPageJson { messages: page.to_vec(), total_messages: 1000, next_cursor: None };
+        let page_value: serde_json::Value = serde_json::from_str(&serde_json::to_string(&page_json).unwrap()).unwrap();
+        assert_eq!(typed_parses(), before, "the page's JSON is the stored text");
+        assert_eq!(page_value, json!({"messages": typed, "totalMessages": 1000}));
+        let before = typed_parses();
+        let json = serde_json::to_string(&loaded.messages_json()).unwrap();
+        assert_eq!(typed_parses(), before, "no message was parsed into its typed form");
+        let all: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(all, json!({"messages": loaded.messages()}));
+    }
+
+    /// A message stored as pi wrote it (its key order, its spelling of numbers and strings)
+    /// goes into `get_messages` as written.
+    #[test]
+    fn get_messages_copies_the_stored_text() {
+        let message = r#"{"timestamp":1,"role":"user","content":[{"text":"caf\u00e9 \/ 1.50","type":"text"}]}"#;
+        let text = format!(
+            "{}\n{}\n",
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+            format_args!(r#"{{"type":"message","id":"m","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{message}}}"#)
+        );
+        let (session, warnings) = Session::parse(Path::new("pi.jsonl"), text.as_bytes()).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(serde_json::to_string(&session.messages_json()).unwrap(), format!(r#"{{"messages":[{message}]}}"#));
+    }
+
+    /// Entries of types this build does not know keep their place in the tree and are written
+    /// back byte for byte; lines that are not entries are still corrupt, wherever they are.
+    #[test]
+    fn unknown_entry_types_are_kept_verbatim_and_bad_lines_in_the_middle_are_skipped() {
+        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+        let message = |id: &str, parent: &str, text: &str| {
+            format!(r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":[{{"type":"text","text":"{text}"}}],"timestamp":1}}}}"#)
+        };
+        let label = r#"{"type":"label","id":"l","parentId":"a","timestamp":"2026-01-01T00:00:01.000Z","label":" x ","n":1.50}"#;
+        let lines = [
+            header.to_owned(),
+            message("a", "null", "one"),
+            label.to_owned(),
+            // A known type of the wrong shape (a field the schema does not have).
+            r#"{"type":"message","id":"bad","parentId":"l","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"x","timestamp":1,"extra":1}}"#.to_owned(),
+            // An unknown type without an id cannot be in the tree.
+            r#"{"type":"label","parentId":"a"}"#.to_owned(),
+            "{not json".to_owned(),
+            r#"{"type":"","id":"e"}"#.to_owned(),
+            message("b", r#""l""#, "two"),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pi.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let (session, warnings) = Session::load(&path).unwrap();
+        assert_eq!(warnings.iter().map(|w| w.line).collect::<Vec<_>>(), [4, 5, 6, 7]);
+        assert!(warnings.iter().all(|w| w.reason.starts_with("corrupt line skipped: ")), "{warnings:?}");
+        assert_eq!(warnings[0].reason, "corrupt line skipped: JSON of the wrong shape at column 0");
+        assert_eq!(session.messages().iter().map(message_text).collect::<Vec<_>>(), ["one", "two"], "the unknown entry links the branch");
+        let tree = session.tree();
+        assert_eq!(tree.entries.iter().map(|e| (e.entry_type.as_str(), e.label.as_str())).collect::<Vec<_>>(), [("message", "user: one"), ("label", "label"), ("message", "user: two")]);
+        assert_eq!(tree.entries[1].timestamp, "2026-01-01T00:00:01.000Z");
+        let mut copy = session.clone_into(Some(dir.path()));
+        copy.write_all_now().unwrap();
+        let written = std::fs::read_to_string(copy.path().unwrap()).unwrap();
+        assert_eq!(written.lines().skip(1).collect::<Vec<_>>(), [lines[1].as_str(), label, lines[7].as_str()], "every entry written back as it was read");
+    }
+
+    /// Loaded entries live in the file's text; an id the file spells with an escape is kept as
+    /// its own copy and still links the tree.
+    #[test]
+    fn ids_spelled_with_escapes_link_the_tree() {
+        let text = concat!(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#, "\n",
+            r#"{"type":"message","id":"\u0061","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"one","timestamp":1}}"#, "\n",
+            r#"{"type":"message","id":"b","parentId":"\u0061","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"two","timestamp":1}}"#, "\n",
+        );
+        let (session, warnings) = Session::parse(Path::new("escaped.jsonl"), text.as_bytes()).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(session.branch().iter().map(|e| (e.id(), e.parent())).collect::<Vec<_>>(), [("a", None), ("b", Some("a"))]);
+        assert_eq!(session.messages().iter().map(message_text).collect::<Vec<_>>(), ["one", "two"]);
+        assert_eq!(session.entries()[0].line(), text.lines().nth(1).unwrap(), "the line as written");
     }
 
     #[test]

@@ -111,10 +111,17 @@ pub struct FrameBatch {
 }
 
 impl FrameBatch {
-    /// Appends one frame (encoded as [`encode_frame`] does).
+    /// Appends one frame (encoded as [`encode_frame`] does). The frame is serialized straight
+    /// into the batch: a large answer (a whole session's messages) exists once, not also as an
+    /// intermediate string.
     pub fn push<T: Serialize + ?Sized>(&mut self, frame: &T) -> Result<(), WriterClosed> {
         // Same reasoning as in `Outbox::send`: a serialization failure is a bug, not a panic.
         encode_frame_into(&mut self.bytes, frame).map_err(|_| WriterClosed)
+    }
+
+    /// Makes room for `additional` more bytes at once (a frame whose size is known ahead).
+    pub fn reserve(&mut self, additional: usize) {
+        self.bytes.reserve(additional);
     }
 
     /// Bytes gathered so far.
@@ -297,6 +304,24 @@ mod tests {
         }
         encode_frame_into(&mut buf, &Frame { data }).unwrap();
         assert_eq!(String::from_utf8(buf).unwrap(), "prev\n{\"data\":{\"k\\u2028\":\"\u{2027}\\u2029\u{202A}\"}}\n");
+    }
+
+    /// A batch serializes in place (no intermediate string) and still writes exactly what
+    /// `encode_frame` does: separators escaped, in typed text and in text that goes in raw.
+    #[test]
+    fn a_batch_holds_the_same_bytes_as_encoded_frames() {
+        #[derive(Serialize)]
+        struct Raw<'a> {
+            raw: &'a serde_json::value::RawValue,
+        }
+        let raw = serde_json::value::RawValue::from_string("{\"text\":\"a\u{2028}b\"}".to_owned()).unwrap();
+        let mut batch = FrameBatch::default();
+        batch.push(&json!({"type": "x", "n": 1})).unwrap();
+        batch.push(&Raw { raw: &raw }).unwrap();
+        batch.push(&json!({"type": "z", "text": "c\u{2029}d"})).unwrap();
+        let expected = [encode_frame(&json!({"type": "x", "n": 1})).unwrap(), encode_frame(&Raw { raw: &raw }).unwrap(), encode_frame(&json!({"type": "z", "text": "c\u{2029}d"})).unwrap()].concat();
+        assert_eq!(String::from_utf8(batch.bytes).unwrap(), String::from_utf8(expected).unwrap());
+        assert!(!String::from_utf8(encode_frame(&Raw { raw: &raw }).unwrap()).unwrap().contains('\u{2028}'));
     }
 
     #[tokio::test]

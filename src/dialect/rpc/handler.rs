@@ -9,8 +9,10 @@ use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
 use crate::agent::{Agent, ApprovalPolicy, CoreError, QueueKind, Submitted};
+use crate::protocol::envelope::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
+use crate::transport::FrameBatch;
 
 /// One JSONL session: the core and this dialect's host side.
 #[derive(Debug, Clone)]
@@ -38,6 +40,28 @@ impl RpcSession {
     /// The core.
     pub fn agent(&self) -> &Agent {
         &self.agent
+    }
+
+    /// Answers `get_messages` straight into `batch`: the stored message text is copied into the
+    /// frame, so a big session's answer exists once (the typed [`RpcHandler::get_messages`]
+    /// would hold every message typed, then as text, then again in the batch). The frame is the
+    /// one the typed answer would make, with each message as the session file holds it.
+    pub fn write_messages(&self, id: Option<Value>, batch: &mut FrameBatch) {
+        let data = self.agent.messages_json();
+        // The whole frame: the data, the id and the rest of the envelope (well under 128 bytes).
+        let id_len = id.as_ref().and_then(|id| serde_json::to_string(id).ok()).map_or(0, |s| s.len());
+        batch.reserve(data.json_len() + id_len + 128);
+        let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetMessagesCommand::COMMAND, data: Some(&data) });
+    }
+
+    /// Answers `get_messages_page` straight into `batch`, its messages as stored like
+    /// [`RpcSession::write_messages`]'s (so both commands show a message the same way); only the
+    /// page's messages are touched.
+    pub fn write_messages_page(&self, id: Option<Value>, cmd: &GetMessagesPageCommand, batch: &mut FrameBatch) {
+        let _ = match self.agent.messages_page_json(cmd.cursor.as_deref(), cmd.limit.map(u64::from)) {
+            Ok(page) => batch.push(&RpcSuccess { id: id.as_ref(), command: GetMessagesPageCommand::COMMAND, data: Some(&page) }),
+            Err(e) => batch.push(&envelope::rpc_response::<()>(id, GetMessagesPageCommand::COMMAND, Err(rpc_error(e)))),
+        };
     }
 
     /// The host side (sub-protocol answers go there).

@@ -120,6 +120,10 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
             Err(response) => {
                 let _ = batch.push(&*response);
             }
+            // Messages are written from the session's stored text straight into the batch (see
+            // `RpcSession::write_messages`).
+            Ok(Inbound::Command { id, command: RpcCommand::GetMessages(_) }) => session.write_messages(id, &mut batch),
+            Ok(Inbound::Command { id, command: RpcCommand::GetMessagesPage(cmd) }) => session.write_messages_page(id, &cmd, &mut batch),
             Ok(Inbound::Command { id, command }) if is_read_only(&command) => {
                 let response = dispatch_rpc_command(&*session, id, command).await;
                 let _ = batch.push(&response);
