@@ -256,3 +256,23 @@ fn constructors_set_the_constant_tags_and_leave_optional_fields_out() {
     validator().validate_frame(Dialect::Wire, Direction::Outbound, &step, None).unwrap_or_else(|e| panic!("{step}: {e}"));
     built("WireSetPlanModeResult", &WireSetPlanModeResult::new(true), json!({"status": "ok", "plan_mode": true}));
 }
+
+/// Untagged unions of scalars (ids) get a generated visitor instead of serde's derive; they
+/// accept exactly what the derive accepted, from text and from `Value` alike.
+#[test]
+fn scalar_unions_accept_what_serdes_untagged_derive_accepts() {
+    for (text, expected) in [(r#""a""#, Some(RequestId::String("a".into()))), ("7", Some(RequestId::Int64(7))), ("-7", Some(RequestId::Int64(-7)))] {
+        assert_eq!(serde_json::from_str::<RequestId>(text).ok(), expected, "{text}");
+        assert_eq!(serde_json::from_value::<RequestId>(serde_json::from_str(text).unwrap()).ok(), expected, "{text}");
+    }
+    // Beyond i64, a float, null, a boolean, an object: no variant takes them.
+    for text in ["18446744073709551615", "1.5", "null", "true", "{}", "[]"] {
+        assert!(serde_json::from_str::<RequestId>(text).is_err(), "{text}");
+        assert!(serde_json::from_value::<RequestId>(serde_json::from_str(text).unwrap()).is_err(), "{text}");
+    }
+    // A unit variant takes null; declaration order decides between the others.
+    assert_eq!(serde_json::from_str::<WireErrorResponseId>("null").unwrap(), WireErrorResponseId::Null);
+    assert_eq!(serde_json::from_str::<WireErrorResponseId>("3").unwrap(), WireErrorResponseId::Integer(3));
+    assert_eq!(serde_json::from_str::<WireErrorResponseId>(r#""x""#).unwrap(), WireErrorResponseId::String("x".into()));
+    assert!(serde_json::from_str::<WireErrorResponseId>("2.5").is_err());
+}

@@ -4,7 +4,8 @@ import { after, before, describe, it } from "node:test";
 import { AgentExitedError, WireClient, WireRequestError } from "../src/index.js";
 import { Sandbox } from "./helpers.js";
 
-describe("WireClient against agentwire --mode wire", { timeout: 60_000 }, () => {
+// A hang guard for the whole suite (see client.test.ts), not a speed check.
+describe("WireClient against agentwire --mode wire", { timeout: 300_000 }, () => {
   let sandbox: Sandbox;
   before(() => {
     sandbox = new Sandbox();
