@@ -45,15 +45,20 @@ impl Agent {
         Ok(self.submit(text, images, queue.unwrap_or(QueueKind::Steer)).await)
     }
 
-    /// A steering message: queued while a run is in progress, otherwise it starts one.
+    /// A steering message: queued while a run is in progress, otherwise it starts one. A run
+    /// that has already reported its end is over for the host (it steers on `agent_end`), so
+    /// the message waits for it to settle and starts a run of its own, as when idle.
     pub async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
         self.check_input(&images)?;
+        self.finish_ending_run().await;
         Ok(self.submit(text, images, QueueKind::Steer).await)
     }
 
-    /// A follow-up message: queued while a run is in progress, otherwise it starts one.
+    /// A follow-up message: queued while a run is in progress, otherwise it starts one (after
+    /// a run that has reported its end settles, as [`Agent::steer`]).
     pub async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
         self.check_input(&images)?;
+        self.finish_ending_run().await;
         Ok(self.submit(text, images, QueueKind::FollowUp).await)
     }
 
@@ -225,5 +230,124 @@ impl Agent {
             let _ = done.wait_for(|d| *d).await;
         }
         queued
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use futures_util::future::BoxFuture;
+    use futures_util::FutureExt;
+    use tokio::sync::Notify;
+
+    use super::*;
+    use crate::agent::events::EventSink;
+    use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
+    use crate::agent::{compaction::CompactionPolicy, AgentConfig, ApprovalPolicy, RetryPolicy};
+    use crate::providers::config::{load, Selection};
+    use crate::sessions::Session;
+    use crate::tools::ToolOutput;
+
+    /// A host that holds the first run's `RunEnd` (pi's and omp's `agent_end`) until the test
+    /// releases it, so the run stays in the moment between reporting its end and settling its
+    /// prompt; it counts the queue updates it sees.
+    #[derive(Default)]
+    struct HeldEnd {
+        ended: Notify,
+        release: Notify,
+        held: AtomicBool,
+        queue_updates: AtomicUsize,
+    }
+
+    impl EventSink for HeldEnd {
+        fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
+            Box::pin(async move {
+                match event {
+                    AgentEvent::RunEnd { .. } if !self.held.swap(true, Ordering::SeqCst) => {
+                        self.ended.notify_one();
+                        self.release.notified().await;
+                    }
+                    AgentEvent::QueueChanged { .. } => {
+                        self.queue_updates.fetch_add(1, Ordering::SeqCst);
+                    }
+                    _ => {}
+                }
+            })
+        }
+        fn wants_snapshots(&self) -> bool {
+            false
+        }
+    }
+
+    impl HostPort for HeldEnd {
+        fn approve<'a>(&'a self, _ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+            Box::pin(async { Decision::Approve })
+        }
+        fn call_tool<'a>(&'a self, _ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
+            Box::pin(async { ToolOutput::error("no host tools here") })
+        }
+        fn supports_questions(&self) -> bool {
+            false
+        }
+        fn ask_questions<'a>(&'a self, _ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
+            Box::pin(async { None })
+        }
+        fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
+            Box::pin(async { DialogOutcome::Dismissed })
+        }
+        fn notify(&self, _notice: UiNotice) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    /// An agent on the offline model, in memory, reporting to `host`.
+    fn agent(dir: &Path, host: Arc<HeldEnd>) -> Agent {
+        let catalogue = load(&Selection { config_dir: Some(dir.to_owned()), ..Selection::default() }).unwrap();
+        let config = AgentConfig {
+            cwd: dir.to_owned(),
+            approval: ApprovalPolicy::Never,
+            approval_timeout: Duration::from_secs(60),
+            host_tool_timeout: Duration::from_secs(60),
+            retry: RetryPolicy::default(),
+            compaction: CompactionPolicy::default(),
+            session_dir: None,
+            sessions_root: None,
+            max_steps_per_turn: None,
+            max_session_bytes: 1 << 20,
+            thinking: None,
+        };
+        Agent::new(config, catalogue, Session::create(None, dir, None), host.clone(), host)
+    }
+
+    /// A host that sends `steer` / `follow_up` on `agent_end` talks to an idle agent (pi, omp):
+    /// the message starts a run of its own, with its own `prompt_result`, and is never queued
+    /// into the run that already ended (a `queue_update`, then a run nobody's prompt owns).
+    #[tokio::test]
+    async fn a_message_sent_after_agent_end_starts_its_own_run_instead_of_queueing() {
+        for kind in [QueueKind::FollowUp, QueueKind::Steer] {
+            let dir = tempfile::tempdir().unwrap();
+            let host = Arc::new(HeldEnd::default());
+            let agent = agent(dir.path(), host.clone());
+            assert!(matches!(agent.prompt("hello".into(), Vec::new(), None).await, Ok(Submitted::Started(_))));
+            agent.release_gates();
+            host.ended.notified().await;
+            let mut message = match kind {
+                QueueKind::FollowUp => agent.follow_up("and then".into(), Vec::new()).boxed(),
+                QueueKind::Steer => agent.steer("and then".into(), Vec::new()).boxed(),
+            };
+            // Polled while the first run is still held between its end and its settling.
+            let early = (&mut message).now_or_never();
+            host.release.notify_one();
+            let submitted = match early {
+                Some(submitted) => submitted,
+                None => message.await,
+            };
+            assert!(matches!(submitted, Ok(Submitted::Started(_))), "{kind:?}: {submitted:?}");
+            assert_eq!(host.queue_updates.load(Ordering::SeqCst), 0, "{kind:?}: nothing was queued");
+        }
     }
 }

@@ -75,11 +75,6 @@ impl Peer {
 
 /// Keys whose values belong to the fake environment or the implementation (see the module docs).
 const LOOSE_KEYS: &[&str] = &["baseUrl", "usage", "cost", "tokens", "contextUsage", "responseId", "errorMessage", "nextCursor", "prevCursor"];
-/// omp's `ready`: its frame limit is an implementation value; the protocol versions it offers
-/// ([1, 2]) and `maxReassembledFrameBytes` (v2's chunk reassembly) wait for protocol v2 (issue
-/// 17, on another branch) — the `protocol` scenario, which negotiates, is baselined until then.
-const READY_LOOSE_KEYS: &[&str] = &["maxFrameBytes", "supportedProtocolVersions"];
-const READY_DROPPED_KEYS: &[&str] = &["maxReassembledFrameBytes"];
 /// omp keys of its provider layer with no protocol meaning (and its timings, which agentwire
 /// reports only for completed responses), left out of the patterns.
 const OMP_DROPPED_KEYS: &[&str] = &["compat", "thinking", "identity", "requiresGlyphTokenization", "supportsComputerUse", "errorId", "contextSnapshot", "duration", "ttft", "premiumRequests"];
@@ -485,17 +480,15 @@ fn loosen(v: &Value, peer: Peer) -> Value {
         Value::Object(o) => {
             let mut out = Map::new();
             let failed_response = o.get("type") == Some(&json!("response")) && o.get("success") == Some(&json!(false));
-            let ready = o.get("type") == Some(&json!("ready"));
             for (k, child) in o {
                 if (peer == Peer::Omp && OMP_DROPPED_KEYS.contains(&k.as_str()) && !child.is_string())
-                    || (ready && READY_DROPPED_KEYS.contains(&k.as_str()))
                     || STREAMING_TOOL_CALL_KEYS.contains(&k.as_str())
                     // omp fills in `details: {}` for a tool result that had none.
                     || (k == "details" && child.as_object().is_some_and(Map::is_empty))
                 {
                     continue;
                 }
-                let loose = LOOSE_KEYS.contains(&k.as_str()) || (failed_response && k == "error") || (ready && READY_LOOSE_KEYS.contains(&k.as_str()));
+                let loose = LOOSE_KEYS.contains(&k.as_str()) || (failed_response && k == "error");
                 out.insert(k.clone(), if loose { json!("{{any}}") } else { loosen(child, peer) });
             }
             Value::Object(out)
@@ -805,6 +798,9 @@ mod tests {
         assert_eq!(loosen(&failed, Peer::Pi)["error"], "{{any}}");
         let ok = json!({"type": "response", "success": true, "data": {"error": "kept"}});
         assert_eq!(loosen(&ok, Peer::Pi), ok);
+        // omp's `ready` is protocol: the versions offered and the v2 frame limits are checked as recorded.
+        let ready = json!({"type": "ready", "protocolVersion": 1, "supportedProtocolVersions": [1, 2], "maxFrameBytes": 1048576, "maxReassembledFrameBytes": 67108864});
+        assert_eq!(loosen(&ready, Peer::Omp), ready);
     }
 
     #[test]
@@ -822,7 +818,6 @@ mod tests {
     #[test]
     fn snapshots_are_rebuilt_from_the_events_and_an_abort_closes_the_open_block() {
         let mut snapshots = Snapshots::default();
-    let mut session_files = SessionFiles::default();
         let start = snapshots.apply(&json!({"type": "message_start", "message": {"role": "assistant", "content": [{"type": "text", "text": "Hel"}], "responseId": "r", "stopReason": "stop"}}));
         assert_eq!(start["message"], json!({"role": "assistant", "content": [], "stopReason": "stop"}), "omp's message_start runs ahead");
         let update = |kind: &str, delta: &str, ahead: &str| {
