@@ -60,6 +60,6 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(id.as_ref().and_then(|id| written_id(&serde_json::json!({ "id": id }))), Some(raw), "the command keeps the id byte for byte");
             }
         }
-        Ok(Inbound::UiResponse(_) | Inbound::HostToolUpdate(_) | Inbound::HostToolResult(_)) => {}
+        Ok(Inbound::UiResponse(_) | Inbound::HostToolUpdate(_) | Inbound::HostToolResult(_) | Inbound::Chunk(_)) => {}
     }
 });
