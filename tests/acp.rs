@@ -576,3 +576,32 @@ fn without_the_capabilities_the_tools_use_the_disk_and_cancel_kills_the_terminal
     assert_eq!(methods, ["terminal/kill", "terminal/output", "terminal/release"]);
     assert_eq!(response["result"]["stopReason"], "cancelled");
 }
+
+/// `--max-session-bytes` holds for ACP as for the other dialects: `session/list` skips a file
+/// over the limit (it is never read whole), and `session/load` of it says it is too large.
+#[test]
+fn listing_and_loading_honour_max_session_bytes() {
+    let (dir, config) = dirs();
+    let session = {
+        let mut acp = Acp::start(dir.path(), config.path(), &[json!({"text": "an answer long enough to make the file grow"})], &[]);
+        let session = acp.init_and_new(dir.path());
+        let r = acp.call("session/prompt", prompt("remember me", &session));
+        assert_eq!(r["result"]["stopReason"], "end_turn");
+        assert!(acp.close().success());
+        session
+    };
+    let cwd = dir.path().display().to_string();
+    let mut roomy = Acp::start(dir.path(), config.path(), &[], &[]);
+    roomy.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let list = roomy.call("session/list", json!({"cwd": cwd}));
+    assert_eq!(list["result"]["sessions"][0]["sessionId"], session.as_str(), "{list}");
+    assert!(roomy.close().success());
+
+    let mut tight = Acp::start(dir.path(), config.path(), &[], &["--max-session-bytes", "200"]);
+    tight.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let list = tight.call("session/list", json!({"cwd": cwd}));
+    assert_eq!(list["result"]["sessions"], json!([]), "{list}");
+    let load = tight.call("session/load", json!({"sessionId": session, "cwd": cwd, "mcpServers": []}));
+    let message = load["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("is more than the 200-byte session size limit"), "{load}");
+}

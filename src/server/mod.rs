@@ -281,6 +281,10 @@ impl SessionFactory for AcpSessions {
     fn accepts_images(&self) -> bool {
         self.accepts_images
     }
+
+    fn max_session_bytes(&self) -> u64 {
+        self.options.max_session_bytes
+    }
 }
 
 /// Runs `agentwire --mode acp` on stdin/stdout (no `ready` line: stdout carries only

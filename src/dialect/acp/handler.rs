@@ -29,6 +29,8 @@ pub trait SessionFactory: Send + Sync {
     fn session_dirs(&self, cwd: Option<&Path>) -> Vec<PathBuf>;
     /// Whether the model the sessions start with accepts images.
     fn accepts_images(&self) -> bool;
+    /// The largest session file read (`--max-session-bytes`): listings skip larger files.
+    fn max_session_bytes(&self) -> u64;
 }
 
 /// One live session.
@@ -177,7 +179,18 @@ impl AcpServer {
             .session_dirs(Some(cwd))
             .iter()
             .flat_map(|d| crate::sessions::files_in(d))
-            .find(|p| p.file_stem().and_then(|s| s.to_str()).is_some_and(|s| s.ends_with(session)) && crate::sessions::listing(p).is_some_and(|l| *l.id == *session))
+            .find(|p| {
+                let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+                if !stem.ends_with(session) {
+                    return false;
+                }
+                match crate::sessions::listing_limited(p, self.factory.max_session_bytes()) {
+                    Some(l) => *l.id == *session,
+                    // A file over the size limit is not read to check its id: it is found by
+                    // its name (`<time>_<id>`), and loading it says that it is too large.
+                    None => stem.strip_suffix(session).is_some_and(|rest| rest.ends_with('_')),
+                }
+            })
     }
 
     /// An open session or one loaded from its file.
@@ -238,7 +251,7 @@ impl AcpAgentHandler for AcpServer {
 
     async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, AcpError> {
         let cwd = params.cwd.as_deref().map(absolute).transpose()?;
-        let mut listings: Vec<_> = self.factory.session_dirs(cwd.as_deref()).iter().flat_map(|d| crate::sessions::files_in(d)).filter_map(|p| crate::sessions::listing(&p)).collect();
+        let mut listings: Vec<_> = self.factory.session_dirs(cwd.as_deref()).iter().flat_map(|d| crate::sessions::files_in(d)).filter_map(|p| crate::sessions::listing_limited(&p, self.factory.max_session_bytes())).collect();
         if let Some(cwd) = &cwd {
             listings.retain(|l| Path::new(&l.cwd) == cwd.as_path());
         }
