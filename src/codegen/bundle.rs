@@ -203,13 +203,19 @@ fn local_ref(r: &str, file: &str, at: &str, owners: &BTreeMap<String, String>) -
 
 /// Names of the defs reachable from `roots`.
 pub fn reachable(defs: &BTreeMap<String, Value>, roots: &[&str]) -> BTreeSet<String> {
+    reachable_by(|name| defs.get(name), roots)
+}
+
+/// Names of the defs reachable from `roots`, each def looked up by `def` (so a caller whose
+/// defs are parsed on demand walks only the ones reached).
+pub fn reachable_by<'a>(def: impl Fn(&str) -> Option<&'a Value>, roots: &[&str]) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
     let mut stack: Vec<String> = roots.iter().map(|s| (*s).to_owned()).collect();
     while let Some(name) = stack.pop() {
         if !seen.insert(name.clone()) {
             continue;
         }
-        if let Some(def) = defs.get(&name) {
+        if let Some(def) = def(&name) {
             collect_refs(def, &mut |target| stack.push(target.to_owned()));
         }
     }

@@ -11,7 +11,7 @@
 //! Validators are compiled lazily, once per def, each from a document holding just the defs
 //! it reaches (jsonschema with default features off: no HTTP retriever; every ref is local).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::generated::{BUNDLE_JSON, DEFS_TSV};
 use super::UnionInfo;
-use crate::codegen::bundle::{collect_refs, BUNDLE_ID};
+use crate::codegen::bundle::{reachable_by, BUNDLE_ID};
 
 /// Which protocol a frame belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -141,22 +141,6 @@ impl SchemaValidator {
         }
     }
 
-    /// The defs `root` reaches through `$ref`s, itself included.
-    fn reachable(&self, root: &str) -> BTreeMap<String, Value> {
-        let mut seen = BTreeMap::new();
-        let mut stack = vec![root.to_owned()];
-        while let Some(name) = stack.pop() {
-            if seen.contains_key(&name) {
-                continue;
-            }
-            if let Some(def) = self.def(&name) {
-                collect_refs(def, &mut |target| stack.push(target.to_owned()));
-                seen.insert(name, def.clone());
-            }
-        }
-        seen
-    }
-
     fn compiled(&self, def: &str) -> Result<Arc<jsonschema::Validator>, FrameError> {
         if let Some(v) = self.compiled.read().unwrap_or_else(|e| e.into_inner()).get(def) {
             return Ok(v.clone());
@@ -167,7 +151,8 @@ impl SchemaValidator {
         // Compile from a document holding only the defs this one reaches: indexing the whole
         // bundle for every validator made the first frame of a process cost ~13 ms.
         let root = def.split('/').next().unwrap_or(def);
-        let subset: serde_json::Map<String, Value> = self.reachable(root).into_iter().collect();
+        let subset: serde_json::Map<String, Value> =
+            reachable_by(|name| self.def(name), &[root]).into_iter().filter_map(|n| self.def(&n).cloned().map(|d| (n, d))).collect();
         let schema = serde_json::json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": BUNDLE_ID,

@@ -36,7 +36,7 @@ pub fn exact_id(raw: &str) -> Value {
 /// Whether `raw` is an id as hosts nearly always write one — a string without escapes, or an
 /// integer within i64/u64 with no sign or zero that would not survive — so that its parsed
 /// value prints back as exactly `raw` without parsing and printing it to check.
-pub fn is_plain_id(raw: &str) -> bool {
+fn is_plain_id(raw: &str) -> bool {
     let bytes = raw.as_bytes();
     match bytes.first() {
         Some(b'"') => {

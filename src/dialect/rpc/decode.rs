@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::protocol::envelope::rpc_failure;
 use crate::protocol::validate::{validator, Dialect, Direction};
 use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcChunk, RpcCommand, RpcError, RpcErrorCode, RpcResponse, UnionInfo};
-use crate::transport::raw_id::{exact_id, id_kind, is_plain_id, IdKind};
+use crate::transport::raw_id::{exact_id, id_kind, IdKind};
 use crate::transport::InboundLine;
 
 /// A decoded inbound frame.
@@ -74,8 +74,7 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
     };
     let raw_id = if plain { None } else { value.get("id").and_then(|_| crate::dialect::raw_id(&bytes)) };
     if let (Some(raw), Value::Object(map)) = (&raw_id, &mut value) {
-        // A plain id already parsed to the value that prints back as its token.
-        if id_kind(raw) != IdKind::Other && !is_plain_id(raw) {
+        if id_kind(raw) != IdKind::Other {
             map.insert("id".to_owned(), exact_id(raw));
         }
     }
