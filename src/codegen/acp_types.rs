@@ -1,6 +1,8 @@
 //! Build-time generator for the Agent Client Protocol (`schema/acp/`): Rust types from the
-//! vendored official schema, plus the method table, the `AcpAgentHandler` trait and its
-//! dispatch from `schema/acp/methods.json`. Compiled only into `build.rs` (it needs typify).
+//! vendored official schema, plus the method table and the typed request enums from
+//! `schema/acp/methods.json`; the `AcpAgentHandler` trait, its dispatch and the per-method
+//! types come from the handler generator every dialect shares (`handlers.rs`). Compiled only
+//! into `build.rs` (it needs typify).
 //!
 //! The official schema follows schemars' conventions, not ours: a union member is
 //! `{properties: {tag: {const}}, required: [tag], allOf: [{$ref: Member}]}` and a described
@@ -22,7 +24,10 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use heck::{ToSnakeCase, ToUpperCamelCase};
+use quote::{format_ident, quote};
 use serde_json::{Map, Value};
+
+use crate::handlers::{jsonrpc_handler, method_types, HandlerMethod};
 
 /// One method of `methods.json`.
 struct Method {
@@ -201,20 +206,27 @@ pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str) -> Resul
     out.push_str(&enum_of("AcpAgentRequest", "A request agentwire answers, with its typed params.", &requests));
     out.push_str(&enum_of("AcpAgentNotification", "A notification agentwire acts on, with its typed params.", &notifications));
 
-    out.push_str("\n/// The agent side of ACP: one method per request of `ACP_AGENT_METHODS`.\n#[allow(async_fn_in_trait)]\npub trait AcpAgentHandler {\n");
-    for m in &requests {
-        let result = m.result.as_deref().unwrap_or_default();
-        let _ = writeln!(out, "    /// `{}`\n    async fn {}(&self, params: {}) -> Result<{result}, AcpError>;", m.method, fn_name(&m.method), m.params);
-    }
-    out.push_str("}\n\n/// Calls the handler method for `request`; the result as JSON.\npub async fn dispatch_acp_request<H: AcpAgentHandler>(handler: &H, request: AcpAgentRequest) -> Result<::serde_json::Value, AcpError> {\n    match request {\n");
-    for m in &requests {
-        let _ = writeln!(
-            out,
-            "        AcpAgentRequest::{}(p) => handler.{}(p).await.and_then(|r| ::serde_json::to_value(r).map_err(|e| AcpError::internal(e.to_string()))),",
-            fn_name(&m.method).to_upper_camel_case(),
-            fn_name(&m.method)
-        );
-    }
-    out.push_str("    }\n}\n");
+    let handler_methods: Vec<HandlerMethod> = requests
+        .iter()
+        .map(|m| {
+            let (params, result) = (format_ident!("{}", m.params), format_ident!("{}", m.result.as_deref().unwrap_or_default()));
+            HandlerMethod { function: fn_name(&m.method), variant: fn_name(&m.method).to_upper_camel_case(), params: quote!(#params), result: quote!(#result), doc: format!("`{}`", m.method) }
+        })
+        .collect();
+    let handler = jsonrpc_handler("AcpAgentHandler", "AcpAgentRequest", "dispatch_acp_request", "The agent side of ACP: one method per request of `ACP_AGENT_METHODS`. Implement with `async fn`.", &handler_methods);
+    let types: Vec<(String, String, String, Option<String>)> =
+        agent.iter().chain(client.iter()).map(|m| (fn_name(&m.method).to_upper_camel_case(), m.method.clone(), m.params.clone(), m.result.clone())).collect();
+    let types = method_types(&types);
+    let layer = quote! {
+        #handler
+        /// One uninhabited type per ACP method (agent and client side), tying its name to its
+        /// params and result (`jsonrpc::Request` / `jsonrpc::Notification`).
+        pub mod methods {
+            #types
+        }
+    };
+    let layer: syn::File = syn::parse2(layer).map_err(|e| format!("the ACP handler layer does not parse: {e}"))?;
+    out.push('\n');
+    out.push_str(&prettyplease::unparse(&layer));
     Ok(out)
 }

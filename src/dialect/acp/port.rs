@@ -15,7 +15,8 @@ use serde_json::Value;
 use super::project::{call_update, tool_kind, tool_locations, tool_title};
 use super::{lock, AcpSessionHost};
 use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
-use crate::protocol::acp::{PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallUpdate};
+use crate::jsonrpc::Reply;
+use crate::protocol::acp::{methods, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallUpdate};
 use crate::tools::ToolOutput;
 
 const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
@@ -55,19 +56,12 @@ impl AcpSessionHost {
             .map(|(id, name, kind)| PermissionOption { kind: *kind, meta: None, name: (*name).to_owned(), option_id: PermissionOptionId((*id).to_owned()) })
             .collect();
         let params = RequestPermissionRequest { meta: None, options, session_id: SessionId(self.session_id()), tool_call };
-        let (id, rx) = self.conn.request("session/request_permission", &params).await;
-        let answer = tokio::select! {
-            answer = rx => answer.ok(),
-            () = tokio::time::sleep(ask.timeout) => {
-                self.conn.withdraw(&id);
-                return Decision::TimedOut;
-            }
-            () = ask.cancel.cancelled() => {
-                self.conn.withdraw(&id);
-                return Decision::Abandoned;
-            }
+        let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
+        let outcome = match pending.wait(Some(ask.timeout), Some(ask.cancel)).await {
+            Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),
+            Reply::TimedOut => return Decision::TimedOut,
+            Reply::Abandoned => return Decision::Abandoned,
         };
-        let outcome = answer.and_then(Result::ok).and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome);
         let chosen = match outcome {
             Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0,
             Some(RequestPermissionOutcome::Cancelled) => return Decision::Abandoned,

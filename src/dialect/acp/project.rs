@@ -5,7 +5,7 @@
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::{lock, AcpSessionHost, CallInfo};
 use crate::agent::events::{AgentEvent, EventSink, StreamDelta};
@@ -172,7 +172,8 @@ impl AcpSessionHost {
         set_update(&mut update, |s, c, raw| {
             *s = Some(status(is_error));
             *c = Some(tool_content(&info, content, is_error));
-            *raw = Some(json!({"output": result_text(content), "details": details.cloned().unwrap_or(Value::Null)}));
+            let raw_output = [("output".to_owned(), Value::String(result_text(content))), ("details".to_owned(), details.cloned().unwrap_or(Value::Null))];
+            *raw = Some(Value::Object(Map::from_iter(raw_output)));
         });
         self.update(update).await;
     }

@@ -173,12 +173,12 @@ impl EventSink for WireHost {
 }
 
 /// What a settled prompt answers.
-pub fn prompt_result(outcome: RunOutcome) -> Result<WirePromptResult, crate::protocol::envelope::WireError> {
-    use crate::protocol::envelope::{wire_codes, WireError};
+pub fn prompt_result(outcome: RunOutcome) -> Result<WirePromptResult, crate::jsonrpc::Error> {
+    use crate::jsonrpc::Error;
     match outcome {
         RunOutcome::Completed => Ok(WirePromptResult { status: WirePromptResultStatus::Finished, steps: None }),
         RunOutcome::StepLimit { steps } => Ok(WirePromptResult { status: WirePromptResultStatus::MaxStepsReached, steps: Some(steps) }),
         RunOutcome::Aborted => Ok(WirePromptResult { status: WirePromptResultStatus::Cancelled, steps: None }),
-        RunOutcome::Failed(e) => Err(WireError::new(wire_codes::CHAT_PROVIDER_ERROR, e.message)),
+        RunOutcome::Failed(e) => Err(Error::new(super::codes::CHAT_PROVIDER_ERROR, e.message)),
     }
 }
