@@ -85,29 +85,22 @@ pub fn method_types(methods: &[(String, String, String, Option<String>)]) -> Tok
     let items = methods.iter().map(|(ty, method, params, result)| {
         let (ident, params) = (format_ident!("{}", ty), format_ident!("{}", params));
         let doc = format!("`{method}`.");
-        match result {
+        let (kind, result) = match result {
             Some(result) => {
                 let result = format_ident!("{}", result);
-                quote! {
-                    #[doc = #doc]
-                    #[derive(Debug)]
-                    pub enum #ident {}
-                    impl crate::jsonrpc::Request for #ident {
-                        const METHOD: &'static str = #method;
-                        type Params = super::#params;
-                        type Result = super::#result;
-                    }
-                }
+                (quote!(Request), quote!(type Result = super::#result;))
             }
-            None => quote! {
-                #[doc = #doc]
-                #[derive(Debug)]
-                pub enum #ident {}
-                impl crate::jsonrpc::Notification for #ident {
-                    const METHOD: &'static str = #method;
-                    type Params = super::#params;
-                }
-            },
+            None => (quote!(Notification), quote!()),
+        };
+        quote! {
+            #[doc = #doc]
+            #[derive(Debug)]
+            pub enum #ident {}
+            impl crate::jsonrpc::#kind for #ident {
+                const METHOD: &'static str = #method;
+                type Params = super::#params;
+                #result
+            }
         }
     });
     quote! { #(#items)* }
@@ -216,9 +209,7 @@ pub fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
     let mut methods_table = Vec::new();
     let mut requests_table = Vec::new();
     for member in union_members(defs, "WireRequest")? {
-        let def = &defs[&member];
-        let name = def.pointer("/properties/method/const").and_then(Value::as_str).ok_or(format!("{member}: no method"))?;
-        let result = def.get("x-result").and_then(ref_name).ok_or(format!("{member}: no x-result"))?;
+        let (def, name, result) = wire_member(defs, &member, "method")?;
         let (ty, res) = (format_ident!("{}", member), format_ident!("{}", result));
         let method = format_ident!("{}", name.to_snake_case());
         let variant = format_ident!("{}", name.to_upper_camel_case());
@@ -234,9 +225,7 @@ pub fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         methods.push(HandlerMethod { function: method.to_string(), variant: variant.to_string(), params: quote!(#ty), result: quote!(#res), doc });
     }
     for member in union_members(defs, "WireAgentRequestParams")? {
-        let def = &defs[&member];
-        let name = def.pointer("/properties/type/const").and_then(Value::as_str).ok_or(format!("{member}: no type"))?;
-        let result = def.get("x-result").and_then(ref_name).ok_or(format!("{member}: no x-result"))?;
+        let (_, name, result) = wire_member(defs, &member, "type")?;
         let (ty, res) = (format_ident!("{}", member), format_ident!("{}", result));
         normalize_arms.push(quote! { #name => roundtrip::<#res>(result) });
         requests_table.push(quote! { crate::protocol::WireMethodInfo { name: #name, request: #member, result: #result } });
@@ -274,6 +263,14 @@ pub fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
             }
         }
     })
+}
+
+/// A wire union member's def, its tag (the const of `tag`) and its result def (`x-result`).
+fn wire_member<'a>(defs: &'a Map<String, Value>, member: &str, tag: &str) -> Result<(&'a Value, &'a str, &'a str), String> {
+    let def = &defs[member];
+    let name = def.pointer(&format!("/properties/{tag}/const")).and_then(Value::as_str).ok_or(format!("{member}: no {tag}"))?;
+    let result = def.get("x-result").and_then(ref_name).ok_or(format!("{member}: no x-result"))?;
+    Ok((def, name, result))
 }
 
 fn union_members(defs: &Map<String, Value>, union: &str) -> Result<Vec<String>, String> {

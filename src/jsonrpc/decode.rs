@@ -53,7 +53,26 @@ pub struct Policy {
     pub words: Words,
 }
 
+impl Words {
+    /// Plain JSON-RPC 2.0 wording, each naming what is wrong.
+    pub const PLAIN: Words = Words {
+        parse_error: "Parse error: invalid JSON",
+        batch: "Invalid request: batches are not supported",
+        not_an_object: "Invalid request: not a JSON-RPC object",
+        empty_object: "Invalid request: `jsonrpc` must be \"2.0\"",
+        bad_id: "Invalid request: `id` must be a string, an integer or null",
+        no_method_no_id: "Invalid request: no `method` and no `id`",
+        bad_response: "Invalid response: exactly one of `result` and `error`",
+        bad_error: "Invalid response: `error` needs a code and a message",
+    };
+}
+
 impl Policy {
+    /// JSON-RPC 2.0 as the specification has it: `"jsonrpc": "2.0"` required, a `null` id is
+    /// a request's id (discouraged, not forbidden), an unparsable line is answered with
+    /// `id: null`, an absent `data` is left out; [`Words::PLAIN`].
+    pub const STRICT: Policy = Policy { jsonrpc_required: true, null_id_is_request: true, parse_error_echoes_id: false, null_data: false, words: Words::PLAIN };
+
     /// The error frame for `error`, answering `id` (`None`: unreadable, written `null`).
     pub fn error_frame(&self, id: Option<&Value>, error: Error) -> Box<ErrorFrame> {
         Box::new(ErrorFrame { id: id.cloned(), error, null_data: self.null_data })

@@ -41,13 +41,22 @@ pub struct RequestFrame<'a, P: ?Sized> {
 
 impl<P: Serialize + ?Sized> Serialize for RequestFrame<'_, P> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(4))?;
-        map.serialize_entry("jsonrpc", "2.0")?;
-        map.serialize_entry("id", self.id)?;
-        map.serialize_entry("method", self.method)?;
-        map.serialize_entry("params", self.params)?;
-        map.end()
+        frame(serializer, Some(self.id), Some(self.method), ("params", self.params))
     }
+}
+
+/// Writes `{"jsonrpc":"2.0"[,"id"][,"method"],<member>}`, the members in that order.
+fn frame<S: Serializer, T: Serialize + ?Sized>(serializer: S, id: Option<&Value>, method: Option<&str>, (key, value): (&str, &T)) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(None)?;
+    map.serialize_entry("jsonrpc", "2.0")?;
+    if let Some(id) = id {
+        map.serialize_entry("id", id)?;
+    }
+    if let Some(method) = method {
+        map.serialize_entry("method", method)?;
+    }
+    map.serialize_entry(key, value)?;
+    map.end()
 }
 
 /// `{"jsonrpc":"2.0","method":…,"params":…}`.
@@ -61,11 +70,7 @@ pub struct NotificationFrame<'a, P: ?Sized> {
 
 impl<P: Serialize + ?Sized> Serialize for NotificationFrame<'_, P> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(3))?;
-        map.serialize_entry("jsonrpc", "2.0")?;
-        map.serialize_entry("method", self.method)?;
-        map.serialize_entry("params", self.params)?;
-        map.end()
+        frame(serializer, None, Some(self.method), ("params", self.params))
     }
 }
 
@@ -80,11 +85,7 @@ pub struct SuccessFrame<'a, R: ?Sized> {
 
 impl<R: Serialize + ?Sized> Serialize for SuccessFrame<'_, R> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(3))?;
-        map.serialize_entry("jsonrpc", "2.0")?;
-        map.serialize_entry("id", self.id)?;
-        map.serialize_entry("result", self.result)?;
-        map.end()
+        frame(serializer, Some(self.id), None, ("result", self.result))
     }
 }
 
@@ -119,11 +120,7 @@ impl Serialize for ErrorObject<'_> {
 
 impl Serialize for ErrorFrame {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(3))?;
-        map.serialize_entry("jsonrpc", "2.0")?;
-        map.serialize_entry("id", self.id.as_ref().unwrap_or(&Value::Null))?;
-        map.serialize_entry("error", &ErrorObject(&self.error, self.null_data))?;
-        map.end()
+        frame(serializer, Some(self.id.as_ref().unwrap_or(&Value::Null)), None, ("error", &ErrorObject(&self.error, self.null_data)))
     }
 }
 

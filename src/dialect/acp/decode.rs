@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::jsonrpc::{Decoded, Error, Inbound, Policy, Side, Words};
+use crate::jsonrpc::{Decoded, Error, Inbound, Policy, Side};
 use crate::protocol::acp::{acp_validator, AcpAgentNotification, AcpAgentRequest, AcpMethodInfo};
 use crate::transport::InboundLine;
 
@@ -30,22 +30,8 @@ fn params(mut frame: Value) -> Value {
 impl Side for AcpAgentSide {
     type Request = AcpAgentRequest;
     type Notification = AcpAgentNotification;
-    const POLICY: Policy = Policy {
-        jsonrpc_required: true,
-        null_id_is_request: true,
-        parse_error_echoes_id: false,
-        null_data: false,
-        words: Words {
-            parse_error: "Parse error: invalid JSON",
-            batch: "Invalid request: batches are not supported",
-            not_an_object: "Invalid request: not a JSON-RPC object",
-            empty_object: "Invalid request: `jsonrpc` must be \"2.0\"",
-            bad_id: "Invalid request: `id` must be a string, an integer or null",
-            no_method_no_id: "Invalid request: no `method` and no `id`",
-            bad_response: "Invalid response: exactly one of `result` and `error`",
-            bad_error: "Invalid response: `error` needs a code and a message",
-        },
-    };
+    // ACP is JSON-RPC 2.0 to the letter.
+    const POLICY: Policy = Policy::STRICT;
 
     fn request(method: &str, frame: Value) -> Result<AcpAgentRequest, Error> {
         let not_found = || Error::method_not_found(format!("Method not found: {method}"));

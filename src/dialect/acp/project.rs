@@ -300,8 +300,4 @@ impl EventSink for AcpSessionHost {
     fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
         self.project(event).boxed()
     }
-
-    fn wants_snapshots(&self) -> bool {
-        false
-    }
 }

@@ -27,25 +27,29 @@ pub enum WireSide {}
 /// A decoded inbound wire frame.
 pub type WireInbound = Inbound<WireRequest, Infallible>;
 
+/// kimi's envelope rules: `jsonrpc` may be missing, a `null` id makes a notification, the id
+/// of an unparsable line is still echoed, errors always carry `data`, and kimi's words.
+const KIMI: Policy = Policy {
+    jsonrpc_required: false,
+    null_id_is_request: false,
+    parse_error_echoes_id: true,
+    null_data: true,
+    words: Words {
+        parse_error: "Invalid JSON format",
+        batch: "Batch requests are not supported",
+        not_an_object: "Invalid request",
+        empty_object: "Invalid request",
+        bad_id: "Invalid request: `id` must be a string or an integer",
+        no_method_no_id: "Invalid request",
+        bad_response: "Invalid response",
+        bad_error: "Invalid response",
+    },
+};
+
 impl Side for WireSide {
     type Request = WireRequest;
     type Notification = Infallible;
-    const POLICY: Policy = Policy {
-        jsonrpc_required: false,
-        null_id_is_request: false,
-        parse_error_echoes_id: true,
-        null_data: true,
-        words: Words {
-            parse_error: "Invalid JSON format",
-            batch: "Batch requests are not supported",
-            not_an_object: "Invalid request",
-            empty_object: "Invalid request",
-            bad_id: "Invalid request: `id` must be a string or an integer",
-            no_method_no_id: "Invalid request",
-            bad_response: "Invalid response",
-            bad_error: "Invalid response",
-        },
-    };
+    const POLICY: Policy = KIMI;
 
     fn request(method: &str, frame: Value) -> Result<WireRequest, Error> {
         let methods = UnionInfo::get("WireRequest");

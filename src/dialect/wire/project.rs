@@ -166,10 +166,6 @@ impl EventSink for WireHost {
     fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
         self.project(event).boxed()
     }
-
-    fn wants_snapshots(&self) -> bool {
-        false
-    }
 }
 
 /// What a settled prompt answers.
