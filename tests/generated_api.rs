@@ -282,3 +282,24 @@ fn scalar_unions_accept_what_serdes_untagged_derive_accepts() {
     assert_eq!(serde_json::from_str::<WireErrorResponseId>(r#""x""#).unwrap(), WireErrorResponseId::String("x".into()));
     assert!(serde_json::from_str::<WireErrorResponseId>("2.5").is_err());
 }
+
+#[test]
+fn acp_methods_are_types_and_acp_structs_have_constructors() {
+    use agentwire::jsonrpc::{Notification, Request};
+    use agentwire::protocol::acp::{acp_validator, methods, PromptRequest, PromptResponse, ReadTextFileRequest, SessionId};
+    fn request<M: Request>() -> &'static str {
+        M::METHOD
+    }
+    fn notification<M: Notification>() -> &'static str {
+        M::METHOD
+    }
+    // One uninhabited type per method, agent and client side, tying params to result.
+    assert_eq!((request::<methods::SessionNew>(), request::<methods::FsReadTextFile>()), ("session/new", "fs/read_text_file"));
+    assert_eq!((notification::<methods::SessionCancel>(), notification::<methods::SessionUpdate>()), ("session/cancel", "session/update"));
+    let _typed: fn(<methods::SessionPrompt as Request>::Params) -> Option<<methods::SessionPrompt as Request>::Result> = |_: PromptRequest| None::<PromptResponse>;
+    // `new(required…)` + `with_*`, as for our own schema's frames.
+    let read = ReadTextFileRequest::new("/w/a.txt", SessionId("s1".into())).with_line(3);
+    let value = serde_json::to_value(&read).unwrap();
+    assert_eq!(value, json!({"line": 3, "path": "/w/a.txt", "sessionId": "s1"}));
+    acp_validator().validate_def("ReadTextFileRequest", &value).unwrap();
+}

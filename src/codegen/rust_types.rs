@@ -54,7 +54,7 @@ pub fn generate(bundle: &Value, schema_files: &[(String, String)], example_files
     let leaf = typify_leaf_types(defs, &unions, &lits)?;
     let mut file: syn::File = syn::parse2(leaf).map_err(|e| format!("typify output does not parse: {e}"))?;
     fix_structs(&mut file, defs);
-    let constructors = constructors(&file, defs, &lits)?;
+    let constructors = constructors(&file, defs, &lits, false)?;
     let scalar_unions = scalar_untagged_deserializers(&mut file);
 
     let mut out = TokenStream::new();
@@ -337,8 +337,9 @@ fn fix_structs(file: &mut syn::File, defs: &Map<String, Value>) {
 /// constants get their marker, the schema's required fields come from the arguments (in schema
 /// order; a `String` as `impl Into<String>`), optional fields are `None` or, when typify gave
 /// them a `serde(default)`, that default, the value reading the frame without them would give.
-/// A struct that already has an inherent `new` keeps it and gets none.
-fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<String, String>) -> Result<TokenStream, String> {
+/// A struct that already has an inherent `new` keeps it and gets none. With `every_struct`
+/// (ACP's schema, which has no constant markers) every struct gets one.
+pub fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<String, String>, every_struct: bool) -> Result<TokenStream, String> {
     let lit_values: BTreeMap<&str, &str> = lits.iter().map(|(value, name)| (name.as_str(), value.as_str())).collect();
     let has_new: BTreeSet<String> = file
         .items
@@ -362,7 +363,7 @@ fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<Str
             .iter()
             .filter_map(|f| Some((wire_name(f), *lit_values.get(lit_marker(&f.ty)?.as_str())?)))
             .collect();
-        if constants.is_empty() || has_new.contains(&name) {
+        if (constants.is_empty() && !every_struct) || has_new.contains(&name) {
             continue;
         }
         let def = defs.get(&name);
@@ -407,10 +408,10 @@ fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<Str
             }
         }
         let tags: Vec<String> = constants.iter().map(|(field, value)| format!("`{field}` = `\"{value}\"`")).collect();
-        let doc = format!(
-            "`{name}` with {} set and every optional field absent (or at its schema default).",
-            tags.join(", ")
-        );
+        let doc = match tags.is_empty() {
+            true => format!("`{name}` from its required fields, every optional field absent (or at its schema default)."),
+            false => format!("`{name}` with {} set and every optional field absent (or at its schema default).", tags.join(", ")),
+        };
         let ident = &s.ident;
         out.extend(quote! {
             impl #ident {

@@ -75,15 +75,8 @@ impl ClientTools {
     }
 
     async fn run(&self, command: &str, cwd: &Path, timeout: Option<Duration>, cancel: CancellationToken) -> Result<HostCommandOutcome, String> {
-        let create = CreateTerminalRequest {
-            args: vec!["-c".to_owned(), format!("exec 2>&1\n{command}")],
-            command: "bash".to_owned(),
-            cwd: Some(cwd.display().to_string()),
-            env: Vec::new(),
-            meta: None,
-            output_byte_limit: Some(OUTPUT_BYTE_LIMIT),
-            session_id: self.session(),
-        };
+        let mut create = CreateTerminalRequest::new("bash", self.session()).with_cwd(cwd.display().to_string()).with_output_byte_limit(OUTPUT_BYTE_LIMIT);
+        create.args = vec!["-c".to_owned(), format!("exec 2>&1\n{command}")];
         let terminal: TerminalId = self.call::<TerminalCreate>(&create, None, Some(&cancel)).await?.terminal_id;
         let (session_id, terminal_id) = (self.session(), terminal.clone());
         let deadline = async {
@@ -92,7 +85,7 @@ impl ClientTools {
                 None => std::future::pending().await,
             }
         };
-        let waiting = WaitForTerminalExitRequest { meta: None, session_id, terminal_id };
+        let waiting = WaitForTerminalExitRequest::new(session_id, terminal_id);
         let wait = self.call::<TerminalWaitForExit>(&waiting, None, None);
         let (mut cancelled, mut timed_out) = (false, false);
         let exited = tokio::select! {
@@ -103,10 +96,10 @@ impl ClientTools {
         let (session_id, terminal_id) = (self.session(), terminal.clone());
         if exited.is_none() {
             // The command goes on in the editor until killed; its output so far is still read.
-            let _ = self.call::<TerminalKill>(&KillTerminalRequest { meta: None, session_id: session_id.clone(), terminal_id: terminal_id.clone() }, Some(CLEANUP_WAIT), None).await;
+            let _ = self.call::<TerminalKill>(&KillTerminalRequest::new(session_id.clone(), terminal_id.clone()), Some(CLEANUP_WAIT), None).await;
         }
-        let output = self.call::<TerminalOutput>(&TerminalOutputRequest { meta: None, session_id: session_id.clone(), terminal_id: terminal_id.clone() }, Some(CLEANUP_WAIT), None).await;
-        let _ = self.call::<TerminalRelease>(&ReleaseTerminalRequest { meta: None, session_id, terminal_id }, Some(CLEANUP_WAIT), None).await;
+        let output = self.call::<TerminalOutput>(&TerminalOutputRequest::new(session_id.clone(), terminal_id.clone()), Some(CLEANUP_WAIT), None).await;
+        let _ = self.call::<TerminalRelease>(&ReleaseTerminalRequest::new(session_id, terminal_id), Some(CLEANUP_WAIT), None).await;
         let output = output?;
         let (exit_code, signal) = match exited {
             Some(exited) => {
@@ -123,7 +116,7 @@ impl HostTools for ClientTools {
     fn read_text_file<'a>(&'a self, path: &'a Path, cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<String, String>>> {
         self.read.then(|| {
             async move {
-                let params = ReadTextFileRequest { limit: None, line: None, meta: None, path: path.display().to_string(), session_id: self.session() };
+                let params = ReadTextFileRequest::new(path.display().to_string(), self.session());
                 Ok(self.call::<FsReadTextFile>(&params, None, Some(cancel)).await?.content)
             }
             .boxed()
@@ -133,7 +126,7 @@ impl HostTools for ClientTools {
     fn write_text_file<'a>(&'a self, path: &'a Path, content: &'a str, cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<(), String>>> {
         self.write.then(|| {
             async move {
-                let params = WriteTextFileRequest { content: content.to_owned(), meta: None, path: path.display().to_string(), session_id: self.session() };
+                let params = WriteTextFileRequest::new(content, path.display().to_string(), self.session());
                 self.call::<FsWriteTextFile>(&params, None, Some(cancel)).await.map(drop)
             }
             .boxed()

@@ -113,7 +113,7 @@ impl AcpSessionHost {
 
     /// Sends one `session/update`.
     async fn update(&self, update: SessionUpdate) {
-        let n = SessionNotification { meta: None, session_id: SessionId(self.session_id()), update };
+        let n = SessionNotification::new(SessionId(self.session_id()), update);
         self.conn.peer().notify::<methods::SessionUpdate>(&n).await;
     }
 }

@@ -33,14 +33,8 @@ pub fn policy(id: &str) -> Result<ApprovalPolicy, Error> {
 
 /// The `modes` of a session whose policy is `current`.
 pub fn state(current: ApprovalPolicy) -> SessionModeState {
-    SessionModeState {
-        available_modes: MODES
-            .iter()
-            .map(|(id, _, name, description)| SessionMode { description: Some((*description).to_owned()), id: SessionModeId((*id).to_owned()), meta: None, name: (*name).to_owned() })
-            .collect(),
-        current_mode_id: SessionModeId(mode_id(current).to_owned()),
-        meta: None,
-    }
+    let available_modes = MODES.iter().map(|(id, _, name, description)| SessionMode::new(SessionModeId((*id).to_owned()), *name).with_description((*description).to_owned())).collect();
+    SessionModeState::new(available_modes, SessionModeId(mode_id(current).to_owned()))
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use super::project::{call_update, tool_kind, tool_locations, tool_title};
 use super::{lock, AcpSessionHost};
 use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
 use crate::jsonrpc::Reply;
-use crate::protocol::acp::{methods, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallUpdate};
+use crate::protocol::acp::{methods, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallId, ToolCallUpdate};
 use crate::tools::ToolOutput;
 
 const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
@@ -38,24 +38,14 @@ impl AcpSessionHost {
                 return Decision::ApproveForSession;
             }
         }
-        let SessionUpdate::ToolCallUpdate { tool_call_id, .. } = call_update(&ask.call.id) else { unreachable!("call_update is a tool_call_update") };
-        let tool_call = ToolCallUpdate {
-            content: None,
-            kind: Some(tool_kind(&tool)),
-            locations: Some(tool_locations(lock(&self.cwd).as_deref(), &ask.call.arguments)),
-            meta: None,
-            name: Some(tool.clone()),
-            raw_input: Some(Value::Object(ask.call.arguments.clone())),
-            raw_output: None,
-            status: None,
-            title: Some(tool_title(&tool, &ask.call.arguments)),
-            tool_call_id,
-        };
-        let options = OPTIONS
-            .iter()
-            .map(|(id, name, kind)| PermissionOption { kind: *kind, meta: None, name: (*name).to_owned(), option_id: PermissionOptionId((*id).to_owned()) })
-            .collect();
-        let params = RequestPermissionRequest { meta: None, options, session_id: SessionId(self.session_id()), tool_call };
+        let tool_call = ToolCallUpdate::new(ToolCallId(ask.call.id.to_string()))
+            .with_kind(tool_kind(&tool))
+            .with_locations(tool_locations(lock(&self.cwd).as_deref(), &ask.call.arguments))
+            .with_name(tool.clone())
+            .with_raw_input(Value::Object(ask.call.arguments.clone()))
+            .with_title(tool_title(&tool, &ask.call.arguments));
+        let options = OPTIONS.iter().map(|(id, name, kind)| PermissionOption::new(*kind, *name, PermissionOptionId((*id).to_owned()))).collect();
+        let params = RequestPermissionRequest::new(options, SessionId(self.session_id()), tool_call);
         let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
         let outcome = match pending.wait(Some(ask.timeout), Some(ask.cancel)).await {
             Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),

@@ -51,7 +51,7 @@ pub fn tool_locations(cwd: Option<&std::path::Path>, arguments: &Map<String, Val
         None => std::path::PathBuf::from(path),
     };
     let line = arguments.get("offset").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
-    vec![ToolCallLocation { line, meta: None, path: full.display().to_string() }]
+    vec![ToolCallLocation::new(full.display().to_string()).with_line(line)]
 }
 
 fn result_text(content: &[TextOrImageContent]) -> String {
@@ -127,15 +127,13 @@ pub fn plan(phases: &[TodoPhase]) -> SessionUpdate {
         .iter()
         .flat_map(|p| p.tasks.iter())
         .filter(|t| !matches!(t.status, TodoStatus::Abandoned))
-        .map(|t| PlanEntry {
-            content: t.content.to_string(),
-            meta: None,
-            priority: PlanEntryPriority::Medium,
-            status: match t.status {
+        .map(|t| {
+            let status = match t.status {
                 TodoStatus::Completed => PlanEntryStatus::Completed,
                 TodoStatus::InProgress => PlanEntryStatus::InProgress,
                 TodoStatus::Pending | TodoStatus::Blocked | TodoStatus::Abandoned => PlanEntryStatus::Pending,
-            },
+            };
+            PlanEntry::new(t.content.to_string(), PlanEntryPriority::Medium, status)
         })
         .collect();
     SessionUpdate::Plan { entries, meta: None }
