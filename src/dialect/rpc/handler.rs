@@ -93,7 +93,7 @@ impl RpcSession {
 
     fn started(&self, submitted: Submitted, id: Option<&RequestId>) {
         if let Submitted::Started(prompt) = submitted {
-            self.host.expect_result(prompt, id_value(id));
+            self.host.expect_result(prompt.id(), id_value(id));
         }
     }
 }
