@@ -11,12 +11,14 @@
 //!   [`crate::transport::raw_id`]);
 //! - [`peer`]: our requests to the other side (ids, correlation, timeouts, cancellation,
 //!   withdrawal);
-//! - [`serve`]: the one serve loop, generic over [`Service`] + the generated [`Dispatch`], with
-//!   the "answer is queued" hook ([`Connection::after_answer`]).
+//! - [`answer`]: "the answer is queued", the one hook for work that must follow a request's
+//!   answer (used by the JSONL dialect's loop too);
+//! - [`serve`]: the one serve loop, generic over [`Service`] + the generated [`Dispatch`].
 //!
 //! It knows nothing of any dialect or of the agent: it sits on the transport, and the
 //! dialects sit on it.
 
+pub mod answer;
 pub mod decode;
 pub mod envelope;
 pub mod error;
