@@ -330,6 +330,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_tool_call_is_ready_when_the_next_block_starts_and_its_arguments_parse() {
+        let steps = Steps::default();
+        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        let mut ready = Vec::new();
+        for c in [
+            ModelChunk::ToolCallStart { id: "c1".into(), name: "ls".into() },
+            ModelChunk::ToolCallArgs("{\"path\"".into()),
+            ModelChunk::ToolCallArgs(":\".\"}".into()),
+            ModelChunk::ToolCallStart { id: "c2".into(), name: "ls".into() },
+            ModelChunk::ToolCallArgs("{\"path\":".into()),
+            ModelChunk::Text("unparsable arguments before this text".into()),
+            ModelChunk::ToolCallStart { id: "c3".into(), name: "ls".into() },
+            ModelChunk::Thinking("no arguments at all parse as {}".into()),
+            ModelChunk::ToolCallStart { id: "c4".into(), name: "ls".into() },
+            ModelChunk::ToolCallArgs("{}".into()),
+            ModelChunk::Done { length_limited: false, usage: crate::providers::TokenUsage::default(), response_id: None },
+        ] {
+            if let Some((index, call)) = b.apply(c, &steps).await {
+                assert!(call.partial_args.is_none() && call.stream_index.is_none(), "a ready call is final: {call:?}");
+                ready.push((index, call.id.to_string(), Value::Object(call.arguments)));
+            }
+        }
+        // c2 does not parse; c4 is completed by the message's end, which starts it itself.
+        assert_eq!(ready, [(0, "c1".to_owned(), serde_json::json!({"path": "."})), (2, "c3".to_owned(), serde_json::json!({}))]);
+    }
+
+    #[tokio::test]
     async fn abort_closes_the_open_block_and_drops_tool_calls() {
         let steps = Steps::default();
         let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
