@@ -384,7 +384,7 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken, tools: &mut
             started = true;
         }
         if let Some((index, call)) = builder.apply(chunk, sink).await {
-            tools.start(index, call).await;
+            tools.start_early(index, call).await;
         }
         if failed_first {
             start(&builder).await;
@@ -407,10 +407,10 @@ type Finished = (usize, ToolResultMessage, bool);
 /// The tool calls of one assistant message, run in parallel as pi does (notes §2.9.4), each
 /// started as soon as its arguments are complete, as kimi does: while the message streams when
 /// the provider has moved on to the next block ([`MessageBuilder::apply`]), the others once the
-/// message has ended. A `ToolStart` when a call starts (so in call order), each `ToolEnd` as its
-/// call finishes (completion order), the results in call order — the order of the toolResult
-/// messages and of the next model request. Approvals are asked one at a time, in call order:
-/// calls start in call order and `asking` is a fair lock, so they queue for it in that order.
+/// message has ended. Calls start in call order, so `ToolStart`s come in call order; each
+/// `ToolEnd` as its call finishes (completion order); the results in call order — the order of
+/// the toolResult messages and of the next model request. Approvals are asked one at a time, in
+/// call order: `asking` is a fair lock and the calls queue for it in the order they start.
 struct ToolCalls<'a> {
     agent: &'a Agent,
     /// The run's token: abort cancels every call.
@@ -418,8 +418,8 @@ struct ToolCalls<'a> {
     /// This attempt's: cancelled too when the message fails and its started calls are dropped.
     cancel: CancellationToken,
     asking: Arc<tokio::sync::Mutex<()>>,
-    /// Positions of the calls started so far.
-    started: Vec<usize>,
+    /// How many calls have started: always the first ones of the message.
+    started: usize,
     running: FuturesUnordered<BoxFuture<'a, Finished>>,
     finished: Vec<Finished>,
 }
@@ -431,16 +431,27 @@ impl<'a> ToolCalls<'a> {
             run_cancel: run_cancel.clone(),
             cancel: run_cancel.child_token(),
             asking: Arc::new(tokio::sync::Mutex::new(())),
-            started: Vec::new(),
+            started: 0,
             running: FuturesUnordered::new(),
             finished: Vec::new(),
         }
     }
 
-    /// Reports the call's start and runs it (as this set is polled).
-    async fn start(&mut self, index: usize, call: ToolCall) {
+    /// Starts the call at `index` of the streaming message, whose arguments are complete, if
+    /// every earlier call has started: after a call whose arguments did not parse (it fails once
+    /// the message has ended), the later ones wait for the end too, so calls still start, and ask,
+    /// in call order.
+    async fn start_early(&mut self, index: usize, call: ToolCall) {
+        if index == self.started {
+            self.start(call).await;
+        }
+    }
+
+    /// Reports the next call's start and runs it (as this set is polled).
+    async fn start(&mut self, call: ToolCall) {
         self.agent.emit(AgentEvent::ToolStart { call: &call }).await;
-        self.started.push(index);
+        let index = self.started;
+        self.started += 1;
         let (agent, asking, cancel) = (self.agent, Arc::clone(&self.asking), self.cancel.clone());
         self.running.push(Box::pin(async move {
             let (result, ends_turn) = execute(agent, &call, index, &asking, &cancel).await;
@@ -461,12 +472,12 @@ impl<'a> ToolCalls<'a> {
     /// cancelled and awaited (each reports its end, and no child process outlives it) and their
     /// results dropped with the message. A retried attempt starts its calls afresh.
     async fn abandon(&mut self) {
-        if self.started.is_empty() {
+        if self.started == 0 {
             return;
         }
         self.cancel.cancel();
         while self.running.next().await.is_some() {}
-        self.started.clear();
+        self.started = 0;
         self.finished.clear();
         self.cancel = self.run_cancel.child_token();
     }
@@ -475,10 +486,8 @@ impl<'a> ToolCalls<'a> {
     /// the results in call order, and whether a call was refused with "the user takes over", so
     /// the turn ends after these calls.
     async fn finish(mut self, calls: &[ToolCall]) -> (Vec<ToolResultMessage>, bool) {
-        for (index, call) in calls.iter().enumerate() {
-            if !self.started.contains(&index) {
-                self.start(index, call.clone()).await;
-            }
+        for call in calls.iter().skip(self.started) {
+            self.start(call.clone()).await;
         }
         while let Some(done) = self.running.next().await {
             self.finished.push(done);
