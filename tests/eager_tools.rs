@@ -101,6 +101,17 @@ fn is_gone(pid: i32) -> bool {
     }
 }
 
+/// Waits (a bound for a hang, not a timing assertion: the process would live 300 s) until the
+/// process `pid_file` names is gone.
+fn wait_gone(pid_file: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid: i32 = std::fs::read_to_string(pid_file).unwrap().trim().parse().unwrap();
+    while !is_gone(pid) {
+        assert!(Instant::now() < deadline, "process {pid} outlived its cancelled call");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn an_abort_while_the_first_call_runs_and_the_message_streams_ends_both() {
     let slow_args: Vec<String> = r#"{"command": "echo two"}"#.chars().map(String::from).collect();
@@ -113,13 +124,11 @@ fn an_abort_while_the_first_call_runs_and_the_message_streams_ends_both() {
     let mut frames = a.until(tool_event("tool_execution_start", "c1"));
     let pid_file = a.dir.path().join("c1.pid");
     let deadline = Instant::now() + Duration::from_secs(20);
-    let pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<i32>().ok()) {
-            break pid;
-        }
+    // Abort once c1's process runs.
+    while !std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n')) {
         assert!(Instant::now() < deadline, "c1 never ran");
         std::thread::sleep(Duration::from_millis(20));
-    };
+    }
     a.send(json!({"id":"ab","type":"abort"}));
     frames.extend(a.until(|f| f["type"] == "response" && f["id"] == "ab"));
     // The running call is cancelled and reports its end before the aborted message ends; the
@@ -136,7 +145,7 @@ fn an_abort_while_the_first_call_runs_and_the_message_streams_ends_both() {
     let t = types(&frames);
     assert_eq!(t[t.len() - 5..], ["message_end:assistant", "turn_end", "agent_end", "prompt_result", "response"]);
     assert_eq!(frames[frames.len() - 2]["status"], "aborted");
-    assert!(is_gone(pid), "the call's process was stopped with it");
+    wait_gone(&pid_file);
     // The conversation holds the prompt and the aborted message, and goes on.
     let messages = a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].clone();
     assert_eq!(messages.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect::<Vec<_>>(), ["user", "assistant"]);
@@ -164,4 +173,28 @@ fn a_steer_while_the_first_call_runs_and_the_message_streams_waits_for_the_turn_
     assert_eq!(t[first_turn_end + 1..first_turn_end + 4], ["turn_start", "queue_update", "message_start:user"]);
     assert_eq!(frames[first_turn_end + 3]["message"]["content"][0]["text"], "and then this");
     assert_eq!(frames.last().unwrap()["status"], "completed");
+}
+
+#[test]
+fn a_model_error_after_a_call_started_cancels_it_and_the_retry_starts_afresh() {
+    let reply = json!({"delayMs": 200, "error": "503 overloaded", "retryable": true, "toolCalls": [
+        call("c1", "sleep 300 & echo $! > c1.pid; wait", &[r#"{"command": "sleep 300 & echo $! > c1.pid; wait"}"#]),
+        call("c2", "echo two", &[r#"{"command": "#, r#""echo two"}"#]),
+    ]});
+    let mut a = Agent::start(&["--retry-base-delay-ms", "1"], &[reply, text_reply("recovered")]);
+    a.send(json!({"id":"p","type":"prompt","message":"run them"}));
+    let frames = a.until_prompt_result("p");
+    let t = types(&frames);
+    let failed = position(&frames, "the failed message_end", assistant_end);
+    assert_eq!(frames[failed]["message"]["stopReason"], "error");
+    let c1_end = position(&frames, "c1's end", tool_event("tool_execution_end", "c1"));
+    assert!(position(&frames, "c1's start", tool_event("tool_execution_start", "c1")) < c1_end && c1_end < failed, "{t:?}");
+    assert_eq!(frames[c1_end]["isError"], true);
+    assert!(!frames.iter().any(|f| tool_event("tool_execution_start", "c2")(f)), "c2 never starts: {t:?}");
+    assert!(!t.iter().any(|t| t == "message_start:toolResult"), "{t:?}");
+    assert!(t.contains(&"auto_retry_start".to_owned()), "{t:?}");
+    assert_eq!(frames.last().unwrap()["status"], "completed");
+    wait_gone(&a.dir.path().join("c1.pid"));
+    let messages = a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].clone();
+    assert_eq!(messages.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect::<Vec<_>>(), ["user", "assistant"], "the failed attempt and its call are not kept");
 }
