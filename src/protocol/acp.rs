@@ -52,6 +52,10 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// ACP: the agent needs the user to authenticate first.
+    pub const AUTH_REQUIRED: i64 = -32000;
+    /// ACP: the request was cancelled (`$/cancel_request`).
+    pub const REQUEST_CANCELLED: i64 = -32800;
 }
 
 /// An ACP error object (the schema's `Error`).

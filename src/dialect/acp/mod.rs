@@ -25,7 +25,9 @@
 //! | `PromptSettled` | the `session/prompt` result: `end_turn`, `max_tokens` (the model stopped on length), `max_turn_requests` (`--max-steps-per-turn`), `cancelled`; a provider failure is a -32603 error |
 //! | approval (`HostPort::approve`) | `session/request_permission` with `allow_once`, `allow_always`, `reject_once`, `reject_always` |
 
+pub mod auth;
 pub mod client_tools;
+pub mod config;
 pub mod decode;
 pub mod handler;
 pub mod modes;
