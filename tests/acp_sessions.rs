@@ -304,3 +304,33 @@ fn every_advertised_slash_command_shows_its_result() {
     let (frames, _) = acp.until_response(&id);
     assert!(updates(&frames).iter().any(|u| u["sessionUpdate"] == "session_info_update" && u["title"] == "Release notes"), "{frames:?}");
 }
+
+#[test]
+fn images_reach_a_model_that_takes_them_and_are_refused_otherwise() {
+    let (dir, config) = dirs();
+    let fake = FakeLlm::start(vec![common::fake_llm::openai_text(&["I see a dot"])]).unwrap();
+    let mut models = fake.models_file();
+    models["providers"]["fake"]["models"][0]["input"] = json!(["text", "image"]);
+    std::fs::write(config.path().join("models.json"), models.to_string()).unwrap();
+    let image = json!({"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="});
+    let with_image = |session: &str| json!({"sessionId": session, "prompt": [{"type": "text", "text": "what is this?"}, image]});
+
+    // The offline model takes text only: no image capability, and an image is refused by name.
+    let mut acp = Acp::start(dir.path(), config.path(), &[], &[]);
+    let init = acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    assert_eq!(init["result"]["agentCapabilities"]["promptCapabilities"]["image"], false, "{init}");
+    let session = acp.call("session/new", json!({"cwd": cwd(dir.path()), "mcpServers": []}))["result"]["sessionId"].as_str().unwrap().to_owned();
+    let r = acp.call("session/prompt", with_image(&session));
+    assert_eq!((&r["error"]["code"], &r["error"]["data"]["path"]), (&json!(-32602), &json!("/prompt/1")), "{r}");
+    assert!(acp.close().success());
+
+    // A model that takes images: advertised, and the image is in the provider request.
+    let mut acp = Acp::start(dir.path(), config.path(), &[], &["--provider", "fake", "--model", "fake-model"]);
+    let init = acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    assert_eq!(init["result"]["agentCapabilities"]["promptCapabilities"]["image"], true, "{init}");
+    let session = acp.call("session/new", json!({"cwd": cwd(dir.path()), "mcpServers": []}))["result"]["sessionId"].as_str().unwrap().to_owned();
+    let r = acp.call("session/prompt", with_image(&session));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let sent = fake.requests().last().cloned().unwrap_or_default().to_string();
+    assert!(sent.contains("data:image/png;base64,iVBORw0KGgo="), "{sent}");
+}

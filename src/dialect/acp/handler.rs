@@ -409,6 +409,12 @@ impl AcpAgentHandler for AcpServer {
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, AcpError> {
         let live = self.live(&params.session_id)?;
         let (text, images) = prompt_input(&params.prompt)?;
+        let model = live.agent.current_model();
+        if !images.is_empty() && !model.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)) {
+            let at = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
+            return Err(AcpError::invalid_params(format!("The session's model {}/{} does not take images", *model.provider, *model.id))
+                .with_data(json!({"path": format!("/prompt/{at}"), "reason": "the model does not take images"})));
+        }
         let options_before = config::options(&live.agent);
         let busy = || AcpError::internal("A prompt is already running in this session; wait for it or send session/cancel");
         if live.agent.is_running() {
