@@ -334,3 +334,39 @@ fn images_reach_a_model_that_takes_them_and_are_refused_otherwise() {
     let sent = fake.requests().last().cloned().unwrap_or_default().to_string();
     assert!(sent.contains("data:image/png;base64,iVBORw0KGgo="), "{sent}");
 }
+
+#[test]
+fn additional_directories_widen_the_path_policy() {
+    let (dir, config) = dirs();
+    let (extra, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(extra.path().join("note.txt"), "in the extra root\n").unwrap();
+    std::fs::write(elsewhere.path().join("note.txt"), "elsewhere\n").unwrap();
+    let read = |d: &Path, id: &str| json!({"toolCalls": [{"id": id, "name": "read", "arguments": {"path": d.join("note.txt").display().to_string()}}]});
+    let script = [read(extra.path(), "in"), json!({"text": "read it"}), read(elsewhere.path(), "out"), json!({"text": "asked"})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let init = acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    assert!(init["result"]["agentCapabilities"]["sessionCapabilities"]["additionalDirectories"].is_object(), "{init}");
+    let bad = acp.call("session/new", json!({"cwd": cwd(dir.path()), "mcpServers": [], "additionalDirectories": ["relative/dir"]}));
+    assert_eq!((&bad["error"]["code"], &bad["error"]["data"]["path"]), (&json!(-32602), &json!("/additionalDirectories/0")), "{bad}");
+    let new = acp.call("session/new", json!({"cwd": cwd(dir.path()), "mcpServers": [], "additionalDirectories": [cwd(extra.path())]}));
+    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+
+    // Inside the extra root: read without a question, like the working directory.
+    let id = acp.request("session/prompt", prompt("read the note", &session));
+    let (frames, r) = acp.until_response(&id);
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+    assert!(frames.iter().all(|f| f["method"] != "session/request_permission"), "{frames:?}");
+    assert!(updates(&frames).iter().any(|u| u["toolCallId"] == "in" && u["status"] == "completed"), "{frames:?}");
+
+    // Anywhere else: the question, as before.
+    let id = acp.request("session/prompt", prompt("read the other", &session));
+    let ask = loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            break f;
+        }
+    };
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
+    let (_, r) = acp.until_response(&id);
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+}

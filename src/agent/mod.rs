@@ -173,6 +173,9 @@ struct State {
     /// When tool calls need approval: `config.approval` at first, changed by
     /// [`Agent::set_approval_policy`] (ACP's `session/set_mode`).
     approval: ApprovalPolicy,
+    /// Directories besides the working directory whose paths the built-in tools use without
+    /// the "outside the working directory" question (ACP's `additionalDirectories`).
+    extra_roots: Vec<PathBuf>,
     /// Tools the user approved for the rest of this session ("approve for session"); cleared
     /// whenever another session is adopted, so a new or switched session asks again.
     approved_tools: HashSet<String>,
@@ -236,6 +239,7 @@ impl Agent {
             todos: Vec::new(),
             host_tools: Vec::new(),
             approval,
+            extra_roots: Vec::new(),
             approved_tools: HashSet::new(),
             steering: VecDeque::new(),
             follow_up: VecDeque::new(),
@@ -281,6 +285,12 @@ impl Agent {
             self.record_setting(policy.entry())?;
         }
         Ok(())
+    }
+
+    /// Sets the directories besides the working directory that the built-in tools may use
+    /// like the working directory itself (the path policy does not ask about them).
+    pub fn set_additional_roots(&self, roots: Vec<PathBuf>) {
+        self.state().extra_roots = roots;
     }
 
     /// Writes the session file now, with the settings a file starts with, if it has no entries

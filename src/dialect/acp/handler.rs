@@ -79,6 +79,21 @@ fn absolute(cwd: &str) -> Result<PathBuf, AcpError> {
     }
 }
 
+/// `additionalDirectories`: absolute paths, or -32602 naming the first that is not.
+fn additional_roots(dirs: &[String]) -> Result<Vec<PathBuf>, AcpError> {
+    dirs.iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let path = PathBuf::from(d);
+            if path.is_absolute() {
+                Ok(path)
+            } else {
+                Err(AcpError::invalid_params(format!("additionalDirectories must be absolute paths: {d}")).with_data(json!({"path": format!("/additionalDirectories/{i}"), "reason": "not an absolute path"})))
+            }
+        })
+        .collect()
+}
+
 /// The prompt's text and images. Text resources are inlined with their URI; links are named.
 fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), AcpError> {
     let mut text = Vec::new();
@@ -274,7 +289,7 @@ impl AcpAgentHandler for AcpServer {
                 meta: Some(meta),
                 prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: self.factory.accepts_images(), meta: None },
                 session_capabilities: SessionCapabilities {
-                    additional_directories: None,
+                    additional_directories: Some(SessionAdditionalDirectoriesCapabilities { meta: None }),
                     close: Some(SessionCloseCapabilities { meta: None }),
                     delete: Some(SessionDeleteCapabilities { meta: None }),
                     list: Some(SessionListCapabilities { meta: None }),
@@ -291,7 +306,9 @@ impl AcpAgentHandler for AcpServer {
 
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
         let cwd = absolute(&params.cwd)?;
+        let roots = additional_roots(&params.additional_directories)?;
         let live = self.open(&cwd, None)?;
+        live.agent.set_additional_roots(roots);
         // The id handed out names a file from now on: a new process can load or resume it
         // before anything was prompted.
         if let Err(e) = live.agent.save_session() {
@@ -304,7 +321,9 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, AcpError> {
+        let roots = additional_roots(&params.additional_directories)?;
         let live = self.open_existing(&params.session_id, &params.cwd).await?;
+        live.agent.set_additional_roots(roots);
         // The whole history goes out before the answer.
         live.host.replay(&live.agent.messages()).await;
         Ok(LoadSessionResponse { config_options: Some(config::options(&live.agent)), meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
@@ -332,7 +351,9 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, AcpError> {
+        let roots = additional_roots(&params.additional_directories)?;
         let live = self.open_existing(&params.session_id, &params.cwd).await?;
+        live.agent.set_additional_roots(roots);
         Ok(ResumeSessionResponse { config_options: Some(config::options(&live.agent)), meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
     }
 
