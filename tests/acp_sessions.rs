@@ -303,6 +303,14 @@ fn every_advertised_slash_command_shows_its_result() {
     let id = acp.request("session/prompt", prompt("/name Release notes", &session));
     let (frames, _) = acp.until_response(&id);
     assert!(updates(&frames).iter().any(|u| u["sessionUpdate"] == "session_info_update" && u["title"] == "Release notes"), "{frames:?}");
+    assert!(acp.close().success());
+    // The title is part of the session: a new process resuming it says so before answering.
+    let mut acp = Acp::start(dir.path(), config.path(), &[], &[]);
+    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let id = acp.request("session/resume", json!({"sessionId": session, "cwd": cwd(dir.path())}));
+    let (frames, _) = acp.until_response(&id);
+    assert_eq!(kinds(&frames), ["available_commands_update", "session_info_update"]);
+    assert_eq!(updates(&frames)[1]["title"], "Release notes");
 }
 
 #[test]

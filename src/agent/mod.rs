@@ -404,6 +404,11 @@ impl Agent {
         self.state().session.id().to_owned()
     }
 
+    /// The session's name, when it has one.
+    pub fn session_name(&self) -> Option<String> {
+        self.state().session_name.clone()
+    }
+
     /// Whether a run (or a slash command) is in progress, retry back-offs included; a run that
     /// has reported its end no longer counts.
     pub fn is_running(&self) -> bool {

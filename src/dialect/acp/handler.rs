@@ -234,8 +234,8 @@ impl AcpServer {
             })
     }
 
-    /// An open session or one loaded from its file; its commands are announced before the
-    /// answer (the client named the session, so it knows it already).
+    /// An open session or one loaded from its file; its commands (and its title, when it has
+    /// one) are announced before the answer (the client named the session, so it knows it).
     async fn open_existing(&self, session: &str, cwd: &str) -> Result<Live, AcpError> {
         let open = lock(&self.sessions).get(session).cloned();
         let live = match open {
@@ -248,6 +248,9 @@ impl AcpServer {
             }
         };
         announce_commands(&live).await;
+        if let Some(title) = live.agent.session_name() {
+            live.host.update(SessionUpdate::SessionInfoUpdate { meta: None, title: Some(title), updated_at: None }).await;
+        }
         Ok(live)
     }
 }
