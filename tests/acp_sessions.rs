@@ -157,7 +157,7 @@ fn delete_removes_the_file_and_the_listing_and_load_fails() {
 
     let deleted = acp.call("session/delete", json!({"sessionId": session}));
     assert_eq!(deleted["result"], json!({}), "{deleted}");
-    assert_eq!(listed(&mut acp), [other.clone()], "only the other session is left");
+    assert_eq!(listed(&mut acp), std::slice::from_ref(&other), "only the other session is left");
     assert_eq!(session_files(config.path()).len(), 1);
     let prompt_after = acp.call("session/prompt", prompt("hello?", &session));
     assert_eq!(prompt_after["error"]["code"], -32002, "{prompt_after}");
