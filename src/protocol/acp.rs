@@ -84,6 +84,27 @@ impl AcpError {
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(codes::RESOURCE_NOT_FOUND, message)
     }
+    /// The same error with `data: {path, reason}`: the JSON pointer into `params` of the value
+    /// at fault and why (agentwire's -32602 convention).
+    pub fn at(self, path: impl Into<String>, reason: impl Into<String>) -> Self {
+        #[derive(serde::Serialize)]
+        struct At {
+            path: String,
+            reason: String,
+        }
+        let data = serde_json::to_value(At { path: path.into(), reason: reason.into() }).unwrap_or_default();
+        self.with_data(data)
+    }
+    /// The same error with `data: {sessionId}`.
+    pub fn for_session(self, session: &str) -> Self {
+        #[derive(serde::Serialize)]
+        struct Session<'a> {
+            #[serde(rename = "sessionId")]
+            session_id: &'a str,
+        }
+        let data = serde_json::to_value(Session { session_id: session }).unwrap_or_default();
+        self.with_data(data)
+    }
 }
 
 impl std::fmt::Display for AcpError {

@@ -8,8 +8,6 @@
 //! `logout` forgets the stored keys. A prompt the provider refuses for its key (HTTP 401 or
 //! 403) fails with -32000, "authentication required".
 
-use serde_json::json;
-
 use crate::protocol::acp::{codes, AcpError, AuthMethod, AuthMethodAgent, AuthMethodId};
 use crate::protocol::PromptError;
 
@@ -48,7 +46,7 @@ pub fn check_method(id: &str) -> Result<(), AcpError> {
     if id == PROVIDER_KEYS || id == LOGIN {
         Ok(())
     } else {
-        Err(AcpError::invalid_params(format!("Unknown authentication method {id:?}; the methods are {PROVIDER_KEYS} and {LOGIN}")).with_data(json!({"path": "/methodId", "reason": "unknown method"})))
+        Err(AcpError::invalid_params(format!("Unknown authentication method {id:?}; the methods are {PROVIDER_KEYS} and {LOGIN}")).at("/methodId", "unknown method"))
     }
 }
 

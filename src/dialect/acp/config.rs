@@ -8,8 +8,6 @@
 //! | `thought_level` | `thought_level` | the model's thinking levels (only for a model with levels) |
 //! | `mode` | `mode` | the session modes of [`super::modes`] |
 
-use serde_json::json;
-
 use super::modes;
 use crate::agent::Agent;
 use crate::protocol::acp::{AcpError, SessionConfigId, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId};
@@ -62,7 +60,7 @@ pub fn options(agent: &Agent) -> Vec<SessionConfigOption> {
 }
 
 fn unknown_value(config: &str, given: &str) -> AcpError {
-    AcpError::invalid_params(format!("{given:?} is not a value of the config option {config:?}")).with_data(json!({"path": "/value", "reason": "unknown value"}))
+    AcpError::invalid_params(format!("{given:?} is not a value of the config option {config:?}")).at("/value", "unknown value")
 }
 
 /// What `session/set_config_option` changes.
@@ -81,7 +79,7 @@ pub enum Change {
 pub fn change(agent: &Agent, config: &str, given: &str) -> Result<Change, AcpError> {
     let offered = options(agent).into_iter().any(|o| matches!(&o, SessionConfigOption::Variant0 { id, .. } if id.0 == config));
     if !offered {
-        return Err(AcpError::invalid_params(format!("Unknown config option {config:?}")).with_data(json!({"path": "/configId", "reason": "unknown config option"})));
+        return Err(AcpError::invalid_params(format!("Unknown config option {config:?}")).at("/configId", "unknown config option"));
     }
     match config {
         MODEL => agent

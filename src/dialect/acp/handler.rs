@@ -67,7 +67,7 @@ impl std::fmt::Debug for AcpServer {
 }
 
 fn not_found(session: &str) -> AcpError {
-    AcpError::not_found(format!("Session not found: {session}")).with_data(json!({"sessionId": session}))
+    AcpError::not_found(format!("Session not found: {session}")).for_session(session)
 }
 
 fn absolute(cwd: &str) -> Result<PathBuf, AcpError> {
@@ -75,7 +75,7 @@ fn absolute(cwd: &str) -> Result<PathBuf, AcpError> {
     if path.is_absolute() {
         Ok(path)
     } else {
-        Err(AcpError::invalid_params(format!("cwd must be an absolute path: {cwd}")).with_data(json!({"path": "/cwd", "reason": "not an absolute path"})))
+        Err(AcpError::invalid_params(format!("cwd must be an absolute path: {cwd}")).at("/cwd", "not an absolute path"))
     }
 }
 
@@ -88,7 +88,7 @@ fn additional_roots(dirs: &[String]) -> Result<Vec<PathBuf>, AcpError> {
             if path.is_absolute() {
                 Ok(path)
             } else {
-                Err(AcpError::invalid_params(format!("additionalDirectories must be absolute paths: {d}")).with_data(json!({"path": format!("/additionalDirectories/{i}"), "reason": "not an absolute path"})))
+                Err(AcpError::invalid_params(format!("additionalDirectories must be absolute paths: {d}")).at(format!("/additionalDirectories/{i}"), "not an absolute path"))
             }
         })
         .collect()
@@ -106,7 +106,7 @@ fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), 
                 images.push(ImageContent::new(data.clone(), mime));
             }
             ContentBlock::Audio { .. } => {
-                return Err(AcpError::invalid_params("Audio prompts are not supported (promptCapabilities.audio is false)").with_data(json!({"path": format!("/prompt/{i}"), "reason": "audio is not supported"})));
+                return Err(AcpError::invalid_params("Audio prompts are not supported (promptCapabilities.audio is false)").at(format!("/prompt/{i}"), "audio is not supported"));
             }
             ContentBlock::ResourceLink { name, uri, .. } => text.push(format!("[@{name}]({uri})")),
             ContentBlock::Resource { resource, .. } => match resource {
@@ -151,7 +151,7 @@ impl AcpServer {
     fn live(&self, session: &str) -> Result<Live, AcpError> {
         lock(&self.sessions).get(session).cloned().ok_or_else(|| {
             if lock(&self.closed).contains(session) {
-                AcpError::not_found(format!("Session closed: {session}")).with_data(json!({"sessionId": session}))
+                AcpError::not_found(format!("Session closed: {session}")).for_session(session)
             } else {
                 not_found(session)
             }
@@ -372,7 +372,7 @@ impl AcpAgentHandler for AcpServer {
         let (session, config_id, value) = match params {
             SetSessionConfigOptionRequest::Variant1 { config_id, session_id, value, .. } => (session_id, config_id, value),
             SetSessionConfigOptionRequest::Variant0 { config_id, .. } => {
-                return Err(AcpError::invalid_params(format!("The config option {:?} is a select, not a boolean", config_id.0)).with_data(json!({"path": "/type", "reason": "agentwire has no boolean config options"})));
+                return Err(AcpError::invalid_params(format!("The config option {:?} is a select, not a boolean", config_id.0)).at("/type", "agentwire has no boolean config options"));
             }
         };
         let live = self.live(&session)?;
@@ -437,7 +437,7 @@ impl AcpAgentHandler for AcpServer {
         if !images.is_empty() && !model.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)) {
             let at = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
             return Err(AcpError::invalid_params(format!("The session's model {}/{} does not take images", *model.provider, *model.id))
-                .with_data(json!({"path": format!("/prompt/{at}"), "reason": "the model does not take images"})));
+                .at(format!("/prompt/{at}"), "the model does not take images"));
         }
         let options_before = config::options(&live.agent);
         let busy = || AcpError::internal("A prompt is already running in this session; wait for it or send session/cancel");

@@ -7,8 +7,6 @@
 //! | `default` | `dangerous` | `bash`, `write`, `edit` |
 //! | `auto` | `never` | nothing |
 
-use serde_json::json;
-
 use crate::agent::ApprovalPolicy;
 use crate::protocol::acp::{AcpError, SessionMode, SessionModeId, SessionModeState};
 
@@ -28,7 +26,7 @@ pub fn mode_id(policy: ApprovalPolicy) -> &'static str {
 pub fn policy(id: &str) -> Result<ApprovalPolicy, AcpError> {
     MODES.iter().find(|(m, _, _, _)| *m == id).map(|(_, p, _, _)| *p).ok_or_else(|| {
         let known: Vec<_> = MODES.iter().map(|(m, _, _, _)| *m).collect();
-        AcpError::invalid_params(format!("Unknown mode {id:?}; the modes are {}", known.join(", "))).with_data(json!({"path": "/modeId", "reason": "unknown mode"}))
+        AcpError::invalid_params(format!("Unknown mode {id:?}; the modes are {}", known.join(", "))).at("/modeId", "unknown mode")
     })
 }
 
