@@ -3,13 +3,12 @@
 //! its message shape, the params of its requests and notifications, and the result of each
 //! response against the method it answers.
 
-#[path = "common/acp.rs"]
-mod acp_harness;
+mod common;
 
 use std::process::Command;
 use std::time::Duration;
 
-use acp_harness::*;
+use common::acp::*;
 use serde_json::{json, Value};
 
 #[test]
@@ -62,14 +61,7 @@ fn permission_granted_runs_the_tool_and_rejected_does_not() {
     let session = acp.init_and_new(dir.path());
 
     let id = acp.request("session/prompt", prompt("write yes", &session));
-    let mut seen = Vec::new();
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-        seen.push(f);
-    };
+    let (seen, ask) = acp.until_request("session/request_permission");
     assert_eq!(ask["params"]["sessionId"], session.as_str());
     assert_eq!(ask["params"]["toolCall"]["toolCallId"], "w1");
     assert_eq!(ask["params"]["toolCall"]["kind"], "edit");
@@ -85,12 +77,7 @@ fn permission_granted_runs_the_tool_and_rejected_does_not() {
     assert_eq!(std::fs::read_to_string(dir.path().join("yes.txt")).unwrap(), "allowed\n");
 
     let id = acp.request("session/prompt", prompt("write no", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
     let (frames, response) = acp.until_response(&id);
     assert_eq!(response["result"]["stopReason"], "end_turn");
@@ -107,12 +94,7 @@ fn allow_always_is_remembered_and_unknown_answers_fail_closed() {
     let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
     let session = acp.init_and_new(dir.path());
     let id = acp.request("session/prompt", prompt("one", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "allow_always"}}));
     let (frames, _) = acp.until_response(&id);
     let out = updates(&frames).into_iter().find(|u| u["status"] == "completed").unwrap().clone();
@@ -124,12 +106,7 @@ fn allow_always_is_remembered_and_unknown_answers_fail_closed() {
     assert_eq!(response["result"]["stopReason"], "end_turn");
     // Another tool asks again; an option id that is not an allow option rejects.
     let id = acp.request("session/prompt", prompt("three", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "something_else"}}));
     let (frames, _) = acp.until_response(&id);
     assert!(updates(&frames).iter().any(|u| u["toolCallId"] == "e1" && u["status"] == "failed"));
@@ -139,12 +116,9 @@ fn allow_always_is_remembered_and_unknown_answers_fail_closed() {
 #[test]
 fn cancel_mid_stream_resolves_cancelled_promptly() {
     let (dir, config) = dirs();
-    let script = [json!({"text": "a long answer that streams slowly, chunk by chunk, for quite a while", "chunkSize": 2, "delayMs": 50})];
-    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let mut acp = Acp::start(dir.path(), config.path(), &[slow_reply()], &[]);
     let session = acp.init_and_new(dir.path());
-    let id = acp.request("session/prompt", prompt("go", &session));
-    let first = acp.next();
-    assert_eq!(first["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+    let id = acp.start_streaming(&session);
     let t = std::time::Instant::now();
     acp.notify("session/cancel", json!({"sessionId": session}));
     let (_, response) = acp.until_response(&id);
@@ -162,12 +136,7 @@ fn cancel_while_permission_pending_rejects_and_resolves_cancelled() {
     let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
     let session = acp.init_and_new(dir.path());
     let id = acp.request("session/prompt", prompt("go", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     acp.notify("session/cancel", json!({"sessionId": session}));
     // As the spec asks, the client answers the pending request `cancelled`; it is too late anyway.
     acp.answer(&ask, json!({"outcome": {"outcome": "cancelled"}}));
@@ -308,12 +277,7 @@ fn approval_modes_are_advertised_and_set_mode_switches_the_policy() {
     // `ask`: even a read asks (and a rejection means it does not run).
     acp.call("session/set_mode", json!({"sessionId": session, "modeId": "ask"}));
     let id = acp.request("session/prompt", prompt("read", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     assert_eq!(ask["params"]["toolCall"]["toolCallId"], "r1");
     acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
     let (frames, _) = acp.until_response(&id);

@@ -5,13 +5,11 @@
 //! official schema by the harness.
 
 mod common;
-#[path = "common/acp.rs"]
-mod acp_harness;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use acp_harness::*;
+use common::acp::*;
 use common::fake_llm::{status, FakeLlm};
 use serde_json::{json, Value};
 
@@ -117,11 +115,9 @@ fn config_options_select_the_model_the_thinking_level_and_the_mode() {
 #[test]
 fn close_cancels_a_streaming_prompt_and_later_requests_fail() {
     let (dir, config) = dirs();
-    let script = [json!({"text": "a long answer that streams slowly, chunk by chunk, for quite a while", "chunkSize": 2, "delayMs": 100})];
-    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let mut acp = Acp::start(dir.path(), config.path(), &[slow_reply()], &[]);
     let session = acp.init_and_new(dir.path());
-    let prompt_id = acp.request("session/prompt", prompt("go", &session));
-    assert_eq!(acp.next()["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+    let prompt_id = acp.start_streaming(&session);
     let t = Instant::now();
     let close_id = acp.request("session/close", json!({"sessionId": session}));
     let mut answers = std::collections::HashMap::new();
@@ -236,15 +232,10 @@ fn a_prompt_the_provider_refuses_for_its_key_fails_with_auth_required() {
 #[test]
 fn cancel_request_cancels_a_prompt_and_unknown_ids_are_ignored() {
     let (dir, config) = dirs();
-    let script = [
-        json!({"text": "a long answer that streams slowly, chunk by chunk, for quite a while", "chunkSize": 2, "delayMs": 100}),
-        json!({"text": "next"}),
-    ];
-    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let mut acp = Acp::start(dir.path(), config.path(), &[slow_reply(), json!({"text": "next"})], &[]);
     let session = acp.init_and_new(dir.path());
     acp.notify("$/cancel_request", json!({"requestId": 999_999}));
-    let id = acp.request("session/prompt", prompt("go", &session));
-    assert_eq!(acp.next()["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+    let id = acp.start_streaming(&session);
     acp.notify("$/cancel_request", json!({"requestId": id}));
     let (_, response) = acp.until_response(&id);
     assert_eq!(response["result"]["stopReason"], "cancelled", "{response}");
@@ -368,12 +359,7 @@ fn additional_directories_widen_the_path_policy() {
 
     // Anywhere else: the question, as before.
     let id = acp.request("session/prompt", prompt("read the other", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
     let (_, r) = acp.until_response(&id);
     assert_eq!(r["result"]["stopReason"], "end_turn");

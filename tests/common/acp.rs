@@ -2,19 +2,17 @@
 //! every frame it writes validated against the vendored official ACP schema
 //! (`schema/acp/schema.json`): its message shape, the params of its requests and
 //! notifications, and the result of each response against the method it answers.
-//! Included by the ACP test files with `#[path = "common/acp.rs"] mod acp_harness;`.
-
-#![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use agentwire::protocol::acp::acp_validator;
 use serde_json::{json, Value};
 
+/// Wait for one frame.
 pub const TIMEOUT: Duration = Duration::from_secs(15);
 
 /// One `agentwire --mode acp` process and the frames it wrote.
@@ -44,17 +42,8 @@ impl Acp {
             cmd.arg("--model-script").arg(&path);
         }
         let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                if tx.send(frame).is_err() {
-                    break;
-                }
-            }
-        });
+        // Frames are validated when a test takes them (`next`), against the method they answer.
+        let rx = super::frames_of(child.stdout.take().unwrap(), |_, _| {});
         let stdin = child.stdin.take();
         Acp { child, stdin, frames: rx, methods: HashMap::new(), next_id: 100 }
     }
@@ -98,6 +87,25 @@ impl Acp {
         loop {
             let f = self.next();
             if f.get("method").is_none() && f.get("id") == Some(id) {
+                return (before, f);
+            }
+            before.push(f);
+        }
+    }
+
+    /// Sends a prompt answered by [`slow_reply`] and returns its id once the first chunk is in.
+    pub fn start_streaming(&mut self, session: &str) -> Value {
+        let id = self.request("session/prompt", prompt("go", session));
+        assert_eq!(self.next()["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+        id
+    }
+
+    /// Frames up to the next request of `method` from agentwire, and that request.
+    pub fn until_request(&mut self, method: &str) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let f = self.next();
+            if f["method"] == method && f.get("id").is_some() {
                 return (before, f);
             }
             before.push(f);
@@ -153,6 +161,11 @@ pub fn kinds(frames: &[Value]) -> Vec<String> {
 
 pub fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
+}
+
+/// A model reply that streams for a few seconds, two characters every 50 ms.
+pub fn slow_reply() -> Value {
+    json!({"text": "a long answer that streams slowly, chunk by chunk, for quite a while", "chunkSize": 2, "delayMs": 50})
 }
 
 pub fn prompt(text: &str, session: &str) -> Value {

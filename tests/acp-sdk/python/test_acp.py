@@ -84,6 +84,17 @@ async def new_session(conn: Any, cwd: Path) -> str:
     return str(session.session_id)
 
 
+SLOW = {"text": "a slow answer, two characters at a time, going on and on for a while", "chunkSize": 2, "delayMs": 40}
+
+
+async def start_streaming(conn: Any, client: Recorder, sid: str) -> asyncio.Task[Any]:
+    """Starts a prompt of the SLOW reply; returns it once its first chunk arrived."""
+    prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
+    while "agent_message_chunk" not in client.kinds():
+        await asyncio.sleep(0.01)
+    return prompt
+
+
 def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 30))
 
@@ -138,12 +149,9 @@ def test_cancel_mid_stream() -> None:
     async def go() -> None:
         cwd, config = dirs()
         client = Recorder()
-        script = [{"text": "a slow answer, two characters at a time, going on and on for a while", "chunkSize": 2, "delayMs": 40}, {"text": "again"}]
-        async with spawn_agent_process(client, BIN, *args(cwd, config, script), env=env()) as (conn, _proc):
+        async with spawn_agent_process(client, BIN, *args(cwd, config, [SLOW, {"text": "again"}]), env=env()) as (conn, _proc):
             sid = await new_session(conn, cwd)
-            prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
-            while "agent_message_chunk" not in client.kinds():
-                await asyncio.sleep(0.01)
+            prompt = await start_streaming(conn, client, sid)
             loop = asyncio.get_running_loop()
             t = loop.time()
             await conn.cancel(session_id=sid)
@@ -181,8 +189,7 @@ def test_config_option_close_and_delete() -> None:
     async def go() -> None:
         cwd, config = dirs()
         client = Recorder()
-        script = [{"text": "a slow answer, two characters at a time, going on and on for a while", "chunkSize": 2, "delayMs": 40}, {"text": "kept"}]
-        async with spawn_agent_process(client, BIN, *args(cwd, config, script), env=env()) as (conn, _proc):
+        async with spawn_agent_process(client, BIN, *args(cwd, config, [SLOW, {"text": "kept"}]), env=env()) as (conn, _proc):
             await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
             created = await conn.new_session(cwd=str(cwd), mcp_servers=[])
             sid = str(created.session_id)
@@ -196,9 +203,7 @@ def test_config_option_close_and_delete() -> None:
             assert e.value.code == -32602
 
             # Close during a streaming prompt: it resolves cancelled; the session is gone.
-            prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
-            while "agent_message_chunk" not in client.kinds():
-                await asyncio.sleep(0.01)
+            prompt = await start_streaming(conn, client, sid)
             loop = asyncio.get_running_loop()
             t = loop.time()
             await conn.close_session(session_id=sid)
