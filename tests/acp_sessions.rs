@@ -364,3 +364,27 @@ fn additional_directories_widen_the_path_policy() {
     let (_, r) = acp.until_response(&id);
     assert_eq!(r["result"]["stopReason"], "end_turn");
 }
+
+#[test]
+fn cancel_request_answers_another_request_in_flight_with_32800() {
+    let (dir, config) = dirs();
+    // A command that ignores SIGTERM holds `session/close` for the kill grace (2 s).
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "trap '' TERM; echo started; sleep 20"}}]}), json!({"text": "never"})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
+    let session = acp.init_and_new(dir.path());
+    let prompt_id = acp.request("session/prompt", prompt("run it", &session));
+    loop {
+        let f = acp.next();
+        if f["params"]["update"]["toolCallId"] == "b1" && f["params"]["update"]["status"] == "in_progress" {
+            break;
+        }
+    }
+    let close_id = acp.request("session/close", json!({"sessionId": session}));
+    let t = Instant::now();
+    acp.notify("$/cancel_request", json!({"requestId": close_id}));
+    let (_, closed) = acp.until_response(&close_id);
+    assert_eq!(closed["error"]["code"], -32800, "{closed}");
+    assert!(t.elapsed() < Duration::from_secs(1), "answered at once, not after the grace: {:?}", t.elapsed());
+    let (_, prompt) = acp.until_response(&prompt_id);
+    assert_eq!(prompt["result"]["stopReason"], "cancelled", "{prompt}");
+}
