@@ -8,10 +8,13 @@
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
 //! - [`modes`]: the core's approval policy as ACP session modes (`session/set_mode`);
+//! - [`config`]: model, thinking level and mode as config options (`session/set_config_option`);
+//! - [`auth`]: how agentwire gets provider keys, as auth methods (`authenticate`, `logout`);
 //! - [`client_tools`]: the built-in tools' file and `bash` access through the client's
 //!   `fs/*` and `terminal/*` methods, when it advertises them;
 //! - [`port`]: the core's host port → `session/request_permission`;
-//! - [`serve`]: the reader loop (requests answered exactly once; notifications never).
+//! - [`serve`]: the reader loop (requests answered exactly once; notifications never;
+//!   `$/cancel_request`).
 //!
 //! | core | ACP |
 //! |---|---|
