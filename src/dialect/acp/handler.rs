@@ -159,12 +159,23 @@ impl AcpServer {
     }
 
     /// Ends a live session as `session/close` does: its run is cancelled (the prompt resolves
-    /// `cancelled`), its `bash` commands are terminated, and later requests for it fail.
+    /// `cancelled`), its `bash` commands are terminated, and later requests for it fail. Returns
+    /// once a prompt it cancelled has been answered, so that answer comes first.
     async fn end(&self, session: &str) -> Option<Live> {
         let live = lock(&self.sessions).remove(session)?;
         lock(&self.closed).insert(session.to_owned());
+        // A prompt still waiting for its run has not been answered (answers are written by the
+        // loop this request runs on): wait for the next answer written, which is then its own.
+        let prompt_answered = (!lock(&live.host.state).prompts.is_empty()).then(|| {
+            let (tx, rx) = oneshot::channel();
+            lock(&self.after_answer).push(tx);
+            rx
+        });
         live.agent.cancel_now();
         live.agent.shutdown().await;
+        if let Some(answered) = prompt_answered {
+            let _ = answered.await;
+        }
         Some(live)
     }
 
