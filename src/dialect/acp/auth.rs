@@ -22,12 +22,10 @@ const HOW: &str = "set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY, 
 
 /// The methods to advertise; the terminal one only to a client that can run it.
 pub fn methods(terminal: bool) -> Vec<AuthMethod> {
-    let mut methods = vec![AuthMethod::AuthMethodAgent(AuthMethodAgent {
-        description: Some("agentwire reads provider API keys from the environment, from models.json in its config dir, and from keys stored with `agentwire login`".into()),
-        id: AuthMethodId(PROVIDER_KEYS.into()),
-        meta: None,
-        name: "Provider API keys".into(),
-    })];
+    let mut methods = vec![AuthMethod::AuthMethodAgent(
+        AuthMethodAgent::new(AuthMethodId(PROVIDER_KEYS.into()), "Provider API keys")
+            .with_description("agentwire reads provider API keys from the environment, from models.json in its config dir, and from keys stored with `agentwire login`".to_owned()),
+    )];
     if terminal {
         methods.push(AuthMethod::Object {
             args: vec!["login".into()],

@@ -22,7 +22,11 @@ pub const THOUGHT_LEVEL: &str = "thought_level";
 pub const MODE: &str = "mode";
 
 fn value(value: &str, name: &str, description: Option<String>) -> SessionConfigSelectOption {
-    SessionConfigSelectOption { description, meta: None, name: name.to_owned(), value: SessionConfigValueId(value.to_owned()) }
+    let option = SessionConfigSelectOption::new(name, SessionConfigValueId(value.to_owned()));
+    match description {
+        Some(description) => option.with_description(description),
+        None => option,
+    }
 }
 
 fn select(id: &str, name: &str, description: &str, current: String, options: Vec<SessionConfigSelectOption>) -> SessionConfigOption {

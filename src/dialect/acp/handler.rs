@@ -257,11 +257,12 @@ async fn announce_commands(live: &Live) {
         .commands()
         .commands
         .into_iter()
-        .map(|c| AvailableCommand {
-            description: c.description.clone().unwrap_or_default(),
-            input: c.input.and_then(|i| i.hint).map(|hint| AvailableCommandInput(UnstructuredCommandInput { hint, meta: None })),
-            meta: None,
-            name: c.name.to_string(),
+        .map(|c| {
+            let command = AvailableCommand::new(c.description.clone().unwrap_or_default(), c.name.to_string());
+            match c.input.and_then(|i| i.hint) {
+                Some(hint) => command.with_input(AvailableCommandInput(UnstructuredCommandInput::new(hint))),
+                None => command,
+            }
         })
         .collect();
     live.host.update(SessionUpdate::AvailableCommandsUpdate { available_commands, meta: None }).await;
@@ -280,21 +281,19 @@ impl AcpAgentHandler for AcpServer {
         let meta = serde_json::Map::from_iter([("agentwire".to_owned(), serde_json::Value::Object(note))]);
         Ok(InitializeResponse {
             agent_capabilities: AgentCapabilities {
-                auth: AgentAuthCapabilities { logout: Some(LogoutCapabilities { meta: None }), meta: None },
+                auth: AgentAuthCapabilities::new().with_logout(LogoutCapabilities::new()),
                 load_session: true,
                 mcp_capabilities: McpCapabilities { http: false, meta: None, sse: false },
                 meta: Some(meta),
                 prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: self.factory.accepts_images(), meta: None },
-                session_capabilities: SessionCapabilities {
-                    additional_directories: Some(SessionAdditionalDirectoriesCapabilities { meta: None }),
-                    close: Some(SessionCloseCapabilities { meta: None }),
-                    delete: Some(SessionDeleteCapabilities { meta: None }),
-                    list: Some(SessionListCapabilities { meta: None }),
-                    meta: None,
-                    resume: Some(SessionResumeCapabilities { meta: None }),
-                },
+                session_capabilities: SessionCapabilities::new()
+                    .with_additional_directories(SessionAdditionalDirectoriesCapabilities::new())
+                    .with_close(SessionCloseCapabilities::new())
+                    .with_delete(SessionDeleteCapabilities::new())
+                    .with_list(SessionListCapabilities::new())
+                    .with_resume(SessionResumeCapabilities::new()),
             },
-            agent_info: Some(Implementation { meta: None, name: "agentwire".into(), title: Some("agentwire".into()), version: env!("CARGO_PKG_VERSION").into() }),
+            agent_info: Some(Implementation::new("agentwire", env!("CARGO_PKG_VERSION")).with_title("agentwire".to_owned())),
             auth_methods: auth::methods(terminal_auth),
             meta: None,
             protocol_version: ProtocolVersion(ACP_PROTOCOL_VERSION),
@@ -314,7 +313,7 @@ impl AcpAgentHandler for AcpServer {
         }
         self.announce_commands_after_answer(&live);
         let options = config::options(&live.agent);
-        Ok(NewSessionResponse { config_options: Some(options), meta: None, modes: Some(modes::state(live.agent.approval_policy())), session_id: SessionId(live.agent.session_id()) })
+        Ok(NewSessionResponse::new(SessionId(live.agent.session_id())).with_config_options(options).with_modes(modes::state(live.agent.approval_policy())))
     }
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
@@ -323,7 +322,7 @@ impl AcpAgentHandler for AcpServer {
         live.agent.set_additional_roots(roots);
         // The whole history goes out before the answer.
         live.host.replay(&live.agent.messages()).await;
-        Ok(LoadSessionResponse { config_options: Some(config::options(&live.agent)), meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
+        Ok(LoadSessionResponse::new().with_config_options(config::options(&live.agent)).with_modes(modes::state(live.agent.approval_policy())))
     }
 
     async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
@@ -335,23 +334,26 @@ impl AcpAgentHandler for AcpServer {
         listings.sort_by(|a, b| b.modified.cmp(&a.modified));
         let sessions = listings
             .into_iter()
-            .map(|l| SessionInfo {
-                additional_directories: Vec::new(),
-                cwd: l.cwd.clone(),
-                meta: None,
-                session_id: SessionId(l.id.to_string()),
-                title: l.name.clone().or_else(|| l.first_message.clone()),
-                updated_at: Some(l.modified.clone()).filter(|m| !m.is_empty()),
+            .map(|l| {
+                let info = SessionInfo::new(l.cwd.clone(), SessionId(l.id.to_string()));
+                let info = match l.name.clone().or_else(|| l.first_message.clone()) {
+                    Some(title) => info.with_title(title),
+                    None => info,
+                };
+                match Some(l.modified.clone()).filter(|m| !m.is_empty()) {
+                    Some(updated) => info.with_updated_at(updated),
+                    None => info,
+                }
             })
             .collect();
-        Ok(ListSessionsResponse { meta: None, next_cursor: None, sessions })
+        Ok(ListSessionsResponse::new(sessions))
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
         let roots = additional_roots(&params.additional_directories)?;
         let live = self.open_existing(&params.session_id, &params.cwd).await?;
         live.agent.set_additional_roots(roots);
-        Ok(ResumeSessionResponse { config_options: Some(config::options(&live.agent)), meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
+        Ok(ResumeSessionResponse::new().with_config_options(config::options(&live.agent)).with_modes(modes::state(live.agent.approval_policy())))
     }
 
     async fn session_set_mode(&self, params: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
@@ -359,7 +361,7 @@ impl AcpAgentHandler for AcpServer {
         set_policy(&live, modes::policy(&params.mode_id)?)?;
         // The mode is also a config option: the client's copy of those is now stale.
         live.host.update(SessionUpdate::ConfigOptionUpdate { config_options: config::options(&live.agent), meta: None }).await;
-        Ok(SetSessionModeResponse { meta: None })
+        Ok(SetSessionModeResponse::new())
     }
 
     async fn session_set_config_option(&self, params: SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, Error> {
@@ -383,12 +385,12 @@ impl AcpAgentHandler for AcpServer {
                 live.host.update(SessionUpdate::CurrentModeUpdate { current_mode_id: SessionModeId(modes::mode_id(policy).to_owned()), meta: None }).await;
             }
         }
-        Ok(SetSessionConfigOptionResponse { config_options: config::options(&live.agent), meta: None })
+        Ok(SetSessionConfigOptionResponse::new(config::options(&live.agent)))
     }
 
     async fn session_close(&self, params: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
         self.end(&params.session_id).await.ok_or_else(|| not_found(&params.session_id))?;
-        Ok(CloseSessionResponse { meta: None })
+        Ok(CloseSessionResponse::new())
     }
 
     async fn session_delete(&self, params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
@@ -407,13 +409,13 @@ impl AcpAgentHandler for AcpServer {
             (None, Some(_)) => {}
             (None, None) => return Err(not_found(&session)),
         }
-        Ok(DeleteSessionResponse { meta: None })
+        Ok(DeleteSessionResponse::new())
     }
 
     async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
         auth::check_method(&params.method_id.0)?;
         if self.factory.provider_configured() {
-            Ok(AuthenticateResponse { meta: None })
+            Ok(AuthenticateResponse::new())
         } else {
             Err(auth::required())
         }
@@ -421,7 +423,7 @@ impl AcpAgentHandler for AcpServer {
 
     async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
         self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
-        Ok(LogoutResponse { meta: None })
+        Ok(LogoutResponse::new())
     }
 
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
@@ -476,6 +478,6 @@ impl AcpAgentHandler for AcpServer {
             RunOutcome::Aborted => StopReason::Cancelled,
             RunOutcome::Failed(e) => return Err(auth::prompt_failure(&e)),
         };
-        Ok(PromptResponse { meta: None, stop_reason })
+        Ok(PromptResponse::new(stop_reason))
     }
 }
