@@ -427,6 +427,10 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
+        // `$/cancel_request` for this prompt cancels its run, which then answers `cancelled`
+        // (claimed first: a cancellation arriving while the run starts must not drop the
+        // handler of a run that was started).
+        let cancelled = crate::jsonrpc::claim_cancellation();
         let live = self.live(&params.session_id)?;
         let (text, images) = prompt_input(&params.prompt)?;
         let model = live.agent.current_model();
@@ -450,8 +454,6 @@ impl AcpAgentHandler for AcpServer {
         crate::jsonrpc::answer::on_answer(move |_| {
             let _ = answered.send(true);
         });
-        // `$/cancel_request` for this prompt cancels its run, which then answers `cancelled`.
-        let cancelled = crate::jsonrpc::claim_cancellation();
         live.agent.release_gates();
         let outcome = prompt.outcome();
         tokio::pin!(outcome);
