@@ -2,6 +2,10 @@
 //! `session/prompt` answers when its run ends while the loop keeps serving `session/cancel`
 //! and the client's answers to permission, `fs/*` and `terminal/*` requests.
 //!
+//! `$/cancel_request` names a request in flight: a `session/prompt` is cancelled as by
+//! `session/cancel` (it answers `cancelled`); any other request answers -32800 at once. An id
+//! not in flight (already answered, or never sent) is ignored.
+//!
 //! stdin EOF: every session's run is aborted (prompts resolve `cancelled`), requests in flight
 //! are answered (bounded by a grace period), and the loop returns.
 
@@ -24,6 +28,12 @@ impl Service for AcpServer {
     fn notified(&self, notification: AcpAgentNotification) {
         match notification {
             AcpAgentNotification::SessionCancel(n) => self.cancel(&n.session_id),
+            AcpAgentNotification::CancelRequest(n) => {
+                let id = serde_json::to_value(&n.request_id).unwrap_or_default();
+                if !self.conn().cancel_request(&id) {
+                    tracing::debug!("$/cancel_request for {id}, which is not in flight");
+                }
+            }
         }
     }
 
