@@ -55,3 +55,11 @@ fn dialects_do_not_reach_into_each_other_or_the_process() {
     found.extend(violations("dialect/rpc", &["server", "cli", "dialect::wire"]));
     assert!(found.is_empty(), "a dialect is one module of its own:\n{}", found.join("\n"));
 }
+
+#[test]
+fn the_client_knows_no_agent_dialect_or_process_front_end() {
+    // The host side stands on the protocol and the transport only: a Rust host (or the bridge)
+    // links no built-in agent.
+    let found = violations("client", &["agent", "dialect", "server", "cli", "providers", "tools", "sessions", "conformance"]);
+    assert!(found.is_empty(), "the client must not reach into the agent side:\n{}", found.join("\n"));
+}
