@@ -11,6 +11,8 @@ mod bundle;
 mod rust_types;
 #[path = "src/codegen/acp_types.rs"]
 mod acp_types;
+#[path = "src/codegen/handlers.rs"]
+mod handlers;
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +23,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src/codegen/bundle.rs");
     println!("cargo:rerun-if-changed=src/codegen/rust_types.rs");
     println!("cargo:rerun-if-changed=src/codegen/acp_types.rs");
+    println!("cargo:rerun-if-changed=src/codegen/handlers.rs");
 
     let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,

@@ -4,6 +4,8 @@
 //! Layers, each knowing only the ones below it:
 //! - [`protocol`]: types generated from `schema/` by `build.rs`, envelopes, validators;
 //! - [`transport`]: LF-only bounded line reading and the single stdout writer;
+//! - [`jsonrpc`]: the JSON-RPC 2.0 runtime of the wire and ACP dialects (error object,
+//!   envelopes, decoding, our requests to the peer, the serve loop);
 //! - [`dialect`]: how inbound lines become commands, and failures error frames, per dialect;
 //! - [`codegen`]: schema bundling and documentation generation (shared with `build.rs`);
 //! - [`server`]: serves a dialect on stdin/stdout (reader loop, dispatch, shutdown);
@@ -26,6 +28,7 @@ pub mod codegen;
 pub mod conformance;
 #[cfg(feature = "server")]
 pub mod dialect;
+pub mod jsonrpc;
 pub mod protocol;
 #[cfg(feature = "providers")]
 pub mod providers;

@@ -71,3 +71,19 @@ fn wire_echoes_ids_byte_for_byte_even_for_frames_the_parser_rejects() {
     let out = run("wire", &lines);
     assert_echoed(&out, &ids);
 }
+
+#[test]
+fn acp_echoes_ids_byte_for_byte_through_the_shared_runtime() {
+    // Beyond u64 and escaped strings: ACP decodes ids with the same runtime as the wire.
+    let ids = ["18446744073709551616", "-99999999999999999999", "\"\\u0041b\"", "\"a1\""];
+    let lines: Vec<String> = vec![
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"nope/nope\"}}", ids[0]),
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"session/list\",\"params\":{{}}}}", ids[1]),
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"nope/nope\"}}", ids[2]),
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"session/prompt\",\"params\":{}}}", ids[3], deep(200)),
+    ];
+    let out = run("acp", &lines);
+    assert_echoed(&out, &ids[..3]);
+    // ACP answers a frame the parser rejects with `id: null` (its SDKs do the same).
+    assert!(out.iter().any(|l| l.contains("\"id\":null") && l.contains("-32700")), "{}", out.join("\n"));
+}

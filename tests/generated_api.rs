@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
+use agentwire::jsonrpc::{Error as WireError, Responder};
 use agentwire::protocol::*;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -190,7 +191,7 @@ impl WireHandler for Wire {
         Ok(serde_json::from_value(json!({"status": "finished"})).unwrap())
     }
     async fn steer(&self, _r: WireSteerRequest) -> Result<WireSteerResult, WireError> {
-        Err(WireError::new(agentwire::protocol::envelope::wire_codes::INVALID_STATE, "No agent turn is in progress"))
+        Err(WireError::new(agentwire::dialect::wire::codes::INVALID_STATE, "No agent turn is in progress"))
     }
     async fn replay(&self, _r: WireReplayRequest) -> Result<WireReplayResult, WireError> {
         Ok(serde_json::from_value(json!({"status": "finished", "events": 0, "requests": 0})).unwrap())
@@ -205,11 +206,16 @@ impl WireHandler for Wire {
 
 #[test]
 fn wire_dispatch_returns_results_and_domain_errors() {
-    let run = |v: Value| block_on(dispatch_wire_request(&Wire, WireRequest::from_value(v).unwrap()));
-    assert_eq!(run(json!({"jsonrpc": "2.0", "id": 1, "method": "prompt", "params": {"user_input": "hi"}})).unwrap(), json!({"status": "finished"}));
-    assert_eq!(run(json!({"id": "x", "method": "set_plan_mode", "params": {"enabled": true}})).unwrap(), json!({"status": "ok", "plan_mode": true}));
-    let err = run(json!({"jsonrpc": "2.0", "id": 2, "method": "steer", "params": {"user_input": "hi"}})).unwrap_err();
-    assert_eq!(serde_json::to_value(err.to_object()).unwrap(), json!({"code": -32000, "message": "No agent turn is in progress", "data": null}));
+    // The dispatch encodes the whole response frame, the typed result serialized straight into it.
+    let run = |v: Value| {
+        let id = v["id"].clone();
+        let answer = block_on(dispatch_wire_request(&Wire, WireRequest::from_value(v).unwrap(), Responder::new(id, true)));
+        serde_json::from_slice::<Value>(answer.bytes()).unwrap()
+    };
+    assert_eq!(run(json!({"jsonrpc": "2.0", "id": 1, "method": "prompt", "params": {"user_input": "hi"}})), json!({"jsonrpc": "2.0", "id": 1, "result": {"status": "finished"}}));
+    assert_eq!(run(json!({"id": "x", "method": "set_plan_mode", "params": {"enabled": true}}))["result"], json!({"status": "ok", "plan_mode": true}));
+    let err = run(json!({"jsonrpc": "2.0", "id": 2, "method": "steer", "params": {"user_input": "hi"}}));
+    assert_eq!(err["error"], json!({"code": -32000, "message": "No agent turn is in progress", "data": null}));
 }
 
 /// Serializes a frame built with a generated `new`, compares it with the JSON it should be, and
@@ -275,4 +281,25 @@ fn scalar_unions_accept_what_serdes_untagged_derive_accepts() {
     assert_eq!(serde_json::from_str::<WireErrorResponseId>("3").unwrap(), WireErrorResponseId::Integer(3));
     assert_eq!(serde_json::from_str::<WireErrorResponseId>(r#""x""#).unwrap(), WireErrorResponseId::String("x".into()));
     assert!(serde_json::from_str::<WireErrorResponseId>("2.5").is_err());
+}
+
+#[test]
+fn acp_methods_are_types_and_acp_structs_have_constructors() {
+    use agentwire::jsonrpc::{Notification, Request};
+    use agentwire::protocol::acp::{acp_validator, methods, PromptRequest, PromptResponse, ReadTextFileRequest, SessionId};
+    fn request<M: Request>() -> &'static str {
+        M::METHOD
+    }
+    fn notification<M: Notification>() -> &'static str {
+        M::METHOD
+    }
+    // One uninhabited type per method, agent and client side, tying params to result.
+    assert_eq!((request::<methods::SessionNew>(), request::<methods::FsReadTextFile>()), ("session/new", "fs/read_text_file"));
+    assert_eq!((notification::<methods::SessionCancel>(), notification::<methods::SessionUpdate>()), ("session/cancel", "session/update"));
+    let _typed: fn(<methods::SessionPrompt as Request>::Params) -> Option<<methods::SessionPrompt as Request>::Result> = |_: PromptRequest| None::<PromptResponse>;
+    // `new(required…)` + `with_*`, as for our own schema's frames.
+    let read = ReadTextFileRequest::new("/w/a.txt", SessionId("s1".into())).with_line(3);
+    let value = serde_json::to_value(&read).unwrap();
+    assert_eq!(value, json!({"line": 3, "path": "/w/a.txt", "sessionId": "s1"}));
+    acp_validator().validate_def("ReadTextFileRequest", &value).unwrap();
 }

@@ -1,6 +1,7 @@
 //! The layers know only the layers below them (docs/architecture.md). One crate cannot make the
 //! compiler refuse an upward `use`, so this test reads the sources: the agent core names no
-//! dialect, no transport and no process code; providers, tools and sessions name no agent.
+//! dialect, no transport and no process code; providers, tools and sessions name no agent; the
+//! JSON-RPC runtime names nothing but the transport.
 
 use std::path::Path;
 
@@ -50,9 +51,16 @@ fn providers_tools_and_sessions_know_no_agent() {
 }
 
 #[test]
+fn the_jsonrpc_runtime_knows_only_the_transport() {
+    let found = violations("jsonrpc", &["dialect", "agent", "protocol", "server", "cli", "conformance", "codegen", "providers", "tools", "sessions"]);
+    assert!(found.is_empty(), "the JSON-RPC runtime serves every dialect and knows none:\n{}", found.join("\n"));
+}
+
+#[test]
 fn dialects_do_not_reach_into_each_other_or_the_process() {
-    let mut found = violations("dialect/wire", &["server", "cli", "dialect::rpc"]);
-    found.extend(violations("dialect/rpc", &["server", "cli", "dialect::wire"]));
+    let mut found = violations("dialect/wire", &["server", "cli", "dialect::rpc", "dialect::acp"]);
+    found.extend(violations("dialect/rpc", &["server", "cli", "dialect::wire", "dialect::acp"]));
+    found.extend(violations("dialect/acp", &["server", "cli", "dialect::rpc", "dialect::wire"]));
     assert!(found.is_empty(), "a dialect is one module of its own:\n{}", found.join("\n"));
 }
 

@@ -246,8 +246,9 @@ proptest! {
             let expected = expected.filter(|_| single_lines);
             let echoed = match decode_wire_line(line) {
                 Err(response) => written_id(&*response),
-                Ok(WireInbound::Request { id, .. } | WireInbound::ClientResponse { id, .. }) => written_id(&json!({ "id": id })),
-                Ok(WireInbound::Notification { .. }) => None,
+                Ok(WireInbound::Request { id, .. } | WireInbound::Response { id, .. }) => written_id(&json!({ "id": id })),
+                Ok(WireInbound::Notification(never)) => match never {},
+                Ok(WireInbound::Ignored { .. }) => None,
             };
             if let Some(raw) = expected {
                 prop_assert_eq!(echoed, Some(raw));

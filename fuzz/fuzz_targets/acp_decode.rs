@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
         _ => InboundLine::Line(data.to_vec()),
     };
     if let Err(frame) = decode_acp_line(line) {
+        let frame = serde_json::to_value(&*frame).expect("an error frame serializes");
         assert_eq!(frame["jsonrpc"], "2.0", "{frame}");
         assert!(frame.get("id").is_some(), "an error frame always has an id member: {frame}");
         assert!(frame["error"]["code"].is_i64(), "{frame}");

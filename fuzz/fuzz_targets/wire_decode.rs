@@ -52,11 +52,12 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(written_id(&*response), Some(raw), "the error response echoes the id byte for byte");
             }
         }
-        Ok(WireInbound::Request { id, .. } | WireInbound::ClientResponse { id, .. }) => {
+        Ok(WireInbound::Request { id, .. } | WireInbound::Response { id, .. }) => {
             if let Some(raw) = expected_id {
                 assert_eq!(written_id(&serde_json::json!({ "id": id })), Some(raw), "the id is kept byte for byte");
             }
         }
-        Ok(WireInbound::Notification { .. }) => {}
+        Ok(WireInbound::Notification(never)) => match never {},
+        Ok(WireInbound::Ignored { .. }) => {}
     }
 });

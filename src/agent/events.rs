@@ -136,6 +136,9 @@ pub trait EventSink: Send + Sync {
     fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()>;
     /// Whether this dialect reads the `partial` message of [`AgentEvent::MessageDelta`] beyond
     /// its text (tool call arguments parsed while they stream cost a parse per delta, so the
-    /// core does that work only for dialects that send snapshots).
-    fn wants_snapshots(&self) -> bool;
+    /// core does that work only for dialects that send snapshots). A dialect that sends one
+    /// frame per delta wants none.
+    fn wants_snapshots(&self) -> bool {
+        false
+    }
 }

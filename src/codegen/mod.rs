@@ -6,7 +6,8 @@
 //!   generators read.
 //! - [`docs`]: renders `docs/protocol.md` from the bundle and `schema/examples/`.
 //!
-//! `rust_types.rs` in this folder is the build-time Rust generator; only `build.rs` compiles it
+//! `rust_types.rs`, `acp_types.rs` and `handlers.rs` (the handler layer of every dialect) in
+//! this folder are the build-time Rust generators; only `build.rs` compiles them
 //! (it needs typify, a build dependency).
 
 pub mod bundle;

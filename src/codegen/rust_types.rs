@@ -11,8 +11,9 @@
 //!   - one zero-sized marker per string `const` (`LitSetModel` always writes `"set_model"`
 //!     and accepts nothing else), so a member struct used on its own still writes and checks
 //!     its tag;
-//!   - `RpcMethod` / `WireMethod` impls tying each command to its response type (`x-response`,
-//!     `x-result`), the `RpcHandler` / `WireHandler` traits and their dispatch functions;
+//!   - (through `handlers.rs`) `RpcMethod` / `WireMethod` impls tying each command to its
+//!     response type (`x-response`, `x-result`), the `RpcHandler` / `WireHandler` traits and
+//!     their dispatch functions;
 //!   - tables (unions, commands, wire methods) and the embedded schema texts.
 //! - A syn pass puts struct fields back in schema order (typify sorts them alphabetically;
 //!   schema order keeps `type` first and matches the peers' key order) and turns optional
@@ -27,7 +28,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use heck::{ToSnakeCase, ToUpperCamelCase};
+use heck::ToUpperCamelCase;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use serde_json::{Map, Value};
@@ -53,7 +54,7 @@ pub fn generate(bundle: &Value, schema_files: &[(String, String)], example_files
     let leaf = typify_leaf_types(defs, &unions, &lits)?;
     let mut file: syn::File = syn::parse2(leaf).map_err(|e| format!("typify output does not parse: {e}"))?;
     fix_structs(&mut file, defs);
-    let constructors = constructors(&file, defs, &lits)?;
+    let constructors = constructors(&file, defs, &lits, false)?;
     let scalar_unions = scalar_untagged_deserializers(&mut file);
 
     let mut out = TokenStream::new();
@@ -64,8 +65,8 @@ pub fn generate(bundle: &Value, schema_files: &[(String, String)], example_files
     for u in &unions {
         out.extend(union_enum(u, defs, &unions));
     }
-    out.extend(rpc_layer(defs)?);
-    out.extend(wire_layer(defs)?);
+    out.extend(crate::handlers::rpc_layer(defs)?);
+    out.extend(crate::handlers::wire_layer(defs)?);
     out.extend(tables(&unions, schema_files, example_files));
 
     let file: syn::File = syn::parse2(out).map_err(|e| format!("generated code does not parse: {e}"))?;
@@ -186,11 +187,13 @@ fn scalar_untagged_deserializers(file: &mut syn::File) -> TokenStream {
     out
 }
 
-fn doc_of(def: &Value) -> String {
+/// A def's `description` (empty when it has none).
+pub fn doc_of(def: &Value) -> String {
     def.get("description").and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
-fn ref_name(v: &Value) -> Option<&str> {
+/// The def name a `$ref` points at.
+pub fn ref_name(v: &Value) -> Option<&str> {
     v.get("$ref")?.as_str()?.strip_prefix("#/$defs/")
 }
 
@@ -334,8 +337,9 @@ fn fix_structs(file: &mut syn::File, defs: &Map<String, Value>) {
 /// constants get their marker, the schema's required fields come from the arguments (in schema
 /// order; a `String` as `impl Into<String>`), optional fields are `None` or, when typify gave
 /// them a `serde(default)`, that default, the value reading the frame without them would give.
-/// A struct that already has an inherent `new` keeps it and gets none.
-fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<String, String>) -> Result<TokenStream, String> {
+/// A struct that already has an inherent `new` keeps it and gets none. With `every_struct`
+/// (ACP's schema, which has no constant markers) every struct gets one.
+pub fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<String, String>, every_struct: bool) -> Result<TokenStream, String> {
     let lit_values: BTreeMap<&str, &str> = lits.iter().map(|(value, name)| (name.as_str(), value.as_str())).collect();
     let has_new: BTreeSet<String> = file
         .items
@@ -359,7 +363,7 @@ fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<Str
             .iter()
             .filter_map(|f| Some((wire_name(f), *lit_values.get(lit_marker(&f.ty)?.as_str())?)))
             .collect();
-        if constants.is_empty() || has_new.contains(&name) {
+        if (constants.is_empty() && !every_struct) || has_new.contains(&name) {
             continue;
         }
         let def = defs.get(&name);
@@ -404,10 +408,10 @@ fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<Str
             }
         }
         let tags: Vec<String> = constants.iter().map(|(field, value)| format!("`{field}` = `\"{value}\"`")).collect();
-        let doc = format!(
-            "`{name}` with {} set and every optional field absent (or at its schema default).",
-            tags.join(", ")
-        );
+        let doc = match tags.is_empty() {
+            true => format!("`{name}` from its required fields, every optional field absent (or at its schema default)."),
+            false => format!("`{name}` with {} set and every optional field absent (or at its schema default).", tags.join(", ")),
+        };
         let ident = &s.ident;
         out.extend(quote! {
             impl #ident {
@@ -678,195 +682,6 @@ fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union]) -> TokenSt
         }
         #(#froms)*
     }
-}
-
-/// The JSONL dialect: `RpcMethod` impls, the `RpcHandler` trait and `dispatch_rpc_command`.
-fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
-    let commands = union_members(defs, "RpcCommand")?;
-    let mut impls = Vec::new();
-    let mut methods = Vec::new();
-    let mut arms = Vec::new();
-    let mut normalize_arms = Vec::new();
-    let mut table = Vec::new();
-    for member in &commands {
-        let def = &defs[member];
-        let tag = def.pointer("/properties/type/const").and_then(Value::as_str).ok_or(format!("{member}: no tag"))?;
-        let ty = format_ident!("{}", member);
-        let method = format_ident!("{}", tag.to_snake_case());
-        let variant = format_ident!("{}", tag.to_upper_camel_case());
-        let doc = doc_of(def);
-        let nullable = def.get("x-response-nullable").and_then(Value::as_bool).unwrap_or(false);
-        let optional = def.get("x-response-optional").and_then(Value::as_bool).unwrap_or(false);
-        let (data_ty, to_data) = match def.get("x-response").and_then(ref_name) {
-            None => (quote!(()), quote!(|()| ::std::option::Option::None::<()>)),
-            Some(r) => {
-                let r = format_ident!("{}", r);
-                if optional {
-                    // `None` leaves `data` out of the response.
-                    (quote!(::std::option::Option<#r>), quote!(|d| d))
-                } else if nullable {
-                    // `None` is written as `"data": null`.
-                    (quote!(::std::option::Option<#r>), quote!(|d| ::std::option::Option::Some(d)))
-                } else {
-                    (quote!(#r), quote!(|d| ::std::option::Option::Some(d)))
-                }
-            }
-        };
-        if let Some(r) = def.get("x-response").and_then(ref_name) {
-            let r = format_ident!("{}", r);
-            normalize_arms.push(quote! { #tag => roundtrip::<#r>(data) });
-        }
-        let response = match def.get("x-response").and_then(ref_name) {
-            Some(r) => quote! { ::std::option::Option::Some(#r) },
-            None => quote! { ::std::option::Option::None },
-        };
-        table.push(quote! {
-            crate::protocol::CommandInfo { command: #tag, request: #member, response: #response, nullable: #nullable, optional: #optional }
-        });
-        impls.push(quote! {
-            impl crate::protocol::RpcMethod for #ty {
-                const COMMAND: &'static str = #tag;
-                type Data = #data_ty;
-            }
-        });
-        methods.push(quote! {
-            #[doc = #doc]
-            fn #method(&self, cmd: #ty)
-                -> impl ::std::future::Future<Output = ::std::result::Result<#data_ty, crate::protocol::RpcError>> + Send;
-        });
-        arms.push(quote! {
-            RpcCommand::#variant(cmd) => crate::protocol::envelope::rpc_response(id, #tag, handler.#method(cmd).await.map(#to_data))
-        });
-    }
-    Ok(quote! {
-        #(#impls)*
-        /// What a JSONL-dialect server implements: one method per command, returning that
-        /// command's response data (`x-response`). Implement with `async fn`.
-        pub trait RpcHandler: Send + Sync {
-            #(#methods)*
-        }
-        /// Runs one parsed command on `handler` and builds its response frame (`id` is echoed
-        /// verbatim, whatever JSON value the request carried).
-        pub async fn dispatch_rpc_command<H: RpcHandler + ?Sized>(
-            handler: &H,
-            id: ::std::option::Option<::serde_json::Value>,
-            command: RpcCommand,
-        ) -> crate::protocol::envelope::RpcReply {
-            match command { #(#arms,)* }
-        }
-        /// Every command: its request def and response data def (`x-response`).
-        pub const RPC_COMMANDS: &[crate::protocol::CommandInfo] = &[#(#table),*];
-        /// Parses a command's success `data` into its typed form and serializes it back (the
-        /// typed round trip the tests and the harness use); `data` of unknown commands and
-        /// `null` data are returned unchanged.
-        pub fn normalize_rpc_response_data(
-            command: &str,
-            data: ::serde_json::Value,
-        ) -> ::std::result::Result<::serde_json::Value, ::serde_json::Error> {
-            if data.is_null() {
-                return Ok(data);
-            }
-            match command {
-                #(#normalize_arms,)*
-                _ => Ok(data),
-            }
-        }
-        fn roundtrip<T: ::serde::Serialize + ::serde::de::DeserializeOwned>(
-            value: ::serde_json::Value,
-        ) -> ::std::result::Result<::serde_json::Value, ::serde_json::Error> {
-            ::serde_json::to_value(::serde_json::from_value::<T>(value)?)
-        }
-    })
-}
-
-/// The wire dialect: `WireMethod` impls, agent request kinds, `WireHandler` and its dispatch.
-fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
-    let mut impls = Vec::new();
-    let mut methods = Vec::new();
-    let mut arms = Vec::new();
-    let mut normalize_arms = Vec::new();
-    let mut methods_table = Vec::new();
-    let mut requests_table = Vec::new();
-    for member in union_members(defs, "WireRequest")? {
-        let def = &defs[&member];
-        let name = def.pointer("/properties/method/const").and_then(Value::as_str).ok_or(format!("{member}: no method"))?;
-        let result = def.get("x-result").and_then(ref_name).ok_or(format!("{member}: no x-result"))?;
-        let (ty, res) = (format_ident!("{}", member), format_ident!("{}", result));
-        let method = format_ident!("{}", name.to_snake_case());
-        let variant = format_ident!("{}", name.to_upper_camel_case());
-        let doc = doc_of(def);
-        normalize_arms.push(quote! { #name => roundtrip::<#res>(result) });
-        methods_table.push(quote! { crate::protocol::WireMethodInfo { name: #name, request: #member, result: #result } });
-        impls.push(quote! {
-            impl crate::protocol::WireMethod for #ty {
-                const METHOD: &'static str = #name;
-                type Result = #res;
-            }
-        });
-        methods.push(quote! {
-            #[doc = #doc]
-            fn #method(&self, request: #ty)
-                -> impl ::std::future::Future<Output = ::std::result::Result<#res, crate::protocol::WireError>> + Send;
-        });
-        arms.push(quote! {
-            WireRequest::#variant(request) => crate::protocol::envelope::wire_result(handler.#method(request).await)
-        });
-    }
-    for member in union_members(defs, "WireAgentRequestParams")? {
-        let def = &defs[&member];
-        let name = def.pointer("/properties/type/const").and_then(Value::as_str).ok_or(format!("{member}: no type"))?;
-        let result = def.get("x-result").and_then(ref_name).ok_or(format!("{member}: no x-result"))?;
-        let (ty, res) = (format_ident!("{}", member), format_ident!("{}", result));
-        normalize_arms.push(quote! { #name => roundtrip::<#res>(result) });
-        requests_table.push(quote! { crate::protocol::WireMethodInfo { name: #name, request: #member, result: #result } });
-        impls.push(quote! {
-            impl crate::protocol::WireAgentRequestKind for #ty {
-                const TYPE: &'static str = #name;
-                type Result = #res;
-            }
-        });
-    }
-    Ok(quote! {
-        #(#impls)*
-        /// What a wire-dialect server implements: one method per client method, returning its
-        /// result (`x-result`). Implement with `async fn`.
-        pub trait WireHandler: Send + Sync {
-            #(#methods)*
-        }
-        /// Runs one parsed request on `handler`; the caller wraps the outcome in a JSON-RPC
-        /// envelope with the request's id.
-        pub async fn dispatch_wire_request<H: WireHandler + ?Sized>(
-            handler: &H,
-            request: WireRequest,
-        ) -> ::std::result::Result<::serde_json::Value, crate::protocol::WireError> {
-            match request { #(#arms,)* }
-        }
-        /// The JSON-RPC method table: every client method with its request and result defs.
-        pub const WIRE_METHODS: &[crate::protocol::WireMethodInfo] = &[#(#methods_table),*];
-        /// Every agent request type (`params.type` of `method:"request"`) with the result the
-        /// client answers with.
-        pub const WIRE_AGENT_REQUESTS: &[crate::protocol::WireMethodInfo] = &[#(#requests_table),*];
-        /// Typed round trip of a `result`: of a client method (`prompt`, …) or of the client's
-        /// answer to an agent request (`ApprovalRequest`, …). Unknown names pass through.
-        pub fn normalize_wire_result(
-            method_or_request: &str,
-            result: ::serde_json::Value,
-        ) -> ::std::result::Result<::serde_json::Value, ::serde_json::Error> {
-            match method_or_request {
-                #(#normalize_arms,)*
-                _ => Ok(result),
-            }
-        }
-    })
-}
-
-fn union_members(defs: &Map<String, Value>, union: &str) -> Result<Vec<String>, String> {
-    defs.get(union)
-        .and_then(|d| d["oneOf"].as_array())
-        .ok_or(format!("the schema has no union `{union}`"))?
-        .iter()
-        .map(|m| ref_name(m).map(str::to_owned).ok_or(format!("{union}: members must be $refs")))
-        .collect()
 }
 
 fn tables(unions: &[Union], schema_files: &[(String, String)], example_files: &[(String, String)]) -> TokenStream {

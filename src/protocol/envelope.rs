@@ -1,11 +1,10 @@
-//! Wire-level errors and response envelopes, kept apart from the library's own errors.
-//!
-//! - [`RpcError`]: a failed JSONL command (`success:false`, human `error`, machine `code`).
-//! - [`WireError`]: a JSON-RPC 2.0 error object (`code`, `message`, `data`).
+//! The JSONL dialect's wire-level errors and response envelopes, kept apart from the library's
+//! own errors: [`RpcError`] is a failed command (`success:false`, human `error`, machine
+//! `code`). The JSON-RPC dialects' error object is [`crate::jsonrpc::Error`].
 
 use serde_json::Value;
 
-use super::generated::{RpcErrorCode, RpcResponse, WireErrorObject};
+use super::generated::{RpcErrorCode, RpcResponse};
 
 /// A failed JSONL-dialect command: what goes into `error` and `code` of its response.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -130,65 +129,4 @@ impl<T: serde::Serialize + ?Sized> serde::Serialize for RpcSuccess<'_, T> {
 /// A `success:false` response.
 pub fn rpc_failure(id: Option<Value>, command: &str, error: RpcError) -> RpcResponse {
     RpcResponse { id, error: Some(error.message), code: Some(error.code), ..RpcResponse::new(command, false) }
-}
-
-/// JSON-RPC error codes: the standard ones and kimi's domain codes.
-pub mod wire_codes {
-    /// The line is not JSON.
-    pub const PARSE_ERROR: i32 = -32700;
-    /// Not a JSON-RPC message.
-    pub const INVALID_REQUEST: i32 = -32600;
-    /// Unknown method.
-    pub const METHOD_NOT_FOUND: i32 = -32601;
-    /// Params fail the schema.
-    pub const INVALID_PARAMS: i32 = -32602;
-    /// Unexpected failure.
-    pub const INTERNAL_ERROR: i32 = -32603;
-    /// The request conflicts with the turn state.
-    pub const INVALID_STATE: i32 = -32000;
-    /// No model is configured.
-    pub const LLM_NOT_SET: i32 = -32001;
-    /// The input needs a capability the model lacks.
-    pub const LLM_NOT_SUPPORTED: i32 = -32002;
-    /// The provider failed after retries.
-    pub const CHAT_PROVIDER_ERROR: i32 = -32003;
-    /// The provider's credentials expired.
-    pub const AUTH_EXPIRED: i32 = -32004;
-}
-
-/// A JSON-RPC error: code, message and data (written as `null` when absent).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message} ({code})")]
-pub struct WireError {
-    /// Error code (see [`wire_codes`]).
-    pub code: i32,
-    /// What went wrong.
-    pub message: String,
-    /// Details, e.g. `{"field":"user_input"}`.
-    pub data: Value,
-}
-
-impl WireError {
-    /// An error with `data: null`.
-    pub fn new(code: i32, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), data: Value::Null }
-    }
-    /// The same error with details.
-    #[must_use]
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = data;
-        self
-    }
-    /// The error object as written on the wire.
-    pub fn to_object(&self) -> WireErrorObject {
-        WireErrorObject { code: self.code, message: self.message.clone(), data: Some(self.data.clone()) }
-    }
-}
-
-/// Serializes a wire method's result for the success envelope.
-pub fn wire_result<T: serde::Serialize>(outcome: Result<T, WireError>) -> Result<Value, WireError> {
-    outcome.and_then(|r| {
-        serde_json::to_value(r)
-            .map_err(|e| WireError::new(wire_codes::INTERNAL_ERROR, format!("could not serialize the result: {e}")))
-    })
 }

@@ -10,7 +10,7 @@ pub mod generated;
 pub mod validate;
 pub mod acp;
 
-pub use envelope::{RpcError, WireError};
+pub use envelope::RpcError;
 pub use generated::*;
 
 /// A minLength:1 string newtype from text. Values from a model or a host may be empty; they

@@ -16,7 +16,7 @@ use crate::agent::{Agent, AgentConfig, ApprovalPolicy, EventSink, HostPort, Retr
 use crate::dialect::SHUTDOWN_GRACE;
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
-use crate::dialect::acp::{serve_acp, AcpConn, AcpServer, AcpSessionHost, SessionFactory};
+use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
 use crate::providers::offline::OfflineModel;
 use crate::sessions::Session;
 use crate::transport::{spawn_blocking_writer, spawn_writer, stdout_sink, Outbox};
@@ -307,7 +307,7 @@ pub async fn run_acp_process(options: RpcOptions) -> u8 {
         }
     }
     let (out, writer) = stdout_writer(options.max_outbound_bytes);
-    let conn = Arc::new(AcpConn::new(out));
+    let conn = Arc::new(crate::jsonrpc::Connection::new(out));
     let server = AcpServer::new(conn, Arc::new(AcpSessions { options: options.clone(), accepts_images }));
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     drop(prepared);

@@ -124,6 +124,11 @@ impl FrameBatch {
         self.bytes.reserve(additional);
     }
 
+    /// The encoded frames, each ending in LF.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// Bytes gathered so far.
     pub fn len(&self) -> usize {
         self.bytes.len()

@@ -13,11 +13,16 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use serde_json::{json, Value};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::AcpConn;
-use crate::protocol::acp::acp_validator;
+use crate::jsonrpc::{Connection, Reply, Request};
+use crate::protocol::acp::methods::{FsReadTextFile, FsWriteTextFile, TerminalCreate, TerminalKill, TerminalOutput, TerminalRelease, TerminalWaitForExit};
+use crate::protocol::acp::{
+    acp_validator, AcpMethodInfo, CreateTerminalRequest, KillTerminalRequest, ReadTextFileRequest, ReleaseTerminalRequest, SessionId, TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest,
+    WriteTextFileRequest,
+};
 use crate::tools::host::{HostCommandOutcome, HostTools};
 
 /// The most output a terminal keeps for one `bash` call (the client truncates from the start).
@@ -29,7 +34,7 @@ const CLEANUP_WAIT: Duration = Duration::from_secs(10);
 /// What the client offered, for one session.
 #[derive(Debug)]
 pub struct ClientTools {
-    conn: Arc<AcpConn>,
+    conn: Arc<Connection>,
     session_id: String,
     read: bool,
     write: bool,
@@ -38,76 +43,72 @@ pub struct ClientTools {
 
 impl ClientTools {
     /// The client's tools for `session_id`: `None` when it offers none of them.
-    pub fn offered(conn: Arc<AcpConn>, session_id: String, read: bool, write: bool, terminal: bool) -> Option<Self> {
+    pub fn offered(conn: Arc<Connection>, session_id: String, read: bool, write: bool, terminal: bool) -> Option<Self> {
         (read || write || terminal).then_some(Self { conn, session_id, read, write, terminal })
     }
 
-    /// Calls a client method and waits for its answer (`cancel` abandons it); `Err` is readable.
-    async fn call(&self, method: &str, params: Value, result_def: &str, cancel: Option<&CancellationToken>) -> Result<Value, String> {
-        let (id, rx) = self.conn.request(method, &params).await;
-        let answer = match cancel {
-            Some(cancel) => tokio::select! {
-                answer = rx => answer,
-                () = cancel.cancelled() => {
-                    self.conn.withdraw(&id);
-                    return Err(format!("{method} was abandoned: the run was cancelled"));
-                }
-            },
-            None => rx.await,
-        };
-        let value = match answer {
-            Ok(Ok(v)) => v,
-            Ok(Err(e)) => return Err(format!("the client answered {method} with an error: {}", e.message)),
-            Err(_) => return Err(format!("the connection closed before the client answered {method}")),
-        };
-        acp_validator().validate_def(result_def, &value).map_err(|e| format!("the client's answer to {method} does not fit the schema: {e}"))?;
-        Ok(value)
+    fn session(&self) -> SessionId {
+        SessionId(self.session_id.clone())
     }
 
-    /// A terminal call after the command, bounded by [`CLEANUP_WAIT`].
-    async fn cleanup(&self, method: &str, params: Value, result_def: &str) -> Result<Value, String> {
-        tokio::time::timeout(CLEANUP_WAIT, self.call(method, params, result_def, None)).await.unwrap_or_else(|_| Err(format!("the client did not answer {method} within {CLEANUP_WAIT:?}")))
+    /// Calls the client method `M` and waits for its answer (at most `timeout`; `cancel`
+    /// abandons it). The answer is checked against the vendored schema's result def before it
+    /// is read; `Err` is readable.
+    async fn call<M>(&self, params: &M::Params, timeout: Option<Duration>, cancel: Option<&CancellationToken>) -> Result<M::Result, String>
+    where
+        M: Request,
+        M::Params: Serialize,
+        M::Result: DeserializeOwned,
+    {
+        let method = M::METHOD;
+        let value = match self.conn.peer().request::<M>(params).await.wait(timeout, cancel).await {
+            Reply::Answered(Ok(v)) => v,
+            Reply::Answered(Err(e)) => return Err(format!("the client answered {method} with an error: {}", e.message)),
+            Reply::TimedOut => return Err(format!("the client did not answer {method} within {:?}", timeout.unwrap_or_default())),
+            Reply::Abandoned if cancel.is_some_and(CancellationToken::is_cancelled) => return Err(format!("{method} was abandoned: the run was cancelled")),
+            Reply::Abandoned => return Err(format!("the connection closed before the client answered {method}")),
+        };
+        if let Some(def) = AcpMethodInfo::client(method).and_then(|m| m.result) {
+            acp_validator().validate_def(def, &value).map_err(|e| format!("the client's answer to {method} does not fit the schema: {e}"))?;
+        }
+        serde_json::from_value(value).map_err(|e| format!("the client's answer to {method} does not fit the schema: {e}"))
     }
 
     async fn run(&self, command: &str, cwd: &Path, timeout: Option<Duration>, cancel: CancellationToken) -> Result<HostCommandOutcome, String> {
-        let create = json!({
-            "sessionId": self.session_id, "command": "bash", "args": ["-c", format!("exec 2>&1\n{command}")],
-            "cwd": cwd.display().to_string(), "outputByteLimit": OUTPUT_BYTE_LIMIT,
-        });
-        let created = self.call("terminal/create", create, "CreateTerminalResponse", Some(&cancel)).await?;
-        let terminal = json!({"sessionId": self.session_id, "terminalId": created["terminalId"]});
+        let mut create = CreateTerminalRequest::new("bash", self.session()).with_cwd(cwd.display().to_string()).with_output_byte_limit(OUTPUT_BYTE_LIMIT);
+        create.args = vec!["-c".to_owned(), format!("exec 2>&1\n{command}")];
+        let terminal: TerminalId = self.call::<TerminalCreate>(&create, None, Some(&cancel)).await?.terminal_id;
+        let (session_id, terminal_id) = (self.session(), terminal.clone());
         let deadline = async {
             match timeout {
                 Some(t) => tokio::time::sleep(t).await,
                 None => std::future::pending().await,
             }
         };
-        let wait = self.call("terminal/wait_for_exit", terminal.clone(), "WaitForTerminalExitResponse", None);
+        let waiting = WaitForTerminalExitRequest::new(session_id, terminal_id);
+        let wait = self.call::<TerminalWaitForExit>(&waiting, None, None);
         let (mut cancelled, mut timed_out) = (false, false);
         let exited = tokio::select! {
             exited = wait => Some(exited),
             () = cancel.cancelled() => { cancelled = true; None }
             () = deadline => { timed_out = true; None }
         };
+        let (session_id, terminal_id) = (self.session(), terminal.clone());
         if exited.is_none() {
             // The command goes on in the editor until killed; its output so far is still read.
-            let _ = self.cleanup("terminal/kill", terminal.clone(), "KillTerminalResponse").await;
+            let _ = self.call::<TerminalKill>(&KillTerminalRequest::new(session_id.clone(), terminal_id.clone()), Some(CLEANUP_WAIT), None).await;
         }
-        let output = self.cleanup("terminal/output", terminal.clone(), "TerminalOutputResponse").await;
-        let _ = self.cleanup("terminal/release", terminal, "ReleaseTerminalResponse").await;
+        let output = self.call::<TerminalOutput>(&TerminalOutputRequest::new(session_id.clone(), terminal_id.clone()), Some(CLEANUP_WAIT), None).await;
+        let _ = self.call::<TerminalRelease>(&ReleaseTerminalRequest::new(session_id, terminal_id), Some(CLEANUP_WAIT), None).await;
         let output = output?;
-        let status = match exited {
-            Some(exited) => exited?,
-            None => Value::Null,
+        let (exit_code, signal) = match exited {
+            Some(exited) => {
+                let status = exited?;
+                (status.exit_code.and_then(|c| i32::try_from(c).ok()), status.signal)
+            }
+            None => (None, None),
         };
-        Ok(HostCommandOutcome {
-            output: output["output"].as_str().unwrap_or_default().to_owned(),
-            truncated: output["truncated"].as_bool().unwrap_or(false),
-            exit_code: status["exitCode"].as_u64().and_then(|c| i32::try_from(c).ok()),
-            signal: status["signal"].as_str().map(str::to_owned),
-            cancelled,
-            timed_out,
-        })
+        Ok(HostCommandOutcome { output: output.output, truncated: output.truncated, exit_code, signal, cancelled, timed_out })
     }
 }
 
@@ -115,9 +116,8 @@ impl HostTools for ClientTools {
     fn read_text_file<'a>(&'a self, path: &'a Path, cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<String, String>>> {
         self.read.then(|| {
             async move {
-                let params = json!({"sessionId": self.session_id, "path": path.display().to_string()});
-                let v = self.call("fs/read_text_file", params, "ReadTextFileResponse", Some(cancel)).await?;
-                Ok(v["content"].as_str().unwrap_or_default().to_owned())
+                let params = ReadTextFileRequest::new(path.display().to_string(), self.session());
+                Ok(self.call::<FsReadTextFile>(&params, None, Some(cancel)).await?.content)
             }
             .boxed()
         })
@@ -126,8 +126,8 @@ impl HostTools for ClientTools {
     fn write_text_file<'a>(&'a self, path: &'a Path, content: &'a str, cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<(), String>>> {
         self.write.then(|| {
             async move {
-                let params = json!({"sessionId": self.session_id, "path": path.display().to_string(), "content": content});
-                self.call("fs/write_text_file", params, "WriteTextFileResponse", Some(cancel)).await.map(drop)
+                let params = WriteTextFileRequest::new(content, path.display().to_string(), self.session());
+                self.call::<FsWriteTextFile>(&params, None, Some(cancel)).await.map(drop)
             }
             .boxed()
         })

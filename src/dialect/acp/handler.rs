@@ -9,13 +9,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::client_tools::ClientTools;
-use super::{lock, modes, AcpConn, AcpSessionHost};
+use super::{lock, modes, AcpSessionHost};
 use crate::agent::events::RunOutcome;
 use crate::agent::{Agent, Submitted};
+use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp::*;
 use crate::protocol::ImageContent;
 
@@ -42,13 +42,11 @@ struct Live {
 
 /// The ACP agent: the connection, the session factory and the live sessions.
 pub struct AcpServer {
-    conn: Arc<AcpConn>,
+    conn: Arc<Connection>,
     factory: Arc<dyn SessionFactory>,
     sessions: Mutex<HashMap<String, Live>>,
-    /// Work waiting until the answer being sent is queued.
-    after_answer: Mutex<Vec<oneshot::Sender<()>>>,
-    /// `initialize`'s `clientCapabilities` (JSON: only `fs` and `terminal` are read).
-    client: Mutex<serde_json::Value>,
+    /// `initialize`'s `clientCapabilities` (only `fs` and `terminal` are read).
+    client: Mutex<Option<ClientCapabilities>>,
 }
 
 impl std::fmt::Debug for AcpServer {
@@ -57,32 +55,33 @@ impl std::fmt::Debug for AcpServer {
     }
 }
 
-fn not_found(session: &str) -> AcpError {
-    AcpError::not_found(format!("Session not found: {session}")).with_data(json!({"sessionId": session}))
+fn not_found(session: &str) -> Error {
+    Error::resource_not_found(format!("Session not found: {session}")).with_details([("sessionId", session)])
 }
 
-fn absolute(cwd: &str) -> Result<PathBuf, AcpError> {
+fn absolute(cwd: &str) -> Result<PathBuf, Error> {
     let path = PathBuf::from(cwd);
     if path.is_absolute() {
         Ok(path)
     } else {
-        Err(AcpError::invalid_params(format!("cwd must be an absolute path: {cwd}")).with_data(json!({"path": "/cwd", "reason": "not an absolute path"})))
+        Err(Error::invalid_params(format!("cwd must be an absolute path: {cwd}")).with_details([("path", "/cwd"), ("reason", "not an absolute path")]))
     }
 }
 
 /// The prompt's text and images. Text resources are inlined with their URI; links are named.
-fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), AcpError> {
+fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), Error> {
     let mut text = Vec::new();
     let mut images = Vec::new();
     for (i, block) in blocks.iter().enumerate() {
         match block {
             ContentBlock::Text { text: t, .. } => text.push(t.clone()),
             ContentBlock::Image { data, mime_type, .. } => {
-                let mime = mime_type.parse().map_err(|_| AcpError::invalid_params(format!("Unsupported image type: {mime_type}")))?;
+                let mime = mime_type.parse().map_err(|_| Error::invalid_params(format!("Unsupported image type: {mime_type}")))?;
                 images.push(ImageContent::new(data.clone(), mime));
             }
             ContentBlock::Audio { .. } => {
-                return Err(AcpError::invalid_params("Audio prompts are not supported (promptCapabilities.audio is false)").with_data(json!({"path": format!("/prompt/{i}"), "reason": "audio is not supported"})));
+                let path = format!("/prompt/{i}");
+                return Err(Error::invalid_params("Audio prompts are not supported (promptCapabilities.audio is false)").with_details([("path", path.as_str()), ("reason", "audio is not supported")]));
             }
             ContentBlock::ResourceLink { name, uri, .. } => text.push(format!("[@{name}]({uri})")),
             ContentBlock::Resource { resource, .. } => match resource {
@@ -96,20 +95,13 @@ fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), 
 
 impl AcpServer {
     /// A server on `conn` building sessions with `factory`.
-    pub fn new(conn: Arc<AcpConn>, factory: Arc<dyn SessionFactory>) -> Self {
-        Self { conn, factory, sessions: Mutex::new(HashMap::new()), after_answer: Mutex::new(Vec::new()), client: Mutex::new(serde_json::Value::Null) }
+    pub fn new(conn: Arc<Connection>, factory: Arc<dyn SessionFactory>) -> Self {
+        Self { conn, factory, sessions: Mutex::new(HashMap::new()), client: Mutex::new(None) }
     }
 
     /// The connection (client responses go there).
-    pub fn conn(&self) -> &AcpConn {
+    pub fn conn(&self) -> &Connection {
         &self.conn
-    }
-
-    /// Starts what waits for the answer just queued.
-    pub fn answered(&self) {
-        for tx in lock(&self.after_answer).drain(..) {
-            let _ = tx.send(());
-        }
     }
 
     /// Every live session's agent.
@@ -117,7 +109,7 @@ impl AcpServer {
         lock(&self.sessions).values().map(|l| l.agent.clone()).collect()
     }
 
-    fn live(&self, session: &str) -> Result<Live, AcpError> {
+    fn live(&self, session: &str) -> Result<Live, Error> {
         lock(&self.sessions).get(session).cloned().ok_or_else(|| not_found(session))
     }
 
@@ -135,17 +127,16 @@ impl AcpServer {
     }
 
     /// Builds and registers a session; its commands are announced after the answer.
-    fn open(&self, cwd: &Path, resume: Option<&Path>) -> Result<Live, AcpError> {
+    fn open(&self, cwd: &Path, resume: Option<&Path>) -> Result<Live, Error> {
         let host = Arc::new(AcpSessionHost::new(self.conn.clone()));
-        let agent = self.factory.create(cwd, resume, host.clone()).map_err(AcpError::internal)?;
+        let agent = self.factory.create(cwd, resume, host.clone()).map_err(Error::internal)?;
         let id = agent.session_id();
         host.set_session_id(&id);
         *lock(&host.cwd) = Some(cwd.to_path_buf());
         *lock(&host.context_window) = Some(agent.current_model().context_window);
-        let offered = {
-            let client = lock(&self.client);
-            let flag = |pointer: &str| client.pointer(pointer).and_then(serde_json::Value::as_bool).unwrap_or(false);
-            ClientTools::offered(self.conn.clone(), id.clone(), flag("/fs/readTextFile"), flag("/fs/writeTextFile"), flag("/terminal"))
+        let offered = match &*lock(&self.client) {
+            Some(client) => ClientTools::offered(self.conn.clone(), id.clone(), client.fs.read_text_file, client.fs.write_text_file, client.terminal),
+            None => None,
         };
         *lock(&host.tools) = offered.map(|t| Arc::new(t) as Arc<dyn crate::tools::host::HostTools>);
         let live = Live { agent, host };
@@ -155,11 +146,10 @@ impl AcpServer {
     }
 
     fn announce_commands(&self, live: &Live) {
-        let (tx, rx) = oneshot::channel();
-        lock(&self.after_answer).push(tx);
+        let answered = self.conn.after_answer();
         let live = live.clone();
         tokio::spawn(async move {
-            if rx.await.is_err() {
+            if !answered.await {
                 return;
             }
             let available_commands = live
@@ -194,10 +184,10 @@ impl AcpServer {
     }
 
     /// An open session or one loaded from its file.
-    fn open_existing(&self, session: &str, cwd: &str) -> Result<Live, AcpError> {
+    fn open_existing(&self, session: &str, cwd: &str) -> Result<Live, Error> {
         if let Ok(live) = self.live(session) {
             if live.agent.is_running() {
-                return Err(AcpError::internal("The session is running a prompt; cancel it first"));
+                return Err(Error::internal("The session is running a prompt; cancel it first"));
             }
             self.announce_commands(&live);
             return Ok(live);
@@ -209,10 +199,10 @@ impl AcpServer {
 }
 
 impl AcpAgentHandler for AcpServer {
-    async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, AcpError> {
-        *lock(&self.client) = serde_json::to_value(&params.client_capabilities).unwrap_or_default();
-        let mut meta = serde_json::Map::new();
-        meta.insert("agentwire".into(), json!({"mcpServers": "accepted and ignored: agentwire does not connect MCP servers yet"}));
+    async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, Error> {
+        *lock(&self.client) = Some(params.client_capabilities);
+        let note = serde_json::Map::from_iter([("mcpServers".to_owned(), "accepted and ignored: agentwire does not connect MCP servers yet".into())]);
+        let meta = serde_json::Map::from_iter([("agentwire".to_owned(), serde_json::Value::Object(note))]);
         Ok(InitializeResponse {
             agent_capabilities: AgentCapabilities {
                 auth: Default::default(),
@@ -236,20 +226,20 @@ impl AcpAgentHandler for AcpServer {
         })
     }
 
-    async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
+    async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let cwd = absolute(&params.cwd)?;
         let live = self.open(&cwd, None)?;
         Ok(NewSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())), session_id: SessionId(live.agent.session_id()) })
     }
 
-    async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, AcpError> {
+    async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
         let live = self.open_existing(&params.session_id, &params.cwd)?;
         // The whole history goes out before the answer.
         live.host.replay(&live.agent.messages()).await;
         Ok(LoadSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
     }
 
-    async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, AcpError> {
+    async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
         let cwd = params.cwd.as_deref().map(absolute).transpose()?;
         let mut listings: Vec<_> = self.factory.session_dirs(cwd.as_deref()).iter().flat_map(|d| crate::sessions::files_in(d)).filter_map(|p| crate::sessions::listing_limited(&p, self.factory.max_session_bytes())).collect();
         if let Some(cwd) = &cwd {
@@ -270,21 +260,21 @@ impl AcpAgentHandler for AcpServer {
         Ok(ListSessionsResponse { meta: None, next_cursor: None, sessions })
     }
 
-    async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, AcpError> {
+    async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
         let live = self.open_existing(&params.session_id, &params.cwd)?;
         Ok(ResumeSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
     }
 
-    async fn session_set_mode(&self, params: SetSessionModeRequest) -> Result<SetSessionModeResponse, AcpError> {
+    async fn session_set_mode(&self, params: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
         let live = self.live(&params.session_id)?;
         live.agent.set_approval_policy(modes::policy(&params.mode_id)?);
         Ok(SetSessionModeResponse { meta: None })
     }
 
-    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, AcpError> {
+    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
         let live = self.live(&params.session_id)?;
         let (text, images) = prompt_input(&params.prompt)?;
-        let busy = || AcpError::internal("A prompt is already running in this session; wait for it or send session/cancel");
+        let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
         if live.agent.is_running() {
             return Err(busy());
         }
@@ -292,17 +282,17 @@ impl AcpAgentHandler for AcpServer {
         let prompt = match live.agent.prompt(text, images, None).await {
             Ok(Submitted::Started(prompt)) => prompt,
             Ok(Submitted::Queued) => return Err(busy()),
-            Err(e) => return Err(AcpError::internal(e.to_string())),
+            Err(e) => return Err(Error::internal(e.to_string())),
         };
         lock(&live.host.state).prompts.insert(prompt, tx);
         live.agent.release_gates();
-        let (outcome, hit_length) = rx.await.map_err(|_| AcpError::internal("The prompt ended without an outcome"))?;
+        let (outcome, hit_length) = rx.await.map_err(|_| Error::internal("The prompt ended without an outcome"))?;
         let stop_reason = match outcome {
             RunOutcome::Completed if hit_length => StopReason::MaxTokens,
             RunOutcome::Completed => StopReason::EndTurn,
             RunOutcome::StepLimit { .. } => StopReason::MaxTurnRequests,
             RunOutcome::Aborted => StopReason::Cancelled,
-            RunOutcome::Failed(e) => return Err(AcpError::internal(e.message)),
+            RunOutcome::Failed(e) => return Err(Error::internal(e.message)),
         };
         Ok(PromptResponse { meta: None, stop_reason })
     }

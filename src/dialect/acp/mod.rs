@@ -11,7 +11,8 @@
 //! - [`client_tools`]: the built-in tools' file and `bash` access through the client's
 //!   `fs/*` and `terminal/*` methods, when it advertises them;
 //! - [`port`]: the core's host port → `session/request_permission`;
-//! - [`serve`]: the reader loop (requests answered exactly once; notifications never).
+//! - [`serve`]: the dialect as a service of the JSON-RPC runtime's one serve loop
+//!   ([`crate::jsonrpc`]: envelopes, ids, our requests to the client and their answers).
 //!
 //! | core | ACP |
 //! |---|---|
@@ -34,7 +35,6 @@ pub mod project;
 pub mod serve;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -42,64 +42,15 @@ use tokio::sync::oneshot;
 
 use crate::agent::events::RunOutcome;
 use crate::agent::PromptId;
-use crate::protocol::acp::{notification_frame, request_frame, AcpError, SessionId, SessionNotification, SessionUpdate};
-use crate::transport::Outbox;
+use crate::jsonrpc::Connection;
+use crate::protocol::acp::{methods, SessionId, SessionNotification, SessionUpdate};
 
-pub use decode::{decode_acp_line, AcpInbound};
+pub use decode::{decode_acp_line, AcpAgentSide, AcpInbound};
 pub use handler::{AcpServer, SessionFactory};
 pub use serve::serve_acp;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The connection, shared by every session: the outbox and the requests sent to the client.
-#[derive(Debug)]
-pub struct AcpConn {
-    out: Outbox,
-    /// Requests sent to the client, by JSON-RPC id: where the answer goes.
-    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, AcpError>>>>,
-    next_id: AtomicU64,
-}
-
-fn id_key(id: &Value) -> String {
-    match id {
-        Value::String(s) => format!("s:{s}"),
-        other => format!("n:{other}"),
-    }
-}
-
-impl AcpConn {
-    /// A connection writing to `out`.
-    pub fn new(out: Outbox) -> Self {
-        Self { out, pending: Mutex::new(HashMap::new()), next_id: AtomicU64::new(0) }
-    }
-
-    /// The outbox every frame goes through.
-    pub fn outbox(&self) -> &Outbox {
-        &self.out
-    }
-
-    /// Sends a request to the client; returns its id and where its answer arrives.
-    async fn request<T: serde::Serialize>(&self, method: &str, params: &T) -> (Value, oneshot::Receiver<Result<Value, AcpError>>) {
-        let id = Value::from(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id_key(&id), tx);
-        let _ = self.out.send(&request_frame(&id, method, params)).await;
-        (id, rx)
-    }
-
-    /// Forgets a request nobody waits for any more.
-    fn withdraw(&self, id: &Value) {
-        lock(&self.pending).remove(&id_key(id));
-    }
-
-    /// Delivers the client's answer to one of our requests (unknown ids are ignored).
-    pub fn client_response(&self, id: &Value, outcome: Result<Value, AcpError>) {
-        if let Some(tx) = lock(&self.pending).remove(&id_key(id)) {
-            let _ = tx.send(outcome);
-        }
-    }
 }
 
 /// What a tool call looked like when it was announced, for its later updates.
@@ -128,7 +79,7 @@ struct SessionState {
 /// One ACP session's side of the core: its event sink and host port.
 #[derive(Debug)]
 pub struct AcpSessionHost {
-    conn: std::sync::Arc<AcpConn>,
+    conn: std::sync::Arc<Connection>,
     session_id: Mutex<String>,
     state: Mutex<SessionState>,
     /// The session's working directory (tool locations are absolute).
@@ -141,7 +92,7 @@ pub struct AcpSessionHost {
 
 impl AcpSessionHost {
     /// A host for a session of `conn` (its id is set once the core created the session).
-    pub fn new(conn: std::sync::Arc<AcpConn>) -> Self {
+    pub fn new(conn: std::sync::Arc<Connection>) -> Self {
         Self {
             conn,
             session_id: Mutex::new(String::new()),
@@ -162,7 +113,7 @@ impl AcpSessionHost {
 
     /// Sends one `session/update`.
     async fn update(&self, update: SessionUpdate) {
-        let n = SessionNotification { meta: None, session_id: SessionId(self.session_id()), update };
-        let _ = self.conn.out.send(&notification_frame("session/update", &n)).await;
+        let n = SessionNotification::new(SessionId(self.session_id()), update);
+        self.conn.peer().notify::<methods::SessionUpdate>(&n).await;
     }
 }

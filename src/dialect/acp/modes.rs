@@ -7,10 +7,9 @@
 //! | `default` | `dangerous` | `bash`, `write`, `edit` |
 //! | `auto` | `never` | nothing |
 
-use serde_json::json;
-
 use crate::agent::ApprovalPolicy;
-use crate::protocol::acp::{AcpError, SessionMode, SessionModeId, SessionModeState};
+use crate::jsonrpc::Error;
+use crate::protocol::acp::{SessionMode, SessionModeId, SessionModeState};
 
 /// Every mode: its id, the policy it stands for, its name and description.
 const MODES: [(&str, ApprovalPolicy, &str, &str); 3] = [
@@ -25,23 +24,17 @@ pub fn mode_id(policy: ApprovalPolicy) -> &'static str {
 }
 
 /// The policy of the mode `id`; -32602 naming `/modeId` for a mode agentwire does not have.
-pub fn policy(id: &str) -> Result<ApprovalPolicy, AcpError> {
+pub fn policy(id: &str) -> Result<ApprovalPolicy, Error> {
     MODES.iter().find(|(m, _, _, _)| *m == id).map(|(_, p, _, _)| *p).ok_or_else(|| {
         let known: Vec<_> = MODES.iter().map(|(m, _, _, _)| *m).collect();
-        AcpError::invalid_params(format!("Unknown mode {id:?}; the modes are {}", known.join(", "))).with_data(json!({"path": "/modeId", "reason": "unknown mode"}))
+        Error::invalid_params(format!("Unknown mode {id:?}; the modes are {}", known.join(", "))).with_details([("path", "/modeId"), ("reason", "unknown mode")])
     })
 }
 
 /// The `modes` of a session whose policy is `current`.
 pub fn state(current: ApprovalPolicy) -> SessionModeState {
-    SessionModeState {
-        available_modes: MODES
-            .iter()
-            .map(|(id, _, name, description)| SessionMode { description: Some((*description).to_owned()), id: SessionModeId((*id).to_owned()), meta: None, name: (*name).to_owned() })
-            .collect(),
-        current_mode_id: SessionModeId(mode_id(current).to_owned()),
-        meta: None,
-    }
+    let available_modes = MODES.iter().map(|(id, _, name, description)| SessionMode::new(SessionModeId((*id).to_owned()), *name).with_description((*description).to_owned())).collect();
+    SessionModeState::new(available_modes, SessionModeId(mode_id(current).to_owned()))
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@ use serde_json::Value;
 use super::project::{call_update, tool_kind, tool_locations, tool_title};
 use super::{lock, AcpSessionHost};
 use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
-use crate::protocol::acp::{PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallUpdate};
+use crate::jsonrpc::Reply;
+use crate::protocol::acp::{methods, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallId, ToolCallUpdate};
 use crate::tools::ToolOutput;
 
 const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
@@ -37,37 +38,20 @@ impl AcpSessionHost {
                 return Decision::ApproveForSession;
             }
         }
-        let SessionUpdate::ToolCallUpdate { tool_call_id, .. } = call_update(&ask.call.id) else { unreachable!("call_update is a tool_call_update") };
-        let tool_call = ToolCallUpdate {
-            content: None,
-            kind: Some(tool_kind(&tool)),
-            locations: Some(tool_locations(lock(&self.cwd).as_deref(), &ask.call.arguments)),
-            meta: None,
-            name: Some(tool.clone()),
-            raw_input: Some(Value::Object(ask.call.arguments.clone())),
-            raw_output: None,
-            status: None,
-            title: Some(tool_title(&tool, &ask.call.arguments)),
-            tool_call_id,
+        let tool_call = ToolCallUpdate::new(ToolCallId(ask.call.id.to_string()))
+            .with_kind(tool_kind(&tool))
+            .with_locations(tool_locations(lock(&self.cwd).as_deref(), &ask.call.arguments))
+            .with_name(tool.clone())
+            .with_raw_input(Value::Object(ask.call.arguments.clone()))
+            .with_title(tool_title(&tool, &ask.call.arguments));
+        let options = OPTIONS.iter().map(|(id, name, kind)| PermissionOption::new(*kind, *name, PermissionOptionId((*id).to_owned()))).collect();
+        let params = RequestPermissionRequest::new(options, SessionId(self.session_id()), tool_call);
+        let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
+        let outcome = match pending.wait(Some(ask.timeout), Some(ask.cancel)).await {
+            Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),
+            Reply::TimedOut => return Decision::TimedOut,
+            Reply::Abandoned => return Decision::Abandoned,
         };
-        let options = OPTIONS
-            .iter()
-            .map(|(id, name, kind)| PermissionOption { kind: *kind, meta: None, name: (*name).to_owned(), option_id: PermissionOptionId((*id).to_owned()) })
-            .collect();
-        let params = RequestPermissionRequest { meta: None, options, session_id: SessionId(self.session_id()), tool_call };
-        let (id, rx) = self.conn.request("session/request_permission", &params).await;
-        let answer = tokio::select! {
-            answer = rx => answer.ok(),
-            () = tokio::time::sleep(ask.timeout) => {
-                self.conn.withdraw(&id);
-                return Decision::TimedOut;
-            }
-            () = ask.cancel.cancelled() => {
-                self.conn.withdraw(&id);
-                return Decision::Abandoned;
-            }
-        };
-        let outcome = answer.and_then(Result::ok).and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome);
         let chosen = match outcome {
             Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0,
             Some(RequestPermissionOutcome::Cancelled) => return Decision::Abandoned,

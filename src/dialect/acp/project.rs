@@ -5,7 +5,7 @@
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::{lock, AcpSessionHost, CallInfo};
 use crate::agent::events::{AgentEvent, EventSink, StreamDelta};
@@ -51,7 +51,7 @@ pub fn tool_locations(cwd: Option<&std::path::Path>, arguments: &Map<String, Val
         None => std::path::PathBuf::from(path),
     };
     let line = arguments.get("offset").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
-    vec![ToolCallLocation { line, meta: None, path: full.display().to_string() }]
+    vec![ToolCallLocation::new(full.display().to_string()).with_line(line)]
 }
 
 fn result_text(content: &[TextOrImageContent]) -> String {
@@ -127,15 +127,13 @@ pub fn plan(phases: &[TodoPhase]) -> SessionUpdate {
         .iter()
         .flat_map(|p| p.tasks.iter())
         .filter(|t| !matches!(t.status, TodoStatus::Abandoned))
-        .map(|t| PlanEntry {
-            content: t.content.to_string(),
-            meta: None,
-            priority: PlanEntryPriority::Medium,
-            status: match t.status {
+        .map(|t| {
+            let status = match t.status {
                 TodoStatus::Completed => PlanEntryStatus::Completed,
                 TodoStatus::InProgress => PlanEntryStatus::InProgress,
                 TodoStatus::Pending | TodoStatus::Blocked | TodoStatus::Abandoned => PlanEntryStatus::Pending,
-            },
+            };
+            PlanEntry::new(t.content.to_string(), PlanEntryPriority::Medium, status)
         })
         .collect();
     SessionUpdate::Plan { entries, meta: None }
@@ -172,7 +170,8 @@ impl AcpSessionHost {
         set_update(&mut update, |s, c, raw| {
             *s = Some(status(is_error));
             *c = Some(tool_content(&info, content, is_error));
-            *raw = Some(json!({"output": result_text(content), "details": details.cloned().unwrap_or(Value::Null)}));
+            let raw_output = [("output".to_owned(), Value::String(result_text(content))), ("details".to_owned(), details.cloned().unwrap_or(Value::Null))];
+            *raw = Some(Value::Object(Map::from_iter(raw_output)));
         });
         self.update(update).await;
     }
@@ -298,9 +297,5 @@ impl AcpSessionHost {
 impl EventSink for AcpSessionHost {
     fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
         self.project(event).boxed()
-    }
-
-    fn wants_snapshots(&self) -> bool {
-        false
     }
 }

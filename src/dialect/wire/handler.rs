@@ -4,14 +4,14 @@
 //! is answered -32000 at once), and its result is the turn's outcome, sent after `TurnEnd`.
 //! `cancel` is answered first; the abort starts once that answer is queued.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
 use super::project::prompt_result;
-use super::{lock, wire_error, WireHost, WIRE_PROTOCOL_VERSION};
+use super::{codes, lock, wire_error, WireHost, WIRE_PROTOCOL_VERSION};
 use crate::agent::{Agent, Submitted};
-use crate::protocol::envelope::{wire_codes, WireError};
+use crate::jsonrpc::Error;
 use crate::protocol::*;
 
 /// One wire session: the core and this dialect's host side.
@@ -19,20 +19,18 @@ use crate::protocol::*;
 pub struct WireSession {
     agent: Agent,
     host: Arc<WireHost>,
-    /// Work that must wait until the current request's answer is queued (a cancel's abort).
-    after_answer: Arc<Mutex<Vec<oneshot::Sender<()>>>>,
 }
 
-fn busy() -> WireError {
-    WireError::new(wire_codes::INVALID_STATE, "An agent turn is already in progress")
+fn busy() -> Error {
+    Error::new(codes::INVALID_STATE, "An agent turn is already in progress")
 }
 
-fn idle() -> WireError {
-    WireError::new(wire_codes::INVALID_STATE, "No agent turn is in progress")
+fn idle() -> Error {
+    Error::new(codes::INVALID_STATE, "No agent turn is in progress")
 }
 
 /// The prompt's text and images (data URLs only; audio and video are refused).
-fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), WireError> {
+fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), Error> {
     match input {
         WireUserInput::String(s) => Ok((s.clone(), Vec::new())),
         WireUserInput::Array(parts) => {
@@ -45,13 +43,13 @@ fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), WireE
                     WireContentPart::ImageUrl(i) => {
                         let url = i.image_url.url.as_str();
                         let Some((mime, data)) = url.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) else {
-                            return Err(WireError::new(wire_codes::LLM_NOT_SUPPORTED, "Only data: image URLs are supported"));
+                            return Err(Error::new(codes::LLM_NOT_SUPPORTED, "Only data: image URLs are supported"));
                         };
-                        let mime = mime.parse().map_err(|_| WireError::new(wire_codes::LLM_NOT_SUPPORTED, format!("Unsupported image type: {mime}")))?;
+                        let mime = mime.parse().map_err(|_| Error::new(codes::LLM_NOT_SUPPORTED, format!("Unsupported image type: {mime}")))?;
                         images.push(ImageContent::new(data, mime));
                     }
                     WireContentPart::AudioUrl(_) | WireContentPart::VideoUrl(_) => {
-                        return Err(WireError::new(wire_codes::LLM_NOT_SUPPORTED, "Audio and video input are not supported"));
+                        return Err(Error::new(codes::LLM_NOT_SUPPORTED, "Audio and video input are not supported"));
                     }
                 }
             }
@@ -63,7 +61,7 @@ fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), WireE
 impl WireSession {
     /// A session of `agent` whose host side is `host`.
     pub fn new(agent: Agent, host: Arc<WireHost>) -> Self {
-        Self { agent, host, after_answer: Arc::default() }
+        Self { agent, host }
     }
 
     /// The core.
@@ -74,19 +72,6 @@ impl WireSession {
     /// The host side (client responses go there).
     pub fn host(&self) -> &WireHost {
         &self.host
-    }
-
-    /// Starts what waits for the answer just queued.
-    pub fn answered(&self) {
-        for tx in lock(&self.after_answer).drain(..) {
-            let _ = tx.send(());
-        }
-    }
-
-    fn after_answer(&self) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        lock(&self.after_answer).push(tx);
-        rx
     }
 
     /// External tools become host tools, each checked on its own so one bad tool does not sink
@@ -134,7 +119,7 @@ impl WireSession {
 }
 
 impl WireHandler for WireSession {
-    async fn initialize(&self, request: WireInitializeRequest) -> Result<WireInitializeResult, WireError> {
+    async fn initialize(&self, request: WireInitializeRequest) -> Result<WireInitializeResult, Error> {
         if self.agent.is_running() || lock(&self.host.turn).active {
             return Err(busy());
         }
@@ -160,7 +145,7 @@ impl WireHandler for WireSession {
         })
     }
 
-    async fn prompt(&self, request: WirePromptRequest) -> Result<WirePromptResult, WireError> {
+    async fn prompt(&self, request: WirePromptRequest) -> Result<WirePromptResult, Error> {
         let input = request.params.user_input;
         let (text, images) = user_text(&input)?;
         {
@@ -179,7 +164,7 @@ impl WireHandler for WireSession {
                 lock(&self.host.prompts).insert(prompt, tx);
                 // The run may start now: TurnBegin is out and its result has a waiter.
                 self.agent.release_gates();
-                let outcome = rx.await.map_err(|_| WireError::new(wire_codes::INTERNAL_ERROR, "The turn ended without an outcome"))?;
+                let outcome = rx.await.map_err(|_| Error::internal( "The turn ended without an outcome"))?;
                 prompt_result(outcome)
             }
             outcome => {
@@ -194,7 +179,7 @@ impl WireHandler for WireSession {
         }
     }
 
-    async fn steer(&self, request: WireSteerRequest) -> Result<WireSteerResult, WireError> {
+    async fn steer(&self, request: WireSteerRequest) -> Result<WireSteerResult, Error> {
         if !lock(&self.host.turn).active {
             return Err(idle());
         }
@@ -206,7 +191,7 @@ impl WireHandler for WireSession {
         Ok(WireSteerResult::new())
     }
 
-    async fn replay(&self, _request: WireReplayRequest) -> Result<WireReplayResult, WireError> {
+    async fn replay(&self, _request: WireReplayRequest) -> Result<WireReplayResult, Error> {
         if lock(&self.host.turn).active || self.agent.is_running() {
             return Err(busy());
         }
@@ -243,22 +228,22 @@ impl WireHandler for WireSession {
         Ok(WireReplayResult { status: WireReplayResultStatus::Finished, events, requests })
     }
 
-    async fn cancel(&self, _request: WireCancelRequest) -> Result<WireEmptyResult, WireError> {
+    async fn cancel(&self, _request: WireCancelRequest) -> Result<WireEmptyResult, Error> {
         if !lock(&self.host.turn).active {
             return Err(idle());
         }
         // The cancel result comes first, then the turn's remaining events, TurnEnd and the
         // prompt's `cancelled` result.
-        let answered = self.after_answer();
+        let answered = self.host.connection().after_answer();
         let agent = self.agent.clone();
         tokio::spawn(async move {
-            let _ = answered.await;
+            answered.await;
             agent.abort().await;
         });
         Ok(WireEmptyResult {})
     }
 
-    async fn set_plan_mode(&self, request: WireSetPlanModeRequest) -> Result<WireSetPlanModeResult, WireError> {
+    async fn set_plan_mode(&self, request: WireSetPlanModeRequest) -> Result<WireSetPlanModeResult, Error> {
         let enabled = request.params.enabled;
         lock(&self.host.turn).plan_mode = enabled;
         let status = WireStatusUpdatePayload {

@@ -5,7 +5,8 @@
 //! - [`project`]: the core's events → wire `event`s (exhaustive), with one turn at a time;
 //! - [`port`]: the core's host port → `ApprovalRequest`, `ToolCallRequest`, `QuestionRequest`;
 //! - [`log`]: the session's wire log and `replay`;
-//! - [`serve`]: the reader loop (requests answered exactly once, in order where it matters).
+//! - [`serve`]: the dialect as a service of the JSON-RPC runtime's one serve loop
+//!   ([`crate::jsonrpc`]: envelopes, ids, our requests and their answers).
 //!
 //! | core event | wire |
 //! |---|---|
@@ -38,13 +39,30 @@ use tokio::sync::oneshot;
 
 use crate::agent::events::RunOutcome;
 use crate::agent::{CoreError, PromptId};
-use crate::protocol::envelope::{wire_codes, WireError};
+use crate::jsonrpc::{Connection, Error, ErrorCode, Pending};
 use crate::protocol::*;
 use crate::transport::Outbox;
 
-pub use decode::{decode_wire_line, error_response, WireInbound};
+pub use decode::{decode_wire_line, WireInbound, WireSide};
 pub use handler::WireSession;
 pub use serve::serve_wire;
+
+/// kimi's error codes: the standard ones plus its domain codes, some of which share their
+/// numbers with ACP's (see [`ErrorCode`]).
+pub mod codes {
+    use crate::jsonrpc::ErrorCode;
+
+    /// The request conflicts with the turn state (-32000).
+    pub const INVALID_STATE: ErrorCode = ErrorCode::AuthRequired;
+    /// No model is configured (-32001).
+    pub const LLM_NOT_SET: ErrorCode = ErrorCode::Other(-32001);
+    /// The input needs a capability the model lacks (-32002).
+    pub const LLM_NOT_SUPPORTED: ErrorCode = ErrorCode::ResourceNotFound;
+    /// The provider failed after retries (-32003).
+    pub const CHAT_PROVIDER_ERROR: ErrorCode = ErrorCode::Other(-32003);
+    /// The provider's credentials expired (-32004).
+    pub const AUTH_EXPIRED: ErrorCode = ErrorCode::Other(-32004);
+}
 
 /// Protocol version this dialect speaks (kimi-cli's).
 pub const WIRE_PROTOCOL_VERSION: &str = "1.10";
@@ -91,11 +109,10 @@ impl ReturnExtras {
 /// single outbox, plus what correlates the core's handles with this dialect's ids.
 #[derive(Debug)]
 pub struct WireHost {
-    out: Outbox,
+    /// The connection: the outbox and our requests to the client.
+    conn: Connection,
     log: Mutex<log::WireLog>,
     turn: Mutex<Turn>,
-    /// Requests sent to the client, by JSON-RPC id: where its answer goes.
-    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, WireError>>>>,
     /// Prompt requests waiting for their turn to settle, by the core's prompt id.
     prompts: Mutex<HashMap<PromptId, oneshot::Sender<RunOutcome>>>,
     /// `ToolResult` extras (external tool answers, refusals), by tool call id.
@@ -112,19 +129,23 @@ impl WireHost {
     /// A host writing to `out`, logging to the wire log beside `session` (when kept on disk).
     pub fn new(out: Outbox, session: Option<std::path::PathBuf>) -> Self {
         Self {
-            out,
+            conn: Connection::new(out),
             log: Mutex::new(log::WireLog::open(session)),
             turn: Mutex::new(Turn::default()),
-            pending: Mutex::new(HashMap::new()),
             prompts: Mutex::new(HashMap::new()),
             returns: Mutex::new(HashMap::new()),
             supports_question: AtomicBool::new(false),
         }
     }
 
+    /// The connection every frame of this dialect goes through.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
     /// The outbox every frame of this dialect goes through.
     pub fn outbox(&self) -> &Outbox {
-        &self.out
+        self.conn.outbox()
     }
 
     fn questions_supported(&self) -> bool {
@@ -134,52 +155,23 @@ impl WireHost {
     /// Sends an event, logging it first.
     async fn event(&self, event: WireEvent) {
         lock(&self.log).record_event(&event);
-        let _ = self.out.send(&WireEventNotification::new(event)).await;
+        let _ = self.outbox().send(&WireEventNotification::new(event)).await;
     }
 
-    /// Sends a request to the client, logging it first (approvals are not logged, as in kimi);
-    /// its answer arrives through [`WireHost::client_response`].
-    async fn request(&self, id: &str, params: WireAgentRequestParams) -> oneshot::Receiver<Result<Value, WireError>> {
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id.to_owned(), tx);
+    /// Sends a request to the client, logging it first (approvals are not logged, as in kimi).
+    async fn request(&self, id: &str, params: WireAgentRequestParams) -> Pending<'_> {
         lock(&self.log).record_request(id, &params);
-        let _ = self.out.send(&WireAgentRequest::new(crate::agent::nonempty(id), params)).await;
-        rx
-    }
-
-    /// Forgets a request nobody waits for any more (timed out, aborted).
-    fn withdraw(&self, id: &str) {
-        lock(&self.pending).remove(id);
-    }
-
-    /// Delivers the client's answer to one of our requests; answers to unknown or settled
-    /// requests (including replayed ones) are ignored.
-    pub fn client_response(&self, id: &Value, outcome: Result<Value, WireError>) {
-        let key = match id {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        if let Some(tx) = lock(&self.pending).remove(&key) {
-            let _ = tx.send(outcome);
-        }
+        self.conn.peer().send(Value::String(id.to_owned()), &WireAgentRequest::new(crate::agent::nonempty(id), params)).await
     }
 }
 
 /// The one mapping from the core's errors to this dialect's error codes.
-pub fn wire_error(e: CoreError) -> WireError {
+pub fn wire_error(e: CoreError) -> Error {
     let code = match &e {
-        CoreError::InvalidParams(_) => wire_codes::INVALID_PARAMS,
-        CoreError::Busy(_) | CoreError::Conflict(_) => wire_codes::INVALID_STATE,
-        CoreError::Unsupported(_) => wire_codes::LLM_NOT_SUPPORTED,
-        CoreError::NotFound(_) | CoreError::Internal(_) | CoreError::SessionWrite(_) => wire_codes::INTERNAL_ERROR,
+        CoreError::InvalidParams(_) => ErrorCode::InvalidParams,
+        CoreError::Busy(_) | CoreError::Conflict(_) => codes::INVALID_STATE,
+        CoreError::Unsupported(_) => codes::LLM_NOT_SUPPORTED,
+        CoreError::NotFound(_) | CoreError::Internal(_) | CoreError::SessionWrite(_) => ErrorCode::InternalError,
     };
-    WireError::new(code, e.to_string())
-}
-
-/// A JSON-RPC id as read (string or integer) in its typed form.
-pub fn wire_id(id: &Value) -> WireId {
-    match id {
-        Value::String(s) => WireId::String(s.clone()),
-        other => WireId::Int64(other.as_i64().unwrap_or_default()),
-    }
+    Error::new(code, e.to_string())
 }

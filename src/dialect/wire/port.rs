@@ -10,39 +10,17 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::{lock, ReturnExtras, WireHost};
 use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, Question, QuestionAsk, ToolAsk, UiNotice};
-use crate::protocol::envelope::WireError;
+use crate::jsonrpc::Reply;
 use crate::protocol::*;
 use crate::tools::ToolOutput;
 
 /// kimi's words for a rejection without feedback; the model hears them too (the core's
 /// [`Decision::RejectAndStop`] result).
 const REJECTED_STOP: &str = crate::agent::approval::REJECTED_STOP;
-
-/// How waiting for the client's answer ended.
-enum Waited {
-    Answer(Result<Value, WireError>),
-    TimedOut,
-    Abandoned,
-}
-
-async fn wait(rx: oneshot::Receiver<Result<Value, WireError>>, timeout: Option<Duration>, cancel: &CancellationToken) -> Waited {
-    let deadline = async {
-        match timeout {
-            Some(t) => tokio::time::sleep(t).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        answer = rx => answer.map_or(Waited::Abandoned, Waited::Answer),
-        () = deadline => Waited::TimedOut,
-        () = cancel.cancelled() => Waited::Abandoned,
-    }
-}
 
 /// Questions as the client gets them: every optional field present with its default, as kimi
 /// sends them, so clients need not guess.
@@ -82,11 +60,10 @@ impl WireHost {
             source_description: None,
             display: vec![display],
         };
-        let rx = self.request(&id, WireApprovalRequest::new(payload).into()).await;
-        let waited = wait(rx, Some(ask.timeout), ask.cancel).await;
+        let waited = self.request(&id, WireApprovalRequest::new(payload).into()).await.wait(Some(ask.timeout), Some(ask.cancel)).await;
         // Fail closed: only the two exact approve answers let the tool run.
         let (decision, word, feedback) = match waited {
-            Waited::Answer(Ok(value)) => match serde_json::from_value::<WireApprovalResult>(value) {
+            Reply::Answered(Ok(value)) => match serde_json::from_value::<WireApprovalResult>(value) {
                 Ok(r) => {
                     let feedback = r.feedback.unwrap_or_default();
                     match r.response {
@@ -101,15 +78,9 @@ impl WireHost {
                 Err(_) => (Decision::RejectAndStop, "reject", String::new()),
             },
             // An error reply is a rejection without feedback, as in kimi.
-            Waited::Answer(Err(_)) => (Decision::RejectAndStop, "reject", String::new()),
-            Waited::TimedOut => {
-                self.withdraw(&id);
-                (Decision::TimedOut, "reject", String::new())
-            }
-            Waited::Abandoned => {
-                self.withdraw(&id);
-                (Decision::Abandoned, "reject", String::new())
-            }
+            Reply::Answered(Err(_)) => (Decision::RejectAndStop, "reject", String::new()),
+            Reply::TimedOut => (Decision::TimedOut, "reject", String::new()),
+            Reply::Abandoned => (Decision::Abandoned, "reject", String::new()),
         };
         let response = match word {
             "approve" => WireApprovalDecision::Approve,
@@ -137,10 +108,10 @@ impl WireHost {
         let id = ask.call.id.to_string();
         let arguments = Value::Object(ask.call.arguments.clone()).to_string();
         let payload = WireToolCallRequestPayload { id: id.clone(), name: ask.def.name.to_string(), arguments: Some(arguments) };
-        let rx = self.request(&id, WireToolCallRequest::new(payload).into()).await;
+        let pending = self.request(&id, WireToolCallRequest::new(payload).into()).await;
         let name = ask.def.name.to_string();
-        match wait(rx, Some(ask.timeout), ask.cancel).await {
-            Waited::Answer(Ok(value)) => match serde_json::from_value::<WireToolCallResult>(value) {
+        match pending.wait(Some(ask.timeout), Some(ask.cancel)).await {
+            Reply::Answered(Ok(value)) => match serde_json::from_value::<WireToolCallResult>(value) {
                 Ok(r) => {
                     let rv = r.return_value;
                     let text = match &rv.output {
@@ -154,18 +125,12 @@ impl WireHost {
                 Err(e) => ToolOutput::error(format!("External tool \"{name}\" answered with an invalid result: {e}")),
             },
             // kimi (notes §3.6.2): `output:""`, the client's words in `message`; the loop goes on.
-            Waited::Answer(Err(e)) => {
+            Reply::Answered(Err(e)) => {
                 lock(&self.returns).insert(id, ReturnExtras::failed(e.message.clone(), "External tool error"));
                 ToolOutput::error(e.message)
             }
-            Waited::TimedOut => {
-                self.withdraw(&id);
-                ToolOutput::error(format!("External tool \"{name}\" did not answer within {} ms", ask.timeout.as_millis()))
-            }
-            Waited::Abandoned => {
-                self.withdraw(&id);
-                ToolOutput::error(format!("External tool \"{name}\" was aborted"))
-            }
+            Reply::TimedOut => ToolOutput::error(format!("External tool \"{name}\" did not answer within {} ms", ask.timeout.as_millis())),
+            Reply::Abandoned => ToolOutput::error(format!("External tool \"{name}\" was aborted")),
         }
     }
 
@@ -173,21 +138,14 @@ impl WireHost {
     async fn question_request(&self, tool_call_id: String, questions: Vec<WireQuestion>, timeout: Option<Duration>, cancel: &CancellationToken) -> Result<Option<Answers>, DialogOutcome> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let payload = WireQuestionRequestPayload { id: id.clone(), tool_call_id, questions };
-        let rx = self.request(&id, WireQuestionRequest::new(payload).into()).await;
-        match wait(rx, timeout, cancel).await {
-            Waited::Answer(Ok(value)) => Ok(serde_json::from_value::<WireQuestionResult>(value)
+        match self.request(&id, WireQuestionRequest::new(payload).into()).await.wait(timeout, Some(cancel)).await {
+            Reply::Answered(Ok(value)) => Ok(serde_json::from_value::<WireQuestionResult>(value)
                 .ok()
                 .map(|r| r.answers.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<String, Value>>())),
             // An error reply is a declined question, as in kimi: the model goes on.
-            Waited::Answer(Err(_)) => Ok(None),
-            Waited::TimedOut => {
-                self.withdraw(&id);
-                Err(DialogOutcome::TimedOut)
-            }
-            Waited::Abandoned => {
-                self.withdraw(&id);
-                Err(DialogOutcome::Abandoned)
-            }
+            Reply::Answered(Err(_)) => Ok(None),
+            Reply::TimedOut => Err(DialogOutcome::TimedOut),
+            Reply::Abandoned => Err(DialogOutcome::Abandoned),
         }
     }
 

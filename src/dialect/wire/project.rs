@@ -166,19 +166,15 @@ impl EventSink for WireHost {
     fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
         self.project(event).boxed()
     }
-
-    fn wants_snapshots(&self) -> bool {
-        false
-    }
 }
 
 /// What a settled prompt answers.
-pub fn prompt_result(outcome: RunOutcome) -> Result<WirePromptResult, crate::protocol::envelope::WireError> {
-    use crate::protocol::envelope::{wire_codes, WireError};
+pub fn prompt_result(outcome: RunOutcome) -> Result<WirePromptResult, crate::jsonrpc::Error> {
+    use crate::jsonrpc::Error;
     match outcome {
         RunOutcome::Completed => Ok(WirePromptResult { status: WirePromptResultStatus::Finished, steps: None }),
         RunOutcome::StepLimit { steps } => Ok(WirePromptResult { status: WirePromptResultStatus::MaxStepsReached, steps: Some(steps) }),
         RunOutcome::Aborted => Ok(WirePromptResult { status: WirePromptResultStatus::Cancelled, steps: None }),
-        RunOutcome::Failed(e) => Err(WireError::new(wire_codes::CHAT_PROVIDER_ERROR, e.message)),
+        RunOutcome::Failed(e) => Err(Error::new(super::codes::CHAT_PROVIDER_ERROR, e.message)),
     }
 }

@@ -1,74 +1,41 @@
-//! The wire reader loop. Lines are read on their own task (in order, bounded by
-//! `--max-line-bytes` like the JSONL dialect) and each request becomes one in-flight future
-//! polled here: cheap requests answer at once, a `prompt` answers when its turn ends, and the
-//! reader keeps serving `steer`, `cancel` and the client's answers meanwhile. Every request is
-//! answered exactly once; notifications never.
+//! The wire dialect as a service of the JSON-RPC runtime's serve loop ([`crate::jsonrpc::serve`]):
+//! cheap requests answer at once, a `prompt` answers when its turn ends, and the loop keeps
+//! serving `steer`, `cancel` and the client's answers meanwhile.
 //!
 //! stdin EOF: the run is aborted (its turn ends `cancelled`), requests in flight are answered
 //! (bounded by a grace period), and the loop returns.
 
-use futures_util::stream::{FuturesUnordered, StreamExt};
-use serde_json::Value;
+use std::convert::Infallible;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
 use tokio::io::AsyncBufRead;
 
-use super::decode::{decode_wire_line, error_response, WireInbound};
-use super::{wire_id, WireSession};
+use super::{WireSession, WireSide};
 use crate::dialect::SHUTDOWN_GRACE;
-use crate::protocol::envelope::WireError;
-use crate::protocol::{dispatch_wire_request, WireSuccessResponse};
-use crate::transport::lines::spawn_line_channel;
+use crate::jsonrpc::{Connection, Service};
+
+impl Service for WireSession {
+    type Side = WireSide;
+
+    fn connection(&self) -> &Connection {
+        self.host().connection()
+    }
+
+    fn notified(&self, notification: Infallible) {
+        match notification {}
+    }
+
+    fn end_of_input(&self) -> BoxFuture<'static, ()> {
+        let agent = self.agent().clone();
+        async move { agent.shutdown().await }.boxed()
+    }
+}
 
 /// Serves the wire dialect on `input` until it ends and everything in flight is answered.
 pub async fn serve_wire<R>(session: WireSession, input: R, max_line_bytes: usize)
 where
     R: AsyncBufRead + Unpin + Send + 'static,
 {
-    let out = session.host().outbox().clone();
-    let (mut lines, reader) = spawn_line_channel(input, max_line_bytes);
-    let mut inflight = FuturesUnordered::new();
-    let mut shutdown = None;
-    let mut deadline = None;
-    loop {
-        tokio::select! {
-            biased;
-            Some((id, outcome)) = inflight.next(), if !inflight.is_empty() => {
-                let outcome: Result<Value, WireError> = outcome;
-                let _ = match outcome {
-                    Ok(result) => out.send(&WireSuccessResponse::new(wire_id(&id), result)).await,
-                    Err(e) => out.send(&error_response(Some(&id), &e)).await,
-                };
-                session.answered();
-            }
-            line = lines.recv(), if shutdown.is_none() => match line {
-                None => {
-                    let agent = session.agent().clone();
-                    shutdown = Some(tokio::spawn(async move { agent.shutdown().await }));
-                    deadline = Some(Box::pin(tokio::time::sleep(SHUTDOWN_GRACE)));
-                }
-                Some(line) => match decode_wire_line(line) {
-                    Err(e) => {
-                        let _ = out.send(&*e).await;
-                    }
-                    Ok(WireInbound::Notification { method }) => {
-                        tracing::warn!("ignoring a `{method}` notification (requests need an id)");
-                    }
-                    Ok(WireInbound::ClientResponse { id, outcome }) => session.host().client_response(&id, outcome),
-                    Ok(WireInbound::Request { id, request }) => {
-                        let session = &session;
-                        inflight.push(async move { (id, dispatch_wire_request(session, request).await) });
-                    }
-                },
-            },
-            () = async { deadline.as_mut().expect("guarded").await }, if deadline.is_some() => break,
-            else => break,
-        }
-        if shutdown.is_some() && inflight.is_empty() {
-            break;
-        }
-    }
-    drop(inflight);
-    if let Some(shutdown) = shutdown {
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, shutdown).await;
-    }
-    reader.abort();
+    crate::jsonrpc::serve(&session, input, max_line_bytes, SHUTDOWN_GRACE).await;
 }

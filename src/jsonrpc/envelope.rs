@@ -1,0 +1,200 @@
+//! Typed JSON-RPC 2.0 envelopes, serialized once, straight into the frame's bytes (no
+//! `serde_json::Value` tree in between), and the method traits tying a method's name to its
+//! params and result (lsp-types' `Request` / `Notification`, one zero-sized type per method).
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::error::Error;
+use crate::transport::FrameBatch;
+
+/// A request method: its name, params and result types. The generator emits one
+/// uninhabited type per method implementing it.
+pub trait Request {
+    /// The JSON-RPC method name.
+    const METHOD: &'static str;
+    /// What the request carries.
+    type Params;
+    /// What a successful answer carries.
+    type Result;
+}
+
+/// A notification method: its name and params type.
+pub trait Notification {
+    /// The JSON-RPC method name.
+    const METHOD: &'static str;
+    /// What the notification carries.
+    type Params;
+}
+
+/// `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`.
+#[derive(Debug)]
+pub struct RequestFrame<'a, P: ?Sized> {
+    /// The request id (exact: see `transport::raw_id`).
+    pub id: &'a Value,
+    /// The method.
+    pub method: &'a str,
+    /// The params.
+    pub params: &'a P,
+}
+
+impl<P: Serialize + ?Sized> Serialize for RequestFrame<'_, P> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        frame(serializer, Some(self.id), Some(self.method), ("params", self.params))
+    }
+}
+
+/// Writes `{"jsonrpc":"2.0"[,"id"][,"method"],<member>}`, the members in that order.
+fn frame<S: Serializer, T: Serialize + ?Sized>(serializer: S, id: Option<&Value>, method: Option<&str>, (key, value): (&str, &T)) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(None)?;
+    map.serialize_entry("jsonrpc", "2.0")?;
+    if let Some(id) = id {
+        map.serialize_entry("id", id)?;
+    }
+    if let Some(method) = method {
+        map.serialize_entry("method", method)?;
+    }
+    map.serialize_entry(key, value)?;
+    map.end()
+}
+
+/// `{"jsonrpc":"2.0","method":…,"params":…}`.
+#[derive(Debug)]
+pub struct NotificationFrame<'a, P: ?Sized> {
+    /// The method.
+    pub method: &'a str,
+    /// The params.
+    pub params: &'a P,
+}
+
+impl<P: Serialize + ?Sized> Serialize for NotificationFrame<'_, P> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        frame(serializer, None, Some(self.method), ("params", self.params))
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":…}`.
+#[derive(Debug)]
+pub struct SuccessFrame<'a, R: ?Sized> {
+    /// The id of the request answered.
+    pub id: &'a Value,
+    /// The result.
+    pub result: &'a R,
+}
+
+impl<R: Serialize + ?Sized> Serialize for SuccessFrame<'_, R> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        frame(serializer, Some(self.id), None, ("result", self.result))
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":…|null,"error":{code,message,data}}`: an error response, with the
+/// request id when it could be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorFrame {
+    /// The id of the request answered (`None`: it could not be read; written as `null`).
+    pub id: Option<Value>,
+    /// The error.
+    pub error: Error,
+    /// Write an absent `data` as `null` (kimi's shape) instead of leaving it out (ACP's).
+    pub null_data: bool,
+}
+
+struct ErrorObject<'a>(&'a Error, bool);
+
+impl Serialize for ErrorObject<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Self(e, null_data) = self;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &e.code)?;
+        map.serialize_entry("message", &e.message)?;
+        match &e.data {
+            Some(data) => map.serialize_entry("data", data)?,
+            None if *null_data => map.serialize_entry("data", &Value::Null)?,
+            None => {}
+        }
+        map.end()
+    }
+}
+
+impl Serialize for ErrorFrame {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        frame(serializer, Some(self.id.as_ref().unwrap_or(&Value::Null)), None, ("error", &ErrorObject(&self.error, self.null_data)))
+    }
+}
+
+/// Where the answer to one request goes: the generated dispatch hands the handler's typed
+/// outcome to [`Responder::answer`], which encodes the response frame once.
+#[derive(Debug)]
+pub struct Responder {
+    id: Value,
+    null_data: bool,
+}
+
+/// One encoded response frame, ready to be queued.
+#[derive(Debug, Default)]
+pub struct Answer {
+    frame: FrameBatch,
+}
+
+impl Answer {
+    /// The frame's bytes (one line, LF included).
+    pub fn bytes(&self) -> &[u8] {
+        self.frame.as_bytes()
+    }
+
+    /// The frame's bytes, to queue.
+    pub fn into_batch(self) -> FrameBatch {
+        self.frame
+    }
+}
+
+impl Responder {
+    /// The responder for the request `id`; `null_data` as in [`ErrorFrame`].
+    pub fn new(id: Value, null_data: bool) -> Self {
+        Self { id, null_data }
+    }
+
+    /// The id of the request being answered.
+    pub fn id(&self) -> &Value {
+        &self.id
+    }
+
+    /// The error frame for `error`.
+    pub fn error_frame(&self, error: Error) -> ErrorFrame {
+        ErrorFrame { id: Some(self.id.clone()), error, null_data: self.null_data }
+    }
+
+    /// Encodes the response for `outcome`: the result serialized straight into the frame.
+    pub fn answer<T: Serialize>(self, outcome: Result<T, Error>) -> Answer {
+        let mut frame = FrameBatch::default();
+        let written = match &outcome {
+            Ok(result) => frame.push(&SuccessFrame { id: &self.id, result }),
+            Err(e) => frame.push(&self.error_frame(e.clone())),
+        };
+        if written.is_err() {
+            // Our result types always serialize; if one did not, the request is still answered.
+            let _ = frame.push(&self.error_frame(Error::internal("could not serialize the result")));
+        }
+        Answer { frame }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_written_in_envelope_order() {
+        let id = Value::from(7);
+        assert_eq!(serde_json::to_string(&RequestFrame { id: &id, method: "m", params: &[1] }).unwrap(), r#"{"jsonrpc":"2.0","id":7,"method":"m","params":[1]}"#);
+        assert_eq!(serde_json::to_string(&NotificationFrame { method: "n", params: &"x" }).unwrap(), r#"{"jsonrpc":"2.0","method":"n","params":"x"}"#);
+        let ok = Responder::new(id.clone(), false).answer(Ok::<_, Error>(true));
+        assert_eq!(ok.bytes(), b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":true}\n");
+        let acp = Responder::new(id.clone(), false).answer::<()>(Err(Error::internal("no")));
+        assert_eq!(acp.bytes(), b"{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32603,\"message\":\"no\"}}\n");
+        let kimi = Responder::new(id, true).answer::<()>(Err(Error::internal("no")));
+        assert_eq!(kimi.bytes(), b"{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32603,\"message\":\"no\",\"data\":null}}\n");
+    }
+}

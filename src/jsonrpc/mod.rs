@@ -1,0 +1,30 @@
+//! The JSON-RPC 2.0 runtime every JSON-RPC dialect (kimi's wire, ACP) stands on, and a client
+//! of either would too: the connection is symmetric, a side is chosen by the [`Side`] it
+//! decodes and the generated handler trait it implements (the old ACP crate's
+//! `RpcConnection<Local, Remote>`; rmcp's model / service / handler / transport split).
+//!
+//! - [`error`]: the one error object (`code`, `message`, `data`), its [`ErrorCode`] enum;
+//! - [`envelope`]: typed request, notification, success and error frames, serialized once
+//!   straight into the frame bytes; the [`Request`] / [`Notification`] method traits; the
+//!   [`Responder`] a generated dispatch answers through;
+//! - [`decode`]: envelope decoding with each dialect's [`Policy`] (ids byte-exact, see
+//!   [`crate::transport::raw_id`]);
+//! - [`peer`]: our requests to the other side (ids, correlation, timeouts, cancellation,
+//!   withdrawal);
+//! - [`serve`]: the one serve loop, generic over [`Service`] + the generated [`Dispatch`], with
+//!   the "answer is queued" hook ([`Connection::after_answer`]).
+//!
+//! It knows nothing of any dialect or of the agent: it sits on the transport, and the
+//! dialects sit on it.
+
+pub mod decode;
+pub mod envelope;
+pub mod error;
+pub mod peer;
+pub mod serve;
+
+pub use decode::{decode, Decoded, Inbound, Policy, Side, Words};
+pub use envelope::{Answer, ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, Responder, SuccessFrame};
+pub use error::{Error, ErrorCode};
+pub use peer::{Peer, Pending, Reply};
+pub use serve::{serve, Connection, Dispatch, Service};

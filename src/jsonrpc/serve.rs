@@ -1,0 +1,158 @@
+//! The one serve loop of every JSON-RPC dialect, and the connection it serves.
+//!
+//! Lines are read on their own task (bounded by `--max-line-bytes`); each request becomes one
+//! in-flight future polled here, so a long request (a prompt answered when its run ends) does
+//! not stop the loop from reading cancellations and the peer's answers to our requests. Every
+//! request is answered exactly once, notifications never; the loop itself never awaits a
+//! handler (the deadlock the ACP SDK's ordering chapter warns of).
+//!
+//! **The answer is queued.** Work that must follow a request's answer (a cancel's abort,
+//! updates the client can only place once it has the answer) waits on
+//! [`Connection::after_answer`] inside that request's handler: it resolves when *that*
+//! request's answer is on the outbox.
+//!
+//! **End of input.** The service's [`Service::end_of_input`] runs (runs are aborted, prompts
+//! resolve `cancelled`); requests in flight are answered, bounded by a grace period; the loop
+//! returns.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
+use tokio::io::AsyncBufRead;
+use tokio::sync::oneshot;
+
+use super::decode::{decode, Inbound, Side};
+use super::envelope::{Answer, Responder};
+use super::peer::Peer;
+use crate::transport::lines::spawn_line_channel;
+use crate::transport::Outbox;
+
+/// Answers requests of type `R`: implemented by the generated dispatch for every type that
+/// implements a dialect's generated handler trait.
+pub trait Dispatch<R>: Sync {
+    /// Runs `request` and encodes its answer with `responder`.
+    fn dispatch(&self, request: R, responder: Responder) -> impl Future<Output = Answer> + Send + '_;
+}
+
+/// A dialect's server on one connection: its decoding side, its connection, what it does
+/// with notifications and at the end of input. Its requests go through [`Dispatch`].
+pub trait Service: Dispatch<<Self::Side as Side>::Request> {
+    /// The rules and typed messages of the side this service serves.
+    type Side: Side;
+    /// The connection (outbox, peer).
+    fn connection(&self) -> &Connection;
+    /// Acts on a notification (before the next line is read).
+    fn notified(&self, notification: <Self::Side as Side>::Notification);
+    /// The input ended: what stops the runs (spawned; the loop keeps answering meanwhile).
+    fn end_of_input(&self) -> BoxFuture<'static, ()>;
+}
+
+/// The waiters of one request's answer.
+#[derive(Debug, Default)]
+struct Waiters(Mutex<Vec<oneshot::Sender<()>>>);
+
+impl Waiters {
+    fn fire(&self) {
+        for tx in self.0.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            let _ = tx.send(());
+        }
+    }
+}
+
+tokio::task_local! {
+    /// The waiters of the request whose handler is being polled.
+    static ANSWER: Arc<Waiters>;
+}
+
+/// One JSON-RPC connection: the outbox and the peer (our requests to the other side).
+#[derive(Debug)]
+pub struct Connection {
+    peer: Peer,
+}
+
+impl Connection {
+    /// A connection writing to `out`.
+    pub fn new(out: Outbox) -> Self {
+        Self { peer: Peer::new(out) }
+    }
+
+    /// Our requests to the other side.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// The outbox every frame goes through.
+    pub fn outbox(&self) -> &Outbox {
+        self.peer.outbox()
+    }
+
+    /// Resolves once the answer of the request being handled is queued (`true`), or when that
+    /// request is dropped unanswered (`false`). Called outside a request's handler, it
+    /// resolves at once.
+    pub fn after_answer(&self) -> impl Future<Output = bool> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let registered = ANSWER.try_with(|w| w.0.lock().unwrap_or_else(|e| e.into_inner()).push(tx)).is_ok();
+        async move { !registered || rx.await.is_ok() }
+    }
+}
+
+/// Serves `service` on `input` until it ends and everything in flight is answered (or
+/// `grace` passed since the end).
+pub async fn serve<S, R>(service: &S, input: R, max_line_bytes: usize, grace: Duration)
+where
+    S: Service,
+    R: AsyncBufRead + Unpin + Send + 'static,
+{
+    let conn = service.connection();
+    let out = conn.outbox().clone();
+    let null_data = S::Side::POLICY.null_data;
+    let (mut lines, reader) = spawn_line_channel(input, max_line_bytes);
+    let mut inflight = FuturesUnordered::new();
+    let mut shutdown = None;
+    let mut deadline = None;
+    loop {
+        tokio::select! {
+            biased;
+            Some((answer, waiters)) = inflight.next(), if !inflight.is_empty() => {
+                let (answer, waiters): (Answer, Arc<Waiters>) = (answer, waiters);
+                let _ = out.send_batch(&mut answer.into_batch()).await;
+                waiters.fire();
+            }
+            line = lines.recv(), if shutdown.is_none() => match line {
+                None => {
+                    shutdown = Some(tokio::spawn(service.end_of_input()));
+                    deadline = Some(Box::pin(tokio::time::sleep(grace)));
+                }
+                Some(line) => match decode::<S::Side>(line) {
+                    Err(frame) => {
+                        let _ = out.send(&*frame).await;
+                    }
+                    Ok(Inbound::Notification(n)) => service.notified(n),
+                    Ok(Inbound::Ignored { method, reason }) => tracing::warn!("ignoring a `{method}` notification: {reason}"),
+                    Ok(Inbound::Response { id, outcome }) => {
+                        conn.peer().answer(&id, outcome);
+                    }
+                    Ok(Inbound::Request { id, request }) => {
+                        let waiters = Arc::new(Waiters::default());
+                        let handled = ANSWER.scope(waiters.clone(), service.dispatch(request, Responder::new(id, null_data)));
+                        inflight.push(handled.map(move |answer| (answer, waiters)));
+                    }
+                },
+            },
+            () = async { deadline.as_mut().expect("guarded").await }, if deadline.is_some() => break,
+            else => break,
+        }
+        if shutdown.is_some() && inflight.is_empty() {
+            break;
+        }
+    }
+    drop(inflight);
+    if let Some(shutdown) = shutdown {
+        let _ = tokio::time::timeout(grace, shutdown).await;
+    }
+    reader.abort();
+}
