@@ -73,8 +73,17 @@ impl AgentProcess {
     /// Starts a prepared command (its environment and working directory are the caller's).
     /// Its stdio, process group and kill-on-drop are set here.
     pub fn spawn_command(mut command: Command) -> Result<Self, ProcessError> {
-        let program = command.as_std().get_program().to_string_lossy().into_owned();
-        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).process_group(0).kill_on_drop(true);
+        let program = command
+            .as_std()
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .kill_on_drop(true);
         #[cfg(target_os = "linux")]
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
@@ -83,9 +92,16 @@ impl AgentProcess {
                 Ok(())
             });
         }
-        let child = command.spawn().map_err(|source| ProcessError::Spawn { program: program.clone(), source })?;
+        let child = command.spawn().map_err(|source| ProcessError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
         let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
-        Ok(Self { child, pgid, program })
+        Ok(Self {
+            child,
+            pgid,
+            program,
+        })
     }
 
     /// The program as given (for messages).
@@ -111,7 +127,8 @@ impl AgentProcess {
     /// Sends `signal` to the agent's whole process group. `false` when the group is gone.
     pub fn signal(&self, signal: i32) -> bool {
         // SAFETY: killpg has no memory-safety preconditions.
-        self.pgid.is_some_and(|pgid| unsafe { libc::killpg(pgid, signal) } == 0)
+        self.pgid
+            .is_some_and(|pgid| unsafe { libc::killpg(pgid, signal) } == 0)
     }
 
     /// Waits for the agent to exit (cancel-safe), then kills what is left of its group.
@@ -159,18 +176,25 @@ mod tests {
 
     /// Running (a zombie waiting for its reaper counts as gone).
     fn alive(pid: u32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"))
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next())
+                != Some("Z")
+        })
     }
 
     #[tokio::test]
     async fn shutdown_kills_an_agent_that_ignores_eof_and_its_children() {
         // The shell ignores its stdin closing and keeps a child in its group.
-        let mut agent = AgentProcess::spawn("sh", ["-c", "trap '' TERM; sleep 60 & echo $!; wait"]).unwrap();
+        let mut agent =
+            AgentProcess::spawn("sh", ["-c", "trap '' TERM; sleep 60 & echo $!; wait"]).unwrap();
         let mut stdout = agent.take_stdout().unwrap();
         let mut line = String::new();
         let mut reader = tokio::io::BufReader::new(&mut stdout);
-        tokio::io::AsyncBufReadExt::read_line(&mut reader, &mut line).await.unwrap();
+        tokio::io::AsyncBufReadExt::read_line(&mut reader, &mut line)
+            .await
+            .unwrap();
         let child: u32 = line.trim().parse().unwrap();
         let pid = agent.id().unwrap();
         drop(agent.take_stdin());
@@ -199,8 +223,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_program_is_a_clear_error() {
-        let err = AgentProcess::spawn("/nonexistent/agent", std::iter::empty::<&str>()).unwrap_err();
+        let err =
+            AgentProcess::spawn("/nonexistent/agent", std::iter::empty::<&str>()).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/agent"), "{err}");
-        assert!(matches!(AgentProcess::spawn_argv::<&str>(&[]), Err(ProcessError::NoCommand)));
+        assert!(matches!(
+            AgentProcess::spawn_argv::<&str>(&[]),
+            Err(ProcessError::NoCommand)
+        ));
     }
 }

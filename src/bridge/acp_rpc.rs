@@ -1,0 +1,463 @@
+//! ACP to the host, the pi/omp JSONL dialect to the agent.
+//!
+//! | ACP (host) | JSONL (agent) |
+//! |---|---|
+//! | `initialize` | answered here: no `loadSession`, no list/resume, text prompts only |
+//! | `session/new` | the agent's one session (`new_session` for every later one; earlier ids end) |
+//! | `session/prompt` | `prompt`; answered `end_turn` at `agent_end`, `cancelled` after an abort |
+//! | `session/cancel` | `abort` |
+//! | `agent_message_chunk` / `agent_thought_chunk` | `message_update` text / thinking deltas |
+//! | `tool_call` / `tool_call_update` | `tool_execution_start` / `_update` / `_end` |
+//! | `session/request_permission` | a `confirm` dialog (allow / reject) |
+//! | `session/load`, `session/list`, `session/resume`, `session/set_mode` | refused: the dialect has no such command |
+//!
+//! `select`, `input` and `editor` dialogs have no ACP counterpart: they are dismissed, and a
+//! warning says which.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+
+use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
+use crate::dialect::acp::project::{text_block, tool_kind, tool_title};
+use crate::dialect::acp::AcpAgentSide;
+use crate::jsonrpc::{Connection, Error, Reply, Service};
+use crate::protocol::acp::{
+    methods, AcpAgentHandler, AcpAgentNotification, ContentBlock, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionId, PermissionOptionKind, PromptRequest, PromptResponse,
+    ProtocolVersion, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification, SessionUpdate,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallContent, ToolCallId,
+    ToolCallStatus, ToolCallUpdate,
+};
+use crate::protocol::{AbortCommand, NewSessionCommand, PromptCommand};
+
+/// What a prompt waits for.
+#[derive(Debug, Default)]
+struct Turn {
+    /// The running prompt's end (`agent_end`).
+    done: Option<oneshot::Sender<()>>,
+    /// `session/cancel` came while it ran.
+    cancelled: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The live ACP session id (the agent has one session at a time).
+    session: Option<String>,
+    /// How many sessions were opened (ids are `bridge-<n>`).
+    opened: u64,
+    turn: Turn,
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The ACP server in front of a JSONL agent.
+#[derive(Debug)]
+pub struct AcpOverRpc {
+    conn: Arc<Connection>,
+    agent: RpcClient,
+    state: Arc<Mutex<State>>,
+}
+
+/// The agent's dialogs, asked of the ACP host where ACP can ask.
+#[derive(Debug, Clone)]
+pub struct AcpDialogs {
+    conn: Arc<Connection>,
+    state: Arc<Mutex<State>>,
+}
+
+impl AcpDialogs {
+    /// Dialogs for the host on `conn`.
+    pub fn new(conn: Arc<Connection>) -> Self {
+        Self {
+            conn,
+            state: Arc::default(),
+        }
+    }
+}
+
+impl RpcHostHandler for AcpDialogs {
+    fn dialog(&self, dialog: RpcDialog) -> BoxFuture<'_, DialogAnswer> {
+        async move {
+            let Some(session) = lock(&self.state).session.clone() else { return DialogAnswer::Cancelled };
+            if dialog.method != "confirm" {
+                tracing::warn!("the agent opened a `{}` dialog ({}); ACP has no such request, so it is dismissed", dialog.method, dialog.title);
+                return DialogAnswer::Cancelled;
+            }
+            let title = match &dialog.message {
+                Some(message) if !message.is_empty() => format!("{}: {message}", dialog.title),
+                _ => dialog.title.clone(),
+            };
+            let call = ToolCallUpdate::new(ToolCallId(format!("dialog-{}", dialog.id))).with_title(title);
+            let options = vec![
+                PermissionOption::new(PermissionOptionKind::AllowOnce, "Allow", PermissionOptionId("allow".into())),
+                PermissionOption::new(PermissionOptionKind::RejectOnce, "Reject", PermissionOptionId("reject".into())),
+            ];
+            let request = RequestPermissionRequest::new(options, SessionId(session), call);
+            let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&request).await;
+            let answer = match pending.wait(None, None).await {
+                Reply::Answered(Ok(result)) => serde_json::from_value::<RequestPermissionResponse>(result).ok().map(|r| r.outcome),
+                Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned => None,
+            };
+            match answer {
+                Some(RequestPermissionOutcome::Selected { option_id, .. }) => DialogAnswer::Confirmed(option_id.0 == "allow"),
+                Some(RequestPermissionOutcome::Cancelled) | None => DialogAnswer::Cancelled,
+            }
+        }
+        .boxed()
+    }
+}
+
+impl AcpOverRpc {
+    /// The server for the host on `conn`, driving `agent`; `dialogs` must be the handler the
+    /// agent's client was connected with (they share the session).
+    pub fn new(conn: Arc<Connection>, agent: RpcClient, dialogs: &AcpDialogs) -> Self {
+        Self {
+            conn,
+            agent,
+            state: dialogs.state.clone(),
+        }
+    }
+
+    /// Forwards the agent's events to the host until the agent's output ends; then every
+    /// prompt still running ends (with an error: the agent is gone).
+    pub async fn pump(&self, mut events: RpcEvents) {
+        while let Some(frame) = events.next().await {
+            self.forward(&frame).await;
+        }
+        lock(&self.state).turn.done.take();
+    }
+
+    async fn forward(&self, frame: &RpcAgentFrame) {
+        let Some(session) = lock(&self.state).session.clone() else {
+            return;
+        };
+        let updates = match frame.kind() {
+            "message_update" => frame
+                .parse::<MessageUpdate>()
+                .ok()
+                .and_then(|m| m.update())
+                .into_iter()
+                .collect(),
+            "tool_execution_start" => frame
+                .parse::<ToolStart>()
+                .map(|t| vec![t.update()])
+                .unwrap_or_default(),
+            "tool_execution_update" => frame
+                .parse::<ToolProgress>()
+                .map(|t| vec![t.update()])
+                .unwrap_or_default(),
+            "tool_execution_end" => frame
+                .parse::<ToolEnd>()
+                .map(|t| vec![t.update()])
+                .unwrap_or_default(),
+            "agent_end" => {
+                if let Some(done) = lock(&self.state).turn.done.take() {
+                    let _ = done.send(());
+                }
+                Vec::new()
+            }
+            // Runs, turns, messages' starts and ends (their text was streamed), queues and the
+            // agent's notices have no ACP update.
+            _ => Vec::new(),
+        };
+        for update in updates {
+            self.conn
+                .peer()
+                .notify::<methods::SessionUpdate>(&SessionNotification::new(
+                    SessionId(session.clone()),
+                    update,
+                ))
+                .await;
+        }
+    }
+
+    fn live(&self, session: &SessionId) -> Result<(), Error> {
+        match &lock(&self.state).session {
+            Some(live) if *live == session.0 => Ok(()),
+            Some(_) => Err(Error::resource_not_found(format!("Session {} ended: the agent behind this bridge has one session at a time and a later session/new replaced it", session.0))),
+            None => Err(Error::resource_not_found(format!("No session {}; call session/new first", session.0))),
+        }
+    }
+}
+
+fn refused(method: &str) -> Error {
+    Error::method_not_found(format!("{method} is not available: the agent behind this bridge speaks the pi/omp JSONL dialect, which has no such command"))
+}
+
+fn agent_error(e: crate::client::ClientError) -> Error {
+    Error::internal(format!("agent: {e}"))
+}
+
+impl AcpAgentHandler for AcpOverRpc {
+    async fn initialize(&self, _params: InitializeRequest) -> Result<InitializeResponse, Error> {
+        // The default capabilities are what the JSONL dialect can carry: no session loading,
+        // listing or resuming, text prompts only.
+        Ok(InitializeResponse::new(ProtocolVersion(1)).with_agent_info(
+            Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION"))
+                .with_title("agentwire bridge (pi/omp JSONL agent)".to_owned()),
+        ))
+    }
+
+    async fn session_new(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+        let first = lock(&self.state).opened == 0;
+        if !first {
+            if lock(&self.state).turn.done.is_some() {
+                return Err(Error::internal("A prompt is running; the agent behind this bridge has one session at a time, so session/new waits for it to end"));
+            }
+            self.agent
+                .request(&NewSessionCommand::default())
+                .await
+                .map_err(agent_error)?;
+        }
+        let mut state = lock(&self.state);
+        state.opened += 1;
+        let id = format!("bridge-{}", state.opened);
+        state.session = Some(id.clone());
+        Ok(NewSessionResponse::new(SessionId(id)))
+    }
+
+    async fn session_load(
+        &self,
+        _params: LoadSessionRequest,
+    ) -> Result<LoadSessionResponse, Error> {
+        Err(refused("session/load"))
+    }
+
+    async fn session_list(
+        &self,
+        _params: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, Error> {
+        Err(refused("session/list"))
+    }
+
+    async fn session_resume(
+        &self,
+        _params: ResumeSessionRequest,
+    ) -> Result<ResumeSessionResponse, Error> {
+        Err(refused("session/resume"))
+    }
+
+    async fn session_set_mode(
+        &self,
+        _params: SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, Error> {
+        Err(Error::invalid_params(
+            "The bridge offers no session modes (the pi/omp JSONL dialect has none)",
+        ))
+    }
+
+    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
+        self.live(&params.session_id)?;
+        let mut text = String::new();
+        for block in &params.prompt {
+            match block {
+                ContentBlock::Text { text: t, .. } => text.push_str(t),
+                ContentBlock::ResourceLink { uri, .. } => {
+                    text.push_str(uri);
+                }
+                ContentBlock::Image { .. }
+                | ContentBlock::Audio { .. }
+                | ContentBlock::Resource { .. } => {
+                    return Err(Error::invalid_params("The bridge carries text prompts only (promptCapabilities): images, audio and embedded resources have no JSONL counterpart here"));
+                }
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = lock(&self.state);
+            if state.turn.done.is_some() {
+                return Err(Error::internal("A prompt is already running in this session; wait for it or send session/cancel"));
+            }
+            state.turn = Turn {
+                done: Some(tx),
+                cancelled: false,
+            };
+        }
+        if let Err(e) = self.agent.request(&PromptCommand::new(text)).await {
+            lock(&self.state).turn.done.take();
+            return Err(agent_error(e));
+        }
+        let ended = rx.await.is_ok();
+        let cancelled = std::mem::take(&mut lock(&self.state).turn.cancelled);
+        match (ended, cancelled) {
+            (_, true) => Ok(PromptResponse::new(StopReason::Cancelled)),
+            (true, false) => Ok(PromptResponse::new(StopReason::EndTurn)),
+            (false, false) => Err(Error::internal("The agent exited before the prompt ended")),
+        }
+    }
+}
+
+impl Service for AcpOverRpc {
+    type Side = AcpAgentSide;
+
+    fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    fn notified(&self, notification: AcpAgentNotification) {
+        match notification {
+            AcpAgentNotification::SessionCancel(n) => {
+                let running = {
+                    let mut state = lock(&self.state);
+                    let running = state.session.as_deref() == Some(n.session_id.0.as_str())
+                        && state.turn.done.is_some();
+                    state.turn.cancelled |= running;
+                    running
+                };
+                if running {
+                    let agent = self.agent.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = agent.request(&AbortCommand::default()).await {
+                            tracing::warn!("cancel: the agent refused `abort`: {e}");
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    fn end_of_input(&self) -> BoxFuture<'static, ()> {
+        // Host EOF: the agent's input closes; the prompts end when it does.
+        self.agent.close();
+        async {}.boxed()
+    }
+}
+
+/// The text of a JSONL tool result (`{content: [{type: "text", text}]}`).
+fn result_text(result: &Value) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// `message_update`: only its streamed step matters here.
+#[derive(Deserialize)]
+struct MessageUpdate {
+    #[serde(rename = "assistantMessageEvent")]
+    event: Option<StreamStep>,
+}
+
+#[derive(Deserialize)]
+struct StreamStep {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    delta: String,
+}
+
+impl MessageUpdate {
+    fn update(self) -> Option<SessionUpdate> {
+        let step = self.event?;
+        match step.kind.as_str() {
+            "text_delta" => Some(SessionUpdate::AgentMessageChunk {
+                content: text_block(step.delta),
+                message_id: None,
+                meta: None,
+            }),
+            "thinking_delta" => Some(SessionUpdate::AgentThoughtChunk {
+                content: text_block(step.delta),
+                message_id: None,
+                meta: None,
+            }),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ToolStart {
+    #[serde(rename = "toolCallId")]
+    id: String,
+    #[serde(rename = "toolName")]
+    name: String,
+    #[serde(default)]
+    args: Map<String, Value>,
+}
+
+impl ToolStart {
+    fn update(self) -> SessionUpdate {
+        SessionUpdate::ToolCall {
+            content: Vec::new(),
+            kind: Some(tool_kind(&self.name)),
+            locations: Vec::new(),
+            meta: None,
+            title: tool_title(&self.name, &self.args),
+            name: Some(self.name),
+            raw_input: Some(Value::Object(self.args)),
+            raw_output: None,
+            status: Some(ToolCallStatus::InProgress),
+            tool_call_id: ToolCallId(self.id),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ToolProgress {
+    #[serde(rename = "toolCallId")]
+    id: String,
+    #[serde(rename = "partialResult", default)]
+    partial: Value,
+}
+
+impl ToolProgress {
+    fn update(self) -> SessionUpdate {
+        let mut update = crate::dialect::acp::project::call_update(&self.id);
+        if let SessionUpdate::ToolCallUpdate { content, .. } = &mut update {
+            *content = Some(vec![ToolCallContent::Content {
+                content: text_block(result_text(&self.partial)),
+                meta: None,
+            }]);
+        }
+        update
+    }
+}
+
+#[derive(Deserialize)]
+struct ToolEnd {
+    #[serde(rename = "toolCallId")]
+    id: String,
+    #[serde(default)]
+    result: Value,
+    #[serde(rename = "isError", default)]
+    is_error: bool,
+}
+
+impl ToolEnd {
+    fn update(self) -> SessionUpdate {
+        let mut update = crate::dialect::acp::project::call_update(&self.id);
+        if let SessionUpdate::ToolCallUpdate {
+            content,
+            status,
+            raw_output,
+            ..
+        } = &mut update
+        {
+            *content = Some(vec![ToolCallContent::Content {
+                content: text_block(result_text(&self.result)),
+                meta: None,
+            }]);
+            *status = Some(if self.is_error {
+                ToolCallStatus::Failed
+            } else {
+                ToolCallStatus::Completed
+            });
+            *raw_output = Some(self.result);
+        }
+        update
+    }
+}
