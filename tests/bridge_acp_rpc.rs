@@ -1,0 +1,227 @@
+//! `agentwire bridge --serve acp` in front of a JSONL agent (`agentwire --mode rpc` on its
+//! offline model): the ACP host's view of prompts, streamed text, tool calls, cancel, the
+//! refused methods, host EOF and the agent dying. Every frame the bridge writes is checked
+//! against the vendored ACP schema.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use agentwire::protocol::acp::acp_validator;
+use serde_json::{json, Value};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+struct Bridge {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    frames: Receiver<Value>,
+    _dir: tempfile::TempDir,
+}
+
+impl Bridge {
+    /// The bridge in front of `agentwire --mode rpc` playing `script`.
+    fn start(script: &[Value], extra: &[&str]) -> Bridge {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("script.jsonl");
+        std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+        let bin = env!("CARGO_BIN_EXE_agentwire");
+        let mut cmd = Command::new(bin);
+        cmd.arg("bridge").arg("--serve").arg("acp").args(extra).arg("--").arg(bin).args(["--mode", "rpc", "--no-session", "--cwd"]).arg(dir.path());
+        cmd.arg("--config-dir").arg(dir.path()).arg("--model-script").arg(&path);
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+            cmd.env_remove(var);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                if let Err(e) = acp_validator().validate_outbound(&frame, None) {
+                    panic!("invalid ACP frame from the bridge: {e}\n{line}");
+                }
+                if tx.send(frame).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Bridge { child, stdin, frames: rx, _dir: dir }
+    }
+
+    fn send(&mut self, frame: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{frame}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn next(&mut self) -> Option<Value> {
+        self.frames.recv_timeout(TIMEOUT).ok()
+    }
+
+    /// Frames up to and including the answer to `id`.
+    fn until_answer(&mut self, id: u64) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let frame = self.next().unwrap_or_else(|| panic!("no answer to {id}; seen: {seen:#?}"));
+            let done = frame["id"] == json!(id) && frame.get("method").is_none();
+            seen.push(frame);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Vec<Value> {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.until_answer(id)
+    }
+
+    /// `initialize` and `session/new`; the session id.
+    fn open(&mut self) -> String {
+        let init = self.request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+        assert_eq!(init.last().unwrap()["result"]["protocolVersion"], 1);
+        let new = self.request(2, "session/new", json!({"cwd": "/", "mcpServers": []}));
+        new.last().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    /// Pids of the bridge's children (the agent).
+    fn agent_pid(&self) -> u32 {
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children", pid = self.child.id())).unwrap_or_default();
+        children.split_whitespace().next().and_then(|p| p.parse().ok()).expect("the bridge has an agent child")
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn updates<'a>(frames: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    frames.iter().filter(|f| f["method"] == "session/update" && f["params"]["update"]["sessionUpdate"] == kind).map(|f| &f["params"]["update"]).collect()
+}
+
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"))
+}
+
+#[test]
+fn a_prompt_streams_as_agent_message_chunks_and_ends_end_turn() {
+    let mut bridge = Bridge::start(&[json!({"text": "desserts are stressed"})], &[]);
+    let session = bridge.open();
+    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}));
+    let text: String = updates(&frames, "agent_message_chunk").iter().map(|u| u["content"]["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "desserts are stressed");
+    assert!(updates(&frames, "agent_message_chunk").len() > 1, "streamed in several chunks");
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+#[test]
+fn the_dialect_can_be_given_instead_of_detected() {
+    let mut bridge = Bridge::start(&[json!({"text": "given"})], &["--agent-dialect", "rpc"]);
+    let session = bridge.open();
+    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}));
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+#[test]
+fn a_bash_tool_call_arrives_as_tool_call_then_a_completed_update_with_its_output() {
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo bridged-output"}}]}), json!({"text": "done"})];
+    let mut bridge = Bridge::start(&script, &[]);
+    let session = bridge.open();
+    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}));
+    let calls = updates(&frames, "tool_call");
+    assert_eq!(calls.len(), 1, "{frames:#?}");
+    assert_eq!((&calls[0]["toolCallId"], &calls[0]["kind"], &calls[0]["title"]), (&json!("b1"), &json!("execute"), &json!("echo bridged-output")));
+    let done: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
+    assert_eq!(done.len(), 1, "{frames:#?}");
+    assert!(done[0]["content"][0]["content"]["text"].as_str().unwrap().contains("bridged-output"), "{:#}", done[0]);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+#[test]
+fn session_cancel_during_a_slow_reply_ends_the_prompt_cancelled() {
+    let mut bridge = Bridge::start(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[]);
+    let session = bridge.open();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    // The first chunk shows the reply is under way.
+    loop {
+        let frame = bridge.next().expect("a chunk");
+        if frame["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            break;
+        }
+    }
+    let asked = Instant::now();
+    bridge.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+    let frames = bridge.until_answer(3);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled");
+    assert!(asked.elapsed() < Duration::from_secs(5), "cancelled after {:?}", asked.elapsed());
+}
+
+#[test]
+fn what_the_jsonl_dialect_lacks_is_refused_naming_it() {
+    let mut bridge = Bridge::start(&[], &[]);
+    let session = bridge.open();
+    for (id, method) in [(3, "session/load"), (4, "session/list"), (5, "session/resume")] {
+        let params = match method {
+            "session/list" => json!({}),
+            _ => json!({"sessionId": session, "cwd": "/", "mcpServers": []}),
+        };
+        let answer = bridge.request(id, method, params).pop().unwrap();
+        let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
+        assert!(message.contains(method) && message.contains("JSONL"), "{message}");
+    }
+    let image = bridge.request(6, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]})).pop().unwrap();
+    assert!(image["error"]["message"].as_str().unwrap().contains("text prompts only"), "{image}");
+}
+
+#[test]
+fn host_eof_ends_the_bridge_and_its_agent_within_3_s() {
+    let mut bridge = Bridge::start(&[], &[]);
+    bridge.open();
+    let agent = bridge.agent_pid();
+    let closed = Instant::now();
+    bridge.stdin.take();
+    let status = loop {
+        if let Some(status) = bridge.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(closed.elapsed() < Duration::from_secs(3), "the bridge still runs 3 s after host EOF");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    while running(agent) {
+        assert!(closed.elapsed() < Duration::from_secs(3), "the agent still runs 3 s after host EOF");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_agent_dying_answers_the_prompt_in_flight_with_an_error_and_exits_non_zero() {
+    let mut bridge = Bridge::start(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[]);
+    let session = bridge.open();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    loop {
+        if bridge.next().expect("a chunk")["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            break;
+        }
+    }
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(i32::try_from(bridge.agent_pid()).unwrap(), libc::SIGKILL) };
+    let answer = bridge.until_answer(3).pop().unwrap();
+    assert!(answer["error"]["message"].as_str().unwrap().contains("exited"), "{answer}");
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = bridge.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the bridge outlived its agent");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1));
+}
