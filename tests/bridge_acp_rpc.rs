@@ -3,112 +3,12 @@
 //! refused methods, host EOF and the agent dying. Every frame the bridge writes is checked
 //! against the vendored ACP schema.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+mod common;
+
 use std::time::{Duration, Instant};
 
-use agentwire::protocol::acp::acp_validator;
-use serde_json::{json, Value};
-
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-struct Bridge {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    frames: Receiver<Value>,
-    _dir: tempfile::TempDir,
-}
-
-impl Bridge {
-    /// The bridge in front of `agentwire --mode rpc` playing `script`.
-    fn start(script: &[Value], extra: &[&str]) -> Bridge {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("script.jsonl");
-        std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
-        let bin = env!("CARGO_BIN_EXE_agentwire");
-        let mut cmd = Command::new(bin);
-        cmd.arg("bridge").arg("--serve").arg("acp").args(extra).arg("--").arg(bin).args(["--mode", "rpc", "--no-session", "--cwd"]).arg(dir.path());
-        cmd.arg("--config-dir").arg(dir.path()).arg("--model-script").arg(&path);
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
-            cmd.env_remove(var);
-        }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-                if let Err(e) = acp_validator().validate_outbound(&frame, None) {
-                    panic!("invalid ACP frame from the bridge: {e}\n{line}");
-                }
-                if tx.send(frame).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Bridge { child, stdin, frames: rx, _dir: dir }
-    }
-
-    fn send(&mut self, frame: Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{frame}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn next(&mut self) -> Option<Value> {
-        self.frames.recv_timeout(TIMEOUT).ok()
-    }
-
-    /// Frames up to and including the answer to `id`.
-    fn until_answer(&mut self, id: u64) -> Vec<Value> {
-        let mut seen = Vec::new();
-        loop {
-            let frame = self.next().unwrap_or_else(|| panic!("no answer to {id}; seen: {seen:#?}"));
-            let done = frame["id"] == json!(id) && frame.get("method").is_none();
-            seen.push(frame);
-            if done {
-                return seen;
-            }
-        }
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Vec<Value> {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.until_answer(id)
-    }
-
-    /// `initialize` and `session/new`; the session id.
-    fn open(&mut self) -> String {
-        let init = self.request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
-        assert_eq!(init.last().unwrap()["result"]["protocolVersion"], 1);
-        let new = self.request(2, "session/new", json!({"cwd": "/", "mcpServers": []}));
-        new.last().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned()
-    }
-
-    /// Pids of the bridge's children (the agent).
-    fn agent_pid(&self) -> u32 {
-        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children", pid = self.child.id())).unwrap_or_default();
-        children.split_whitespace().next().and_then(|p| p.parse().ok()).expect("the bridge has an agent child")
-    }
-}
-
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn updates<'a>(frames: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["method"] == "session/update" && f["params"]["update"]["sessionUpdate"] == kind).map(|f| &f["params"]["update"]).collect()
-}
-
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"))
-}
+use common::bridge::{running, updates, Bridge, TIMEOUT};
+use serde_json::json;
 
 #[test]
 fn a_prompt_streams_as_agent_message_chunks_and_ends_end_turn() {

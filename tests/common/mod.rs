@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod bridge;
 pub mod fake_llm;
 pub mod wire;
 
