@@ -1,7 +1,7 @@
 //! pi 0.73.1 (npm `@mariozechner/pi-coding-agent`, installed in tests/pi-host by
 //! scripts/setup-clients) behind `agentwire bridge --serve acp`, its one model served by the
 //! fake OpenAI-compatible server on 127.0.0.1: an ACP host's prompt, streamed reply, `bash`
-//! tool call, cancel and EOF.
+//! tool call, cancel and EOF; and behind `bridge --serve wire`, a wire host's streamed turn.
 //!
 //! Opt-in (`AGENTWIRE_BRIDGE_PI=1`, which scripts/test sets after installing pi): a plain
 //! `cargo test` needs no node.
@@ -25,6 +25,11 @@ fn pi() -> Option<PathBuf> {
 
 /// The bridge in front of `pi --mode rpc --no-session`, its model playing `script`.
 fn start(pi: &Path, script: Vec<Value>) -> (Bridge, FakeLlm) {
+    start_serving("acp", pi, script)
+}
+
+/// The bridge serving `serve` in front of pi, its model playing `script`.
+fn start_serving(serve: &str, pi: &Path, script: Vec<Value>) -> (Bridge, FakeLlm) {
     let llm = FakeLlm::from_script(script).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let agent_dir = dir.path().join(".pi/agent");
@@ -40,7 +45,7 @@ fn start(pi: &Path, script: Vec<Value>) -> (Bridge, FakeLlm) {
         ("LANG", "C.UTF-8".into()),
     ];
     let agent: Vec<OsString> = vec![pi.into(), "--mode".into(), "rpc".into(), "--no-session".into()];
-    (Bridge::spawn(&[], &agent, &env, dir), llm)
+    (Bridge::spawn(serve, &[], &agent, &env, dir), llm)
 }
 
 #[test]
@@ -100,4 +105,18 @@ fn pi_host_eof_ends_the_bridge_and_pi_within_3_s() {
         assert!(closed.elapsed() < Duration::from_secs(3), "the bridge or pi still runs 3 s after host EOF");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn pi_behind_serve_wire_streams_content_parts_and_finishes() {
+    let Some(pi) = pi() else { return eprintln!("skipped: set AGENTWIRE_BRIDGE_PI=1 (scripts/test does)") };
+    let (mut bridge, _llm) = start_serving("wire", &pi, vec![json!({"text": "wired from pi"})]);
+    let init = bridge.request(1, "initialize", json!({"protocol_version": "1.10"}));
+    assert_eq!(init.last().unwrap()["result"]["protocol_version"], "1.10", "{init:#?}");
+    let frames = bridge.request(2, "prompt", json!({"user_input": "hi"}));
+    let events: Vec<&Value> = frames.iter().filter(|f| f["method"] == "event").map(|f| &f["params"]).collect();
+    let text: String = events.iter().filter(|e| e["type"] == "ContentPart" && e["payload"]["type"] == "text").map(|e| e["payload"]["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "wired from pi", "{frames:#?}");
+    assert_eq!((events.first().unwrap()["type"].as_str(), events.last().unwrap()["type"].as_str()), (Some("TurnBegin"), Some("TurnEnd")));
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
 }

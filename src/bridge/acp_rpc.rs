@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::rpc_events::{step, Step};
 use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
 use crate::dialect::acp::project::{text_block, tool_kind, tool_title};
 use crate::dialect::acp::AcpAgentSide;
@@ -138,46 +138,15 @@ impl AcpOverRpc {
     }
 
     async fn forward(&self, frame: &RpcAgentFrame) {
-        let Some(session) = lock(&self.state).session.clone() else {
-            return;
-        };
-        let updates = match frame.kind() {
-            "message_update" => frame
-                .parse::<MessageUpdate>()
-                .ok()
-                .and_then(|m| m.update())
-                .into_iter()
-                .collect(),
-            "tool_execution_start" => frame
-                .parse::<ToolStart>()
-                .map(|t| vec![t.update()])
-                .unwrap_or_default(),
-            "tool_execution_update" => frame
-                .parse::<ToolProgress>()
-                .map(|t| vec![t.update()])
-                .unwrap_or_default(),
-            "tool_execution_end" => frame
-                .parse::<ToolEnd>()
-                .map(|t| vec![t.update()])
-                .unwrap_or_default(),
-            "agent_end" => {
-                if let Some(done) = lock(&self.state).turn.done.take() {
-                    let _ = done.send(());
-                }
-                Vec::new()
+        let Some(session) = lock(&self.state).session.clone() else { return };
+        let Some(step) = step(frame) else { return };
+        if step == Step::End {
+            if let Some(done) = lock(&self.state).turn.done.take() {
+                let _ = done.send(());
             }
-            // Runs, turns, messages' starts and ends (their text was streamed), queues and the
-            // agent's notices have no ACP update.
-            _ => Vec::new(),
-        };
-        for update in updates {
-            self.conn
-                .peer()
-                .notify::<methods::SessionUpdate>(&SessionNotification::new(
-                    SessionId(session.clone()),
-                    update,
-                ))
-                .await;
+        }
+        if let Some(update) = acp_update(step) {
+            self.conn.peer().notify::<methods::SessionUpdate>(&SessionNotification::new(SessionId(session), update)).await;
         }
     }
 
@@ -333,131 +302,41 @@ impl Service for AcpOverRpc {
     }
 }
 
-/// The text of a JSONL tool result (`{content: [{type: "text", text}]}`).
-fn result_text(result: &Value) -> String {
-    result
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|block| block.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("")
-}
-
-/// `message_update`: only its streamed step matters here.
-#[derive(Deserialize)]
-struct MessageUpdate {
-    #[serde(rename = "assistantMessageEvent")]
-    event: Option<StreamStep>,
-}
-
-#[derive(Deserialize)]
-struct StreamStep {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    delta: String,
-}
-
-impl MessageUpdate {
-    fn update(self) -> Option<SessionUpdate> {
-        let step = self.event?;
-        match step.kind.as_str() {
-            "text_delta" => Some(SessionUpdate::AgentMessageChunk {
-                content: text_block(step.delta),
-                message_id: None,
-                meta: None,
-            }),
-            "thinking_delta" => Some(SessionUpdate::AgentThoughtChunk {
-                content: text_block(step.delta),
-                message_id: None,
-                meta: None,
-            }),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct ToolStart {
-    #[serde(rename = "toolCallId")]
-    id: String,
-    #[serde(rename = "toolName")]
-    name: String,
-    #[serde(default)]
-    args: Map<String, Value>,
-}
-
-impl ToolStart {
-    fn update(self) -> SessionUpdate {
-        SessionUpdate::ToolCall {
+/// The ACP update for a step of the agent's run (`None`: ACP has none for it).
+fn acp_update(step: Step) -> Option<SessionUpdate> {
+    let call_update = crate::dialect::acp::project::call_update;
+    Some(match step {
+        Step::Text(text) => SessionUpdate::AgentMessageChunk { content: text_block(text), message_id: None, meta: None },
+        Step::Thinking(text) => SessionUpdate::AgentThoughtChunk { content: text_block(text), message_id: None, meta: None },
+        Step::ToolStart { id, name, args } => SessionUpdate::ToolCall {
             content: Vec::new(),
-            kind: Some(tool_kind(&self.name)),
+            kind: Some(tool_kind(&name)),
             locations: Vec::new(),
             meta: None,
-            title: tool_title(&self.name, &self.args),
-            name: Some(self.name),
-            raw_input: Some(Value::Object(self.args)),
+            title: tool_title(&name, &args),
+            name: Some(name),
+            raw_input: Some(Value::Object(args)),
             raw_output: None,
             status: Some(ToolCallStatus::InProgress),
-            tool_call_id: ToolCallId(self.id),
+            tool_call_id: ToolCallId(id),
+        },
+        Step::ToolProgress { id, text } => {
+            let mut update = call_update(&id);
+            if let SessionUpdate::ToolCallUpdate { content, .. } = &mut update {
+                *content = Some(vec![ToolCallContent::Content { content: text_block(text), meta: None }]);
+            }
+            update
         }
-    }
-}
-
-#[derive(Deserialize)]
-struct ToolProgress {
-    #[serde(rename = "toolCallId")]
-    id: String,
-    #[serde(rename = "partialResult", default)]
-    partial: Value,
-}
-
-impl ToolProgress {
-    fn update(self) -> SessionUpdate {
-        let mut update = crate::dialect::acp::project::call_update(&self.id);
-        if let SessionUpdate::ToolCallUpdate { content, .. } = &mut update {
-            *content = Some(vec![ToolCallContent::Content {
-                content: text_block(result_text(&self.partial)),
-                meta: None,
-            }]);
+        Step::ToolEnd { id, text, result, is_error } => {
+            let mut update = call_update(&id);
+            if let SessionUpdate::ToolCallUpdate { content, status, raw_output, .. } = &mut update {
+                *content = Some(vec![ToolCallContent::Content { content: text_block(text), meta: None }]);
+                *status = Some(if is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
+                *raw_output = Some(result);
+            }
+            update
         }
-        update
-    }
-}
-
-#[derive(Deserialize)]
-struct ToolEnd {
-    #[serde(rename = "toolCallId")]
-    id: String,
-    #[serde(default)]
-    result: Value,
-    #[serde(rename = "isError", default)]
-    is_error: bool,
-}
-
-impl ToolEnd {
-    fn update(self) -> SessionUpdate {
-        let mut update = crate::dialect::acp::project::call_update(&self.id);
-        if let SessionUpdate::ToolCallUpdate {
-            content,
-            status,
-            raw_output,
-            ..
-        } = &mut update
-        {
-            *content = Some(vec![ToolCallContent::Content {
-                content: text_block(result_text(&self.result)),
-                meta: None,
-            }]);
-            *status = Some(if self.is_error {
-                ToolCallStatus::Failed
-            } else {
-                ToolCallStatus::Completed
-            });
-            *raw_output = Some(self.result);
-        }
-        update
-    }
+        // Turns have no ACP update; the run's end answers the prompt.
+        Step::TurnStart | Step::End => return None,
+    })
 }

@@ -1,7 +1,9 @@
 //! `agentwire bridge --serve <dialect> [--agent-dialect <dialect>] -- <agent command…>`: one
 //! dialect to the host on stdio, another to an agent subprocess (docs/bridge.md).
 //!
-//! - [`acp_rpc`]: ACP to the host, the pi/omp JSONL dialect to the agent.
+//! - [`acp_rpc`]: ACP to the host, the pi/omp JSONL dialect to the agent;
+//! - [`wire_rpc`]: kimi's wire to the host, the pi/omp JSONL dialect to the agent;
+//! - [`rpc_events`]: a JSONL agent's events, read leniently.
 //!
 //! Lifecycle: the agent runs in its own process group and dies with us
 //! ([`crate::client::process`]). Host EOF → the agent's input closes, it is waited for
@@ -10,23 +12,27 @@
 //! request in flight is answered with an error, and the bridge exits non-zero.
 
 pub mod acp_rpc;
+pub mod rpc_events;
+pub mod wire_rpc;
 
 use std::ffi::OsString;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::BufReader;
+use tokio::process::ChildStdout;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::detect::{connect_as, detect, Handshake, DETECT_TIMEOUT};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
-use crate::client::{AgentProcess, Detected, Dialect, RpcClient, DEFAULT_EXIT_GRACE};
-use crate::jsonrpc::Connection;
+use crate::client::{AgentProcess, Detected, Dialect, NoHost, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
+use crate::jsonrpc::{Connection, Service};
 use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
 use crate::protocol::{WireClientInfo, WireInitializeParams};
 use crate::transport::until::UntilCancelled;
-use crate::transport::{spawn_blocking_writer, spawn_writer, stdout_sink, LineReader};
+use crate::transport::{spawn_blocking_writer, spawn_writer, stdout_sink, LineReader, Outbox};
 
 /// Bytes of frames that may wait for a slow host or agent.
 const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
@@ -93,7 +99,8 @@ pub async fn run(options: BridgeOptions) -> u8 {
         eprintln!("agentwire bridge: the agent's stdio is not piped");
         return 1;
     };
-    let (agent_out, agent_writer) = spawn_writer(stdin, OUTBOUND_BUDGET);
+    // The writer ends when the client closes the agent's input (or the agent is gone).
+    let (agent_out, _agent_writer) = spawn_writer(stdin, OUTBOUND_BUDGET);
     let mut lines = LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES);
     let handshake = handshake();
     let detected = match options.agent_dialect {
@@ -112,77 +119,112 @@ pub async fn run(options: BridgeOptions) -> u8 {
         }
     };
     tracing::info!("the agent speaks {}", detected.dialect().name());
-    match (options.serve, &detected) {
-        (Dialect::Acp, Detected::Rpc { .. }) => {}
-        (serve, detected) => {
-            eprintln!(
-                "agentwire bridge: serving {} in front of a {} agent is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp in front of an rpc agent",
-                serve.name(),
-                detected.dialect().name()
-            );
-            drop(agent_out);
-            let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
-            return 2;
-        }
-    }
-
     let (host_out, host_writer) = match stdout_sink() {
         Ok(file) => spawn_blocking_writer(file, OUTBOUND_BUDGET),
         Err(_) => spawn_writer(tokio::io::stdout(), OUTBOUND_BUDGET),
     };
     let conn = Arc::new(Connection::new(host_out));
-    let dialogs = acp_rpc::AcpDialogs::new(conn.clone());
-    let (client, events) = RpcClient::over(lines, agent_out, dialogs.clone());
-    let server = Arc::new(acp_rpc::AcpOverRpc::new(conn, client.clone(), &dialogs));
-    let stop = CancellationToken::new();
-    let input = UntilCancelled::new(
-        BufReader::with_capacity(64 * 1024, tokio::io::stdin()),
-        stop.clone(),
-    );
-    let pump = tokio::spawn({
-        let server = server.clone();
-        async move { server.pump(events).await }
-    });
-    let mut agent_died = None;
-    let alive = Arc::new(AtomicBool::new(true));
-    let signals = forward_signals(agent.id(), alive.clone(), stop.clone());
-    tokio::pin!(signals);
-    {
-        let serve = crate::jsonrpc::serve(&*server, input, options.max_line_bytes, ANSWER_GRACE);
-        tokio::pin!(serve);
-        loop {
-            tokio::select! {
-                () = &mut serve => break,
-                status = agent.wait(), if agent_died.is_none() => {
-                    // The agent is gone: its output ended, so every prompt in flight ends with an
-                    // error; our input ends so the serve loop answers what is left and returns.
-                    let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
-                    eprintln!("agentwire bridge: the agent exited ({status})");
-                    alive.store(false, Ordering::SeqCst);
-                    agent_died = Some(status);
-                    stop.cancel();
-                }
-                () = &mut signals => {}
-            }
+    let link = Link { agent, lines, agent_out, max_line_bytes: options.max_line_bytes };
+    let code = match (options.serve, &detected) {
+        (Dialect::Acp, Detected::Rpc { .. }) => {
+            let dialogs = acp_rpc::AcpDialogs::new(conn.clone());
+            link.serve(dialogs.clone(), |client| acp_rpc::AcpOverRpc::new(conn, client, &dialogs)).await
         }
-    }
-    client.close();
-    drop(client);
-    alive.store(false, Ordering::SeqCst);
-    let code = match (agent_died, agent.shutdown(DEFAULT_EXIT_GRACE).await) {
-        (Some(_), _) => 1,
-        (None, Ok(_)) => 0,
-        (None, Err(e)) => {
-            eprintln!("agentwire bridge: {e}");
-            1
+        (Dialect::Wire, Detected::Rpc { .. }) => link.serve(NoHost, |client| wire_rpc::WireOverRpc::new(conn, client)).await,
+        (serve, detected) => {
+            eprintln!(
+                "agentwire bridge: serving {} in front of a {} agent is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent",
+                serve.name(),
+                detected.dialect().name()
+            );
+            drop(conn);
+            drop(link.agent_out);
+            let _ = link.agent.shutdown(DEFAULT_EXIT_GRACE).await;
+            2
         }
     };
-    // The agent is gone, so its output has ended and the pump with it.
-    let _ = pump.await;
-    drop(server);
-    agent_writer.abort();
     let _ = tokio::time::timeout(ANSWER_GRACE, host_writer).await;
     code
+}
+
+/// A front the bridge serves to the host: a JSON-RPC service that also forwards the
+/// agent's events.
+trait Front: Service + Send + Sync + 'static {
+    /// Forwards the agent's events until its output ends.
+    fn pump(&self, events: RpcEvents) -> impl Future<Output = ()> + Send + '_;
+}
+
+impl Front for acp_rpc::AcpOverRpc {
+    fn pump(&self, events: RpcEvents) -> impl Future<Output = ()> + Send + '_ {
+        acp_rpc::AcpOverRpc::pump(self, events)
+    }
+}
+
+impl Front for wire_rpc::WireOverRpc {
+    fn pump(&self, events: RpcEvents) -> impl Future<Output = ()> + Send + '_ {
+        wire_rpc::WireOverRpc::pump(self, events)
+    }
+}
+
+/// The agent process and its detected JSONL connection.
+struct Link {
+    agent: AgentProcess,
+    lines: LineReader<BufReader<ChildStdout>>,
+    agent_out: Outbox,
+    max_line_bytes: usize,
+}
+
+impl Link {
+    /// Serves the front `make` builds over the agent's client until host EOF, a signal or the
+    /// agent's death; returns the exit code.
+    async fn serve<F: Front>(self, host: impl RpcHostHandler, make: impl FnOnce(RpcClient) -> F) -> u8 {
+        let Link { mut agent, lines, agent_out, max_line_bytes } = self;
+        let (client, events) = RpcClient::over(lines, agent_out, host);
+        let server = Arc::new(make(client.clone()));
+        let stop = CancellationToken::new();
+        let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone());
+        let pump = tokio::spawn({
+            let server = server.clone();
+            async move { server.pump(events).await }
+        });
+        let mut agent_died = None;
+        let alive = Arc::new(AtomicBool::new(true));
+        let signals = forward_signals(agent.id(), alive.clone(), stop.clone());
+        tokio::pin!(signals);
+        {
+            let serve = crate::jsonrpc::serve(&*server, input, max_line_bytes, ANSWER_GRACE);
+            tokio::pin!(serve);
+            loop {
+                tokio::select! {
+                    () = &mut serve => break,
+                    status = agent.wait(), if agent_died.is_none() => {
+                        // The agent is gone: its output ended, so every prompt in flight ends
+                        // with an error; our input ends so the serve loop answers what is left.
+                        let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+                        eprintln!("agentwire bridge: the agent exited ({status})");
+                        alive.store(false, Ordering::SeqCst);
+                        agent_died = Some(status);
+                        stop.cancel();
+                    }
+                    () = &mut signals => {}
+                }
+            }
+        }
+        client.close();
+        drop(client);
+        alive.store(false, Ordering::SeqCst);
+        let code = match (agent_died, agent.shutdown(DEFAULT_EXIT_GRACE).await) {
+            (Some(_), _) => 1,
+            (None, Ok(_)) => 0,
+            (None, Err(e)) => {
+                eprintln!("agentwire bridge: {e}");
+                1
+            }
+        };
+        // The agent is gone, so its output has ended and the pump with it.
+        let _ = pump.await;
+        code
+    }
 }
 
 /// Forwards SIGINT, SIGTERM and SIGHUP to the agent's group; SIGTERM and SIGHUP also end our

@@ -1,5 +1,6 @@
-//! An ACP host in front of `agentwire bridge --serve acp`: spawns the bridge over an agent
-//! command, checks every frame it writes against the vendored ACP schema, and speaks ACP to it.
+//! A host in front of `agentwire bridge --serve acp|wire`: spawns the bridge over an agent
+//! command, checks every frame it writes against the served dialect's schema (the vendored ACP
+//! one, or ours for the wire), and speaks that dialect to it.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
@@ -8,6 +9,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 use agentwire::protocol::acp::acp_validator;
+use agentwire::protocol::validate::{validator, Dialect, Direction};
 use serde_json::{json, Value};
 
 pub const TIMEOUT: Duration = Duration::from_secs(30);
@@ -23,19 +25,24 @@ pub struct Bridge {
 impl Bridge {
     /// The bridge in front of `agentwire --mode rpc` playing `script`.
     pub fn start(script: &[Value], extra: &[&str]) -> Bridge {
+        Self::start_serving("acp", script, extra)
+    }
+
+    /// The bridge serving `serve` in front of `agentwire --mode rpc` playing `script`.
+    pub fn start_serving(serve: &str, script: &[Value], extra: &[&str]) -> Bridge {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("script.jsonl");
         std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
         let bin = env!("CARGO_BIN_EXE_agentwire");
         let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), "rpc".into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
         agent.extend(["--config-dir".into(), dir.path().into(), "--model-script".into(), path.into()]);
-        Self::spawn(extra, &agent, &[], dir)
+        Self::spawn(serve, extra, &agent, &[], dir)
     }
 
     /// The bridge (with `extra` bridge arguments) in front of `agent`, run with `env` in `dir`.
-    pub fn spawn(extra: &[&str], agent: &[OsString], env: &[(&str, OsString)], dir: tempfile::TempDir) -> Bridge {
+    pub fn spawn(serve: &str, extra: &[&str], agent: &[OsString], env: &[(&str, OsString)], dir: tempfile::TempDir) -> Bridge {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
-        cmd.arg("bridge").arg("--serve").arg("acp").args(extra).arg("--").args(agent).current_dir(dir.path());
+        cmd.arg("bridge").arg("--serve").arg(serve).args(extra).arg("--").args(agent).current_dir(dir.path());
         for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
             cmd.env_remove(var);
         }
@@ -43,12 +50,14 @@ impl Bridge {
         let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
+        let acp = serve == "acp";
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-                if let Err(e) = acp_validator().validate_outbound(&frame, None) {
-                    panic!("invalid ACP frame from the bridge: {e}\n{line}");
+                let checked = if acp { acp_validator().validate_outbound(&frame, None) } else { validator().validate_frame(Dialect::Wire, Direction::Outbound, &frame, None) };
+                if let Err(e) = checked {
+                    panic!("invalid frame from the bridge: {e}\n{line}");
                 }
                 if tx.send(frame).is_err() {
                     break;
