@@ -48,19 +48,9 @@ fn a_bash_tool_call_arrives_as_tool_call_then_a_completed_update_with_its_output
 fn session_cancel_during_a_slow_reply_ends_the_prompt_cancelled() {
     let mut bridge = Bridge::start(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[]);
     let session = bridge.open();
-    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
-    // The first chunk shows the reply is under way.
-    loop {
-        let frame = bridge.next().expect("a chunk");
-        if frame["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
-            break;
-        }
-    }
-    let asked = Instant::now();
-    bridge.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
-    let frames = bridge.until_answer(3);
+    let (frames, after) = bridge.cancel_after_first_chunk(&session);
     assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled");
-    assert!(asked.elapsed() < Duration::from_secs(5), "cancelled after {:?}", asked.elapsed());
+    assert!(after < Duration::from_secs(5), "cancelled after {after:?}");
 }
 
 #[test]

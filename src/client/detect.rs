@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::io::AsyncBufRead;
 
+use super::rpc::WithId;
 use crate::jsonrpc::{Request, RequestFrame};
 use crate::protocol::acp::{methods, InitializeRequest, InitializeResponse};
 use crate::protocol::{
@@ -130,13 +131,6 @@ impl Handshake {
     }
 }
 
-/// `command` with the probe's id in front.
-#[derive(Serialize)]
-struct WithId<'a, C> {
-    id: &'a str,
-    #[serde(flatten)]
-    command: &'a C,
-}
 
 /// Asks the agent which dialect it speaks (see the module docs). `lines` and `out` are the
 /// agent's output and input; the client of the detected dialect goes on with them.
@@ -168,14 +162,7 @@ where
     let steps = async {
         match dialect {
             Dialect::Rpc => {
-                send(
-                    out,
-                    &WithId {
-                        id: PROBE_GET_STATE_ID,
-                        command: &GetStateCommand::default(),
-                    },
-                )
-                .await?;
+                send_get_state(out).await?;
                 rpc_state(lines, None).await
             }
             Dialect::Acp => {
@@ -197,6 +184,10 @@ async fn send<T: Serialize + ?Sized>(out: &Outbox, frame: &T) -> Result<(), Dete
     out.send(frame).await.map_err(|_| DetectError::Write)
 }
 
+async fn send_get_state(out: &Outbox) -> Result<(), DetectError> {
+    send(out, &WithId { id: PROBE_GET_STATE_ID, command: &GetStateCommand::default() }).await
+}
+
 async fn send_acp_initialize(out: &Outbox, handshake: &Handshake) -> Result<(), DetectError> {
     let id = Value::from(PROBE_ACP_ID);
     send(
@@ -215,14 +206,7 @@ async fn probe<R: AsyncBufRead + Unpin>(
     out: &Outbox,
     handshake: &Handshake,
 ) -> Result<Detected, DetectError> {
-    send(
-        out,
-        &WithId {
-            id: PROBE_GET_STATE_ID,
-            command: &GetStateCommand::default(),
-        },
-    )
-    .await?;
+    send_get_state(out).await?;
     send_acp_initialize(out, handshake).await?;
     loop {
         match next_frame(lines).await? {

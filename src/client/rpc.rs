@@ -196,10 +196,10 @@ pub struct RpcClient {
 
 /// `command` with our correlation id in front of its own fields.
 #[derive(Serialize)]
-struct WithId<'a, C> {
-    id: &'a str,
+pub(crate) struct WithId<'a, C> {
+    pub(crate) id: &'a str,
     #[serde(flatten)]
-    command: &'a C,
+    pub(crate) command: &'a C,
 }
 
 impl RpcClient {

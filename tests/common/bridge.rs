@@ -104,6 +104,19 @@ impl Bridge {
         new.last().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned()
     }
 
+    /// Sends an ACP prompt (id 3) in `session`, waits for its first chunk, then sends
+    /// `session/cancel`: the frames up to the prompt's answer, and how long after the cancel
+    /// it came.
+    pub fn cancel_after_first_chunk(&mut self, session: &str) -> (Vec<Value>, Duration) {
+        self.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+        // The first chunk shows the reply is under way.
+        while self.next().expect("a chunk")["params"]["update"]["sessionUpdate"] != "agent_message_chunk" {}
+        let asked = std::time::Instant::now();
+        self.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+        let frames = self.until_answer(3);
+        (frames, asked.elapsed())
+    }
+
     /// Pids of the bridge's children (the agent).
     pub fn agent_pid(&self) -> u32 {
         let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children", pid = self.child.id())).unwrap_or_default();
