@@ -10,7 +10,7 @@
 
 use std::io::Write;
 
-use agentwire::client::detect::{connect_as, detect, DETECT_TIMEOUT};
+use agentwire::client::detect::{connect, DETECT_TIMEOUT};
 use agentwire::client::rpc::MAX_AGENT_LINE_BYTES;
 use agentwire::client::{AgentProcess, Detected, Dialect, Handshake, NoHost, RpcClient, DEFAULT_EXIT_GRACE};
 use agentwire::protocol::acp::{InitializeRequest, ProtocolVersion};
@@ -52,10 +52,7 @@ async fn main() -> std::process::ExitCode {
     let mut lines = LineReader::new(BufReader::new(agent.take_stdout().expect("piped")), MAX_AGENT_LINE_BYTES);
     let wire = WireInitializeParams { protocol_version: "1.10".into(), client: None, external_tools: None, hooks: None, capabilities: None, extra: Default::default() };
     let handshake = Handshake::new(InitializeRequest::new(ProtocolVersion(1)), wire);
-    let detected = match dialect {
-        Some(d) => connect_as(d, &mut lines, &out, &handshake, DETECT_TIMEOUT).await,
-        None => detect(&mut lines, &out, &handshake, DETECT_TIMEOUT).await,
-    };
+    let detected = connect(&mut lines, &out, &handshake, dialect, DETECT_TIMEOUT).await;
     match detected {
         Ok(Detected::Rpc { .. }) => {}
         Ok(other) => {

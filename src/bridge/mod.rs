@@ -25,7 +25,7 @@ use tokio::io::BufReader;
 use tokio::process::ChildStdout;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::detect::{connect_as, detect, Handshake, DETECT_TIMEOUT};
+use crate::client::detect::{connect, Handshake, DETECT_TIMEOUT};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
 use crate::client::{AgentProcess, Detected, Dialect, NoHost, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
 use crate::jsonrpc::{Connection, Service};
@@ -103,12 +103,7 @@ pub async fn run(options: BridgeOptions) -> u8 {
     let (agent_out, _agent_writer) = spawn_writer(stdin, OUTBOUND_BUDGET);
     let mut lines = LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES);
     let handshake = handshake();
-    let detected = match options.agent_dialect {
-        Some(dialect) => {
-            connect_as(dialect, &mut lines, &agent_out, &handshake, DETECT_TIMEOUT).await
-        }
-        None => detect(&mut lines, &agent_out, &handshake, DETECT_TIMEOUT).await,
-    };
+    let detected = connect(&mut lines, &agent_out, &handshake, options.agent_dialect, DETECT_TIMEOUT).await;
     let detected = match detected {
         Ok(detected) => detected,
         Err(e) => {

@@ -132,33 +132,17 @@ impl Handshake {
 }
 
 
-/// Asks the agent which dialect it speaks (see the module docs). `lines` and `out` are the
-/// agent's output and input; the client of the detected dialect goes on with them.
-pub async fn detect<R>(
-    lines: &mut LineReader<R>,
-    out: &Outbox,
-    handshake: &Handshake,
-    timeout: Duration,
-) -> Result<Detected, DetectError>
+/// Connects to the agent: with `dialect` given, only that dialect's opening is sent (the
+/// `get_state`, or the `initialize`); without, the agent is asked which it speaks (see the
+/// module docs). `lines` and `out` are the agent's output and input; the client of the dialect
+/// found goes on with them.
+pub async fn connect<R>(lines: &mut LineReader<R>, out: &Outbox, handshake: &Handshake, dialect: Option<Dialect>, timeout: Duration) -> Result<Detected, DetectError>
 where
     R: AsyncBufRead + Unpin,
 {
-    tokio::time::timeout(timeout, probe(lines, out, handshake))
-        .await
-        .map_err(|_| DetectError::Timeout(timeout))?
-}
-
-/// Only what is sent, when the dialect is known: the `get_state` or the `initialize`.
-pub async fn connect_as<R>(
-    dialect: Dialect,
-    lines: &mut LineReader<R>,
-    out: &Outbox,
-    handshake: &Handshake,
-    timeout: Duration,
-) -> Result<Detected, DetectError>
-where
-    R: AsyncBufRead + Unpin,
-{
+    let Some(dialect) = dialect else {
+        return tokio::time::timeout(timeout, probe(lines, out, handshake)).await.map_err(|_| DetectError::Timeout(timeout))?;
+    };
     let steps = async {
         match dialect {
             Dialect::Rpc => {

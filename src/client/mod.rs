@@ -10,7 +10,7 @@ pub mod detect;
 pub mod process;
 pub mod rpc;
 
-pub use detect::{connect_as, detect, DetectError, Detected, Dialect, Handshake};
+pub use detect::{connect, DetectError, Detected, Dialect, Handshake};
 pub use process::{AgentProcess, ProcessError, DEFAULT_EXIT_GRACE};
 pub use rpc::{
     ClientError, DialogAnswer, NoHost, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents,
