@@ -128,7 +128,7 @@ pub async fn run(options: BridgeOptions) -> u8 {
         (Dialect::Wire, Detected::Rpc { .. }) => link.serve(NoHost, |client| wire_rpc::WireOverRpc::new(conn, client)).await,
         (serve, detected) => {
             eprintln!(
-                "agentwire bridge: serving {} in front of a {} agent is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent",
+                "agentwire bridge: serving {} in front of an agent speaking {} is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent",
                 serve.name(),
                 detected.dialect().name()
             );
