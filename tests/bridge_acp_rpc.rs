@@ -115,3 +115,45 @@ fn the_agent_dying_answers_the_prompt_in_flight_with_an_error_and_exits_non_zero
     };
     assert_eq!(status.code(), Some(1));
 }
+
+/// Runs a prompt whose `bash` call the agent asks approval for (`--approval dangerous`),
+/// answering the bridge's `session/request_permission` with the option named `choose`; the
+/// frames and the options offered.
+fn approve_bash(choose: &str) -> (Vec<serde_json::Value>, Vec<String>) {
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo approved-run"}}]}), json!({"text": "done"})];
+    let mut bridge = Bridge::start_agent("acp", &script, &[], &["--approval", "dangerous"]);
+    let session = bridge.open();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}}));
+    let (mut frames, mut offered) = (Vec::new(), Vec::new());
+    loop {
+        let frame = bridge.next().expect("a frame");
+        if frame["method"] == "session/request_permission" {
+            let options = frame["params"]["options"].as_array().unwrap();
+            offered = options.iter().map(|o| o["name"].as_str().unwrap().to_owned()).collect();
+            let pick = options.iter().find(|o| o["name"] == choose).expect("the option offered")["optionId"].clone();
+            bridge.send(json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"outcome": {"outcome": "selected", "optionId": pick}}}));
+        }
+        let done = frame["id"] == json!(3) && frame.get("method").is_none();
+        frames.push(frame);
+        if done {
+            return (frames, offered);
+        }
+    }
+}
+
+#[test]
+fn an_approval_the_agent_asks_is_a_permission_request_and_approve_runs_the_tool() {
+    let (frames, offered) = approve_bash("Approve");
+    assert_eq!(offered, ["Approve", "Deny"]);
+    let done: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
+    assert!(done.len() == 1 && done[0]["content"][0]["content"]["text"].as_str().unwrap().contains("approved-run"), "{frames:#?}");
+}
+
+#[test]
+fn deny_in_the_permission_request_keeps_the_tool_from_running() {
+    let (frames, _) = approve_bash("Deny");
+    let ended: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "failed").collect();
+    assert_eq!(ended.len(), 1, "{frames:#?}");
+    assert!(!ended[0]["content"][0]["content"]["text"].as_str().unwrap().contains("approved-run"), "the command ran: {:#}", ended[0]);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}

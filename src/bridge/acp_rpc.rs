@@ -8,11 +8,11 @@
 //! | `session/cancel` | `abort` |
 //! | `agent_message_chunk` / `agent_thought_chunk` | `message_update` text / thinking deltas |
 //! | `tool_call` / `tool_call_update` | `tool_execution_start` / `_update` / `_end` |
-//! | `session/request_permission` | a `confirm` dialog (allow / reject) |
+//! | `session/request_permission` | a `confirm` dialog (allow / reject) or a `select` (one option per label: omp and agentwire ask tool approvals so) |
 //! | `session/load`, `session/list`, `session/resume`, `session/set_mode` | refused: the dialect has no such command |
 //!
-//! `select`, `input` and `editor` dialogs have no ACP counterpart: they are dismissed, and a
-//! warning says which.
+//! `input` and `editor` dialogs have no ACP counterpart: they are dismissed, and a warning says
+//! which.
 
 use std::sync::{Arc, Mutex};
 
@@ -85,32 +85,50 @@ impl AcpDialogs {
     }
 }
 
+/// The permission kind an option label reads as: ACP's options are all allow or reject.
+fn option_kind(label: &str) -> PermissionOptionKind {
+    let lower = label.to_lowercase();
+    if ["deny", "reject", "no", "cancel", "abort"].iter().any(|w| lower.starts_with(w)) {
+        PermissionOptionKind::RejectOnce
+    } else {
+        PermissionOptionKind::AllowOnce
+    }
+}
+
 impl RpcHostHandler for AcpDialogs {
     fn dialog(&self, dialog: RpcDialog) -> BoxFuture<'_, DialogAnswer> {
         async move {
             let Some(session) = lock(&self.state).session.clone() else { return DialogAnswer::Cancelled };
-            if dialog.method != "confirm" {
-                tracing::warn!("the agent opened a `{}` dialog ({}); ACP has no such request, so it is dismissed", dialog.method, dialog.title);
-                return DialogAnswer::Cancelled;
-            }
+            // A confirm is allow / reject; a select (omp's and agentwire's tool approvals are
+            // selects) offers its labels. Free text (input, editor) has no ACP request.
+            let labels: Vec<(String, PermissionOptionKind)> = match dialog.method.as_str() {
+                "confirm" => vec![("Allow".into(), PermissionOptionKind::AllowOnce), ("Reject".into(), PermissionOptionKind::RejectOnce)],
+                "select" if !dialog.options.is_empty() => dialog.options.iter().map(|o| (o.clone(), option_kind(o))).collect(),
+                _ => {
+                    tracing::warn!("the agent opened a `{}` dialog ({}); ACP has no such request, so it is dismissed", dialog.method, dialog.title);
+                    return DialogAnswer::Cancelled;
+                }
+            };
             let title = match &dialog.message {
                 Some(message) if !message.is_empty() => format!("{}: {message}", dialog.title),
                 _ => dialog.title.clone(),
             };
             let call = ToolCallUpdate::new(ToolCallId(format!("dialog-{}", dialog.id))).with_title(title);
-            let options = vec![
-                PermissionOption::new(PermissionOptionKind::AllowOnce, "Allow", PermissionOptionId("allow".into())),
-                PermissionOption::new(PermissionOptionKind::RejectOnce, "Reject", PermissionOptionId("reject".into())),
-            ];
+            let options = labels.iter().enumerate().map(|(i, (label, kind))| PermissionOption::new(*kind, label.clone(), PermissionOptionId(i.to_string()))).collect();
             let request = RequestPermissionRequest::new(options, SessionId(session), call);
             let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&request).await;
             let answer = match pending.wait(None, None).await {
                 Reply::Answered(Ok(result)) => serde_json::from_value::<RequestPermissionResponse>(result).ok().map(|r| r.outcome),
                 Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned => None,
             };
-            match answer {
-                Some(RequestPermissionOutcome::Selected { option_id, .. }) => DialogAnswer::Confirmed(option_id.0 == "allow"),
-                Some(RequestPermissionOutcome::Cancelled) | None => DialogAnswer::Cancelled,
+            let chosen = match answer {
+                Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0.parse::<usize>().ok().and_then(|i| labels.get(i)),
+                Some(RequestPermissionOutcome::Cancelled) | None => None,
+            };
+            match (chosen, dialog.method.as_str()) {
+                (None, _) => DialogAnswer::Cancelled,
+                (Some((_, kind)), "confirm") => DialogAnswer::Confirmed(*kind == PermissionOptionKind::AllowOnce),
+                (Some((label, _)), _) => DialogAnswer::Value(label.clone()),
             }
         }
         .boxed()

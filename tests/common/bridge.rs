@@ -30,12 +30,18 @@ impl Bridge {
 
     /// The bridge serving `serve` in front of `agentwire --mode rpc` playing `script`.
     pub fn start_serving(serve: &str, script: &[Value], extra: &[&str]) -> Bridge {
+        Self::start_agent(serve, script, extra, &[])
+    }
+
+    /// [`Bridge::start_serving`] with `agent_args` added to the agent's command line.
+    pub fn start_agent(serve: &str, script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("script.jsonl");
         std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
         let bin = env!("CARGO_BIN_EXE_agentwire");
         let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), "rpc".into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
         agent.extend(["--config-dir".into(), dir.path().into(), "--model-script".into(), path.into()]);
+        agent.extend(agent_args.iter().map(OsString::from));
         Self::spawn(serve, extra, &agent, &[], dir)
     }
 
