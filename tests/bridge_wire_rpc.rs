@@ -67,3 +67,45 @@ fn replay_and_plan_mode_are_refused_naming_what_is_missing() {
     let plan = bridge.request(3, "set_plan_mode", json!({"enabled": true})).pop().unwrap();
     assert!(plan["error"]["message"].as_str().unwrap().contains("no plan mode"), "{plan}");
 }
+
+/// A prompt whose `bash` call the agent asks approval for (`--approval dangerous`), the host
+/// declaring `supports_question` and answering the bridge's `QuestionRequest` with `choose`:
+/// the frames and the labels offered.
+fn approve_bash(choose: &str) -> (Vec<Value>, Vec<String>) {
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo approved-run"}}]}), json!({"text": "done"})];
+    let mut bridge = Bridge::start_agent("wire", &script, &[], &["--approval", "dangerous"]);
+    bridge.request(1, "initialize", json!({"protocol_version": "1.10", "capabilities": {"supports_question": true}}));
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "prompt", "params": {"user_input": "run it"}}));
+    let (mut frames, mut offered) = (Vec::new(), Vec::new());
+    loop {
+        let frame = bridge.next().expect("a frame");
+        if frame["method"] == "request" && frame["params"]["type"] == "QuestionRequest" {
+            let question = &frame["params"]["payload"]["questions"][0];
+            offered = question["options"].as_array().unwrap().iter().map(|o| o["label"].as_str().unwrap().to_owned()).collect();
+            let answers = json!({question["question"].as_str().unwrap(): choose});
+            bridge.send(json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"request_id": frame["params"]["payload"]["id"], "answers": answers}}));
+        }
+        let done = frame["id"] == json!(2) && frame.get("method").is_none();
+        frames.push(frame);
+        if done {
+            return (frames, offered);
+        }
+    }
+}
+
+#[test]
+fn an_approval_the_agent_asks_is_a_question_and_approve_runs_the_tool() {
+    let (frames, offered) = approve_bash("Approve");
+    assert_eq!(offered, ["Approve", "Deny"]);
+    let result = events(&frames).into_iter().find(|e| e["type"] == "ToolResult").cloned().expect("a ToolResult");
+    assert!(result["payload"]["return_value"]["output"].as_str().unwrap().contains("approved-run"), "{result}");
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn deny_keeps_the_tool_from_running() {
+    let (frames, _) = approve_bash("Deny");
+    let result = events(&frames).into_iter().find(|e| e["type"] == "ToolResult").cloned().expect("a ToolResult");
+    assert_eq!(result["payload"]["return_value"]["is_error"], true, "{result}");
+    assert!(!result["payload"]["return_value"]["output"].as_str().unwrap().contains("approved-run"), "{result}");
+}

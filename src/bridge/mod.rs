@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::detect::{connect, Handshake, DETECT_TIMEOUT};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
-use crate::client::{AgentProcess, Detected, Dialect, NoHost, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
+use crate::client::{AgentProcess, Detected, Dialect, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
 use crate::jsonrpc::{Connection, Service};
 use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
 use crate::protocol::{WireClientInfo, WireInitializeParams};
@@ -125,7 +125,10 @@ pub async fn run(options: BridgeOptions) -> u8 {
             let dialogs = acp_rpc::AcpDialogs::new(conn.clone());
             link.serve(dialogs.clone(), |client| acp_rpc::AcpOverRpc::new(conn, client, &dialogs)).await
         }
-        (Dialect::Wire, Detected::Rpc { .. }) => link.serve(NoHost, |client| wire_rpc::WireOverRpc::new(conn, client)).await,
+        (Dialect::Wire, Detected::Rpc { .. }) => {
+            let dialogs = wire_rpc::WireDialogs::new(conn.clone());
+            link.serve(dialogs.clone(), |client| wire_rpc::WireOverRpc::new(conn, client, &dialogs)).await
+        }
         (serve, detected) => {
             eprintln!(
                 "agentwire bridge: serving {} in front of an agent speaking {} is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent",

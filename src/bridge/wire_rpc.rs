@@ -11,10 +11,13 @@
 //! | `ToolCall` / `ToolResult` | `tool_execution_start` / `tool_execution_end` |
 //! | `replay`, `set_plan_mode`, external tools | refused: the JSONL dialect has no wire log and no plan mode |
 //!
-//! The agent's `select`, `input` and `editor` dialogs and its `confirm`s are dismissed: the
-//! wire's approval requests name a tool call, which a dialog is not.
+//! The agent's dialogs (`select` — omp's and agentwire's tool approvals —, `confirm`, `input`,
+//! `editor`) become one-question `QuestionRequest`s when the host declared
+//! `capabilities.supports_question` in `initialize`; otherwise they are dismissed (a warning
+//! names them), as the wire's `ApprovalRequest` names a tool call, which a dialog is not.
 
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
@@ -22,15 +25,73 @@ use futures_util::FutureExt;
 use tokio::sync::oneshot;
 
 use super::rpc_events::{step, Step};
-use crate::client::{RpcAgentFrame, RpcClient, RpcEvents};
+use serde_json::Value;
+
+use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
 use crate::dialect::wire::{codes, WireSide, WIRE_PROTOCOL_VERSION};
-use crate::jsonrpc::{Connection, Error, Service};
+use crate::jsonrpc::{Connection, Error, Reply, Service};
 use crate::protocol::{
+    nonempty, WireAgentRequest, WireQuestion, WireQuestionOption, WireQuestionRequest, WireQuestionRequestPayload, WireQuestionResult,
     AbortCommand, PromptCommand, SteerCommand, WireCancelRequest, WireContentPart, WireContentPartEvent, WireEmptyResult, WireEvent, WireEventNotification, WireFunctionCall, WireHandler,
     WireInitializeRequest, WireInitializeResult, WirePromptRequest, WirePromptResult, WirePromptResultStatus, WireReplayRequest, WireReplayResult, WireServerInfo, WireSetPlanModeRequest,
     WireSetPlanModeResult, WireStepBeginEvent, WireStepBeginPayload, WireSteerRequest, WireSteerResult, WireTextPart, WireThinkPart, WireToolCallEvent, WireToolCallPayload, WireToolResultEvent,
     WireToolResultPayload, WireToolReturnValue, WireTurnBeginEvent, WireTurnBeginPayload, WireTurnEndEvent, WireTurnEndPayload, WireUserInput,
 };
+
+/// The agent's dialogs, asked of the wire host as questions when it answers them.
+#[derive(Debug, Clone)]
+pub struct WireDialogs {
+    conn: Arc<Connection>,
+    supports_question: Arc<AtomicBool>,
+    next: Arc<AtomicU64>,
+}
+
+impl WireDialogs {
+    /// Dialogs for the host on `conn`.
+    pub fn new(conn: Arc<Connection>) -> Self {
+        Self { conn, supports_question: Arc::default(), next: Arc::default() }
+    }
+}
+
+impl RpcHostHandler for WireDialogs {
+    fn dialog(&self, dialog: RpcDialog) -> BoxFuture<'_, DialogAnswer> {
+        async move {
+            if !self.supports_question.load(Ordering::SeqCst) {
+                tracing::warn!("the agent opened a `{}` dialog ({}); the wire host does not answer questions (capabilities.supports_question), so it is dismissed", dialog.method, dialog.title);
+                return DialogAnswer::Cancelled;
+            }
+            let option = |label: &str| WireQuestionOption { label: label.to_owned(), description: Some(String::new()) };
+            let (question, options, body) = match dialog.method.as_str() {
+                "select" => (dialog.title.clone(), dialog.options.iter().map(|o| option(o)).collect(), String::new()),
+                "confirm" => (format!("{}: {}", dialog.title, dialog.message.clone().unwrap_or_default()), vec![option("Yes"), option("No")], String::new()),
+                _ => (dialog.title.clone(), Vec::new(), dialog.prefill.clone().or_else(|| dialog.placeholder.clone()).unwrap_or_default()),
+            };
+            let free_text = options.is_empty();
+            let wire = WireQuestion {
+                question: question.clone(),
+                header: Some(String::new()),
+                options,
+                multi_select: Some(false),
+                body: Some(body),
+                other_label: Some(if free_text { "Answer".into() } else { String::new() }),
+                other_description: Some(String::new()),
+            };
+            let id = format!("bridge-question-{}", self.next.fetch_add(1, Ordering::Relaxed));
+            let payload = WireQuestionRequestPayload { id: id.clone(), tool_call_id: format!("dialog-{}", dialog.id), questions: vec![wire] };
+            let request = WireAgentRequest::new(nonempty(&id), WireQuestionRequest::new(payload).into());
+            let answer = match self.conn.peer().send(Value::String(id), &request).await.wait(None, None).await {
+                Reply::Answered(Ok(result)) => serde_json::from_value::<WireQuestionResult>(result).ok().and_then(|r| r.answers.get(&question).cloned()),
+                Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned => None,
+            };
+            match (answer, dialog.method.as_str()) {
+                (None, _) => DialogAnswer::Cancelled,
+                (Some(a), "confirm") => DialogAnswer::Confirmed(a == "Yes"),
+                (Some(a), _) => DialogAnswer::Value(a),
+            }
+        }
+        .boxed()
+    }
+}
 
 #[derive(Debug, Default)]
 struct Turn {
@@ -47,6 +108,7 @@ struct Turn {
 pub struct WireOverRpc {
     conn: Arc<Connection>,
     agent: RpcClient,
+    supports_question: Arc<AtomicBool>,
     turn: Mutex<Turn>,
 }
 
@@ -71,9 +133,10 @@ fn input_text(input: &WireUserInput) -> Result<String, Error> {
 }
 
 impl WireOverRpc {
-    /// The server for the host on `conn`, driving `agent`.
-    pub fn new(conn: Arc<Connection>, agent: RpcClient) -> Self {
-        Self { conn, agent, turn: Mutex::default() }
+    /// The server for the host on `conn`, driving `agent`; `dialogs` must be the handler the
+    /// agent's client was connected with (they share what the host declared it answers).
+    pub fn new(conn: Arc<Connection>, agent: RpcClient, dialogs: &WireDialogs) -> Self {
+        Self { conn, agent, supports_question: dialogs.supports_question.clone(), turn: Mutex::default() }
     }
 
     async fn event(&self, event: WireEvent) {
@@ -136,6 +199,8 @@ impl WireHandler for WireOverRpc {
         if request.params.hooks.as_ref().is_some_and(|hooks| !hooks.is_empty()) {
             return Err(Error::invalid_params("The bridge carries no hooks: the agent behind it speaks the pi/omp JSONL dialect"));
         }
+        let questions = request.params.capabilities.as_ref().and_then(|c| c.supports_question) == Some(true);
+        self.supports_question.store(questions, Ordering::SeqCst);
         Ok(WireInitializeResult {
             protocol_version: WIRE_PROTOCOL_VERSION.into(),
             server: WireServerInfo { name: "agentwire-bridge".into(), version: env!("CARGO_PKG_VERSION").into() },
