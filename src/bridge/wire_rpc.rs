@@ -28,10 +28,11 @@ use super::rpc_events::{step, Step};
 use serde_json::Value;
 
 use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
+use crate::dialect::wire::port::dialog_question;
 use crate::dialect::wire::{codes, WireSide, WIRE_PROTOCOL_VERSION};
 use crate::jsonrpc::{Connection, Error, Reply, Service};
 use crate::protocol::{
-    nonempty, WireAgentRequest, WireQuestion, WireQuestionOption, WireQuestionRequest, WireQuestionRequestPayload, WireQuestionResult,
+    nonempty, WireAgentRequest, WireQuestionRequest, WireQuestionRequestPayload, WireQuestionResult,
     AbortCommand, PromptCommand, SteerCommand, WireCancelRequest, WireContentPart, WireContentPartEvent, WireEmptyResult, WireEvent, WireEventNotification, WireFunctionCall, WireHandler,
     WireInitializeRequest, WireInitializeResult, WirePromptRequest, WirePromptResult, WirePromptResultStatus, WireReplayRequest, WireReplayResult, WireServerInfo, WireSetPlanModeRequest,
     WireSetPlanModeResult, WireStepBeginEvent, WireStepBeginPayload, WireSteerRequest, WireSteerResult, WireTextPart, WireThinkPart, WireToolCallEvent, WireToolCallPayload, WireToolResultEvent,
@@ -60,22 +61,12 @@ impl RpcHostHandler for WireDialogs {
                 tracing::warn!("the agent opened a `{}` dialog ({}); the wire host does not answer questions (capabilities.supports_question), so it is dismissed", dialog.method, dialog.title);
                 return DialogAnswer::Cancelled;
             }
-            let option = |label: &str| WireQuestionOption { label: label.to_owned(), description: Some(String::new()) };
             let (question, options, body) = match dialog.method.as_str() {
-                "select" => (dialog.title.clone(), dialog.options.iter().map(|o| option(o)).collect(), String::new()),
-                "confirm" => (format!("{}: {}", dialog.title, dialog.message.clone().unwrap_or_default()), vec![option("Yes"), option("No")], String::new()),
+                "select" => (dialog.title.clone(), dialog.options.clone(), String::new()),
+                "confirm" => (format!("{}: {}", dialog.title, dialog.message.clone().unwrap_or_default()), vec!["Yes".to_owned(), "No".to_owned()], String::new()),
                 _ => (dialog.title.clone(), Vec::new(), dialog.prefill.clone().or_else(|| dialog.placeholder.clone()).unwrap_or_default()),
             };
-            let free_text = options.is_empty();
-            let wire = WireQuestion {
-                question: question.clone(),
-                header: Some(String::new()),
-                options,
-                multi_select: Some(false),
-                body: Some(body),
-                other_label: Some(if free_text { "Answer".into() } else { String::new() }),
-                other_description: Some(String::new()),
-            };
+            let wire = dialog_question(question.clone(), &options, body);
             let id = format!("bridge-question-{}", self.next.fetch_add(1, Ordering::Relaxed));
             let payload = WireQuestionRequestPayload { id: id.clone(), tool_call_id: format!("dialog-{}", dialog.id), questions: vec![wire] };
             let request = WireAgentRequest::new(nonempty(&id), WireQuestionRequest::new(payload).into());
