@@ -605,3 +605,27 @@ fn listing_and_loading_honour_max_session_bytes() {
     let message = load["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("is more than the 200-byte session size limit"), "{load}");
 }
+
+#[test]
+fn a_tool_call_runs_while_the_message_still_streams_the_next() {
+    // Issue 25: c1 starts once the model moves on to c2, so its updates come before the
+    // message's end (its usage_update); c2, completed by the end, runs after it.
+    let (dir, config) = dirs();
+    let c2: Vec<String> = r#"{"command": "echo two"}"#.chars().map(String::from).collect();
+    let script = [
+        json!({"delayMs": 60, "toolCalls": [{"id": "c1", "name": "ls", "arguments": {}}, {"id": "c2", "name": "bash", "arguments": {"command": "echo two"}, "argumentChunks": c2}]}),
+        json!({"text": "listed"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
+    let session = acp.init_and_new(dir.path());
+    let id = acp.request("session/prompt", prompt("list", &session));
+    let (frames, response) = acp.until_response(&id);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let ups = updates(&frames);
+    let at = |what: &str, pred: &dyn Fn(&Value) -> bool| ups.iter().position(|u| pred(u)).unwrap_or_else(|| panic!("no {what} in {ups:?}"));
+    let done = |call: &'static str| move |u: &Value| u["toolCallId"] == call && u["status"] == "completed";
+    let c1_done = at("c1 completed", &done("c1"));
+    let message_end = at("usage_update", &|u| u["sessionUpdate"] == "usage_update");
+    let c2_done = at("c2 completed", &done("c2"));
+    assert!(c1_done < message_end && message_end < c2_done, "{:?}", kinds(&frames));
+}

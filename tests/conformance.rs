@@ -392,3 +392,32 @@ fn thinking_starts_at_the_level_given_by_the_thinking_flag() {
     assert_eq!(refused.status.code(), Some(2), "an unknown level is a usage error");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("unknown thinking level \"bogus\""));
 }
+
+#[test]
+fn an_imported_kimi_recording_with_a_result_between_the_next_calls_argument_parts_replays() {
+    // kimi starts a call once its arguments are complete: the first Shell's ToolResult arrives
+    // while the second call's arguments still stream (issue 25). How the recording was made:
+    // tests/fixtures/kimi-recordings/README.md.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kimi-recordings");
+    let scripts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("scripts.json")).unwrap()).unwrap();
+    let text = agentwire::conformance::import::import_kimi(&fixtures.join("parallel_eager.jsonl"), &scripts).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let reply = &lines.iter().find(|l| l["kind"] == "model").unwrap()["reply"];
+    assert_eq!((&reply["delayMs"], &reply["toolCalls"][1]["argumentChunks"]), (&serde_json::json!(800), &serde_json::json!(["{\"command\": \"", "echo second\"}"])));
+    let events: Vec<String> = lines
+        .iter()
+        .filter(|l| l["kind"] == "out" && l["frame"]["method"] == "event")
+        .map(|l| {
+            let payload = &l["frame"]["params"]["payload"];
+            format!("{}:{}", l["frame"]["params"]["type"].as_str().unwrap(), payload["id"].as_str().or(payload["tool_call_id"].as_str()).unwrap_or(""))
+        })
+        .collect();
+    let at = |e: &str| events.iter().position(|x| x == e).unwrap_or_else(|| panic!("{e} in {events:?}"));
+    let parts: Vec<usize> = events.iter().enumerate().filter(|(_, e)| *e == "ToolCallPart:").map(|(i, _)| i).collect();
+    assert!(at("ToolCall:call_sh_2") < parts[2] && parts[2] < at("ToolResult:call_sh_1") && at("ToolResult:call_sh_1") < parts[3], "{events:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("kimi-parallel-eager.jsonl");
+    std::fs::write(&transcript, &text).unwrap();
+    let outcome = run(&transcript, &options());
+    assert!(outcome.failure.is_none() && outcome.skipped.is_none(), "{outcome:?}");
+}

@@ -43,7 +43,7 @@ use crate::sessions::{Payload, Session};
 pub use error::{CoreError, CoreResult};
 pub use events::{AgentEvent, EventSink, PromptId};
 pub use port::HostPort;
-pub use prompting::{QueueKind, Submitted};
+pub use prompting::{Prompt, QueueKind, Submitted};
 pub use run::QUESTION_TOOL;
 
 /// When tool calls need the host's approval.
@@ -168,6 +168,8 @@ pub(crate) struct Inner {
     port: Arc<dyn HostPort>,
     gates: Mutex<Vec<oneshot::Sender<()>>>,
     next_prompt: AtomicU64,
+    /// Prompts whose outcome someone waits for ([`Prompt::outcome`]), by id.
+    settles: Mutex<std::collections::HashMap<PromptId, oneshot::Sender<events::RunOutcome>>>,
     /// Serializes `abort_and_prompt` (see [`Agent::abort_and_prompt`]).
     abort_and_prompt: tokio::sync::Mutex<()>,
 }
@@ -225,6 +227,7 @@ impl Agent {
             port,
             gates: Mutex::new(Vec::new()),
             next_prompt: AtomicU64::new(1),
+            settles: Mutex::new(std::collections::HashMap::new()),
             abort_and_prompt: tokio::sync::Mutex::new(()),
         };
         Self { inner: Arc::new(inner) }
@@ -368,7 +371,14 @@ impl Agent {
 
     /// Reports an event; returns once the dialect has queued its frames.
     pub(crate) async fn emit(&self, event: AgentEvent<'_>) {
+        let settled = if let AgentEvent::PromptSettled { prompt: Some(prompt), outcome, .. } = &event { Some((*prompt, outcome.clone())) } else { None };
         self.inner.sink.emit(event).await;
+        // The outcome is delivered once the dialect queued what the settled prompt sends.
+        if let Some((prompt, outcome)) = settled {
+            if let Some(tx) = self.inner.settles.lock().unwrap_or_else(|e| e.into_inner()).remove(&prompt) {
+                let _ = tx.send(outcome);
+            }
+        }
     }
 
     pub(crate) fn port(&self) -> &dyn HostPort {
@@ -381,8 +391,12 @@ impl Agent {
         self.inner.models[index.min(self.inner.models.len() - 1)].clone()
     }
 
-    fn new_prompt_id(&self) -> PromptId {
-        PromptId(self.inner.next_prompt.fetch_add(1, Ordering::Relaxed))
+    /// A new prompt with its outcome's waiter registered.
+    fn new_prompt(&self) -> Prompt {
+        let id = PromptId(self.inner.next_prompt.fetch_add(1, Ordering::Relaxed));
+        let (tx, settled) = oneshot::channel();
+        self.inner.settles.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
+        Prompt::new(id, settled)
     }
 }
 

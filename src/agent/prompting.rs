@@ -17,12 +17,38 @@ pub enum QueueKind {
 }
 
 /// What became of a submitted message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Submitted {
-    /// It started a run (or a slash command); a `PromptSettled` with this id will follow.
-    Started(PromptId),
+    /// It started a run (or a slash command); a `PromptSettled` with its id will follow.
+    Started(Prompt),
     /// It was queued into the running run (no `PromptSettled` of its own).
     Queued,
+}
+
+/// A prompt the core started a run (or a slash command) for: its id, and the run's outcome
+/// once it settles. The core keeps the one map of prompts waiting for their outcome and
+/// resolves it right after the dialect has queued the `PromptSettled` frames, so a dialect
+/// that answers with the outcome (wire `prompt`, ACP `session/prompt`) keeps no map of its own.
+#[derive(Debug)]
+pub struct Prompt {
+    id: PromptId,
+    settled: oneshot::Receiver<super::events::RunOutcome>,
+}
+
+impl Prompt {
+    pub(super) fn new(id: PromptId, settled: oneshot::Receiver<super::events::RunOutcome>) -> Self {
+        Self { id, settled }
+    }
+
+    /// The id its `RunStart` and `PromptSettled` carry.
+    pub fn id(&self) -> PromptId {
+        self.id
+    }
+
+    /// The run's outcome once it settled; `None` when the agent went away first.
+    pub async fn outcome(self) -> Option<super::events::RunOutcome> {
+        self.settled.await.ok()
+    }
 }
 
 impl Agent {
@@ -38,8 +64,8 @@ impl Agent {
             return Err(CoreError::Busy("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into()));
         }
         if !busy {
-            if let Some(id) = self.start_slash(&text) {
-                return Ok(Submitted::Started(id));
+            if let Some(prompt) = self.start_slash(&text) {
+                return Ok(Submitted::Started(prompt));
             }
         }
         Ok(self.submit(text, images, queue.unwrap_or(QueueKind::Steer)).await)
@@ -135,9 +161,9 @@ impl Agent {
                 }
                 Ok(Self::queue_event(&st))
             } else {
-                let id = self.new_prompt_id();
-                self.start_run(&mut st, messages, Some(id));
-                Err(id)
+                let prompt = self.new_prompt();
+                self.start_run(&mut st, messages, Some(prompt.id()));
+                Err(prompt)
             }
         };
         match update {
@@ -145,7 +171,7 @@ impl Agent {
                 self.emit(event).await;
                 Submitted::Queued
             }
-            Err(id) => Submitted::Started(id),
+            Err(prompt) => Submitted::Started(prompt),
         }
     }
 
@@ -183,7 +209,8 @@ impl Agent {
         let (done_tx, done_rx) = watch::channel(false);
         st.run = Some(RunState { cancel: CancellationToken::new(), done: done_rx, finishing: true });
         drop(st);
-        let prompt = self.new_prompt_id();
+        let handle = self.new_prompt();
+        let prompt = handle.id();
         let gate = self.add_gate();
         let agent = Clone::clone(self);
         tokio::spawn(async move {
@@ -195,7 +222,7 @@ impl Agent {
             agent.state().run = None;
             let _ = done_tx.send(true);
         });
-        Ok(Submitted::Started(prompt))
+        Ok(Submitted::Started(handle))
     }
 
     /// A gate the dialect opens ([`Agent::release_gates`]) once the current request is answered.
@@ -245,7 +272,7 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::*;
-    use crate::agent::events::EventSink;
+    use crate::agent::events::{EventSink, RunOutcome};
     use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
     use crate::agent::{compaction::CompactionPolicy, AgentConfig, ApprovalPolicy, RetryPolicy};
     use crate::providers::config::{load, Selection};
@@ -349,5 +376,21 @@ mod tests {
             assert!(matches!(submitted, Ok(Submitted::Started(_))), "{kind:?}: {submitted:?}");
             assert_eq!(host.queue_updates.load(Ordering::SeqCst), 0, "{kind:?}: nothing was queued");
         }
+    }
+
+    /// The core keeps the one map of prompts waiting for their outcome: the handle resolves
+    /// once the run settled and the dialect queued what `PromptSettled` sends.
+    #[tokio::test]
+    async fn a_started_prompt_resolves_to_its_runs_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Arc::new(HeldEnd::default());
+        host.held.store(true, Ordering::SeqCst);
+        let agent = agent(dir.path(), host);
+        let Ok(Submitted::Started(prompt)) = agent.prompt("hello".into(), Vec::new(), None).await else { panic!("the prompt starts a run") };
+        agent.release_gates();
+        assert_eq!(tokio::time::timeout(Duration::from_secs(30), prompt.outcome()).await.unwrap(), Some(RunOutcome::Completed));
+        let Ok(Submitted::Started(refused)) = agent.refuse_as_run("no model for images".into()) else { panic!("a refusal settles as a run") };
+        agent.release_gates();
+        assert!(matches!(refused.outcome().await, Some(RunOutcome::Failed(e)) if e.message == "no model for images"));
     }
 }

@@ -1,9 +1,14 @@
 //! One run: `agent_start`, turns of (user messages →) assistant streaming → tool calls → tool
-//! results, `agent_end`, then one `prompt_result`. Steering is delivered at turn boundaries
-//! (and, in `immediate` interrupt mode, skips the tool calls still waiting to start); follow-ups only
-//! when the agent would otherwise stop. Queued messages left when a run ends start a new run.
+//! results, `agent_end`, then one `prompt_result`. A tool call starts as soon as its arguments
+//! are complete, while the message may still stream ([`ToolCalls`]). Steering is delivered at turn
+//! boundaries (and, in `immediate` interrupt mode, skips the tool calls still waiting to start);
+//! follow-ups only when the agent would otherwise stop. Queued messages left when a run ends start
+//! a new run.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use futures_util::future::BoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use serde_json::{json, Map, Value};
 use tokio::sync::watch;
@@ -114,7 +119,8 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         if super::compaction::over_threshold(&agent) {
             super::compaction::auto_compact(&agent, CompactionReason::Threshold, false, &cancel).await;
         }
-        let (assistant, failure) = match stream_with_retries(&agent, &cancel).await {
+        let mut tools = ToolCalls::new(&agent, &cancel);
+        let (assistant, failure) = match stream_with_retries(&agent, &cancel, &mut tools).await {
             Ok(streamed) => streamed,
             Err(Stopped::Aborted) => break Outcome::Aborted,
             Err(Stopped::Failed(error)) => break Outcome::Error(error),
@@ -139,7 +145,7 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         }
 
         let calls: Vec<ToolCall> = assistant.content.iter().filter_map(|c| if let AssistantContent::ToolCall(tc) = c { Some(tc.clone()) } else { None }).collect();
-        let (results, user_took_over) = execute_all(&agent, &calls, &cancel).await;
+        let (results, user_took_over) = tools.finish(&calls).await;
         for r in &results {
             let m = AgentMessage::ToolResult(r.clone());
             agent.record_for_run(m.clone());
@@ -236,12 +242,12 @@ enum Stopped {
 /// jitter (honouring `Retry-After`): the failed attempt's turn ends, `RetryStart` is emitted, the
 /// wait can be cancelled by `abort` / `abort_retry`, a new turn starts; after the last attempt
 /// `RetryEnd` says how it went. Failed attempts are not kept in history.
-async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken) -> Result<(AssistantMessage, Option<ProviderError>), Stopped> {
+async fn stream_with_retries(agent: &Agent, cancel: &CancellationToken, tools: &mut ToolCalls<'_>) -> Result<(AssistantMessage, Option<ProviderError>), Stopped> {
     let policy = agent.inner.config.retry;
     let mut attempt: u32 = 0;
     let mut compacted_for_overflow = false;
     loop {
-        let (assistant, error) = stream_assistant(agent, cancel).await;
+        let (assistant, error) = stream_assistant(agent, cancel, tools).await;
         let message = AgentMessage::Assistant(assistant);
         // Context overflow: compact once and try again (not counted as a retry).
         if error.as_ref().is_some_and(|e| e.context_overflow) && !compacted_for_overflow && agent.state().auto_compaction && !cancel.is_cancelled() {
@@ -328,9 +334,11 @@ fn offered_tools(agent: &Agent, st: &State) -> Vec<ToolInfo> {
 }
 
 /// Streams one assistant message, emitting `MessageStart` and the `MessageDelta`s (the caller
-/// emits `MessageEnd` once the message is recorded). Returns the message and the provider
-/// error it ended with, if any.
-async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (AssistantMessage, Option<ProviderError>) {
+/// emits `MessageEnd` once the message is recorded), and starts each tool call whose arguments
+/// the stream completed on `tools`. Returns the message and the provider error it ended with, if
+/// any; a message that failed or was aborted keeps no tool call, so the calls it started are
+/// abandoned before it is returned.
+async fn stream_assistant(agent: &Agent, cancel: &CancellationToken, tools: &mut ToolCalls<'_>) -> (AssistantMessage, Option<ProviderError>) {
     let spec = agent.current();
     let request = {
         let st = agent.state();
@@ -353,6 +361,8 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
         let chunk = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
+            // Calls started while the message streams run meanwhile (and report their ends).
+            () = tools.next_finished() => continue,
             chunk = stream.next() => Some(chunk),
         };
         let Some(chunk) = chunk else {
@@ -373,7 +383,9 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
             start(&builder).await;
             started = true;
         }
-        builder.apply(chunk, sink).await;
+        if let Some((index, call)) = builder.apply(chunk, sink).await {
+            tools.start_early(index, call).await;
+        }
         if failed_first {
             start(&builder).await;
         }
@@ -382,22 +394,108 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (Assista
         }
     }
     drop(stream);
+    if error.is_some() || builder.message().stop_reason == StopReason::Aborted {
+        tools.abandon().await;
+    }
     (builder.into_message(), error)
 }
 
-/// Runs the tool calls of one assistant message in parallel, as pi does (notes §2.9.4): a
-/// `ToolStart` for every call first (call order), each `ToolEnd` as its call finishes
-/// (completion order), and the results returned in call order — the order of the toolResult
-/// messages and of the next model request. Approvals are asked one at a time, in call order.
-/// The flag: a call was refused with "the user takes over", so the turn ends after these calls.
-async fn execute_all(agent: &Agent, calls: &[ToolCall], cancel: &CancellationToken) -> (Vec<ToolResultMessage>, bool) {
-    for call in calls {
-        agent.emit(AgentEvent::ToolStart { call }).await;
+/// A finished tool call: its position among the message's calls, its result, and whether its
+/// refusal ends the turn.
+type Finished = (usize, ToolResultMessage, bool);
+
+/// The tool calls of one assistant message, run in parallel as pi does (notes §2.9.4), each
+/// started as soon as its arguments are complete, as kimi does: while the message streams when
+/// the provider has moved on to the next block ([`MessageBuilder::apply`]), the others once the
+/// message has ended. Calls start in call order, so `ToolStart`s come in call order; each
+/// `ToolEnd` as its call finishes (completion order); the results in call order — the order of
+/// the toolResult messages and of the next model request. Approvals are asked one at a time, in
+/// call order: `asking` is a fair lock and the calls queue for it in the order they start.
+struct ToolCalls<'a> {
+    agent: &'a Agent,
+    /// The run's token: abort cancels every call.
+    run_cancel: CancellationToken,
+    /// This attempt's: cancelled too when the message fails and its started calls are dropped.
+    cancel: CancellationToken,
+    asking: Arc<tokio::sync::Mutex<()>>,
+    /// How many calls have started: always the first ones of the message.
+    started: usize,
+    running: FuturesUnordered<BoxFuture<'a, Finished>>,
+    finished: Vec<Finished>,
+}
+
+impl<'a> ToolCalls<'a> {
+    fn new(agent: &'a Agent, run_cancel: &CancellationToken) -> Self {
+        Self {
+            agent,
+            run_cancel: run_cancel.clone(),
+            cancel: run_cancel.child_token(),
+            asking: Arc::new(tokio::sync::Mutex::new(())),
+            started: 0,
+            running: FuturesUnordered::new(),
+            finished: Vec::new(),
+        }
     }
-    let asking = tokio::sync::Mutex::new(());
-    let done = futures_util::future::join_all(calls.iter().enumerate().map(|(index, call)| execute(agent, call, index, &asking, cancel))).await;
-    let ends_turn = done.iter().any(|(_, ends)| *ends);
-    (done.into_iter().map(|(result, _)| result).collect(), ends_turn)
+
+    /// Starts the call at `index` of the streaming message, whose arguments are complete, if
+    /// every earlier call has started: after a call whose arguments did not parse (it fails once
+    /// the message has ended), the later ones wait for the end too, so calls still start, and ask,
+    /// in call order.
+    async fn start_early(&mut self, index: usize, call: ToolCall) {
+        if index == self.started {
+            self.start(call).await;
+        }
+    }
+
+    /// Reports the next call's start and runs it (as this set is polled).
+    async fn start(&mut self, call: ToolCall) {
+        self.agent.emit(AgentEvent::ToolStart { call: &call }).await;
+        let index = self.started;
+        self.started += 1;
+        let (agent, asking, cancel) = (self.agent, Arc::clone(&self.asking), self.cancel.clone());
+        self.running.push(Box::pin(async move {
+            let (result, ends_turn) = execute(agent, &call, index, &asking, &cancel).await;
+            (index, result, ends_turn)
+        }));
+    }
+
+    /// Runs the started calls until one finishes and keeps its result; never completes while
+    /// none runs (a `select!` branch beside the model stream).
+    async fn next_finished(&mut self) {
+        match self.running.next().await {
+            Some(done) => self.finished.push(done),
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The message failed or was aborted, so it keeps none of its calls: the started ones are
+    /// cancelled and awaited (each reports its end, and no child process outlives it) and their
+    /// results dropped with the message. A retried attempt starts its calls afresh.
+    async fn abandon(&mut self) {
+        if self.started == 0 {
+            return;
+        }
+        self.cancel.cancel();
+        while self.running.next().await.is_some() {}
+        self.started = 0;
+        self.finished.clear();
+        self.cancel = self.run_cancel.child_token();
+    }
+
+    /// Starts the calls of the ended message not started yet (in call order) and waits for all;
+    /// the results in call order, and whether a call was refused with "the user takes over", so
+    /// the turn ends after these calls.
+    async fn finish(mut self, calls: &[ToolCall]) -> (Vec<ToolResultMessage>, bool) {
+        for call in calls.iter().skip(self.started) {
+            self.start(call.clone()).await;
+        }
+        while let Some(done) = self.running.next().await {
+            self.finished.push(done);
+        }
+        self.finished.sort_by_key(|(index, _, _)| *index);
+        let ends_turn = self.finished.iter().any(|(_, _, ends)| *ends);
+        (self.finished.into_iter().map(|(_, result, _)| result).collect(), ends_turn)
+    }
 }
 
 /// Runs one tool call and reports its end; returns the tool result message and whether the

@@ -11,7 +11,7 @@
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{AgentEvent, PromptId, RunOutcome};
+use super::events::{AgentEvent, RunOutcome};
 use super::port::{DialogAsk, DialogKind, DialogOutcome, NotifyLevel, UiNotice};
 use super::{Agent, Queued, RunState};
 use crate::protocol::*;
@@ -68,8 +68,8 @@ enum Outcome {
 
 impl Agent {
     /// Starts a built-in slash command if `text` is one (the agent must be idle); it runs once
-    /// the prompt's answer is written. Returns the prompt id it settles under.
-    pub(super) fn start_slash(&self, text: &str) -> Option<PromptId> {
+    /// the prompt's answer is written. Returns the prompt it settles as.
+    pub(super) fn start_slash(&self, text: &str) -> Option<super::Prompt> {
         let (name, arg) = parse(text)?;
         let cancel = CancellationToken::new();
         let (done_tx, done_rx) = watch::channel(false);
@@ -79,8 +79,10 @@ impl Agent {
                 return None;
             }
             st.run = Some(RunState { cancel: cancel.clone(), done: done_rx, finishing: false });
-            self.new_prompt_id()
+            self.new_prompt()
         };
+        let handle = prompt;
+        let prompt = handle.id();
         let gate = self.add_gate();
         let agent = Clone::clone(self);
         tokio::spawn(async move {
@@ -102,7 +104,7 @@ impl Agent {
             }
             let _ = done_tx.send(true);
         });
-        Some(prompt)
+        Some(handle)
     }
 
     async fn notify(&self, level: NotifyLevel, message: String) {

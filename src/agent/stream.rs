@@ -89,10 +89,17 @@ impl MessageBuilder {
 
     /// Applies one chunk, emitting each resulting step (with the message as it stands right
     /// after that step) to `sink`, in order.
-    pub async fn apply(&mut self, chunk: ModelChunk, sink: &dyn EventSink) {
+    ///
+    /// Returns the tool call this chunk completed while the message goes on (the provider moved
+    /// on to the next block), with its position among the message's tool calls, when its
+    /// arguments are valid JSON: it can start now. A call that the message's end completes, or
+    /// whose arguments do not parse, is not returned; it starts (or fails) once the message has
+    /// ended.
+    pub async fn apply(&mut self, chunk: ModelChunk, sink: &dyn EventSink) -> Option<(usize, ToolCall)> {
         if self.message.ttft.is_none() && !matches!(chunk, ModelChunk::Error(_) | ModelChunk::Done { .. } | ModelChunk::ResponseId(_)) {
             self.message.ttft = Some(self.started.elapsed().as_secs_f64() * 1000.0);
         }
+        let mut ready = None;
         match chunk {
             ModelChunk::ResponseId(id) => self.message.response_id = Some(id),
             ModelChunk::ThinkingSignature(signature) => {
@@ -105,7 +112,7 @@ impl MessageBuilder {
             }
             ModelChunk::Text(delta) => {
                 if self.open != Open::Text {
-                    self.close(sink).await;
+                    ready = self.close(sink).await;
                     self.message.content.push(AssistantContent::Text(TextContent { type_: Default::default(), text: String::new(), text_signature: None }));
                     self.open = Open::Text;
                     self.step(sink, StreamDelta::TextStart { index: self.index() }).await;
@@ -117,7 +124,7 @@ impl MessageBuilder {
             }
             ModelChunk::Thinking(delta) => {
                 if self.open != Open::Thinking {
-                    self.close(sink).await;
+                    ready = self.close(sink).await;
                     self.message.content.push(AssistantContent::Thinking(ThinkingContent {
                         type_: Default::default(),
                         thinking: String::new(),
@@ -133,7 +140,7 @@ impl MessageBuilder {
                 self.step(sink, StreamDelta::ThinkingDelta { index: self.index(), delta }).await;
             }
             ModelChunk::ToolCallStart { id, name } => {
-                self.close(sink).await;
+                ready = self.close(sink).await;
                 self.message.content.push(AssistantContent::ToolCall(ToolCall {
                     type_: Default::default(),
                     id: nonempty(&id),
@@ -201,6 +208,7 @@ impl MessageBuilder {
                 self.message.completed_at = Some(now_ms());
             }
         }
+        ready
     }
 
     /// Ends the message as aborted: open blocks are closed first.
@@ -220,26 +228,35 @@ impl MessageBuilder {
         sink.emit(AgentEvent::MessageDelta { delta, partial: &self.message }).await;
     }
 
-    async fn close(&mut self, sink: &dyn EventSink) {
+    /// Closes the open block; a closed tool call whose arguments parsed is returned with its
+    /// position among the message's tool calls.
+    async fn close(&mut self, sink: &dyn EventSink) -> Option<(usize, ToolCall)> {
         let open = std::mem::replace(&mut self.open, Open::None);
         let index = self.index();
+        let mut complete = None;
         let delta = match (open, self.message.content.last_mut()) {
             (Open::Text, Some(AssistantContent::Text(t))) => StreamDelta::TextEnd { index, content: t.text.clone() },
             (Open::Thinking, Some(AssistantContent::Thinking(t))) => StreamDelta::ThinkingEnd { index, content: t.thinking.clone() },
             (Open::ToolCall, Some(AssistantContent::ToolCall(tc))) => {
                 let raw = tc.partial_args.take().unwrap_or_default();
                 tc.stream_index = None;
-                tc.arguments = match serde_json::from_str::<Value>(&raw) {
-                    Ok(Value::Object(args)) => args,
-                    _ if raw.trim().is_empty() => Map::new(),
-                    // Unparsable arguments: keep the text so the tool call fails with a clear message.
-                    _ => [("_raw".to_owned(), Value::from(raw))].into_iter().collect(),
+                let parsed = match serde_json::from_str::<Value>(&raw) {
+                    Ok(Value::Object(args)) => Some(args),
+                    _ if raw.trim().is_empty() => Some(Map::new()),
+                    _ => None,
                 };
+                // Unparsable arguments: keep the text so the tool call fails with a clear message.
+                tc.arguments = parsed.clone().unwrap_or_else(|| [("_raw".to_owned(), Value::from(raw))].into_iter().collect());
+                if parsed.is_some() {
+                    // This call is the `tool_calls`-th of the message (the counter counts it already).
+                    complete = Some((self.tool_calls.saturating_sub(1) as usize, tc.clone()));
+                }
                 StreamDelta::ToolCallEnd { index, call: tc.clone() }
             }
-            _ => return,
+            _ => return None,
         };
         self.step(sink, delta).await;
+        complete
     }
 }
 
@@ -310,6 +327,33 @@ mod tests {
         let m = b.message();
         assert_eq!(m.stop_reason, StopReason::ToolUse);
         assert!(matches!(&m.content[2], AssistantContent::ToolCall(tc) if tc.arguments["path"] == "." && tc.partial_args.is_none()));
+    }
+
+    #[tokio::test]
+    async fn a_tool_call_is_ready_when_the_next_block_starts_and_its_arguments_parse() {
+        let steps = Steps::default();
+        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        let mut ready = Vec::new();
+        for c in [
+            ModelChunk::ToolCallStart { id: "c1".into(), name: "ls".into() },
+            ModelChunk::ToolCallArgs("{\"path\"".into()),
+            ModelChunk::ToolCallArgs(":\".\"}".into()),
+            ModelChunk::ToolCallStart { id: "c2".into(), name: "ls".into() },
+            ModelChunk::ToolCallArgs("{\"path\":".into()),
+            ModelChunk::Text("unparsable arguments before this text".into()),
+            ModelChunk::ToolCallStart { id: "c3".into(), name: "ls".into() },
+            ModelChunk::Thinking("no arguments at all parse as {}".into()),
+            ModelChunk::ToolCallStart { id: "c4".into(), name: "ls".into() },
+            ModelChunk::ToolCallArgs("{}".into()),
+            ModelChunk::Done { length_limited: false, usage: crate::providers::TokenUsage::default(), response_id: None },
+        ] {
+            if let Some((index, call)) = b.apply(c, &steps).await {
+                assert!(call.partial_args.is_none() && call.stream_index.is_none(), "a ready call is final: {call:?}");
+                ready.push((index, call.id.to_string(), Value::Object(call.arguments)));
+            }
+        }
+        // c2 does not parse; c4 is completed by the message's end, which starts it itself.
+        assert_eq!(ready, [(0, "c1".to_owned(), serde_json::json!({"path": "."})), (2, "c3".to_owned(), serde_json::json!({}))]);
     }
 
     #[tokio::test]

@@ -217,3 +217,87 @@ fn response<R, N>(map: &Map<String, Value>, id: Option<Value>, policy: &Policy) 
         _ => Err(invalid(Some(&id), words.bad_response)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A side answering any method `echo` and acting on the notification `note`.
+    enum Strict {}
+    enum Lenient {}
+
+    fn request(method: &str, frame: Value) -> Result<Value, Error> {
+        match method {
+            "echo" => Ok(frame.get("params").cloned().unwrap_or(Value::Null)),
+            other => Err(Error::method_not_found(format!("no {other}"))),
+        }
+    }
+
+    fn notification(method: &str, _frame: Value) -> Result<String, String> {
+        (method == "note").then(|| method.to_owned()).ok_or_else(|| "unknown".to_owned())
+    }
+
+    impl Side for Strict {
+        type Request = Value;
+        type Notification = String;
+        const POLICY: Policy = Policy::STRICT;
+        fn request(method: &str, frame: Value) -> Result<Value, Error> {
+            request(method, frame)
+        }
+        fn notification(method: &str, frame: Value) -> Result<String, String> {
+            notification(method, frame)
+        }
+    }
+
+    impl Side for Lenient {
+        type Request = Value;
+        type Notification = String;
+        const POLICY: Policy = Policy { jsonrpc_required: false, null_id_is_request: false, parse_error_echoes_id: true, null_data: true, words: Words::PLAIN };
+        fn request(method: &str, frame: Value) -> Result<Value, Error> {
+            request(method, frame)
+        }
+        fn notification(method: &str, frame: Value) -> Result<String, String> {
+            notification(method, frame)
+        }
+    }
+
+    fn line(text: &str) -> InboundLine {
+        InboundLine::Line(text.as_bytes().to_vec())
+    }
+
+    /// The error frame as written on the wire (marked ids restored).
+    fn written<S: Side<Request = Value, Notification = String>>(text: &str) -> String {
+        let frame = decode::<S>(line(text)).expect_err(text);
+        crate::transport::raw_id::restore(serde_json::to_string(&*frame).unwrap())
+    }
+
+    #[test]
+    fn each_policy_rule_decides_what_it_names() {
+        // `jsonrpc` missing: refused by the strict side, accepted by the lenient one.
+        assert!(written::<Strict>(r#"{"id":1,"method":"echo"}"#).contains("-32600"));
+        assert!(matches!(decode::<Lenient>(line(r#"{"id":1,"method":"echo"}"#)), Ok(Inbound::Request { .. })));
+        // `"id": null` is a request's id, or a notification.
+        assert!(matches!(decode::<Strict>(line(r#"{"jsonrpc":"2.0","id":null,"method":"echo"}"#)), Ok(Inbound::Request { id: Value::Null, .. })));
+        assert!(matches!(decode::<Lenient>(line(r#"{"jsonrpc":"2.0","id":null,"method":"note"}"#)), Ok(Inbound::Notification(_))));
+        // The id of a line the parser rejects, and `data` written as null or left out.
+        assert_eq!(written::<Strict>(r#"{"jsonrpc":"2.0","id":"p","x":1e400}"#), r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: invalid JSON"}}"#);
+        assert_eq!(written::<Lenient>(r#"{"jsonrpc":"2.0","id":"p","x":1e400}"#), r#"{"jsonrpc":"2.0","id":"p","error":{"code":-32700,"message":"Parse error: invalid JSON","data":null}}"#);
+    }
+
+    #[test]
+    fn ids_are_kept_exactly_and_side_errors_carry_them() {
+        for raw in ["18446744073709551616", "-9223372036854775809", r#""\u0041""#, "7", r#""s""#] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"nope"}}"#);
+            assert_eq!(written::<Strict>(&text), format!(r#"{{"jsonrpc":"2.0","id":{raw},"error":{{"code":-32601,"message":"no nope"}}}}"#));
+        }
+        for bad in ["1.5", "[1]", "{}", "true"] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{bad},"method":"echo"}}"#);
+            assert!(written::<Strict>(&text).starts_with(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600"#), "{bad}");
+        }
+        match decode::<Strict>(line(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"auth","data":{"k":1}}}"#)) {
+            Ok(Inbound::Response { id, outcome: Err(e) }) => assert_eq!((id, e.code, e.data.is_some()), (Value::from(3), ErrorCode::AuthRequired, true)),
+            other => panic!("{other:?}"),
+        }
+        assert!(written::<Strict>(r#"{"jsonrpc":"2.0","id":3,"result":1,"error":{"code":1,"message":"m"}}"#).contains(r#""id":3"#));
+    }
+}

@@ -11,8 +11,9 @@
 //!   [`crate::transport::raw_id`]);
 //! - [`peer`]: our requests to the other side (ids, correlation, timeouts, cancellation,
 //!   withdrawal);
-//! - [`serve`]: the one serve loop, generic over [`Service`] + the generated [`Dispatch`], with
-//!   the "answer is queued" hook ([`Connection::after_answer`]).
+//! - [`answer`]: "the answer is queued", the one hook for work that must follow a request's
+//!   answer (used by the JSONL dialect's loop too);
+//! - [`serve`]: the one serve loop, generic over [`Service`] + the generated [`Dispatch`].
 //!
 //! It knows nothing of any dialect or of the agent: it sits on the transport, and the
 //! dialects sit on it.
@@ -20,6 +21,8 @@
 // Without the `transport` feature only the error object, the method traits and the frame types
 // are here (the generated handler traits name them); decoding, the peer, the serve loop and
 // the encoded answers stand on the transport.
+#[cfg(feature = "transport")]
+pub mod answer;
 #[cfg(feature = "transport")]
 pub mod decode;
 pub mod envelope;
@@ -36,6 +39,6 @@ pub use envelope::{Answer, Responder};
 pub use envelope::{ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, SuccessFrame};
 pub use error::{Error, ErrorCode};
 #[cfg(feature = "transport")]
-pub use peer::{Peer, Pending, Reply};
+pub use peer::{Outcome, Peer, Pending, Reply};
 #[cfg(feature = "transport")]
 pub use serve::{serve, Connection, Dispatch, Service};

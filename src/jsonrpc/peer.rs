@@ -4,6 +4,9 @@
 //! answer, a timeout, a cancellation, or the waiter giving up. A request nobody waits for any
 //! more is withdrawn, so a late answer finds nothing and is ignored. What a non-answer *means*
 //! (reject, error, decline) is the caller's fail-closed decision, made on [`Reply`].
+//!
+//! The answer type is a parameter: a JSON-RPC peer's answers are `result` or `error`; the
+//! JSONL dialect correlates its typed `extension_ui_response`s with the same peer.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,11 +22,14 @@ use super::envelope::{Notification, NotificationFrame, Request, RequestFrame};
 use super::error::Error;
 use crate::transport::Outbox;
 
+/// A JSON-RPC answer: `result`, or the error the peer answered with.
+pub type Outcome = Result<Value, Error>;
+
 /// How waiting for an answer ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// The peer answered: its `result`, or the error it answered with.
-    Answered(Result<Value, Error>),
+pub enum Reply<A = Outcome> {
+    /// The peer answered (for JSON-RPC: its `result`, or the error it answered with).
+    Answered(A),
     /// Nobody answered within the timeout; the request was withdrawn.
     TimedOut,
     /// The waiter was cancelled (an abort, the end of input) or the connection went away; the
@@ -45,33 +51,23 @@ fn key(id: &Value) -> Key {
     }
 }
 
-/// Our outbound requests on one connection.
+/// Our outbound requests on one connection, answered with `A`.
 #[derive(Debug)]
-pub struct Peer {
+pub struct Peer<A = Outcome> {
     out: Outbox,
-    pending: Mutex<HashMap<Key, oneshot::Sender<Result<Value, Error>>>>,
+    pending: Mutex<HashMap<Key, oneshot::Sender<A>>>,
     next_id: AtomicU64,
 }
 
 /// A request sent and not yet settled. Dropping it withdraws the request.
 #[derive(Debug)]
-pub struct Pending<'a> {
-    peer: &'a Peer,
+pub struct Pending<'a, A = Outcome> {
+    peer: &'a Peer<A>,
     id: Value,
-    rx: oneshot::Receiver<Result<Value, Error>>,
+    rx: oneshot::Receiver<A>,
 }
 
 impl Peer {
-    /// A peer writing to `out`.
-    pub fn new(out: Outbox) -> Self {
-        Self { out, pending: Mutex::new(HashMap::new()), next_id: AtomicU64::new(0) }
-    }
-
-    /// The outbox every frame of the connection goes through.
-    pub fn outbox(&self) -> &Outbox {
-        &self.out
-    }
-
     /// Sends the request `M` with a fresh integer id.
     pub async fn request<M: Request>(&self, params: &M::Params) -> Pending<'_>
     where
@@ -81,6 +77,18 @@ impl Peer {
         let pending = self.register(id);
         let _ = self.out.send(&RequestFrame { id: &pending.id, method: M::METHOD, params }).await;
         pending
+    }
+}
+
+impl<A> Peer<A> {
+    /// A peer writing to `out`.
+    pub fn new(out: Outbox) -> Self {
+        Self { out, pending: Mutex::new(HashMap::new()), next_id: AtomicU64::new(0) }
+    }
+
+    /// The outbox every frame of the connection goes through.
+    pub fn outbox(&self) -> &Outbox {
+        &self.out
     }
 
     /// Sends the notification `M` (never answered).
@@ -93,13 +101,13 @@ impl Peer {
 
     /// Sends a request frame the dialect built around an id of its own choosing (kimi's
     /// `"method": "request"` frames carry uuids, or the tool call's id).
-    pub async fn send<F: Serialize + ?Sized>(&self, id: Value, frame: &F) -> Pending<'_> {
+    pub async fn send<F: Serialize + ?Sized>(&self, id: Value, frame: &F) -> Pending<'_, A> {
         let pending = self.register(id);
         let _ = self.out.send(frame).await;
         pending
     }
 
-    fn register(&self, id: Value) -> Pending<'_> {
+    fn register(&self, id: Value) -> Pending<'_, A> {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(key(&id), tx);
         Pending { peer: self, id, rx }
@@ -107,7 +115,7 @@ impl Peer {
 
     /// Delivers the peer's answer to one of our requests; `false` when nobody waits for it
     /// (never sent, settled, withdrawn, or a replayed request).
-    pub fn answer(&self, id: &Value, outcome: Result<Value, Error>) -> bool {
+    pub fn answer(&self, id: &Value, outcome: A) -> bool {
         let waiter = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&key(id));
         waiter.is_some_and(|tx| tx.send(outcome).is_ok())
     }
@@ -118,14 +126,14 @@ impl Peer {
     }
 }
 
-impl Pending<'_> {
+impl<A> Pending<'_, A> {
     /// The request's id.
     pub fn id(&self) -> &Value {
         &self.id
     }
 
     /// Waits for the answer, at most `timeout` (`None`: no limit), until `cancel` fires.
-    pub async fn wait(mut self, timeout: Option<Duration>, cancel: Option<&CancellationToken>) -> Reply {
+    pub async fn wait(mut self, timeout: Option<Duration>, cancel: Option<&CancellationToken>) -> Reply<A> {
         let deadline = async {
             match timeout {
                 Some(t) => tokio::time::sleep(t).await,
@@ -146,7 +154,7 @@ impl Pending<'_> {
     }
 }
 
-impl Drop for Pending<'_> {
+impl<A> Drop for Pending<'_, A> {
     fn drop(&mut self) {
         // Settled or not, nobody waits for this id any more.
         self.peer.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&key(&self.id));

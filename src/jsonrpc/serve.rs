@@ -16,15 +16,14 @@
 //! returns.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt;
 use tokio::io::AsyncBufRead;
-use tokio::sync::oneshot;
 
+use super::answer::{scope, Answered};
 use super::decode::{decode, Inbound, Side};
 use super::envelope::{Answer, Responder};
 use super::peer::Peer;
@@ -51,23 +50,6 @@ pub trait Service: Dispatch<<Self::Side as Side>::Request> {
     fn end_of_input(&self) -> BoxFuture<'static, ()>;
 }
 
-/// The waiters of one request's answer.
-#[derive(Debug, Default)]
-struct Waiters(Mutex<Vec<oneshot::Sender<()>>>);
-
-impl Waiters {
-    fn fire(&self) {
-        for tx in self.0.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
-            let _ = tx.send(());
-        }
-    }
-}
-
-tokio::task_local! {
-    /// The waiters of the request whose handler is being polled.
-    static ANSWER: Arc<Waiters>;
-}
-
 /// One JSON-RPC connection: the outbox and the peer (our requests to the other side).
 #[derive(Debug)]
 pub struct Connection {
@@ -90,13 +72,10 @@ impl Connection {
         self.peer.outbox()
     }
 
-    /// Resolves once the answer of the request being handled is queued (`true`), or when that
-    /// request is dropped unanswered (`false`). Called outside a request's handler, it
-    /// resolves at once.
+    /// Resolves once the answer of the request being handled is queued (see
+    /// [`super::answer::after_answer`]).
     pub fn after_answer(&self) -> impl Future<Output = bool> + Send + 'static {
-        let (tx, rx) = oneshot::channel();
-        let registered = ANSWER.try_with(|w| w.0.lock().unwrap_or_else(|e| e.into_inner()).push(tx)).is_ok();
-        async move { !registered || rx.await.is_ok() }
+        super::answer::after_answer()
     }
 }
 
@@ -118,9 +97,9 @@ where
         tokio::select! {
             biased;
             Some((answer, waiters)) = inflight.next(), if !inflight.is_empty() => {
-                let (answer, waiters): (Answer, Arc<Waiters>) = (answer, waiters);
+                let (answer, answered): (Answer, Answered) = (answer, waiters);
                 let _ = out.send_batch(&mut answer.into_batch()).await;
-                waiters.fire();
+                answered.fire();
             }
             line = lines.recv(), if shutdown.is_none() => match line {
                 None => {
@@ -137,9 +116,8 @@ where
                         conn.peer().answer(&id, outcome);
                     }
                     Ok(Inbound::Request { id, request }) => {
-                        let waiters = Arc::new(Waiters::default());
-                        let handled = ANSWER.scope(waiters.clone(), service.dispatch(request, Responder::new(id, null_data)));
-                        inflight.push(handled.map(move |answer| (answer, waiters)));
+                        let (handled, answered) = scope(service.dispatch(request, Responder::new(id, null_data)));
+                        inflight.push(handled.map(move |answer| (answer, answered)));
                     }
                 },
             },

@@ -9,8 +9,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::oneshot;
-
 use super::client_tools::ClientTools;
 use super::{lock, modes, AcpSessionHost};
 use crate::agent::events::RunOutcome;
@@ -278,15 +276,14 @@ impl AcpAgentHandler for AcpServer {
         if live.agent.is_running() {
             return Err(busy());
         }
-        let (tx, rx) = oneshot::channel();
         let prompt = match live.agent.prompt(text, images, None).await {
             Ok(Submitted::Started(prompt)) => prompt,
             Ok(Submitted::Queued) => return Err(busy()),
             Err(e) => return Err(Error::internal(e.to_string())),
         };
-        lock(&live.host.state).prompts.insert(prompt, tx);
         live.agent.release_gates();
-        let (outcome, hit_length) = rx.await.map_err(|_| Error::internal("The prompt ended without an outcome"))?;
+        let outcome = prompt.outcome().await.ok_or_else(|| Error::internal("The prompt ended without an outcome"))?;
+        let hit_length = lock(&live.host.state).hit_length;
         let stop_reason = match outcome {
             RunOutcome::Completed if hit_length => StopReason::MaxTokens,
             RunOutcome::Completed => StopReason::EndTurn,

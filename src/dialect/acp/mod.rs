@@ -38,10 +38,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use serde_json::Value;
-use tokio::sync::oneshot;
 
-use crate::agent::events::RunOutcome;
-use crate::agent::PromptId;
 use crate::jsonrpc::Connection;
 use crate::protocol::acp::{methods, SessionId, SessionNotification, SessionUpdate};
 
@@ -63,9 +60,8 @@ struct CallInfo {
 /// Per-session state of the projection.
 #[derive(Debug, Default)]
 struct SessionState {
-    /// The `session/prompt` waiting for its run, by the core's prompt id.
-    prompts: HashMap<PromptId, oneshot::Sender<(RunOutcome, bool)>>,
-    /// The last assistant message of the run stopped on length.
+    /// The last assistant message of the run stopped on length (read by the `session/prompt`
+    /// that started it, once the run settled; reset when the next run starts).
     hit_length: bool,
     /// Tool calls announced in this session, by id.
     calls: HashMap<String, CallInfo>,

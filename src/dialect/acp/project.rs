@@ -271,15 +271,8 @@ impl AcpSessionHost {
                 self.finish(&call.id, content, details.as_ref(), is_error).await;
             }
             AgentEvent::TurnEnd { .. } | AgentEvent::RunEnd { .. } => {}
-            AgentEvent::PromptSettled { prompt, outcome, model_invoked: _ } => {
-                let (waiter, hit_length) = {
-                    let mut st = lock(&self.state);
-                    (prompt.and_then(|p| st.prompts.remove(&p)), st.hit_length)
-                };
-                if let Some(tx) = waiter {
-                    let _ = tx.send((outcome, hit_length));
-                }
-            }
+            // The core hands the outcome to the waiting `session/prompt` once this returns.
+            AgentEvent::PromptSettled { .. } => {}
             AgentEvent::QueueChanged { .. } => {}
             // Compaction, retries, settings: ACP v1 (stable) has no updates for these.
             AgentEvent::CompactionStart { .. } | AgentEvent::CompactionEnd { .. } | AgentEvent::RetryStart { .. } | AgentEvent::RetryEnd { .. } => {}

@@ -93,8 +93,16 @@ impl RpcSession {
 
     fn started(&self, submitted: Submitted, id: Option<&RequestId>) {
         if let Submitted::Started(prompt) = submitted {
-            self.host.expect_result(prompt, id_value(id));
+            self.host.expect_result(prompt.id(), id_value(id));
         }
+        self.go_on_after_answer();
+    }
+
+    /// The run this command started (or the retry it cancelled) goes on once the command's
+    /// answer is queued: the host hears "accepted" before the run's first event.
+    fn go_on_after_answer(&self) {
+        let agent = self.agent.clone();
+        crate::jsonrpc::answer::on_answer(move |_| agent.release_gates());
     }
 }
 
@@ -230,6 +238,7 @@ impl RpcHandler for RpcSession {
 
     async fn abort_retry(&self, _cmd: AbortRetryCommand) -> Result<(), RpcError> {
         self.agent.abort_retry().await;
+        self.go_on_after_answer();
         Ok(())
     }
 

@@ -4,18 +4,17 @@
 //! EOF) resolves to its fail-closed outcome and the host gets a `cancel` frame so it can close it;
 //! answers with unknown ids find nothing and get one `not_found` error from the server.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use tokio::sync::oneshot;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::host_tools::HostToolCalls;
 use super::RpcHost;
 use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, QuestionAsk, ToolAsk, UiNotice};
+use crate::jsonrpc::{Peer, Reply};
 use crate::protocol::*;
 use crate::tools::ToolOutput;
 
@@ -24,33 +23,14 @@ pub(crate) fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..16].to_owned()
 }
 
-/// How a dialog ended, before it is read as an answer of its kind.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Dialog {
-    /// The host answered (`value`, `confirmed` or `cancelled`).
-    Answered(ExtensionUiResponse),
-    /// Nobody answered in time; the host was sent a `cancel`.
-    TimedOut,
-    /// The run was aborted (or stdin closed) while waiting; the host was sent a `cancel`.
-    Abandoned,
-}
+/// How a dialog ended, before it is read as an answer of its kind: the host answered
+/// (`value`, `confirmed` or `cancelled`), or nobody answered in time, or the run was aborted
+/// (or stdin closed) while waiting; after the last two the host was sent a `cancel`.
+pub type Dialog = Reply<ExtensionUiResponse>;
 
-/// Dialogs waiting for the host, by request id.
-#[derive(Debug, Default)]
-pub struct UiDialogs {
-    pending: Mutex<HashMap<String, oneshot::Sender<ExtensionUiResponse>>>,
-}
-
-impl UiDialogs {
-    /// Delivers a host answer; `false` when no dialog with that id is waiting (never sent,
-    /// already answered, timed out or withdrawn).
-    pub fn answer(&self, response: ExtensionUiResponse) -> bool {
-        match self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(response.id.as_str()) {
-            Some(tx) => tx.send(response).is_ok(),
-            None => false,
-        }
-    }
-}
+/// Dialogs waiting for the host, by request id: the runtime's peer, with the host's typed
+/// `extension_ui_response` as the answer.
+pub type UiDialogs = Peer<ExtensionUiResponse>;
 
 /// The approval dialog's options (omp's words).
 const APPROVE: &str = "Approve";
@@ -77,16 +57,10 @@ impl RpcHost {
     /// request id.
     pub(crate) async fn dialog_frame(&self, build: impl FnOnce(&str) -> ExtensionUiRequest, timeout: Duration, cancel: &CancellationToken) -> Dialog {
         let id = new_id();
-        let (tx, rx) = oneshot::channel();
-        self.dialogs.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
-        let _ = self.out.send(&build(&id)).await;
-        let outcome = tokio::select! {
-            answer = rx => answer.map_or(Dialog::Abandoned, Dialog::Answered),
-            () = tokio::time::sleep(timeout) => Dialog::TimedOut,
-            () = cancel.cancelled() => Dialog::Abandoned,
-        };
+        let pending = self.dialogs.send(Value::String(id.clone()), &build(&id)).await;
+        // Settled or not, the dialog is withdrawn once waiting ends: a late answer finds nothing.
+        let outcome = pending.wait(Some(timeout), Some(cancel)).await;
         if !matches!(outcome, Dialog::Answered(_)) {
-            self.dialogs.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
             let _ = self.out.send(&UiCancelRequest::new(nonempty(&new_id()), nonempty(&id))).await;
         }
         outcome

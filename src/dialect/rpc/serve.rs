@@ -10,7 +10,8 @@
 //! Commands that wait on the run or on external work (`abort`, `abort_and_prompt`,
 //! `new_session`, `bash`) are spawned, so the reader keeps reading the UI and host-tool answers
 //! a run may be waiting for. A run starts only after the response of the command that started
-//! it is queued (`Agent::release_gates`).
+//! it is queued: the command's handler opens the run's gate (`Agent::release_gates`) through
+//! the answer hook every dialect shares ([`crate::jsonrpc::answer`]).
 //!
 //! stdin EOF drains, it does not cancel (omp; notes §1.6): stop reading, abort the run the way
 //! `abort` would (every pending dialog and host tool resolves), let every command already read
@@ -27,6 +28,7 @@ use super::chunks::InboundChunks;
 use super::decode::{decode_line, Inbound};
 use super::RpcSession;
 use crate::dialect::SHUTDOWN_GRACE;
+use crate::jsonrpc::answer;
 use crate::protocol::{dispatch_rpc_command, RpcCommand};
 use crate::transport::{FrameBatch, LineReader, Outbox};
 
@@ -58,11 +60,6 @@ fn is_read_only(command: &RpcCommand) -> bool {
             | RpcCommand::GetAvailableCommands(_)
             | RpcCommand::GetTree(_)
     )
-}
-
-/// Commands whose response a run waits for before writing more (see `Agent::release_gates`).
-fn opens_gates(tag: &str) -> bool {
-    matches!(tag, "prompt" | "steer" | "follow_up" | "abort_and_prompt" | "abort_retry")
 }
 
 /// The one error frame for a sub-protocol answer nobody is waiting for, carrying its id.
@@ -150,23 +147,20 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
                     unknown_answer(&out, id, "host_tool_result").await;
                 }
             }
+            // What a command leaves for after its answer (the run it started) goes once the
+            // answer is queued (`jsonrpc::answer`, the hook every dialect shares).
             Ok(Inbound::Command { id, command }) => {
-                let tag = command.tag();
                 if is_detached(&command) {
                     let (session, out) = (session.clone(), out.clone());
                     detached.spawn(async move {
-                        let response = dispatch_rpc_command(&*session, id, command).await;
-                        let _ = out.send(&response).await;
-                        if opens_gates(tag) {
-                            session.agent().release_gates();
-                        }
+                        let (handled, answered) = answer::scope(dispatch_rpc_command(&*session, id, command));
+                        let _ = out.send(&handled.await).await;
+                        answered.fire();
                     });
                 } else {
-                    let response = dispatch_rpc_command(&*session, id, command).await;
-                    let _ = out.send(&response).await;
-                    if opens_gates(tag) {
-                        session.agent().release_gates();
-                    }
+                    let (handled, answered) = answer::scope(dispatch_rpc_command(&*session, id, command));
+                    let _ = out.send(&handled.await).await;
+                    answered.fire();
                 }
             }
         }

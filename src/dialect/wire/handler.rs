@@ -6,8 +6,6 @@
 
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
-
 use super::project::prompt_result;
 use super::{codes, lock, wire_error, WireHost, WIRE_PROTOCOL_VERSION};
 use crate::agent::{Agent, Submitted};
@@ -160,11 +158,9 @@ impl WireHandler for WireSession {
         self.host.event(WireTurnBeginEvent::new(WireTurnBeginPayload { user_input: input }).into()).await;
         match self.agent.prompt(text, images, None).await {
             Ok(Submitted::Started(prompt)) => {
-                let (tx, rx) = oneshot::channel();
-                lock(&self.host.prompts).insert(prompt, tx);
-                // The run may start now: TurnBegin is out and its result has a waiter.
+                // The run may start now: TurnBegin is out (its outcome's waiter is the core's).
                 self.agent.release_gates();
-                let outcome = rx.await.map_err(|_| Error::internal( "The turn ended without an outcome"))?;
+                let outcome = prompt.outcome().await.ok_or_else(|| Error::internal("The turn ended without an outcome"))?;
                 prompt_result(outcome)
             }
             outcome => {

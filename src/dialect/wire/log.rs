@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::WIRE_PROTOCOL_VERSION;
 use crate::protocol::*;
@@ -81,7 +81,8 @@ impl WireLog {
                 }
                 let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
                 if file.metadata()?.len() == 0 {
-                    writeln!(file, "{}", json!({"type": "metadata", "protocol_version": WIRE_PROTOCOL_VERSION}))?;
+                    let metadata = Metadata { kind: "metadata", protocol_version: WIRE_PROTOCOL_VERSION };
+                    writeln!(file, "{}", serde_json::to_string(&metadata).map_err(std::io::Error::other)?)?;
                 }
                 Ok::<_, std::io::Error>(file)
             })();
@@ -97,8 +98,9 @@ impl WireLog {
     }
 
     fn write(&mut self, kind: &str, payload: Value) {
+        // The record's shape is kimi's (`{"timestamp", "message": {"type", "payload"}}`).
         let timestamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-        let record = json!({"timestamp": timestamp, "message": {"type": kind, "payload": payload}});
+        let record = serde_json::to_value(Record { timestamp, message: Message { kind, payload } }).unwrap_or_default();
         if let Some(file) = self.file() {
             if let Err(e) = writeln!(file, "{record}") {
                 tracing::warn!("could not write the wire log: {e}");
@@ -112,7 +114,7 @@ impl WireLog {
     /// Writes what is being merged (text parts, a streaming tool call).
     pub fn flush(&mut self) {
         if let Some(text) = self.text.take() {
-            self.write("ContentPart", json!({"type": "text", "text": text}));
+            self.write("ContentPart", serde_json::to_value(WireContentPart::Text(WireTextPart::new(text))).unwrap_or_default());
         }
         if let Some(call) = self.call.take() {
             self.write("ToolCall", serde_json::to_value(call).unwrap_or_default());
@@ -178,9 +180,32 @@ impl WireLog {
     }
 }
 
+/// The first line of a wire log.
+#[derive(serde::Serialize)]
+struct Metadata {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    protocol_version: &'static str,
+}
+
+/// One logged message.
+#[derive(serde::Serialize)]
+struct Record<'a> {
+    timestamp: f64,
+    message: Message<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct Message<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    payload: Value,
+}
+
 #[cfg(test)]
 mod memory_tests {
     use super::*;
+    use serde_json::json;
 
     /// Issue 15, defect 8: the in-memory log is bounded; the newest records stay for `replay`.
     #[test]

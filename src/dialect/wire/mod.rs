@@ -35,10 +35,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use serde_json::Value;
-use tokio::sync::oneshot;
 
-use crate::agent::events::RunOutcome;
-use crate::agent::{CoreError, PromptId};
+use crate::agent::CoreError;
 use crate::jsonrpc::{Connection, Error, ErrorCode, Pending};
 use crate::protocol::*;
 use crate::transport::Outbox;
@@ -113,8 +111,6 @@ pub struct WireHost {
     conn: Connection,
     log: Mutex<log::WireLog>,
     turn: Mutex<Turn>,
-    /// Prompt requests waiting for their turn to settle, by the core's prompt id.
-    prompts: Mutex<HashMap<PromptId, oneshot::Sender<RunOutcome>>>,
     /// `ToolResult` extras (external tool answers, refusals), by tool call id.
     returns: Mutex<HashMap<String, ReturnExtras>>,
     /// The client answers `QuestionRequest`s (declared in `initialize`).
@@ -132,7 +128,6 @@ impl WireHost {
             conn: Connection::new(out),
             log: Mutex::new(log::WireLog::open(session)),
             turn: Mutex::new(Turn::default()),
-            prompts: Mutex::new(HashMap::new()),
             returns: Mutex::new(HashMap::new()),
             supports_question: AtomicBool::new(false),
         }

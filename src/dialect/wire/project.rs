@@ -45,8 +45,7 @@ impl WireHost {
                 // A run the client did not start with `prompt` (queued messages left over from
                 // the previous one) opens its turn at its first user message.
                 let mut t = lock(&self.turn);
-                let waited_for = prompt.is_some_and(|p| lock(&self.prompts).contains_key(&p));
-                if !waited_for && !t.active {
+                if prompt.is_none() && !t.active {
                     t.implicit = true;
                     t.step = 0;
                 }
@@ -127,13 +126,11 @@ impl WireHost {
             }
             AgentEvent::TurnEnd { .. } => {}
             AgentEvent::RunEnd { .. } => self.turn_end().await,
-            AgentEvent::PromptSettled { prompt, outcome, model_invoked: _ } => {
-                // A slash command settles without a run: its turn ends here.
+            AgentEvent::PromptSettled { .. } => {
+                // A slash command settles without a run: its turn ends here. The prompt's
+                // result follows: the core hands the outcome to the waiting `prompt` request
+                // once this returns.
                 self.turn_end().await;
-                let waiter = prompt.and_then(|p| lock(&self.prompts).remove(&p));
-                if let Some(tx) = waiter {
-                    let _ = tx.send(outcome);
-                }
             }
             AgentEvent::QueueChanged { .. } => {}
             AgentEvent::CompactionStart { .. } => self.event(WireCompactionBeginEvent::new(WireCompactionBeginPayload {}).into()).await,
