@@ -11,12 +11,14 @@
 //!
 //! Rooms: [`prompting`] (prompts, queues, abort), [`settings`] (models, thinking, modes, tools),
 //! [`session_ops`] (new / switch / branch / clone / export / listings), [`user_bash`] (the host's
-//! own `bash` command), [`run`] + [`stream`] (the loop), [`approval`], [`compaction`], [`slash`].
+//! own `bash` command), [`run`] + [`stream`] (the loop), [`approval`], [`compaction`], [`slash`],
+//! [`mcp`] (the agent's MCP servers: start, tools, shut down).
 
 pub mod approval;
 pub mod compaction;
 pub mod error;
 pub mod events;
+mod mcp;
 pub mod port;
 mod prompting;
 mod run;
@@ -158,6 +160,8 @@ struct State {
     current_model: usize,
     /// A session write that failed during the run, for the run to report and stop on.
     write_failure: Option<CoreError>,
+    /// The connected MCP servers (empty until [`Agent::start_mcp`]).
+    mcp: Arc<crate::mcp::McpServers>,
 }
 
 pub(crate) struct Inner {
@@ -216,6 +220,7 @@ impl Agent {
             next_bash: 0,
             current_model,
             write_failure: None,
+            mcp: Arc::default(),
         };
         let inner = Inner {
             config,
@@ -352,6 +357,7 @@ impl Agent {
         self.release_gates();
         self.abort_bash();
         self.abort_run().await;
+        self.close_mcp().await;
     }
 
     /// The input ended: abort the run the way `abort` would (everything it waits on resolves)
@@ -360,6 +366,7 @@ impl Agent {
     pub async fn end_of_input(&self) {
         self.release_gates();
         self.abort_run().await;
+        self.close_mcp().await;
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -369,6 +376,12 @@ impl Agent {
     /// Reports an event; returns once the dialect has queued its frames.
     pub(crate) async fn emit(&self, event: AgentEvent<'_>) {
         self.inner.sink.emit(event).await;
+    }
+
+    /// Tells the host something outside any run (a `notice` frame in the dialects that have
+    /// one; a log line otherwise).
+    pub async fn notice(&self, level: events::NoticeLevel, message: String) {
+        self.emit(AgentEvent::Notice { level, message }).await;
     }
 
     pub(crate) fn port(&self) -> &dyn HostPort {

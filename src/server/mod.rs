@@ -54,6 +54,10 @@ pub struct RpcOptions {
     pub max_steps_per_turn: Option<u32>,
     /// Thinking level to start with when the session has none saved (`--thinking`).
     pub thinking: Option<crate::protocol::ThinkingLevel>,
+    /// MCP servers for rpc and wire (`--mcp-config FILE`, read when the agent starts).
+    pub mcp_config: Option<PathBuf>,
+    /// How long one MCP server may take to start (`--mcp-startup-timeout-ms`).
+    pub mcp_startup_timeout: Duration,
 }
 
 /// `--session-dir`, `--no-session`, `--session FILE`, `--continue`.
@@ -201,6 +205,26 @@ fn input(stop: &CancellationToken) -> UntilCancelled<tokio::io::BufReader<tokio:
     UntilCancelled::new(tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone())
 }
 
+/// Connects the servers of `--mcp-config` (rpc and wire). A config file that cannot be read or
+/// is malformed, and a server that cannot start, are told to the host (a notice, and a warning
+/// on stderr); the agent works on without them.
+async fn start_mcp_servers(agent: &Agent, options: &RpcOptions) {
+    use crate::agent::events::NoticeLevel;
+    let Some(path) = &options.mcp_config else { return };
+    let configs = match crate::mcp::config::read_config_file(path) {
+        Ok(configs) => configs,
+        Err(e) => {
+            let message = format!("--mcp-config: {e}; no MCP server is connected");
+            tracing::warn!("{message}");
+            agent.notice(NoticeLevel::Error, message).await;
+            return;
+        }
+    };
+    for failure in agent.start_mcp(&configs, options.mcp_startup_timeout).await {
+        agent.notice(NoticeLevel::Warning, failure.to_string()).await;
+    }
+}
+
 /// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
 pub async fn run_rpc_process(options: RpcOptions) -> u8 {
     let prepared = match prepare(&options) {
@@ -213,6 +237,8 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
     let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
     let _ = out.send(&session.ready_frame()).await;
     drop(out);
+    // Commands sent meanwhile wait in stdin: the first prompt already sees the servers' tools.
+    start_mcp_servers(&agent, &options).await;
     let stop = CancellationToken::new();
     run_process(agent, writer, stop.clone(), serve_rpc(session, input(&stop), options.max_line_bytes)).await
 }
@@ -227,6 +253,7 @@ pub async fn run_wire_process(options: RpcOptions) -> u8 {
     let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
     let agent = prepared.build(host.clone());
     let session = WireSession::new(agent.clone(), host);
+    start_mcp_servers(&agent, &options).await;
     let stop = CancellationToken::new();
     run_process(agent, writer, stop.clone(), serve_wire(session, input(&stop), options.max_line_bytes)).await
 }
