@@ -167,7 +167,7 @@ fn initialize_tells_the_truth_and_stdout_has_only_frames() {
     assert_eq!(r["agentCapabilities"]["loadSession"], true);
     assert_eq!(r["agentCapabilities"]["promptCapabilities"]["audio"], false);
     assert_eq!(r["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
-    assert_eq!(r["agentCapabilities"]["mcpCapabilities"], json!({"http": false, "sse": false}));
+    assert_eq!(r["agentCapabilities"]["mcpCapabilities"], json!({"http": true, "sse": false}));
     assert!(r["agentCapabilities"]["sessionCapabilities"]["list"].is_object());
     assert_eq!(r["agentInfo"]["name"], "agentwire");
     assert!(acp.close().success());

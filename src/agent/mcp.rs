@@ -20,7 +20,12 @@ impl Agent {
             return Vec::new();
         }
         let (servers, failures) = McpServers::start(configs, &self.inner.config.cwd, bound).await;
-        let old = std::mem::replace(&mut self.state().mcp, Arc::new(servers));
+        let servers = Arc::new(servers);
+        let old = {
+            let mut st = self.state();
+            // The agent was shut down while they started: they go at once.
+            if st.mcp_closed { servers.clone() } else { std::mem::replace(&mut st.mcp, servers) }
+        };
         old.shutdown().await;
         failures
     }
@@ -36,9 +41,13 @@ impl Agent {
     }
 
     /// Shuts the MCP servers down (connections closed, stdio process groups killed). Their
-    /// tools are no longer offered.
+    /// tools are no longer offered, and servers still starting are shut down once up.
     pub async fn close_mcp(&self) {
-        let servers = std::mem::take(&mut self.state().mcp);
+        let servers = {
+            let mut st = self.state();
+            st.mcp_closed = true;
+            std::mem::take(&mut st.mcp)
+        };
         servers.shutdown().await;
     }
 

@@ -162,6 +162,8 @@ struct State {
     write_failure: Option<CoreError>,
     /// The connected MCP servers (empty until [`Agent::start_mcp`]).
     mcp: Arc<crate::mcp::McpServers>,
+    /// [`Agent::close_mcp`] ran: servers still starting are shut down as soon as they are up.
+    mcp_closed: bool,
 }
 
 pub(crate) struct Inner {
@@ -221,6 +223,7 @@ impl Agent {
             current_model,
             write_failure: None,
             mcp: Arc::default(),
+            mcp_closed: false,
         };
         let inner = Inner {
             config,

@@ -322,6 +322,16 @@ async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDequ
         McpServerConfig::Stdio(s) => {
             let mut command = tokio::process::Command::new(&s.command);
             command.args(&s.args).envs(s.env.iter().map(|(k, v)| (k, v))).current_dir(s.cwd.as_deref().unwrap_or(cwd));
+            // SAFETY: the closure runs in the forked child before exec and calls only prctl,
+            // which is async-signal-safe. Should the agent die without shutting down (SIGKILL),
+            // the kernel kills the server too; its own children go with its process group
+            // on every orderly path.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
             let mut wrapped = process_wrap::tokio::CommandWrap::from(command);
             wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
             let (process, err) = rmcp::transport::TokioChildProcess::builder(wrapped)

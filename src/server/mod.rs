@@ -312,6 +312,10 @@ impl SessionFactory for AcpSessions {
     fn max_session_bytes(&self) -> u64 {
         self.options.max_session_bytes
     }
+
+    fn mcp_startup_timeout(&self) -> Duration {
+        self.options.mcp_startup_timeout
+    }
 }
 
 /// Runs `agentwire --mode acp` on stdin/stdout (no `ready` line: stdout carries only

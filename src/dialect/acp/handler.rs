@@ -31,6 +31,8 @@ pub trait SessionFactory: Send + Sync {
     fn accepts_images(&self) -> bool;
     /// The largest session file read (`--max-session-bytes`): listings skip larger files.
     fn max_session_bytes(&self) -> u64;
+    /// How long one MCP server may take to start (`--mcp-startup-timeout-ms`).
+    fn mcp_startup_timeout(&self) -> std::time::Duration;
 }
 
 /// One live session.
@@ -154,6 +156,28 @@ impl AcpServer {
         Ok(live)
     }
 
+    /// Connects the session's MCP servers (replacing those it had). Servers that cannot start
+    /// are told to the client: before the answer when `before_answer` (load, resume: the client
+    /// knows the session), else right after it (new: the answer introduces the session).
+    async fn connect_mcp(&self, live: &Live, configs: &[crate::mcp::McpServerConfig], before_answer: bool) {
+        let failures = live.agent.start_mcp(configs, self.factory.mcp_startup_timeout()).await;
+        if failures.is_empty() {
+            return;
+        }
+        if before_answer {
+            live.host.report_mcp_failures(&failures).await;
+            return;
+        }
+        let (tx, rx) = oneshot::channel();
+        lock(&self.after_answer).push(tx);
+        let host = live.host.clone();
+        tokio::spawn(async move {
+            if rx.await.is_ok() {
+                host.report_mcp_failures(&failures).await;
+            }
+        });
+    }
+
     fn announce_commands(&self, live: &Live) {
         let (tx, rx) = oneshot::channel();
         lock(&self.after_answer).push(tx);
@@ -211,14 +235,13 @@ impl AcpServer {
 impl AcpAgentHandler for AcpServer {
     async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, AcpError> {
         *lock(&self.client) = serde_json::to_value(&params.client_capabilities).unwrap_or_default();
-        let mut meta = serde_json::Map::new();
-        meta.insert("agentwire".into(), json!({"mcpServers": "accepted and ignored: agentwire does not connect MCP servers yet"}));
         Ok(InitializeResponse {
             agent_capabilities: AgentCapabilities {
                 auth: Default::default(),
                 load_session: true,
-                mcp_capabilities: McpCapabilities { http: false, meta: None, sse: false },
-                meta: Some(meta),
+                // stdio and streamable HTTP through rmcp; it has no client for legacy SSE.
+                mcp_capabilities: McpCapabilities { http: true, meta: None, sse: false },
+                meta: None,
                 prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: self.factory.accepts_images(), meta: None },
                 session_capabilities: SessionCapabilities {
                     additional_directories: None,
@@ -238,14 +261,19 @@ impl AcpAgentHandler for AcpServer {
 
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, AcpError> {
         let cwd = absolute(&params.cwd)?;
+        let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open(&cwd, None)?;
+        self.connect_mcp(&live, &servers, false).await;
         Ok(NewSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())), session_id: SessionId(live.agent.session_id()) })
     }
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, AcpError> {
+        let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd)?;
-        // The whole history goes out before the answer.
+        // The whole history goes out before the answer, and so does news of a server that
+        // could not start.
         live.host.replay(&live.agent.messages()).await;
+        self.connect_mcp(&live, &servers, true).await;
         Ok(LoadSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
     }
 
@@ -271,7 +299,9 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, AcpError> {
+        let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd)?;
+        self.connect_mcp(&live, &servers, true).await;
         Ok(ResumeSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
     }
 

@@ -1,0 +1,378 @@
+//! MCP servers through the real binary, against a real MCP server: the official
+//! `@modelcontextprotocol/server-everything` (pinned in `tests/mcp-server/`, installed by
+//! `npm ci` from `scripts/test`; `AGENTWIRE_MCP_SERVER` may point at its `dist/index.js`).
+//! The offline model's script makes the tool calls. Without node these tests skip, loudly.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use agentwire::protocol::acp::acp_validator;
+use serde_json::{json, Value};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// `node` and the server's entry point, or `None` (with a loud message) when node is missing.
+fn server() -> Option<(String, String)> {
+    if Command::new("node").arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+        eprintln!("\n*** SKIPPED: node is not installed; the MCP tests need it to run @modelcontextprotocol/server-everything ***\n");
+        return None;
+    }
+    let entry = std::env::var("AGENTWIRE_MCP_SERVER").map(PathBuf::from).unwrap_or_else(|_| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp-server/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+    });
+    assert!(entry.is_file(), "{} is missing: run `npm ci` in tests/mcp-server (scripts/test does)", entry.display());
+    Some(("node".to_owned(), entry.display().to_string()))
+}
+
+/// The stdio entry of `session/new` for the everything server.
+fn acp_stdio(name: &str, node: &str, entry: &str) -> Value {
+    json!({"name": name, "command": node, "args": [entry, "stdio"], "env": []})
+}
+
+fn tool_call(id: &str, name: &str, args: Value) -> Value {
+    json!({"text": "Calling.", "toolCalls": [{"id": id, "name": name, "arguments": args}]})
+}
+
+/// `agentwire --mode acp` over pipes; every frame it writes is checked against the ACP schema.
+struct Acp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    frames: Receiver<Value>,
+    next_id: u64,
+    dir: tempfile::TempDir,
+    _config: tempfile::TempDir,
+}
+
+impl Acp {
+    fn start(script: &[Value], extra: &[&str]) -> Acp {
+        let dir = tempfile::tempdir().unwrap();
+        let config = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
+        cmd.args(["--mode", "acp", "--no-session", "--config-dir"]).arg(config.path()).arg("--cwd").arg(dir.path()).args(extra);
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+            cmd.env_remove(var);
+        }
+        if !script.is_empty() {
+            let path = config.path().join("script.jsonl");
+            std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+            cmd.arg("--model-script").arg(&path);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+                acp_validator().validate_outbound(&frame, None).unwrap_or_else(|e| panic!("agentwire sent an invalid frame: {e}\n{frame}"));
+                if tx.send(frame).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut acp = Acp { child, stdin, frames: rx, next_id: 0, dir, _config: config };
+        acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+        acp
+    }
+
+    fn send(&mut self, frame: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{frame}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn next(&mut self) -> Value {
+        self.frames.recv_timeout(TIMEOUT).expect("a frame from agentwire in time")
+    }
+
+    fn until_response(&mut self, id: &Value) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let f = self.next();
+            if f.get("method").is_none() && f.get("id") == Some(id) {
+                return (before, f);
+            }
+            before.push(f);
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        self.until_response(&id).1
+    }
+
+    fn new_session(&mut self, servers: Value) -> String {
+        let cwd = self.dir.path().display().to_string();
+        let answer = self.call("session/new", json!({"cwd": cwd, "mcpServers": servers}));
+        answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
+    }
+
+    fn prompt(&mut self, session: &str, text: &str) -> Value {
+        self.request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}))
+    }
+}
+
+impl Drop for Acp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn updates(frames: &[Value]) -> Vec<&Value> {
+    frames.iter().filter(|f| f["method"] == "session/update").map(|f| &f["params"]["update"]).collect()
+}
+
+/// The text of a finished tool call's content.
+fn tool_text(update: &Value) -> String {
+    update["content"].as_array().into_iter().flatten().filter_map(|c| c["content"]["text"].as_str()).collect::<Vec<_>>().join("\n")
+}
+
+fn finished<'a>(frames: &'a [Value], call: &str) -> &'a Value {
+    updates(frames)
+        .into_iter()
+        .find(|u| u["toolCallId"] == call && (u["status"] == "completed" || u["status"] == "failed"))
+        .unwrap_or_else(|| panic!("no end of {call} in {frames:#?}"))
+}
+
+#[test]
+fn rpc_mcp_config_runs_get_sum() {
+    let Some((node, entry)) = server() else { return };
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("mcp.json");
+    std::fs::write(&path, json!({"mcpServers": {"everything": {"command": node, "args": [entry, "stdio"]}}}).to_string()).unwrap();
+    let script = [tool_call("s1", "mcp__everything__get-sum", json!({"a": 2, "b": 3})), common::text_reply("done")];
+    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap()], &script);
+    agent.send(json!({"id": "p", "type": "prompt", "message": "add"}));
+    let frames = agent.until_prompt_result("p");
+    let end = frames.iter().find(|f| f["type"] == "tool_execution_end").expect("tool_execution_end");
+    assert_eq!(end["toolName"], "mcp__everything__get-sum");
+    assert_eq!(end["isError"], false, "{end}");
+    let text = end["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains('5'), "{text}");
+    assert_eq!(frames.last().unwrap()["status"], "completed");
+}
+
+#[test]
+fn rpc_bad_mcp_config_is_a_notice_naming_server_and_field_and_the_agent_serves_on() {
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("mcp.json");
+    std::fs::write(&path, r#"{"mcpServers": {"tools": {"command": "x", "args": "not-a-list"}}}"#).unwrap();
+    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap()], &[common::text_reply("still here")]);
+    let notice = agent.next();
+    assert_eq!((&notice["type"], &notice["level"]), (&json!("notice"), &json!("error")), "{notice}");
+    let message = notice["message"].as_str().unwrap();
+    assert!(message.contains("\"tools\"") && message.contains("\"args\""), "{message}");
+    agent.send(json!({"id": "p", "type": "prompt", "message": "hi"}));
+    assert_eq!(agent.until_prompt_result("p").last().unwrap()["status"], "completed");
+}
+
+#[test]
+fn acp_stdio_read_only_tool_runs_unasked_and_others_ask() {
+    let Some((node, entry)) = server() else { return };
+    let script = [
+        tool_call("e1", "mcp__everything__echo", json!({"message": "hi there"})),
+        common::text_reply("echoed"),
+        tool_call("t1", "mcp__everything__toggle-simulated-logging", json!({})),
+        common::text_reply("refused"),
+        tool_call("i1", "mcp__everything__get-tiny-image", json!({})),
+        common::text_reply("seen"),
+    ];
+    let mut acp = Acp::start(&script, &[]);
+    let session = acp.new_session(json!([acp_stdio("everything", &node, &entry)]));
+
+    // echo is annotated readOnlyHint: it runs without a permission request.
+    let id = acp.prompt(&session, "echo");
+    let (frames, answer) = acp.until_response(&id);
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(frames.iter().all(|f| f["method"] != "session/request_permission"), "echo asked: {frames:#?}");
+    let end = finished(&frames, "e1");
+    assert_eq!(end["status"], "completed");
+    assert!(tool_text(end).contains("Echo: hi there"), "{end}");
+
+    // toggle-simulated-logging is not read-only: it asks, and a rejection fails the call.
+    let id = acp.prompt(&session, "toggle");
+    let mut frames = Vec::new();
+    let ask = loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            break f;
+        }
+        frames.push(f);
+    };
+    assert_eq!(ask["params"]["toolCall"]["toolCallId"], "t1");
+    acp.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "reject_once"}}}));
+    let (rest, answer) = acp.until_response(&id);
+    frames.extend(rest);
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(finished(&frames, "t1")["status"], "failed");
+
+    // An image result reaches the client as an image.
+    let id = acp.prompt(&session, "image");
+    let (frames, _) = acp.until_response(&id);
+    let end = finished(&frames, "i1");
+    assert_eq!(end["status"], "completed", "{end}");
+    assert!(end["content"].as_array().unwrap().iter().any(|c| c["content"]["type"] == "image"), "{end}");
+}
+
+/// A free TCP port on 127.0.0.1 (released again for the server to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn acp_streamable_http_server_echoes() {
+    let Some((node, entry)) = server() else { return };
+    let port = free_port();
+    let http = Killed(Command::new(&node).arg(&entry).arg("streamableHttp").env("PORT", port.to_string()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    let deadline = Instant::now() + TIMEOUT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the HTTP MCP server did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let script = [tool_call("h1", "mcp__web__echo", json!({"message": "over http"})), common::text_reply("ok")];
+    let mut acp = Acp::start(&script, &[]);
+    let session = acp.new_session(json!([{"type": "http", "name": "web", "url": format!("http://127.0.0.1:{port}/mcp"), "headers": [{"name": "X-Test", "value": "1"}]}]));
+    let id = acp.prompt(&session, "echo");
+    let (frames, _) = acp.until_response(&id);
+    let end = finished(&frames, "h1");
+    assert_eq!(end["status"], "completed", "{end}");
+    assert!(tool_text(end).contains("Echo: over http"), "{end}");
+    drop(http);
+}
+
+#[test]
+fn acp_sse_is_refused_naming_the_server() {
+    let mut acp = Acp::start(&[], &[]);
+    let cwd = acp.dir.path().display().to_string();
+    let answer = acp.call("session/new", json!({"cwd": cwd, "mcpServers": [{"type": "sse", "name": "legacy", "url": "http://127.0.0.1:1/sse", "headers": []}]}));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("\"legacy\""), "{answer}");
+    // The connection goes on.
+    acp.new_session(json!([]));
+}
+
+#[test]
+fn acp_unstartable_and_silent_servers_are_named_and_the_session_works() {
+    let silent = tempfile::tempdir().unwrap();
+    let script_path = silent.path().join("silent.sh");
+    std::fs::write(&script_path, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&script_path).unwrap().permissions(), 0o755);
+    std::fs::set_permissions(&script_path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut acp = Acp::start(&[common::text_reply("fine without them")], &["--mcp-startup-timeout-ms", "1500"]);
+    let cwd = acp.dir.path().display().to_string();
+    let started = Instant::now();
+    let servers = json!([
+        {"name": "missing", "command": "/nonexistent/mcp-server", "args": [], "env": []},
+        {"name": "silent", "command": script_path.display().to_string(), "args": [], "env": []},
+    ]);
+    let id = acp.request("session/new", json!({"cwd": cwd, "mcpServers": servers}));
+    let (_, answer) = acp.until_response(&id);
+    assert!(started.elapsed() < Duration::from_secs(15), "session/new took {:?}", started.elapsed());
+    let session = answer["result"]["sessionId"].as_str().expect("a session despite the servers").to_owned();
+    // After the answer: one message per server, naming it and why.
+    let mut said = String::new();
+    while !(said.contains("\"missing\"") && said.contains("\"silent\"")) {
+        let f = acp.next();
+        if f["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            said.push_str(f["params"]["update"]["content"]["text"].as_str().unwrap());
+        }
+    }
+    assert!(said.contains("No such file") && said.contains("initialize"), "{said}");
+    let id = acp.prompt(&session, "hello");
+    let (_, answer) = acp.until_response(&id);
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    // The silent server was killed when it was given up on.
+    let out = Command::new("pgrep").args(["-f", &script_path.display().to_string()]).output().unwrap();
+    assert!(out.stdout.is_empty(), "the silent server still runs: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn acp_cancel_ends_a_running_call_with_progress_seen() {
+    let Some((node, entry)) = server() else { return };
+    let script = [tool_call("l1", "mcp__everything__trigger-long-running-operation", json!({"duration": 60, "steps": 120}))];
+    let mut acp = Acp::start(&script, &[]);
+    let session = acp.new_session(json!([acp_stdio("everything", &node, &entry)]));
+    let id = acp.prompt(&session, "long");
+    // Progress notifications arrive as tool call updates with the progress so far.
+    loop {
+        let f = acp.next();
+        let u = &f["params"]["update"];
+        if u["toolCallId"] == "l1" && u["status"] == "in_progress" && tool_text(u).contains("/120") {
+            break;
+        }
+    }
+    let asked = Instant::now();
+    acp.send(&json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+    let (frames, answer) = acp.until_response(&id);
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    assert!(asked.elapsed() < Duration::from_secs(5), "cancel took {:?}", asked.elapsed());
+    assert_eq!(finished(&frames, "l1")["status"], "failed");
+}
+
+/// Every process whose parent chain leads to `root` (read from /proc).
+fn descendants(root: u32) -> Vec<u32> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // pid (comm) state ppid …: comm may hold spaces, so read after the last ')'.
+        let ppid = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parents.push((pid, ppid));
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(parents.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'))
+}
+
+#[test]
+fn no_mcp_process_outlives_the_agent_after_eof() {
+    let Some((node, entry)) = server() else { return };
+    let mut acp = Acp::start(&[], &[]);
+    // Two sessions, two servers; one through a shell so the server is a grandchild.
+    acp.new_session(json!([acp_stdio("one", &node, &entry)]));
+    let wrapped = json!({"name": "two", "command": "/bin/sh", "args": ["-c", format!("{node} {entry} stdio; true")], "env": []});
+    acp.new_session(json!([wrapped]));
+    let started = descendants(acp.child.id());
+    assert!(started.len() >= 3, "expected the servers under the agent: {started:?}");
+    drop(acp.stdin.take());
+    let status = acp.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    std::thread::sleep(Duration::from_secs(3));
+    let left: Vec<u32> = started.into_iter().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "still running after EOF: {left:?}");
+}
