@@ -167,6 +167,27 @@ fn rpc_mcp_config_runs_get_sum() {
 }
 
 #[test]
+fn wire_mcp_config_runs_the_tool_and_names_a_server_that_cannot_start() {
+    let Some((node, entry)) = server() else { return };
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"everything": {"command": node, "args": [entry, "stdio"]}, "gone": {"command": "/nonexistent/server"}}});
+    std::fs::write(&path, servers.to_string()).unwrap();
+    let script = [tool_call("w1", "mcp__everything__echo", json!({"message": "wired"})), common::text_reply("done")];
+    let mut wire = common::wire::Wire::start_with(&["--mcp-config", path.to_str().unwrap()], &script);
+    let notice = wire.next();
+    assert_eq!(notice["params"]["type"], "Notification", "{notice}");
+    let body = notice["params"]["payload"]["body"].as_str().unwrap();
+    assert!(body.contains("\"gone\"") && body.contains("No such file"), "{body}");
+    wire.send(json!({"jsonrpc": "2.0", "id": "p", "method": "prompt", "params": {"user_input": "echo"}}));
+    let frames = wire.until_id(json!("p"));
+    let result = frames.iter().find(|f| f["params"]["type"] == "ToolResult").expect("a ToolResult");
+    let output = result["params"]["payload"]["return_value"]["output"].to_string();
+    assert!(output.contains("Echo: wired"), "{result}");
+    assert_eq!(result["params"]["payload"]["return_value"]["is_error"], false, "{result}");
+}
+
+#[test]
 fn rpc_bad_mcp_config_is_a_notice_naming_server_and_field_and_the_agent_serves_on() {
     let config = tempfile::tempdir().unwrap();
     let path = config.path().join("mcp.json");
@@ -363,9 +384,10 @@ fn alive(pid: u32) -> bool {
 fn no_mcp_process_outlives_the_agent_after_eof() {
     let Some((node, entry)) = server() else { return };
     let mut acp = Acp::start(&[], &[]);
-    // Two sessions, two servers; one through a shell so the server is a grandchild.
+    // Two sessions, two servers. The second leaves a process of its own behind that neither
+    // stdin EOF nor its parent's death would end: only killing the server's process group does.
     acp.new_session(json!([acp_stdio("one", &node, &entry)]));
-    let wrapped = json!({"name": "two", "command": "/bin/sh", "args": ["-c", format!("{node} {entry} stdio; true")], "env": []});
+    let wrapped = json!({"name": "two", "command": "/bin/sh", "args": ["-c", format!("sleep 600 & exec {node} {entry} stdio")], "env": []});
     acp.new_session(json!([wrapped]));
     let started = descendants(acp.child.id());
     assert!(started.len() >= 3, "expected the servers under the agent: {started:?}");

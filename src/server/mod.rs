@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::agent::events::NoticeLevel;
+use crate::agent::port::{NotifyLevel, UiNotice};
 use crate::agent::{Agent, AgentConfig, ApprovalPolicy, EventSink, HostPort, RetryPolicy};
 use crate::dialect::SHUTDOWN_GRACE;
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
@@ -206,23 +208,19 @@ fn input(stop: &CancellationToken) -> UntilCancelled<tokio::io::BufReader<tokio:
 }
 
 /// Connects the servers of `--mcp-config` (rpc and wire). A config file that cannot be read or
-/// is malformed, and a server that cannot start, are told to the host (a notice, and a warning
-/// on stderr); the agent works on without them.
-async fn start_mcp_servers(agent: &Agent, options: &RpcOptions) {
-    use crate::agent::events::NoticeLevel;
-    let Some(path) = &options.mcp_config else { return };
+/// is malformed, and a server that cannot start, are logged and returned for the dialect to
+/// tell its host; the agent works on without them.
+async fn start_mcp_servers(agent: &Agent, options: &RpcOptions) -> Vec<(NoticeLevel, String)> {
+    let Some(path) = &options.mcp_config else { return Vec::new() };
     let configs = match crate::mcp::config::read_config_file(path) {
         Ok(configs) => configs,
         Err(e) => {
             let message = format!("--mcp-config: {e}; no MCP server is connected");
             tracing::warn!("{message}");
-            agent.notice(NoticeLevel::Error, message).await;
-            return;
+            return vec![(NoticeLevel::Error, message)];
         }
     };
-    for failure in agent.start_mcp(&configs, options.mcp_startup_timeout).await {
-        agent.notice(NoticeLevel::Warning, failure.to_string()).await;
-    }
+    agent.start_mcp(&configs, options.mcp_startup_timeout).await.into_iter().map(|failure| (NoticeLevel::Warning, failure.to_string())).collect()
 }
 
 /// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
@@ -238,7 +236,9 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
     let _ = out.send(&session.ready_frame()).await;
     drop(out);
     // Commands sent meanwhile wait in stdin: the first prompt already sees the servers' tools.
-    start_mcp_servers(&agent, &options).await;
+    for (level, message) in start_mcp_servers(&agent, &options).await {
+        agent.notice(level, message).await;
+    }
     let stop = CancellationToken::new();
     run_process(agent, writer, stop.clone(), serve_rpc(session, input(&stop), options.max_line_bytes)).await
 }
@@ -252,8 +252,16 @@ pub async fn run_wire_process(options: RpcOptions) -> u8 {
     let (out, writer) = stdout_writer(options.max_outbound_bytes);
     let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
     let agent = prepared.build(host.clone());
+    // The wire's own notices are `Notification` events.
+    for (level, message) in start_mcp_servers(&agent, &options).await {
+        let level = match level {
+            NoticeLevel::Info => NotifyLevel::Info,
+            NoticeLevel::Warning => NotifyLevel::Warning,
+            NoticeLevel::Error => NotifyLevel::Error,
+        };
+        host.notify(UiNotice::Notify { level, message }).await;
+    }
     let session = WireSession::new(agent.clone(), host);
-    start_mcp_servers(&agent, &options).await;
     let stop = CancellationToken::new();
     run_process(agent, writer, stop.clone(), serve_wire(session, input(&stop), options.max_line_bytes)).await
 }
