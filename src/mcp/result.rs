@@ -99,14 +99,14 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::{RawResource, TextContent};
+    use rmcp::model::{Resource, TextContent};
 
     fn texts(out: &ToolOutput) -> Vec<String> {
         out.content
             .iter()
             .map(|c| match c {
                 TextOrImageContent::Text(t) => t.text.clone(),
-                TextOrImageContent::Image(i) => format!("image:{}", i.mime_type),
+                TextOrImageContent::Image(i) => format!("image:{}", serde_json::to_value(&i.mime_type).unwrap().as_str().unwrap()),
             })
             .collect()
     }
@@ -116,7 +116,7 @@ mod tests {
         let mut result = CallToolResult::success(vec![
             ContentBlock::Text(TextContent::new("hi")),
             ContentBlock::Image(rmcp::model::ImageContent::new("AAAA", "image/png")),
-            ContentBlock::ResourceLink(RawResource::new("file:///a.txt", "a.txt")),
+            ContentBlock::ResourceLink(Resource::new("file:///a.txt", "a.txt")),
             ContentBlock::Resource(rmcp::model::EmbeddedResource::new(ResourceContents::text("body", "mem://x"))),
         ]);
         result.structured_content = Some(json!({"n": 5}));
@@ -130,7 +130,8 @@ mod tests {
         assert_eq!(out.details.as_ref().unwrap()["structuredContent"], json!({"n": 5}));
         result.is_error = Some(true);
         assert!(to_output("s", "t", result).is_error);
-        let only_structured = CallToolResult { structured_content: Some(json!({"sum": 5})), ..CallToolResult::success(Vec::new()) };
+        let mut only_structured = CallToolResult::success(Vec::new());
+        only_structured.structured_content = Some(json!({"sum": 5}));
         assert_eq!(texts(&to_output("s", "t", only_structured)), ["{\"sum\":5}"]);
     }
 
