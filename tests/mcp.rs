@@ -156,6 +156,14 @@ fn rpc_mcp_config_runs_get_sum() {
     std::fs::write(&path, json!({"mcpServers": {"everything": {"command": node, "args": [entry, "stdio"]}}}).to_string()).unwrap();
     let script = [tool_call("s1", "mcp__everything__get-sum", json!({"a": 2, "b": 3})), common::text_reply("done")];
     let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap()], &script);
+    // The server's tools are listed with what the model is offered, under their MCP names,
+    // with the server's description and input schema.
+    let state = agent.request(json!({"id": "s", "type": "get_state"}));
+    let tools = state["data"]["dumpTools"].as_array().expect("dumpTools");
+    let sum = tools.iter().find(|t| t["name"] == "mcp__everything__get-sum").unwrap_or_else(|| panic!("{tools:#?}"));
+    assert_eq!(sum["description"], "Returns the sum of two numbers");
+    assert!(sum["parameters"]["properties"]["a"].is_object(), "{sum}");
+    assert!(tools.iter().any(|t| t["name"] == "bash"));
     agent.send(json!({"id": "p", "type": "prompt", "message": "add"}));
     let frames = agent.until_prompt_result("p");
     let end = frames.iter().find(|f| f["type"] == "tool_execution_end").expect("tool_execution_end");

@@ -316,7 +316,7 @@ fn system_prompt(agent: &Agent) -> String {
 
 /// The tools offered to the model: the built-ins, the host's (unless hidden), and the question
 /// tool when the host can be asked.
-fn offered_tools(agent: &Agent, st: &State) -> Vec<ToolInfo> {
+pub(super) fn offered_tools(agent: &Agent, st: &State) -> Vec<ToolInfo> {
     let mut tools = tools::builtin_definitions().to_vec();
     for t in st.host_tools.iter().filter(|t| t.hidden != Some(true)) {
         tools.push(ToolInfo { name: nonempty(&t.name), description: t.description.to_string(), parameters: t.parameters.clone(), extra: Map::new() });
