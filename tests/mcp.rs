@@ -195,6 +195,46 @@ fn wire_mcp_config_runs_the_tool_and_names_a_server_that_cannot_start() {
     assert_eq!(result["params"]["payload"]["return_value"]["is_error"], false, "{result}");
 }
 
+/// tests/mcp-server/scripted-server.mjs: a hand-written server for what server-everything
+/// never does (its tool list changes on request, it answers garbage).
+fn scripted_server() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp-server/scripted-server.mjs").display().to_string()
+}
+
+#[test]
+fn rpc_list_changed_offers_new_tools_and_garbage_or_is_error_fails_only_the_call() {
+    let Some((node, _)) = server() else { return };
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("mcp.json");
+    std::fs::write(&path, json!({"mcpServers": {"dyn": {"command": node, "args": [scripted_server()]}}}).to_string()).unwrap();
+    let script = [
+        tool_call("a1", "mcp__dyn__add-tool", json!({})),
+        tool_call("a2", "mcp__dyn__added", json!({})),
+        tool_call("g1", "mcp__dyn__garbage", json!({})),
+        tool_call("f1", "mcp__dyn__fails", json!({})),
+        common::text_reply("done"),
+    ];
+    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap()], &script);
+    let state = agent.request(json!({"id": "s", "type": "get_state"}));
+    assert!(!state["data"]["dumpTools"].as_array().unwrap().iter().any(|t| t["name"] == "mcp__dyn__added"));
+    agent.send(json!({"id": "p", "type": "prompt", "message": "go"}));
+    let frames = agent.until_prompt_result("p");
+    let end = |id: &str| frames.iter().find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == id).unwrap_or_else(|| panic!("no end of {id}")).clone();
+    // The tool the server added after list_changed is offered and runs.
+    let added = end("a2");
+    assert_eq!(added["isError"], false, "{added}");
+    assert_eq!(added["result"]["content"][0]["text"], "the added tool works");
+    // A result that is not a tool result is a failed call, and so is isError; the run goes on.
+    let garbage = end("g1");
+    assert_eq!(garbage["isError"], true, "{garbage}");
+    assert!(garbage["result"]["content"][0]["text"].as_str().unwrap().contains("dyn"), "{garbage}");
+    let fails = end("f1");
+    assert_eq!((&fails["isError"], &fails["result"]["content"][0]["text"]), (&json!(true), &json!("it broke")));
+    assert_eq!(frames.last().unwrap()["status"], "completed");
+    let state = agent.request(json!({"id": "s2", "type": "get_state"}));
+    assert!(state["data"]["dumpTools"].as_array().unwrap().iter().any(|t| t["name"] == "mcp__dyn__added"));
+}
+
 #[test]
 fn rpc_bad_mcp_config_is_a_notice_naming_server_and_field_and_the_agent_serves_on() {
     let config = tempfile::tempdir().unwrap();

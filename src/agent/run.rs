@@ -338,6 +338,9 @@ pub(super) fn offered_tools(agent: &Agent, st: &State) -> Vec<ToolInfo> {
 /// emits `MessageEnd` once the message is recorded). Returns the message and the provider
 /// error it ended with, if any.
 async fn stream_assistant(agent: &Agent, cancel: &CancellationToken) -> (AssistantMessage, Option<ProviderError>) {
+    // An MCP server that said its tools changed has listed them again before the model is
+    // offered them.
+    agent.mcp().settle().await;
     let spec = agent.current();
     let request = {
         let st = agent.state();

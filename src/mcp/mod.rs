@@ -17,6 +17,7 @@ mod result;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,6 +41,9 @@ const MAX_TOOL_NAME: usize = 64;
 
 /// How long a closing server may take to exit on its own before its process group is killed.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// Bound on listing a server's tools again after `notifications/tools/list_changed`.
+const RELIST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Lines of a stdio server's stderr kept to explain why it failed.
 const STDERR_LINES: usize = 5;
@@ -92,9 +96,34 @@ struct Shared {
     server: String,
     tools: Mutex<Vec<McpTool>>,
     progress: Mutex<HashMap<ProgressToken, tokio::sync::mpsc::Sender<String>>>,
+    /// The server said its tools changed and they were not listed again since.
+    stale: AtomicBool,
+    /// Held while the tools are listed again, so a model request waits for a listing in flight.
+    relisting: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
+    fn new(server: &str) -> Self {
+        Self { server: server.to_owned(), tools: Mutex::new(Vec::new()), progress: Mutex::new(HashMap::new()), stale: AtomicBool::new(false), relisting: tokio::sync::Mutex::new(()) }
+    }
+
+    /// Lists the tools again if the server said they changed (bounded: a server that does not
+    /// answer keeps its old list).
+    async fn relist_if_stale(&self, peer: &Peer<RoleClient>) {
+        if !self.stale.load(Ordering::Acquire) {
+            return;
+        }
+        let _one_at_a_time = self.relisting.lock().await;
+        if !self.stale.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        match tokio::time::timeout(RELIST_TIMEOUT, peer.list_all_tools()).await {
+            Ok(Ok(tools)) => self.set_tools(tools),
+            Ok(Err(e)) => tracing::warn!("MCP server \"{}\": listing its tools again failed: {e}", self.server),
+            Err(_) => tracing::warn!("MCP server \"{}\": no answer to tools/list within {}", self.server, humantime::format_duration(RELIST_TIMEOUT)),
+        }
+    }
+
     fn set_tools(&self, listed: Vec<rmcp::model::Tool>) {
         let mut tools: Vec<McpTool> = Vec::with_capacity(listed.len());
         for t in listed {
@@ -135,14 +164,10 @@ impl ClientHandler for Client {
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        let shared = self.0.clone();
-        // Listing is a request on the same connection: not from inside its own loop.
-        tokio::spawn(async move {
-            match context.peer.list_all_tools().await {
-                Ok(tools) => shared.set_tools(tools),
-                Err(e) => tracing::warn!("MCP server \"{}\": listing its tools again failed: {e}", shared.server),
-            }
-        });
+        // rmcp runs each notification in a task of its own, so the listing can be awaited here;
+        // a model request meanwhile waits for it ([`McpServers::settle`]).
+        self.0.stale.store(true, Ordering::Release);
+        self.0.relist_if_stale(&context.peer).await;
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -207,6 +232,12 @@ impl McpServers {
             }
         }
         (McpServers { servers }, failures)
+    }
+
+    /// Waits until every server whose tools changed has listed them again, so the model is
+    /// offered (and the run finds) the current tools.
+    pub async fn settle(&self) {
+        futures_util::future::join_all(self.servers.iter().map(|s| s.shared.relist_if_stale(&s.peer))).await;
     }
 
     /// Whether no server is connected.
@@ -316,7 +347,7 @@ fn kill_group(pgid: u32) {
 
 /// Starts or reaches one server, says `initialize` and lists its tools.
 async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDeque<String>>>, pgid_out: Arc<Mutex<Option<u32>>>) -> Result<Connected, String> {
-    let shared = Arc::new(Shared { server: config.name().to_owned(), tools: Mutex::new(Vec::new()), progress: Mutex::new(HashMap::new()) });
+    let shared = Arc::new(Shared::new(config.name()));
     let client = Client(shared.clone());
     let (running, pgid) = match config {
         McpServerConfig::Stdio(s) => {
