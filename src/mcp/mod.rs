@@ -107,12 +107,10 @@ impl Shared {
         Self { server: server.to_owned(), tools: Mutex::new(Vec::new()), progress: Mutex::new(HashMap::new()), stale: AtomicBool::new(false), relisting: tokio::sync::Mutex::new(()) }
     }
 
-    /// Lists the tools again if the server said they changed (bounded: a server that does not
-    /// answer keeps its old list).
+    /// Lists the tools again if the server said they changed, or waits for a listing in flight
+    /// (bounded: a server that does not answer keeps its old list).
     async fn relist_if_stale(&self, peer: &Peer<RoleClient>) {
-        if !self.stale.load(Ordering::Acquire) {
-            return;
-        }
+        // The lock first: a listing in flight (started by the notification) is waited for.
         let _one_at_a_time = self.relisting.lock().await;
         if !self.stale.swap(false, Ordering::AcqRel) {
             return;
@@ -182,6 +180,8 @@ struct Connected {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Client>>>,
     /// The stdio server's process group (its pid: it leads the group).
     pgid: Option<u32>,
+    /// The server's `tools.listChanged` capability.
+    announces_list_changes: bool,
 }
 
 /// The MCP servers of one agent.
@@ -290,6 +290,12 @@ impl McpServers {
             }
         };
         lock(&server.shared.progress).remove(&token);
+        // A server that announces tool list changes may have changed them during this call,
+        // and its notification may still be on its way to `on_tool_list_changed` (rmcp runs
+        // each in a task of its own): the next model request lists them again to be sure.
+        if server.announces_list_changes {
+            server.shared.stale.store(true, Ordering::Release);
+        }
         let Some(answer) = answer else {
             // The server is told, so it can stop the work; the call ends now either way.
             if let Err(e) = handle.cancel(Some("the user aborted the run".into())).await {
@@ -393,7 +399,8 @@ async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDequ
     let tools = running.peer().list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
     shared.set_tools(tools);
     let peer = running.peer().clone();
-    Ok(Connected { shared, peer, service: tokio::sync::Mutex::new(Some(running)), pgid })
+    let announces_list_changes = peer.peer_info().and_then(|info| info.capabilities.tools.as_ref().and_then(|t| t.list_changed)).unwrap_or(false);
+    Ok(Connected { shared, peer, service: tokio::sync::Mutex::new(Some(running)), pgid, announces_list_changes })
 }
 
 /// Logs a stdio server's stderr (debug) and keeps its last lines to explain a failure.
