@@ -379,6 +379,33 @@ fn acp_unstartable_and_silent_servers_are_named_and_the_session_works() {
 }
 
 #[test]
+fn acp_resume_replaces_the_servers_and_names_failures_before_its_answer() {
+    let Some((node, entry)) = server() else { return };
+    let script = [tool_call("o1", "mcp__one__echo", json!({"message": "x"})), common::text_reply("gone")];
+    let mut acp = Acp::start(&script, &[]);
+    let session = acp.new_session(json!([acp_stdio("one", &node, &entry)]));
+    let first = descendants(acp.child.id());
+    assert!(!first.is_empty(), "server one runs under the agent");
+    let cwd = acp.dir.path().display().to_string();
+    let id = acp.request("session/resume", json!({"sessionId": session, "cwd": cwd, "mcpServers": [{"name": "missing", "command": "/nonexistent/server", "args": [], "env": []}]}));
+    let (before, answer) = acp.until_response(&id);
+    assert!(answer["result"].is_object(), "{answer}");
+    let said: String = updates(&before).iter().filter(|u| u["sessionUpdate"] == "agent_message_chunk").filter_map(|u| u["content"]["text"].as_str()).collect();
+    assert!(said.contains("\"missing\""), "the failure comes before the answer: {before:#?}");
+    // The servers the session had are shut down, and their tools are gone.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while first.iter().any(|p| alive(*p)) {
+        assert!(Instant::now() < deadline, "server one outlived its replacement: {first:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let id = acp.prompt(&session, "echo");
+    let (frames, _) = acp.until_response(&id);
+    let end = finished(&frames, "o1");
+    assert_eq!(end["status"], "failed");
+    assert!(tool_text(end).contains("not found"), "{end}");
+}
+
+#[test]
 fn acp_cancel_ends_a_running_call_with_progress_seen() {
     let Some((node, entry)) = server() else { return };
     let script = [tool_call("l1", "mcp__everything__trigger-long-running-operation", json!({"duration": 60, "steps": 120}))];
