@@ -5,16 +5,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentwire::protocol::acp::acp_validator;
+use common::acp::{Acp, TIMEOUT};
 use serde_json::{json, Value};
-
-const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// `node` and the server's entry point, or `None` (with a loud message) when node is missing.
 fn server() -> Option<(String, String)> {
@@ -38,97 +34,48 @@ fn tool_call(id: &str, name: &str, args: Value) -> Value {
     json!({"text": "Calling.", "toolCalls": [{"id": id, "name": name, "arguments": args}]})
 }
 
-/// `agentwire --mode acp` over pipes; every frame it writes is checked against the ACP schema.
-struct Acp {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    frames: Receiver<Value>,
-    next_id: u64,
+/// The ACP driver of `tests/common/acp.rs` with its directories, initialized, sessions in memory.
+struct Client {
+    acp: Acp,
     dir: tempfile::TempDir,
     _config: tempfile::TempDir,
 }
 
-impl Acp {
-    fn start(script: &[Value], extra: &[&str]) -> Acp {
-        let dir = tempfile::tempdir().unwrap();
-        let config = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
-        cmd.args(["--mode", "acp", "--no-session", "--config-dir"]).arg(config.path()).arg("--cwd").arg(dir.path()).args(extra);
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
-            cmd.env_remove(var);
-        }
-        if !script.is_empty() {
-            let path = config.path().join("script.jsonl");
-            std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
-            cmd.arg("--model-script").arg(&path);
-        }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                acp_validator().validate_outbound(&frame, None).unwrap_or_else(|e| panic!("agentwire sent an invalid frame: {e}\n{frame}"));
-                if tx.send(frame).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let mut acp = Acp { child, stdin, frames: rx, next_id: 0, dir, _config: config };
+impl std::ops::Deref for Client {
+    type Target = Acp;
+    fn deref(&self) -> &Acp {
+        &self.acp
+    }
+}
+
+impl std::ops::DerefMut for Client {
+    fn deref_mut(&mut self) -> &mut Acp {
+        &mut self.acp
+    }
+}
+
+impl Client {
+    fn start(script: &[Value], extra: &[&str]) -> Client {
+        let (dir, config) = common::acp::dirs();
+        let mut args = vec!["--no-session"];
+        args.extend_from_slice(extra);
+        let mut acp = Acp::start(dir.path(), config.path(), script, &args);
         acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
-        acp
+        Client { acp, dir, _config: config }
     }
 
-    fn send(&mut self, frame: &Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{frame}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = json!(self.next_id);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    fn next(&mut self) -> Value {
-        self.frames.recv_timeout(TIMEOUT).expect("a frame from agentwire in time")
-    }
-
-    fn until_response(&mut self, id: &Value) -> (Vec<Value>, Value) {
-        let mut before = Vec::new();
-        loop {
-            let f = self.next();
-            if f.get("method").is_none() && f.get("id") == Some(id) {
-                return (before, f);
-            }
-            before.push(f);
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.request(method, params);
-        self.until_response(&id).1
+    fn cwd(&self) -> String {
+        self.dir.path().display().to_string()
     }
 
     fn new_session(&mut self, servers: Value) -> String {
-        let cwd = self.dir.path().display().to_string();
+        let cwd = self.cwd();
         let answer = self.call("session/new", json!({"cwd": cwd, "mcpServers": servers}));
         answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
     }
 
     fn prompt(&mut self, session: &str, text: &str) -> Value {
-        self.request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}))
-    }
-}
-
-impl Drop for Acp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.request("session/prompt", common::acp::prompt(text, session))
     }
 }
 
@@ -260,7 +207,7 @@ fn acp_stdio_read_only_tool_runs_unasked_and_others_ask() {
         tool_call("i1", "mcp__everything__get-tiny-image", json!({})),
         common::text_reply("seen"),
     ];
-    let mut acp = Acp::start(&script, &[]);
+    let mut acp = Client::start(&script, &[]);
     let session = acp.new_session(json!([acp_stdio("everything", &node, &entry)]));
 
     // echo is annotated readOnlyHint: it runs without a permission request.
@@ -274,16 +221,9 @@ fn acp_stdio_read_only_tool_runs_unasked_and_others_ask() {
 
     // toggle-simulated-logging is not read-only: it asks, and a rejection fails the call.
     let id = acp.prompt(&session, "toggle");
-    let mut frames = Vec::new();
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-        frames.push(f);
-    };
+    let (mut frames, ask) = acp.until_method("session/request_permission");
     assert_eq!(ask["params"]["toolCall"]["toolCallId"], "t1");
-    acp.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "reject_once"}}}));
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
     let (rest, answer) = acp.until_response(&id);
     frames.extend(rest);
     assert_eq!(answer["result"]["stopReason"], "end_turn");
@@ -322,7 +262,7 @@ fn acp_streamable_http_server_echoes() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let script = [tool_call("h1", "mcp__web__echo", json!({"message": "over http"})), common::text_reply("ok")];
-    let mut acp = Acp::start(&script, &[]);
+    let mut acp = Client::start(&script, &[]);
     let session = acp.new_session(json!([{"type": "http", "name": "web", "url": format!("http://127.0.0.1:{port}/mcp"), "headers": [{"name": "X-Test", "value": "1"}]}]));
     let id = acp.prompt(&session, "echo");
     let (frames, _) = acp.until_response(&id);
@@ -334,8 +274,8 @@ fn acp_streamable_http_server_echoes() {
 
 #[test]
 fn acp_sse_is_refused_naming_the_server() {
-    let mut acp = Acp::start(&[], &[]);
-    let cwd = acp.dir.path().display().to_string();
+    let mut acp = Client::start(&[], &[]);
+    let cwd = acp.cwd();
     let answer = acp.call("session/new", json!({"cwd": cwd, "mcpServers": [{"type": "sse", "name": "legacy", "url": "http://127.0.0.1:1/sse", "headers": []}]}));
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert!(answer["error"]["message"].as_str().unwrap().contains("\"legacy\""), "{answer}");
@@ -350,8 +290,8 @@ fn acp_unstartable_and_silent_servers_are_named_and_the_session_works() {
     std::fs::write(&script_path, "#!/bin/sh\nexec sleep 600\n").unwrap();
     std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&script_path).unwrap().permissions(), 0o755);
     std::fs::set_permissions(&script_path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut acp = Acp::start(&[common::text_reply("fine without them")], &["--mcp-startup-timeout-ms", "1500"]);
-    let cwd = acp.dir.path().display().to_string();
+    let mut acp = Client::start(&[common::text_reply("fine without them")], &["--mcp-startup-timeout-ms", "1500"]);
+    let cwd = acp.cwd();
     let started = Instant::now();
     let servers = json!([
         {"name": "missing", "command": "/nonexistent/mcp-server", "args": [], "env": []},
@@ -382,11 +322,11 @@ fn acp_unstartable_and_silent_servers_are_named_and_the_session_works() {
 fn acp_resume_replaces_the_servers_and_names_failures_before_its_answer() {
     let Some((node, entry)) = server() else { return };
     let script = [tool_call("o1", "mcp__one__echo", json!({"message": "x"})), common::text_reply("gone")];
-    let mut acp = Acp::start(&script, &[]);
+    let mut acp = Client::start(&script, &[]);
     let session = acp.new_session(json!([acp_stdio("one", &node, &entry)]));
     let first = descendants(acp.child.id());
     assert!(!first.is_empty(), "server one runs under the agent");
-    let cwd = acp.dir.path().display().to_string();
+    let cwd = acp.cwd();
     let id = acp.request("session/resume", json!({"sessionId": session, "cwd": cwd, "mcpServers": [{"name": "missing", "command": "/nonexistent/server", "args": [], "env": []}]}));
     let (before, answer) = acp.until_response(&id);
     assert!(answer["result"].is_object(), "{answer}");
@@ -409,7 +349,7 @@ fn acp_resume_replaces_the_servers_and_names_failures_before_its_answer() {
 fn acp_cancel_ends_a_running_call_with_progress_seen() {
     let Some((node, entry)) = server() else { return };
     let script = [tool_call("l1", "mcp__everything__trigger-long-running-operation", json!({"duration": 60, "steps": 120}))];
-    let mut acp = Acp::start(&script, &[]);
+    let mut acp = Client::start(&script, &[]);
     let session = acp.new_session(json!([acp_stdio("everything", &node, &entry)]));
     let id = acp.prompt(&session, "long");
     // Progress notifications arrive as tool call updates with the progress so far.
@@ -421,7 +361,7 @@ fn acp_cancel_ends_a_running_call_with_progress_seen() {
         }
     }
     let asked = Instant::now();
-    acp.send(&json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+    acp.notify("session/cancel", json!({"sessionId": session}));
     let (frames, answer) = acp.until_response(&id);
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
     assert!(asked.elapsed() < Duration::from_secs(5), "cancel took {:?}", asked.elapsed());
@@ -458,7 +398,7 @@ fn alive(pid: u32) -> bool {
 #[test]
 fn no_mcp_process_outlives_the_agent_after_eof() {
     let Some((node, entry)) = server() else { return };
-    let mut acp = Acp::start(&[], &[]);
+    let mut acp = Client::start(&[], &[]);
     // Two sessions, two servers. The second leaves a process of its own behind that neither
     // stdin EOF nor its parent's death would end: only killing the server's process group does.
     acp.new_session(json!([acp_stdio("one", &node, &entry)]));
