@@ -404,11 +404,22 @@ fn no_mcp_process_outlives_the_agent_after_eof() {
     acp.new_session(json!([acp_stdio("one", &node, &entry)]));
     let wrapped = json!({"name": "two", "command": "/bin/sh", "args": ["-c", format!("sleep 600 & exec {node} {entry} stdio")], "env": []});
     acp.new_session(json!([wrapped]));
-    let started = descendants(acp.child.id());
+    let mut started = descendants(acp.child.id());
     assert!(started.len() >= 3, "expected the servers under the agent: {started:?}");
+    // The same server from --mcp-config under an rpc agent.
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("mcp.json");
+    std::fs::write(&path, json!({"mcpServers": {"two": {"command": "/bin/sh", "args": ["-c", format!("sleep 600 & exec {node} {entry} stdio")]}}}).to_string()).unwrap();
+    let mut rpc = common::Agent::start(&["--mcp-config", path.to_str().unwrap()], &[]);
+    rpc.request(json!({"id": "s", "type": "get_state"}));
+    let under_rpc = descendants(rpc.pid());
+    assert!(under_rpc.len() >= 2, "expected the server under the rpc agent: {under_rpc:?}");
+    started.extend(under_rpc);
+
     drop(acp.stdin.take());
     let status = acp.child.wait().unwrap();
     assert!(status.success(), "{status}");
+    assert_eq!(rpc.finish().1, 0);
     std::thread::sleep(Duration::from_secs(3));
     let left: Vec<u32> = started.into_iter().filter(|p| alive(*p)).collect();
     assert!(left.is_empty(), "still running after EOF: {left:?}");
