@@ -2,6 +2,9 @@
 //! "approve for session" per session and per tool, and asking the host through the port.
 //! Fail closed: only an explicit approve lets the call run.
 //!
+//! MCP tools: under `dangerous` a tool whose server annotates it `readOnlyHint: true` runs at
+//! once and any other asks (annotations are hints; they decide only whether to ask).
+//!
 //! Path policy (docs/reliability.md, "Paths outside the working directory"): under `dangerous`,
 //! a built-in file tool (`read`, `ls`, `grep`, `find`, as well as `write` and `edit`, which
 //! always ask) whose path lies outside the working directory once symlinks are followed asks

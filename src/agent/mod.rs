@@ -54,7 +54,8 @@ pub enum ApprovalPolicy {
     /// Never ask.
     #[default]
     Never,
-    /// Ask before bash, write and edit.
+    /// Ask before bash, write, edit, paths outside the working directory, and MCP tools not
+    /// annotated read-only.
     Dangerous,
     /// Ask before every tool call.
     Always,

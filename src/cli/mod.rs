@@ -121,7 +121,7 @@ pub enum Mode {
 pub enum ApprovalArg {
     /// Never ask.
     Never,
-    /// Ask before bash, write and edit.
+    /// Ask before bash, write and edit (and MCP tools not annotated read-only).
     Dangerous,
     /// Ask before every tool call.
     Always,
