@@ -285,17 +285,14 @@ fn acp_sse_is_refused_naming_the_server() {
 
 #[test]
 fn acp_unstartable_and_silent_servers_are_named_and_the_session_works() {
-    let silent = tempfile::tempdir().unwrap();
-    let script_path = silent.path().join("silent.sh");
-    std::fs::write(&script_path, "#!/bin/sh\nexec sleep 600\n").unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&script_path).unwrap().permissions(), 0o755);
-    std::fs::set_permissions(&script_path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut acp = Client::start(&[common::text_reply("fine without them")], &["--mcp-startup-timeout-ms", "1500"]);
+    let silent = silent_server();
+    // The default bound (10 s): session/new answers within 15 s all the same.
+    let mut acp = Client::start(&[common::text_reply("fine without them")], &[]);
     let cwd = acp.cwd();
     let started = Instant::now();
     let servers = json!([
         {"name": "missing", "command": "/nonexistent/mcp-server", "args": [], "env": []},
-        {"name": "silent", "command": script_path.display().to_string(), "args": [], "env": []},
+        {"name": "silent", "command": silent.1.display().to_string(), "args": [], "env": []},
     ]);
     let id = acp.request("session/new", json!({"cwd": cwd, "mcpServers": servers}));
     let (_, answer) = acp.until_response(&id);
@@ -313,9 +310,32 @@ fn acp_unstartable_and_silent_servers_are_named_and_the_session_works() {
     let id = acp.prompt(&session, "hello");
     let (_, answer) = acp.until_response(&id);
     assert_eq!(answer["result"]["stopReason"], "end_turn");
-    // The silent server was killed when it was given up on.
-    let out = Command::new("pgrep").args(["-f", &script_path.display().to_string()]).output().unwrap();
-    assert!(out.stdout.is_empty(), "the silent server still runs: {}", String::from_utf8_lossy(&out.stdout));
+    // The silent server (and its child) was killed when it was given up on.
+    assert_eq!(descendants(acp.child.id()), Vec::<u32>::new(), "a server given up on still runs");
+}
+
+/// A stdio "server" that never answers `initialize` (a shell waiting on a child of its own).
+fn silent_server() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("silent.sh");
+    std::fs::write(&path, "#!/bin/sh\nsleep 600\n").unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn rpc_startup_bound_is_the_flag() {
+    let silent = silent_server();
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("mcp.json");
+    std::fs::write(&path, json!({"mcpServers": {"quiet": {"command": silent.1}}}).to_string()).unwrap();
+    let started = Instant::now();
+    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap(), "--mcp-startup-timeout-ms", "700"], &[]);
+    let notice = agent.next();
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    let message = notice["message"].as_str().unwrap();
+    assert!(message.contains("\"quiet\"") && message.contains("within 700ms"), "{notice}");
+    assert_eq!(descendants(agent.pid()), Vec::<u32>::new(), "the silent server still runs");
 }
 
 #[test]
