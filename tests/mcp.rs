@@ -279,6 +279,7 @@ fn acp_sse_is_refused_naming_the_server() {
     let answer = acp.call("session/new", json!({"cwd": cwd, "mcpServers": [{"type": "sse", "name": "legacy", "url": "http://127.0.0.1:1/sse", "headers": []}]}));
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert!(answer["error"]["message"].as_str().unwrap().contains("\"legacy\""), "{answer}");
+    assert_eq!(answer["error"]["data"]["path"], "/mcpServers/0/type");
     // The connection goes on.
     acp.new_session(json!([]));
 }

@@ -5,7 +5,7 @@
 //! is refused with -32602 naming the server: rmcp, the MCP client we use, has no client for
 //! the legacy SSE transport, and `initialize` says so (`mcpCapabilities.sse: false`).
 
-use serde_json::json;
+use serde_json::{Map, Value};
 
 use super::AcpSessionHost;
 use crate::mcp::config::{HttpServer, StdioServer};
@@ -13,8 +13,10 @@ use crate::mcp::{McpServerConfig, StartFailure};
 use super::project::text_block;
 use crate::protocol::acp::{AcpError, McpServer, SessionUpdate};
 
+/// -32602 with `data.path` pointing at the entry's field.
 fn refused(index: usize, field: &str, message: String) -> AcpError {
-    AcpError::invalid_params(message).with_data(json!({"path": format!("/mcpServers/{index}/{field}")}))
+    let data = Map::from_iter([("path".to_owned(), Value::String(format!("/mcpServers/{index}/{field}")))]);
+    AcpError::invalid_params(message).with_data(Value::Object(data))
 }
 
 /// The servers to connect, or the error naming the entry and field that cannot be.
