@@ -445,3 +445,19 @@ fn no_mcp_process_outlives_the_agent_after_eof() {
     let left: Vec<u32> = started.into_iter().filter(|p| alive(*p)).collect();
     assert!(left.is_empty(), "still running after EOF: {left:?}");
 }
+
+#[test]
+fn a_killed_agent_leaves_no_mcp_process_behind() {
+    let Some((node, entry)) = server() else { return };
+    let mut acp = Client::start(&[], &[]);
+    // The server leaves a child of its own: only its process group's end takes that too.
+    let wrapped = json!({"name": "two", "command": "/bin/sh", "args": ["-c", format!("sleep 600 & exec {node} {entry} stdio")], "env": []});
+    acp.new_session(json!([wrapped]));
+    let started = descendants(acp.child.id());
+    assert!(started.len() >= 2, "expected the server under the agent: {started:?}");
+    acp.child.kill().unwrap();
+    acp.child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let left: Vec<u32> = started.into_iter().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "still running after SIGKILL of the agent: {left:?}");
+}

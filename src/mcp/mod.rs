@@ -182,6 +182,9 @@ struct Connected {
     pgid: Option<u32>,
     /// The server's `tools.listChanged` capability.
     announces_list_changes: bool,
+    /// The stdin of a watchdog that kills the process group should agentwire die without
+    /// shutting the server down (told "done" on an orderly shutdown).
+    watchdog: tokio::sync::Mutex<Option<tokio::process::ChildStdin>>,
 }
 
 /// The MCP servers of one agent.
@@ -322,6 +325,10 @@ impl McpServers {
             if let Some(pgid) = server.pgid {
                 kill_group(pgid);
             }
+            if let Some(mut watchdog) = server.watchdog.lock().await.take() {
+                use tokio::io::AsyncWriteExt;
+                let _ = watchdog.write_all(b"done\n").await;
+            }
         });
         futures_util::future::join_all(closing).await;
     }
@@ -355,7 +362,7 @@ fn kill_group(pgid: u32) {
 async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDeque<String>>>, pgid_out: Arc<Mutex<Option<u32>>>) -> Result<Connected, String> {
     let shared = Arc::new(Shared::new(config.name()));
     let client = Client(shared.clone());
-    let (running, pgid) = match config {
+    let (running, pgid, watchdog) = match config {
         McpServerConfig::Stdio(s) => {
             let mut command = tokio::process::Command::new(&s.command);
             command.args(&s.args).envs(s.env.iter().map(|(k, v)| (k, v))).current_dir(s.cwd.as_deref().unwrap_or(cwd));
@@ -377,11 +384,14 @@ async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDequ
                 .map_err(|e| format!("cannot start {}: {e}", s.command))?;
             let pgid = process.id();
             *lock(&pgid_out) = pgid;
+            // Even a SIGKILL of agentwire ends the server's whole group (PR_SET_PDEATHSIG ends
+            // only the server itself); the same watchdog guards `bash` commands.
+            let watchdog = pgid.and_then(crate::tools::shell::spawn_watchdog);
             if let Some(err) = err {
                 tokio::spawn(keep_stderr(shared.server.clone(), err, stderr));
             }
             let running = client.serve(process).await.map_err(|e| format!("initialize failed: {e}"))?;
-            (running, pgid)
+            (running, pgid, watchdog)
         }
         McpServerConfig::Http(h) => {
             let mut headers = HashMap::new();
@@ -393,14 +403,14 @@ async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDequ
             let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(h.url.as_str()).custom_headers(headers);
             let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
             let running = client.serve(transport).await.map_err(|e| format!("initialize failed ({}): {e}", h.url))?;
-            (running, None)
+            (running, None, None)
         }
     };
     let tools = running.peer().list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
     shared.set_tools(tools);
     let peer = running.peer().clone();
     let announces_list_changes = peer.peer_info().and_then(|info| info.capabilities.tools.as_ref().and_then(|t| t.list_changed)).unwrap_or(false);
-    Ok(Connected { shared, peer, service: tokio::sync::Mutex::new(Some(running)), pgid, announces_list_changes })
+    Ok(Connected { shared, peer, service: tokio::sync::Mutex::new(Some(running)), pgid, announces_list_changes, watchdog: tokio::sync::Mutex::new(watchdog) })
 }
 
 /// Logs a stdio server's stderr (debug) and keeps its last lines to explain a failure.
