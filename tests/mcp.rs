@@ -340,7 +340,7 @@ fn rpc_startup_bound_is_the_flag() {
 }
 
 #[test]
-fn acp_resume_replaces_the_servers_and_names_failures_before_its_answer() {
+fn acp_resume_and_load_replace_the_servers_and_name_failures_before_their_answer() {
     let Some((node, entry)) = server() else { return };
     let script = [tool_call("o1", "mcp__one__echo", json!({"message": "x"})), common::text_reply("gone")];
     let mut acp = Client::start(&script, &[]);
@@ -364,6 +364,12 @@ fn acp_resume_replaces_the_servers_and_names_failures_before_its_answer() {
     let end = finished(&frames, "o1");
     assert_eq!(end["status"], "failed");
     assert!(tool_text(end).contains("not found"), "{end}");
+    // session/load too: the failure is said before its answer (after the replayed history).
+    let id = acp.request("session/load", json!({"sessionId": session, "cwd": cwd, "mcpServers": [{"name": "absent", "command": "/nonexistent/other", "args": [], "env": []}]}));
+    let (before, answer) = acp.until_response(&id);
+    assert!(answer["result"].is_object(), "{answer}");
+    let said: String = updates(&before).iter().filter(|u| u["sessionUpdate"] == "agent_message_chunk").filter_map(|u| u["content"]["text"].as_str()).collect();
+    assert!(said.contains("\"absent\""), "the failure comes before the answer: {before:#?}");
 }
 
 #[test]
