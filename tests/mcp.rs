@@ -183,6 +183,22 @@ fn rpc_list_changed_offers_new_tools_and_garbage_or_is_error_fails_only_the_call
 }
 
 #[test]
+fn rpc_a_call_the_server_never_answers_fails_after_the_host_tool_timeout() {
+    let Some((node, _)) = server() else { return };
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("mcp.json");
+    std::fs::write(&path, json!({"mcpServers": {"dyn": {"command": node, "args": [scripted_server()]}}}).to_string()).unwrap();
+    let script = [tool_call("h1", "mcp__dyn__hangs", json!({})), common::text_reply("moved on")];
+    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap(), "--host-tool-timeout-ms", "500"], &script);
+    agent.send(json!({"id": "p", "type": "prompt", "message": "go"}));
+    let frames = agent.until_prompt_result("p");
+    let end = frames.iter().find(|f| f["type"] == "tool_execution_end").expect("tool_execution_end");
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(end["result"]["content"][0]["text"].as_str().unwrap().contains("did not answer hangs within 500ms"), "{end}");
+    assert_eq!(frames.last().unwrap()["status"], "completed");
+}
+
+#[test]
 fn rpc_bad_mcp_config_is_a_notice_naming_server_and_field_and_the_agent_serves_on() {
     let config = tempfile::tempdir().unwrap();
     let path = config.path().join("mcp.json");

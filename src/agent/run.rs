@@ -494,13 +494,15 @@ async fn run_tool(agent: &Agent, call: &ToolCall, index: usize, asking: &tokio::
 }
 
 /// Calls an MCP server's tool; its progress notifications become `ToolUpdate`s, an abort
-/// sends `notifications/cancelled`.
+/// sends `notifications/cancelled`. A server that never answers is bounded like a host tool
+/// (`--host-tool-timeout-ms`).
 async fn call_mcp_tool(agent: &Agent, tool: &crate::mcp::McpTool, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
     let servers = agent.mcp();
+    let timeout = agent.inner.config.host_tool_timeout;
     let (tx, rx) = tokio::sync::mpsc::channel::<AgentToolResult>(16);
     let work = async move {
         let out = servers
-            .call(tool, &call.arguments, cancel, |partial| {
+            .call(tool, &call.arguments, cancel, timeout, |partial| {
                 let _ = tx.try_send(partial);
             })
             .await;

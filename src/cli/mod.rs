@@ -41,7 +41,8 @@ pub struct Cli {
     /// How long a dialog (an approval, or a slash command's) waits for the host, in milliseconds.
     #[arg(long, alias = "dialog-timeout-ms", default_value_t = 60_000, value_name = "MS")]
     pub approval_timeout_ms: u64,
-    /// How long a host tool call waits for the host when its definition sets no timeoutMs.
+    /// How long a host tool call waits for the host when its definition sets no timeoutMs (and
+    /// an MCP tool call for its server).
     #[arg(long, default_value_t = 600_000, value_name = "MS")]
     pub host_tool_timeout_ms: u64,
     /// Config dir holding models.json (default: $AGENTWIRE_CONFIG_DIR, else ~/.config/agentwire).

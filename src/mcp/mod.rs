@@ -264,10 +264,11 @@ impl McpServers {
     }
 
     /// Calls `tool` with `arguments`. Progress notifications go to `on_update` as partial
-    /// results; `cancel` sends `notifications/cancelled` and ends the call at once. Every
-    /// failure (the server's `isError`, a protocol error, a closed connection, a result that
-    /// is not a tool result) is a failed call, never a panic.
-    pub async fn call(&self, tool: &McpTool, arguments: &Map<String, Value>, cancel: &CancellationToken, mut on_update: impl FnMut(AgentToolResult)) -> ToolOutput {
+    /// results; `cancel`, or no answer within `timeout`, sends `notifications/cancelled` and
+    /// ends the call at once. Every failure (the server's `isError`, a protocol error, a closed
+    /// connection, a result that is not a tool result, no answer in time) is a failed call,
+    /// never a panic.
+    pub async fn call(&self, tool: &McpTool, arguments: &Map<String, Value>, cancel: &CancellationToken, timeout: Duration, mut on_update: impl FnMut(AgentToolResult)) -> ToolOutput {
         let Some(server) = self.servers.iter().find(|s| s.shared.server == tool.server) else {
             return ToolOutput::error(format!("MCP server \"{}\" is not connected", tool.server));
         };
@@ -282,10 +283,13 @@ impl McpServers {
         let token = handle.progress_token.clone();
         lock(&server.shared.progress).insert(token.clone(), tx);
         let mut lines: Vec<String> = Vec::new();
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
         let answer = loop {
             tokio::select! {
-                answer = &mut handle.rx => break Some(answer),
-                () = cancel.cancelled() => break None,
+                answer = &mut handle.rx => break Ok(answer),
+                () = cancel.cancelled() => break Err("the user aborted the run"),
+                () = &mut deadline => break Err("no answer in time"),
                 Some(line) = progress.recv() => {
                     lines.push(line);
                     on_update(AgentToolResult { content: vec![text_content(lines.join("\n"))], details: None });
@@ -299,12 +303,18 @@ impl McpServers {
         if server.announces_list_changes {
             server.shared.stale.store(true, Ordering::Release);
         }
-        let Some(answer) = answer else {
-            // The server is told, so it can stop the work; the call ends now either way.
-            if let Err(e) = handle.cancel(Some("the user aborted the run".into())).await {
-                tracing::debug!("MCP server \"{}\": could not send notifications/cancelled: {e}", tool.server);
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(reason) => {
+                // The server is told, so it can stop the work; the call ends now either way.
+                if let Err(e) = handle.cancel(Some(reason.to_owned())).await {
+                    tracing::debug!("MCP server \"{}\": could not send notifications/cancelled: {e}", tool.server);
+                }
+                if cancel.is_cancelled() {
+                    return ToolOutput::error(format!("{}: aborted", *tool.info.name));
+                }
+                return ToolOutput::error(format!("MCP server \"{}\" did not answer {} within {}", tool.server, tool.tool, humantime::format_duration(timeout)));
             }
-            return ToolOutput::error(format!("{}: aborted", *tool.info.name));
         };
         match answer {
             Ok(Ok(ServerResult::CallToolResult(result))) => result::to_output(&tool.server, &tool.tool, result),

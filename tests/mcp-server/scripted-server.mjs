@@ -2,7 +2,8 @@
 // can do what a well-behaved server (server-everything) never does:
 // - `add-tool` adds the tool `added` and announces notifications/tools/list_changed;
 // - `garbage` answers with a result that is not a tool result (`content` is a number);
-// - `fails` answers isError: true.
+// - `fails` answers isError: true;
+// - `hangs` never answers.
 import { createInterface } from "node:readline";
 
 const tool = (name, readOnly) => ({
@@ -11,7 +12,7 @@ const tool = (name, readOnly) => ({
   inputSchema: { type: "object", properties: {} },
   annotations: { readOnlyHint: readOnly },
 });
-const tools = [tool("add-tool", true), tool("garbage", true), tool("fails", true)];
+const tools = [tool("add-tool", true), tool("garbage", true), tool("fails", true), tool("hangs", true)];
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n");
 const text = (t) => ({ content: [{ type: "text", text: t }] });
 
@@ -35,6 +36,8 @@ createInterface({ input: process.stdin }).on("line", (line) => {
           return send({ id, result: { content: 42, isError: "maybe" } });
         case "fails":
           return send({ id, result: { ...text("it broke"), isError: true } });
+        case "hangs":
+          return;
         default:
           return send({ id, error: { code: -32602, message: `no tool ${params.name}` } });
       }
