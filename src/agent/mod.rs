@@ -70,7 +70,8 @@ pub struct AgentConfig {
     pub approval: ApprovalPolicy,
     /// How long an approval dialog waits before failing closed.
     pub approval_timeout: Duration,
-    /// How long a host tool call waits when its definition sets no `timeoutMs`.
+    /// How long a host tool call waits when its definition sets no `timeoutMs`, and an MCP tool
+    /// call for its server.
     pub host_tool_timeout: Duration,
     /// Automatic retry of transient provider errors.
     pub retry: RetryPolicy,
