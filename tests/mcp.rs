@@ -30,6 +30,15 @@ fn acp_stdio(name: &str, node: &str, entry: &str) -> Value {
     json!({"name": name, "command": node, "args": [entry, "stdio"], "env": []})
 }
 
+/// An `--mcp-config` file with `text` (kept while the returned directory lives), and its path.
+fn config_file(text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.json");
+    std::fs::write(&path, text).unwrap();
+    let path = path.display().to_string();
+    (dir, path)
+}
+
 fn tool_call(id: &str, name: &str, args: Value) -> Value {
     json!({"text": "Calling.", "toolCalls": [{"id": id, "name": name, "arguments": args}]})
 }
@@ -98,11 +107,9 @@ fn finished<'a>(frames: &'a [Value], call: &str) -> &'a Value {
 #[test]
 fn rpc_mcp_config_runs_get_sum() {
     let Some((node, entry)) = server() else { return };
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("mcp.json");
-    std::fs::write(&path, json!({"mcpServers": {"everything": {"command": node, "args": [entry, "stdio"]}}}).to_string()).unwrap();
+    let (_config, path) = config_file(&json!({"mcpServers": {"everything": {"command": node, "args": [entry, "stdio"]}}}).to_string());
     let script = [tool_call("s1", "mcp__everything__get-sum", json!({"a": 2, "b": 3})), common::text_reply("done")];
-    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap()], &script);
+    let mut agent = common::Agent::start(&["--mcp-config", path.as_str()], &script);
     // The server's tools are listed with what the model is offered, under their MCP names,
     // with the server's description and input schema.
     let state = agent.request(json!({"id": "s", "type": "get_state"}));
@@ -124,12 +131,10 @@ fn rpc_mcp_config_runs_get_sum() {
 #[test]
 fn wire_mcp_config_runs_the_tool_and_names_a_server_that_cannot_start() {
     let Some((node, entry)) = server() else { return };
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("mcp.json");
     let servers = json!({"mcpServers": {"everything": {"command": node, "args": [entry, "stdio"]}, "gone": {"command": "/nonexistent/server"}}});
-    std::fs::write(&path, servers.to_string()).unwrap();
+    let (_config, path) = config_file(&servers.to_string());
     let script = [tool_call("w1", "mcp__everything__echo", json!({"message": "wired"})), common::text_reply("done")];
-    let mut wire = common::wire::Wire::start_with(&["--mcp-config", path.to_str().unwrap()], &script);
+    let mut wire = common::wire::Wire::start_with(&["--mcp-config", path.as_str()], &script);
     let notice = wire.next();
     assert_eq!(notice["params"]["type"], "Notification", "{notice}");
     let body = notice["params"]["payload"]["body"].as_str().unwrap();
@@ -151,9 +156,7 @@ fn scripted_server() -> String {
 #[test]
 fn rpc_list_changed_offers_new_tools_and_garbage_or_is_error_fails_only_the_call() {
     let Some((node, _)) = server() else { return };
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("mcp.json");
-    std::fs::write(&path, json!({"mcpServers": {"dyn": {"command": node, "args": [scripted_server()]}}}).to_string()).unwrap();
+    let (_config, path) = config_file(&json!({"mcpServers": {"dyn": {"command": node, "args": [scripted_server()]}}}).to_string());
     let script = [
         tool_call("a1", "mcp__dyn__add-tool", json!({})),
         tool_call("a2", "mcp__dyn__added", json!({})),
@@ -161,7 +164,7 @@ fn rpc_list_changed_offers_new_tools_and_garbage_or_is_error_fails_only_the_call
         tool_call("f1", "mcp__dyn__fails", json!({})),
         common::text_reply("done"),
     ];
-    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap()], &script);
+    let mut agent = common::Agent::start(&["--mcp-config", path.as_str()], &script);
     let state = agent.request(json!({"id": "s", "type": "get_state"}));
     assert!(!state["data"]["dumpTools"].as_array().unwrap().iter().any(|t| t["name"] == "mcp__dyn__added"));
     agent.send(json!({"id": "p", "type": "prompt", "message": "go"}));
@@ -185,11 +188,9 @@ fn rpc_list_changed_offers_new_tools_and_garbage_or_is_error_fails_only_the_call
 #[test]
 fn rpc_a_call_the_server_never_answers_fails_after_the_host_tool_timeout() {
     let Some((node, _)) = server() else { return };
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("mcp.json");
-    std::fs::write(&path, json!({"mcpServers": {"dyn": {"command": node, "args": [scripted_server()]}}}).to_string()).unwrap();
+    let (_config, path) = config_file(&json!({"mcpServers": {"dyn": {"command": node, "args": [scripted_server()]}}}).to_string());
     let script = [tool_call("h1", "mcp__dyn__hangs", json!({})), common::text_reply("moved on")];
-    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap(), "--host-tool-timeout-ms", "500"], &script);
+    let mut agent = common::Agent::start(&["--mcp-config", path.as_str(), "--host-tool-timeout-ms", "500"], &script);
     agent.send(json!({"id": "p", "type": "prompt", "message": "go"}));
     let frames = agent.until_prompt_result("p");
     let end = frames.iter().find(|f| f["type"] == "tool_execution_end").expect("tool_execution_end");
@@ -200,10 +201,8 @@ fn rpc_a_call_the_server_never_answers_fails_after_the_host_tool_timeout() {
 
 #[test]
 fn rpc_bad_mcp_config_is_a_notice_naming_server_and_field_and_the_agent_serves_on() {
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("mcp.json");
-    std::fs::write(&path, r#"{"mcpServers": {"tools": {"command": "x", "args": "not-a-list"}}}"#).unwrap();
-    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap()], &[common::text_reply("still here")]);
+    let (_config, path) = config_file(r#"{"mcpServers": {"tools": {"command": "x", "args": "not-a-list"}}}"#);
+    let mut agent = common::Agent::start(&["--mcp-config", path.as_str()], &[common::text_reply("still here")]);
     let notice = agent.next();
     assert_eq!((&notice["type"], &notice["level"]), (&json!("notice"), &json!("error")), "{notice}");
     let message = notice["message"].as_str().unwrap();
@@ -328,7 +327,7 @@ fn acp_unstartable_and_silent_servers_are_named_and_the_session_works() {
     let (_, answer) = acp.until_response(&id);
     assert_eq!(answer["result"]["stopReason"], "end_turn");
     // The silent server (and its child) was killed when it was given up on.
-    assert_eq!(descendants(acp.child.id()), Vec::<u32>::new(), "a server given up on still runs");
+    nothing_left_under(acp.child.id(), "a server given up on");
 }
 
 /// A stdio "server" that never answers `initialize` (a shell waiting on a child of its own).
@@ -343,16 +342,14 @@ fn silent_server() -> (tempfile::TempDir, PathBuf) {
 #[test]
 fn rpc_startup_bound_is_the_flag() {
     let silent = silent_server();
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("mcp.json");
-    std::fs::write(&path, json!({"mcpServers": {"quiet": {"command": silent.1}}}).to_string()).unwrap();
+    let (_config, path) = config_file(&json!({"mcpServers": {"quiet": {"command": silent.1}}}).to_string());
     let started = Instant::now();
-    let mut agent = common::Agent::start(&["--mcp-config", path.to_str().unwrap(), "--mcp-startup-timeout-ms", "700"], &[]);
+    let mut agent = common::Agent::start(&["--mcp-config", path.as_str(), "--mcp-startup-timeout-ms", "700"], &[]);
     let notice = agent.next();
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     let message = notice["message"].as_str().unwrap();
     assert!(message.contains("\"quiet\"") && message.contains("within 700ms"), "{notice}");
-    assert_eq!(descendants(agent.pid()), Vec::<u32>::new(), "the silent server still runs");
+    nothing_left_under(agent.pid(), "the silent server");
 }
 
 #[test]
@@ -434,6 +431,20 @@ fn descendants(root: u32) -> Vec<u32> {
     found
 }
 
+/// Fails unless every process under `pid` is gone within 3 s (the watchdog of a server given up
+/// on exits just after it kills the server's group).
+fn nothing_left_under(pid: u32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let left: Vec<u32> = descendants(pid).into_iter().filter(|p| alive(*p)).collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} still runs: {left:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'))
 }
@@ -450,10 +461,8 @@ fn no_mcp_process_outlives_the_agent_after_eof() {
     let mut started = descendants(acp.child.id());
     assert!(started.len() >= 3, "expected the servers under the agent: {started:?}");
     // The same server from --mcp-config under an rpc agent.
-    let config = tempfile::tempdir().unwrap();
-    let path = config.path().join("mcp.json");
-    std::fs::write(&path, json!({"mcpServers": {"two": {"command": "/bin/sh", "args": ["-c", format!("sleep 600 & exec {node} {entry} stdio")]}}}).to_string()).unwrap();
-    let mut rpc = common::Agent::start(&["--mcp-config", path.to_str().unwrap()], &[]);
+    let (_config, path) = config_file(&json!({"mcpServers": {"two": {"command": "/bin/sh", "args": ["-c", format!("sleep 600 & exec {node} {entry} stdio")]}}}).to_string());
+    let mut rpc = common::Agent::start(&["--mcp-config", path.as_str()], &[]);
     rpc.request(json!({"id": "s", "type": "get_state"}));
     let under_rpc = descendants(rpc.pid());
     assert!(under_rpc.len() >= 2, "expected the server under the rpc agent: {under_rpc:?}");
