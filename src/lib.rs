@@ -13,6 +13,7 @@
 //! - [`providers`]: model providers (the built-in offline model);
 //! - [`sessions`]: session files on disk (append-only JSONL tree), HTML export;
 //! - [`tools`]: the built-in tools (read, write, edit, bash, ls, grep, find);
+//! - [`mcp`]: MCP servers as a source of tools (rmcp: start, list, call, shut down);
 //! - [`conformance`]: the transcript harness (beside the layers: it drives any agent binary);
 //! - [`cli`]: the command-line front end.
 
@@ -22,6 +23,7 @@ pub mod codegen;
 pub mod conformance;
 pub mod dialect;
 pub mod jsonrpc;
+pub mod mcp;
 pub mod protocol;
 pub mod providers;
 pub mod server;

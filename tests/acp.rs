@@ -1,159 +1,15 @@
 //! `agentwire --mode acp` driven over pipes with raw JSON-RPC frames. Every frame the agent
 //! writes is validated against the vendored official ACP schema (`schema/acp/schema.json`):
 //! its message shape, the params of its requests and notifications, and the result of each
-//! response against the method it answers.
+//! response against the method it answers (the driver is `tests/common/acp.rs`).
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+mod common;
+
+use std::process::Command;
 use std::time::Duration;
 
-use agentwire::protocol::acp::acp_validator;
+use common::acp::{dirs, kinds, prompt, updates, Acp};
 use serde_json::{json, Value};
-
-const TIMEOUT: Duration = Duration::from_secs(15);
-
-struct Acp {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    frames: Receiver<Value>,
-    /// Our request ids → method, so responses are checked against the method's result.
-    methods: HashMap<String, String>,
-    next_id: u64,
-}
-
-fn key(id: &Value) -> String {
-    id.to_string()
-}
-
-impl Acp {
-    fn start(dir: &std::path::Path, config: &std::path::Path, script: &[Value], extra: &[&str]) -> Acp {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
-        cmd.args(["--mode", "acp", "--config-dir"]).arg(config).arg("--cwd").arg(dir).args(extra);
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
-            cmd.env_remove(var);
-        }
-        if !script.is_empty() {
-            let path = config.join(format!("script-{}.jsonl", uuid::Uuid::new_v4()));
-            std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
-            cmd.arg("--model-script").arg(&path);
-        }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                if tx.send(frame).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Acp { child, stdin, frames: rx, methods: HashMap::new(), next_id: 100 }
-    }
-
-    fn send_raw(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn send(&mut self, frame: &Value) {
-        acp_validator().validate_inbound(frame, None).unwrap_or_else(|e| panic!("test sends an invalid frame: {e}\n{frame}"));
-        self.send_raw(&frame.to_string());
-    }
-
-    /// Sends a request; returns its id.
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = json!(self.next_id);
-        self.methods.insert(key(&id), method.to_owned());
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// The next frame, validated against the vendored schema.
-    fn next(&mut self) -> Value {
-        let frame = self.frames.recv_timeout(TIMEOUT).expect("a frame from agentwire in time");
-        let answered = frame.get("id").filter(|_| frame.get("method").is_none()).and_then(|id| self.methods.get(&key(id))).map(String::as_str);
-        acp_validator().validate_outbound(&frame, answered).unwrap_or_else(|e| panic!("agentwire sent an invalid frame: {e}\n{frame}"));
-        frame
-    }
-
-    /// Frames up to and including the response to `id`.
-    fn until_response(&mut self, id: &Value) -> (Vec<Value>, Value) {
-        let mut before = Vec::new();
-        loop {
-            let f = self.next();
-            if f.get("method").is_none() && f.get("id") == Some(id) {
-                return (before, f);
-            }
-            before.push(f);
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.request(method, params);
-        let (_, response) = self.until_response(&id);
-        response
-    }
-
-    fn answer(&mut self, request: &Value, result: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": result}));
-    }
-
-    fn no_frame_within(&mut self, wait: Duration) {
-        if let Ok(f) = self.frames.recv_timeout(wait) {
-            panic!("unexpected frame: {f}");
-        }
-    }
-
-    fn init_and_new(&mut self, cwd: &std::path::Path) -> String {
-        let init = self.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}}));
-        assert_eq!(init["result"]["protocolVersion"], 1);
-        let new = self.call("session/new", json!({"cwd": cwd.display().to_string(), "mcpServers": []}));
-        let session = new["result"]["sessionId"].as_str().expect("a session id").to_owned();
-        let commands = self.next();
-        assert_eq!(commands["params"]["update"]["sessionUpdate"], "available_commands_update", "{commands}");
-        session
-    }
-
-    fn close(mut self) -> std::process::ExitStatus {
-        drop(self.stdin.take());
-        self.child.wait().unwrap()
-    }
-}
-
-impl Drop for Acp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn updates(frames: &[Value]) -> Vec<&Value> {
-    frames.iter().filter(|f| f["method"] == "session/update").map(|f| &f["params"]["update"]).collect()
-}
-
-fn kinds(frames: &[Value]) -> Vec<String> {
-    updates(frames).iter().map(|u| u["sessionUpdate"].as_str().unwrap_or_default().to_owned()).collect()
-}
-
-fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
-}
-
-fn prompt(text: &str, session: &str) -> Value {
-    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]})
-}
 
 #[test]
 fn initialize_tells_the_truth_and_stdout_has_only_frames() {
@@ -167,7 +23,7 @@ fn initialize_tells_the_truth_and_stdout_has_only_frames() {
     assert_eq!(r["agentCapabilities"]["loadSession"], true);
     assert_eq!(r["agentCapabilities"]["promptCapabilities"]["audio"], false);
     assert_eq!(r["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
-    assert_eq!(r["agentCapabilities"]["mcpCapabilities"], json!({"http": false, "sse": false}));
+    assert_eq!(r["agentCapabilities"]["mcpCapabilities"], json!({"http": true, "sse": false}));
     assert!(r["agentCapabilities"]["sessionCapabilities"]["list"].is_object());
     assert_eq!(r["agentInfo"]["name"], "agentwire");
     assert!(acp.close().success());

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod acp;
 pub mod fake_llm;
 pub mod wire;
 
@@ -56,18 +57,9 @@ impl Agent {
         }
         configure(&mut cmd);
         let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Outbound, &frame, None) {
-                    panic!("invalid frame from agentwire: {e}\n{line}");
-                }
-                if tx.send(frame).is_err() {
-                    break;
-                }
+        let rx = read_frames(child.stdout.take().unwrap(), |frame, line| {
+            if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Outbound, frame, None) {
+                panic!("invalid frame from agentwire: {e}\n{line}");
             }
         });
         let stdin = child.stdin.take();
@@ -180,6 +172,23 @@ impl Drop for Agent {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Reads `stdout` on a thread of its own: one JSON value per line, each shown to `check` (with
+/// its line) before it is passed on. A line that is not JSON fails the test.
+pub fn read_frames(stdout: std::process::ChildStdout, check: impl Fn(&Value, &str) + Send + 'static) -> Receiver<Value> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+            check(&frame, &line);
+            if tx.send(frame).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 /// Types of the frames, in order.

@@ -29,6 +29,8 @@ pub trait SessionFactory: Send + Sync {
     fn accepts_images(&self) -> bool;
     /// The largest session file read (`--max-session-bytes`): listings skip larger files.
     fn max_session_bytes(&self) -> u64;
+    /// How long one MCP server may take to start (`--mcp-startup-timeout-ms`).
+    fn mcp_startup_timeout(&self) -> std::time::Duration;
 }
 
 /// One live session.
@@ -143,6 +145,27 @@ impl AcpServer {
         Ok(live)
     }
 
+    /// Connects the session's MCP servers (replacing those it had). Servers that cannot start
+    /// are told to the client: before the answer when `before_answer` (load, resume: the client
+    /// knows the session), else right after it (new: the answer introduces the session).
+    async fn connect_mcp(&self, live: &Live, configs: &[crate::mcp::McpServerConfig], before_answer: bool) {
+        let failures = live.agent.start_mcp(configs, self.factory.mcp_startup_timeout()).await;
+        if failures.is_empty() {
+            return;
+        }
+        if before_answer {
+            live.host.report_mcp_failures(&failures).await;
+            return;
+        }
+        let answered = self.conn.after_answer();
+        let host = live.host.clone();
+        tokio::spawn(async move {
+            if answered.await {
+                host.report_mcp_failures(&failures).await;
+            }
+        });
+    }
+
     fn announce_commands(&self, live: &Live) {
         let answered = self.conn.after_answer();
         let live = live.clone();
@@ -199,14 +222,13 @@ impl AcpServer {
 impl AcpAgentHandler for AcpServer {
     async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, Error> {
         *lock(&self.client) = Some(params.client_capabilities);
-        let note = serde_json::Map::from_iter([("mcpServers".to_owned(), "accepted and ignored: agentwire does not connect MCP servers yet".into())]);
-        let meta = serde_json::Map::from_iter([("agentwire".to_owned(), serde_json::Value::Object(note))]);
         Ok(InitializeResponse {
             agent_capabilities: AgentCapabilities {
                 auth: Default::default(),
                 load_session: true,
-                mcp_capabilities: McpCapabilities { http: false, meta: None, sse: false },
-                meta: Some(meta),
+                // stdio and streamable HTTP through rmcp; it has no client for legacy SSE.
+                mcp_capabilities: McpCapabilities { http: true, meta: None, sse: false },
+                meta: None,
                 prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: self.factory.accepts_images(), meta: None },
                 session_capabilities: SessionCapabilities {
                     additional_directories: None,
@@ -226,14 +248,19 @@ impl AcpAgentHandler for AcpServer {
 
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let cwd = absolute(&params.cwd)?;
+        let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open(&cwd, None)?;
+        self.connect_mcp(&live, &servers, false).await;
         Ok(NewSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())), session_id: SessionId(live.agent.session_id()) })
     }
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
+        let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd)?;
-        // The whole history goes out before the answer.
+        // The whole history goes out before the answer, and so does news of a server that
+        // could not start.
         live.host.replay(&live.agent.messages()).await;
+        self.connect_mcp(&live, &servers, true).await;
         Ok(LoadSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
     }
 
@@ -259,7 +286,9 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
+        let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd)?;
+        self.connect_mcp(&live, &servers, true).await;
         Ok(ResumeSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
     }
 

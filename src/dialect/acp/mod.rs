@@ -7,6 +7,7 @@
 //!   the core (one [`Agent`] per ACP session, each with its own [`AcpSessionHost`]);
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
+//! - [`mcp`]: the sessions' `mcpServers` as the core's MCP server configs (sse refused);
 //! - [`modes`]: the core's approval policy as ACP session modes (`session/set_mode`);
 //! - [`client_tools`]: the built-in tools' file and `bash` access through the client's
 //!   `fs/*` and `terminal/*` methods, when it advertises them;
@@ -29,6 +30,7 @@
 pub mod client_tools;
 pub mod decode;
 pub mod handler;
+mod mcp;
 pub mod modes;
 pub mod port;
 pub mod project;
