@@ -39,7 +39,8 @@ fn script_entries(path: &Path) -> Result<Vec<serde_json::Value>, String> {
     Ok(entries)
 }
 
-/// Serves `script` on `listen` until the process is stopped, saying where on stdout.
+/// Serves `script` on `listen` until the process is stopped, saying where on stdout and
+/// logging each request (JSON, one per line) on stderr.
 pub fn serve_model(listen: &str, script: &Path) -> ExitCode {
     let entries = match script_entries(script) {
         Ok(e) => e,
@@ -59,8 +60,17 @@ pub fn serve_model(listen: &str, script: &Path) -> ExitCode {
     println!("  Gemini:                  POST {origin}/v1beta/models/<model>:streamGenerateContent?alt=sse");
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
+    // Each request, as it arrives, on stderr: what the agent sent is half of what one debugs.
+    let (mut main_seen, mut side_seen) = (0, 0);
     loop {
-        std::thread::park();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let (main, side) = (llm.seen(), llm.side_requests());
+        for (kind, list, done) in [("scripted", &main, &mut main_seen), ("side", &side, &mut side_seen)] {
+            for s in &list[*done..] {
+                eprintln!("{}", serde_json::json!({"reply": kind, "path": s.path, "body": s.body}));
+            }
+            *done = list.len();
+        }
     }
 }
 

@@ -360,7 +360,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
     let mut command = match &options.agent {
         AgentUnderTest::Adapted { adapter, agentwire } => {
             let llm = FakeLlm::start(Vec::new()).map_err(|e| fail(format!("could not start the fake LLM server: {e}")))?;
-            let dirs = Placeholders { base_url: llm.base_url(), dialect: mode_name(dialect), home: &home, config: &config, work: &work, tmp: temp.path(), agentwire, script: &script };
+            let dirs = Placeholders { base_url: llm.base_url(), origin: llm.origin(), dialect: mode_name(dialect), home: &home, config: &config, work: &work, tmp: temp.path(), agentwire, script: &script };
             // Tool calls by role become the agent's own tools.
             let replies: Vec<Value> = match &adapter.tools {
                 Some(tools) => replies
@@ -462,6 +462,8 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
 /// What adapter placeholders stand for in one run.
 struct Placeholders<'a> {
     base_url: String,
+    /// The fake server's `http://127.0.0.1:PORT` (Gemini and Anthropic clients add their paths).
+    origin: String,
     dialect: &'a str,
     home: &'a Path,
     config: &'a Path,
@@ -475,6 +477,7 @@ struct Placeholders<'a> {
 impl Placeholders<'_> {
     fn apply(&self, s: &str) -> String {
         s.replace("{{baseUrl}}", &self.base_url)
+            .replace("{{origin}}", &self.origin)
             .replace("{{model}}", FAKE_MODEL)
             .replace("{{dialect}}", self.dialect)
             .replace("{{home}}", &self.home.display().to_string())
