@@ -60,12 +60,14 @@ pub struct MatrixOptions {
     pub jobs: usize,
 }
 
-/// The first line a version command prints, if it runs.
-fn version_of(command: &[String]) -> Option<String> {
-    let (program, args) = command.split_first()?;
+/// The first line a version command prints (on stdout, else stderr), if it runs;
+/// `{{agentwire}}` stands for this binary.
+fn version_of(command: &[String], agentwire: &Path) -> Option<String> {
+    let argv: Vec<String> = command.iter().map(|a| a.replace("{{agentwire}}", &agentwire.display().to_string())).collect();
+    let (program, args) = argv.split_first()?;
     let output = std::process::Command::new(program).args(args).stdin(std::process::Stdio::null()).output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)
+    let first = |bytes: &[u8]| String::from_utf8_lossy(bytes).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned);
+    first(&output.stdout).or_else(|| first(&output.stderr))
 }
 
 /// Runs the corpus against every adapter in turn.
@@ -79,7 +81,7 @@ pub fn run_matrix(options: &MatrixOptions, progress: &(dyn Fn(&str) + Sync)) -> 
         let adapter = load_adapter(path).map_err(MatrixError::Input)?;
         let name = adapter.name.to_string();
         progress(&name);
-        let version = adapter.version_command.as_deref().and_then(version_of);
+        let version = adapter.version_command.as_deref().and_then(|c| version_of(c, &options.agentwire));
         let baseline_path = find_baseline(&options.dir, &name);
         let baseline = baseline_path.as_deref().map(Baseline::load).transpose().map_err(MatrixError::Input)?;
         let run = RunOptions { agent: AgentUnderTest::Adapted { adapter: Box::new(adapter), agentwire: options.agentwire.clone() }, frame_timeout: options.frame_timeout };
