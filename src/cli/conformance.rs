@@ -7,6 +7,7 @@ use super::{fail, RequirementsFormat};
 use crate::conformance::fake_llm::FakeLlm;
 use crate::conformance::matrix::{json_path, markdown, run_matrix, MatrixOptions};
 use crate::conformance::requirements::{corpus_files, json_lines, text, transcripts_by_id, Registry};
+use crate::providers::offline::ScriptError;
 
 /// Prints the built-in registry with the transcripts under `dir` that name each id.
 pub fn requirements(format: RequirementsFormat, dir: &Path) -> ExitCode {
@@ -23,17 +24,18 @@ pub fn requirements(format: RequirementsFormat, dir: &Path) -> ExitCode {
 }
 
 /// The model replies of a script file: a model-script JSONL, or a transcript's `model` lines.
-fn script_entries(path: &Path) -> Result<Vec<serde_json::Value>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn script_entries(path: &Path) -> Result<Vec<serde_json::Value>, ScriptError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read { path: path.to_path_buf(), source })?;
     let mut entries = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        let at = |reason: String| ScriptError::Line { path: path.to_path_buf(), line: i + 1, reason };
+        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
         let entry = match value.get("kind").and_then(serde_json::Value::as_str) {
             Some("model") => value.get("reply").cloned().unwrap_or_default(),
             Some(_) => continue,
             None => value,
         };
-        crate::protocol::validate::validator().validate_def("ModelScriptEntry", &entry).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        crate::protocol::validate::validator().validate_def("ModelScriptEntry", &entry).map_err(|e| at(e.to_string()))?;
         entries.push(entry);
     }
     Ok(entries)
@@ -44,7 +46,7 @@ fn script_entries(path: &Path) -> Result<Vec<serde_json::Value>, String> {
 pub fn serve_model(listen: &str, script: &Path) -> ExitCode {
     let entries = match script_entries(script) {
         Ok(e) => e,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let count = entries.len();
     let llm = match FakeLlm::start_on(listen, Vec::new()) {

@@ -110,7 +110,7 @@ pub fn markdown(columns: &[Column], registry: &Registry, generated_at: &str, com
     for c in columns {
         let (applied, passed) = c.applicable();
         let xfail = c.report.entries.iter().filter(|e| matches!(e.verdict, Verdict::ExpectedFailure(_))).count();
-        let share = if applied == 0 { 0 } else { passed * 100 / applied };
+        let share = (passed * 100).checked_div(applied).unwrap_or(0);
         let verdict = if c.report.passed() { "as its baseline expects" } else { "**differs from its baseline**" };
         let _ = writeln!(out, "| {} | {} | {applied} | {passed} ({share} %) | {xfail} | {verdict} |", c.report.agent, c.version.as_deref().unwrap_or("?"));
     }

@@ -337,21 +337,20 @@ fn play_role(call: &Value, tools: &crate::protocol::ConformanceAdapterTools, p: 
 
 fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(Ending, Vec<Value>), String> {
     let TranscriptLine::Header(header) = &lines[0] else { unreachable!() };
-    let fail = |e: String| e;
-    let temp = tempfile::tempdir().map_err(|e| fail(e.to_string()))?;
+    let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (home, config, work) = (temp.path().join("home"), temp.path().join("config"), temp.path().join("work"));
     for d in [&home, &config, &work] {
-        std::fs::create_dir_all(d).map_err(|e| fail(e.to_string()))?;
+        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
     }
     for (relative, text) in &header.work_files {
         if Path::new(relative).is_absolute() || relative.split('/').any(|c| c == "..") {
-            return Err(fail(format!("workFiles: {relative:?} must be a relative path inside the work directory")));
+            return Err(format!("workFiles: {relative:?} must be a relative path inside the work directory"));
         }
         let file = work.join(relative);
         if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| fail(e.to_string()))?;
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
         }
-        std::fs::write(&file, text).map_err(|e| fail(format!("workFiles: {relative}: {e}")))?;
+        std::fs::write(&file, text).map_err(|e| format!("workFiles: {relative}: {e}"))?;
     }
     let dialect = header.dialect;
     let replies: Vec<Value> = lines.iter().filter_map(|l| if let TranscriptLine::Model(m) = l { serde_json::to_value(&m.reply).ok() } else { None }).collect();
@@ -359,7 +358,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
     let script = temp.path().join("model-script.jsonl");
     let mut command = match &options.agent {
         AgentUnderTest::Adapted { adapter, agentwire } => {
-            let llm = FakeLlm::start(Vec::new()).map_err(|e| fail(format!("could not start the fake LLM server: {e}")))?;
+            let llm = FakeLlm::start(Vec::new()).map_err(|e| format!("could not start the fake LLM server: {e}"))?;
             let dirs = Placeholders { base_url: llm.base_url(), origin: llm.origin(), dialect: mode_name(dialect), home: &home, config: &config, work: &work, tmp: temp.path(), agentwire, script: &script };
             // Tool calls by role become the agent's own tools.
             let replies: Vec<Value> = match &adapter.tools {
@@ -376,15 +375,15 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
                 None => replies.clone(),
             };
             llm.push_script(replies.clone());
-            std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| fail(e.to_string()))?;
+            std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
             fake = Some(llm);
-            adapted_command(adapter, &dirs, header.args.as_deref().unwrap_or_default()).map_err(fail)?
+            adapted_command(adapter, &dirs, header.args.as_deref().unwrap_or_default())?
         }
         AgentUnderTest::Agentwire(program) => {
             let mut c = Command::new(program);
             c.arg("--mode").arg(mode_name(dialect)).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
             if !replies.is_empty() {
-                std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| fail(e.to_string()))?;
+                std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
                 c.arg("--model-script").arg(script);
             }
             c.args(header.args.iter().flatten());
@@ -395,7 +394,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
         command.env_remove(var);
     }
-    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| fail(format!("could not start the agent: {e}")))?;
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("could not start the agent: {e}"))?;
     // The last few KB of stderr, for the report when the agent dies.
     let stderr_tail = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     {
