@@ -304,25 +304,20 @@ enum Api {
     GeminiCount,
 }
 
+/// Model routes by the end of their path (Gemini's name the method after the model: `…/models/M:countTokens`).
+const ROUTES: [(&str, Api); 7] = [
+    ("/chat/completions", Api::ChatCompletions),
+    ("/responses", Api::Responses),
+    ("/messages", Api::Anthropic),
+    ("/messages/count_tokens", Api::AnthropicCount),
+    (":streamGenerateContent", Api::Gemini),
+    (":generateContent", Api::GeminiOnce),
+    (":countTokens", Api::GeminiCount),
+];
+
 impl Api {
     fn of(path: &str) -> Option<Api> {
-        if path.ends_with("/chat/completions") {
-            Some(Api::ChatCompletions)
-        } else if path.ends_with("/responses") {
-            Some(Api::Responses)
-        } else if path.ends_with("/messages") {
-            Some(Api::Anthropic)
-        } else if path.ends_with("/messages/count_tokens") {
-            Some(Api::AnthropicCount)
-        } else if path.ends_with(":streamGenerateContent") {
-            Some(Api::Gemini)
-        } else if path.ends_with(":generateContent") {
-            Some(Api::GeminiOnce)
-        } else if path.ends_with(":countTokens") {
-            Some(Api::GeminiCount)
-        } else {
-            None
-        }
+        ROUTES.iter().find(|(suffix, _)| path.ends_with(suffix)).map(|(_, api)| *api)
     }
 
     /// The API's error body for an HTTP error.
