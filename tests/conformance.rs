@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agentwire::conformance::requirements::Registry;
 use agentwire::conformance::runner::{load_adapter, run, AgentUnderTest, RunOptions};
 use agentwire::conformance::suite::{collect, run_suite, Baseline};
 
@@ -133,6 +134,161 @@ fn every_adapter_file_validates() {
     for entry in std::fs::read_dir(dir).unwrap() {
         Baseline::load(&entry.unwrap().path()).unwrap_or_else(|e| panic!("{e}"));
     }
+}
+
+/// The peers of the compatibility matrix: each line of their baselines cites a requirement id
+/// the listed transcript names, then says why.
+#[test]
+fn every_peer_baseline_line_cites_a_requirement_of_its_transcript() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let names: std::collections::BTreeMap<String, Vec<String>> = corpus()
+        .iter()
+        .map(|f| {
+            let header: serde_json::Value = serde_json::from_str(std::fs::read_to_string(f).unwrap().lines().next().unwrap()).unwrap();
+            let ids = header["requirements"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_owned()).collect();
+            (header["name"].as_str().unwrap().to_owned(), ids)
+        })
+        .collect();
+    for peer in ["gemini-cli", "opencode", "codex-acp", "pi", "omp"] {
+        let text = std::fs::read_to_string(root.join(format!("baselines/{peer}.txt"))).unwrap();
+        for line in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+            let (name, why) = line.split_once('#').unwrap_or_else(|| panic!("{peer}: {line:?} says no why"));
+            let ids = names.get(name.trim()).unwrap_or_else(|| panic!("{peer}: {name:?} is no transcript"));
+            let (cited, reason) = why.trim().split_once(':').unwrap_or_else(|| panic!("{peer}: {line:?} cites no requirement id"));
+            assert!(ids.iter().any(|id| id == cited), "{peer}: {line:?} cites {cited}, which {name} does not name ({ids:?})");
+            assert!(reason.trim().len() > 10, "{peer}: {line:?} does not say why");
+        }
+    }
+}
+
+/// Tool calls in transcripts other agents run are given by role, so adapters can map them.
+#[test]
+fn portable_transcripts_script_tool_calls_by_role() {
+    let registry = Registry::embedded().unwrap();
+    for file in corpus() {
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let ids: Vec<String> = lines[0]["requirements"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_owned()).collect();
+        if !registry.agentwire_ids(&ids).is_empty() {
+            continue;
+        }
+        for call in lines.iter().filter(|l| l["kind"] == "model").flat_map(|l| l["reply"]["toolCalls"].as_array().cloned().unwrap_or_default()) {
+            let builtin = ["bash", "read", "write", "edit"].contains(&call["name"].as_str().unwrap());
+            assert!(!builtin || call.get("role").is_some(), "{}: the {} call has no role", file.display(), call["name"]);
+        }
+    }
+}
+
+/// agentwire's own ACP adapter (offline model), optionally as if it were another agent.
+fn acp_adapter(as_agentwire: bool, name: &str) -> AgentUnderTest {
+    let AgentUnderTest::Adapted { mut adapter, agentwire } = adapter("agentwire-acp.json") else { unreachable!() };
+    adapter.agentwire = Some(as_agentwire);
+    adapter.name = name.parse().unwrap();
+    AgentUnderTest::Adapted { adapter, agentwire }
+}
+
+fn write_transcript(dir: &Path, name: &str, lines: &[serde_json::Value]) -> PathBuf {
+    let path = dir.join(format!("{name}.jsonl"));
+    std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    path
+}
+
+#[test]
+fn a_capability_the_agent_does_not_advertise_skips_and_one_it_advertises_must_work() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = |name: &str, requires: &str, expected: serde_json::Value| {
+        write_transcript(dir.path(), name, &[
+            json!({"kind": "header", "name": name, "dialect": "acp", "description": "gating", "requirements": ["X-1"], "requires": [requires]}),
+            json!({"kind": "in", "frame": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}}),
+            json!({"kind": "out", "frame": {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}, "subset": true}),
+            json!({"kind": "in", "frame": {"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}}),
+            json!({"kind": "out", "frame": expected, "subset": true}),
+        ])
+    };
+    let options = RunOptions { agent: acp_adapter(true, "agentwire-acp"), frame_timeout: Duration::from_secs(10) };
+    // agentwire advertises no audio: whatever follows, the transcript is skipped.
+    let outcome = run(&transcript("audio", "promptCapabilities.audio", json!({"id": 1, "result": {"never": true}})), &options);
+    assert_eq!((outcome.skipped.as_deref(), outcome.failure.as_deref()), (Some("the agent does not advertise promptCapabilities.audio"), None));
+    // It advertises session listing, so a wrong expectation of it fails.
+    let outcome = run(&transcript("list", "sessionCapabilities.list", json!({"id": 1, "result": {"never": true}})), &options);
+    assert!(outcome.skipped.is_none() && outcome.failure.as_deref().is_some_and(|f| f.contains("/result/never: missing")), "{outcome:?}");
+    let outcome = run(&transcript("list-ok", "sessionCapabilities.list", json!({"id": 1, "result": {"sessions": []}})), &options);
+    assert!(outcome.skipped.is_none() && outcome.failure.is_none(), "{outcome:?}");
+}
+
+#[test]
+fn agentwire_tier_transcripts_are_not_asked_of_other_agents() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/acp-initialize.jsonl");
+    let other = RunOptions { agent: acp_adapter(false, "someone-else"), frame_timeout: Duration::from_secs(10) };
+    let outcome = run(&file, &other);
+    assert_eq!(outcome.skipped.as_deref(), Some("AGENTWIRE tier (ACP-AW-INIT-1): agentwire's own choices, not asked of other agents"));
+    let portable = run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/acp-handshake.jsonl"), &other);
+    assert!(portable.skipped.is_none() && portable.failure.is_none(), "{portable:?}");
+    let own = RunOptions { agent: acp_adapter(true, "agentwire-acp"), frame_timeout: Duration::from_secs(10) };
+    let outcome = run(&file, &own);
+    assert!(outcome.skipped.is_none() && outcome.failure.is_none(), "{outcome:?}");
+}
+
+#[test]
+fn scripted_tool_calls_by_role_become_the_adapters_tools() {
+    use serde_json::json;
+    // agentwire over HTTP, told that its tool for reading is `bash` running `cat`: the model
+    // reply the fake server streams names `bash` with the mapped arguments.
+    let AgentUnderTest::Adapted { mut adapter, agentwire } = adapter("agentwire-http.json") else { unreachable!() };
+    let tools = json!({"read": {"name": "bash", "arguments": {"command": "cat {{arg:path}}"}}});
+    adapter.tools = Some(serde_json::from_value(tools).unwrap());
+    let options = RunOptions { agent: AgentUnderTest::Adapted { adapter, agentwire }, frame_timeout: Duration::from_secs(10) };
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_transcript(dir.path(), "role", &[
+        json!({"kind": "header", "name": "role", "dialect": "rpc", "description": "roles", "requirements": ["X-1"], "workFiles": {"notes.txt": "remember\n"}}),
+        json!({"kind": "model", "reply": {"toolCalls": [{"id": "r1", "role": "read", "name": "read", "arguments": {"path": "notes.txt"}}]}}),
+        json!({"kind": "model", "reply": {"text": "read it"}}),
+        json!({"kind": "in", "frame": {"id": "p", "type": "prompt", "message": "read notes"}}),
+        json!({"kind": "wait", "frame": {"type": "tool_execution_start", "toolCallId": "r1", "toolName": "bash", "args": {"command": "cat notes.txt"}}, "subset": true}),
+        json!({"kind": "wait", "frame": {"type": "tool_execution_end", "toolCallId": "r1", "toolName": "bash"}, "subset": true}),
+        json!({"kind": "wait", "frame": {"type": "agent_end"}, "subset": true}),
+    ]);
+    let outcome = run(&path, &options);
+    assert!(outcome.failure.is_none() && outcome.skipped.is_none(), "{outcome:?}");
+}
+
+#[test]
+fn the_json_report_ends_with_each_requirements_tier_and_status() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["conformance", "run", "--format", "json", "--filter", "acp-error-", "tests/conformance/"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let transcripts = lines.iter().take_while(|l| l.get("transcript").is_some()).count();
+    assert_eq!(transcripts, 5, "one object per transcript first");
+    let requirements = &lines[transcripts..];
+    assert_eq!(requirements.len(), Registry::embedded().unwrap().iter().count(), "then one per requirement");
+    let by_id = |id: &str| requirements.iter().find(|r| r["requirement"] == id).unwrap().clone();
+    assert_eq!(by_id("ACP-ERR-1"), serde_json::json!({"requirement": "ACP-ERR-1", "tier": "MANDATORY", "status": "PASS", "transcripts": ["acp-error-parse"], "agent": "agentwire"}));
+    assert_eq!(by_id("ACP-ERR-5")["tier"], "ADVISORY");
+    assert_eq!(by_id("ACP-PROMPT-1")["status"], "NOT_TESTED");
+}
+
+#[test]
+fn the_requirements_command_lists_every_id_with_its_tier_source_and_transcripts() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["conformance", "requirements", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let tiers = ["MANDATORY", "CAPABILITY", "ADVISORY", "INFORMATIONAL", "AGENTWIRE"];
+    for l in &lines {
+        assert!(tiers.contains(&l["tier"].as_str().unwrap()) && !l["source"].as_str().unwrap().is_empty(), "{l}");
+    }
+    let load = lines.iter().find(|l| l["requirement"] == "ACP-LOAD-1").unwrap();
+    assert_eq!((load["tier"].as_str(), load["capability"].as_str()), (Some("CAPABILITY"), Some("loadSession")));
+    assert_eq!(load["transcripts"], serde_json::json!(["acp-session-load"]));
+    let pi = lines.iter().find(|l| l["requirement"] == "REF-PI-1").unwrap();
+    assert_eq!(pi["transcripts"].as_array().unwrap().len(), 30, "subdirectories' transcripts count too");
 }
 
 /// Opt-in (`AGENTWIRE_CONFORMANCE_OMP=1`; needs npm and the registry): installs Bun (the
@@ -266,7 +422,7 @@ fn a_recorded_session_replays_as_a_passing_transcript() {
 }
 
 #[test]
-fn the_corpus_covers_every_command_ui_method_and_wire_and_acp_method_and_the_docs_list_its_requirements() {
+fn the_corpus_covers_every_command_ui_method_and_wire_and_acp_method_and_the_registry_lists_its_requirements() {
     use std::collections::BTreeSet;
     let (mut commands, mut ui_methods, mut wire_methods, mut requirements) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     // ACP methods sent, and client methods the agent is expected to call, by `acp` transcripts.
@@ -322,13 +478,13 @@ fn the_corpus_covers_every_command_ui_method_and_wire_and_acp_method_and_the_doc
     let missing: Vec<_> = agentwire::protocol::acp::ACP_CLIENT_METHODS.iter().map(|m| m.method).filter(|m| !acp_client_methods.contains(*m)).collect();
     assert!(missing.is_empty(), "ACP client methods agentwire calls that no acp transcript expects: {missing:?}");
 
-    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/conformance.md")).unwrap();
-    let documented: BTreeSet<String> =
-        docs.lines().filter_map(|l| l.strip_prefix("| ")).filter_map(|l| l.split(" |").next()).filter(|id| id.contains('-') && id.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-')).map(str::to_owned).collect();
-    let undocumented: Vec<_> = requirements.difference(&documented).collect();
-    assert!(undocumented.is_empty(), "requirement ids missing from docs/conformance.md: {undocumented:?}");
-    let uncovered: Vec<_> = documented.difference(&requirements).collect();
-    assert!(uncovered.is_empty(), "requirement ids in docs/conformance.md that no transcript covers: {uncovered:?}");
+    // The registry (tests/conformance/requirements.json) names every id a transcript names, and
+    // every id it has is named by a transcript or says why not.
+    let registry = Registry::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/requirements.json")).unwrap();
+    let unregistered: Vec<_> = requirements.iter().filter(|id| registry.get(id).is_none()).collect();
+    assert!(unregistered.is_empty(), "requirement ids missing from tests/conformance/requirements.json: {unregistered:?}");
+    let uncovered: Vec<_> = registry.iter().filter(|r| !requirements.contains(r.id.as_str()) && r.not_tested.is_none()).map(|r| r.id.to_string()).collect();
+    assert!(uncovered.is_empty(), "registry ids no transcript names (name one, or say why in notTested): {uncovered:?}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The command line: `agentwire --mode rpc|wire|acp` (the agent) and `agentwire schema …` (tools).
 
+pub mod conformance;
 pub mod logging;
 pub mod schema;
 
@@ -279,6 +280,44 @@ pub enum ConformanceAction {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Print the requirements registry (tests/conformance/requirements.json, built in) with the
+    /// transcripts that name each id.
+    Requirements {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = RequirementsFormat::Text)]
+        format: RequirementsFormat,
+        /// Corpus directory whose transcripts (and their subdirectories') are listed per id.
+        #[arg(default_value = "tests/conformance")]
+        dir: std::path::PathBuf,
+    },
+    /// Serve scripted model replies over HTTP in every major provider API (OpenAI Chat
+    /// Completions and Responses, Anthropic Messages, Gemini), for pointing an agent at by hand.
+    ServeModel {
+        /// Address to listen on, e.g. 127.0.0.1:8787 (port 0: any free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
+        /// The replies: a model-script JSONL file, or a transcript (its `model` lines).
+        #[arg(long, value_name = "FILE")]
+        script: std::path::PathBuf,
+    },
+    /// Run a corpus against several agents and write a compatibility matrix (requirements ×
+    /// agents) as Markdown, plus the same as JSON beside it.
+    Matrix {
+        /// An agent's adapter file (repeatable; one column each).
+        #[arg(long = "adapter", value_name = "FILE", required = true)]
+        adapters: Vec<std::path::PathBuf>,
+        /// The Markdown file to write (`FILE.json` is written beside it); stdout without it.
+        #[arg(long, value_name = "FILE.md")]
+        out: Option<std::path::PathBuf>,
+        /// Seconds to wait for one expected frame.
+        #[arg(long, default_value_t = 10)]
+        frame_timeout: u64,
+        /// Transcripts run at the same time, per agent.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// The corpus directory (its `baselines/<agent>.txt` are used).
+        dir: std::path::PathBuf,
+    },
     /// Convert recordings of another implementation into transcripts that replay against
     /// agentwire (implementation-specific values loosened; see docs/conformance.md).
     Import {
@@ -299,6 +338,15 @@ fn parse_thinking_level(text: &str) -> Result<crate::protocol::ThinkingLevel, St
     serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| format!("unknown thinking level {text:?}"))
 }
 
+/// `agentwire conformance requirements --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RequirementsFormat {
+    /// Grouped by tier, each with its source and transcripts.
+    Text,
+    /// One JSON object per requirement.
+    Json,
+}
+
 /// Recordings `agentwire conformance import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ImportFrom {
@@ -315,7 +363,7 @@ pub enum ImportFrom {
 pub enum ReportFormat {
     /// One line per transcript, details for failures.
     Text,
-    /// One JSON object per transcript.
+    /// One JSON object per transcript, then one per requirement (its tier and status).
     Json,
     /// JUnit XML (one testcase per transcript).
     Junit,
@@ -459,6 +507,11 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Conformance { action: ConformanceAction::Run { bin, adapter, baseline, no_baseline, filter, format, frame_timeout, jobs, paths } }) => {
             let run = ConformanceRun { bin, adapter, baseline, no_baseline, filter, format, frame_timeout, jobs };
             run_conformance(&run, &paths)
+        }
+        Some(Command::Conformance { action: ConformanceAction::Requirements { format, dir } }) => conformance::requirements(format, &dir),
+        Some(Command::Conformance { action: ConformanceAction::ServeModel { listen, script } }) => conformance::serve_model(&listen, &script),
+        Some(Command::Conformance { action: ConformanceAction::Matrix { adapters, out, frame_timeout, jobs, dir } }) => {
+            conformance::matrix(adapters, out.as_deref(), frame_timeout, jobs, dir)
         }
         None => run_agent(&cli, cli.mode.unwrap_or(Mode::Rpc)),
     }
@@ -653,9 +706,13 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
         bar.inc(1);
     });
     bar.finish_and_clear();
+    let registry = match crate::conformance::requirements::Registry::embedded() {
+        Ok(r) => r,
+        Err(e) => return fail(&e.to_string()),
+    };
     let text = match opts.format {
-        ReportFormat::Text => report.text(),
-        ReportFormat::Json => report.json_lines(),
+        ReportFormat::Text => report.text() + &report.requirements_text(registry),
+        ReportFormat::Json => report.json_lines_with_requirements(registry),
         ReportFormat::Junit => report.junit(),
     };
     print!("{text}");

@@ -20,8 +20,8 @@ pub fn dialect_roots(dialect: Option<Dialect>) -> Option<&'static [&'static str]
 }
 
 /// Roots of the file formats that are not frames of either dialect (the offline model's
-/// script; later the session file and the conformance transcript).
-pub const FILE_FORMAT_ROOTS: &[&str] = &["ConformanceAdapter", "ModelScriptEntry", "ModelsFile", "SessionFileLine", "TranscriptLine"];
+/// script, the session file, the conformance transcript, adapter and requirements registry).
+pub const FILE_FORMAT_ROOTS: &[&str] = &["ConformanceAdapter", "ConformanceRequirements", "ModelScriptEntry", "ModelsFile", "SessionFileLine", "TranscriptLine"];
 
 /// The bundled schema (one dialect's or all of it) as pretty JSON text.
 pub fn bundle_text(dialect: Option<Dialect>) -> Result<String, String> {

@@ -2,18 +2,25 @@
 //! replies of a transcript, for agents we did not write) and agentwire's own integration tests
 //! (exact SSE streams, HTTP errors with headers, cut and slow streams, request capture).
 //!
-//! Routes: every `POST …/chat/completions` (OpenAI Chat Completions) and `POST …/messages`
-//! (Anthropic Messages) takes the next scripted [`Reply`] and is recorded as a [`Seen`] (path,
-//! headers, JSON body). `GET …/models` lists the one model, [`FAKE_MODEL`]. Anything else is a
-//! 404. Once the script is exhausted the reply is a fixed text, [`EXHAUSTED_REPLY`].
+//! Routes, one per major provider API, each streaming: `POST …/chat/completions` (OpenAI Chat
+//! Completions), `POST …/responses` (OpenAI Responses), `POST …/messages` (Anthropic Messages)
+//! and `POST …/models/M:streamGenerateContent` (Gemini, `alt=sse`). Each model request takes
+//! the next scripted [`Reply`] and is recorded as a [`Seen`] (path, headers, JSON body).
+//! `GET …/models` lists the one model, [`FAKE_MODEL`]. Anything else is a 404. Once the script
+//! is exhausted the reply is a fixed text, [`EXHAUSTED_REPLY`].
+//!
+//! Side requests do not use up the script: an agent's own bookkeeping (a title for the session,
+//! a token count, a check whether to go on) is answered with [`SIDE_REPLY`] (or `{}` when the
+//! request asks for JSON), so the scripted replies stay aligned with the conversation. A side
+//! request is a Gemini `countTokens` or non-streaming `generateContent`, a request that does
+//! not stream, or one without tools whose instructions ask for a title (opencode's first
+//! request). They are recorded in [`FakeLlm::side_requests`], not in [`FakeLlm::seen`].
 //!
 //! Replies are either given exactly ([`Reply::Sse`], [`Reply::Status`], built by helpers such as
 //! [`openai_text`], [`status`], [`anthropic_full`]) or as model-script entries
 //! ([`Reply::Script`], the `model` replies of `schema/transcript.schema.json`), which are
-//! rendered as Chat Completions chunks when served: `reasoning_content`, `content`, `tool_calls`
-//! deltas, a finish chunk, a usage-only chunk, `[DONE]`; an `error` entry is an HTTP error (503
-//! when `retryable`, else 400) with an OpenAI-style JSON body. Script entries are always
-//! rendered in the OpenAI format, whichever route asked.
+//! rendered in the API the request used: thinking, text and tool-call deltas, the finish, usage;
+//! an `error` entry is an HTTP error (503 when `retryable`, else 400) with that API's error body.
 //!
 //! Plain `std::net`, no async runtime: one thread accepts, one thread per connection, and every
 //! response closes its connection, so no keep-alive or chunked encoding is needed (an SSE body
@@ -35,6 +42,9 @@ pub const FAKE_MODEL: &str = "fake-model";
 
 /// Text of the reply once the script is exhausted.
 pub const EXHAUSTED_REPLY: &str = "(fake default reply)";
+
+/// Text of the reply to a side request (a title, a token count, a next-speaker check).
+pub const SIDE_REPLY: &str = "Conformance session";
 
 /// One SSE event: an optional `event:` name and the `data:` text.
 pub type SseEvent = (Option<String>, String);
@@ -73,6 +83,8 @@ pub struct Seen {
 struct Shared {
     replies: VecDeque<Reply>,
     seen: Vec<Seen>,
+    /// Side requests, answered by default.
+    side: Vec<Seen>,
     /// Set when a client went away before its stream was fully written (an abort must drop
     /// the HTTP request, not read it to its end).
     disconnected: bool,
@@ -94,7 +106,12 @@ fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 impl FakeLlm {
     /// Starts serving `replies`, one per model request in order, on an ephemeral port.
     pub fn start(replies: Vec<Reply>) -> std::io::Result<FakeLlm> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        FakeLlm::start_on("127.0.0.1:0", replies)
+    }
+
+    /// Starts serving `replies` on `addr` (`127.0.0.1:0` for an ephemeral port).
+    pub fn start_on(addr: &str, replies: Vec<Reply>) -> std::io::Result<FakeLlm> {
+        let listener = TcpListener::bind(addr)?;
         // Non-blocking accept so the loop can notice `stop` after the server is dropped.
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -125,6 +142,21 @@ impl FakeLlm {
     /// Starts serving model-script entries (the transcript's `model` replies), in order.
     pub fn from_script(entries: Vec<Value>) -> std::io::Result<FakeLlm> {
         FakeLlm::start(entries.into_iter().map(Reply::Script).collect())
+    }
+
+    /// Appends model-script entries to the replies still to serve.
+    pub fn push_script(&self, entries: Vec<Value>) {
+        lock(&self.shared).replies.extend(entries.into_iter().map(Reply::Script));
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The side requests answered by default so far (titles, token counts, …).
+    pub fn side_requests(&self) -> Vec<Seen> {
+        lock(&self.shared).side.clone()
     }
 
     /// `http://127.0.0.1:PORT`, the server's origin (an Anthropic client's base URL).
@@ -208,17 +240,24 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
     let mut out = stream;
-    if method == "GET" && path.ends_with("/models") {
-        let list = json!({"object": "list", "data": [{"id": FAKE_MODEL, "object": "model", "owned_by": "agentwire-fake"}]});
+    if method == "GET" && (path.ends_with("/models") || path.contains("/models/")) {
+        let list = json!({"object": "list", "data": [{"id": FAKE_MODEL, "object": "model", "owned_by": "agentwire-fake"}],
+                          "models": [{"name": format!("models/{FAKE_MODEL}"), "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"]}]});
         return respond(&mut out, 200, &[], &list.to_string());
     }
-    if method != "POST" || !(path.ends_with("/chat/completions") || path.ends_with("/messages")) {
+    let Some(api) = (method == "POST").then(|| Api::of(path)).flatten() else {
         let body = json!({"error": {"message": format!("no route for {method} {path}"), "type": "not_found"}});
         return respond(&mut out, 404, &[], &body.to_string());
+    };
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let seen = Seen { path: path.to_owned(), headers, body };
+    if let Some(side) = side_request(api, &seen.body) {
+        lock(shared).side.push(seen);
+        return answer_side(&mut out, api, side);
     }
     let (reply, n) = {
         let mut s = lock(shared);
-        s.seen.push(Seen { path: path.to_owned(), headers, body: serde_json::from_slice(&body).unwrap_or(Value::Null) });
+        s.seen.push(seen);
         let reply = s.replies.pop_front().unwrap_or_else(|| Reply::Script(json!({"text": EXHAUSTED_REPLY})));
         (reply, s.seen.len())
     };
@@ -228,15 +267,148 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
         Reply::Script(entry) => match entry.get("error").and_then(Value::as_str) {
             Some(message) => {
                 let retryable = entry.get("retryable").and_then(Value::as_bool).unwrap_or(false);
-                let (code, kind) = if retryable { (503, "server_error") } else { (400, "invalid_request_error") };
-                respond(&mut out, code, &[], &json!({"error": {"message": message, "type": kind, "code": code}}).to_string())
+                let code = if retryable { 503 } else { 400 };
+                respond(&mut out, code, &[], &api.error_body(code, message).to_string())
             }
             None => {
                 let delay = Duration::from_millis(entry.get("delayMs").and_then(Value::as_u64).unwrap_or(0));
-                stream_events(&mut out, &script_events(&entry, n), delay)
+                let content = Content::of(&entry, n);
+                let events = match api {
+                    Api::ChatCompletions => chat_events(&content),
+                    Api::Responses => responses_events(&content),
+                    Api::Anthropic | Api::AnthropicCount => anthropic_events(&content),
+                    Api::Gemini | Api::GeminiOnce | Api::GeminiCount => gemini_events(&content),
+                };
+                stream_events(&mut out, &events, delay)
             }
         },
     }
+}
+
+/// The provider API a model route speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    /// `POST …/chat/completions`.
+    ChatCompletions,
+    /// `POST …/responses`.
+    Responses,
+    /// `POST …/messages`.
+    Anthropic,
+    /// `POST …/messages/count_tokens`.
+    AnthropicCount,
+    /// `POST …/models/M:streamGenerateContent`.
+    Gemini,
+    /// `POST …/models/M:generateContent`, not streamed (gemini-cli's side checks).
+    GeminiOnce,
+    /// `POST …/models/M:countTokens`.
+    GeminiCount,
+}
+
+/// Model routes by the end of their path (Gemini's name the method after the model: `…/models/M:countTokens`).
+const ROUTES: [(&str, Api); 7] = [
+    ("/chat/completions", Api::ChatCompletions),
+    ("/responses", Api::Responses),
+    ("/messages", Api::Anthropic),
+    ("/messages/count_tokens", Api::AnthropicCount),
+    (":streamGenerateContent", Api::Gemini),
+    (":generateContent", Api::GeminiOnce),
+    (":countTokens", Api::GeminiCount),
+];
+
+impl Api {
+    fn of(path: &str) -> Option<Api> {
+        ROUTES.iter().find(|(suffix, _)| path.ends_with(suffix)).map(|(_, api)| *api)
+    }
+
+    /// The API's error body for an HTTP error.
+    fn error_body(self, code: u16, message: &str) -> Value {
+        match self {
+            Api::ChatCompletions | Api::Responses => {
+                let kind = if code >= 500 { "server_error" } else { "invalid_request_error" };
+                json!({"error": {"message": message, "type": kind, "code": code}})
+            }
+            Api::Anthropic | Api::AnthropicCount => {
+                let kind = if code >= 500 { "overloaded_error" } else { "invalid_request_error" };
+                json!({"type": "error", "error": {"type": kind, "message": message}})
+            }
+            Api::Gemini | Api::GeminiOnce | Api::GeminiCount => {
+                let status = if code >= 500 { "UNAVAILABLE" } else { "INVALID_ARGUMENT" };
+                json!({"error": {"code": code, "message": message, "status": status}})
+            }
+        }
+    }
+}
+
+/// What kind of side request this is, if it is one: see the module documentation.
+fn side_request(api: Api, body: &Value) -> Option<Side> {
+    match api {
+        Api::GeminiCount | Api::AnthropicCount => return Some(Side::TokenCount),
+        Api::GeminiOnce => return Some(Side::Once { json: wants_json(body) }),
+        Api::ChatCompletions | Api::Responses | Api::Anthropic | Api::Gemini => {}
+    }
+    if api != Api::Gemini && body.get("stream") != Some(&Value::Bool(true)) {
+        return Some(Side::Once { json: wants_json(body) });
+    }
+    let no_tools = body.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    let instructions = [body.get("system"), body.get("instructions"), body.get("systemInstruction"), body.pointer("/messages/0/content")]
+        .into_iter()
+        .flatten()
+        .map(Value::to_string)
+        .collect::<String>()
+        .to_lowercase();
+    (no_tools && instructions.contains("title")).then_some(Side::Streamed)
+}
+
+/// Whether a side request asks for a JSON answer (a response schema or JSON mime type).
+fn wants_json(body: &Value) -> bool {
+    body.pointer("/generationConfig/responseMimeType").and_then(Value::as_str) == Some("application/json")
+        || body.pointer("/generationConfig/responseJsonSchema").is_some()
+        || body.pointer("/response_format/type").and_then(Value::as_str).is_some_and(|t| t.starts_with("json"))
+}
+
+/// A side request's kind.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    /// A token count.
+    TokenCount,
+    /// A request answered in one piece.
+    Once { json: bool },
+    /// A streamed request (a title).
+    Streamed,
+}
+
+/// Answers a side request without touching the script.
+fn answer_side(out: &mut TcpStream, api: Api, side: Side) -> std::io::Result<()> {
+    let text = match side {
+        Side::Once { json: true } => "{}",
+        Side::Once { json: false } | Side::Streamed | Side::TokenCount => SIDE_REPLY,
+    };
+    let content = Content { id: "side".into(), thinking: Vec::new(), text: vec![text.to_owned()], calls: Vec::new(), finish: Finish::Stop, input: 10, output: 2 };
+    let body = match (side, api) {
+        (Side::TokenCount, Api::Anthropic | Api::AnthropicCount) => json!({"input_tokens": 10}),
+        (Side::TokenCount, _) => json!({"totalTokens": 10}),
+        (Side::Streamed, _) => {
+            let events = match api {
+                Api::ChatCompletions => chat_events(&content),
+                Api::Responses => responses_events(&content),
+                Api::Anthropic | Api::AnthropicCount => anthropic_events(&content),
+                Api::Gemini | Api::GeminiOnce | Api::GeminiCount => gemini_events(&content),
+            };
+            return stream_events(out, &events, Duration::ZERO);
+        }
+        (Side::Once { .. }, Api::ChatCompletions) => json!({"id": "chatcmpl-side", "object": "chat.completion", "created": 0, "model": FAKE_MODEL,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}),
+        (Side::Once { .. }, Api::Responses) => {
+            json!({"id": "resp_side", "object": "response", "status": "completed", "model": FAKE_MODEL, "output": [message_item("msg_side", text)],
+                   "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}})
+        }
+        (Side::Once { .. }, Api::Anthropic | Api::AnthropicCount) => json!({"id": "msg_side", "type": "message", "role": "assistant", "model": FAKE_MODEL,
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 2}}),
+        (Side::Once { .. }, Api::Gemini | Api::GeminiOnce | Api::GeminiCount) => json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2, "totalTokenCount": 12}, "modelVersion": FAKE_MODEL}),
+    };
+    respond(out, 200, &[], &body.to_string())
 }
 
 fn respond(out: &mut TcpStream, code: u16, headers: &[(String, String)], body: &str) -> std::io::Result<()> {
@@ -298,10 +470,82 @@ fn deltas(entry: &Value, exact: &str, whole: &str, size: usize) -> Vec<String> {
     }
 }
 
-/// The Chat Completions SSE events for a model-script entry, served as the `n`th request.
-fn script_events(entry: &Value, n: usize) -> Vec<SseEvent> {
-    let id = format!("chatcmpl-fake-{n}");
-    let size = entry.get("chunkSize").and_then(Value::as_u64).unwrap_or(8) as usize;
+/// How a scripted reply ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    Stop,
+    Length,
+    ToolCalls,
+}
+
+/// One scripted tool call, its arguments as JSON text and the deltas to stream it in.
+#[derive(Debug, Clone)]
+struct Call {
+    id: String,
+    name: String,
+    arguments: Value,
+    pieces: Vec<String>,
+}
+
+/// A model-script entry as deltas, whatever API renders it.
+#[derive(Debug, Clone)]
+struct Content {
+    /// Distinguishes the `n`th response's ids.
+    id: String,
+    thinking: Vec<String>,
+    text: Vec<String>,
+    calls: Vec<Call>,
+    finish: Finish,
+    input: u64,
+    output: u64,
+}
+
+impl Content {
+    /// The deltas of a model-script entry served as the `n`th request.
+    fn of(entry: &Value, n: usize) -> Content {
+        let size = entry.get("chunkSize").and_then(Value::as_u64).unwrap_or(8) as usize;
+        let thinking = deltas(entry, "thinkingChunks", "thinking", size);
+        let text = deltas(entry, "textChunks", "text", size);
+        let calls: Vec<Call> = entry
+            .get("toolCalls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(index, call)| {
+                let arguments = call.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                let pieces = match call.get("argumentChunks").and_then(Value::as_array) {
+                    Some(exact) => exact.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+                    None => chunks(&arguments.to_string(), size.max(4)),
+                };
+                let id = call.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{n}_{index}"), str::to_owned);
+                Call { id, name: call.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(), arguments, pieces }
+            })
+            .collect();
+        let finish = if !calls.is_empty() {
+            Finish::ToolCalls
+        } else if entry.get("stopReason").and_then(Value::as_str) == Some("length") {
+            Finish::Length
+        } else {
+            Finish::Stop
+        };
+        let produced: usize = thinking.iter().chain(&text).chain(calls.iter().flat_map(|c| &c.pieces)).map(String::len).sum();
+        let completion = (produced / 4).max(1) as u64;
+        let usage = entry.get("usage");
+        let input = usage.and_then(|u| u.get("input")).and_then(Value::as_u64).unwrap_or(100);
+        let output = usage.and_then(|u| u.get("output")).and_then(Value::as_u64).unwrap_or(completion);
+        Content { id: n.to_string(), thinking, text, calls, finish, input, output }
+    }
+
+    fn full_text(&self) -> String {
+        self.text.concat()
+    }
+}
+
+/// OpenAI Chat Completions chunks: `reasoning_content`, `content`, `tool_calls` deltas, a finish
+/// chunk, a usage-only chunk, `[DONE]`.
+fn chat_events(c: &Content) -> Vec<SseEvent> {
+    let id = format!("chatcmpl-fake-{}", c.id);
     let mut events = Vec::new();
     let mut send = |delta: Value, finish: Value| {
         let chunk = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": FAKE_MODEL,
@@ -309,45 +553,161 @@ fn script_events(entry: &Value, n: usize) -> Vec<SseEvent> {
         events.push((None, chunk.to_string()));
     };
     send(json!({"role": "assistant", "content": ""}), Value::Null);
-    let mut produced = 0usize;
-    for c in deltas(entry, "thinkingChunks", "thinking", size) {
-        produced += c.len();
-        send(json!({"reasoning_content": c}), Value::Null);
+    for t in &c.thinking {
+        send(json!({"reasoning_content": t}), Value::Null);
     }
-    for c in deltas(entry, "textChunks", "text", size) {
-        produced += c.len();
-        send(json!({"content": c}), Value::Null);
+    for t in &c.text {
+        send(json!({"content": t}), Value::Null);
     }
-    let calls = entry.get("toolCalls").and_then(Value::as_array).cloned().unwrap_or_default();
-    for (index, call) in calls.iter().enumerate() {
-        let call_id = call.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{n}_{index}"), str::to_owned);
-        send(json!({"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": {"name": call["name"], "arguments": ""}}]}), Value::Null);
-        let arguments = call.get("arguments").map_or_else(|| "{}".to_owned(), Value::to_string);
-        let pieces = match call.get("argumentChunks").and_then(Value::as_array) {
-            Some(exact) => exact.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-            None => chunks(&arguments, size.max(4)),
-        };
-        for c in pieces {
-            produced += c.len();
-            send(json!({"tool_calls": [{"index": index, "function": {"arguments": c}}]}), Value::Null);
+    for (index, call) in c.calls.iter().enumerate() {
+        send(json!({"tool_calls": [{"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]}), Value::Null);
+        for piece in &call.pieces {
+            send(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), Value::Null);
         }
     }
-    let finish = if !calls.is_empty() {
-        "tool_calls"
-    } else if entry.get("stopReason").and_then(Value::as_str) == Some("length") {
-        "length"
-    } else {
-        "stop"
+    let finish = match c.finish {
+        Finish::Stop => "stop",
+        Finish::Length => "length",
+        Finish::ToolCalls => "tool_calls",
     };
     send(json!({}), json!(finish));
-    let completion = (produced / 4).max(1) as u64;
-    let usage = entry.get("usage").cloned().unwrap_or_else(|| json!({"input": 100, "output": completion}));
-    let prompt = usage.get("input").and_then(Value::as_u64).unwrap_or(100);
-    let output = usage.get("output").and_then(Value::as_u64).unwrap_or(completion);
     let tail = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": FAKE_MODEL, "choices": [],
-                      "usage": {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}});
+                      "usage": {"prompt_tokens": c.input, "completion_tokens": c.output, "total_tokens": c.input + c.output}});
     events.push((None, tail.to_string()));
     events.push((None, "[DONE]".to_owned()));
+    events
+}
+
+/// A finished Responses `message` output item.
+fn message_item(id: &str, text: &str) -> Value {
+    json!({"type": "message", "id": id, "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
+/// OpenAI Responses events: `response.created`, then per output item (reasoning, message,
+/// function calls) `output_item.added`, its deltas and `output_item.done`, then
+/// `response.completed` with the output and usage.
+fn responses_events(c: &Content) -> Vec<SseEvent> {
+    let response_id = format!("resp_fake_{}", c.id);
+    let mut events = Vec::new();
+    let mut seq = 0u64;
+    let mut emit = |kind: &str, mut v: Value| {
+        v["type"] = json!(kind);
+        v["sequence_number"] = json!(seq);
+        seq += 1;
+        events.push((Some(kind.to_owned()), v.to_string()));
+    };
+    let shell = json!({"id": response_id, "object": "response", "created_at": 0, "status": "in_progress", "model": FAKE_MODEL, "output": []});
+    emit("response.created", json!({"response": shell}));
+    let mut output = Vec::new();
+    if !c.thinking.is_empty() {
+        let (id, index) = (format!("rs_{}", c.id), output.len());
+        emit("response.output_item.added", json!({"output_index": index, "item": {"type": "reasoning", "id": id, "summary": []}}));
+        for t in &c.thinking {
+            emit("response.reasoning_summary_text.delta", json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": t}));
+        }
+        let item = json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": c.thinking.concat()}]});
+        emit("response.output_item.done", json!({"output_index": index, "item": item}));
+        output.push(item);
+    }
+    if !c.text.is_empty() {
+        let (id, index) = (format!("msg_{}", c.id), output.len());
+        emit("response.output_item.added", json!({"output_index": index, "item": {"type": "message", "id": id, "role": "assistant", "status": "in_progress", "content": []}}));
+        emit("response.content_part.added", json!({"item_id": id, "output_index": index, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}));
+        for t in &c.text {
+            emit("response.output_text.delta", json!({"item_id": id, "output_index": index, "content_index": 0, "delta": t}));
+        }
+        let text = c.full_text();
+        emit("response.output_text.done", json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}));
+        emit("response.content_part.done", json!({"item_id": id, "output_index": index, "content_index": 0, "part": {"type": "output_text", "text": text, "annotations": []}}));
+        let item = message_item(&id, &text);
+        emit("response.output_item.done", json!({"output_index": index, "item": item}));
+        output.push(item);
+    }
+    for call in &c.calls {
+        let (id, index) = (format!("fc_{}", call.id), output.len());
+        emit("response.output_item.added", json!({"output_index": index, "item": {"type": "function_call", "id": id, "call_id": call.id, "name": call.name, "arguments": "", "status": "in_progress"}}));
+        for piece in &call.pieces {
+            emit("response.function_call_arguments.delta", json!({"item_id": id, "output_index": index, "delta": piece}));
+        }
+        let arguments = call.pieces.concat();
+        emit("response.function_call_arguments.done", json!({"item_id": id, "output_index": index, "arguments": arguments}));
+        let item = json!({"type": "function_call", "id": id, "call_id": call.id, "name": call.name, "arguments": arguments, "status": "completed"});
+        emit("response.output_item.done", json!({"output_index": index, "item": item}));
+        output.push(item);
+    }
+    let status = if c.finish == Finish::Length { "incomplete" } else { "completed" };
+    let mut done = json!({"id": response_id, "object": "response", "created_at": 0, "status": status, "model": FAKE_MODEL, "output": output,
+                          "usage": {"input_tokens": c.input, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": c.output,
+                                    "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": c.input + c.output}});
+    if c.finish == Finish::Length {
+        done["incomplete_details"] = json!({"reason": "max_output_tokens"});
+        emit("response.incomplete", json!({"response": done}));
+    } else {
+        emit("response.completed", json!({"response": done}));
+    }
+    events
+}
+
+/// Anthropic Messages events: `message_start`, a content block per thinking, text and tool use
+/// (`thinking_delta` + `signature_delta`, `text_delta`, `input_json_delta`), `message_delta`
+/// with the stop reason and usage, `message_stop`.
+fn anthropic_events(c: &Content) -> Vec<SseEvent> {
+    let mut events = vec![named("message_start", json!({"type": "message_start", "message": {"id": format!("msg_fake_{}", c.id), "type": "message", "role": "assistant",
+        "model": FAKE_MODEL, "content": [], "stop_reason": null, "usage": {"input_tokens": c.input, "output_tokens": 1}}}))];
+    let mut index = 0;
+    let mut block = |start: Value, deltas: Vec<Value>, events: &mut Vec<SseEvent>| {
+        events.push(named("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": start})));
+        for d in deltas {
+            events.push(named("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": d})));
+        }
+        events.push(named("content_block_stop", json!({"type": "content_block_stop", "index": index})));
+        index += 1;
+    };
+    if !c.thinking.is_empty() {
+        let mut deltas: Vec<Value> = c.thinking.iter().map(|t| json!({"type": "thinking_delta", "thinking": t})).collect();
+        deltas.push(json!({"type": "signature_delta", "signature": "fake-signature"}));
+        block(json!({"type": "thinking", "thinking": ""}), deltas, &mut events);
+    }
+    if !c.text.is_empty() {
+        block(json!({"type": "text", "text": ""}), c.text.iter().map(|t| json!({"type": "text_delta", "text": t})).collect(), &mut events);
+    }
+    for call in &c.calls {
+        let deltas = call.pieces.iter().map(|p| json!({"type": "input_json_delta", "partial_json": p})).collect();
+        block(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}), deltas, &mut events);
+    }
+    let stop = match c.finish {
+        Finish::Stop => "end_turn",
+        Finish::Length => "max_tokens",
+        Finish::ToolCalls => "tool_use",
+    };
+    events.push(named("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": c.output}})));
+    events.push(named("message_stop", json!({"type": "message_stop"})));
+    events
+}
+
+/// Gemini `streamGenerateContent?alt=sse` chunks: a candidate per thinking (`thought: true`) and
+/// text delta, the function calls whole (Gemini does not stream arguments), and a last chunk
+/// with `finishReason` and `usageMetadata`.
+fn gemini_events(c: &Content) -> Vec<SseEvent> {
+    let chunk = |parts: Value, finish: Option<&str>| {
+        let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+        if let Some(f) = finish {
+            candidate["finishReason"] = json!(f);
+        }
+        let mut v = json!({"candidates": [candidate], "modelVersion": FAKE_MODEL, "responseId": format!("fake-{}", c.id)});
+        if finish.is_some() {
+            v["usageMetadata"] = json!({"promptTokenCount": c.input, "candidatesTokenCount": c.output, "totalTokenCount": c.input + c.output});
+        }
+        data(v)
+    };
+    let mut events: Vec<SseEvent> = c.thinking.iter().map(|t| chunk(json!([{"text": t, "thought": true}]), None)).collect();
+    events.extend(c.text.iter().map(|t| chunk(json!([{"text": t}]), None)));
+    if !c.calls.is_empty() {
+        let parts: Vec<Value> = c.calls.iter().map(|call| json!({"functionCall": {"id": call.id, "name": call.name, "args": call.arguments}})).collect();
+        events.push(chunk(Value::Array(parts), None));
+    }
+    let finish = if c.finish == Finish::Length { "MAX_TOKENS" } else { "STOP" };
+    events.push(chunk(json!([{"text": ""}]), Some(finish)));
     events
 }
 
@@ -480,16 +840,16 @@ mod tests {
             json!({"error": "overloaded", "retryable": true}),
         ])
         .unwrap();
-        let (status, body) = post(&llm, "/v1/chat/completions", "", &json!({"model": FAKE_MODEL, "messages": []}));
+        let (status, body) = post(&llm, "/v1/chat/completions", "", &json!({"model": FAKE_MODEL, "messages": [], "stream": true}));
         assert_eq!(status, 200);
         assert!(body.contains(r#""reasoning_content":"hm""#) && body.contains(r#""content":"Hello""#) && body.contains(r#""content":" ther""#));
         assert!(body.contains(r#""finish_reason":"stop""#) && body.trim_end().ends_with("data: [DONE]"));
-        let (_, body) = post(&llm, "/v1/chat/completions", "", &json!({}));
+        let (_, body) = post(&llm, "/v1/chat/completions", "", &json!({"stream": true}));
         assert!(body.contains(r#""id":"c1""#) && body.contains(r#""finish_reason":"tool_calls""#));
-        let (status, body) = post(&llm, "/v1/chat/completions", "", &json!({}));
+        let (status, body) = post(&llm, "/v1/chat/completions", "", &json!({"stream": true}));
         assert_eq!(status, 503);
         assert!(body.contains("overloaded"));
-        let (_, body) = post(&llm, "/v1/chat/completions", "", &json!({}));
+        let (_, body) = post(&llm, "/v1/chat/completions", "", &json!({"stream": true}));
         assert!(body.contains(&format!(r#""content":"{}""#, &EXHAUSTED_REPLY[..8])), "{body}");
         assert_eq!(llm.requests().len(), 4);
     }
@@ -499,7 +859,7 @@ mod tests {
         let llm = FakeLlm::from_script(vec![json!({"textChunks": ["Hel", "lo, wor", "ld"], "text": "ignored",
                                                    "toolCalls": [{"name": "ls", "arguments": {"path": "."}, "argumentChunks": ["{\"path\": ", "\".\"}"]}]})])
         .unwrap();
-        let (_, body) = post(&llm, "/v1/chat/completions", "", &json!({}));
+        let (_, body) = post(&llm, "/v1/chat/completions", "", &json!({"stream": true}));
         let contents: Vec<&str> = body.match_indices(r#""content":""#).map(|(i, m)| body[i + m.len()..].split('"').next().unwrap()).collect();
         assert_eq!(contents, ["", "Hel", "lo, wor", "ld"]);
         assert!(body.contains(r#""arguments":"{\"path\": ""#) && body.contains(r#""arguments":"\".\"}""#), "{body}");
@@ -508,10 +868,10 @@ mod tests {
     #[test]
     fn exact_replies_keep_their_status_headers_and_events_and_requests_are_recorded() {
         let llm = FakeLlm::start(vec![status(429, &[("retry-after", "0.3")], "slow down"), anthropic_text("hi")]).unwrap();
-        let (code, response) = post(&llm, "/v1/chat/completions", "authorization: Bearer k\r\n", &json!({"n": 1}));
+        let (code, response) = post(&llm, "/v1/chat/completions", "authorization: Bearer k\r\n", &json!({"n": 1, "stream": true}));
         assert_eq!(code, 429);
         assert!(response.contains("retry-after: 0.3\r\n") && response.contains("slow down"), "{response}");
-        let (code, response) = post(&llm, "/v1/messages", "x-api-key: a\r\n", &json!({"n": 2}));
+        let (code, response) = post(&llm, "/v1/messages", "x-api-key: a\r\n", &json!({"n": 2, "stream": true}));
         assert_eq!(code, 200);
         assert!(response.contains("event: message_start\ndata: {") && response.contains(r#""text":"hi""#), "{response}");
         let (code, _) = post(&llm, "/v1/other", "", &json!({}));
@@ -520,7 +880,74 @@ mod tests {
         assert_eq!(seen.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(), ["/v1/chat/completions", "/v1/messages"], "404s are not model requests");
         assert_eq!(seen[0].headers["authorization"], "Bearer k");
         assert_eq!(seen[1].headers["x-api-key"], "a");
-        assert_eq!((&seen[0].body, &seen[1].body), (&json!({"n": 1}), &json!({"n": 2})));
+        assert_eq!((&seen[0].body, &seen[1].body), (&json!({"n": 1, "stream": true}), &json!({"n": 2, "stream": true})));
         assert!(!llm.disconnected());
+    }
+
+    /// The `data:` payloads of an SSE response.
+    fn payloads(response: &str) -> Vec<Value> {
+        response.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str(d).ok()).collect()
+    }
+
+    #[test]
+    fn one_script_streams_in_every_provider_api() {
+        let entry = json!({"thinking": "hm", "text": "Hello there", "chunkSize": 6, "usage": {"input": 7, "output": 3}});
+        let call = json!({"toolCalls": [{"id": "c1", "name": "ls", "arguments": {"path": "."}}]});
+        let llm = FakeLlm::from_script(vec![entry.clone(), call.clone(), entry.clone(), call.clone(), entry.clone(), call.clone(), entry, call]).unwrap();
+        let text_of = |events: &[Value], pick: &dyn Fn(&Value) -> Option<String>| events.iter().filter_map(pick).collect::<String>();
+
+        let (_, r) = post(&llm, "/v1/chat/completions", "", &json!({"stream": true}));
+        let ev = payloads(&r);
+        assert_eq!(text_of(&ev, &|v| v.pointer("/choices/0/delta/content").and_then(Value::as_str).map(str::to_owned)), "Hello there");
+        let (_, r) = post(&llm, "/v1/chat/completions", "", &json!({"stream": true}));
+        assert!(r.contains(r#""finish_reason":"tool_calls""#) && r.contains(r#""name":"ls""#), "{r}");
+
+        let (_, r) = post(&llm, "/v1/responses", "", &json!({"stream": true, "input": []}));
+        let ev = payloads(&r);
+        assert!(r.contains("event: response.created\n"), "{r}");
+        assert_eq!(text_of(&ev, &|v| (v["type"] == "response.output_text.delta").then(|| v["delta"].as_str().unwrap_or_default().to_owned())), "Hello there");
+        assert_eq!(text_of(&ev, &|v| (v["type"] == "response.reasoning_summary_text.delta").then(|| v["delta"].as_str().unwrap_or_default().to_owned())), "hm");
+        let done = ev.last().unwrap();
+        assert_eq!((done["type"].as_str(), done["response"]["usage"]["input_tokens"].as_u64()), (Some("response.completed"), Some(7)));
+        let (_, r) = post(&llm, "/v1/responses", "", &json!({"stream": true, "input": []}));
+        let item = payloads(&r).into_iter().find(|v| v["type"] == "response.output_item.done").unwrap();
+        assert_eq!((item["item"]["type"].as_str(), item["item"]["call_id"].as_str(), item["item"]["arguments"].as_str()), (Some("function_call"), Some("c1"), Some(r#"{"path":"."}"#)));
+
+        let (_, r) = post(&llm, "/v1/messages", "", &json!({"stream": true, "max_tokens": 100, "messages": []}));
+        let ev = payloads(&r);
+        assert!(r.contains("event: message_start\n") && r.contains(r#""stop_reason":"end_turn""#), "{r}");
+        assert_eq!(text_of(&ev, &|v| v.pointer("/delta/text").and_then(Value::as_str).map(str::to_owned)), "Hello there");
+        assert_eq!(text_of(&ev, &|v| v.pointer("/delta/thinking").and_then(Value::as_str).map(str::to_owned)), "hm");
+        let (_, r) = post(&llm, "/v1/messages", "", &json!({"stream": true, "max_tokens": 100, "messages": []}));
+        assert!(r.contains(r#""type":"tool_use""#) && r.contains(r#""stop_reason":"tool_use""#), "{r}");
+
+        let (_, r) = post(&llm, "/v1beta/models/fake-model:streamGenerateContent?alt=sse", "", &json!({"contents": []}));
+        let ev = payloads(&r);
+        assert_eq!(text_of(&ev, &|v| v.pointer("/candidates/0/content/parts/0").filter(|p| p.get("thought").is_none()).and_then(|p| p["text"].as_str()).map(str::to_owned)), "Hello there");
+        assert_eq!(ev.last().unwrap().pointer("/candidates/0/finishReason").and_then(Value::as_str), Some("STOP"));
+        let (_, r) = post(&llm, "/v1beta/models/fake-model:streamGenerateContent?alt=sse", "", &json!({"contents": []}));
+        assert!(r.contains(r#""functionCall":{"#) && r.contains(r#""args":{"path":"."}"#), "{r}");
+        assert_eq!(llm.seen().len(), 8);
+    }
+
+    #[test]
+    fn side_requests_get_a_default_reply_and_leave_the_script_alone() {
+        let llm = FakeLlm::from_script(vec![json!({"text": "the scripted answer"})]).unwrap();
+        // opencode's first request: a title, streamed, without tools.
+        let (_, r) = post(&llm, "/v1/chat/completions", "", &json!({"stream": true, "messages": [{"role": "system", "content": "You are a title generator. Output a short title."}, {"role": "user", "content": "hi"}]}));
+        assert!(r.contains(SIDE_REPLY) && !r.contains("scripted"), "{r}");
+        // gemini-cli's token count and non-streamed check.
+        let (_, r) = post(&llm, "/v1beta/models/fake-model:countTokens", "", &json!({"contents": []}));
+        assert!(r.contains(r#""totalTokens":10"#), "{r}");
+        let (_, r) = post(&llm, "/v1beta/models/fake-model:generateContent", "", &json!({"contents": [], "generationConfig": {"responseMimeType": "application/json"}}));
+        assert!(r.contains(r#""text":"{}""#), "{r}");
+        // A request that does not stream.
+        let (_, r) = post(&llm, "/v1/responses", "", &json!({"input": "summarise"}));
+        assert!(r.contains(r#""object":"response""#) && r.contains(SIDE_REPLY), "{r}");
+        assert_eq!(llm.side_requests().len(), 4);
+        assert!(llm.seen().is_empty());
+        // The conversation's request still gets the first scripted reply.
+        let (_, r) = post(&llm, "/v1/chat/completions", "", &json!({"stream": true, "tools": [{"type": "function"}], "messages": [{"role": "user", "content": "hi"}]}));
+        assert!(r.contains("the scr"), "{r}");
     }
 }

@@ -5,14 +5,20 @@
 //! volatile values: `{{any}}`, `{{string}}`, `{{number}}`, `{{timestamp}}` (a number or an
 //! RFC 3339 string), `{{path}}` (a string under the run's temporary directory) and
 //! `{{capture:NAME}}` (anything the first time, then equal to that value); `{{tmp}}` inside a
-//! longer string stands for the run's temporary directory, in patterns and in `in` frames. `subset` lets a
+//! longer string stands for the run's temporary directory, in patterns and in `in` frames.
+//! `{{nonempty}}` is any non-empty string. Two object forms match values an agent chooses:
+//! `{"$superset": [p, …]}` an array holding a distinct item for each pattern (in any order, other
+//! items allowed: "the options include one of kind `allow_once`", capturing its id), and
+//! `{"$anyOf": [p, …]}` a value matching one of the patterns. `subset` lets a
 //! pattern object omit keys; `optional` lines are skipped when the frame does not match (for
 //! agentwire's own additions such as `ready`); `unordered` groups match in any order.
 
 pub mod fake_llm;
 pub mod import;
 pub mod import_rpc;
+pub mod matrix;
 pub mod record;
+pub mod requirements;
 pub mod runner;
 pub mod suite;
 
@@ -71,6 +77,7 @@ impl Matcher {
             let ok = match placeholder {
                 "any" => true,
                 "string" => actual.is_string(),
+                "nonempty" => actual.as_str().is_some_and(|s| !s.is_empty()),
                 "number" => actual.is_number(),
                 "timestamp" => actual.is_number() || actual.as_str().is_some_and(|s| humantime::parse_rfc3339_weak(s).is_ok()),
                 "path" => actual.as_str().is_some_and(|s| s.starts_with(&self.path_prefix)),
@@ -92,6 +99,9 @@ impl Matcher {
             // A path inside a longer string (`Wrote 5 bytes to {{tmp}}/work/a.txt`).
             let expected = p.replace(TMP_PLACEHOLDER, &self.path_prefix);
             return if actual.as_str() == Some(expected.as_str()) { Ok(()) } else { Err(format!("{}: expected {expected:?}, got {actual}", here())) };
+        }
+        if let Some((form, alternatives)) = compound(pattern) {
+            return self.compound(form, alternatives, actual, subset, at);
         }
         match (pattern, actual) {
             (Value::Object(p), Value::Object(a)) => {
@@ -125,10 +135,92 @@ impl Matcher {
     }
 }
 
+/// The compound pattern forms, `{"$superset": [..]}` and `{"$anyOf": [..]}`.
+#[derive(Debug, Clone, Copy)]
+enum Compound {
+    Superset,
+    AnyOf,
+}
+
+/// The compound form a pattern is, with its patterns: an object of exactly one such key whose
+/// value is an array.
+fn compound(pattern: &Value) -> Option<(Compound, &[Value])> {
+    let map = pattern.as_object().filter(|m| m.len() == 1)?;
+    let (key, value) = map.iter().next()?;
+    let form = match key.as_str() {
+        "$superset" => Compound::Superset,
+        "$anyOf" => Compound::AnyOf,
+        _ => return None,
+    };
+    value.as_array().map(|items| (form, items.as_slice()))
+}
+
+impl Matcher {
+    /// Matches a compound form; every attempt that fails rolls its captures back, so a later
+    /// alternative starts clean.
+    fn compound(&mut self, form: Compound, patterns: &[Value], actual: &Value, subset: bool, at: &str) -> Result<(), String> {
+        let here = if at.is_empty() { "/" } else { at };
+        match form {
+            Compound::AnyOf => {
+                for p in patterns {
+                    let saved = self.captures.clone();
+                    if self.walk(p, actual, subset, at).is_ok() {
+                        return Ok(());
+                    }
+                    self.captures = saved;
+                }
+                Err(format!("{here}: {actual} matches none of the {} alternatives", patterns.len()))
+            }
+            Compound::Superset => {
+                let Some(items) = actual.as_array() else { return Err(format!("{here}: expected an array, got {actual}")) };
+                let mut used = vec![false; items.len()];
+                for (k, p) in patterns.iter().enumerate() {
+                    let found = items.iter().enumerate().filter(|(i, _)| !used[*i]).find_map(|(i, item)| {
+                        let saved = self.captures.clone();
+                        if self.walk(p, item, subset, &format!("{at}/{i}")).is_ok() {
+                            Some(i)
+                        } else {
+                            self.captures = saved;
+                            None
+                        }
+                    });
+                    match found {
+                        Some(i) => used[i] = true,
+                        None => return Err(format!("{here}: no item (of {}) matches the superset's pattern {k}: {p}", items.len())),
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn supersets_alternatives_and_nonempty_strings() {
+        let mut m = Matcher::new("/tmp/run");
+        let options = json!([{"optionId": "proceed", "kind": "allow_once"}, {"optionId": "always", "kind": "allow_always"}, {"optionId": "no", "kind": "reject_once"}]);
+        let pattern = json!({"$superset": [{"kind": "reject_once", "optionId": "{{capture:reject}}"}, {"kind": "allow_once", "optionId": "{{capture:allow}}"}]});
+        m.check(&pattern, &options, true).unwrap();
+        assert_eq!(m.substitute(&json!(["{{capture:allow}}", "{{capture:reject}}"])).unwrap(), json!(["proceed", "no"]));
+        let e = m.check(&json!({"$superset": [{"kind": "reject_always"}]}), &options, true).unwrap_err();
+        assert!(e.starts_with("/: no item (of 3) matches"), "{e}");
+        // Distinct items: two patterns cannot both take the one allow_once option.
+        assert!(m.check(&json!({"$superset": [{"kind": "allow_once"}, {"kind": "allow_once"}]}), &options, true).is_err());
+        // A failed attempt leaves no capture behind: `mode` is captured from the item that matched.
+        let modes = json!([{"id": "ask", "x": 1}, {"id": "code", "x": 2}]);
+        m.check(&json!({"$superset": [{"id": "{{capture:mode}}", "x": 2}]}), &modes, true).unwrap();
+        assert_eq!(m.substitute(&json!("{{capture:mode}}")).unwrap(), json!("code"));
+        m.check(&json!({"$anyOf": ["edit", "other"]}), &json!("other"), false).unwrap();
+        assert!(m.check(&json!({"$anyOf": ["edit", "other"]}), &json!("execute"), false).is_err());
+        m.check(&json!("{{nonempty}}"), &json!("x"), false).unwrap();
+        assert!(m.check(&json!("{{nonempty}}"), &json!(""), false).is_err());
+        assert!(m.check(&json!("{{nonempty}}"), &json!(3), false).is_err());
+    }
 
     #[test]
     fn placeholders_subsets_and_captures() {

@@ -132,6 +132,10 @@ struct Run {
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
     /// Patterns of unprompted frames to drop (the adapter's `ignore`).
     ignore: Vec<Value>,
+    /// Capabilities the transcript needs (its header's `requires`).
+    requires: Vec<String>,
+    /// The first of them the agent's own answer showed it does not advertise.
+    missing: Option<String>,
 }
 
 impl Run {
@@ -142,6 +146,13 @@ impl Run {
                     (None, Some(id)) => self.requests.get(&id.to_string()).map(String::as_str),
                     _ => None,
                 };
+                if let (Some(method), Some(result)) = (answered, frame.get("result")) {
+                    let absent = self.requires.iter().find(|c| advertises(self.dialect, c, method, result) == Some(false));
+                    if let Some(capability) = absent.filter(|_| self.missing.is_none()) {
+                        self.missing = Some(capability.clone());
+                        return Err(format!("the agent does not advertise {capability}"));
+                    }
+                }
                 validate_outbound(self.dialect, &frame, answered)
                     .map_err(|e| format!("the agent wrote a frame that does not validate: {e}\n  {frame}"))?;
                 self.seen.push(frame.clone());
@@ -212,6 +223,22 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
         last_frames: Vec::new(),
     };
     if let AgentUnderTest::Adapted { adapter, .. } = &options.agent {
+        // Transcripts pinning agentwire's own choices are asked of agentwire only.
+        if adapter.agentwire != Some(true) {
+            match super::requirements::Registry::embedded() {
+                Ok(registry) => {
+                    let own = registry.agentwire_ids(&header.requirements);
+                    if !own.is_empty() {
+                        outcome.skipped = Some(format!("AGENTWIRE tier ({}): agentwire's own choices, not asked of other agents", own.join(", ")));
+                        return outcome;
+                    }
+                }
+                Err(e) => {
+                    outcome.failure = Some(format!("the built-in requirements registry is unusable: {e}"));
+                    return outcome;
+                }
+            }
+        }
         let wanted = match header.dialect {
             TranscriptHeaderDialect::Rpc => ConformanceAdapterDialectsItem::Rpc,
             TranscriptHeaderDialect::Wire => ConformanceAdapterDialectsItem::Wire,
@@ -223,55 +250,140 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
             return outcome;
         }
     }
-    let result = execute(&lines, options);
+    let (ending, seen) = execute(&lines, options);
     outcome.duration = started.elapsed();
-    match result {
-        Ok(seen) => outcome.last_frames = seen,
-        Err((failure, seen)) => {
-            outcome.failure = Some(failure);
-            outcome.last_frames = seen;
-        }
+    outcome.last_frames = seen;
+    match ending {
+        Ending::Passed => {}
+        Ending::Failed(failure) => outcome.failure = Some(failure),
+        Ending::Skipped(why) => outcome.skipped = Some(why),
     }
     let keep = outcome.last_frames.len().saturating_sub(8);
     outcome.last_frames.drain(..keep);
     outcome
 }
 
-fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>, (String, Vec<Value>)> {
+/// How a transcript's run ended.
+enum Ending {
+    Passed,
+    Failed(String),
+    /// The agent does not advertise a capability the transcript `requires`.
+    Skipped(String),
+}
+
+fn execute(lines: &[TranscriptLine], options: &RunOptions) -> (Ending, Vec<Value>) {
+    match launch_and_play(lines, options) {
+        Ok(played) => played,
+        Err(e) => (Ending::Failed(e), Vec::new()),
+    }
+}
+
+/// Whether an answer to `method` carries `capability`, and if so whether it is advertised
+/// (present, not `null`, not `false`). `modes` is in ACP's `session/new` answer; any other
+/// capability is a dotted path under ACP's `initialize` `agentCapabilities` (or the wire
+/// `initialize` answer's `capabilities`).
+fn advertises(dialect: TranscriptHeaderDialect, capability: &str, method: &str, result: &Value) -> Option<bool> {
+    let pointer = match (dialect, capability, method) {
+        (TranscriptHeaderDialect::Acp, "modes", "session/new") => "/modes".to_owned(),
+        (_, "modes", _) => return None,
+        (TranscriptHeaderDialect::Acp, path, "initialize") => format!("/agentCapabilities/{}", path.replace('.', "/")),
+        (TranscriptHeaderDialect::Wire, path, "initialize") => format!("/capabilities/{}", path.replace('.', "/")),
+        (TranscriptHeaderDialect::Acp | TranscriptHeaderDialect::Wire | TranscriptHeaderDialect::Rpc, _, _) => return None,
+    };
+    Some(result.pointer(&pointer).is_some_and(|v| !v.is_null() && *v != Value::Bool(false)))
+}
+
+/// A scripted tool call with a `role`, rewritten as the adapter's tool for that role: its
+/// name, and its argument template with `{{arg:NAME}}` filled from the role's arguments.
+fn play_role(call: &Value, tools: &crate::protocol::ConformanceAdapterTools, p: &Placeholders<'_>) -> Value {
+    let tool = match call.get("role").and_then(Value::as_str) {
+        Some("shell") => tools.shell.as_ref(),
+        Some("read") => tools.read.as_ref(),
+        Some("write") => tools.write.as_ref(),
+        Some("edit") => tools.edit.as_ref(),
+        _ => None,
+    };
+    let Some(tool) = tool else { return call.clone() };
+    let args = call.get("arguments").cloned().unwrap_or_default();
+    fn fill(template: &Value, args: &Value, p: &Placeholders<'_>) -> Value {
+        match template {
+            Value::String(s) => {
+                if let Some(name) = s.strip_prefix("{{arg:").and_then(|r| r.strip_suffix("}}")).filter(|n| !n.contains('}')) {
+                    return args.get(name).cloned().unwrap_or(Value::Null);
+                }
+                let mut text = p.apply(s);
+                if let Some(map) = args.as_object() {
+                    for (k, v) in map {
+                        let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                        text = text.replace(&format!("{{{{arg:{k}}}}}"), &v);
+                    }
+                }
+                Value::String(text)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| fill(x, args, p)).collect()),
+            Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), fill(x, args, p))).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut mapped = serde_json::Map::new();
+    if let Some(id) = call.get("id") {
+        mapped.insert("id".into(), id.clone());
+    }
+    mapped.insert("name".into(), Value::String(tool.name.to_string()));
+    mapped.insert("arguments".into(), fill(&Value::Object(tool.arguments.clone()), &args, p));
+    // `argumentChunks` spelled agentwire's arguments; the mapped ones are streamed by size.
+    Value::Object(mapped)
+}
+
+fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(Ending, Vec<Value>), String> {
     let TranscriptLine::Header(header) = &lines[0] else { unreachable!() };
-    let fail = |e: String| (e, Vec::new());
-    let temp = tempfile::tempdir().map_err(|e| fail(e.to_string()))?;
+    let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (home, config, work) = (temp.path().join("home"), temp.path().join("config"), temp.path().join("work"));
     for d in [&home, &config, &work] {
-        std::fs::create_dir_all(d).map_err(|e| fail(e.to_string()))?;
+        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
     }
     for (relative, text) in &header.work_files {
         if Path::new(relative).is_absolute() || relative.split('/').any(|c| c == "..") {
-            return Err(fail(format!("workFiles: {relative:?} must be a relative path inside the work directory")));
+            return Err(format!("workFiles: {relative:?} must be a relative path inside the work directory"));
         }
         let file = work.join(relative);
         if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| fail(e.to_string()))?;
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
         }
-        std::fs::write(&file, text).map_err(|e| fail(format!("workFiles: {relative}: {e}")))?;
+        std::fs::write(&file, text).map_err(|e| format!("workFiles: {relative}: {e}"))?;
     }
     let dialect = header.dialect;
     let replies: Vec<Value> = lines.iter().filter_map(|l| if let TranscriptLine::Model(m) = l { serde_json::to_value(&m.reply).ok() } else { None }).collect();
     let mut fake = None;
+    let script = temp.path().join("model-script.jsonl");
     let mut command = match &options.agent {
         AgentUnderTest::Adapted { adapter, agentwire } => {
-            let llm = FakeLlm::from_script(replies.clone()).map_err(|e| fail(format!("could not start the fake LLM server: {e}")))?;
-            let dirs = Placeholders { base_url: llm.base_url(), dialect: mode_name(dialect), home: &home, config: &config, work: &work, tmp: temp.path(), agentwire };
+            let llm = FakeLlm::start(Vec::new()).map_err(|e| format!("could not start the fake LLM server: {e}"))?;
+            let dirs = Placeholders { base_url: llm.base_url(), origin: llm.origin(), dialect: mode_name(dialect), home: &home, config: &config, work: &work, tmp: temp.path(), agentwire, script: &script };
+            // Tool calls by role become the agent's own tools.
+            let replies: Vec<Value> = match &adapter.tools {
+                Some(tools) => replies
+                    .iter()
+                    .map(|r| {
+                        let mut r = r.clone();
+                        if let Some(calls) = r.get_mut("toolCalls").and_then(Value::as_array_mut) {
+                            calls.iter_mut().for_each(|c| *c = play_role(c, tools, &dirs));
+                        }
+                        r
+                    })
+                    .collect(),
+                None => replies.clone(),
+            };
+            llm.push_script(replies.clone());
+            std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
             fake = Some(llm);
-            let c = adapted_command(adapter, &dirs, header.args.as_deref().unwrap_or_default()).map_err(fail)?;
-            c
+            adapted_command(adapter, &dirs, header.args.as_deref().unwrap_or_default())?
         }
         AgentUnderTest::Agentwire(program) => {
             let mut c = Command::new(program);
             c.arg("--mode").arg(mode_name(dialect)).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
             if !replies.is_empty() {
-                let script = temp.path().join("model-script.jsonl");
-                std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| fail(e.to_string()))?;
+                std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
                 c.arg("--model-script").arg(script);
             }
             c.args(header.args.iter().flatten());
@@ -282,7 +394,7 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
         command.env_remove(var);
     }
-    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| fail(format!("could not start the agent: {e}")))?;
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("could not start the agent: {e}"))?;
     // The last few KB of stderr, for the report when the agent dies.
     let stderr_tail = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     {
@@ -318,29 +430,53 @@ fn execute(lines: &[TranscriptLine], options: &RunOptions) -> Result<Vec<Value>,
         AgentUnderTest::Adapted { adapter, .. } => adapter.ignore.iter().flatten().map(|m| Value::Object(m.clone())).collect(),
         AgentUnderTest::Agentwire(_) => Vec::new(),
     };
-    let mut run = Run { child, stdin, frames: rx, seen: Vec::new(), dialect, requests: std::collections::HashMap::new(), timeout: options.frame_timeout, stderr: stderr_tail, ignore };
+    let requires = header.requires.iter().flatten().map(|c| c.to_string()).collect();
+    let mut run = Run {
+        child,
+        stdin,
+        frames: rx,
+        seen: Vec::new(),
+        dialect,
+        requests: std::collections::HashMap::new(),
+        timeout: options.frame_timeout,
+        stderr: stderr_tail,
+        ignore,
+        requires,
+        missing: None,
+    };
     let mut matcher = Matcher::new(temp.path().display().to_string());
     let result = steps(&mut run, &mut matcher, &lines[1..]);
     run.stop();
     drop(fake);
     let seen = std::mem::take(&mut run.seen);
-    result.map(|()| seen.clone()).map_err(|e| (e, seen))
+    // A capability the agent does not advertise decides, whatever happened after it.
+    let ending = match (run.missing.take(), result) {
+        (Some(capability), _) => Ending::Skipped(format!("the agent does not advertise {capability}")),
+        (None, Ok(())) => Ending::Passed,
+        (None, Err(e)) => Ending::Failed(e),
+    };
+    Ok((ending, seen))
 }
 
 /// What adapter placeholders stand for in one run.
 struct Placeholders<'a> {
     base_url: String,
+    /// The fake server's `http://127.0.0.1:PORT` (Gemini and Anthropic clients add their paths).
+    origin: String,
     dialect: &'a str,
     home: &'a Path,
     config: &'a Path,
     work: &'a Path,
     tmp: &'a Path,
     agentwire: &'a Path,
+    /// The transcript's model replies as a `--model-script` file.
+    script: &'a Path,
 }
 
 impl Placeholders<'_> {
     fn apply(&self, s: &str) -> String {
         s.replace("{{baseUrl}}", &self.base_url)
+            .replace("{{origin}}", &self.origin)
             .replace("{{model}}", FAKE_MODEL)
             .replace("{{dialect}}", self.dialect)
             .replace("{{home}}", &self.home.display().to_string())
@@ -348,6 +484,7 @@ impl Placeholders<'_> {
             .replace("{{work}}", &self.work.display().to_string())
             .replace("{{tmp}}", &self.tmp.display().to_string())
             .replace("{{agentwire}}", &self.agentwire.display().to_string())
+            .replace("{{modelScript}}", &self.script.display().to_string())
     }
 
     fn apply_json(&self, v: &Value) -> Value {

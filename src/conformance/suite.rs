@@ -13,7 +13,47 @@ use std::sync::Mutex;
 
 use serde_json::json;
 
+use super::requirements::{tier_name, Registry, TIERS};
 use super::runner::{run, Outcome, RunOptions};
+use crate::protocol::ConformanceRequirementTier;
+
+/// What a run says about one requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RequirementStatus {
+    /// Every transcript naming it that ran passed.
+    Pass,
+    /// A transcript naming it failed (baselined or not).
+    Fail,
+    /// Every transcript naming it was skipped (dialect, tier or capability).
+    Skipped,
+    /// No transcript of the run names it.
+    NotTested,
+}
+
+impl RequirementStatus {
+    /// The report word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "PASS",
+            Self::Fail => "FAIL",
+            Self::Skipped => "SKIPPED",
+            Self::NotTested => "NOT_TESTED",
+        }
+    }
+}
+
+/// One requirement's result in a run.
+#[derive(Debug, Clone)]
+pub struct RequirementResult {
+    /// The requirement id.
+    pub id: String,
+    /// Its tier.
+    pub tier: ConformanceRequirementTier,
+    /// What the run says.
+    pub status: RequirementStatus,
+    /// The transcripts of the run that name it.
+    pub transcripts: Vec<String>,
+}
 
 /// Known failures of one agent: transcript name → reason.
 #[derive(Debug, Clone, Default)]
@@ -103,13 +143,18 @@ pub struct Report {
     pub unknown_baseline_entries: Vec<String>,
 }
 
-/// A transcript's name (its header line's `name`), if its first line says.
-pub fn transcript_name(path: &Path) -> Option<String> {
+/// A transcript's header line as JSON, if its first line is JSON.
+pub fn transcript_header(path: &Path) -> Option<serde_json::Value> {
     use std::io::BufRead;
     let file = std::fs::File::open(path).ok()?;
     let mut first = String::new();
     std::io::BufReader::new(file).read_line(&mut first).ok()?;
-    serde_json::from_str::<serde_json::Value>(&first).ok()?.get("name")?.as_str().map(str::to_owned)
+    serde_json::from_str::<serde_json::Value>(&first).ok()
+}
+
+/// A transcript's name (its header line's `name`), if its first line says.
+pub fn transcript_name(path: &Path) -> Option<String> {
+    transcript_header(path)?.get("name")?.as_str().map(str::to_owned)
 }
 
 /// Transcript files under `paths` (directories: their `*.jsonl`, sorted), keeping those whose
@@ -241,6 +286,60 @@ impl Report {
             let _ = write!(out, ", {skipped} skipped, {xfail} expected failures");
         }
         out.push('\n');
+        out
+    }
+
+    /// Each registry requirement's status in this run, in registry order.
+    pub fn requirement_results(&self, registry: &Registry) -> Vec<RequirementResult> {
+        registry
+            .iter()
+            .map(|r| {
+                let naming: Vec<&Entry> = self.entries.iter().filter(|e| e.outcome.requirements.iter().any(|id| id == r.id.as_str())).collect();
+                let failed = naming.iter().any(|e| matches!(e.verdict, Verdict::Failed | Verdict::ExpectedFailure(_)));
+                let passed = naming.iter().any(|e| matches!(e.verdict, Verdict::Passed | Verdict::UnexpectedPass));
+                let status = match (naming.is_empty(), failed, passed) {
+                    (true, _, _) => RequirementStatus::NotTested,
+                    (false, true, _) => RequirementStatus::Fail,
+                    (false, false, true) => RequirementStatus::Pass,
+                    (false, false, false) => RequirementStatus::Skipped,
+                };
+                RequirementResult { id: r.id.to_string(), tier: r.tier, status, transcripts: naming.iter().map(|e| e.outcome.name.clone()).collect() }
+            })
+            .collect()
+    }
+
+    /// The text report's closing part: per tier, how many requirements passed, failed, were
+    /// skipped or not tested, and which failed.
+    pub fn requirements_text(&self, registry: &Registry) -> String {
+        let results = self.requirement_results(registry);
+        let mut out = format!("\n{:<16} {:>5} {:>5} {:>8} {:>11}\n", "requirements", "PASS", "FAIL", "SKIPPED", "NOT_TESTED");
+        for tier in TIERS {
+            let of_tier: Vec<&RequirementResult> = results.iter().filter(|r| r.tier == tier).collect();
+            let n = |s: RequirementStatus| of_tier.iter().filter(|r| r.status == s).count();
+            let _ = writeln!(
+                out,
+                "{:<16} {:>5} {:>5} {:>8} {:>11}",
+                tier_name(tier),
+                n(RequirementStatus::Pass),
+                n(RequirementStatus::Fail),
+                n(RequirementStatus::Skipped),
+                n(RequirementStatus::NotTested)
+            );
+            for r in of_tier.iter().filter(|r| r.status == RequirementStatus::Fail) {
+                let _ = writeln!(out, "  FAIL {} ({})", r.id, r.transcripts.join(", "));
+            }
+        }
+        out
+    }
+
+    /// One JSON object per transcript (plus one per unknown baseline entry), then one per
+    /// requirement of `registry`: `{"requirement", "tier", "status", "transcripts"}`.
+    pub fn json_lines_with_requirements(&self, registry: &Registry) -> String {
+        let mut out = self.json_lines();
+        for r in self.requirement_results(registry) {
+            let line = json!({"requirement": r.id, "tier": tier_name(r.tier), "status": r.status.as_str(), "transcripts": r.transcripts, "agent": self.agent});
+            let _ = writeln!(out, "{line}");
+        }
         out
     }
 

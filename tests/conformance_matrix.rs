@@ -1,0 +1,48 @@
+//! `agentwire conformance matrix` runs one corpus against several adapters and writes a table
+//! of requirements × agents, in Markdown and JSON.
+
+use std::path::Path;
+
+#[test]
+fn the_matrix_has_a_column_per_agent_and_a_row_per_requirement() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir_all(corpus.join("baselines")).unwrap();
+    for name in ["acp-handshake", "acp-initialize", "acp-error-session"] {
+        std::fs::copy(root.join(format!("tests/conformance/{name}.jsonl")), corpus.join(format!("{name}.jsonl"))).unwrap();
+    }
+    // agentwire itself, and agentwire posing as another agent: AGENTWIRE-tier transcripts are
+    // skipped for it, and its baseline says one portable transcript fails.
+    let mut other: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root.join("tests/conformance/adapters/agentwire-acp.json")).unwrap()).unwrap();
+    other["name"] = "other".into();
+    other["agentwire"] = false.into();
+    other["command"].as_array_mut().unwrap().extend(["--max-line-bytes".into(), "1".into()]);
+    let other_path = dir.path().join("other.json");
+    std::fs::write(&other_path, other.to_string()).unwrap();
+    std::fs::write(corpus.join("baselines/other.txt"), "acp-handshake  # ACP-INIT-1: every line is too long for it\nacp-error-session  # ACP-ERR-5: every line is too long for it\n").unwrap();
+    let out = dir.path().join("matrix.md");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .arg("conformance")
+        .arg("matrix")
+        .arg("--adapter")
+        .arg(root.join("tests/conformance/adapters/agentwire-acp.json"))
+        .arg("--adapter")
+        .arg(&other_path)
+        .arg("--out")
+        .arg(&out)
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let md = std::fs::read_to_string(&out).unwrap();
+    assert!(md.contains("| requirement | tier | agentwire-acp | other |"), "{md}");
+    assert!(md.contains("| ACP-INIT-1 | MANDATORY | pass | **FAIL** |"), "{md}");
+    assert!(md.contains("| ACP-AW-INIT-1 | AGENTWIRE | pass | skip |"), "{md}");
+    assert!(md.contains("| agentwire-acp | agentwire "), "the version command's answer: {md}");
+    assert!(md.contains("- `acp-handshake`: ACP-INIT-1: every line is too long for it"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("matrix.json")).unwrap()).unwrap();
+    let row = json["requirements"].as_array().unwrap().iter().find(|r| r["requirement"] == "ACP-ERR-5").unwrap();
+    assert_eq!((row["tier"].as_str(), &row["status"]), (Some("ADVISORY"), &serde_json::json!({"agentwire-acp": "PASS", "other": "FAIL"})));
+    assert_eq!(json["agents"][1]["asBaselineExpects"], true);
+}
