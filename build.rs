@@ -24,6 +24,9 @@ fn main() {
     println!("cargo:rerun-if-changed=src/codegen/rust_types.rs");
     println!("cargo:rerun-if-changed=src/codegen/acp_types.rs");
     println!("cargo:rerun-if-changed=src/codegen/validators.rs");
+    for part in ["typify_driver", "syn_fixups", "unions", "constructors", "tables"] {
+        println!("cargo:rerun-if-changed=src/codegen/{part}.rs");
+    }
 
     let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,

@@ -6,8 +6,10 @@
 //!   generators read.
 //! - [`docs`]: renders `docs/protocol.md` from the bundle and `schema/examples/`.
 //!
-//! `rust_types.rs` in this folder is the build-time Rust generator; only `build.rs` compiles it
-//! (it needs typify, a build dependency).
+//! `rust_types.rs` in this folder is the build-time Rust generator (split by job into
+//! `typify_driver.rs`, `syn_fixups.rs`, `unions.rs`, `constructors.rs`, `tables.rs`), and
+//! `validators.rs` generates the validators of both schemas; only `build.rs` compiles them
+//! (typify is a build dependency).
 
 pub mod bundle;
 pub mod clients;
