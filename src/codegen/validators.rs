@@ -208,11 +208,12 @@ impl Gen<'_> {
                 return Err(Self::err(path, "only enums of strings are supported"));
             }
             let pats = strings.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>();
+            let candidates = enum_candidates(&strings);
             let _ = writeln!(
                 out,
                 "if !matches!({v}.as_str(), Some({})) {{ {} }}",
                 pats.join(" | "),
-                fail(at, &format!("c::enum_message({v}, &[{}])", pats.join(", ")))
+                fail(at, &format!("c::enum_message({v}, {candidates:?})"))
             );
         }
         for (keyword, check, words) in [("minimum", "below", "less than the minimum of"), ("maximum", "above", "greater than the maximum of")] {
@@ -521,6 +522,21 @@ impl Gen<'_> {
         }
         map.get("required")?.as_array()?.iter().find(|r| r.as_str() == Some(property))?;
         map.get("properties")?.get(property)?.get("const")?.as_str().map(str::to_owned)
+    }
+}
+
+/// jsonschema's candidate list of an `enum` message, at most three shown (`"off", "minimal"
+/// or 6 other candidates`); `tests/errors.rs` checks the whole message.
+fn enum_candidates(options: &[&str]) -> String {
+    let quoted: Vec<String> = options.iter().map(|o| Value::from(*o).to_string()).collect();
+    match quoted.len() {
+        0 => String::new(),
+        1..=3 => match quoted.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        },
+        n => format!("{} or {} other candidates", quoted[..2].join(", "), n - 2),
     }
 }
 

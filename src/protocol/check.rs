@@ -222,21 +222,11 @@ pub fn type_message(v: &Value, names: &[&str]) -> String {
     }
 }
 
-/// The message of a failed `enum` keyword, in jsonschema's words: at most three candidates
-/// shown (`"hgh" is not one of "off", "minimal" or 6 other candidates`).
+/// The message of a failed `enum` keyword, in jsonschema's words; `candidates` is written by
+/// the generator (`src/codegen/validators.rs`), so a wrong value costs one `format!`.
 #[cold]
-pub fn enum_message(v: &Value, options: &[&str]) -> String {
-    let quoted: Vec<String> = options.iter().map(|o| Value::from(*o).to_string()).collect();
-    let list = match quoted.len() {
-        0 => String::new(),
-        1..=3 => match quoted.split_last() {
-            Some((last, [])) => last.clone(),
-            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-            None => String::new(),
-        },
-        n => format!("{} or {} other candidates", quoted[..2].join(", "), n - 2),
-    };
-    format!("{v} is not one of {list}")
+pub fn enum_message(v: &Value, candidates: &str) -> String {
+    format!("{v} is not one of {candidates}")
 }
 
 /// The message for a member of a closed object the schema does not declare, with the closest
@@ -289,13 +279,5 @@ mod tests {
         assert!(fits(&n(json!(4_294_967_295u64)), 0, i128::from(u32::MAX)));
         assert!(!fits(&n(json!(4_294_967_296u64)), 0, i128::from(u32::MAX)));
         assert!(!fits(&n(json!(-1)), 0, i128::from(u32::MAX)));
-    }
-
-    #[test]
-    fn enum_messages_read_like_jsonschema() {
-        let v = json!("hgh");
-        assert_eq!(enum_message(&v, &["off", "minimal", "low", "medium", "high", "xhigh", "max", "auto"]), r#""hgh" is not one of "off", "minimal" or 6 other candidates"#);
-        assert_eq!(enum_message(&v, &["a", "b", "c"]), r#""hgh" is not one of "a", "b" or "c""#);
-        assert_eq!(enum_message(&v, &["a"]), r#""hgh" is not one of "a""#);
     }
 }
