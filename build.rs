@@ -13,6 +13,8 @@ mod rust_types;
 mod acp_types;
 #[path = "src/codegen/handlers.rs"]
 mod handlers;
+#[path = "src/codegen/validators.rs"]
+mod validators;
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +26,10 @@ fn main() {
     println!("cargo:rerun-if-changed=src/codegen/rust_types.rs");
     println!("cargo:rerun-if-changed=src/codegen/acp_types.rs");
     println!("cargo:rerun-if-changed=src/codegen/handlers.rs");
+    println!("cargo:rerun-if-changed=src/codegen/validators.rs");
+    for part in ["typify_driver", "syn_fixups", "unions", "constructors", "tables"] {
+        println!("cargo:rerun-if-changed=src/codegen/{part}.rs");
+    }
 
     let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,
@@ -59,7 +65,17 @@ fn main() {
         println!("cargo:rerun-if-changed={}", path.display());
         std::fs::read_to_string(&path).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())))
     };
-    let acp = acp_types::generate(&read("schema.json"), &read("meta.json"), &read("methods.json")).unwrap_or_else(|e| fail(&e));
+    let acp_schema = read("schema.json");
+    let acp = acp_types::generate(&acp_schema, &read("meta.json"), &read("methods.json")).unwrap_or_else(|e| fail(&e));
+    // The validators, one generator for both schemas.
+    let no_defs = serde_json::Map::new();
+    let bundle_defs = bundled.get("$defs").and_then(serde_json::Value::as_object).unwrap_or(&no_defs);
+    let checks = validators::generate(bundle_defs, &[]).unwrap_or_else(|e| fail(&e.to_string()));
+    let acp_doc: serde_json::Value = serde_json::from_str(&acp_schema).unwrap_or_else(|e| fail(&format!("schema/acp/schema.json: {e}")));
+    let acp_defs = acp_doc.get("$defs").and_then(serde_json::Value::as_object).unwrap_or(&no_defs);
+    // The schema's root is `anyOf [agent messages, client messages, …]`: each side is a root.
+    let side = |i: usize| acp_doc.pointer(&format!("/anyOf/{i}")).unwrap_or_else(|| fail("schema/acp/schema.json: no root message union"));
+    let acp_checks = validators::generate(acp_defs, &[("#agent-message", side(0)), ("#client-message", side(1))]).unwrap_or_else(|e| fail(&e.to_string()));
     // Each def on a line of its own (`Name<TAB>json`), so the validator parses only the defs a
     // frame needs instead of the whole bundle on the first frame.
     let defs_lines: String = bundled
@@ -69,7 +85,7 @@ fn main() {
         .flatten()
         .map(|(name, def)| format!("{name}\t{def}\n"))
         .collect();
-    for (name, text) in [("protocol.rs", code), ("bundle.json", bundled.to_string()), ("defs.tsv", defs_lines), ("acp.rs", acp)] {
+    for (name, text) in [("protocol.rs", code), ("bundle.json", bundled.to_string()), ("defs.tsv", defs_lines), ("acp.rs", acp), ("validators.rs", checks), ("acp_validators.rs", acp_checks)] {
         let out = out_dir.join(name);
         std::fs::write(&out, text).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
     }

@@ -219,7 +219,7 @@ fn errors_follow_json_rpc_and_never_kill_the_process() {
     assert_eq!((&e["id"], &e["error"]["code"], &e["error"]["data"]["path"]), (&json!(7), &json!(-32602), &json!("/protocolVersion")));
     acp.send_raw(r#"{"jsonrpc":"2.0","id":8,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":1}]}}"#);
     let e = acp.next();
-    assert_eq!((&e["error"]["code"], &e["error"]["data"]["path"]), (&json!(-32602), &json!("/prompt/0")));
+    assert_eq!((&e["error"]["code"], &e["error"]["data"]["path"]), (&json!(-32602), &json!("/prompt/0/text")));
     // Unknown and invalid notifications: no answer at all.
     acp.send_raw(r#"{"jsonrpc":"2.0","method":"$/nothing","params":{}}"#);
     acp.send_raw(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}"#);

@@ -97,3 +97,28 @@ fn typos_are_named_with_the_closest_known_name() {
     let e = one_error(&mut a, r#"{"id":"v","type":"set_model","provider":"p","modelId":"m","colour":"red"}"#);
     assert_eq!(e["error"], r#"set_model: /colour: unknown field "colour""#);
 }
+
+#[test]
+fn invalid_params_name_the_pointer_and_the_reason() {
+    let mut a = Agent::start(&[], &[]);
+    let invalid = |a: &mut Agent, line: &str| {
+        let e = one_error(a, line);
+        assert_eq!(e["code"], "invalid_params", "{line} → {e}");
+        e["error"].as_str().unwrap_or_default().to_owned()
+    };
+    // A wrong enum value, with the candidates.
+    let e = invalid(&mut a, r#"{"id":"e","type":"set_thinking_level","level":"hgh"}"#);
+    assert_eq!(e, r#"set_thinking_level: /level: "hgh" is not one of "off", "minimal" or 6 other candidates"#);
+    // A missing required field.
+    let e = invalid(&mut a, r#"{"id":"m","type":"set_model","provider":"p"}"#);
+    assert_eq!(e, r#"set_model: /modelId: "modelId" is a required property"#);
+    // An unknown field on a closed object, nested.
+    let e = invalid(&mut a, r#"{"id":"u","type":"prompt","message":"hi","images":[{"type":"image","data":"AA==","mimeType":"image/png","size":1}]}"#);
+    assert_eq!(e, r#"prompt: /images/0/size: unknown field "size""#);
+    // A wrong type inside a nested union member.
+    let e = invalid(&mut a, r#"{"id":"t","type":"prompt","message":"hi","images":[{"type":"image","data":7,"mimeType":"image/png"}]}"#);
+    assert_eq!(e, r#"prompt: /images/0/data: 7 is not of type "string""#);
+    // An integer out of its format's range.
+    let e = invalid(&mut a, r#"{"id":"r","type":"get_messages_page","limit":4294967296}"#);
+    assert_eq!(e, r#"get_messages_page: /limit: 4294967296 is greater than the maximum of 10000; /limit: 4294967296 is not a "uint32""#);
+}

@@ -591,9 +591,6 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
             ..crate::agent::RetryPolicy::default()
         },
     };
-    // The first frame's validation needs JSON Schema's meta-validator; build it while the
-    // runtime starts and the host writes its first line.
-    crate::protocol::validate::prewarm_in_background();
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("could not start the async runtime: {e}")),

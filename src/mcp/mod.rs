@@ -411,6 +411,9 @@ async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDequ
                 headers.insert(name, value);
             }
             let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(h.url.as_str()).custom_headers(headers);
+            // rmcp's reqwest has no crypto provider of its own (Cargo.toml: ring, not aws-lc):
+            // rustls uses the process default. `Err` only says one is installed already.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
             let running = client.serve(transport).await.map_err(|e| format!("initialize failed ({}): {e}", h.url))?;
             (running, None, None)

@@ -7,8 +7,21 @@
 
 pub mod envelope;
 pub mod generated;
+pub mod check;
 pub mod validate;
 pub mod acp;
+
+/// The validators `build.rs` generates from the rpc/wire bundle (`src/codegen/validators.rs`).
+#[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
+pub(crate) mod bundle_checks {
+    include!(concat!(env!("OUT_DIR"), "/validators.rs"));
+}
+
+/// The validators `build.rs` generates from the vendored ACP schema.
+#[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
+pub(crate) mod acp_checks {
+    include!(concat!(env!("OUT_DIR"), "/acp_validators.rs"));
+}
 
 pub use envelope::RpcError;
 pub use generated::*;

@@ -264,6 +264,9 @@ pub fn offline_model_info() -> Model {
 pub fn http_client() -> &'static reqwest::Client {
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     CLIENT.get_or_init(|| {
+        // reqwest is built without a crypto provider of its own (Cargo.toml): rustls uses the
+        // process default, ring. `Err` only says one is installed already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .read_timeout(Duration::from_secs(300))

@@ -91,7 +91,7 @@ mod tests {
         let e = err(r#"{"jsonrpc":"2.0","id":"x","method":"session/fork","params":{}}"#);
         assert_eq!((&e["id"], &e["error"]["code"]), (&json!("x"), &json!(-32601)));
         let e = err(r#"{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text"}]}}"#);
-        assert_eq!((&e["error"]["code"], &e["error"]["data"]["path"]), (&json!(-32602), &json!("/prompt/0")));
+        assert_eq!((&e["error"]["code"], &e["error"]["data"]["path"]), (&json!(-32602), &json!("/prompt/0/text")));
         let e = err(r#"{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"mcpServers":[]}}"#);
         assert_eq!((&e["error"]["code"], &e["error"]["data"]["path"]), (&json!(-32602), &json!("/cwd")));
     }

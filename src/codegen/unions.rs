@@ -1,0 +1,150 @@
+//! The tagged unions (`oneOf` + `discriminator`) as enums that read the tag first and parse the
+//! member directly, nested unions included. Part of the build-time generator (`rust_types.rs`).
+
+use super::*;
+
+/// A tagged union found in the schema.
+pub(super) struct Union {
+    pub(super) name: String,
+    pub(super) tag_property: String,
+    pub(super) doc: String,
+    /// (member def, tags it accepts), in schema order.
+    pub(super) members: Vec<(String, Vec<String>)>,
+}
+
+/// A def's `description` (empty when it has none).
+pub fn doc_of(def: &Value) -> String {
+    def.get("description").and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+/// The def name a `$ref` points at.
+pub fn ref_name(v: &Value) -> Option<&str> {
+    v.get("$ref")?.as_str()?.strip_prefix("#/$defs/")
+}
+
+pub(super) fn find_unions(defs: &Map<String, Value>) -> Result<Vec<Union>, String> {
+    let mut unions = Vec::new();
+    for (name, def) in defs {
+        let Some(prop) = def.pointer("/discriminator/propertyName").and_then(Value::as_str) else { continue };
+        let one_of = def["oneOf"].as_array().ok_or_else(|| format!("{name}: discriminator without oneOf"))?;
+        let mut members = Vec::new();
+        for m in one_of {
+            let member = ref_name(m).ok_or_else(|| format!("{name}: oneOf members must be $refs"))?;
+            let tags = tags_of(defs, member, prop)?;
+            members.push((member.to_owned(), tags));
+        }
+        unions.push(Union { name: name.clone(), tag_property: prop.to_owned(), doc: doc_of(def), members });
+    }
+    Ok(unions)
+}
+
+/// The values of `prop` a member accepts: its own `const`, or those of its members.
+pub(super) fn tags_of(defs: &Map<String, Value>, member: &str, prop: &str) -> Result<Vec<String>, String> {
+    let def = defs.get(member).ok_or_else(|| format!("unknown union member {member}"))?;
+    if let Some(one_of) = def.get("oneOf").and_then(Value::as_array) {
+        let mut tags = Vec::new();
+        for m in one_of {
+            for t in tags_of(defs, ref_name(m).unwrap_or_default(), prop)? {
+                if !tags.contains(&t) {
+                    tags.push(t);
+                }
+            }
+        }
+        return Ok(tags);
+    }
+    def.pointer(&format!("/properties/{prop}/const"))
+        .and_then(Value::as_str)
+        .map(|t| vec![t.to_owned()])
+        .ok_or_else(|| format!("union member {member} has no `{prop}` const"))
+}
+
+pub(super) fn variant_ident(member: &str, tags: &[String], defs: &Map<String, Value>) -> proc_macro2::Ident {
+    let is_union = defs[member].get("oneOf").is_some();
+    if is_union || tags.len() != 1 {
+        format_ident!("{}", member)
+    } else {
+        format_ident!("{}", tags[0].replace('.', "_").to_upper_camel_case())
+    }
+}
+
+pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union]) -> TokenStream {
+    let name = format_ident!("{}", u.name);
+    let prop = &u.tag_property;
+    let doc = &u.doc;
+    let all_tags: Vec<&String> = u.members.iter().flat_map(|(_, t)| t).collect();
+    let mut variants = Vec::new();
+    let mut tag_arms = Vec::new();
+    let mut parse_arms = Vec::new();
+    let mut ser_arms = Vec::new();
+    let mut froms = Vec::new();
+    for (member, tags) in &u.members {
+        let v = variant_ident(member, tags, defs);
+        let ty = format_ident!("{}", member);
+        let mdoc = doc_of(&defs[member]);
+        variants.push(quote! { #[doc = #mdoc] #v(#ty) });
+        let nested = unions.iter().find(|n| &n.name == member);
+        let tag_expr = match (nested, tags.as_slice()) {
+            (_, [single]) => quote! { #single },
+            (Some(n), _) if &n.tag_property == prop => quote! { inner.tag() },
+            _ => quote! { "" },
+        };
+        let binding = if tags.len() == 1 { quote!(_) } else { quote!(inner) };
+        tag_arms.push(quote! { Self::#v(#binding) => #tag_expr });
+        let parse = if nested.is_some() {
+            quote! { #ty::from_value(value).map(Self::#v) }
+        } else {
+            quote! { ::serde_json::from_value::<#ty>(value).map(Self::#v) }
+        };
+        parse_arms.push(quote! { #(#tags)|* => #parse });
+        ser_arms.push(quote! { Self::#v(inner) => inner.serialize(s) });
+        froms.push(quote! {
+            impl ::std::convert::From<#ty> for #name {
+                fn from(value: #ty) -> Self { Self::#v(value) }
+            }
+        });
+    }
+    let expected = format!("{all_tags:?}");
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum #name { #(#variants,)* }
+        impl #name {
+            /// Name of the discriminator property.
+            pub const TAG_PROPERTY: &'static str = #prop;
+            /// Every discriminator value this union accepts, in schema order.
+            pub const TAGS: &'static [&'static str] = &[#(#all_tags),*];
+            /// The discriminator value of this frame.
+            pub fn tag(&self) -> &'static str {
+                match self { #(#tag_arms,)* }
+            }
+            /// Parses a JSON value: reads the discriminator first, then the member directly, so
+            /// errors name the member's field instead of listing every variant.
+            pub fn from_value(value: ::serde_json::Value) -> ::std::result::Result<Self, ::serde_json::Error> {
+                use ::serde::de::Error as _;
+                let tag = match value.get(#prop) {
+                    Some(::serde_json::Value::String(tag)) => tag.clone(),
+                    Some(_) => return Err(::serde_json::Error::custom(concat!("`", #prop, "` must be a string"))),
+                    None => return Err(::serde_json::Error::missing_field(#prop)),
+                };
+                match tag.as_str() {
+                    #(#parse_arms,)*
+                    other => Err(::serde_json::Error::custom(format!(
+                        "unknown {} `{}`, expected one of {}", #prop, other, #expected
+                    ))),
+                }
+            }
+        }
+        impl ::serde::Serialize for #name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> ::std::result::Result<S::Ok, S::Error> {
+                match self { #(#ser_arms,)* }
+            }
+        }
+        impl<'de> ::serde::Deserialize<'de> for #name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
+                let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(d)?;
+                Self::from_value(value).map_err(<D::Error as ::serde::de::Error>::custom)
+            }
+        }
+        #(#froms)*
+    }
+}

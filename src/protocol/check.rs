@@ -1,0 +1,283 @@
+//! The run-time half of the generated validators (`src/codegen/validators.rs` writes the
+//! other half in `build.rs`): where a value sits in the frame, where violations go, and the
+//! few checks that are the same for every schema node.
+//!
+//! A valid frame costs no allocation: the location of a value is a chain of borrowed segments
+//! on the stack, turned into a JSON pointer only when a violation is reported, and messages are
+//! built by closures that a quiet check (the members of a `oneOf` / `anyOf`, `not`) never calls.
+
+use std::fmt::Write as _;
+
+use serde_json::{Number, Value};
+
+/// Where a value sits inside the checked document.
+#[derive(Debug, Clone, Copy)]
+pub struct Loc<'a> {
+    up: Option<&'a Loc<'a>>,
+    seg: Seg<'a>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Seg<'a> {
+    /// A JSON pointer the whole check starts at (`/params`, or empty).
+    Base(&'a str),
+    /// An object member.
+    Key(&'a str),
+    /// An array item.
+    Index(usize),
+}
+
+impl<'a> Loc<'a> {
+    /// The top of a check; `base` is the pointer of the checked value inside its frame.
+    pub fn root(base: &'a str) -> Self {
+        Self { up: None, seg: Seg::Base(base) }
+    }
+
+    /// The member `key` of the object here.
+    pub fn key<'b>(&'b self, key: &'b str) -> Loc<'b> {
+        Loc { up: Some(self), seg: Seg::Key(key) }
+    }
+
+    /// The item `index` of the array here.
+    pub fn index(&self, index: usize) -> Loc<'_> {
+        Loc { up: Some(self), seg: Seg::Index(index) }
+    }
+
+    /// The JSON pointer (RFC 6901: `~` and `/` escaped).
+    pub fn pointer(&self) -> String {
+        let mut chain = Vec::new();
+        let mut at = Some(self);
+        while let Some(loc) = at {
+            chain.push(loc.seg);
+            at = loc.up;
+        }
+        let mut out = String::new();
+        for seg in chain.iter().rev() {
+            match seg {
+                Seg::Base(base) => out.push_str(base),
+                Seg::Key(key) => {
+                    out.push('/');
+                    for c in key.chars() {
+                        match c {
+                            '~' => out.push_str("~0"),
+                            '/' => out.push_str("~1"),
+                            c => out.push(c),
+                        }
+                    }
+                }
+                Seg::Index(i) => {
+                    let _ = write!(out, "/{i}");
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One violation: the JSON pointer of the offending value and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON pointer into the frame.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Where a check reports to. A quiet sink only remembers that something failed (and makes
+/// the check stop at the first failure); a loud one collects up to `limit` violations.
+#[derive(Debug)]
+pub struct Sink {
+    quiet: bool,
+    limit: usize,
+    failed: bool,
+    found: Vec<Violation>,
+}
+
+impl Sink {
+    /// A sink that collects up to `limit` violations.
+    pub fn collecting(limit: usize) -> Self {
+        Self { quiet: false, limit: limit.max(1), failed: false, found: Vec::new() }
+    }
+
+    /// A sink that only answers "valid or not", stopping at the first failure.
+    pub fn quiet() -> Self {
+        Self { quiet: true, limit: 1, failed: false, found: Vec::new() }
+    }
+
+    /// Whether nothing failed.
+    pub fn ok(&self) -> bool {
+        !self.failed
+    }
+
+    /// Whether the check can stop: quiet and failed, or the limit reached.
+    #[inline]
+    pub fn done(&self) -> bool {
+        self.failed && (self.quiet || self.found.len() >= self.limit)
+    }
+
+    /// Records a violation at `at`.
+    #[cold]
+    pub fn fail(&mut self, at: &Loc<'_>, message: impl FnOnce() -> String) {
+        self.failed = true;
+        if !self.quiet && self.found.len() < self.limit {
+            self.found.push(Violation { path: at.pointer(), message: message() });
+        }
+    }
+
+    /// The violations found, in the order they were found.
+    pub fn into_violations(self) -> Vec<Violation> {
+        self.found
+    }
+}
+
+/// A generated check: validates `v` (at `at`) against one schema node.
+pub type CheckFn = fn(&Value, &Loc<'_>, &mut Sink);
+
+/// Runs `check` quietly: whether `v` is valid.
+pub fn is_valid(check: CheckFn, v: &Value, at: &Loc<'_>) -> bool {
+    let mut quiet = Sink::quiet();
+    check(v, at, &mut quiet);
+    quiet.ok()
+}
+
+/// JSON types as bits, for `type` keywords (`INTEGER` is also a `NUMBER`).
+pub mod types {
+    /// `null`
+    pub const NULL: u8 = 1;
+    /// `boolean`
+    pub const BOOLEAN: u8 = 2;
+    /// `integer`
+    pub const INTEGER: u8 = 4;
+    /// `number`
+    pub const NUMBER: u8 = 8;
+    /// `string`
+    pub const STRING: u8 = 16;
+    /// `array`
+    pub const ARRAY: u8 = 32;
+    /// `object`
+    pub const OBJECT: u8 = 64;
+}
+
+/// The JSON type bits of `v` (an integral number is both `integer` and `number`, as in
+/// JSON Schema 2020-12, where `1.0` is an integer).
+#[inline]
+pub fn type_bits(v: &Value) -> u8 {
+    match v {
+        Value::Null => types::NULL,
+        Value::Bool(_) => types::BOOLEAN,
+        Value::Number(n) if is_integral(n) => types::INTEGER | types::NUMBER,
+        Value::Number(_) => types::NUMBER,
+        Value::String(_) => types::STRING,
+        Value::Array(_) => types::ARRAY,
+        Value::Object(_) => types::OBJECT,
+    }
+}
+
+fn is_integral(n: &Number) -> bool {
+    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
+/// `n < limit`, exactly for integers.
+pub fn below(n: &Number, limit: f64) -> bool {
+    match exact(n) {
+        Some(i) if limit.fract() == 0.0 => i < limit as i128,
+        _ => n.as_f64().is_some_and(|f| f < limit),
+    }
+}
+
+/// `n > limit`, exactly for integers.
+pub fn above(n: &Number, limit: f64) -> bool {
+    match exact(n) {
+        Some(i) if limit.fract() == 0.0 => i > limit as i128,
+        _ => n.as_f64().is_some_and(|f| f > limit),
+    }
+}
+
+fn exact(n: &Number) -> Option<i128> {
+    n.as_u64().map(i128::from).or_else(|| n.as_i64().map(i128::from))
+}
+
+/// Whether an integral `n` fits `lo..=hi` (an integer `format` such as `uint32`); a
+/// non-integral number is left to the `type` keyword.
+pub fn fits(n: &Number, lo: i128, hi: i128) -> bool {
+    let value = match exact(n) {
+        Some(i) => i,
+        None => {
+            let f = n.as_f64().unwrap_or(0.0);
+            if f.fract() != 0.0 {
+                return true;
+            }
+            return f >= lo as f64 && f <= hi as f64;
+        }
+    };
+    (lo..=hi).contains(&value)
+}
+
+/// The message of a failed `type` keyword, in jsonschema's words.
+#[cold]
+pub fn type_message(v: &Value, names: &[&str]) -> String {
+    match names {
+        [one] => format!("{v} is not of type \"{one}\""),
+        many => format!("{v} is not of types {}", many.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// The message of a failed `enum` keyword, in jsonschema's words; `candidates` is written by
+/// the generator (`src/codegen/validators.rs`), so a wrong value costs one `format!`.
+#[cold]
+pub fn enum_message(v: &Value, candidates: &str) -> String {
+    format!("{v} is not one of {candidates}")
+}
+
+/// The message for a member of a closed object the schema does not declare, with the closest
+/// declared name when one is near.
+#[cold]
+pub fn unknown_field_message(name: &str, known: &[&str]) -> String {
+    let hint = super::validate::closest(name, known.iter().copied()).map(|k| format!(" (did you mean \"{k}\"?)")).unwrap_or_default();
+    format!("unknown field \"{name}\"{hint}")
+}
+
+/// The message for a tag no member of a discriminated union has.
+#[cold]
+pub fn unknown_tag_message(property: &str, tag: &str, expected: &[&str]) -> String {
+    format!("unknown {property} \"{tag}\", expected one of {expected:?}")
+}
+
+/// `s` matches the schema's `pattern`, compiled once per process on first use.
+pub fn matches(cell: &'static std::sync::OnceLock<Option<regress::Regex>>, pattern: &str, s: &str) -> bool {
+    // ECMA-262 syntax, as JSON Schema specifies. A pattern that does not compile cannot be
+    // satisfied: the schema is wrong, not the frame, but accepting would be laxer than it.
+    cell.get_or_init(|| regress::Regex::new(pattern).ok()).as_ref().is_some_and(|re| re.find(s).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pointers_escape_and_nest() {
+        let root = Loc::root("/params");
+        let a = root.key("a/b~c");
+        let b = a.index(3);
+        assert_eq!(b.pointer(), "/params/a~1b~0c/3");
+        assert_eq!(Loc::root("").pointer(), "");
+    }
+
+    #[test]
+    fn limits_are_exact_for_integers() {
+        let n = |v: Value| v.as_number().cloned().unwrap();
+        assert!(below(&n(json!(-1)), 0.0));
+        assert!(!below(&n(json!(0)), 0.0));
+        assert!(below(&n(json!(0)), 1.0));
+        assert!(!below(&n(json!(u64::MAX)), 0.0));
+        assert!(below(&n(json!(0.5)), 1.0));
+        assert!(above(&n(json!(2)), 1.0));
+        assert!(!above(&n(json!(1)), 1.0));
+        assert!(above(&n(json!(1.5)), 1.0));
+        assert!(!above(&n(json!(-3)), 1.0));
+        assert!(fits(&n(json!(4_294_967_295u64)), 0, i128::from(u32::MAX)));
+        assert!(!fits(&n(json!(4_294_967_296u64)), 0, i128::from(u32::MAX)));
+        assert!(!fits(&n(json!(-1)), 0, i128::from(u32::MAX)));
+    }
+}
