@@ -161,6 +161,9 @@ impl Agent {
     /// Registers and spawns a run; it starts once its request's answer is written.
     pub(super) fn start_run(&self, st: &mut State, first: Vec<Queued>, prompt: Option<PromptId>) {
         let cancel = CancellationToken::new();
+        if st.shutting_down {
+            cancel.cancel();
+        }
         let (done_tx, done_rx) = watch::channel(false);
         let gate = self.add_gate();
         st.run = Some(RunState { cancel: cancel.clone(), done: done_rx, finishing: false });

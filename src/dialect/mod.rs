@@ -9,15 +9,17 @@
 //! - [`acp`]: the Agent Client Protocol (agent side), for Zed and other ACP editors.
 //!
 //! [`peek_id_and_type`] serves both: an oversized line's error still carries its id.
+//! [`HostRequests`] is every dialect's table of requests waiting for the host, closed when the
+//! host's input ends (nobody can answer them then; the ports fail closed).
 
 pub mod acp;
+pub mod pending;
 pub mod rpc;
 pub mod wire;
 
-use crate::transport::raw_id::{exact_id, id_kind, IdKind};
+pub use pending::HostRequests;
 
-/// How long the end of input waits for requests in flight before giving up on them.
-pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+use crate::transport::raw_id::{exact_id, id_kind, IdKind};
 
 /// The top-level `id` and `type` of an object whose text was cut short (an oversized line keeps
 /// only its head) or that the full parser rejects (nested too deep, `1e400`, a lone surrogate):

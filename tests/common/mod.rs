@@ -182,6 +182,23 @@ impl Drop for Agent {
     }
 }
 
+/// Waits for `done`, polling (a bound for a hang, not a timing assertion).
+pub fn wait_for(done: impl Fn() -> bool, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Gone, or a zombie nobody has reaped yet (it no longer runs).
+pub fn is_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
 /// Types of the frames, in order.
 pub fn types(frames: &[Value]) -> Vec<String> {
     frames

@@ -57,8 +57,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug)]
 pub struct AcpConn {
     out: Outbox,
-    /// Requests sent to the client, by JSON-RPC id: where the answer goes.
-    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, AcpError>>>>,
+    /// Requests sent to the client, by JSON-RPC id: where the answer goes (closed at stdin EOF).
+    pending: crate::dialect::HostRequests<oneshot::Sender<Result<Value, AcpError>>>,
     next_id: AtomicU64,
 }
 
@@ -72,7 +72,7 @@ fn id_key(id: &Value) -> String {
 impl AcpConn {
     /// A connection writing to `out`.
     pub fn new(out: Outbox) -> Self {
-        Self { out, pending: Mutex::new(HashMap::new()), next_id: AtomicU64::new(0) }
+        Self { out, pending: crate::dialect::HostRequests::default(), next_id: AtomicU64::new(0) }
     }
 
     /// The outbox every frame goes through.
@@ -80,23 +80,31 @@ impl AcpConn {
         &self.out
     }
 
-    /// Sends a request to the client; returns its id and where its answer arrives.
+    /// Sends a request to the client; returns its id and where its answer arrives. Once the
+    /// client's input has ended nothing is sent and the receiver has already ended.
     async fn request<T: serde::Serialize>(&self, method: &str, params: &T) -> (Value, oneshot::Receiver<Result<Value, AcpError>>) {
         let id = Value::from(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id_key(&id), tx);
-        let _ = self.out.send(&request_frame(&id, method, params)).await;
+        if self.pending.insert(id_key(&id), tx) {
+            let _ = self.out.send(&request_frame(&id, method, params)).await;
+        }
         (id, rx)
     }
 
     /// Forgets a request nobody waits for any more.
     fn withdraw(&self, id: &Value) {
-        lock(&self.pending).remove(&id_key(id));
+        self.pending.withdraw(&id_key(id));
+    }
+
+    /// The client's input ended (stdin EOF): permission requests and `fs` / `terminal` calls
+    /// waiting for it fail closed now, and later ones are not sent (notes §1.6).
+    pub fn input_ended(&self) {
+        self.pending.close();
     }
 
     /// Delivers the client's answer to one of our requests (unknown ids are ignored).
     pub fn client_response(&self, id: &Value, outcome: Result<Value, AcpError>) {
-        if let Some(tx) = lock(&self.pending).remove(&id_key(id)) {
+        if let Some(tx) = self.pending.take(&id_key(id)) {
             let _ = tx.send(outcome);
         }
     }

@@ -57,7 +57,11 @@ impl AcpSessionHost {
         let params = RequestPermissionRequest { meta: None, options, session_id: SessionId(self.session_id()), tool_call };
         let (id, rx) = self.conn.request("session/request_permission", &params).await;
         let answer = tokio::select! {
-            answer = rx => answer.ok(),
+            // A closed channel: the client's input ended before it answered; nobody can.
+            answer = rx => match answer {
+                Ok(answer) => answer,
+                Err(_) => return Decision::Unanswerable,
+            },
             () = tokio::time::sleep(ask.timeout) => {
                 self.conn.withdraw(&id);
                 return Decision::TimedOut;
@@ -67,7 +71,7 @@ impl AcpSessionHost {
                 return Decision::Abandoned;
             }
         };
-        let outcome = answer.and_then(Result::ok).and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome);
+        let outcome = answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome);
         let chosen = match outcome {
             Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0,
             Some(RequestPermissionOutcome::Cancelled) => return Decision::Abandoned,

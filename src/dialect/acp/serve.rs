@@ -3,8 +3,10 @@
 //! ends while the loop keeps serving `session/cancel` and the client's answers to permission
 //! requests. Every request is answered exactly once; notifications never.
 //!
-//! stdin EOF: every session's run is aborted (prompts resolve `cancelled`), requests in flight
-//! are answered (bounded by a grace period), and the loop returns.
+//! stdin EOF means "no more requests" (notes §1.6): permission requests and client calls waiting
+//! for the client fail closed, the requests in flight are answered — a `session/prompt` when its
+//! run ends, as it would have — and the loop returns. Bounding that wait (`--eof-timeout`, a
+//! signal) is the process runner's (`crate::server`): it cancels the runs.
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
@@ -12,11 +14,10 @@ use tokio::io::AsyncBufRead;
 
 use super::decode::{decode_acp_line, AcpInbound};
 use super::AcpServer;
-use crate::dialect::SHUTDOWN_GRACE;
 use crate::protocol::acp::{dispatch_acp_request, error_frame, success_frame, AcpAgentNotification, AcpError};
 use crate::transport::lines::spawn_line_channel;
 
-/// Serves ACP on `input` until it ends and everything in flight is answered.
+/// Serves ACP on `input` until it ends and every request read is answered.
 pub async fn serve_acp<R>(server: &AcpServer, input: R, max_line_bytes: usize)
 where
     R: AsyncBufRead + Unpin + Send + 'static,
@@ -24,8 +25,7 @@ where
     let out = server.conn().outbox().clone();
     let (mut lines, reader) = spawn_line_channel(input, max_line_bytes);
     let mut inflight = FuturesUnordered::new();
-    let mut shutdown = None;
-    let mut deadline = None;
+    let mut ended = false;
     loop {
         tokio::select! {
             biased;
@@ -37,15 +37,12 @@ where
                 };
                 server.answered();
             }
-            line = lines.recv(), if shutdown.is_none() => match line {
+            line = lines.recv(), if !ended => match line {
                 None => {
-                    let agents = server.agents();
-                    shutdown = Some(tokio::spawn(async move {
-                        for agent in agents {
-                            agent.shutdown().await;
-                        }
-                    }));
-                    deadline = Some(Box::pin(tokio::time::sleep(SHUTDOWN_GRACE)));
+                    // No more requests: what waits for the client's answer fails closed; the
+                    // requests in flight are still answered.
+                    server.conn().input_ended();
+                    ended = true;
                 }
                 Some(line) => match decode_acp_line(line) {
                     Err(e) => {
@@ -59,16 +56,11 @@ where
                     }
                 },
             },
-            () = async { deadline.as_mut().expect("guarded").await }, if deadline.is_some() => break,
             else => break,
         }
-        if shutdown.is_some() && inflight.is_empty() {
+        if ended && inflight.is_empty() {
             break;
         }
-    }
-    drop(inflight);
-    if let Some(shutdown) = shutdown {
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, shutdown).await;
     }
     reader.abort();
 }

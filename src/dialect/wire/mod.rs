@@ -94,8 +94,8 @@ pub struct WireHost {
     out: Outbox,
     log: Mutex<log::WireLog>,
     turn: Mutex<Turn>,
-    /// Requests sent to the client, by JSON-RPC id: where its answer goes.
-    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, WireError>>>>,
+    /// Requests sent to the client, by JSON-RPC id: where its answer goes (closed at stdin EOF).
+    pending: crate::dialect::HostRequests<oneshot::Sender<Result<Value, WireError>>>,
     /// Prompt requests waiting for their turn to settle, by the core's prompt id.
     prompts: Mutex<HashMap<PromptId, oneshot::Sender<RunOutcome>>>,
     /// `ToolResult` extras (external tool answers, refusals), by tool call id.
@@ -115,7 +115,7 @@ impl WireHost {
             out,
             log: Mutex::new(log::WireLog::open(session)),
             turn: Mutex::new(Turn::default()),
-            pending: Mutex::new(HashMap::new()),
+            pending: crate::dialect::HostRequests::default(),
             prompts: Mutex::new(HashMap::new()),
             returns: Mutex::new(HashMap::new()),
             supports_question: AtomicBool::new(false),
@@ -138,18 +138,32 @@ impl WireHost {
     }
 
     /// Sends a request to the client, logging it first (approvals are not logged, as in kimi);
-    /// its answer arrives through [`WireHost::client_response`].
+    /// its answer arrives through [`WireHost::client_response`]. Once the client's input has
+    /// ended nothing is sent and the receiver has already ended: nobody can answer.
     async fn request(&self, id: &str, params: WireAgentRequestParams) -> oneshot::Receiver<Result<Value, WireError>> {
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id.to_owned(), tx);
-        lock(&self.log).record_request(id, &params);
-        let _ = self.out.send(&WireAgentRequest::new(crate::agent::nonempty(id), params)).await;
+        if self.pending.insert(id.to_owned(), tx) {
+            lock(&self.log).record_request(id, &params);
+            let _ = self.out.send(&WireAgentRequest::new(crate::agent::nonempty(id), params)).await;
+        }
         rx
     }
 
     /// Forgets a request nobody waits for any more (timed out, aborted).
     fn withdraw(&self, id: &str) {
-        lock(&self.pending).remove(id);
+        self.pending.withdraw(id);
+    }
+
+    /// The client's input ended (stdin EOF): requests waiting for it fail closed now and later
+    /// ones are not sent (kimi: a pending approval is rejected, an external tool fails, a
+    /// question is answered with nothing; notes §1.6).
+    pub fn input_ended(&self) {
+        self.pending.close();
+    }
+
+    /// Whether the client's input has ended.
+    fn input_has_ended(&self) -> bool {
+        self.pending.is_closed()
     }
 
     /// Delivers the client's answer to one of our requests; answers to unknown or settled
@@ -159,7 +173,7 @@ impl WireHost {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        if let Some(tx) = lock(&self.pending).remove(&key) {
+        if let Some(tx) = self.pending.take(&key) {
             let _ = tx.send(outcome);
         }
     }

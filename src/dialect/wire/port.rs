@@ -28,7 +28,12 @@ enum Waited {
     Answer(Result<Value, WireError>),
     TimedOut,
     Abandoned,
+    /// The client's input ended before it answered ([`WireHost::input_ended`]).
+    InputEnded,
 }
+
+/// kimi's words for an external tool call the client can no longer answer (notes §1.6).
+const CONNECTION_CLOSED: &str = "Wire connection closed before tool result was received.";
 
 async fn wait(rx: oneshot::Receiver<Result<Value, WireError>>, timeout: Option<Duration>, cancel: &CancellationToken) -> Waited {
     let deadline = async {
@@ -38,7 +43,7 @@ async fn wait(rx: oneshot::Receiver<Result<Value, WireError>>, timeout: Option<D
         }
     };
     tokio::select! {
-        answer = rx => answer.map_or(Waited::Abandoned, Waited::Answer),
+        answer = rx => answer.map_or(Waited::InputEnded, Waited::Answer),
         () = deadline => Waited::TimedOut,
         () = cancel.cancelled() => Waited::Abandoned,
     }
@@ -60,6 +65,10 @@ fn wire_question(q: Question) -> WireQuestion {
 
 impl WireHost {
     async fn approve_call(&self, ask: ApprovalAsk<'_>) -> Decision {
+        if self.input_has_ended() {
+            // Nobody can answer; nothing is asked (kimi rejects approvals after EOF).
+            return Decision::Unanswerable;
+        }
         let id = uuid::Uuid::new_v4().to_string();
         let tool = ask.call.name.to_string();
         let (action, description, display) = match ask.call.arguments.get("command").and_then(Value::as_str) {
@@ -110,6 +119,7 @@ impl WireHost {
                 self.withdraw(&id);
                 (Decision::Abandoned, "reject", String::new())
             }
+            Waited::InputEnded => (Decision::Unanswerable, "reject", String::new()),
         };
         let response = match word {
             "approve" => WireApprovalDecision::Approve,
@@ -125,7 +135,7 @@ impl WireHost {
             Decision::RejectAndStop => {
                 lock(&self.returns).insert(ask.call.id.to_string(), ReturnExtras::failed(REJECTED_STOP, "Rejected by user"));
             }
-            Decision::Approve | Decision::ApproveForSession | Decision::Reject { feedback: None } | Decision::TimedOut | Decision::Abandoned => {}
+            Decision::Approve | Decision::ApproveForSession | Decision::Reject { feedback: None } | Decision::TimedOut | Decision::Abandoned | Decision::Unanswerable => {}
         }
         let settled = WireApprovalResponsePayload { request_id: id, response, feedback: Some(feedback) };
         self.event(WireApprovalResponseEvent::new(settled).into()).await;
@@ -166,6 +176,10 @@ impl WireHost {
                 self.withdraw(&id);
                 ToolOutput::error(format!("External tool \"{name}\" was aborted"))
             }
+            Waited::InputEnded => {
+                lock(&self.returns).insert(id, ReturnExtras::failed(CONNECTION_CLOSED, "External tool error"));
+                ToolOutput::error(CONNECTION_CLOSED)
+            }
         }
     }
 
@@ -188,6 +202,8 @@ impl WireHost {
                 self.withdraw(&id);
                 Err(DialogOutcome::Abandoned)
             }
+            // A question pending at EOF is answered with nothing (kimi); a dialog fails closed.
+            Waited::InputEnded => Err(DialogOutcome::Unsupported("the client closed its input (stdin EOF), so nobody can answer a dialog any more".into())),
         }
     }
 

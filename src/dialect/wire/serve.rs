@@ -4,8 +4,10 @@
 //! reader keeps serving `steer`, `cancel` and the client's answers meanwhile. Every request is
 //! answered exactly once; notifications never.
 //!
-//! stdin EOF: the run is aborted (its turn ends `cancelled`), requests in flight are answered
-//! (bounded by a grace period), and the loop returns.
+//! stdin EOF means "no more requests" (notes §1.6): requests waiting for the client's answer
+//! fail closed, the requests in flight are answered — a `prompt` when its turn ends, as it would
+//! have — and the loop returns. Bounding that wait (`--eof-timeout`, a signal) is the process
+//! runner's (`crate::server`): it cancels the run.
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
@@ -13,12 +15,11 @@ use tokio::io::AsyncBufRead;
 
 use super::decode::{decode_wire_line, error_response, WireInbound};
 use super::{wire_id, WireSession};
-use crate::dialect::SHUTDOWN_GRACE;
 use crate::protocol::envelope::WireError;
 use crate::protocol::{dispatch_wire_request, WireSuccessResponse};
 use crate::transport::lines::spawn_line_channel;
 
-/// Serves the wire dialect on `input` until it ends and everything in flight is answered.
+/// Serves the wire dialect on `input` until it ends and every request read is answered.
 pub async fn serve_wire<R>(session: WireSession, input: R, max_line_bytes: usize)
 where
     R: AsyncBufRead + Unpin + Send + 'static,
@@ -26,8 +27,7 @@ where
     let out = session.host().outbox().clone();
     let (mut lines, reader) = spawn_line_channel(input, max_line_bytes);
     let mut inflight = FuturesUnordered::new();
-    let mut shutdown = None;
-    let mut deadline = None;
+    let mut ended = false;
     loop {
         tokio::select! {
             biased;
@@ -39,11 +39,12 @@ where
                 };
                 session.answered();
             }
-            line = lines.recv(), if shutdown.is_none() => match line {
+            line = lines.recv(), if !ended => match line {
                 None => {
-                    let agent = session.agent().clone();
-                    shutdown = Some(tokio::spawn(async move { agent.shutdown().await }));
-                    deadline = Some(Box::pin(tokio::time::sleep(SHUTDOWN_GRACE)));
+                    // No more requests: what waits for the client's answer fails closed; the
+                    // requests in flight are still answered.
+                    session.host().input_ended();
+                    ended = true;
                 }
                 Some(line) => match decode_wire_line(line) {
                     Err(e) => {
@@ -59,16 +60,11 @@ where
                     }
                 },
             },
-            () = async { deadline.as_mut().expect("guarded").await }, if deadline.is_some() => break,
             else => break,
         }
-        if shutdown.is_some() && inflight.is_empty() {
+        if ended && inflight.is_empty() {
             break;
         }
-    }
-    drop(inflight);
-    if let Some(shutdown) = shutdown {
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, shutdown).await;
     }
     reader.abort();
 }
