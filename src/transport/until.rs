@@ -109,6 +109,7 @@ mod tests {
         assert!(ended.is_cancelled(), "the writer closed: the stream ended");
         let (_tx, rx) = tokio::io::duplex(64);
         let ended = CancellationToken::new();
+        stop.cancel();
         let mut lines = UntilCancelled::new(tokio::io::BufReader::new(rx), stop).noting_end(ended.clone()).lines();
         assert_eq!(lines.next_line().await.unwrap(), None);
         assert!(!ended.is_cancelled(), "stopped, not ended");

@@ -1,8 +1,9 @@
 //! The core's host port over the JSONL dialect: dialogs and approvals as `extension_ui_request`
 //! frames answered by `extension_ui_response`, fire-and-forget UI requests, and host tools as
 //! `host_tool_call` (see [`super::host_tools`]). A dialog that times out or is abandoned (abort,
-//! stdin EOF) resolves to its fail-closed outcome and the host gets a `cancel` frame so it can close it;
-//! answers with unknown ids find nothing and get one `not_found` error from the server.
+//! stdin EOF) resolves to its fail-closed outcome and the host gets a `cancel` frame so it can
+//! close it; after stdin EOF no dialog is sent (nobody could answer it). Answers with unknown ids
+//! find nothing and get one `not_found` error from the server.
 
 use std::time::Duration;
 
@@ -13,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::host_tools::HostToolCalls;
 use super::RpcHost;
-use crate::dialect::HostRequests;
 use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, QuestionAsk, ToolAsk, UiNotice};
+use crate::dialect::HostRequests;
 use crate::protocol::*;
 use crate::tools::ToolOutput;
 
@@ -38,7 +39,7 @@ pub enum Dialog {
 }
 
 /// Why a dialog fails closed once the host's input has ended.
-pub(crate) const INPUT_ENDED: &str = "the host closed its input (stdin EOF), so nobody can answer a dialog any more";
+const INPUT_ENDED: &str = "the host closed its input (stdin EOF), so nobody can answer a dialog any more";
 
 /// Dialogs waiting for the host, by request id.
 #[derive(Debug, Default)]
