@@ -151,7 +151,7 @@ impl Agent {
 
     /// Waits for a run that has already reported its end to settle (a moment): a host that
     /// prompts on `agent_end` / `TurnEnd` is not refused for the run's last frame.
-    async fn finish_ending_run(&self) {
+    pub(super) async fn finish_ending_run(&self) {
         let ending = self.state().run.as_ref().filter(|r| r.finishing).map(|r| r.done.clone());
         if let Some(mut done) = ending {
             let _ = done.wait_for(|d| *d).await;
