@@ -4,11 +4,13 @@
 //! cut short, params of the wrong type, unknown methods, ids removed or retyped, garbage. The
 //! mutations are seeded, so a failure reproduces.
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::spawn_piped;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -84,17 +86,9 @@ fn expected_id(line: &[u8]) -> Option<Value> {
 #[test]
 fn sixty_thousand_mutated_acp_lines_are_each_answered_once_and_the_process_lives() {
     let (dir, config) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
-        .args(["--mode", "acp", "--no-session", "--approval", "never", "--cwd"])
-        .arg(dir.path())
-        .arg("--config-dir")
-        .arg(config.path())
-        .env_remove("AGENTWIRE_CONFIG_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped("acp", config.path(), |cmd| {
+        cmd.args(["--approval", "never", "--cwd"]).arg(dir.path());
+    });
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let cwd = dir.path().display().to_string();

@@ -11,12 +11,12 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{is_gone, wait_for};
+use common::{frames_until, is_gone, spawn_piped, wait_for};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,17 +106,14 @@ impl Proc {
             Dialect::Wire => "wire",
             Dialect::Acp => "acp",
         };
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
-        cmd.args(["--mode", mode, "--no-session", "--cwd"]).arg(dir.path()).arg("--config-dir").arg(config.path()).args(args);
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
-            cmd.env_remove(var);
-        }
-        if !script.is_empty() {
-            let path = config.path().join("script.jsonl");
-            std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
-            cmd.arg("--model-script").arg(&path);
-        }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let script_path = config.path().join("script.jsonl");
+        std::fs::write(&script_path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+        let mut child = spawn_piped(mode, config.path(), |cmd| {
+            cmd.arg("--cwd").arg(dir.path()).args(args);
+            if !script.is_empty() {
+                cmd.arg("--model-script").arg(&script_path);
+            }
+        });
         let waited = Arc::new(AtomicBool::new(false));
         let (pid, stop) = (child.id() as i32, waited.clone());
         std::thread::spawn(move || {
@@ -177,15 +174,7 @@ impl Proc {
     }
 
     fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
-        let mut out = Vec::new();
-        loop {
-            let f = self.next();
-            let done = pred(&f);
-            out.push(f);
-            if done {
-                return out;
-            }
-        }
+        frames_until(|| self.next(), pred)
     }
 
     /// Every frame until the agent closes stdout.
@@ -300,15 +289,7 @@ fn acp_stdin_eof_mid_stream_ends_the_turn_normally() {
 /// The README's example, piped: `echo '{…prompt…}' | agentwire --mode <dialect> --no-session`.
 fn piped_prompt_completes(mode: &str, line: &str, done: impl Fn(&[Value]) -> bool) {
     let config = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
-        .args(["--mode", mode, "--no-session", "--config-dir"])
-        .arg(config.path())
-        .env_remove("AGENTWIRE_CONFIG_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(mode, config.path(), |_| {});
     writeln!(child.stdin.take().unwrap(), "{line}").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
