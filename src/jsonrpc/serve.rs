@@ -11,14 +11,15 @@
 //! [`Connection::after_answer`] inside that request's handler: it resolves when *that*
 //! request's answer is on the outbox.
 //!
-//! **End of input.** The service's [`Service::end_of_input`] runs (runs are aborted, prompts
-//! resolve `cancelled`); requests in flight are answered, bounded by a grace period; the loop
-//! returns.
+//! **End of input** means "no more requests" (notes §1.6), not "cancel": once every line read
+//! is handled, the peer is closed ([`Peer::close`]: our requests waiting for the other side's
+//! answer fail closed, later ones are not sent), the requests in flight are answered as they
+//! would have been (a prompt when its run ends), and the loop returns. Bounding that wait
+//! (`--eof-timeout`, a signal) is the process runner's: it cancels the work, and the cancelled
+//! requests answer.
 
 use std::future::Future;
-use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt;
 use tokio::io::AsyncBufRead;
@@ -37,8 +38,8 @@ pub trait Dispatch<R>: Sync {
     fn dispatch(&self, request: R, responder: Responder) -> impl Future<Output = Answer> + Send + '_;
 }
 
-/// A dialect's server on one connection: its decoding side, its connection, what it does
-/// with notifications and at the end of input. Its requests go through [`Dispatch`].
+/// A dialect's server on one connection: its decoding side, its connection and what it does
+/// with notifications. Its requests go through [`Dispatch`].
 pub trait Service: Dispatch<<Self::Side as Side>::Request> {
     /// The rules and typed messages of the side this service serves.
     type Side: Side;
@@ -46,8 +47,6 @@ pub trait Service: Dispatch<<Self::Side as Side>::Request> {
     fn connection(&self) -> &Connection;
     /// Acts on a notification (before the next line is read).
     fn notified(&self, notification: <Self::Side as Side>::Notification);
-    /// The input ended: what stops the runs (spawned; the loop keeps answering meanwhile).
-    fn end_of_input(&self) -> BoxFuture<'static, ()>;
 }
 
 /// One JSON-RPC connection: the outbox and the peer (our requests to the other side).
@@ -79,9 +78,8 @@ impl Connection {
     }
 }
 
-/// Serves `service` on `input` until it ends and everything in flight is answered (or
-/// `grace` passed since the end).
-pub async fn serve<S, R>(service: &S, input: R, max_line_bytes: usize, grace: Duration)
+/// Serves `service` on `input` until it ends and every request read is answered.
+pub async fn serve<S, R>(service: &S, input: R, max_line_bytes: usize)
 where
     S: Service,
     R: AsyncBufRead + Unpin + Send + 'static,
@@ -91,8 +89,7 @@ where
     let null_data = S::Side::POLICY.null_data;
     let (mut lines, reader) = spawn_line_channel(input, max_line_bytes);
     let mut inflight = FuturesUnordered::new();
-    let mut shutdown = None;
-    let mut deadline = None;
+    let mut ended = false;
     loop {
         tokio::select! {
             biased;
@@ -101,10 +98,12 @@ where
                 let _ = out.send_batch(&mut answer.into_batch()).await;
                 answered.fire();
             }
-            line = lines.recv(), if shutdown.is_none() => match line {
+            line = lines.recv(), if !ended => match line {
                 None => {
-                    shutdown = Some(tokio::spawn(service.end_of_input()));
-                    deadline = Some(Box::pin(tokio::time::sleep(grace)));
+                    // No more requests, so no more answers either: what waits for one fails
+                    // closed. The requests in flight are still answered.
+                    conn.peer().close();
+                    ended = true;
                 }
                 Some(line) => match decode::<S::Side>(line) {
                     Err(frame) => {
@@ -121,16 +120,11 @@ where
                     }
                 },
             },
-            () = async { deadline.as_mut().expect("guarded").await }, if deadline.is_some() => break,
             else => break,
         }
-        if shutdown.is_some() && inflight.is_empty() {
+        if ended && inflight.is_empty() {
             break;
         }
-    }
-    drop(inflight);
-    if let Some(shutdown) = shutdown {
-        let _ = tokio::time::timeout(grace, shutdown).await;
     }
     reader.abort();
 }

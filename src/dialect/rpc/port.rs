@@ -1,11 +1,10 @@
 //! The core's host port over the JSONL dialect: dialogs and approvals as `extension_ui_request`
 //! frames answered by `extension_ui_response`, fire-and-forget UI requests, and host tools as
 //! `host_tool_call` (see [`super::host_tools`]). A dialog that times out or is abandoned (abort,
-//! EOF) resolves to its fail-closed outcome and the host gets a `cancel` frame so it can close it;
-//! answers with unknown ids find nothing and get one `not_found` error from the server.
+//! stdin EOF) resolves to its fail-closed outcome and the host gets a `cancel` frame so it can
+//! close it; after stdin EOF no dialog is sent (nobody could answer it). Answers with unknown ids
+//! find nothing and get one `not_found` error from the server.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -16,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::host_tools::HostToolCalls;
 use super::RpcHost;
 use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, QuestionAsk, ToolAsk, UiNotice};
+use crate::dialect::HostRequests;
 use crate::protocol::*;
 use crate::tools::ToolOutput;
 
@@ -31,24 +31,35 @@ pub enum Dialog {
     Answered(ExtensionUiResponse),
     /// Nobody answered in time; the host was sent a `cancel`.
     TimedOut,
-    /// The run was aborted (or stdin closed) while waiting; the host was sent a `cancel`.
+    /// The run was aborted while waiting; the host was sent a `cancel`.
     Abandoned,
+    /// The host's input ended (stdin EOF) before it answered, or before the dialog was asked:
+    /// nobody can answer it.
+    InputEnded,
 }
+
+/// Why a dialog fails closed once the host's input has ended.
+const INPUT_ENDED: &str = "the host closed its input (stdin EOF), so nobody can answer a dialog any more";
 
 /// Dialogs waiting for the host, by request id.
 #[derive(Debug, Default)]
 pub struct UiDialogs {
-    pending: Mutex<HashMap<String, oneshot::Sender<ExtensionUiResponse>>>,
+    pending: HostRequests<oneshot::Sender<ExtensionUiResponse>>,
 }
 
 impl UiDialogs {
     /// Delivers a host answer; `false` when no dialog with that id is waiting (never sent,
     /// already answered, timed out or withdrawn).
     pub fn answer(&self, response: ExtensionUiResponse) -> bool {
-        match self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(response.id.as_str()) {
+        match self.pending.take(response.id.as_str()) {
             Some(tx) => tx.send(response).is_ok(),
             None => false,
         }
+    }
+
+    /// The host's input ended: waiting dialogs fail closed now, later ones are not asked.
+    pub fn close(&self) {
+        self.pending.close();
     }
 }
 
@@ -78,15 +89,18 @@ impl RpcHost {
     pub(crate) async fn dialog_frame(&self, build: impl FnOnce(&str) -> ExtensionUiRequest, timeout: Duration, cancel: &CancellationToken) -> Dialog {
         let id = new_id();
         let (tx, rx) = oneshot::channel();
-        self.dialogs.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
+        if !self.dialogs.pending.insert(id.clone(), tx) {
+            return Dialog::InputEnded;
+        }
         let _ = self.out.send(&build(&id)).await;
         let outcome = tokio::select! {
-            answer = rx => answer.map_or(Dialog::Abandoned, Dialog::Answered),
+            answer = rx => answer.map_or(Dialog::InputEnded, Dialog::Answered),
             () = tokio::time::sleep(timeout) => Dialog::TimedOut,
             () = cancel.cancelled() => Dialog::Abandoned,
         };
         if !matches!(outcome, Dialog::Answered(_)) {
-            self.dialogs.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            self.dialogs.pending.withdraw(&id);
+            // omp closes a dialog it gave up on; the host may still be reading stdout.
             let _ = self.out.send(&UiCancelRequest::new(nonempty(&new_id()), nonempty(&id))).await;
         }
         outcome
@@ -108,6 +122,7 @@ impl RpcHost {
             Dialog::Answered(_) => Decision::Reject { feedback: None },
             Dialog::TimedOut => Decision::TimedOut,
             Dialog::Abandoned => Decision::Abandoned,
+            Dialog::InputEnded => Decision::Unanswerable,
         }
     }
 
@@ -128,6 +143,7 @@ impl RpcHost {
             Dialog::Answered(r) => r.value.map_or(DialogOutcome::Dismissed, DialogOutcome::Value),
             Dialog::TimedOut => DialogOutcome::TimedOut,
             Dialog::Abandoned => DialogOutcome::Abandoned,
+            Dialog::InputEnded => DialogOutcome::Unsupported(INPUT_ENDED.into()),
         }
     }
 
