@@ -10,8 +10,8 @@
 //!
 //! [`peek_id_and_type`] and [`raw_id`] (from `transport::raw_id`) serve every dialect: an
 //! oversized line's error still carries its id. [`HostRequests`] is the JSONL dialect's table
-//! of requests waiting for the host, closed when the host's input ends (nobody can answer them
-//! then; the port fails closed); the JSON-RPC dialects' requests close with their
+//! of host tool calls waiting for the host, closed when the host's input ends (nobody can
+//! answer them then; the call fails closed); every other request we send closes with its
 //! [`crate::jsonrpc::Peer`].
 
 pub mod acp;

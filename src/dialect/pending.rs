@@ -1,7 +1,8 @@
-//! The requests the JSONL dialect sent the host and waits on (dialogs and approvals, host tool
-//! calls), by request id, and what knows when nobody can answer them any more. The JSON-RPC
-//! dialects' requests go through the runtime's [`crate::jsonrpc::Peer`], which closes the same
-//! way ([`crate::jsonrpc::Peer::close`]).
+//! The JSONL dialect's host tool calls waiting for the host, by request id, and what knows when
+//! nobody can answer them any more. A host tool call gets updates and then a result, which the
+//! runtime's one-answer [`crate::jsonrpc::Peer`] does not model; every other request we send
+//! (the JSONL dialect's dialogs, the wire's and ACP's requests) goes through the peer, which
+//! closes the same way ([`crate::jsonrpc::Peer::close`]).
 //!
 //! stdin EOF means "no more requests" (`../shared/protocol-notes.md` §1.6): the host can no
 //! longer answer anything either. The serve loop calls [`HostRequests::close`] once it has

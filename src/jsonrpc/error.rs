@@ -80,6 +80,18 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
+/// One `fn name(message) -> Error` per named code.
+macro_rules! constructors {
+    ($($(#[$doc:meta])* $name:ident => $code:ident,)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(message: impl Into<String>) -> Self {
+                Self::new(ErrorCode::$code, message)
+            }
+        )*
+    };
+}
+
 /// A JSON-RPC error object. `data` absent is `None`; whether an absent `data` is written as
 /// `null` (kimi) or left out (ACP) is the dialect's [`super::Policy`], applied when the error
 /// frame is written.
@@ -112,37 +124,23 @@ impl Error {
         let map: Map<String, Value> = details.into_iter().map(|(k, v)| (k.to_owned(), Value::String(v.to_owned()))).collect();
         self.with_data(Value::Object(map))
     }
-    /// -32700.
-    pub fn parse_error(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::ParseError, message)
-    }
-    /// -32600.
-    pub fn invalid_request(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::InvalidRequest, message)
-    }
-    /// -32601.
-    pub fn method_not_found(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::MethodNotFound, message)
-    }
-    /// -32602.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::InvalidParams, message)
-    }
-    /// -32603.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::InternalError, message)
-    }
-    /// -32000 (ACP: authentication required).
-    pub fn auth_required(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::AuthRequired, message)
-    }
-    /// -32002 (ACP: the resource, e.g. a session, does not exist).
-    pub fn resource_not_found(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::ResourceNotFound, message)
-    }
-    /// -32800.
-    pub fn request_cancelled(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::RequestCancelled, message)
+    constructors! {
+        /// -32700: the text is not JSON.
+        parse_error => ParseError,
+        /// -32600: not a JSON-RPC message.
+        invalid_request => InvalidRequest,
+        /// -32601: the method is unknown (or not offered).
+        method_not_found => MethodNotFound,
+        /// -32602: the params do not fit the method.
+        invalid_params => InvalidParams,
+        /// -32603: an unexpected failure.
+        internal => InternalError,
+        /// -32000 (ACP: authentication required).
+        auth_required => AuthRequired,
+        /// -32002 (ACP: the resource, e.g. a session, does not exist).
+        resource_not_found => ResourceNotFound,
+        /// -32800: the request was cancelled.
+        request_cancelled => RequestCancelled,
     }
 }
 

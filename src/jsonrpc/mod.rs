@@ -28,5 +28,5 @@ pub mod serve;
 pub use decode::{decode, Decoded, Inbound, Policy, Side, Words};
 pub use envelope::{Answer, ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, Responder, SuccessFrame};
 pub use error::{Error, ErrorCode};
-pub use peer::{Peer, Pending, Reply};
+pub use peer::{Outcome, Peer, Pending, Reply};
 pub use serve::{serve, Connection, Dispatch, Service};

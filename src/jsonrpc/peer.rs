@@ -10,6 +10,9 @@
 //! [`Peer::close`], once every line read before the end is handled: each waiting request
 //! settles [`Reply::InputEnded`] at once, and a request made afterwards is not sent and settles
 //! the same way.
+//!
+//! The answer type is a parameter: a JSON-RPC peer's answers are `result` or `error`; the
+//! JSONL dialect correlates its typed `extension_ui_response`s with the same peer.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,11 +28,14 @@ use super::envelope::{Notification, NotificationFrame, Request, RequestFrame};
 use super::error::Error;
 use crate::transport::Outbox;
 
+/// A JSON-RPC answer: `result`, or the error the peer answered with.
+pub type Outcome = Result<Value, Error>;
+
 /// How waiting for an answer ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// The peer answered: its `result`, or the error it answered with.
-    Answered(Result<Value, Error>),
+pub enum Reply<A = Outcome> {
+    /// The peer answered (for JSON-RPC: its `result`, or the error it answered with).
+    Answered(A),
     /// Nobody answered within the timeout; the request was withdrawn.
     TimedOut,
     /// The waiter was cancelled (an abort, a signal); the request was withdrawn.
@@ -53,11 +59,11 @@ fn key(id: &Value) -> Key {
     }
 }
 
-/// Our outbound requests on one connection.
+/// Our outbound requests on one connection, answered with `A`.
 #[derive(Debug)]
-pub struct Peer {
+pub struct Peer<A = Outcome> {
     out: Outbox,
-    pending: Mutex<HashMap<Key, oneshot::Sender<Result<Value, Error>>>>,
+    pending: Mutex<HashMap<Key, oneshot::Sender<A>>>,
     next_id: AtomicU64,
     /// [`Peer::close`] was called; set only while `pending` is locked, so a request is either
     /// registered before the close (and settled by it) or refused after it.
@@ -66,23 +72,13 @@ pub struct Peer {
 
 /// A request sent and not yet settled. Dropping it withdraws the request.
 #[derive(Debug)]
-pub struct Pending<'a> {
-    peer: &'a Peer,
+pub struct Pending<'a, A = Outcome> {
+    peer: &'a Peer<A>,
     id: Value,
-    rx: oneshot::Receiver<Result<Value, Error>>,
+    rx: oneshot::Receiver<A>,
 }
 
 impl Peer {
-    /// A peer writing to `out`.
-    pub fn new(out: Outbox) -> Self {
-        Self { out, pending: Mutex::new(HashMap::new()), next_id: AtomicU64::new(0), closed: AtomicBool::new(false) }
-    }
-
-    /// The outbox every frame of the connection goes through.
-    pub fn outbox(&self) -> &Outbox {
-        &self.out
-    }
-
     /// Sends the request `M` with a fresh integer id.
     pub async fn request<M: Request>(&self, params: &M::Params) -> Pending<'_>
     where
@@ -95,6 +91,18 @@ impl Peer {
         }
         pending
     }
+}
+
+impl<A> Peer<A> {
+    /// A peer writing to `out`.
+    pub fn new(out: Outbox) -> Self {
+        Self { out, pending: Mutex::new(HashMap::new()), next_id: AtomicU64::new(0), closed: AtomicBool::new(false) }
+    }
+
+    /// The outbox every frame of the connection goes through.
+    pub fn outbox(&self) -> &Outbox {
+        &self.out
+    }
 
     /// Sends the notification `M` (never answered).
     pub async fn notify<M: Notification>(&self, params: &M::Params)
@@ -106,7 +114,7 @@ impl Peer {
 
     /// Sends a request frame the dialect built around an id of its own choosing (kimi's
     /// `"method": "request"` frames carry uuids, or the tool call's id).
-    pub async fn send<F: Serialize + ?Sized>(&self, id: Value, frame: &F) -> Pending<'_> {
+    pub async fn send<F: Serialize + ?Sized>(&self, id: Value, frame: &F) -> Pending<'_, A> {
         let (pending, registered) = self.register(id);
         if registered {
             let _ = self.out.send(frame).await;
@@ -116,7 +124,7 @@ impl Peer {
 
     /// Registers a request before it is sent; `false` once the peer is closed: the request
     /// must not be sent, and its waiter (its sender dropped) settles [`Reply::InputEnded`].
-    fn register(&self, id: Value) -> (Pending<'_>, bool) {
+    fn register(&self, id: Value) -> (Pending<'_, A>, bool) {
         let (tx, rx) = oneshot::channel();
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let registered = !self.closed.load(Ordering::Relaxed);
@@ -146,7 +154,7 @@ impl Peer {
 
     /// Delivers the peer's answer to one of our requests; `false` when nobody waits for it
     /// (never sent, settled, withdrawn, or a replayed request).
-    pub fn answer(&self, id: &Value, outcome: Result<Value, Error>) -> bool {
+    pub fn answer(&self, id: &Value, outcome: A) -> bool {
         let waiter = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&key(id));
         waiter.is_some_and(|tx| tx.send(outcome).is_ok())
     }
@@ -157,14 +165,14 @@ impl Peer {
     }
 }
 
-impl Pending<'_> {
+impl<A> Pending<'_, A> {
     /// The request's id.
     pub fn id(&self) -> &Value {
         &self.id
     }
 
     /// Waits for the answer, at most `timeout` (`None`: no limit), until `cancel` fires.
-    pub async fn wait(mut self, timeout: Option<Duration>, cancel: Option<&CancellationToken>) -> Reply {
+    pub async fn wait(mut self, timeout: Option<Duration>, cancel: Option<&CancellationToken>) -> Reply<A> {
         let deadline = async {
             match timeout {
                 Some(t) => tokio::time::sleep(t).await,
@@ -186,7 +194,7 @@ impl Pending<'_> {
     }
 }
 
-impl Drop for Pending<'_> {
+impl<A> Drop for Pending<'_, A> {
     fn drop(&mut self) {
         // Settled or not, nobody waits for this id any more.
         self.peer.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&key(&self.id));

@@ -46,7 +46,7 @@ pub struct RpcHost {
 impl RpcHost {
     /// A host writing to `out`.
     pub fn new(out: Outbox) -> Self {
-        Self { out, dialogs: port::UiDialogs::default(), tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()), partial_messages: AtomicBool::new(true) }
+        Self { dialogs: port::UiDialogs::new(out.clone()), out, tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()), partial_messages: AtomicBool::new(true) }
     }
 
     /// The outbox every frame of this dialect goes through.
@@ -56,7 +56,7 @@ impl RpcHost {
 
     /// An answer to a UI dialog; `false` when no dialog with its id is waiting.
     pub fn ui_response(&self, response: crate::protocol::ExtensionUiResponse) -> bool {
-        self.dialogs.answer(response)
+        self.dialogs.answer(&Value::String(response.id.to_string()), response)
     }
 
     /// Progress of a host tool call; `false` when no call with its id is running.

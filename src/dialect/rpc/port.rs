@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use tokio::sync::oneshot;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::host_tools::HostToolCalls;
 use super::RpcHost;
 use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, QuestionAsk, ToolAsk, UiNotice};
-use crate::dialect::HostRequests;
+use crate::jsonrpc::{Peer, Reply};
 use crate::protocol::*;
 use crate::tools::ToolOutput;
 
@@ -24,44 +24,19 @@ pub(crate) fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..16].to_owned()
 }
 
-/// How a dialog ended, before it is read as an answer of its kind.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Dialog {
-    /// The host answered (`value`, `confirmed` or `cancelled`).
-    Answered(ExtensionUiResponse),
-    /// Nobody answered in time; the host was sent a `cancel`.
-    TimedOut,
-    /// The run was aborted while waiting; the host was sent a `cancel`.
-    Abandoned,
-    /// The host's input ended (stdin EOF) before it answered, or before the dialog was asked:
-    /// nobody can answer it.
-    InputEnded,
-}
+/// How a dialog ended, before it is read as an answer of its kind: the host answered
+/// (`value`, `confirmed` or `cancelled`), or nobody answered in time, or the run was aborted
+/// while waiting (after these two the host was sent a `cancel`), or the host's input ended
+/// (stdin EOF) before it answered (a `cancel` sent) or before the dialog was asked (nothing
+/// sent): nobody can answer it.
+pub type Dialog = Reply<ExtensionUiResponse>;
 
 /// Why a dialog fails closed once the host's input has ended.
 const INPUT_ENDED: &str = "the host closed its input (stdin EOF), so nobody can answer a dialog any more";
 
-/// Dialogs waiting for the host, by request id.
-#[derive(Debug, Default)]
-pub struct UiDialogs {
-    pending: HostRequests<oneshot::Sender<ExtensionUiResponse>>,
-}
-
-impl UiDialogs {
-    /// Delivers a host answer; `false` when no dialog with that id is waiting (never sent,
-    /// already answered, timed out or withdrawn).
-    pub fn answer(&self, response: ExtensionUiResponse) -> bool {
-        match self.pending.take(response.id.as_str()) {
-            Some(tx) => tx.send(response).is_ok(),
-            None => false,
-        }
-    }
-
-    /// The host's input ended: waiting dialogs fail closed now, later ones are not asked.
-    pub fn close(&self) {
-        self.pending.close();
-    }
-}
+/// Dialogs waiting for the host, by request id: the runtime's peer, with the host's typed
+/// `extension_ui_response` as the answer (closed at stdin EOF, [`Peer::close`]).
+pub type UiDialogs = Peer<ExtensionUiResponse>;
 
 /// The approval dialog's options (omp's words).
 const APPROVE: &str = "Approve";
@@ -88,18 +63,14 @@ impl RpcHost {
     /// request id.
     pub(crate) async fn dialog_frame(&self, build: impl FnOnce(&str) -> ExtensionUiRequest, timeout: Duration, cancel: &CancellationToken) -> Dialog {
         let id = new_id();
-        let (tx, rx) = oneshot::channel();
-        if !self.dialogs.pending.insert(id.clone(), tx) {
+        if self.dialogs.is_closed() {
+            // Nobody can answer: the dialog is not sent.
             return Dialog::InputEnded;
         }
-        let _ = self.out.send(&build(&id)).await;
-        let outcome = tokio::select! {
-            answer = rx => answer.map_or(Dialog::InputEnded, Dialog::Answered),
-            () = tokio::time::sleep(timeout) => Dialog::TimedOut,
-            () = cancel.cancelled() => Dialog::Abandoned,
-        };
+        let pending = self.dialogs.send(Value::String(id.clone()), &build(&id)).await;
+        // Settled or not, the dialog is withdrawn once waiting ends: a late answer finds nothing.
+        let outcome = pending.wait(Some(timeout), Some(cancel)).await;
         if !matches!(outcome, Dialog::Answered(_)) {
-            self.dialogs.pending.withdraw(&id);
             // omp closes a dialog it gave up on; the host may still be reading stdout.
             let _ = self.out.send(&UiCancelRequest::new(nonempty(&new_id()), nonempty(&id))).await;
         }
