@@ -3,157 +3,13 @@
 //! its message shape, the params of its requests and notifications, and the result of each
 //! response against the method it answers.
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+mod common;
+
+use std::process::Command;
 use std::time::Duration;
 
-use agentwire::protocol::acp::acp_validator;
+use common::acp::*;
 use serde_json::{json, Value};
-
-const TIMEOUT: Duration = Duration::from_secs(15);
-
-struct Acp {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    frames: Receiver<Value>,
-    /// Our request ids → method, so responses are checked against the method's result.
-    methods: HashMap<String, String>,
-    next_id: u64,
-}
-
-fn key(id: &Value) -> String {
-    id.to_string()
-}
-
-impl Acp {
-    fn start(dir: &std::path::Path, config: &std::path::Path, script: &[Value], extra: &[&str]) -> Acp {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
-        cmd.args(["--mode", "acp", "--config-dir"]).arg(config).arg("--cwd").arg(dir).args(extra);
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
-            cmd.env_remove(var);
-        }
-        if !script.is_empty() {
-            let path = config.join(format!("script-{}.jsonl", uuid::Uuid::new_v4()));
-            std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
-            cmd.arg("--model-script").arg(&path);
-        }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                if tx.send(frame).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Acp { child, stdin, frames: rx, methods: HashMap::new(), next_id: 100 }
-    }
-
-    fn send_raw(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn send(&mut self, frame: &Value) {
-        acp_validator().validate_inbound(frame, None).unwrap_or_else(|e| panic!("test sends an invalid frame: {e}\n{frame}"));
-        self.send_raw(&frame.to_string());
-    }
-
-    /// Sends a request; returns its id.
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = json!(self.next_id);
-        self.methods.insert(key(&id), method.to_owned());
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// The next frame, validated against the vendored schema.
-    fn next(&mut self) -> Value {
-        let frame = self.frames.recv_timeout(TIMEOUT).expect("a frame from agentwire in time");
-        let answered = frame.get("id").filter(|_| frame.get("method").is_none()).and_then(|id| self.methods.get(&key(id))).map(String::as_str);
-        acp_validator().validate_outbound(&frame, answered).unwrap_or_else(|e| panic!("agentwire sent an invalid frame: {e}\n{frame}"));
-        frame
-    }
-
-    /// Frames up to and including the response to `id`.
-    fn until_response(&mut self, id: &Value) -> (Vec<Value>, Value) {
-        let mut before = Vec::new();
-        loop {
-            let f = self.next();
-            if f.get("method").is_none() && f.get("id") == Some(id) {
-                return (before, f);
-            }
-            before.push(f);
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.request(method, params);
-        let (_, response) = self.until_response(&id);
-        response
-    }
-
-    fn answer(&mut self, request: &Value, result: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": result}));
-    }
-
-    fn no_frame_within(&mut self, wait: Duration) {
-        if let Ok(f) = self.frames.recv_timeout(wait) {
-            panic!("unexpected frame: {f}");
-        }
-    }
-
-    fn init_and_new(&mut self, cwd: &std::path::Path) -> String {
-        let init = self.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}}));
-        assert_eq!(init["result"]["protocolVersion"], 1);
-        let new = self.call("session/new", json!({"cwd": cwd.display().to_string(), "mcpServers": []}));
-        let session = new["result"]["sessionId"].as_str().expect("a session id").to_owned();
-        let commands = self.next();
-        assert_eq!(commands["params"]["update"]["sessionUpdate"], "available_commands_update", "{commands}");
-        session
-    }
-
-    fn close(mut self) -> std::process::ExitStatus {
-        drop(self.stdin.take());
-        self.child.wait().unwrap()
-    }
-}
-
-impl Drop for Acp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn updates(frames: &[Value]) -> Vec<&Value> {
-    frames.iter().filter(|f| f["method"] == "session/update").map(|f| &f["params"]["update"]).collect()
-}
-
-fn kinds(frames: &[Value]) -> Vec<String> {
-    updates(frames).iter().map(|u| u["sessionUpdate"].as_str().unwrap_or_default().to_owned()).collect()
-}
-
-fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
-}
-
-fn prompt(text: &str, session: &str) -> Value {
-    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]})
-}
 
 #[test]
 fn initialize_tells_the_truth_and_stdout_has_only_frames() {
@@ -163,7 +19,8 @@ fn initialize_tells_the_truth_and_stdout_has_only_frames() {
     let init = acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
     let r = &init["result"];
     assert_eq!(r["protocolVersion"], 1);
-    assert_eq!(r["authMethods"], json!([]));
+    assert_eq!(r["authMethods"][0]["id"], "provider-keys", "{r}");
+    assert_eq!(r["authMethods"].as_array().map(Vec::len), Some(1), "no terminal method for a client without auth.terminal: {r}");
     assert_eq!(r["agentCapabilities"]["loadSession"], true);
     assert_eq!(r["agentCapabilities"]["promptCapabilities"]["audio"], false);
     assert_eq!(r["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
@@ -204,14 +61,7 @@ fn permission_granted_runs_the_tool_and_rejected_does_not() {
     let session = acp.init_and_new(dir.path());
 
     let id = acp.request("session/prompt", prompt("write yes", &session));
-    let mut seen = Vec::new();
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-        seen.push(f);
-    };
+    let (seen, ask) = acp.until_request("session/request_permission");
     assert_eq!(ask["params"]["sessionId"], session.as_str());
     assert_eq!(ask["params"]["toolCall"]["toolCallId"], "w1");
     assert_eq!(ask["params"]["toolCall"]["kind"], "edit");
@@ -227,12 +77,7 @@ fn permission_granted_runs_the_tool_and_rejected_does_not() {
     assert_eq!(std::fs::read_to_string(dir.path().join("yes.txt")).unwrap(), "allowed\n");
 
     let id = acp.request("session/prompt", prompt("write no", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
     let (frames, response) = acp.until_response(&id);
     assert_eq!(response["result"]["stopReason"], "end_turn");
@@ -249,12 +94,7 @@ fn allow_always_is_remembered_and_unknown_answers_fail_closed() {
     let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
     let session = acp.init_and_new(dir.path());
     let id = acp.request("session/prompt", prompt("one", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "allow_always"}}));
     let (frames, _) = acp.until_response(&id);
     let out = updates(&frames).into_iter().find(|u| u["status"] == "completed").unwrap().clone();
@@ -266,12 +106,7 @@ fn allow_always_is_remembered_and_unknown_answers_fail_closed() {
     assert_eq!(response["result"]["stopReason"], "end_turn");
     // Another tool asks again; an option id that is not an allow option rejects.
     let id = acp.request("session/prompt", prompt("three", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "something_else"}}));
     let (frames, _) = acp.until_response(&id);
     assert!(updates(&frames).iter().any(|u| u["toolCallId"] == "e1" && u["status"] == "failed"));
@@ -281,12 +116,9 @@ fn allow_always_is_remembered_and_unknown_answers_fail_closed() {
 #[test]
 fn cancel_mid_stream_resolves_cancelled_promptly() {
     let (dir, config) = dirs();
-    let script = [json!({"text": "a long answer that streams slowly, chunk by chunk, for quite a while", "chunkSize": 2, "delayMs": 50})];
-    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let mut acp = Acp::start(dir.path(), config.path(), &[slow_reply()], &[]);
     let session = acp.init_and_new(dir.path());
-    let id = acp.request("session/prompt", prompt("go", &session));
-    let first = acp.next();
-    assert_eq!(first["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+    let id = acp.start_streaming(&session);
     let t = std::time::Instant::now();
     acp.notify("session/cancel", json!({"sessionId": session}));
     let (_, response) = acp.until_response(&id);
@@ -304,12 +136,7 @@ fn cancel_while_permission_pending_rejects_and_resolves_cancelled() {
     let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
     let session = acp.init_and_new(dir.path());
     let id = acp.request("session/prompt", prompt("go", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     acp.notify("session/cancel", json!({"sessionId": session}));
     // As the spec asks, the client answers the pending request `cancelled`; it is too late anyway.
     acp.answer(&ask, json!({"outcome": {"outcome": "cancelled"}}));
@@ -341,8 +168,11 @@ fn load_replays_the_history_in_a_fresh_process_before_answering() {
     let id = acp.request("session/load", json!({"sessionId": session, "cwd": dir.path().display().to_string(), "mcpServers": []}));
     let (frames, response) = acp.until_response(&id);
     assert_eq!(response["result"]["modes"]["currentModeId"], "default", "{response}");
-    assert_eq!(kinds(&frames), ["user_message_chunk", "tool_call", "tool_call_update", "agent_thought_chunk", "agent_message_chunk"]);
-    let ups = updates(&frames);
+    // Everything about the session comes before the answer (ACP: session/load), then nothing.
+    assert_eq!(kinds(&frames), ["available_commands_update", "user_message_chunk", "tool_call", "tool_call_update", "agent_thought_chunk", "agent_message_chunk"]);
+    acp.no_frame_within(Duration::from_millis(500));
+    let frames = &frames[1..];
+    let ups = updates(frames);
     assert_eq!(ups[0]["content"]["text"], "remember me");
     assert_eq!((&ups[1]["toolCallId"], &ups[1]["kind"], &ups[1]["title"]), (&json!("r1"), &json!("execute"), &json!("echo replayed-output")));
     assert_eq!(ups[2]["status"], "completed");
@@ -447,12 +277,7 @@ fn approval_modes_are_advertised_and_set_mode_switches_the_policy() {
     // `ask`: even a read asks (and a rejection means it does not run).
     acp.call("session/set_mode", json!({"sessionId": session, "modeId": "ask"}));
     let id = acp.request("session/prompt", prompt("read", &session));
-    let ask = loop {
-        let f = acp.next();
-        if f["method"] == "session/request_permission" {
-            break f;
-        }
-    };
+    let (_, ask) = acp.until_request("session/request_permission");
     assert_eq!(ask["params"]["toolCall"]["toolCallId"], "r1");
     acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
     let (frames, _) = acp.until_response(&id);

@@ -59,7 +59,8 @@ impl Agent {
         let outside = match (policy, host_tool) {
             (ApprovalPolicy::Never, _) | (_, true) => None,
             (ApprovalPolicy::Dangerous | ApprovalPolicy::Always, false) => {
-                tools::target_path(&name, &call.arguments).and_then(|path| tools::outside_cwd(&self.inner.config.cwd, &path))
+                let roots = self.state().extra_roots.clone();
+                tools::target_path(&name, &call.arguments).and_then(|path| tools::outside_roots(&self.inner.config.cwd, &roots, &path))
             }
         };
         let needs_approval = match policy {

@@ -58,6 +58,35 @@ pub enum ApprovalPolicy {
     Always,
 }
 
+impl ApprovalPolicy {
+    /// Every policy, for lookups by name.
+    const ALL: [ApprovalPolicy; 3] = [ApprovalPolicy::Never, ApprovalPolicy::Dangerous, ApprovalPolicy::Always];
+
+    /// The policy's name as `--approval` spells it (and the session file records it).
+    pub fn name(self) -> &'static str {
+        match self {
+            ApprovalPolicy::Never => "never",
+            ApprovalPolicy::Dangerous => "dangerous",
+            ApprovalPolicy::Always => "always",
+        }
+    }
+
+    /// The policy named `name` ([`ApprovalPolicy::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The policy a session file recorded (its last [`crate::sessions::APPROVAL_ENTRY`]).
+    fn saved(session: &Session) -> Option<Self> {
+        session.custom_data(crate::sessions::APPROVAL_ENTRY)?.get("policy")?.as_str().and_then(Self::from_name)
+    }
+
+    /// The session file entry recording this policy.
+    fn entry(self) -> Payload {
+        Payload::Custom { custom_type: crate::sessions::APPROVAL_ENTRY.to_owned(), data: serde_json::json!({"policy": self.name()}) }
+    }
+}
+
 /// How the agent is set up.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -144,6 +173,9 @@ struct State {
     /// When tool calls need approval: `config.approval` at first, changed by
     /// [`Agent::set_approval_policy`] (ACP's `session/set_mode`).
     approval: ApprovalPolicy,
+    /// Directories besides the working directory whose paths the built-in tools use without
+    /// the "outside the working directory" question (ACP's `additionalDirectories`).
+    extra_roots: Vec<PathBuf>,
     /// Tools the user approved for the rest of this session ("approve for session"); cleared
     /// whenever another session is adopted, so a new or switched session asks again.
     approved_tools: HashSet<String>,
@@ -196,6 +228,7 @@ impl Agent {
     pub fn new(config: AgentConfig, catalogue: Catalogue, session: Session, sink: Arc<dyn EventSink>, port: Arc<dyn HostPort>) -> Self {
         let session_name = session.name();
         let (saved_model, saved_level) = session.settings();
+        let approval = ApprovalPolicy::saved(&session).unwrap_or(config.approval);
         let current_model = saved_model
             .and_then(|(p, m)| catalogue.models.iter().position(|s| *s.info.provider == p && *s.info.id == m))
             .unwrap_or(catalogue.current);
@@ -210,7 +243,8 @@ impl Agent {
             auto_retry: true,
             todos: Vec::new(),
             host_tools: Vec::new(),
-            approval: config.approval,
+            approval,
+            extra_roots: Vec::new(),
             approved_tools: HashSet::new(),
             steering: VecDeque::new(),
             follow_up: VecDeque::new(),
@@ -250,8 +284,51 @@ impl Agent {
 
     /// Changes when tool calls need approval, from the next tool call on (a call already
     /// waiting for its answer keeps waiting). Tools approved for the session stay approved.
-    pub fn set_approval_policy(&self, policy: ApprovalPolicy) {
-        self.state().approval = policy;
+    /// The policy is part of the session: recorded in its file and restored with it. The
+    /// policy holds even when it cannot be saved; the error says so.
+    pub fn set_approval_policy(&self, policy: ApprovalPolicy) -> CoreResult<()> {
+        let changed = std::mem::replace(&mut self.state().approval, policy) != policy;
+        if changed {
+            self.record_setting(policy.entry())?;
+        }
+        Ok(())
+    }
+
+    /// Sets the directories besides the working directory that the built-in tools may use
+    /// like the working directory itself (the path policy does not ask about them).
+    pub fn set_additional_roots(&self, roots: Vec<PathBuf>) {
+        self.state().extra_roots = roots;
+    }
+
+    /// Writes the session file now, with the settings a file starts with, if it has no entries
+    /// yet (a file is otherwise created with the first message): a host that hands out the
+    /// session's id at once (ACP's `session/new`) can then always load it.
+    pub fn save_session(&self) -> CoreResult<()> {
+        let mut st = self.state();
+        if st.session.entries().is_empty() {
+            self.start_file(&mut st)?;
+        }
+        Ok(())
+    }
+
+    /// The entries a session file starts with: the model, the thinking level, a name given
+    /// before the first message and an approval policy other than the configured one.
+    fn start_file(&self, st: &mut State) -> CoreResult<()> {
+        let spec = &self.inner.models[st.current_model];
+        let (provider, model_id) = (spec.info.provider.to_string(), spec.info.id.to_string());
+        let level = st.thinking;
+        let mut saved = Self::append(st, Payload::ModelChange { provider, model_id });
+        saved = saved.and(Self::append(st, Payload::ThinkingLevel(level)));
+        // A name given before the first message was acknowledged then; it is saved with the
+        // settings the file starts with, not lost because the file did not exist yet.
+        if let Some(name) = st.session_name.clone() {
+            saved = saved.and(Self::append(st, Payload::Name(name)));
+        }
+        if st.approval != self.inner.config.approval {
+            let entry = st.approval.entry();
+            saved = saved.and(Self::append(st, entry));
+        }
+        saved
     }
 
     /// Appends a message to the session (and the branch's message list). A new session first
@@ -262,16 +339,7 @@ impl Agent {
         let mut st = self.state();
         let mut saved = Ok(());
         if st.session.entries().is_empty() {
-            let spec = &self.inner.models[st.current_model];
-            let (provider, model_id) = (spec.info.provider.to_string(), spec.info.id.to_string());
-            let level = st.thinking;
-            saved = saved.and(Self::append(&mut st, Payload::ModelChange { provider, model_id }));
-            saved = saved.and(Self::append(&mut st, Payload::ThinkingLevel(level)));
-            // A name given before the first message was acknowledged then; it is saved with the
-            // settings the file starts with, not lost because the file did not exist yet.
-            if let Some(name) = st.session_name.clone() {
-                saved = saved.and(Self::append(&mut st, Payload::Name(name)));
-            }
+            saved = self.start_file(&mut st);
         }
         saved.and(Self::append(&mut st, Payload::Message(Box::new(message))))
     }
@@ -319,6 +387,9 @@ impl Agent {
         if let Some(level) = level {
             st.thinking = level;
         }
+        if let Some(policy) = ApprovalPolicy::saved(&session) {
+            st.approval = policy;
+        }
         st.session = session;
         st.todos.clear();
         st.approved_tools.clear();
@@ -338,6 +409,11 @@ impl Agent {
     /// The current session's id.
     pub fn session_id(&self) -> String {
         self.state().session.id().to_owned()
+    }
+
+    /// The session's name, when it has one.
+    pub fn session_name(&self) -> Option<String> {
+        self.state().session_name.clone()
     }
 
     /// Whether a run (or a slash command) is in progress, retry back-offs included; a run that
@@ -427,8 +503,8 @@ fn user_message(q: &Queued, steering: bool) -> AgentMessage {
 }
 
 impl Agent {
-    /// The built-in slash commands.
+    /// The built-in slash commands the host can use (without dialogs, those that need none).
     pub fn commands(&self) -> CommandsResult {
-        slash::listing()
+        slash::listing(self.port().supports_dialogs())
     }
 }

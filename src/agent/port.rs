@@ -190,6 +190,11 @@ pub trait HostPort: Send + Sync {
     fn ask_questions<'a>(&'a self, ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>>;
     /// Shows a dialog and waits for the answer.
     fn dialog<'a>(&'a self, ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome>;
+    /// Whether [`HostPort::dialog`] can show dialogs; without them the slash commands that
+    /// need one are not offered (and [`UiNotice`]s other than the title are shown as text).
+    fn supports_dialogs(&self) -> bool {
+        true
+    }
     /// Shows something without waiting.
     fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()>;
     /// File and command access the host offers the built-in tools instead of the disk and the

@@ -158,6 +158,11 @@ impl Agent {
         Some(self.change_thinking(next).await)
     }
 
+    /// The thinking level in force.
+    pub fn thinking_level(&self) -> ThinkingLevel {
+        self.state().thinking
+    }
+
     /// The thinking levels of the current model, in cycling order.
     pub fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
         Self::levels(&self.current())

@@ -17,22 +17,26 @@ use super::{Agent, Queued, RunState};
 use crate::protocol::*;
 use crate::sessions::{ContextItem, Role, Session};
 
-/// Every built-in slash command: name, argument hint, description.
-pub(super) const COMMANDS: &[(&str, Option<&str>, &str)] = &[
-    ("model", Some("[provider/id]"), "Switch the model: pick one in a select dialog, or name it"),
-    ("name", Some("[name]"), "Name the session: type it in an input dialog, or give it"),
-    ("compose", None, "Write the next prompt in an editor dialog (prefilled with the last one) and send it"),
-    ("new", None, "Start a new session after a confirm dialog"),
-    ("todos", None, "Show the todo list in a widget"),
-    ("status", None, "Show the model and the session's size in the status bar"),
-    ("recall", None, "Put the last prompt back into the host's editor"),
-    ("help", None, "List the slash commands in a notification"),
+/// Every built-in slash command: name, argument hint, description, and the description for a
+/// host without dialogs, widgets or a status bar (ACP), where the command shows its result as
+/// text; `None`: the command needs a dialog to do anything and is not offered there.
+pub(super) const COMMANDS: &[(&str, Option<&str>, &str, Option<&str>)] = &[
+    ("model", Some("[provider/id]"), "Switch the model: pick one in a select dialog, or name it", Some("Switch the model to the one named (provider/id)")),
+    ("name", Some("[name]"), "Name the session: type it in an input dialog, or give it", Some("Name the session")),
+    ("compose", None, "Write the next prompt in an editor dialog (prefilled with the last one) and send it", None),
+    ("new", None, "Start a new session after a confirm dialog", None),
+    ("todos", None, "Show the todo list in a widget", Some("Show the todo list")),
+    ("status", None, "Show the model and the session's size in the status bar", Some("Show the model, the thinking level and the session's size")),
+    ("recall", None, "Put the last prompt back into the host's editor", Some("Show the last prompt")),
+    ("help", None, "List the slash commands in a notification", Some("List the slash commands")),
 ];
 
-/// The slash commands as `get_commands` lists them.
-pub fn listing() -> CommandsResult {
+/// The slash commands as `get_commands` lists them: for a host with dialogs (`dialogs`) all of
+/// them, otherwise those that work without one, described as they behave there.
+pub fn listing(dialogs: bool) -> CommandsResult {
     let commands = COMMANDS
         .iter()
+        .filter_map(|(name, hint, description, plain)| if dialogs { Some((name, hint, *description)) } else { plain.map(|d| (name, hint, d)) })
         .map(|(name, hint, description)| {
             serde_json::from_value(serde_json::json!({
                 "name": name, "description": description, "source": "builtin",
@@ -54,7 +58,7 @@ pub fn listing() -> CommandsResult {
 fn parse(text: &str) -> Option<(&'static str, String)> {
     let body = text.trim().strip_prefix('/')?;
     let (name, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
-    let known = COMMANDS.iter().find(|(n, _, _)| *n == name)?.0;
+    let known = COMMANDS.iter().find(|(n, _, _, _)| *n == name)?.0;
     Some((known, rest.trim().to_owned()))
 }
 
@@ -242,7 +246,12 @@ impl Agent {
                 Ok(Outcome::Done)
             }
             _ => {
-                let list: Vec<String> = COMMANDS.iter().map(|(n, hint, d)| format!("/{n}{} — {d}", hint.map(|h| format!(" {h}")).unwrap_or_default())).collect();
+                let list: Vec<String> = self
+                    .commands()
+                    .commands
+                    .iter()
+                    .map(|c| format!("/{}{} — {}", *c.name, c.input.as_ref().and_then(|i| i.hint.as_deref()).map(|h| format!(" {h}")).unwrap_or_default(), c.description.as_deref().unwrap_or_default()))
+                    .collect();
                 self.notify(NotifyLevel::Info, list.join("\n")).await;
                 Ok(Outcome::Done)
             }
@@ -260,6 +269,8 @@ mod tests {
         assert_eq!(parse("  /help "), Some(("help", String::new())));
         assert_eq!(parse("/unknown x"), None);
         assert_eq!(parse("model"), None);
-        assert_eq!(listing().commands.len(), COMMANDS.len());
+        assert_eq!(listing(true).commands.len(), COMMANDS.len());
+        let plain: Vec<String> = listing(false).commands.iter().map(|c| c.name.to_string()).collect();
+        assert_eq!(plain, ["model", "name", "todos", "status", "recall", "help"]);
     }
 }

@@ -14,6 +14,11 @@
 //!   properties and `required` merged in (typify then emits an internally tagged enum with the
 //!   member's fields).
 //!
+//! - an `anyOf` whose members are all strings (known values plus "any other string", e.g.
+//!   `SessionConfigOptionCategory`) becomes a plain string, and one whose members are all
+//!   arrays (`SessionConfigSelectOptions`) a `oneOf`: typify turns such an `anyOf` into a
+//!   struct of flattened options that serde cannot serialize.
+//!
 //! Empty arrays are serialized (typify would skip them).
 //!
 //! Only the defs reachable from the methods agentwire implements are generated (the rest of
@@ -91,6 +96,19 @@ fn normalize(v: &mut Value, defs: &Map<String, Value>) {
             for x in m.values_mut() {
                 normalize(x, defs);
             }
+            let any_of_type = |m: &Map<String, Value>, ty: &str| {
+                m.get("anyOf").and_then(Value::as_array).is_some_and(|a| !a.is_empty() && a.iter().all(|b| b.get("type").and_then(Value::as_str) == Some(ty)))
+            };
+            if any_of_type(m, "string") {
+                m.remove("anyOf");
+                m.insert("type".into(), Value::String("string".into()));
+                return;
+            }
+            if any_of_type(m, "array") {
+                let members = m.remove("anyOf").unwrap_or_default();
+                m.insert("oneOf".into(), members);
+                return;
+            }
             let single_ref = m
                 .get("allOf")
                 .and_then(Value::as_array)
@@ -141,12 +159,13 @@ pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str) -> Resul
     let defs = schema.get("$defs").and_then(Value::as_object).ok_or("schema/acp/schema.json: no $defs")?;
     let agent = methods(&table, "agent")?;
     let client = methods(&table, "client")?;
-    // Every method we implement must be an official one.
-    for (list, key) in [(&agent, "agentMethods"), (&client, "clientMethods")] {
-        let official: Vec<&str> = meta.get(key).and_then(Value::as_object).map(|m| m.values().filter_map(Value::as_str).collect()).unwrap_or_default();
+    // Every method we implement must be an official one; the protocol's own methods
+    // (`$/cancel_request`) are received like the agent's.
+    for (list, keys) in [(&agent, ["agentMethods", "protocolMethods"]), (&client, ["clientMethods", "clientMethods"])] {
+        let official: Vec<&str> = keys.iter().filter_map(|k| meta.get(*k).and_then(Value::as_object)).flat_map(|m| m.values().filter_map(Value::as_str)).collect();
         for m in list.iter() {
             if !official.contains(&m.method.as_str()) {
-                return Err(format!("schema/acp/methods.json: `{}` is not in meta.json's {key}", m.method));
+                return Err(format!("schema/acp/methods.json: `{}` is not in meta.json's {}", m.method, keys[0]));
             }
         }
     }

@@ -124,6 +124,13 @@ impl Error {
         let map: Map<String, Value> = details.into_iter().map(|(k, v)| (k.to_owned(), Value::String(v.to_owned()))).collect();
         self.with_data(Value::Object(map))
     }
+    /// The same error with `data: {"path", "reason"}`: the JSON pointer into `params` of the
+    /// value at fault and why (agentwire's -32602 convention).
+    #[must_use]
+    pub fn at(self, path: impl Into<String>, reason: impl Into<String>) -> Self {
+        let map: Map<String, Value> = [("path", path.into()), ("reason", reason.into())].into_iter().map(|(k, v)| (k.to_owned(), Value::String(v))).collect();
+        self.with_data(Value::Object(map))
+    }
     constructors! {
         /// -32700: the text is not JSON.
         parse_error => ParseError,

@@ -29,4 +29,4 @@ pub use decode::{decode, Decoded, Inbound, Policy, Side, Words};
 pub use envelope::{Answer, ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, Responder, SuccessFrame};
 pub use error::{Error, ErrorCode};
 pub use peer::{Outcome, Peer, Pending, Reply};
-pub use serve::{serve, Connection, Dispatch, Service};
+pub use serve::{claim_cancellation, serve, Connection, Dispatch, Service};

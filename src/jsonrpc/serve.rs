@@ -11,6 +11,12 @@
 //! [`Connection::after_answer`] inside that request's handler: it resolves when *that*
 //! request's answer is on the outbox.
 //!
+//! **Cancellation.** The loop keeps a cancellation token per request in flight, by id;
+//! [`Connection::cancel_request`] (a dialect's `$/cancel_request`) fires it. A request whose
+//! handler did not [`claim_cancellation`] is dropped and answered -32800 at once; one that did
+//! ends itself (a prompt cancels its run and answers `cancelled`). An id not in flight is
+//! ignored.
+//!
 //! **End of input** means "no more requests" (notes §1.6), not "cancel": once every line read
 //! is handled, the peer is closed ([`Peer::close`]: our requests waiting for the other side's
 //! answer fail closed, later ones are not sent), the requests in flight are answered as they
@@ -18,15 +24,20 @@
 //! (`--eof-timeout`, a signal) is the process runner's: it cancels the work, and the cancelled
 //! requests answer.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use futures_util::FutureExt;
+use serde_json::Value;
 use tokio::io::AsyncBufRead;
+use tokio_util::sync::CancellationToken;
 
 use super::answer::{scope, Answered};
 use super::decode::{decode, Inbound, Side};
 use super::envelope::{Answer, Responder};
+use super::error::Error;
 use super::peer::Peer;
 use crate::transport::lines::spawn_line_channel;
 use crate::transport::Outbox;
@@ -49,16 +60,73 @@ pub trait Service: Dispatch<<Self::Side as Side>::Request> {
     fn notified(&self, notification: <Self::Side as Side>::Notification);
 }
 
-/// One JSON-RPC connection: the outbox and the peer (our requests to the other side).
+/// The cancellation of one request in flight.
+#[derive(Debug, Clone, Default)]
+struct Cancellation {
+    token: CancellationToken,
+    /// The handler ends itself when the token fires (see [`claim_cancellation`]).
+    claimed: Arc<AtomicBool>,
+}
+
+impl Cancellation {
+    /// Resolves when the request is cancelled and its handler left that to the loop.
+    async fn unclaimed(&self) {
+        self.token.cancelled().await;
+        if self.claimed.load(Ordering::Acquire) {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+tokio::task_local! {
+    /// The cancellation of the request whose handler is being polled.
+    static CANCEL: Cancellation;
+}
+
+/// Called in a request's handler: the handler ends itself when the request is cancelled
+/// (the returned token fires) instead of being dropped and answered -32800. Outside a
+/// request's handler the token never fires.
+pub fn claim_cancellation() -> CancellationToken {
+    CANCEL
+        .try_with(|c| {
+            c.claimed.store(true, Ordering::Release);
+            c.token.clone()
+        })
+        .unwrap_or_default()
+}
+
+/// The key of a request id in the table of requests in flight: its JSON text.
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// One JSON-RPC connection: the outbox, the peer (our requests to the other side) and the
+/// peer's requests in flight (for their cancellation).
 #[derive(Debug)]
 pub struct Connection {
     peer: Peer,
+    running: Mutex<HashMap<String, CancellationToken>>,
 }
 
 impl Connection {
     /// A connection writing to `out`.
     pub fn new(out: Outbox) -> Self {
-        Self { peer: Peer::new(out) }
+        Self { peer: Peer::new(out), running: Mutex::new(HashMap::new()) }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Cancels the request in flight with id `id` (`$/cancel_request`); whether there was one.
+    pub fn cancel_request(&self, id: &Value) -> bool {
+        match self.running().get(&id_key(id)) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Our requests to the other side.
@@ -93,8 +161,9 @@ where
     loop {
         tokio::select! {
             biased;
-            Some((answer, waiters)) = inflight.next(), if !inflight.is_empty() => {
-                let (answer, answered): (Answer, Answered) = (answer, waiters);
+            Some((answer, waiters, key)) = inflight.next(), if !inflight.is_empty() => {
+                let (answer, answered, key): (Answer, Answered, String) = (answer, waiters, key);
+                conn.running().remove(&key);
                 let _ = out.send_batch(&mut answer.into_batch()).await;
                 answered.fire();
             }
@@ -115,8 +184,19 @@ where
                         conn.peer().answer(&id, outcome);
                     }
                     Ok(Inbound::Request { id, request }) => {
-                        let (handled, answered) = scope(service.dispatch(request, Responder::new(id, null_data)));
-                        inflight.push(handled.map(move |answer| (answer, answered)));
+                        let key = id_key(&id);
+                        let cancel = Cancellation::default();
+                        conn.running().insert(key.clone(), cancel.token.clone());
+                        let refusal = Responder::new(id.clone(), null_data);
+                        let (handled, answered) = scope(CANCEL.scope(cancel.clone(), service.dispatch(request, Responder::new(id, null_data))));
+                        inflight.push(async move {
+                            let answer = tokio::select! {
+                                biased;
+                                answer = handled => answer,
+                                () = cancel.unclaimed() => refusal.answer::<()>(Err(Error::request_cancelled("Request cancelled by $/cancel_request"))),
+                            };
+                            (answer, answered, key)
+                        });
                     }
                 },
             },

@@ -4,6 +4,8 @@
 //! Config dir: `--config-dir`, else `$AGENTWIRE_CONFIG_DIR`, else `$XDG_CONFIG_HOME/agentwire`,
 //! else `~/.config/agentwire`. The models file is `models.json` there
 //! (`schema/models-file.schema.json`); a provider in the file replaces a built-in of the same name.
+//! A provider's key is its literal `apiKey`, else its `apiKeyEnv` variable, else the key stored
+//! for it with `agentwire login` ([`super::keys`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -135,7 +137,9 @@ pub fn load(selection: &Selection) -> Result<Catalogue, ConfigError> {
     }];
     let mut providers: Vec<(String, ProviderConfig)> = builtins();
     let mut default_model = None;
-    if let Some(dir) = config_dir(selection.config_dir.as_deref()) {
+    let dir = config_dir(selection.config_dir.as_deref());
+    let stored = dir.as_deref().map(super::keys::stored).unwrap_or_default();
+    if let Some(dir) = dir {
         let path = dir.join("models.json");
         if path.exists() {
             let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
@@ -164,7 +168,13 @@ pub fn load(selection: &Selection) -> Result<Catalogue, ConfigError> {
             (Some(k), true) => Some(k.clone()),
             // An empty variable is the usual way to unset a key in a shell or CI config, so it
             // means "not configured" rather than an error.
-            _ => config.api_key.clone().or_else(|| config.api_key_env.as_ref().and_then(|v| std::env::var(v.as_str()).ok())).filter(|k| !blank(k)),
+            // A key stored with `agentwire login` comes last.
+            _ => config
+                .api_key
+                .clone()
+                .or_else(|| config.api_key_env.as_ref().and_then(|v| std::env::var(v.as_str()).ok()).filter(|k| !blank(k)))
+                .or_else(|| stored.get(&name).cloned())
+                .filter(|k| !blank(k)),
         };
         // Providers reached with a key variable are usable only when it is set; a literal key,
         // or none at all (local servers such as Ollama), is always usable.

@@ -12,6 +12,7 @@
 
 pub mod anthropic;
 pub mod config;
+pub mod keys;
 pub mod offline;
 pub mod openai;
 pub mod redact;

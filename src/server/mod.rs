@@ -391,6 +391,18 @@ impl SessionFactory for AcpSessions {
     fn max_session_bytes(&self) -> u64 {
         self.options.max_session_bytes
     }
+
+    fn provider_configured(&self) -> bool {
+        // The catalogue is read anew: keys stored or exported since the start count.
+        crate::providers::config::load(&self.options.selection).is_ok_and(|c| c.models.iter().any(|m| m.api != crate::providers::Api::Offline))
+    }
+
+    fn forget_stored_keys(&self) -> std::io::Result<bool> {
+        match crate::providers::config::config_dir(self.options.selection.config_dir.as_deref()) {
+            Some(dir) => crate::providers::keys::forget(&dir),
+            None => Ok(false),
+        }
+    }
 }
 
 /// Runs `agentwire --mode acp` on stdin/stdout (no `ready` line: stdout carries only

@@ -164,7 +164,19 @@ pub enum Payload {
         /// Files touched.
         details: Option<CompactionDetails>,
     },
+    /// An agentwire setting with no entry type of its own (a `custom` entry), e.g. the
+    /// approval policy ([`APPROVAL_ENTRY`]).
+    Custom {
+        /// `customType`.
+        custom_type: String,
+        /// `data`.
+        data: serde_json::Value,
+    },
 }
+
+/// The `customType` of the entry recording the approval policy (`data: {"policy": "never" |
+/// "dangerous" | "always"}`): ACP's session mode, restored with the session.
+pub const APPROVAL_ENTRY: &str = "agentwire.approval";
 
 /// RFC 3339 time, milliseconds.
 pub fn now_rfc3339() -> String {
@@ -359,6 +371,9 @@ impl Session {
                 details,
                 ..CompactionEntry::new(nonempty(&id), parent_id, nonempty(&timestamp), summary, nonempty(&first_kept_entry_id), tokens_before)
             }),
+            Payload::Custom { custom_type, data } => {
+                SessionEntry::Custom(CustomEntry::new(nonempty(&id), parent_id, nonempty(&timestamp), nonempty(&custom_type)).with_data(data))
+            }
         };
         let entry = Arc::new(StoredEntry::from_typed(&entry));
         self.push_loaded(entry.clone());
@@ -564,6 +579,14 @@ impl Session {
     pub fn name(&self) -> Option<String> {
         let Some(SessionEntry::SessionInfo(i)) = self.last_on_branch(EntryKind::SessionInfo) else { return None };
         Some(i.name)
+    }
+
+    /// The `data` of the last `custom` entry of `custom_type` on the current branch.
+    pub fn custom_data(&self, custom_type: &str) -> Option<serde_json::Value> {
+        self.branch().iter().rev().filter(|e| e.kind() == EntryKind::Custom).filter_map(|e| e.typed()).find_map(|e| match e {
+            SessionEntry::Custom(c) if *c.custom_type == custom_type => c.data,
+            _ => None,
+        })
     }
 
     /// The last model and thinking level recorded on the current branch.

@@ -88,9 +88,15 @@ pub fn target_path(tool: &str, arguments: &Map<String, Value>) -> Option<String>
 /// after every symlink is followed — a link inside the directory that points out of it counts
 /// as outside, and so does a dangling one whose target would be created outside. `None`: inside.
 pub fn outside_cwd(cwd: &Path, path: &str) -> Option<PathBuf> {
-    let root = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    outside_roots(cwd, &[], path)
+}
+
+/// [`outside_cwd`] with more roots the tools may use freely (ACP's `additionalDirectories`):
+/// `None` when `path` lies inside the working directory or inside one of `roots`.
+pub fn outside_roots(cwd: &Path, roots: &[PathBuf], path: &str) -> Option<PathBuf> {
     let real = real_path(&cwd.join(path), 0);
-    (!real.starts_with(&root)).then_some(real)
+    let inside = std::iter::once(cwd).chain(roots.iter().map(PathBuf::as_path)).any(|root| real.starts_with(root.canonicalize().unwrap_or_else(|_| root.to_path_buf())));
+    (!inside).then_some(real)
 }
 
 /// Symlink hops followed before giving up (the kernel's own limit is 40).

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod acp;
 pub mod fake_llm;
 pub mod wire;
 
@@ -15,6 +16,23 @@ use std::time::{Duration, Instant};
 
 use agentwire::protocol::validate::{validator, Dialect, Direction};
 use serde_json::{json, Value};
+
+/// The JSON frames of an agent's stdout, read on a thread; `check` sees each (and its line)
+/// before it is delivered and panics on one that is wrong.
+pub fn frames_of(stdout: std::process::ChildStdout, check: impl Fn(&Value, &str) + Send + 'static) -> Receiver<Value> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+            check(&frame, &line);
+            if tx.send(frame).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
 
 /// Default wait for one frame.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -56,18 +74,9 @@ impl Agent {
         }
         configure(&mut cmd);
         let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Outbound, &frame, None) {
-                    panic!("invalid frame from agentwire: {e}\n{line}");
-                }
-                if tx.send(frame).is_err() {
-                    break;
-                }
+        let rx = frames_of(child.stdout.take().unwrap(), |frame, line| {
+            if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Outbound, frame, None) {
+                panic!("invalid frame from agentwire: {e}\n{line}");
             }
         });
         let stdin = child.stdin.take();

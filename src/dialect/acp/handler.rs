@@ -1,16 +1,18 @@
 //! The generated [`AcpAgentHandler`] trait, implemented by mapping each ACP method onto the core.
 //!
 //! Each ACP session is one [`Agent`] (built by the process's [`SessionFactory`] for the
-//! session's `cwd`) with its own [`AcpSessionHost`]; sessions live until the process ends.
-//! Updates about a session that the client only learns of from an answer
-//! (`available_commands_update` after `session/new`) are sent once that answer is queued.
+//! session's `cwd`) with its own [`AcpSessionHost`]; sessions live until `session/close`,
+//! `session/delete` or the end of the process. Updates about a session that the client only
+//! learns of from an answer (`available_commands_update` after `session/new`) are sent once
+//! that answer is queued; those of a session it names (`session/load`, `session/resume`) go
+//! out before the answer, so nothing for that session follows it until the next request.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::client_tools::ClientTools;
-use super::{lock, modes, AcpSessionHost};
+use super::{auth, config, lock, modes, AcpSessionHost};
 use crate::agent::events::RunOutcome;
 use crate::agent::{Agent, Submitted};
 use crate::jsonrpc::{Connection, Error};
@@ -29,6 +31,11 @@ pub trait SessionFactory: Send + Sync {
     fn accepts_images(&self) -> bool;
     /// The largest session file read (`--max-session-bytes`): listings skip larger files.
     fn max_session_bytes(&self) -> u64;
+    /// Whether a provider other than the offline model can be used: its key is in the
+    /// environment, `models.json` or the key store (`agentwire login`), or it needs none.
+    fn provider_configured(&self) -> bool;
+    /// Forgets the keys stored with `agentwire login`; whether there were any.
+    fn forget_stored_keys(&self) -> std::io::Result<bool>;
 }
 
 /// One live session.
@@ -45,6 +52,8 @@ pub struct AcpServer {
     sessions: Mutex<HashMap<String, Live>>,
     /// `initialize`'s `clientCapabilities` (only `fs` and `terminal` are read).
     client: Mutex<Option<ClientCapabilities>>,
+    /// Sessions closed or deleted in this process, so a later request for one says so.
+    closed: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for AcpServer {
@@ -62,8 +71,23 @@ fn absolute(cwd: &str) -> Result<PathBuf, Error> {
     if path.is_absolute() {
         Ok(path)
     } else {
-        Err(Error::invalid_params(format!("cwd must be an absolute path: {cwd}")).with_details([("path", "/cwd"), ("reason", "not an absolute path")]))
+        Err(Error::invalid_params(format!("cwd must be an absolute path: {cwd}")).at("/cwd", "not an absolute path"))
     }
+}
+
+/// `additionalDirectories`: absolute paths, or -32602 naming the first that is not.
+fn additional_roots(dirs: &[String]) -> Result<Vec<PathBuf>, Error> {
+    dirs.iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let path = PathBuf::from(d);
+            if path.is_absolute() {
+                Ok(path)
+            } else {
+                Err(Error::invalid_params(format!("additionalDirectories must be absolute paths: {d}")).at(format!("/additionalDirectories/{i}"), "not an absolute path"))
+            }
+        })
+        .collect()
 }
 
 /// The prompt's text and images. Text resources are inlined with their URI; links are named.
@@ -78,8 +102,7 @@ fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), 
                 images.push(ImageContent::new(data.clone(), mime));
             }
             ContentBlock::Audio { .. } => {
-                let path = format!("/prompt/{i}");
-                return Err(Error::invalid_params("Audio prompts are not supported (promptCapabilities.audio is false)").with_details([("path", path.as_str()), ("reason", "audio is not supported")]));
+                return Err(Error::invalid_params("Audio prompts are not supported (promptCapabilities.audio is false)").at(format!("/prompt/{i}"), "audio is not supported"));
             }
             ContentBlock::ResourceLink { name, uri, .. } => text.push(format!("[@{name}]({uri})")),
             ContentBlock::Resource { resource, .. } => match resource {
@@ -94,7 +117,13 @@ fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), 
 impl AcpServer {
     /// A server on `conn` building sessions with `factory`.
     pub fn new(conn: Arc<Connection>, factory: Arc<dyn SessionFactory>) -> Self {
-        Self { conn, factory, sessions: Mutex::new(HashMap::new()), client: Mutex::new(None) }
+        Self {
+            conn,
+            factory,
+            sessions: Mutex::new(HashMap::new()),
+            client: Mutex::new(None),
+            closed: Mutex::new(HashSet::new()),
+        }
     }
 
     /// The connection (client responses go there).
@@ -108,7 +137,31 @@ impl AcpServer {
     }
 
     fn live(&self, session: &str) -> Result<Live, Error> {
-        lock(&self.sessions).get(session).cloned().ok_or_else(|| not_found(session))
+        lock(&self.sessions).get(session).cloned().ok_or_else(|| {
+            if lock(&self.closed).contains(session) {
+                Error::resource_not_found(format!("Session closed: {session}")).with_details([("sessionId", session)])
+            } else {
+                not_found(session)
+            }
+        })
+    }
+
+    /// Ends a live session as `session/close` does: its run is cancelled (the prompt resolves
+    /// `cancelled`), its `bash` commands are terminated, and later requests for it fail. Returns
+    /// once a prompt it cancelled has been answered, so that answer comes first.
+    async fn end(&self, session: &str) -> Option<Live> {
+        let live = lock(&self.sessions).remove(session)?;
+        lock(&self.closed).insert(session.to_owned());
+        // A prompt still waiting for its run has not been answered (answers are written by the
+        // loop this request runs on): wait until its answer is queued.
+        let prompt_answered = lock(&live.host.state).prompt_answered.clone();
+        live.agent.cancel_now();
+        live.agent.shutdown().await;
+        if let Some(mut answered) = prompt_answered {
+            // An error means the prompt's request went away unanswered: nothing to wait for.
+            let _ = answered.wait_for(|answered| *answered).await;
+        }
+        Some(live)
     }
 
     /// `session/cancel`: aborts the session's run (its prompt resolves `cancelled`, a pending
@@ -124,7 +177,7 @@ impl AcpServer {
         }
     }
 
-    /// Builds and registers a session; its commands are announced after the answer.
+    /// Builds and registers a session.
     fn open(&self, cwd: &Path, resume: Option<&Path>) -> Result<Live, Error> {
         let host = Arc::new(AcpSessionHost::new(self.conn.clone()));
         let agent = self.factory.create(cwd, resume, host.clone()).map_err(Error::internal)?;
@@ -138,33 +191,27 @@ impl AcpServer {
         };
         *lock(&host.tools) = offered.map(|t| Arc::new(t) as Arc<dyn crate::tools::host::HostTools>);
         let live = Live { agent, host };
+        lock(&self.closed).remove(&id);
         lock(&self.sessions).insert(id, live.clone());
-        self.announce_commands(&live);
         Ok(live)
     }
 
-    fn announce_commands(&self, live: &Live) {
+    /// Announces a new session's commands once the answer naming it is queued.
+    fn announce_commands_after_answer(&self, live: &Live) {
         let answered = self.conn.after_answer();
         let live = live.clone();
         tokio::spawn(async move {
-            if !answered.await {
-                return;
+            if answered.await {
+                announce_commands(&live).await;
             }
-            let available_commands = live
-                .agent
-                .commands()
-                .commands
-                .into_iter()
-                .map(|c| AvailableCommand { description: c.description.clone().unwrap_or_default(), input: None, meta: None, name: c.name.to_string() })
-                .collect();
-            live.host.update(SessionUpdate::AvailableCommandsUpdate { available_commands, meta: None }).await;
         });
     }
 
-    /// The session file of `session`, looked for in the directories of `cwd` first.
-    fn find_session_file(&self, session: &str, cwd: &Path) -> Option<PathBuf> {
+    /// The session file of `session`, looked for in the directories of `cwd` first (in all of
+    /// them without one).
+    fn find_session_file(&self, session: &str, cwd: Option<&Path>) -> Option<PathBuf> {
         self.factory
-            .session_dirs(Some(cwd))
+            .session_dirs(cwd)
             .iter()
             .flat_map(|d| crate::sessions::files_in(d))
             .find(|p| {
@@ -181,44 +228,73 @@ impl AcpServer {
             })
     }
 
-    /// An open session or one loaded from its file.
-    fn open_existing(&self, session: &str, cwd: &str) -> Result<Live, Error> {
-        if let Ok(live) = self.live(session) {
-            if live.agent.is_running() {
-                return Err(Error::internal("The session is running a prompt; cancel it first"));
+    /// An open session or one loaded from its file; its commands (and its title, when it has
+    /// one) are announced before the answer (the client named the session, so it knows it).
+    async fn open_existing(&self, session: &str, cwd: &str) -> Result<Live, Error> {
+        let open = lock(&self.sessions).get(session).cloned();
+        let live = match open {
+            Some(live) if live.agent.is_running() => return Err(Error::internal("The session is running a prompt; cancel it first")),
+            Some(live) => live,
+            None => {
+                let cwd = absolute(cwd)?;
+                let path = self.find_session_file(session, Some(&cwd)).ok_or_else(|| not_found(session))?;
+                self.open(&cwd, Some(&path))?
             }
-            self.announce_commands(&live);
-            return Ok(live);
+        };
+        announce_commands(&live).await;
+        if let Some(title) = live.agent.session_name() {
+            live.host.update(SessionUpdate::SessionInfoUpdate { meta: None, title: Some(title), updated_at: None }).await;
         }
-        let cwd = absolute(cwd)?;
-        let path = self.find_session_file(session, &cwd).ok_or_else(|| not_found(session))?;
-        self.open(&cwd, Some(&path))
+        Ok(live)
     }
+}
+
+/// Sends the session's slash commands (`available_commands_update`); those that take text
+/// carry it as their `input` hint.
+async fn announce_commands(live: &Live) {
+    let available_commands = live
+        .agent
+        .commands()
+        .commands
+        .into_iter()
+        .map(|c| {
+            let command = AvailableCommand::new(c.description.clone().unwrap_or_default(), c.name.to_string());
+            match c.input.and_then(|i| i.hint) {
+                Some(hint) => command.with_input(AvailableCommandInput(UnstructuredCommandInput::new(hint))),
+                None => command,
+            }
+        })
+        .collect();
+    live.host.update(SessionUpdate::AvailableCommandsUpdate { available_commands, meta: None }).await;
+}
+
+/// `session/set_mode` and `set_config_option`'s mode: the policy, saved with the session.
+fn set_policy(live: &Live, policy: crate::agent::ApprovalPolicy) -> Result<(), Error> {
+    live.agent.set_approval_policy(policy).map_err(|e| Error::internal(e.to_string()))
 }
 
 impl AcpAgentHandler for AcpServer {
     async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, Error> {
+        let terminal_auth = params.client_capabilities.auth.terminal;
         *lock(&self.client) = Some(params.client_capabilities);
         let note = serde_json::Map::from_iter([("mcpServers".to_owned(), "accepted and ignored: agentwire does not connect MCP servers yet".into())]);
         let meta = serde_json::Map::from_iter([("agentwire".to_owned(), serde_json::Value::Object(note))]);
         Ok(InitializeResponse {
             agent_capabilities: AgentCapabilities {
-                auth: Default::default(),
+                auth: AgentAuthCapabilities::new().with_logout(LogoutCapabilities::new()),
                 load_session: true,
                 mcp_capabilities: McpCapabilities { http: false, meta: None, sse: false },
                 meta: Some(meta),
                 prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: self.factory.accepts_images(), meta: None },
-                session_capabilities: SessionCapabilities {
-                    additional_directories: None,
-                    close: None,
-                    delete: None,
-                    list: Some(SessionListCapabilities { meta: None }),
-                    meta: None,
-                    resume: Some(SessionResumeCapabilities { meta: None }),
-                },
+                session_capabilities: SessionCapabilities::new()
+                    .with_additional_directories(SessionAdditionalDirectoriesCapabilities::new())
+                    .with_close(SessionCloseCapabilities::new())
+                    .with_delete(SessionDeleteCapabilities::new())
+                    .with_list(SessionListCapabilities::new())
+                    .with_resume(SessionResumeCapabilities::new()),
             },
-            agent_info: Some(Implementation { meta: None, name: "agentwire".into(), title: Some("agentwire".into()), version: env!("CARGO_PKG_VERSION").into() }),
-            auth_methods: Vec::new(),
+            agent_info: Some(Implementation::new("agentwire", env!("CARGO_PKG_VERSION")).with_title("agentwire".to_owned())),
+            auth_methods: auth::methods(terminal_auth),
             meta: None,
             protocol_version: ProtocolVersion(ACP_PROTOCOL_VERSION),
         })
@@ -226,15 +302,27 @@ impl AcpAgentHandler for AcpServer {
 
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let cwd = absolute(&params.cwd)?;
+        let roots = additional_roots(&params.additional_directories)?;
         let live = self.open(&cwd, None)?;
-        Ok(NewSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())), session_id: SessionId(live.agent.session_id()) })
+        live.agent.set_additional_roots(roots);
+        // The id handed out names a file from now on: a new process can load or resume it
+        // before anything was prompted.
+        if let Err(e) = live.agent.save_session() {
+            lock(&self.sessions).remove(&live.agent.session_id());
+            return Err(Error::internal(e.to_string()));
+        }
+        self.announce_commands_after_answer(&live);
+        let options = config::options(&live.agent);
+        Ok(NewSessionResponse::new(SessionId(live.agent.session_id())).with_config_options(options).with_modes(modes::state(live.agent.approval_policy())))
     }
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
-        let live = self.open_existing(&params.session_id, &params.cwd)?;
+        let roots = additional_roots(&params.additional_directories)?;
+        let live = self.open_existing(&params.session_id, &params.cwd).await?;
+        live.agent.set_additional_roots(roots);
         // The whole history goes out before the answer.
         live.host.replay(&live.agent.messages()).await;
-        Ok(LoadSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
+        Ok(LoadSessionResponse::new().with_config_options(config::options(&live.agent)).with_modes(modes::state(live.agent.approval_policy())))
     }
 
     async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
@@ -246,32 +334,112 @@ impl AcpAgentHandler for AcpServer {
         listings.sort_by(|a, b| b.modified.cmp(&a.modified));
         let sessions = listings
             .into_iter()
-            .map(|l| SessionInfo {
-                additional_directories: Vec::new(),
-                cwd: l.cwd.clone(),
-                meta: None,
-                session_id: SessionId(l.id.to_string()),
-                title: l.name.clone().or_else(|| l.first_message.clone()),
-                updated_at: Some(l.modified.clone()).filter(|m| !m.is_empty()),
+            .map(|l| {
+                let info = SessionInfo::new(l.cwd.clone(), SessionId(l.id.to_string()));
+                let info = match l.name.clone().or_else(|| l.first_message.clone()) {
+                    Some(title) => info.with_title(title),
+                    None => info,
+                };
+                match Some(l.modified.clone()).filter(|m| !m.is_empty()) {
+                    Some(updated) => info.with_updated_at(updated),
+                    None => info,
+                }
             })
             .collect();
-        Ok(ListSessionsResponse { meta: None, next_cursor: None, sessions })
+        Ok(ListSessionsResponse::new(sessions))
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
-        let live = self.open_existing(&params.session_id, &params.cwd)?;
-        Ok(ResumeSessionResponse { config_options: None, meta: None, modes: Some(modes::state(live.agent.approval_policy())) })
+        let roots = additional_roots(&params.additional_directories)?;
+        let live = self.open_existing(&params.session_id, &params.cwd).await?;
+        live.agent.set_additional_roots(roots);
+        Ok(ResumeSessionResponse::new().with_config_options(config::options(&live.agent)).with_modes(modes::state(live.agent.approval_policy())))
     }
 
     async fn session_set_mode(&self, params: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
         let live = self.live(&params.session_id)?;
-        live.agent.set_approval_policy(modes::policy(&params.mode_id)?);
-        Ok(SetSessionModeResponse { meta: None })
+        set_policy(&live, modes::policy(&params.mode_id)?)?;
+        // The mode is also a config option: the client's copy of those is now stale.
+        live.host.update(SessionUpdate::ConfigOptionUpdate { config_options: config::options(&live.agent), meta: None }).await;
+        Ok(SetSessionModeResponse::new())
+    }
+
+    async fn session_set_config_option(&self, params: SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, Error> {
+        let (session, config_id, value) = match params {
+            SetSessionConfigOptionRequest::Variant1 { config_id, session_id, value, .. } => (session_id, config_id, value),
+            SetSessionConfigOptionRequest::Variant0 { config_id, .. } => {
+                return Err(Error::invalid_params(format!("The config option {:?} is a select, not a boolean", config_id.0)).at("/type", "agentwire has no boolean config options"));
+            }
+        };
+        let live = self.live(&session)?;
+        match config::change(&live.agent, &config_id.0, &value.0)? {
+            config::Change::Model(provider, id) => {
+                live.agent.set_model(&provider, &id).await.map_err(|e| Error::internal(e.to_string()))?;
+                *lock(&live.host.context_window) = Some(live.agent.current_model().context_window);
+            }
+            config::Change::ThoughtLevel(level) => {
+                live.agent.set_thinking_level(level).await;
+            }
+            config::Change::Mode(policy) => {
+                set_policy(&live, policy)?;
+                live.host.update(SessionUpdate::CurrentModeUpdate { current_mode_id: SessionModeId(modes::mode_id(policy).to_owned()), meta: None }).await;
+            }
+        }
+        Ok(SetSessionConfigOptionResponse::new(config::options(&live.agent)))
+    }
+
+    async fn session_close(&self, params: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
+        self.end(&params.session_id).await.ok_or_else(|| not_found(&params.session_id))?;
+        Ok(CloseSessionResponse::new())
+    }
+
+    async fn session_delete(&self, params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
+        let session = params.session_id.0;
+        let live = self.end(&session).await;
+        let path = match live.as_ref().and_then(|l| l.agent.session_path()) {
+            Some(path) => Some(path).filter(|p| p.exists()),
+            None => self.find_session_file(&session, None),
+        };
+        match (path, live) {
+            (Some(path), _) => {
+                std::fs::remove_file(&path).map_err(|e| Error::internal(format!("Cannot delete {}: {e}", path.display())))?;
+                lock(&self.closed).insert(session);
+            }
+            // A session kept in memory only (`--no-session`) is gone once closed.
+            (None, Some(_)) => {}
+            (None, None) => return Err(not_found(&session)),
+        }
+        Ok(DeleteSessionResponse::new())
+    }
+
+    async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
+        auth::check_method(&params.method_id.0)?;
+        if self.factory.provider_configured() {
+            Ok(AuthenticateResponse::new())
+        } else {
+            Err(auth::required())
+        }
+    }
+
+    async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
+        self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
+        Ok(LogoutResponse::new())
     }
 
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
+        // `$/cancel_request` for this prompt cancels its run, which then answers `cancelled`
+        // (claimed first: a cancellation arriving while the run starts must not drop the
+        // handler of a run that was started).
+        let cancelled = crate::jsonrpc::claim_cancellation();
         let live = self.live(&params.session_id)?;
         let (text, images) = prompt_input(&params.prompt)?;
+        let model = live.agent.current_model();
+        if !images.is_empty() && !model.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)) {
+            let at = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
+            return Err(Error::invalid_params(format!("The session's model {}/{} does not take images", *model.provider, *model.id))
+                .at(format!("/prompt/{at}"), "the model does not take images"));
+        }
+        let options_before = config::options(&live.agent);
         let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
         if live.agent.is_running() {
             return Err(busy());
@@ -281,16 +449,37 @@ impl AcpAgentHandler for AcpServer {
             Ok(Submitted::Queued) => return Err(busy()),
             Err(e) => return Err(Error::internal(e.to_string())),
         };
+        let (answered, prompt_answered) = tokio::sync::watch::channel(false);
+        lock(&live.host.state).prompt_answered = Some(prompt_answered);
+        crate::jsonrpc::answer::on_answer(move |_| {
+            let _ = answered.send(true);
+        });
         live.agent.release_gates();
-        let outcome = prompt.outcome().await.ok_or_else(|| Error::internal("The prompt ended without an outcome"))?;
+        let outcome = prompt.outcome();
+        tokio::pin!(outcome);
+        let outcome = tokio::select! {
+            outcome = &mut outcome => outcome,
+            () = cancelled.cancelled() => {
+                self.cancel(&params.session_id);
+                outcome.await
+            }
+        };
+        let outcome = outcome.ok_or_else(|| Error::internal("The prompt ended without an outcome"))?;
         let hit_length = lock(&live.host.state).hit_length;
+        // A slash command (`/model`) or the run changed a setting: the client hears of it
+        // before the prompt's answer.
+        let options = config::options(&live.agent);
+        if options != options_before {
+            *lock(&live.host.context_window) = Some(live.agent.current_model().context_window);
+            live.host.update(SessionUpdate::ConfigOptionUpdate { config_options: options, meta: None }).await;
+        }
         let stop_reason = match outcome {
             RunOutcome::Completed if hit_length => StopReason::MaxTokens,
             RunOutcome::Completed => StopReason::EndTurn,
             RunOutcome::StepLimit { .. } => StopReason::MaxTurnRequests,
             RunOutcome::Aborted => StopReason::Cancelled,
-            RunOutcome::Failed(e) => return Err(Error::internal(e.message)),
+            RunOutcome::Failed(e) => return Err(auth::prompt_failure(&e)),
         };
-        Ok(PromptResponse { meta: None, stop_reason })
+        Ok(PromptResponse::new(stop_reason))
     }
 }

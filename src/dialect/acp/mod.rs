@@ -8,11 +8,14 @@
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
 //! - [`modes`]: the core's approval policy as ACP session modes (`session/set_mode`);
+//! - [`config`]: model, thinking level and mode as config options (`session/set_config_option`);
+//! - [`auth`]: how agentwire gets provider keys, as auth methods (`authenticate`, `logout`);
 //! - [`client_tools`]: the built-in tools' file and `bash` access through the client's
 //!   `fs/*` and `terminal/*` methods, when it advertises them;
 //! - [`port`]: the core's host port → `session/request_permission`;
 //! - [`serve`]: the dialect as a service of the JSON-RPC runtime's one serve loop
-//!   ([`crate::jsonrpc`]: envelopes, ids, our requests to the client and their answers).
+//!   ([`crate::jsonrpc`]: envelopes, ids, our requests to the client and their answers,
+//!   `$/cancel_request`).
 //!
 //! | core | ACP |
 //! |---|---|
@@ -26,7 +29,9 @@
 //! | `PromptSettled` | the `session/prompt` result: `end_turn`, `max_tokens` (the model stopped on length), `max_turn_requests` (`--max-steps-per-turn`), `cancelled`; a provider failure is a -32603 error |
 //! | approval (`HostPort::approve`) | `session/request_permission` with `allow_once`, `allow_always`, `reject_once`, `reject_always` |
 
+pub mod auth;
 pub mod client_tools;
+pub mod config;
 pub mod decode;
 pub mod handler;
 pub mod modes;
@@ -63,6 +68,9 @@ struct SessionState {
     /// The last assistant message of the run stopped on length (read by the `session/prompt`
     /// that started it, once the run settled; reset when the next run starts).
     hit_length: bool,
+    /// Turns `true` once the answer of the session's latest `session/prompt` is queued
+    /// (`session/close` answers after the prompt it cancelled).
+    prompt_answered: Option<tokio::sync::watch::Receiver<bool>>,
     /// Tool calls announced in this session, by id.
     calls: HashMap<String, CallInfo>,
     /// Tools the user answered `reject_always` for.

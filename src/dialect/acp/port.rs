@@ -106,15 +106,32 @@ impl HostPort for AcpSessionHost {
     }
 
     fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
-        async { DialogOutcome::Unsupported("This command needs a dialog, and ACP v1 has no dialogs; use the command's arguments instead".into()) }.boxed()
+        // Only commands that take their input as text are offered (`supports_dialogs`), so
+        // this is reached by one sent without it.
+        async { DialogOutcome::Unsupported("ACP has no dialogs: give the command its input after its name".into()) }.boxed()
     }
 
+    fn supports_dialogs(&self) -> bool {
+        false
+    }
+
+    /// Every notice but the title (the session name goes out as `session_info_update`) is
+    /// shown as agent message text: ACP v1 has no status bar, widgets or editor access.
     fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
         async move {
-            if let UiNotice::Notify { message, .. } = notice {
-                let text = format!("\n\n> {message}\n");
-                self.update(SessionUpdate::AgentMessageChunk { content: super::project::text_block(text), message_id: None, meta: None }).await;
+            let text = match notice {
+                UiNotice::Notify { message, .. } => message,
+                UiNotice::Status { text, .. } => text.unwrap_or_default(),
+                UiNotice::Widget { lines: Some(lines), .. } => lines.join("\n"),
+                UiNotice::Widget { key, lines: None } => format!("No {key}."),
+                UiNotice::EditorText { text } => format!("Last prompt:\n\n{text}"),
+                UiNotice::Title { .. } => return,
+            };
+            if text.is_empty() {
+                return;
             }
+            let text = format!("\n\n> {}\n", text.replace('\n', "\n> "));
+            self.update(SessionUpdate::AgentMessageChunk { content: super::project::text_block(text), message_id: None, meta: None }).await;
         }
         .boxed()
     }

@@ -2,6 +2,10 @@
 //! `session/prompt` answers when its run ends while the loop keeps serving `session/cancel`
 //! and the client's answers to permission, `fs/*` and `terminal/*` requests.
 //!
+//! `$/cancel_request` names a request in flight: a `session/prompt` is cancelled as by
+//! `session/cancel` (it answers `cancelled`); any other request answers -32800 at once. An id
+//! not in flight (already answered, or never sent) is ignored.
+//!
 //! stdin EOF means "no more requests" (notes §1.6): permission requests and client calls waiting
 //! for the client fail closed, the requests in flight are answered — a `session/prompt` when its
 //! run ends, as it would have — and the loop returns. Bounding that wait (`--eof-timeout`, a
@@ -23,6 +27,12 @@ impl Service for AcpServer {
     fn notified(&self, notification: AcpAgentNotification) {
         match notification {
             AcpAgentNotification::SessionCancel(n) => self.cancel(&n.session_id),
+            AcpAgentNotification::CancelRequest(n) => {
+                let id = serde_json::to_value(&n.request_id).unwrap_or_default();
+                if !self.conn().cancel_request(&id) {
+                    tracing::debug!("$/cancel_request for {id}, which is not in flight");
+                }
+            }
         }
     }
 }

@@ -77,9 +77,22 @@ async def new_session(conn: Any, cwd: Path) -> str:
     init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
     assert init.protocol_version == 1
     assert init.agent_capabilities.load_session is True
-    assert init.auth_methods == []
+    assert [m.id for m in init.auth_methods] == ["provider-keys"]
+    caps = init.agent_capabilities.session_capabilities
+    assert caps.close is not None and caps.delete is not None
     session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
     return str(session.session_id)
+
+
+SLOW = {"text": "a slow answer, two characters at a time, going on and on for a while", "chunkSize": 2, "delayMs": 40}
+
+
+async def start_streaming(conn: Any, client: Recorder, sid: str) -> asyncio.Task[Any]:
+    """Starts a prompt of the SLOW reply; returns it once its first chunk arrived."""
+    prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
+    while "agent_message_chunk" not in client.kinds():
+        await asyncio.sleep(0.01)
+    return prompt
 
 
 def run(coro: Any) -> Any:
@@ -136,12 +149,9 @@ def test_cancel_mid_stream() -> None:
     async def go() -> None:
         cwd, config = dirs()
         client = Recorder()
-        script = [{"text": "a slow answer, two characters at a time, going on and on for a while", "chunkSize": 2, "delayMs": 40}, {"text": "again"}]
-        async with spawn_agent_process(client, BIN, *args(cwd, config, script), env=env()) as (conn, _proc):
+        async with spawn_agent_process(client, BIN, *args(cwd, config, [SLOW, {"text": "again"}]), env=env()) as (conn, _proc):
             sid = await new_session(conn, cwd)
-            prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
-            while "agent_message_chunk" not in client.kinds():
-                await asyncio.sleep(0.01)
+            prompt = await start_streaming(conn, client, sid)
             loop = asyncio.get_running_loop()
             t = loop.time()
             await conn.cancel(session_id=sid)
@@ -167,10 +177,51 @@ def test_load_in_a_fresh_process() -> None:
             listed = await conn.list_sessions(cwd=str(cwd))
             assert listed.sessions[0].session_id == sid
             await conn.load_session(cwd=str(cwd), session_id=sid, mcp_servers=[])
-            replayed = [k for k in second.kinds() if k != "available_commands_update"]
-            assert replayed == ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
-            assert second.updates[0][1].content.text == "remember"
+            # Everything, the commands first, was sent before the answer.
+            assert second.kinds() == ["available_commands_update", "user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+            assert second.updates[1][1].content.text == "remember"
             assert (await conn.prompt(session_id=sid, prompt=[text_block("more")])).stop_reason == "end_turn"
+
+    run(go())
+
+
+def test_config_option_close_and_delete() -> None:
+    async def go() -> None:
+        cwd, config = dirs()
+        client = Recorder()
+        async with spawn_agent_process(client, BIN, *args(cwd, config, [SLOW, {"text": "kept"}]), env=env()) as (conn, _proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            created = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+            sid = str(created.session_id)
+            model = next(o for o in created.config_options if o.id == "model")
+            assert model.category == "model" and any(v.value == model.current_value for v in model.options)
+            answer = await conn.set_config_option(config_id="mode", session_id=sid, value="auto")
+            assert next(o for o in answer.config_options if o.id == "mode").current_value == "auto"
+            assert "current_mode_update" in client.kinds()
+            with pytest.raises(RequestError) as e:
+                await conn.set_config_option(config_id="effort", session_id=sid, value="high")
+            assert e.value.code == -32602
+
+            # Close during a streaming prompt: it resolves cancelled; the session is gone.
+            prompt = await start_streaming(conn, client, sid)
+            loop = asyncio.get_running_loop()
+            t = loop.time()
+            await conn.close_session(session_id=sid)
+            assert (await prompt).stop_reason == "cancelled"
+            assert loop.time() - t < 3
+            with pytest.raises(RequestError) as e:
+                await conn.prompt(session_id=sid, prompt=[text_block("x")])
+            assert e.value.code == -32002
+
+            # Delete: the session leaves the list and cannot be loaded. The SDK (0.12.1) has no
+            # typed session/delete yet; its JSON-RPC connection sends the request.
+            other = str((await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id)
+            assert (await conn.prompt(session_id=other, prompt=[text_block("hello")])).stop_reason == "end_turn"
+            assert await conn._conn.send_request("session/delete", {"sessionId": other}) == {}
+            assert other not in [s.session_id for s in (await conn.list_sessions(cwd=str(cwd))).sessions]
+            with pytest.raises(RequestError) as e:
+                await conn.load_session(cwd=str(cwd), session_id=other, mcp_servers=[])
+            assert e.value.code == -32002
 
     run(go())
 

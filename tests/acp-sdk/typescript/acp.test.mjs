@@ -52,7 +52,8 @@ async function newSession(agent, cwd) {
   const init = await agent.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
   assert.equal(init.protocolVersion, 1);
   assert.equal(init.agentCapabilities.loadSession, true);
-  assert.deepEqual(init.authMethods, []);
+  assert.deepEqual(init.authMethods.map((m) => m.id), ["provider-keys"]);
+  assert.ok(init.agentCapabilities.sessionCapabilities.close && init.agentCapabilities.sessionCapabilities.delete);
   const { sessionId } = await agent.request(methods.agent.session.new, { cwd, mcpServers: [] });
   assert.ok(sessionId);
   return sessionId;
@@ -136,10 +137,9 @@ test("session/load in a fresh process replays the history, then continues", asyn
   const listed = await b.agent.request(methods.agent.session.list, { cwd: first.dir });
   assert.equal(listed.sessions[0].sessionId, sessionId);
   await b.agent.request(methods.agent.session.load, { sessionId, cwd: first.dir, mcpServers: [] });
-  // Everything was replayed before the answer.
-  const replayed = kinds(b.updates).filter((k) => k !== "available_commands_update");
-  assert.deepEqual(replayed, ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]);
-  assert.equal(b.updates[0].update.content.text, "remember");
+  // Everything, the commands first, was sent before the answer.
+  assert.deepEqual(kinds(b.updates), ["available_commands_update", "user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]);
+  assert.equal(b.updates[1].update.content.text, "remember");
   assert.match(b.updates.find((u) => u.update.sessionUpdate === "tool_call_update").update.content[0].content.text, /from-history/);
   assert.equal((await b.agent.request(methods.agent.session.prompt, { sessionId, prompt: text("more") })).stopReason, "end_turn");
   await stop(second.child);
@@ -231,5 +231,38 @@ test("an editor offering fs and terminal: read/write/edit go through its buffers
     ["terminal/create", "bash", dir],
     ["terminal/release", "t1"],
   ]);
+  assert.equal(await stop(child), 0);
+});
+
+test("set_config_option switches the mode and answers every option; close cancels the prompt; delete removes the session", async () => {
+  const { child, dir } = start([{ text: "a slow answer streamed two characters at a time, on and on and on", chunkSize: 2, delayMs: 40 }, { text: "kept" }]);
+  const { agent, updates } = connect(child);
+  await agent.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+  const created = await agent.request(methods.agent.session.new, { cwd: dir, mcpServers: [] });
+  const model = created.configOptions.find((o) => o.id === "model");
+  assert.equal(model.category, "model");
+  assert.ok(model.options.some((o) => o.value === model.currentValue));
+  const { sessionId } = created;
+  const set = await agent.request(methods.agent.session.setConfigOption, { sessionId, configId: "mode", value: "auto" });
+  assert.equal(set.configOptions.find((o) => o.id === "mode").currentValue, "auto");
+  assert.ok(updates.some((u) => u.update.sessionUpdate === "current_mode_update" && u.update.currentModeId === "auto"));
+  await assert.rejects(agent.request(methods.agent.session.setConfigOption, { sessionId, configId: "mode", value: "yolo" }), (e) => e.code === -32602 && e.data.path === "/value");
+
+  // Close during a streaming prompt: it resolves cancelled; the session is gone.
+  const prompt = agent.request(methods.agent.session.prompt, { sessionId, prompt: text("go") });
+  while (!updates.some((u) => u.update.sessionUpdate === "agent_message_chunk")) await new Promise((r) => setTimeout(r, 10));
+  const t = Date.now();
+  await agent.request(methods.agent.session.close, { sessionId });
+  assert.equal((await prompt).stopReason, "cancelled");
+  assert.ok(Date.now() - t < 3000);
+  await assert.rejects(agent.request(methods.agent.session.prompt, { sessionId, prompt: text("x") }), (e) => e.code === -32002);
+
+  // Delete: another session leaves the list and cannot be loaded.
+  const other = (await agent.request(methods.agent.session.new, { cwd: dir, mcpServers: [] })).sessionId;
+  assert.equal((await agent.request(methods.agent.session.prompt, { sessionId: other, prompt: text("hello") })).stopReason, "end_turn");
+  await agent.request(methods.agent.session.delete, { sessionId: other });
+  const listed = await agent.request(methods.agent.session.list, { cwd: dir });
+  assert.ok(!listed.sessions.some((s) => s.sessionId === other));
+  await assert.rejects(agent.request(methods.agent.session.load, { sessionId: other, cwd: dir, mcpServers: [] }), (e) => e.code === -32002);
   assert.equal(await stop(child), 0);
 });
