@@ -13,18 +13,33 @@
 //! - [`providers`]: model providers (the built-in offline model);
 //! - [`sessions`]: session files on disk (append-only JSONL tree), HTML export;
 //! - [`tools`]: the built-in tools (read, write, edit, bash, ls, grep, find);
+//! - [`bridge`]: `agentwire bridge`, one dialect to the host and another to an agent process;
+//! - [`client`]: the host side: an agent subprocess, driven in any dialect;
 //! - [`conformance`]: the transcript harness (beside the layers: it drives any agent binary);
 //! - [`cli`]: the command-line front end.
 
+#[cfg(feature = "agent")]
 pub mod agent;
+#[cfg(all(feature = "client", feature = "server"))]
+pub mod bridge;
+#[cfg(feature = "client")]
+pub mod client;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod codegen;
+#[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "server")]
 pub mod dialect;
 pub mod jsonrpc;
 pub mod protocol;
+#[cfg(feature = "providers")]
 pub mod providers;
+#[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "agent")]
 pub mod sessions;
+#[cfg(feature = "tools")]
 pub mod tools;
+#[cfg(feature = "transport")]
 pub mod transport;

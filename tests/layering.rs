@@ -19,6 +19,12 @@ fn sources(dir: &Path) -> Vec<(String, String)> {
     out
 }
 
+/// `code` names `path` itself, not a longer name starting with it (`crate::cli` is not
+/// `crate::client`).
+fn names(code: &str, path: &str) -> bool {
+    code.match_indices(path).any(|(at, _)| !code[at + path.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+}
+
 fn violations(layer: &str, forbidden: &[&str]) -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(layer);
     let mut found = Vec::new();
@@ -26,7 +32,7 @@ fn violations(layer: &str, forbidden: &[&str]) -> Vec<String> {
         for (n, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or_default();
             for module in forbidden {
-                if code.contains(&format!("crate::{module}")) || code.contains(&format!("agentwire::{module}")) {
+                if names(code, &format!("crate::{module}")) || names(code, &format!("agentwire::{module}")) {
                     found.push(format!("{file}:{}: {} uses crate::{module}", n + 1, line.trim()));
                 }
             }
@@ -62,4 +68,20 @@ fn dialects_do_not_reach_into_each_other_or_the_process() {
     found.extend(violations("dialect/rpc", &["server", "cli", "dialect::wire", "dialect::acp"]));
     found.extend(violations("dialect/acp", &["server", "cli", "dialect::rpc", "dialect::wire"]));
     assert!(found.is_empty(), "a dialect is one module of its own:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_client_knows_no_agent_dialect_or_process_front_end() {
+    // The host side stands on the protocol and the transport only: a Rust host (or the bridge)
+    // links no built-in agent.
+    let found = violations("client", &["agent", "dialect", "server", "cli", "providers", "tools", "sessions", "conformance"]);
+    assert!(found.is_empty(), "the client must not reach into the agent side:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_bridge_drives_an_agent_through_the_client_only() {
+    // The bridge serves a dialect and drives the agent process as a client: it never links the
+    // built-in agent core, its providers, tools or sessions.
+    let found = violations("bridge", &["agent", "server", "cli", "providers", "tools", "sessions", "conformance"]);
+    assert!(found.is_empty(), "the bridge must not reach into the built-in agent:\n{}", found.join("\n"));
 }

@@ -185,6 +185,30 @@ pub enum Command {
         #[command(subcommand)]
         action: SchemaAction,
     },
+    /// Speak one dialect to the host on stdio and drive an agent process in another
+    /// (docs/bridge.md).
+    Bridge {
+        /// The dialect spoken to the host.
+        #[arg(long, value_enum)]
+        serve: Mode,
+        /// The agent's dialect; detected when not given (pi/omp `ready` or `get_state`, ACP or
+        /// wire `initialize`).
+        #[arg(long, value_enum)]
+        agent_dialect: Option<Mode>,
+        /// The agent's command line, after `--`.
+        #[arg(last = true, required = true, value_name = "AGENT COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
+}
+
+impl Mode {
+    fn dialect(self) -> crate::client::Dialect {
+        match self {
+            Mode::Rpc => crate::client::Dialect::Rpc,
+            Mode::Wire => crate::client::Dialect::Wire,
+            Mode::Acp => crate::client::Dialect::Acp,
+        }
+    }
 }
 
 /// `agentwire conformance …`
@@ -351,6 +375,19 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Schema { action }) => run_schema(action),
         Some(Command::Login { provider }) => run_login(cli.config_dir.as_deref(), provider),
         Some(Command::Codegen { action, out }) => run_codegen(&action, out.as_deref()),
+        Some(Command::Bridge { serve, agent_dialect, command }) => {
+            let mut options = crate::bridge::BridgeOptions::new(serve.dialect(), command);
+            options.agent_dialect = agent_dialect.map(Mode::dialect);
+            options.max_line_bytes = cli.max_line_bytes;
+            let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => return fail(&format!("could not start the async runtime: {e}")),
+            };
+            let code = runtime.block_on(crate::bridge::run(options));
+            // stdin is read on a blocking thread that may still be parked in read(2).
+            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+            ExitCode::from(code)
+        }
         Some(Command::Conformance { action: ConformanceAction::Record { out, name, description, requirements, dialect, settle_ms, args } }) => {
             let name = name.unwrap_or_else(|| out.file_stem().map_or_else(|| "recorded".to_owned(), |s| s.to_string_lossy().into_owned()));
             let exe = match std::env::current_exe() {

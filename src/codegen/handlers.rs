@@ -63,6 +63,7 @@ pub fn jsonrpc_handler(name: &str, requests: &str, dispatch: &str, doc: &str, me
             #(#declarations)*
         }
         #[doc = #dispatch_doc]
+        #[cfg(feature = "transport")]
         pub async fn #dispatch<H: #name + ?Sized>(
             handler: &H,
             request: #requests,
@@ -70,6 +71,7 @@ pub fn jsonrpc_handler(name: &str, requests: &str, dispatch: &str, doc: &str, me
         ) -> crate::jsonrpc::Answer {
             match request { #(#arms,)* }
         }
+        #[cfg(feature = "transport")]
         impl<H: #name + ?Sized> crate::jsonrpc::Dispatch<#requests> for H {
             fn dispatch(&self, request: #requests, responder: crate::jsonrpc::Responder)
                 -> impl ::std::future::Future<Output = crate::jsonrpc::Answer> + Send + '_ {

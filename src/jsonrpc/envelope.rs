@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::error::Error;
+#[cfg(feature = "transport")]
 use crate::transport::FrameBatch;
 
 /// A request method: its name, params and result types. The generator emits one
@@ -126,6 +127,7 @@ impl Serialize for ErrorFrame {
 
 /// Where the answer to one request goes: the generated dispatch hands the handler's typed
 /// outcome to [`Responder::answer`], which encodes the response frame once.
+#[cfg(feature = "transport")]
 #[derive(Debug)]
 pub struct Responder {
     id: Value,
@@ -133,11 +135,13 @@ pub struct Responder {
 }
 
 /// One encoded response frame, ready to be queued.
+#[cfg(feature = "transport")]
 #[derive(Debug, Default)]
 pub struct Answer {
     frame: FrameBatch,
 }
 
+#[cfg(feature = "transport")]
 impl Answer {
     /// The frame's bytes (one line, LF included).
     pub fn bytes(&self) -> &[u8] {
@@ -150,6 +154,7 @@ impl Answer {
     }
 }
 
+#[cfg(feature = "transport")]
 impl Responder {
     /// The responder for the request `id`; `null_data` as in [`ErrorFrame`].
     pub fn new(id: Value, null_data: bool) -> Self {
@@ -181,7 +186,7 @@ impl Responder {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "transport"))]
 mod tests {
     use super::*;
 

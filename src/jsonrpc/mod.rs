@@ -18,15 +18,27 @@
 //! It knows nothing of any dialect or of the agent: it sits on the transport, and the
 //! dialects sit on it.
 
+// Without the `transport` feature only the error object, the method traits and the frame types
+// are here (the generated handler traits name them); decoding, the peer, the serve loop and
+// the encoded answers stand on the transport.
+#[cfg(feature = "transport")]
 pub mod answer;
+#[cfg(feature = "transport")]
 pub mod decode;
 pub mod envelope;
 pub mod error;
+#[cfg(feature = "transport")]
 pub mod peer;
+#[cfg(feature = "transport")]
 pub mod serve;
 
+#[cfg(feature = "transport")]
 pub use decode::{decode, Decoded, Inbound, Policy, Side, Words};
-pub use envelope::{Answer, ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, Responder, SuccessFrame};
+#[cfg(feature = "transport")]
+pub use envelope::{Answer, Responder};
+pub use envelope::{ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, SuccessFrame};
 pub use error::{Error, ErrorCode};
+#[cfg(feature = "transport")]
 pub use peer::{Outcome, Peer, Pending, Reply};
+#[cfg(feature = "transport")]
 pub use serve::{claim_cancellation, serve, Connection, Dispatch, Service};

@@ -58,6 +58,10 @@ pub trait Service: Dispatch<<Self::Side as Side>::Request> {
     fn connection(&self) -> &Connection;
     /// Acts on a notification (before the next line is read).
     fn notified(&self, notification: <Self::Side as Side>::Notification);
+    /// The input ended (after the peer was closed): what a service must do at once, before
+    /// the requests in flight are answered. The agent's dialects do nothing (what was asked is
+    /// finished); a bridge closes its agent's input.
+    fn input_ended(&self) {}
 }
 
 /// The cancellation of one request in flight.
@@ -172,6 +176,7 @@ where
                     // No more requests, so no more answers either: what waits for one fails
                     // closed. The requests in flight are still answered.
                     conn.peer().close();
+                    service.input_ended();
                     ended = true;
                 }
                 Some(line) => match decode::<S::Side>(line) {

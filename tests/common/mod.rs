@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod acp;
+pub mod bridge;
 pub mod fake_llm;
 pub mod wire;
 

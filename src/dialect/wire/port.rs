@@ -177,23 +177,13 @@ impl WireHost {
                 "This command needs a dialog, and this client does not answer questions: declare capabilities.supports_question in initialize to get dialogs as QuestionRequest".into(),
             );
         }
-        let option = |label: &str| WireQuestionOption { label: label.to_owned(), description: Some(String::new()) };
         let (question, options, body) = match &ask.kind {
-            DialogKind::Select { title, options } => (title.clone(), options.iter().map(|o| option(o)).collect(), String::new()),
-            DialogKind::Confirm { title, message } => (format!("{title}: {message}"), vec![option("Yes"), option("No")], String::new()),
+            DialogKind::Select { title, options } => (title.clone(), options.clone(), String::new()),
+            DialogKind::Confirm { title, message } => (format!("{title}: {message}"), vec!["Yes".to_owned(), "No".to_owned()], String::new()),
             DialogKind::Input { title, placeholder } => (title.clone(), Vec::new(), placeholder.clone().unwrap_or_default()),
             DialogKind::Editor { title, prefill } => (title.clone(), Vec::new(), prefill.clone().unwrap_or_default()),
         };
-        let free_text = options.is_empty();
-        let wire = WireQuestion {
-            question: question.clone(),
-            header: Some(String::new()),
-            options,
-            multi_select: Some(false),
-            body: Some(body),
-            other_label: Some(if free_text { "Answer".into() } else { String::new() }),
-            other_description: Some(String::new()),
-        };
+        let wire = dialog_question(question.clone(), &options, body);
         let tool_call_id = format!("dialog-{}", uuid::Uuid::new_v4().simple());
         let answers = match self.question_request(tool_call_id, vec![wire], Some(ask.timeout), ask.cancel).await {
             Ok(a) => a,
@@ -259,5 +249,20 @@ impl HostPort for WireHost {
 
     fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
         self.show_notice(notice).boxed()
+    }
+}
+
+/// A dialog as one wire question: a choice among `options`, or free text (`body` prefilled)
+/// when there are none. Confirms ask "Yes" / "No".
+pub fn dialog_question(question: String, options: &[String], body: String) -> WireQuestion {
+    let free_text = options.is_empty();
+    WireQuestion {
+        question,
+        header: Some(String::new()),
+        options: options.iter().map(|label| WireQuestionOption { label: label.clone(), description: Some(String::new()) }).collect(),
+        multi_select: Some(false),
+        body: Some(body),
+        other_label: Some(if free_text { "Answer".into() } else { String::new() }),
+        other_description: Some(String::new()),
     }
 }

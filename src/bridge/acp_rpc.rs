@@ -1,0 +1,406 @@
+//! ACP to the host, the pi/omp JSONL dialect to the agent.
+//!
+//! | ACP (host) | JSONL (agent) |
+//! |---|---|
+//! | `initialize` | answered here: no `loadSession`, no list/resume, text prompts only |
+//! | `session/new` | the agent's one session (`new_session` for every later one; earlier ids end) |
+//! | `session/prompt` | `prompt`; answered `end_turn` at `agent_end`, `cancelled` after an abort |
+//! | `session/cancel` | `abort` |
+//! | `agent_message_chunk` / `agent_thought_chunk` | `message_update` text / thinking deltas |
+//! | `tool_call` / `tool_call_update` | `tool_execution_start` / `_update` / `_end` |
+//! | `session/request_permission` | a `confirm` dialog (allow / reject) or a `select` (one option per label: omp and agentwire ask tool approvals so) |
+//! | `session/load`, `session/list`, `session/resume`, `session/set_mode` | refused: the dialect has no such command |
+//!
+//! `input` and `editor` dialogs have no ACP counterpart: they are dismissed, and a warning says
+//! which.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::rpc_events::{step, Step};
+use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
+use crate::dialect::acp::project::{text_block, tool_kind, tool_title};
+use crate::dialect::acp::AcpAgentSide;
+use crate::jsonrpc::{Connection, Error, Reply, Service};
+use crate::protocol::acp::{AuthenticateRequest, AuthenticateResponse, LogoutRequest, LogoutResponse, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, 
+    methods, AcpAgentHandler, AcpAgentNotification, ContentBlock, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionId, PermissionOptionKind, PromptRequest, PromptResponse,
+    ProtocolVersion, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification, SessionUpdate,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallContent, ToolCallId,
+    ToolCallStatus, ToolCallUpdate,
+};
+use crate::protocol::{AbortCommand, NewSessionCommand, PromptCommand};
+
+/// What a prompt waits for.
+#[derive(Debug, Default)]
+struct Turn {
+    /// The running prompt's end (`agent_end`).
+    done: Option<oneshot::Sender<()>>,
+    /// `session/cancel` came while it ran.
+    cancelled: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The live ACP session id (the agent has one session at a time).
+    session: Option<String>,
+    /// How many sessions were opened (ids are `bridge-<n>`).
+    opened: u64,
+    turn: Turn,
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The ACP server in front of a JSONL agent.
+#[derive(Debug)]
+pub struct AcpOverRpc {
+    conn: Arc<Connection>,
+    agent: RpcClient,
+    state: Arc<Mutex<State>>,
+}
+
+/// The agent's dialogs, asked of the ACP host where ACP can ask.
+#[derive(Debug, Clone)]
+pub struct AcpDialogs {
+    conn: Arc<Connection>,
+    state: Arc<Mutex<State>>,
+}
+
+impl AcpDialogs {
+    /// Dialogs for the host on `conn`.
+    pub fn new(conn: Arc<Connection>) -> Self {
+        Self {
+            conn,
+            state: Arc::default(),
+        }
+    }
+}
+
+/// The permission kind an option label reads as: ACP's options are all allow or reject.
+fn option_kind(label: &str) -> PermissionOptionKind {
+    let lower = label.to_lowercase();
+    if ["deny", "reject", "no", "cancel", "abort"].iter().any(|w| lower.starts_with(w)) {
+        PermissionOptionKind::RejectOnce
+    } else {
+        PermissionOptionKind::AllowOnce
+    }
+}
+
+impl RpcHostHandler for AcpDialogs {
+    fn dialog(&self, dialog: RpcDialog) -> BoxFuture<'_, DialogAnswer> {
+        async move {
+            let Some(session) = lock(&self.state).session.clone() else { return DialogAnswer::Cancelled };
+            // A confirm is allow / reject; a select (omp's and agentwire's tool approvals are
+            // selects) offers its labels. Free text (input, editor) has no ACP request.
+            let labels: Vec<(String, PermissionOptionKind)> = match dialog.method.as_str() {
+                "confirm" => vec![("Allow".into(), PermissionOptionKind::AllowOnce), ("Reject".into(), PermissionOptionKind::RejectOnce)],
+                "select" if !dialog.options.is_empty() => dialog.options.iter().map(|o| (o.clone(), option_kind(o))).collect(),
+                _ => {
+                    tracing::warn!("the agent opened a `{}` dialog ({}); ACP has no such request, so it is dismissed", dialog.method, dialog.title);
+                    return DialogAnswer::Cancelled;
+                }
+            };
+            let title = match &dialog.message {
+                Some(message) if !message.is_empty() => format!("{}: {message}", dialog.title),
+                _ => dialog.title.clone(),
+            };
+            let call = ToolCallUpdate::new(ToolCallId(format!("dialog-{}", dialog.id))).with_title(title);
+            let options = labels.iter().enumerate().map(|(i, (label, kind))| PermissionOption::new(*kind, label.clone(), PermissionOptionId(i.to_string()))).collect();
+            let request = RequestPermissionRequest::new(options, SessionId(session), call);
+            let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&request).await;
+            let answer = match pending.wait(None, None).await {
+                Reply::Answered(Ok(result)) => serde_json::from_value::<RequestPermissionResponse>(result).ok().map(|r| r.outcome),
+                Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => None,
+            };
+            let chosen = match answer {
+                Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0.parse::<usize>().ok().and_then(|i| labels.get(i)),
+                Some(RequestPermissionOutcome::Cancelled) | None => None,
+            };
+            match (chosen, dialog.method.as_str()) {
+                (None, _) => DialogAnswer::Cancelled,
+                (Some((_, kind)), "confirm") => DialogAnswer::Confirmed(*kind == PermissionOptionKind::AllowOnce),
+                (Some((label, _)), _) => DialogAnswer::Value(label.clone()),
+            }
+        }
+        .boxed()
+    }
+}
+
+impl AcpOverRpc {
+    /// The server for the host on `conn`, driving `agent`; `dialogs` must be the handler the
+    /// agent's client was connected with (they share the session).
+    pub fn new(conn: Arc<Connection>, agent: RpcClient, dialogs: &AcpDialogs) -> Self {
+        Self {
+            conn,
+            agent,
+            state: dialogs.state.clone(),
+        }
+    }
+
+    /// Forwards the agent's events to the host until the agent's output ends; then every
+    /// prompt still running ends (with an error: the agent is gone).
+    pub async fn pump(&self, mut events: RpcEvents) {
+        while let Some(frame) = events.next().await {
+            self.forward(&frame).await;
+        }
+        lock(&self.state).turn.done.take();
+    }
+
+    async fn forward(&self, frame: &RpcAgentFrame) {
+        let Some(session) = lock(&self.state).session.clone() else { return };
+        let Some(step) = step(frame) else { return };
+        if step == Step::End {
+            if let Some(done) = lock(&self.state).turn.done.take() {
+                let _ = done.send(());
+            }
+        }
+        if let Some(update) = acp_update(step) {
+            self.conn.peer().notify::<methods::SessionUpdate>(&SessionNotification::new(SessionId(session), update)).await;
+        }
+    }
+
+    fn live(&self, session: &SessionId) -> Result<(), Error> {
+        match &lock(&self.state).session {
+            Some(live) if *live == session.0 => Ok(()),
+            Some(_) => Err(Error::resource_not_found(format!("Session {} ended: the agent behind this bridge has one session at a time and a later session/new replaced it", session.0))),
+            None => Err(Error::resource_not_found(format!("No session {}; call session/new first", session.0))),
+        }
+    }
+}
+
+impl AcpOverRpc {
+    /// Aborts the running prompt, if any: it ends `cancelled` once the agent settles it.
+    fn cancel_turn(&self) {
+        let running = {
+            let mut state = lock(&self.state);
+            let running = state.turn.done.is_some();
+            state.turn.cancelled |= running;
+            running
+        };
+        if running {
+            let agent = self.agent.clone();
+            tokio::spawn(async move {
+                if let Err(e) = agent.request(&AbortCommand::default()).await {
+                    tracing::warn!("cancel: the agent refused `abort`: {e}");
+                }
+            });
+        }
+    }
+}
+
+fn refused(method: &str) -> Error {
+    Error::method_not_found(format!("{method} is not available: the agent behind this bridge speaks the pi/omp JSONL dialect, which has no such command"))
+}
+
+fn agent_error(e: crate::client::ClientError) -> Error {
+    Error::internal(format!("agent: {e}"))
+}
+
+impl AcpAgentHandler for AcpOverRpc {
+    async fn initialize(&self, _params: InitializeRequest) -> Result<InitializeResponse, Error> {
+        // The default capabilities are what the JSONL dialect can carry: no session loading,
+        // listing or resuming, text prompts only.
+        Ok(InitializeResponse::new(ProtocolVersion(1)).with_agent_info(
+            Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION"))
+                .with_title("agentwire bridge (pi/omp JSONL agent)".to_owned()),
+        ))
+    }
+
+    async fn session_new(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+        let first = lock(&self.state).opened == 0;
+        if !first {
+            if lock(&self.state).turn.done.is_some() {
+                return Err(Error::internal("A prompt is running; the agent behind this bridge has one session at a time, so session/new waits for it to end"));
+            }
+            self.agent
+                .request(&NewSessionCommand::default())
+                .await
+                .map_err(agent_error)?;
+        }
+        let mut state = lock(&self.state);
+        state.opened += 1;
+        let id = format!("bridge-{}", state.opened);
+        state.session = Some(id.clone());
+        Ok(NewSessionResponse::new(SessionId(id)))
+    }
+
+    async fn session_load(
+        &self,
+        _params: LoadSessionRequest,
+    ) -> Result<LoadSessionResponse, Error> {
+        Err(refused("session/load"))
+    }
+
+    async fn session_list(
+        &self,
+        _params: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, Error> {
+        Err(refused("session/list"))
+    }
+
+    async fn session_resume(
+        &self,
+        _params: ResumeSessionRequest,
+    ) -> Result<ResumeSessionResponse, Error> {
+        Err(refused("session/resume"))
+    }
+
+    async fn session_set_mode(
+        &self,
+        _params: SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, Error> {
+        Err(Error::invalid_params(
+            "The bridge offers no session modes (the pi/omp JSONL dialect has none)",
+        ))
+    }
+
+    async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
+        Err(Error::invalid_params(format!(
+            "Unknown authentication method {:?}: the bridge advertises none (the pi/omp agent behind it reads its own keys)",
+            params.method_id
+        ))
+        .at("/methodId", "not an advertised authentication method"))
+    }
+
+    async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
+        Err(refused("logout"))
+    }
+
+    async fn session_close(&self, _params: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
+        Err(refused("session/close"))
+    }
+
+    async fn session_delete(&self, _params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
+        Err(refused("session/delete"))
+    }
+
+    async fn session_set_config_option(&self, _params: SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, Error> {
+        Err(Error::invalid_params("The bridge offers no config options (the pi/omp JSONL dialect has no ACP config options to map them to)").at("/configId", "no config options are offered"))
+    }
+
+    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
+        // A `$/cancel_request` for this prompt aborts the agent's run and ends it `cancelled`,
+        // like `session/cancel` (instead of dropping the handler while pi goes on).
+        let cancelled = crate::jsonrpc::claim_cancellation();
+        self.live(&params.session_id)?;
+        let mut text = String::new();
+        for block in &params.prompt {
+            match block {
+                ContentBlock::Text { text: t, .. } => text.push_str(t),
+                ContentBlock::ResourceLink { uri, .. } => {
+                    text.push_str(uri);
+                }
+                ContentBlock::Image { .. }
+                | ContentBlock::Audio { .. }
+                | ContentBlock::Resource { .. } => {
+                    return Err(Error::invalid_params("The bridge carries text prompts only (promptCapabilities): images, audio and embedded resources have no JSONL counterpart here"));
+                }
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = lock(&self.state);
+            if state.turn.done.is_some() {
+                return Err(Error::internal("A prompt is already running in this session; wait for it or send session/cancel"));
+            }
+            state.turn = Turn {
+                done: Some(tx),
+                cancelled: false,
+            };
+        }
+        if let Err(e) = self.agent.request(&PromptCommand::new(text)).await {
+            lock(&self.state).turn.done.take();
+            return Err(agent_error(e));
+        }
+        let ended = tokio::select! {
+            ended = rx => ended.is_ok(),
+            () = cancelled.cancelled() => {
+                self.cancel_turn();
+                return Ok(PromptResponse::new(StopReason::Cancelled));
+            }
+        };
+        let cancelled = std::mem::take(&mut lock(&self.state).turn.cancelled);
+        match (ended, cancelled) {
+            (_, true) => Ok(PromptResponse::new(StopReason::Cancelled)),
+            (true, false) => Ok(PromptResponse::new(StopReason::EndTurn)),
+            (false, false) => Err(Error::internal("The agent exited before the prompt ended")),
+        }
+    }
+}
+
+impl Service for AcpOverRpc {
+    type Side = AcpAgentSide;
+
+    fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    fn notified(&self, notification: AcpAgentNotification) {
+        match notification {
+            AcpAgentNotification::SessionCancel(n) => {
+                if lock(&self.state).session.as_deref() == Some(n.session_id.0.as_str()) {
+                    self.cancel_turn();
+                }
+            }
+            AcpAgentNotification::CancelRequest(n) => {
+                let id = serde_json::to_value(&n.request_id).unwrap_or_default();
+                if !self.conn.cancel_request(&id) {
+                    tracing::debug!("$/cancel_request for {id}, which is not in flight");
+                }
+            }
+        }
+    }
+
+    fn input_ended(&self) {
+        // Host EOF: the agent's input closes; the prompts end when it does.
+        self.agent.close();
+    }
+}
+
+/// The ACP update for a step of the agent's run (`None`: ACP has none for it).
+fn acp_update(step: Step) -> Option<SessionUpdate> {
+    let call_update = crate::dialect::acp::project::call_update;
+    Some(match step {
+        Step::Text(text) => SessionUpdate::AgentMessageChunk { content: text_block(text), message_id: None, meta: None },
+        Step::Thinking(text) => SessionUpdate::AgentThoughtChunk { content: text_block(text), message_id: None, meta: None },
+        Step::ToolStart { id, name, args } => SessionUpdate::ToolCall {
+            content: Vec::new(),
+            kind: Some(tool_kind(&name)),
+            locations: Vec::new(),
+            meta: None,
+            title: tool_title(&name, &args),
+            name: Some(name),
+            raw_input: Some(Value::Object(args)),
+            raw_output: None,
+            status: Some(ToolCallStatus::InProgress),
+            tool_call_id: ToolCallId(id),
+        },
+        Step::ToolProgress { id, text } => {
+            let mut update = call_update(&id);
+            if let SessionUpdate::ToolCallUpdate { content, .. } = &mut update {
+                *content = Some(vec![ToolCallContent::Content { content: text_block(text), meta: None }]);
+            }
+            update
+        }
+        Step::ToolEnd { id, text, result, is_error } => {
+            let mut update = call_update(&id);
+            if let SessionUpdate::ToolCallUpdate { content, status, raw_output, .. } = &mut update {
+                *content = Some(vec![ToolCallContent::Content { content: text_block(text), meta: None }]);
+                *status = Some(if is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
+                *raw_output = Some(result);
+            }
+            update
+        }
+        // Turns have no ACP update; the run's end answers the prompt.
+        Step::TurnStart | Step::End => return None,
+    })
+}

@@ -1,0 +1,266 @@
+//! `agentwire bridge --serve <dialect> [--agent-dialect <dialect>] -- <agent command…>`: one
+//! dialect to the host on stdio, another to an agent subprocess (docs/bridge.md).
+//!
+//! - [`acp_rpc`]: ACP to the host, the pi/omp JSONL dialect to the agent;
+//! - [`wire_rpc`]: kimi's wire to the host, the pi/omp JSONL dialect to the agent;
+//! - [`rpc_events`]: a JSONL agent's events, read leniently.
+//!
+//! Lifecycle: the agent runs in its own process group and dies with us
+//! ([`crate::client::process`]). Host EOF → the agent's input closes, it is waited for
+//! ([`crate::client::DEFAULT_EXIT_GRACE`]), then killed. SIGINT, SIGTERM and SIGHUP are
+//! forwarded to its group; SIGTERM and SIGHUP also end our input. The agent dying → every
+//! request in flight is answered with an error, and the bridge exits non-zero.
+
+pub mod acp_rpc;
+pub mod rpc_events;
+pub mod wire_rpc;
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::BufReader;
+use tokio::process::ChildStdout;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::detect::{connect, Handshake, DETECT_TIMEOUT};
+use crate::client::rpc::MAX_AGENT_LINE_BYTES;
+use crate::client::{AgentProcess, Detected, Dialect, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
+use crate::jsonrpc::{Connection, Service};
+use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
+use crate::protocol::{WireClientInfo, WireInitializeParams};
+use crate::transport::until::UntilCancelled;
+use crate::transport::{spawn_blocking_writer, spawn_writer, stdout_sink, LineReader, Outbox};
+
+/// Bytes of frames that may wait for a slow host or agent.
+const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
+/// How long requests in flight have to be answered once the input ended.
+const ANSWER_GRACE: Duration = Duration::from_secs(1);
+
+/// What `agentwire bridge` was asked to do.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct BridgeOptions {
+    /// The dialect spoken to the host on stdio.
+    pub serve: Dialect,
+    /// The agent's dialect; detected when `None`.
+    pub agent_dialect: Option<Dialect>,
+    /// The agent's command line.
+    pub command: Vec<OsString>,
+    /// Longest host line accepted.
+    pub max_line_bytes: usize,
+}
+
+impl BridgeOptions {
+    /// Serving `serve` in front of `command`.
+    pub fn new(serve: Dialect, command: Vec<OsString>) -> Self {
+        Self {
+            serve,
+            agent_dialect: None,
+            command,
+            max_line_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// What the bridge offers a JSON-RPC agent in `initialize`: nothing it cannot carry (no file
+/// system, no terminal, no external tools).
+fn handshake() -> Handshake {
+    let acp = InitializeRequest::new(ProtocolVersion(1)).with_client_info(Implementation::new(
+        "agentwire-bridge",
+        env!("CARGO_PKG_VERSION"),
+    ));
+    let wire = WireInitializeParams {
+        protocol_version: "1.10".to_owned(),
+        client: Some(WireClientInfo {
+            name: "agentwire-bridge".to_owned(),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        }),
+        external_tools: None,
+        hooks: None,
+        capabilities: None,
+        extra: serde_json::Map::new(),
+    };
+    Handshake::new(acp, wire)
+}
+
+/// Runs the bridge; returns the process exit code.
+pub async fn run(options: BridgeOptions) -> u8 {
+    let mut agent = match AgentProcess::spawn_argv(&options.command) {
+        Ok(agent) => agent,
+        Err(e) => {
+            eprintln!("agentwire bridge: {e}");
+            return 2;
+        }
+    };
+    let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
+        eprintln!("agentwire bridge: the agent's stdio is not piped");
+        return 1;
+    };
+    // The writer ends when the client closes the agent's input (or the agent is gone).
+    let (agent_out, _agent_writer) = spawn_writer(stdin, OUTBOUND_BUDGET);
+    let mut lines = LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES);
+    let handshake = handshake();
+    let detected = connect(&mut lines, &agent_out, &handshake, options.agent_dialect, DETECT_TIMEOUT).await;
+    let detected = match detected {
+        Ok(detected) => detected,
+        Err(e) => {
+            eprintln!("agentwire bridge: {}: {e}", agent.program());
+            drop(agent_out);
+            let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+            return 1;
+        }
+    };
+    tracing::info!("the agent speaks {}", detected.dialect().name());
+    let (host_out, host_writer) = match stdout_sink() {
+        Ok(file) => spawn_blocking_writer(file, OUTBOUND_BUDGET),
+        Err(_) => spawn_writer(tokio::io::stdout(), OUTBOUND_BUDGET),
+    };
+    let conn = Arc::new(Connection::new(host_out));
+    let link = Link { agent, lines, agent_out, max_line_bytes: options.max_line_bytes };
+    let code = match (options.serve, &detected) {
+        (Dialect::Acp, Detected::Rpc { .. }) => {
+            let dialogs = acp_rpc::AcpDialogs::new(conn.clone());
+            link.serve(dialogs.clone(), |client| acp_rpc::AcpOverRpc::new(conn, client, &dialogs)).await
+        }
+        (Dialect::Wire, Detected::Rpc { .. }) => {
+            let dialogs = wire_rpc::WireDialogs::new(conn.clone());
+            link.serve(dialogs.clone(), |client| wire_rpc::WireOverRpc::new(conn, client, &dialogs)).await
+        }
+        (serve, detected) => {
+            eprintln!(
+                "agentwire bridge: serving {} in front of an agent speaking {} is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent",
+                serve.name(),
+                detected.dialect().name()
+            );
+            drop(conn);
+            drop(link.agent_out);
+            let _ = link.agent.shutdown(DEFAULT_EXIT_GRACE).await;
+            2
+        }
+    };
+    let _ = tokio::time::timeout(ANSWER_GRACE, host_writer).await;
+    code
+}
+
+/// A front the bridge serves to the host: a JSON-RPC service that also forwards the
+/// agent's events.
+trait Front: Service + Send + Sync + 'static {
+    /// Forwards the agent's events until its output ends.
+    fn pump(&self, events: RpcEvents) -> impl Future<Output = ()> + Send + '_;
+}
+
+impl Front for acp_rpc::AcpOverRpc {
+    fn pump(&self, events: RpcEvents) -> impl Future<Output = ()> + Send + '_ {
+        acp_rpc::AcpOverRpc::pump(self, events)
+    }
+}
+
+impl Front for wire_rpc::WireOverRpc {
+    fn pump(&self, events: RpcEvents) -> impl Future<Output = ()> + Send + '_ {
+        wire_rpc::WireOverRpc::pump(self, events)
+    }
+}
+
+/// The agent process and its detected JSONL connection.
+struct Link {
+    agent: AgentProcess,
+    lines: LineReader<BufReader<ChildStdout>>,
+    agent_out: Outbox,
+    max_line_bytes: usize,
+}
+
+impl Link {
+    /// Serves the front `make` builds over the agent's client until host EOF, a signal or the
+    /// agent's death; returns the exit code.
+    async fn serve<F: Front>(self, host: impl RpcHostHandler, make: impl FnOnce(RpcClient) -> F) -> u8 {
+        let Link { mut agent, lines, agent_out, max_line_bytes } = self;
+        let (client, events) = RpcClient::over(lines, agent_out, host);
+        let server = Arc::new(make(client.clone()));
+        let stop = CancellationToken::new();
+        let ended = CancellationToken::new();
+        let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone()).noting_end(ended.clone());
+        let pump = tokio::spawn({
+            let server = server.clone();
+            async move { server.pump(events).await }
+        });
+        let mut agent_died = None;
+        let alive = Arc::new(AtomicBool::new(true));
+        let signals = forward_signals(agent.id(), alive.clone(), stop.clone());
+        tokio::pin!(signals);
+        {
+            let serve = crate::jsonrpc::serve(&*server, input, max_line_bytes);
+            tokio::pin!(serve);
+            // The requests in flight at host EOF have this long to be answered (the agent's
+            // input is closed then, so its prompts end when it does).
+            let answer_grace = async {
+                ended.cancelled().await;
+                tokio::time::sleep(ANSWER_GRACE).await;
+            };
+            tokio::pin!(answer_grace);
+            loop {
+                tokio::select! {
+                    () = &mut serve => break,
+                    () = &mut answer_grace => break,
+                    status = agent.wait(), if agent_died.is_none() => {
+                        // The agent is gone: its output ended, so every prompt in flight ends
+                        // with an error; our input ends so the serve loop answers what is left.
+                        let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+                        eprintln!("agentwire bridge: the agent exited ({status})");
+                        alive.store(false, Ordering::SeqCst);
+                        agent_died = Some(status);
+                        stop.cancel();
+                    }
+                    () = &mut signals => {}
+                }
+            }
+        }
+        client.close();
+        drop(client);
+        alive.store(false, Ordering::SeqCst);
+        let code = match (agent_died, agent.shutdown(DEFAULT_EXIT_GRACE).await) {
+            (Some(_), _) => 1,
+            (None, Ok(_)) => 0,
+            (None, Err(e)) => {
+                eprintln!("agentwire bridge: {e}");
+                1
+            }
+        };
+        // The agent is gone, so its output has ended and the pump with it.
+        let _ = pump.await;
+        code
+    }
+}
+
+/// Forwards SIGINT, SIGTERM and SIGHUP to the agent's group; SIGTERM and SIGHUP also end our
+/// input. Never returns (a select arm that stays pending).
+async fn forward_signals(pgid: Option<u32>, alive: Arc<AtomicBool>, stop: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    loop {
+        let (sig, ends) = tokio::select! {
+            _ = int.recv() => (libc::SIGINT, false),
+            _ = term.recv() => (libc::SIGTERM, true),
+            _ = hup.recv() => (libc::SIGHUP, true),
+        };
+        if let (Some(pgid), true) = (
+            pgid.and_then(|p| i32::try_from(p).ok()),
+            alive.load(Ordering::SeqCst),
+        ) {
+            // SAFETY: killpg has no memory-safety preconditions; the group is the agent's own
+            // and it has not been reaped (`alive`).
+            unsafe { libc::killpg(pgid, sig) };
+        }
+        if ends {
+            stop.cancel();
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! `agentwire bridge --serve wire` in front of a JSONL agent (`agentwire --mode rpc` on its
+//! offline model), as a kimi wire host sees it; every frame is checked against the wire schema.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::bridge::{Bridge, TIMEOUT};
+use serde_json::{json, Value};
+
+fn events(frames: &[Value]) -> Vec<&Value> {
+    frames.iter().filter(|f| f["method"] == "event").map(|f| &f["params"]).collect()
+}
+
+#[test]
+fn a_prompt_is_one_turn_of_content_parts_that_finishes() {
+    let mut bridge = Bridge::start_serving("wire", &[json!({"text": "desserts"})], &[]);
+    bridge.request(1, "initialize", json!({"protocol_version": "1.10"}));
+    let frames = bridge.request(2, "prompt", json!({"user_input": "stressed"}));
+    let events = events(&frames);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!((kinds[0], kinds[1], *kinds.last().unwrap()), ("TurnBegin", "StepBegin", "TurnEnd"), "{kinds:?}");
+    let text: String = events.iter().filter(|e| e["type"] == "ContentPart").map(|e| e["payload"]["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "desserts");
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn a_tool_call_is_a_tool_call_then_its_tool_result() {
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo wired-output"}}]}), json!({"text": "done"})];
+    let mut bridge = Bridge::start_serving("wire", &script, &[]);
+    bridge.request(1, "initialize", json!({"protocol_version": "1.10"}));
+    let frames = bridge.request(2, "prompt", json!({"user_input": "run it"}));
+    let events = events(&frames);
+    let call = events.iter().find(|e| e["type"] == "ToolCall").expect("a ToolCall");
+    assert_eq!((&call["payload"]["id"], &call["payload"]["function"]["name"]), (&json!("b1"), &json!("bash")));
+    let result = events.iter().find(|e| e["type"] == "ToolResult").expect("a ToolResult");
+    assert_eq!(result["payload"]["tool_call_id"], "b1");
+    assert!(result["payload"]["return_value"]["output"].as_str().unwrap().contains("wired-output"), "{result}");
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn cancel_during_a_slow_reply_ends_the_turn_cancelled() {
+    let mut bridge = Bridge::start_serving("wire", &[json!({"text": "a slow reply that takes a long time", "chunkSize": 1, "delayMs": 200})], &[]);
+    bridge.request(1, "initialize", json!({"protocol_version": "1.10"}));
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "prompt", "params": {"user_input": "hi"}}));
+    loop {
+        if bridge.next().expect("a part")["params"]["type"] == "ContentPart" {
+            break;
+        }
+    }
+    let asked = Instant::now();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "cancel", "params": {}}));
+    let frames = bridge.until_answer(2);
+    assert_eq!(frames.last().unwrap()["result"]["status"], "cancelled", "{frames:#?}");
+    assert!(asked.elapsed() < Duration::from_secs(5));
+    assert!(asked.elapsed() < TIMEOUT);
+}
+
+#[test]
+fn replay_and_plan_mode_are_refused_naming_what_is_missing() {
+    let mut bridge = Bridge::start_serving("wire", &[], &[]);
+    bridge.request(1, "initialize", json!({"protocol_version": "1.10"}));
+    let replay = bridge.request(2, "replay", json!({})).pop().unwrap();
+    assert!(replay["error"]["message"].as_str().unwrap().contains("replay is not available"), "{replay}");
+    let plan = bridge.request(3, "set_plan_mode", json!({"enabled": true})).pop().unwrap();
+    assert!(plan["error"]["message"].as_str().unwrap().contains("no plan mode"), "{plan}");
+}
+
+/// A prompt whose `bash` call the agent asks approval for (`--approval dangerous`), the host
+/// declaring `supports_question` and answering the bridge's `QuestionRequest` with `choose`:
+/// the frames and the labels offered.
+fn approve_bash(choose: &str) -> (Vec<Value>, Vec<String>) {
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo approved-run"}}]}), json!({"text": "done"})];
+    let mut bridge = Bridge::start_agent("wire", &script, &[], &["--approval", "dangerous"]);
+    bridge.request(1, "initialize", json!({"protocol_version": "1.10", "capabilities": {"supports_question": true}}));
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "prompt", "params": {"user_input": "run it"}}));
+    let (mut frames, mut offered) = (Vec::new(), Vec::new());
+    loop {
+        let frame = bridge.next().expect("a frame");
+        if frame["method"] == "request" && frame["params"]["type"] == "QuestionRequest" {
+            let question = &frame["params"]["payload"]["questions"][0];
+            offered = question["options"].as_array().unwrap().iter().map(|o| o["label"].as_str().unwrap().to_owned()).collect();
+            let answers = json!({question["question"].as_str().unwrap(): choose});
+            bridge.send(json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"request_id": frame["params"]["payload"]["id"], "answers": answers}}));
+        }
+        let done = frame["id"] == json!(2) && frame.get("method").is_none();
+        frames.push(frame);
+        if done {
+            return (frames, offered);
+        }
+    }
+}
+
+#[test]
+fn an_approval_the_agent_asks_is_a_question_and_approve_runs_the_tool() {
+    let (frames, offered) = approve_bash("Approve");
+    assert_eq!(offered, ["Approve", "Deny"]);
+    let result = events(&frames).into_iter().find(|e| e["type"] == "ToolResult").cloned().expect("a ToolResult");
+    assert!(result["payload"]["return_value"]["output"].as_str().unwrap().contains("approved-run"), "{result}");
+    assert_eq!(frames.last().unwrap()["result"]["status"], "finished");
+}
+
+#[test]
+fn deny_keeps_the_tool_from_running() {
+    let (frames, _) = approve_bash("Deny");
+    let result = events(&frames).into_iter().find(|e| e["type"] == "ToolResult").cloned().expect("a ToolResult");
+    assert_eq!(result["payload"]["return_value"]["is_error"], true, "{result}");
+    assert!(!result["payload"]["return_value"]["output"].as_str().unwrap().contains("approved-run"), "{result}");
+}

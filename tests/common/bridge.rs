@@ -1,0 +1,149 @@
+//! A host in front of `agentwire bridge --serve acp|wire`: spawns the bridge over an agent
+//! command, checks every frame it writes against the served dialect's schema (the vendored ACP
+//! one, or ours for the wire), and speaks that dialect to it.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
+use agentwire::protocol::acp::acp_validator;
+use agentwire::protocol::validate::{validator, Dialect, Direction};
+use serde_json::{json, Value};
+
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct Bridge {
+    pub child: Child,
+    pub stdin: Option<ChildStdin>,
+    frames: Receiver<Value>,
+    /// The agent's working and config directory.
+    pub dir: tempfile::TempDir,
+}
+
+impl Bridge {
+    /// The bridge in front of `agentwire --mode rpc` playing `script`.
+    pub fn start(script: &[Value], extra: &[&str]) -> Bridge {
+        Self::start_serving("acp", script, extra)
+    }
+
+    /// The bridge serving `serve` in front of `agentwire --mode rpc` playing `script`.
+    pub fn start_serving(serve: &str, script: &[Value], extra: &[&str]) -> Bridge {
+        Self::start_agent(serve, script, extra, &[])
+    }
+
+    /// [`Bridge::start_serving`] with `agent_args` added to the agent's command line.
+    pub fn start_agent(serve: &str, script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("script.jsonl");
+        std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+        let bin = env!("CARGO_BIN_EXE_agentwire");
+        let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), "rpc".into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
+        agent.extend(["--config-dir".into(), dir.path().into(), "--model-script".into(), path.into()]);
+        agent.extend(agent_args.iter().map(OsString::from));
+        Self::spawn(serve, extra, &agent, &[], dir)
+    }
+
+    /// The bridge (with `extra` bridge arguments) in front of `agent`, run with `env` in `dir`.
+    pub fn spawn(serve: &str, extra: &[&str], agent: &[OsString], env: &[(&str, OsString)], dir: tempfile::TempDir) -> Bridge {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
+        cmd.arg("bridge").arg("--serve").arg(serve).args(extra).arg("--").args(agent).current_dir(dir.path());
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+            cmd.env_remove(var);
+        }
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let acp = serve == "acp";
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                let checked = if acp { acp_validator().validate_outbound(&frame, None) } else { validator().validate_frame(Dialect::Wire, Direction::Outbound, &frame, None) };
+                if let Err(e) = checked {
+                    panic!("invalid frame from the bridge: {e}\n{line}");
+                }
+                if tx.send(frame).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Bridge { child, stdin, frames: rx, dir }
+    }
+
+    pub fn send(&mut self, frame: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{frame}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn next(&mut self) -> Option<Value> {
+        self.frames.recv_timeout(TIMEOUT).ok()
+    }
+
+    /// Frames up to and including the answer to `id`.
+    pub fn until_answer(&mut self, id: u64) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let frame = self.next().unwrap_or_else(|| panic!("no answer to {id}; seen: {seen:#?}"));
+            let done = frame["id"] == json!(id) && frame.get("method").is_none();
+            seen.push(frame);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    pub fn request(&mut self, id: u64, method: &str, params: Value) -> Vec<Value> {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.until_answer(id)
+    }
+
+    /// `initialize` and `session/new`; the session id.
+    pub fn open(&mut self) -> String {
+        let init = self.request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+        assert_eq!(init.last().unwrap()["result"]["protocolVersion"], 1);
+        let new = self.request(2, "session/new", json!({"cwd": "/", "mcpServers": []}));
+        new.last().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    /// Sends an ACP prompt (id 3) in `session`, waits for its first chunk, then sends
+    /// `session/cancel`: the frames up to the prompt's answer, and how long after the cancel
+    /// it came.
+    pub fn cancel_after_first_chunk(&mut self, session: &str) -> (Vec<Value>, Duration) {
+        self.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+        // The first chunk shows the reply is under way.
+        while self.next().expect("a chunk")["params"]["update"]["sessionUpdate"] != "agent_message_chunk" {}
+        let asked = std::time::Instant::now();
+        self.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+        let frames = self.until_answer(3);
+        (frames, asked.elapsed())
+    }
+
+    /// Pids of the bridge's children (the agent).
+    pub fn agent_pid(&self) -> u32 {
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children", pid = self.child.id())).unwrap_or_default();
+        children.split_whitespace().next().and_then(|p| p.parse().ok()).expect("the bridge has an agent child")
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `session/update` payloads of `kind`.
+pub fn updates<'a>(frames: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    frames.iter().filter(|f| f["method"] == "session/update" && f["params"]["update"]["sessionUpdate"] == kind).map(|f| &f["params"]["update"]).collect()
+}
+
+/// Running (a zombie counts as gone).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"))
+}
+
