@@ -15,6 +15,7 @@
 //! - [`tools`]: the built-in tools (read, write, edit, bash, ls, grep, find);
 //! - [`bridge`]: `agentwire bridge`, one dialect to the host and another to an agent process;
 //! - [`client`]: the host side: an agent subprocess, driven in any dialect;
+//! - [`mcp`]: MCP servers as a source of tools (rmcp: start, list, call, shut down);
 //! - [`conformance`]: the transcript harness (beside the layers: it drives any agent binary);
 //! - [`cli`]: the command-line front end.
 
@@ -32,6 +33,8 @@ pub mod conformance;
 #[cfg(feature = "server")]
 pub mod dialect;
 pub mod jsonrpc;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod protocol;
 #[cfg(feature = "providers")]
 pub mod providers;

@@ -1,7 +1,7 @@
 //! `agentwire --mode acp` driven over pipes with raw JSON-RPC frames. Every frame the agent
 //! writes is validated against the vendored official ACP schema (`schema/acp/schema.json`):
 //! its message shape, the params of its requests and notifications, and the result of each
-//! response against the method it answers.
+//! response against the method it answers (the driver is `tests/common/acp.rs`).
 
 mod common;
 
@@ -24,7 +24,7 @@ fn initialize_tells_the_truth_and_stdout_has_only_frames() {
     assert_eq!(r["agentCapabilities"]["loadSession"], true);
     assert_eq!(r["agentCapabilities"]["promptCapabilities"]["audio"], false);
     assert_eq!(r["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
-    assert_eq!(r["agentCapabilities"]["mcpCapabilities"], json!({"http": false, "sse": false}));
+    assert_eq!(r["agentCapabilities"]["mcpCapabilities"], json!({"http": true, "sse": false}));
     assert!(r["agentCapabilities"]["sessionCapabilities"]["list"].is_object());
     assert_eq!(r["agentInfo"]["name"], "agentwire");
     assert!(acp.close().success());

@@ -1,7 +1,7 @@
 //! The layers know only the layers below them (docs/architecture.md). One crate cannot make the
 //! compiler refuse an upward `use`, so this test reads the sources: the agent core names no
-//! dialect, no transport and no process code; providers, tools and sessions name no agent; the
-//! JSON-RPC runtime names nothing but the transport.
+//! dialect, no transport and no process code; providers, tools, MCP servers and sessions name
+//! no agent; the JSON-RPC runtime names nothing but the transport.
 
 use std::path::Path;
 
@@ -50,7 +50,7 @@ fn the_core_knows_no_dialect_transport_or_process() {
 #[test]
 fn providers_tools_and_sessions_know_no_agent() {
     let mut found = Vec::new();
-    for layer in ["providers", "tools", "sessions"] {
+    for layer in ["providers", "tools", "sessions", "mcp"] {
         found.extend(violations(layer, &["agent", "dialect", "transport", "server", "cli"]));
     }
     assert!(found.is_empty(), "lower layers must not reach up:\n{}", found.join("\n"));

@@ -2,6 +2,9 @@
 //! "approve for session" per session and per tool, and asking the host through the port.
 //! Fail closed: only an explicit approve lets the call run.
 //!
+//! MCP tools: under `dangerous` a tool whose server annotates it `readOnlyHint: true` runs at
+//! once and any other asks (annotations are hints; they decide only whether to ask).
+//!
 //! Path policy (docs/reliability.md, "Paths outside the working directory"): under `dangerous`,
 //! a built-in file tool (`read`, `ls`, `grep`, `find`, as well as `write` and `edit`, which
 //! always ask) whose path lies outside the working directory once symlinks are followed asks
@@ -49,24 +52,38 @@ impl From<ToolOutput> for Refused {
     }
 }
 
+/// Where a call goes, as far as asking is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CallKind {
+    /// A built-in tool: `bash`, `write`, `edit` and paths outside the working directory ask.
+    Builtin,
+    /// The host's own tool (or the question tool): the host decides for itself.
+    Host,
+    /// An MCP server's tool: asks unless the server annotates it `readOnlyHint: true`.
+    Mcp { read_only: bool },
+}
+
 impl Agent {
     /// `Ok` when the call may run; otherwise why not.
-    pub(super) async fn approve_call(&self, call: &ToolCall, host_tool: bool, cancel: &CancellationToken) -> Result<(), Refused> {
+    pub(super) async fn approve_call(&self, call: &ToolCall, kind: CallKind, cancel: &CancellationToken) -> Result<(), Refused> {
         let name = call.name.to_string();
         // The policy can change at run time (ACP `session/set_mode`). Host tools' paths are the
         // host's business; `never` does not even look.
         let policy = self.state().approval;
-        let outside = match (policy, host_tool) {
-            (ApprovalPolicy::Never, _) | (_, true) => None,
-            (ApprovalPolicy::Dangerous | ApprovalPolicy::Always, false) => {
+        let outside = match (policy, kind) {
+            (ApprovalPolicy::Never, _) | (_, CallKind::Host | CallKind::Mcp { .. }) => None,
+            (ApprovalPolicy::Dangerous | ApprovalPolicy::Always, CallKind::Builtin) => {
                 let roots = self.state().extra_roots.clone();
                 tools::target_path(&name, &call.arguments).and_then(|path| tools::outside_roots(&self.inner.config.cwd, &roots, &path))
             }
         };
-        let needs_approval = match policy {
-            ApprovalPolicy::Never => false,
-            ApprovalPolicy::Dangerous => !host_tool && (tools::is_dangerous(&name) || outside.is_some()),
-            ApprovalPolicy::Always => true,
+        let needs_approval = match (policy, kind) {
+            (ApprovalPolicy::Never, _) => false,
+            (ApprovalPolicy::Dangerous, CallKind::Builtin) => tools::is_dangerous(&name) || outside.is_some(),
+            (ApprovalPolicy::Dangerous, CallKind::Host) => false,
+            // Annotations are hints: they decide only whether to ask, never more.
+            (ApprovalPolicy::Dangerous, CallKind::Mcp { read_only }) => !read_only,
+            (ApprovalPolicy::Always, _) => true,
         };
         if !needs_approval {
             return Ok(());

@@ -11,12 +11,14 @@
 //!
 //! Rooms: [`prompting`] (prompts, queues, abort), [`settings`] (models, thinking, modes, tools),
 //! [`session_ops`] (new / switch / branch / clone / export / listings), [`user_bash`] (the host's
-//! own `bash` command), [`run`] + [`stream`] (the loop), [`approval`], [`compaction`], [`slash`].
+//! own `bash` command), [`run`] + [`stream`] (the loop), [`approval`], [`compaction`], [`slash`],
+//! [`mcp`] (the agent's MCP servers: start, tools, shut down).
 
 pub mod approval;
 pub mod compaction;
 pub mod error;
 pub mod events;
+mod mcp;
 pub mod port;
 mod prompting;
 mod run;
@@ -52,7 +54,8 @@ pub enum ApprovalPolicy {
     /// Never ask.
     #[default]
     Never,
-    /// Ask before bash, write and edit.
+    /// Ask before bash, write, edit, paths outside the working directory, and MCP tools not
+    /// annotated read-only.
     Dangerous,
     /// Ask before every tool call.
     Always,
@@ -96,7 +99,8 @@ pub struct AgentConfig {
     pub approval: ApprovalPolicy,
     /// How long an approval dialog waits before failing closed.
     pub approval_timeout: Duration,
-    /// How long a host tool call waits when its definition sets no `timeoutMs`.
+    /// How long a host tool call waits when its definition sets no `timeoutMs`, and an MCP tool
+    /// call for its server.
     pub host_tool_timeout: Duration,
     /// Automatic retry of transient provider errors.
     pub retry: RetryPolicy,
@@ -193,6 +197,10 @@ struct State {
     /// [`Agent::shutdown`] was called: the process is ending, so a run or `bash` started from
     /// now on (by a request read just before) starts cancelled and is answered as such.
     shutting_down: bool,
+    /// The connected MCP servers (empty until [`Agent::start_mcp`]).
+    mcp: Arc<crate::mcp::McpServers>,
+    /// [`Agent::close_mcp`] ran: servers still starting are shut down as soon as they are up.
+    mcp_closed: bool,
 }
 
 pub(crate) struct Inner {
@@ -256,6 +264,8 @@ impl Agent {
             current_model,
             write_failure: None,
             shutting_down: false,
+            mcp: Arc::default(),
+            mcp_closed: false,
         };
         let inner = Inner {
             config,
@@ -438,6 +448,7 @@ impl Agent {
         self.release_gates();
         self.abort_bash();
         self.abort_run().await;
+        self.close_mcp().await;
     }
 
     /// Returns once no run is in progress (queued steering and follow-up messages delivered,
@@ -468,6 +479,12 @@ impl Agent {
                 let _ = tx.send(outcome);
             }
         }
+    }
+
+    /// Tells the host something outside any run (a `notice` frame in the dialects that have
+    /// one; a log line otherwise).
+    pub async fn notice(&self, level: events::NoticeLevel, message: String) {
+        self.emit(AgentEvent::Notice { level, message }).await;
     }
 
     pub(crate) fn port(&self) -> &dyn HostPort {

@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::approval::Refused;
+use super::approval::{CallKind, Refused};
 use super::events::{AgentEvent, CompactionReason, NoticeLevel, PromptId, RunOutcome};
 use super::port::{Question, QuestionAsk, ToolAsk};
 use super::stream::MessageBuilder;
@@ -322,13 +322,20 @@ fn system_prompt(agent: &Agent) -> String {
 
 /// The tools offered to the model: the built-ins, the host's (unless hidden), and the question
 /// tool when the host can be asked.
-fn offered_tools(agent: &Agent, st: &State) -> Vec<ToolInfo> {
+pub(super) fn offered_tools(agent: &Agent, st: &State) -> Vec<ToolInfo> {
     let mut tools = tools::builtin_definitions().to_vec();
     for t in st.host_tools.iter().filter(|t| t.hidden != Some(true)) {
         tools.push(ToolInfo { name: nonempty(&t.name), description: t.description.to_string(), parameters: t.parameters.clone(), extra: Map::new() });
     }
     if agent.port().supports_questions() {
         tools.push(question_tool().clone());
+    }
+    // MCP tools come last: a built-in, host or question tool of the same name wins (their
+    // `mcp__` prefix makes that unlikely).
+    for t in st.mcp.tools() {
+        if !tools.iter().any(|known| *known.name == *t.info.name) {
+            tools.push(t.info);
+        }
     }
     tools
 }
@@ -339,6 +346,9 @@ fn offered_tools(agent: &Agent, st: &State) -> Vec<ToolInfo> {
 /// any; a message that failed or was aborted keeps no tool call, so the calls it started are
 /// abandoned before it is returned.
 async fn stream_assistant(agent: &Agent, cancel: &CancellationToken, tools: &mut ToolCalls<'_>) -> (AssistantMessage, Option<ProviderError>) {
+    // An MCP server that said its tools changed has listed them again before the model is
+    // offered them.
+    agent.mcp().settle().await;
     let spec = agent.current();
     let request = {
         let st = agent.state();
@@ -524,6 +534,7 @@ enum Target {
     Builtin,
     Host(HostToolDefinition),
     Questions,
+    Mcp(crate::mcp::McpTool),
 }
 
 /// `asking` is held while a call decides whether it may start (skip checks and the approval),
@@ -540,11 +551,20 @@ async fn run_tool(agent: &Agent, call: &ToolCall, index: usize, asking: &tokio::
         None if name == QUESTION_TOOL && agent.port().supports_questions() => (Target::Questions, question_tool().parameters.clone()),
         None => match tools::builtin_definitions().iter().find(|t| *t.name == name) {
             Some(def) => (Target::Builtin, def.parameters.clone()),
-            None => return Err(ToolOutput::error(format!("Tool {name} not found")).into()),
+            None => match agent.mcp().find(&name) {
+                Some(tool) => {
+                    let parameters = tool.info.parameters.clone();
+                    (Target::Mcp(tool), parameters)
+                }
+                None => return Err(ToolOutput::error(format!("Tool {name} not found")).into()),
+            },
         },
     };
-    if let Err(message) = tools::check_arguments(&parameters, &name, &call.arguments) {
-        return Err(ToolOutput::error(message).into());
+    match tools::check_arguments(&parameters, &name, &call.arguments) {
+        Ok(()) => {}
+        // An MCP server's schema that our validator cannot compile is the server's to check.
+        Err(tools::ArgumentsError::BadSchema { .. }) if matches!(target, Target::Mcp(_)) => {}
+        Err(message) => return Err(ToolOutput::error(message).into()),
     }
     {
         let _turn = asking.lock().await;
@@ -556,13 +576,38 @@ async fn run_tool(agent: &Agent, call: &ToolCall, index: usize, asking: &tokio::
         if index > 0 && agent.state().interrupt_mode == InterruptMode::Immediate && !agent.state().steering.is_empty() {
             return Err(ToolOutput::error("Skipped: a steering message arrived").into());
         }
-        agent.approve_call(call, matches!(target, Target::Host(_) | Target::Questions), cancel).await?;
+        let kind = match &target {
+            Target::Builtin => CallKind::Builtin,
+            Target::Host(_) | Target::Questions => CallKind::Host,
+            Target::Mcp(tool) => CallKind::Mcp { read_only: tool.read_only },
+        };
+        agent.approve_call(call, kind, cancel).await?;
     }
     Ok(match target {
         Target::Host(def) => call_host_tool(agent, &def, call, cancel).await,
         Target::Questions => ask_questions(agent, call, cancel).await,
         Target::Builtin => run_builtin(agent, call, cancel).await,
+        Target::Mcp(tool) => call_mcp_tool(agent, &tool, call, cancel).await,
     })
+}
+
+/// Calls an MCP server's tool; its progress notifications become `ToolUpdate`s, an abort
+/// sends `notifications/cancelled`. A server that never answers is bounded like a host tool
+/// (`--host-tool-timeout-ms`).
+async fn call_mcp_tool(agent: &Agent, tool: &crate::mcp::McpTool, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
+    let servers = agent.mcp();
+    let timeout = agent.inner.config.host_tool_timeout;
+    let (tx, rx) = tokio::sync::mpsc::channel::<AgentToolResult>(16);
+    let work = async move {
+        let out = servers
+            .call(tool, &call.arguments, cancel, timeout, |partial| {
+                let _ = tx.try_send(partial);
+            })
+            .await;
+        drop(tx);
+        out
+    };
+    with_updates(agent, call, rx, work).await
 }
 
 /// Forwards a tool's partial results as `ToolUpdate` events while `work` runs. The tool never

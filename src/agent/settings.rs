@@ -38,7 +38,8 @@ impl Agent {
             fast_mode_active: None,
             tokens_per_second: None,
             system_prompt: None,
-            dump_tools: None,
+            // omp's list of what the model is offered: built-ins, host tools, MCP tools.
+            dump_tools: Some(super::run::offered_tools(self, &st)),
             context_usage: Some(Self::context_usage(&st, window)),
         }
     }

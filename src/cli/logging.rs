@@ -1,6 +1,7 @@
 //! Diagnostics on stderr through `tracing`, never on stdout (stdout carries only frames). The
 //! level comes from `--log-level`, else `$AGENTWIRE_LOG` (an env-filter directive such as
 //! `debug` or `agentwire::providers=debug`), else `info`. Lines read `agentwire: warn: …`.
+//! The MCP client library (`rmcp`) says only its warnings unless the directive names it.
 
 use std::fmt;
 
@@ -34,6 +35,9 @@ where
 /// Installs the stderr subscriber. A bad directive is reported and the default used instead.
 pub fn init(level: Option<&str>) {
     let directive = level.map(str::to_owned).or_else(|| std::env::var("AGENTWIRE_LOG").ok()).unwrap_or_else(|| "info".to_owned());
+    // rmcp (the MCP client) logs every handshake at info, a server's whole instructions
+    // included: only its warnings, unless the directive names it (`debug,rmcp=debug`).
+    let directive = if directive.contains("rmcp") { directive } else { format!("{directive},rmcp=warn") };
     let (filter, bad) = match EnvFilter::try_new(&directive) {
         Ok(f) => (f, None),
         Err(e) => (EnvFilter::new("info"), Some(e)),

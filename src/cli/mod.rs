@@ -46,7 +46,8 @@ pub struct Cli {
     /// Default: wait until it is done.
     #[arg(long, value_name = "DURATION")]
     pub eof_timeout: Option<humantime::Duration>,
-    /// How long a host tool call waits for the host when its definition sets no timeoutMs.
+    /// How long a host tool call waits for the host when its definition sets no timeoutMs (and
+    /// an MCP tool call for its server).
     #[arg(long, default_value_t = 600_000, value_name = "MS")]
     pub host_tool_timeout_ms: u64,
     /// Config dir holding models.json (default: $AGENTWIRE_CONFIG_DIR, else ~/.config/agentwire).
@@ -93,6 +94,15 @@ pub struct Cli {
     /// (wire mode answers the prompt `max_steps_reached`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps_per_turn: Option<u32>,
+    /// MCP servers whose tools the agent offers (rpc and wire; ACP clients pass theirs in
+    /// `session/new`): `{"mcpServers": {"<name>": {"command", "args", "env", "cwd"} |
+    /// {"type": "http", "url", "headers"}}}`, the format Claude Code, Cursor and kimi-cli read.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<std::path::PathBuf>,
+    /// How long one MCP server may take to start and answer `initialize` before the agent
+    /// goes on without it, in milliseconds.
+    #[arg(long, default_value_t = crate::mcp::DEFAULT_STARTUP_TIMEOUT.as_secs() * 1000, value_name = "MS")]
+    pub mcp_startup_timeout_ms: u64,
     /// Working directory for tools and `bash` (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<std::path::PathBuf>,
@@ -117,7 +127,7 @@ pub enum Mode {
 pub enum ApprovalArg {
     /// Never ask.
     Never,
-    /// Ask before bash, write and edit.
+    /// Ask before bash, write and edit (and MCP tools not annotated read-only).
     Dangerous,
     /// Ask before every tool call.
     Always,
@@ -526,6 +536,8 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
         max_steps_per_turn: cli.max_steps_per_turn,
         thinking: cli.thinking,
         eof_timeout: cli.eof_timeout.map(Into::into),
+        mcp_config: cli.mcp_config.as_ref().map(|p| if p.is_absolute() { p.clone() } else { std::env::current_dir().unwrap_or_default().join(p) }),
+        mcp_startup_timeout: std::time::Duration::from_millis(cli.mcp_startup_timeout_ms),
         retry: crate::agent::RetryPolicy {
             max_attempts: cli.retry_max_attempts,
             base_delay: std::time::Duration::from_millis(cli.retry_base_delay_ms),

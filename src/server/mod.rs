@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::agent::events::NoticeLevel;
+use crate::agent::port::{NotifyLevel, UiNotice};
 use crate::agent::{Agent, AgentConfig, ApprovalPolicy, EventSink, HostPort, RetryPolicy};
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
@@ -61,6 +63,10 @@ pub struct ProcessOptions {
     /// How long stdin EOF waits for the work asked before it is cancelled (`--eof-timeout`);
     /// `None`: until it is done.
     pub eof_timeout: Option<Duration>,
+    /// MCP servers for rpc and wire (`--mcp-config FILE`, read when the agent starts).
+    pub mcp_config: Option<PathBuf>,
+    /// How long one MCP server may take to start (`--mcp-startup-timeout-ms`).
+    pub mcp_startup_timeout: Duration,
 }
 
 /// `--session-dir`, `--no-session`, `--session FILE`, `--continue`.
@@ -240,6 +246,8 @@ async fn run_process(
     let mut finished = Box::pin(async {
         serve.await;
         futures_util::future::join_all(agents().iter().map(Agent::settled)).await;
+        // Nothing is left to ask them: the MCP servers go before the process does.
+        futures_util::future::join_all(agents().iter().map(Agent::close_mcp)).await;
     });
     let eof_expired = async {
         input.ended.cancelled().await;
@@ -305,6 +313,22 @@ fn stdout_writer(budget_bytes: usize) -> (Outbox, tokio::task::JoinHandle<std::i
     }
 }
 
+/// Connects the servers of `--mcp-config` (rpc and wire). A config file that cannot be read or
+/// is malformed, and a server that cannot start, are logged and returned for the dialect to
+/// tell its host; the agent works on without them.
+async fn start_mcp_servers(agent: &Agent, options: &ProcessOptions) -> Vec<(NoticeLevel, String)> {
+    let Some(path) = &options.mcp_config else { return Vec::new() };
+    let configs = match crate::mcp::config::read_config_file(path) {
+        Ok(configs) => configs,
+        Err(e) => {
+            let message = format!("--mcp-config: {e}; no MCP server is connected");
+            tracing::warn!("{message}");
+            return vec![(NoticeLevel::Error, message)];
+        }
+    };
+    agent.start_mcp(&configs, options.mcp_startup_timeout).await.into_iter().map(|failure| (NoticeLevel::Warning, failure.to_string())).collect()
+}
+
 /// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
 pub async fn run_rpc_process(options: ProcessOptions) -> u8 {
     let prepared = match prepare(&options) {
@@ -317,6 +341,10 @@ pub async fn run_rpc_process(options: ProcessOptions) -> u8 {
     let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
     let _ = out.send(&session.ready_frame()).await;
     drop(out);
+    // Commands sent meanwhile wait in stdin: the first prompt already sees the servers' tools.
+    for (level, message) in start_mcp_servers(&agent, &options).await {
+        agent.notice(level, message).await;
+    }
     let input = Input::new();
     let serve = serve_rpc(session, input.reader(), options.max_line_bytes);
     run_process(move || vec![agent.clone()], serve, writer, input, options.eof_timeout).await
@@ -331,6 +359,15 @@ pub async fn run_wire_process(options: ProcessOptions) -> u8 {
     let (out, writer) = stdout_writer(options.max_outbound_bytes);
     let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
     let agent = prepared.build(host.clone());
+    // The wire's own notices are `Notification` events.
+    for (level, message) in start_mcp_servers(&agent, &options).await {
+        let level = match level {
+            NoticeLevel::Info => NotifyLevel::Info,
+            NoticeLevel::Warning => NotifyLevel::Warning,
+            NoticeLevel::Error => NotifyLevel::Error,
+        };
+        host.notify(UiNotice::Notify { level, message }).await;
+    }
     let session = WireSession::new(agent.clone(), host);
     let input = Input::new();
     let serve = serve_wire(session, input.reader(), options.max_line_bytes);
@@ -402,6 +439,10 @@ impl SessionFactory for AcpSessions {
             Some(dir) => crate::providers::keys::forget(&dir),
             None => Ok(false),
         }
+    }
+
+    fn mcp_startup_timeout(&self) -> Duration {
+        self.options.mcp_startup_timeout
     }
 }
 

@@ -45,7 +45,8 @@ impl Drop for GroupGuard {
 }
 
 /// A watchdog that kills group `pgid` when its stdin closes without "done" (the agent died).
-fn spawn_watchdog(pgid: u32) -> Option<tokio::process::ChildStdin> {
+/// Also used for MCP stdio servers (`crate::mcp`).
+pub fn spawn_watchdog(pgid: u32) -> Option<tokio::process::ChildStdin> {
     let mut child = tokio::process::Command::new("/bin/sh")
         .arg("-c")
         .arg("IFS= read -r line; [ \"$line\" = done ] || kill -KILL -\"$1\" 2>/dev/null")

@@ -17,8 +17,10 @@ pub const TIMEOUT: Duration = Duration::from_secs(15);
 
 /// One `agentwire --mode acp` process and the frames it wrote.
 pub struct Acp {
-    child: Child,
-    stdin: Option<ChildStdin>,
+    /// The agent process (tests look for its descendants).
+    pub child: Child,
+    /// Its stdin (`None` once closed).
+    pub stdin: Option<ChildStdin>,
     frames: Receiver<Value>,
     /// Our request ids → method, so responses are checked against the method's result.
     methods: HashMap<String, String>,
@@ -102,10 +104,20 @@ impl Acp {
 
     /// Frames up to the next request of `method` from agentwire, and that request.
     pub fn until_request(&mut self, method: &str) -> (Vec<Value>, Value) {
+        self.until(|f| f["method"] == method && f.get("id").is_some())
+    }
+
+    /// Frames up to the next request or notification named `method`, and that frame.
+    pub fn until_method(&mut self, method: &str) -> (Vec<Value>, Value) {
+        self.until(|f| f["method"] == method)
+    }
+
+    /// Frames up to the first one `wanted` picks, and that frame.
+    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
         let mut before = Vec::new();
         loop {
             let f = self.next();
-            if f["method"] == method && f.get("id").is_some() {
+            if wanted(&f) {
                 return (before, f);
             }
             before.push(f);

@@ -36,6 +36,8 @@ pub trait SessionFactory: Send + Sync {
     fn provider_configured(&self) -> bool;
     /// Forgets the keys stored with `agentwire login`; whether there were any.
     fn forget_stored_keys(&self) -> std::io::Result<bool>;
+    /// How long one MCP server may take to start (`--mcp-startup-timeout-ms`).
+    fn mcp_startup_timeout(&self) -> std::time::Duration;
 }
 
 /// One live session.
@@ -196,6 +198,27 @@ impl AcpServer {
         Ok(live)
     }
 
+    /// Connects the session's MCP servers (replacing those it had). Servers that cannot start
+    /// are told to the client: before the answer when `before_answer` (load, resume: the client
+    /// knows the session), else right after it (new: the answer introduces the session).
+    async fn connect_mcp(&self, live: &Live, configs: &[crate::mcp::McpServerConfig], before_answer: bool) {
+        let failures = live.agent.start_mcp(configs, self.factory.mcp_startup_timeout()).await;
+        if failures.is_empty() {
+            return;
+        }
+        if before_answer {
+            live.host.report_mcp_failures(&failures).await;
+            return;
+        }
+        let answered = self.conn.after_answer();
+        let host = live.host.clone();
+        tokio::spawn(async move {
+            if answered.await {
+                host.report_mcp_failures(&failures).await;
+            }
+        });
+    }
+
     /// Announces a new session's commands once the answer naming it is queued.
     fn announce_commands_after_answer(&self, live: &Live) {
         let answered = self.conn.after_answer();
@@ -277,14 +300,13 @@ impl AcpAgentHandler for AcpServer {
     async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, Error> {
         let terminal_auth = params.client_capabilities.auth.terminal;
         *lock(&self.client) = Some(params.client_capabilities);
-        let note = serde_json::Map::from_iter([("mcpServers".to_owned(), "accepted and ignored: agentwire does not connect MCP servers yet".into())]);
-        let meta = serde_json::Map::from_iter([("agentwire".to_owned(), serde_json::Value::Object(note))]);
         Ok(InitializeResponse {
             agent_capabilities: AgentCapabilities {
                 auth: AgentAuthCapabilities::new().with_logout(LogoutCapabilities::new()),
                 load_session: true,
-                mcp_capabilities: McpCapabilities { http: false, meta: None, sse: false },
-                meta: Some(meta),
+                // stdio and streamable HTTP through rmcp; it has no client for legacy SSE.
+                mcp_capabilities: McpCapabilities { http: true, meta: None, sse: false },
+                meta: None,
                 prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: self.factory.accepts_images(), meta: None },
                 session_capabilities: SessionCapabilities::new()
                     .with_additional_directories(SessionAdditionalDirectoriesCapabilities::new())
@@ -303,6 +325,7 @@ impl AcpAgentHandler for AcpServer {
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let cwd = absolute(&params.cwd)?;
         let roots = additional_roots(&params.additional_directories)?;
+        let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open(&cwd, None)?;
         live.agent.set_additional_roots(roots);
         // The id handed out names a file from now on: a new process can load or resume it
@@ -311,6 +334,7 @@ impl AcpAgentHandler for AcpServer {
             lock(&self.sessions).remove(&live.agent.session_id());
             return Err(Error::internal(e.to_string()));
         }
+        self.connect_mcp(&live, &servers, false).await;
         self.announce_commands_after_answer(&live);
         let options = config::options(&live.agent);
         Ok(NewSessionResponse::new(SessionId(live.agent.session_id())).with_config_options(options).with_modes(modes::state(live.agent.approval_policy())))
@@ -318,10 +342,13 @@ impl AcpAgentHandler for AcpServer {
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
         let roots = additional_roots(&params.additional_directories)?;
+        let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd).await?;
         live.agent.set_additional_roots(roots);
-        // The whole history goes out before the answer.
+        // The whole history goes out before the answer, and so does news of a server that
+        // could not start.
         live.host.replay(&live.agent.messages()).await;
+        self.connect_mcp(&live, &servers, true).await;
         Ok(LoadSessionResponse::new().with_config_options(config::options(&live.agent)).with_modes(modes::state(live.agent.approval_policy())))
     }
 
@@ -351,8 +378,10 @@ impl AcpAgentHandler for AcpServer {
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
         let roots = additional_roots(&params.additional_directories)?;
+        let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd).await?;
         live.agent.set_additional_roots(roots);
+        self.connect_mcp(&live, &servers, true).await;
         Ok(ResumeSessionResponse::new().with_config_options(config::options(&live.agent)).with_modes(modes::state(live.agent.approval_policy())))
     }
 

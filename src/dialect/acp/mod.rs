@@ -7,6 +7,7 @@
 //!   the core (one [`Agent`] per ACP session, each with its own [`AcpSessionHost`]);
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
+//! - [`mcp`]: the sessions' `mcpServers` as the core's MCP server configs (sse refused);
 //! - [`modes`]: the core's approval policy as ACP session modes (`session/set_mode`);
 //! - [`config`]: model, thinking level and mode as config options (`session/set_config_option`);
 //! - [`auth`]: how agentwire gets provider keys, as auth methods (`authenticate`, `logout`);
@@ -34,6 +35,7 @@ pub mod client_tools;
 pub mod config;
 pub mod decode;
 pub mod handler;
+mod mcp;
 pub mod modes;
 pub mod port;
 pub mod project;

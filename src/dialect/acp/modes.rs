@@ -4,7 +4,7 @@
 //! | mode id | approval policy | asks before |
 //! |---|---|---|
 //! | `ask` | `always` | every tool call |
-//! | `default` | `dangerous` | `bash`, `write`, `edit` |
+//! | `default` | `dangerous` | `bash`, `write`, `edit`, MCP tools not annotated `readOnlyHint` |
 //! | `auto` | `never` | nothing |
 
 use crate::agent::ApprovalPolicy;
@@ -14,7 +14,7 @@ use crate::protocol::acp::{SessionMode, SessionModeId, SessionModeState};
 /// Every mode: its id, the policy it stands for, its name and description.
 const MODES: [(&str, ApprovalPolicy, &str, &str); 3] = [
     ("ask", ApprovalPolicy::Always, "Ask", "Ask before every tool call"),
-    ("default", ApprovalPolicy::Dangerous, "Ask before changes", "Ask before bash, write and edit; reading and searching run at once"),
+    ("default", ApprovalPolicy::Dangerous, "Ask before changes", "Ask before bash, write, edit and MCP tools not marked read-only; reading and searching run at once"),
     ("auto", ApprovalPolicy::Never, "Auto", "Run every tool call without asking"),
 ];
 

@@ -266,3 +266,35 @@ test("set_config_option switches the mode and answers every option; close cancel
   await assert.rejects(agent.request(methods.agent.session.load, { sessionId: other, cwd: dir, mcpServers: [] }), (e) => e.code === -32002);
   assert.equal(await stop(child), 0);
 });
+
+test("an MCP server from session/new: its read-only tool runs unasked, another asks", async () => {
+  // The reference server tests/mcp.rs uses (tests/mcp-server, installed by scripts/test).
+  const everything = new URL("../../mcp-server/node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url).pathname;
+  assert.ok(existsSync(everything), `${everything} is missing: run npm ci in tests/mcp-server`);
+  const script = [
+    { toolCalls: [{ id: "e1", name: "mcp__everything__echo", arguments: { message: "from the SDK" } }] },
+    { text: "echoed" },
+    { toolCalls: [{ id: "t1", name: "mcp__everything__toggle-simulated-logging", arguments: {} }] },
+    { text: "refused" },
+  ];
+  const { child, dir } = start(script);
+  const { agent, updates, asks } = connect(child, () => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
+  const init = await agent.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+  assert.deepEqual(init.agentCapabilities.mcpCapabilities, { http: true, sse: false });
+  const mcpServers = [{ name: "everything", command: process.execPath, args: [everything, "stdio"], env: [] }];
+  const { sessionId } = await agent.request(methods.agent.session.new, { cwd: dir, mcpServers });
+  const result = (id) => updates.find((u) => u.update.toolCallId === id && ["completed", "failed"].includes(u.update.status)).update;
+  assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("echo") })).stopReason, "end_turn");
+  assert.equal(result("e1").status, "completed");
+  assert.match(result("e1").content[0].content.text, /Echo: from the SDK/);
+  assert.equal(asks.length, 0, "a readOnlyHint tool does not ask");
+  assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("toggle") })).stopReason, "end_turn");
+  assert.equal(asks.length, 1, "a tool that is not read-only asks");
+  assert.equal(result("t1").status, "failed");
+  // An sse server is refused, naming it.
+  await assert.rejects(
+    agent.request(methods.agent.session.new, { cwd: dir, mcpServers: [{ type: "sse", name: "legacy", url: "http://127.0.0.1:1/sse", headers: [] }] }),
+    (e) => e.code === -32602 && /"legacy"/.test(e.message),
+  );
+  assert.equal(await stop(child), 0);
+});
