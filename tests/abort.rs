@@ -1,4 +1,4 @@
-//! abort, abort_and_prompt, stdin EOF and signals while a run streams.
+//! abort, abort_and_prompt and signals while a run streams (stdin EOF: `tests/lifecycle.rs`).
 
 mod common;
 
@@ -40,18 +40,6 @@ fn abort_and_prompt_replaces_the_running_prompt() {
     let response = frames.iter().position(|f| f["id"] == "p2" && f["type"] == "response").unwrap();
     let start = t.iter().rposition(|t| t == "agent_start").unwrap();
     assert!(aborted < response && response < start, "{t:?}");
-}
-
-#[test]
-fn stdin_eof_while_streaming_settles_the_run_and_exits_0() {
-    let mut a = Agent::start(&[], &[slow()]);
-    a.send(json!({"id":"p","type":"prompt","message":"go"}));
-    a.until(|f| f["assistantMessageEvent"]["type"] == "text_delta");
-    let (rest, code) = a.finish();
-    let t = types(&rest);
-    assert_eq!(code, 0);
-    assert_eq!(t[t.len() - 2..], ["agent_end", "prompt_result"]);
-    assert_eq!(rest.last().unwrap()["status"], "aborted");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `agentwire --mode wire` (kimi-cli JSON-RPC 2.0) through the real binary: envelope and
-//! errors, initialize, prompt and streaming, tool turns, steer, cancel, plan mode, EOF. Every
-//! frame is validated against the wire schema, responses against the method they answer.
+//! errors, initialize, prompt and streaming, tool turns, steer, cancel, plan mode (stdin EOF:
+//! `tests/lifecycle.rs`). Every frame is validated against the wire schema, responses against
+//! the method they answer.
 
 mod common;
 
@@ -101,22 +102,6 @@ fn envelope_errors_and_notifications() {
     assert_eq!((&e["id"], &e["error"]["code"]), (&json!("u"), &json!(-32601)), "the notification got no answer and did not run");
     w.send(json!({"jsonrpc":"2.0","id":"bad","method":"prompt","params":{"user_input":[{"type":"no_such_part"}]}}));
     assert_eq!(w.next()["error"]["code"], -32602);
-}
-
-#[test]
-fn stdin_eof_mid_turn_still_ends_the_turn_and_answers() {
-    let mut w = Wire::start(&[json!({"text":"a b c d e f g h i j k l m n","chunkSize":2,"delayMs":50})]);
-    w.send(json!({"jsonrpc":"2.0","id":"p","method":"prompt","params":{"user_input":"x"}}));
-    loop {
-        if w.next()["params"]["type"] == "ContentPart" {
-            break;
-        }
-    }
-    let (rest, code) = w.finish();
-    let k = kinds(&rest);
-    assert_eq!(code, 0);
-    assert_eq!(k[k.len() - 2..], ["TurnEnd", "result"]);
-    assert_eq!(rest.last().unwrap()["result"], json!({"status":"cancelled"}));
 }
 
 fn shell_call(id: &str, command: &str) -> Value {

@@ -111,6 +111,7 @@ impl Agent {
             Decision::RejectAndStop => Err(Refused { output: ToolOutput::error(REJECTED_STOP), ends_turn: true }),
             Decision::TimedOut => Err(ToolOutput::error(format!("Tool call not approved in time: {name}")).into()),
             Decision::Abandoned => Err(ToolOutput::error(format!("Tool call abandoned: {name}")).into()),
+            Decision::Unanswerable => Err(ToolOutput::error(format!("Tool call not approved: {name}. The host closed its input, so nobody can approve it")).into()),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The agent's MCP servers behind a small API: [`Agent::start_mcp`] connects them (bounded,
 //! concurrently), the run offers their tools and calls them (`run.rs`), and
-//! [`Agent::close_mcp`] — called by [`Agent::shutdown`] and [`Agent::end_of_input`] — shuts
-//! them down, so whatever ends an agent (a closed or replaced ACP session, stdin EOF, a
+//! [`Agent::close_mcp`] — called by [`Agent::shutdown`], and by the process runner once the
+//! runs settled after stdin EOF — shuts them down, so whatever ends an agent (a closed or replaced ACP session, stdin EOF, a
 //! signal) ends its servers too.
 
 use std::sync::Arc;

@@ -194,6 +194,9 @@ struct State {
     current_model: usize,
     /// A session write that failed during the run, for the run to report and stop on.
     write_failure: Option<CoreError>,
+    /// [`Agent::shutdown`] was called: the process is ending, so a run or `bash` started from
+    /// now on (by a request read just before) starts cancelled and is answered as such.
+    shutting_down: bool,
     /// The connected MCP servers (empty until [`Agent::start_mcp`]).
     mcp: Arc<crate::mcp::McpServers>,
     /// [`Agent::close_mcp`] ran: servers still starting are shut down as soon as they are up.
@@ -260,6 +263,7 @@ impl Agent {
             next_bash: 0,
             current_model,
             write_failure: None,
+            shutting_down: false,
             mcp: Arc::default(),
             mcp_closed: false,
         };
@@ -435,22 +439,30 @@ impl Agent {
         }
     }
 
-    /// A signal arrived (or the end of input could not drain in time): abort the run
-    /// (everything it waits on resolves) and cancel every running `bash`.
+    /// The process is ending (a signal, `--eof-timeout`, the host gone): abort the run the way
+    /// `abort` would (everything it waits on resolves), cancel every running `bash` (SIGTERM,
+    /// then SIGKILL, to its process group), and start whatever is asked after this cancelled, so
+    /// that every request already read is answered promptly. Returns after the run's last event.
     pub async fn shutdown(&self) {
+        self.state().shutting_down = true;
         self.release_gates();
         self.abort_bash();
         self.abort_run().await;
         self.close_mcp().await;
     }
 
-    /// The input ended: abort the run the way `abort` would (everything it waits on resolves)
-    /// but let running `bash` commands finish, so the host still gets their output (omp; notes
-    /// §1.6: commands already read are answered before exit).
-    pub async fn end_of_input(&self) {
-        self.release_gates();
-        self.abort_run().await;
-        self.close_mcp().await;
+    /// Returns once no run is in progress (queued steering and follow-up messages delivered,
+    /// a run they start included). stdin EOF waits for this: what was asked is finished.
+    pub async fn settled(&self) {
+        loop {
+            let running = self.state().run.as_ref().map(|r| r.done.clone());
+            match running {
+                Some(mut done) => {
+                    let _ = done.wait_for(|d| *d).await;
+                }
+                None => return,
+            }
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {

@@ -46,8 +46,10 @@ pub enum Decision {
     RejectAndStop,
     /// Nobody answered in time.
     TimedOut,
-    /// The run was aborted (or the host went away) while asking.
+    /// The run was aborted while asking.
     Abandoned,
+    /// Nobody can answer: the host's input has ended (stdin EOF). Fails closed at once.
+    Unanswerable,
 }
 
 /// A call of a tool the host implements.

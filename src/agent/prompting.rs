@@ -177,7 +177,7 @@ impl Agent {
 
     /// Waits for a run that has already reported its end to settle (a moment): a host that
     /// prompts on `agent_end` / `TurnEnd` is not refused for the run's last frame.
-    async fn finish_ending_run(&self) {
+    pub(super) async fn finish_ending_run(&self) {
         let ending = self.state().run.as_ref().filter(|r| r.finishing).map(|r| r.done.clone());
         if let Some(mut done) = ending {
             let _ = done.wait_for(|d| *d).await;
@@ -187,6 +187,9 @@ impl Agent {
     /// Registers and spawns a run; it starts once its request's answer is written.
     pub(super) fn start_run(&self, st: &mut State, first: Vec<Queued>, prompt: Option<PromptId>) {
         let cancel = CancellationToken::new();
+        if st.shutting_down {
+            cancel.cancel();
+        }
         let (done_tx, done_rx) = watch::channel(false);
         let gate = self.add_gate();
         st.run = Some(RunState { cancel: cancel.clone(), done: done_rx, finishing: false });

@@ -213,8 +213,11 @@ impl Agent {
         self.state().session.tree()
     }
 
-    /// Compacts the branch now (refused while a run is in progress), with its events.
+    /// Compacts the branch now (refused while a run is in progress), with its events. A run
+    /// that has already reported its end (`agent_end`) is over for the host: compaction waits
+    /// the moment it takes to settle instead of being refused, as a prompt does.
     pub async fn compact(&self, custom_instructions: Option<&str>) -> CoreResult<CompactionResult> {
+        self.finish_ending_run().await;
         if self.state().run.is_some() {
             return Err(CoreError::Busy("Cannot compact while the agent is running; abort or wait for prompt_result".into()));
         }

@@ -82,6 +82,9 @@ impl Agent {
             if st.run.is_some() {
                 return None;
             }
+            if st.shutting_down {
+                cancel.cancel();
+            }
             st.run = Some(RunState { cancel: cancel.clone(), done: done_rx, finishing: false });
             self.new_prompt()
         };

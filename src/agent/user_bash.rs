@@ -16,6 +16,9 @@ impl Agent {
         let cancel = CancellationToken::new();
         let key = {
             let mut st = self.state();
+            if st.shutting_down {
+                cancel.cancel();
+            }
             st.next_bash += 1;
             let key = st.next_bash;
             st.bash.insert(key, cancel.clone());

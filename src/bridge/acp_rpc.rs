@@ -119,7 +119,7 @@ impl RpcHostHandler for AcpDialogs {
             let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&request).await;
             let answer = match pending.wait(None, None).await {
                 Reply::Answered(Ok(result)) => serde_json::from_value::<RequestPermissionResponse>(result).ok().map(|r| r.outcome),
-                Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned => None,
+                Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => None,
             };
             let chosen = match answer {
                 Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0.parse::<usize>().ok().and_then(|i| labels.get(i)),
@@ -360,10 +360,9 @@ impl Service for AcpOverRpc {
         }
     }
 
-    fn end_of_input(&self) -> BoxFuture<'static, ()> {
+    fn input_ended(&self) {
         // Host EOF: the agent's input closes; the prompts end when it does.
         self.agent.close();
-        async {}.boxed()
     }
 }
 

@@ -180,7 +180,8 @@ impl Link {
         let (client, events) = RpcClient::over(lines, agent_out, host);
         let server = Arc::new(make(client.clone()));
         let stop = CancellationToken::new();
-        let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone());
+        let ended = CancellationToken::new();
+        let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone()).noting_end(ended.clone());
         let pump = tokio::spawn({
             let server = server.clone();
             async move { server.pump(events).await }
@@ -190,11 +191,19 @@ impl Link {
         let signals = forward_signals(agent.id(), alive.clone(), stop.clone());
         tokio::pin!(signals);
         {
-            let serve = crate::jsonrpc::serve(&*server, input, max_line_bytes, ANSWER_GRACE);
+            let serve = crate::jsonrpc::serve(&*server, input, max_line_bytes);
             tokio::pin!(serve);
+            // The requests in flight at host EOF have this long to be answered (the agent's
+            // input is closed then, so its prompts end when it does).
+            let answer_grace = async {
+                ended.cancelled().await;
+                tokio::time::sleep(ANSWER_GRACE).await;
+            };
+            tokio::pin!(answer_grace);
             loop {
                 tokio::select! {
                     () = &mut serve => break,
+                    () = &mut answer_grace => break,
                     status = agent.wait(), if agent_died.is_none() => {
                         // The agent is gone: its output ended, so every prompt in flight ends
                         // with an error; our input ends so the serve loop answers what is left.

@@ -72,7 +72,7 @@ impl RpcHostHandler for WireDialogs {
             let request = WireAgentRequest::new(nonempty(&id), WireQuestionRequest::new(payload).into());
             let answer = match self.conn.peer().send(Value::String(id), &request).await.wait(None, None).await {
                 Reply::Answered(Ok(result)) => serde_json::from_value::<WireQuestionResult>(result).ok().and_then(|r| r.answers.get(&question).cloned()),
-                Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned => None,
+                Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => None,
             };
             match (answer, dialog.method.as_str()) {
                 (None, _) => DialogAnswer::Cancelled,
@@ -270,8 +270,7 @@ impl Service for WireOverRpc {
         match notification {}
     }
 
-    fn end_of_input(&self) -> BoxFuture<'static, ()> {
+    fn input_ended(&self) {
         self.agent.close();
-        async {}.boxed()
     }
 }

@@ -42,6 +42,11 @@ pub struct Cli {
     /// How long a dialog (an approval, or a slash command's) waits for the host, in milliseconds.
     #[arg(long, alias = "dialog-timeout-ms", default_value_t = 60_000, value_name = "MS")]
     pub approval_timeout_ms: u64,
+    /// After stdin EOF, how long to wait for the work already asked (running prompts, queued
+    /// messages, commands read) before cancelling it as `abort` would (e.g. `30s`, `500ms`).
+    /// Default: wait until it is done.
+    #[arg(long, value_name = "DURATION")]
+    pub eof_timeout: Option<humantime::Duration>,
     /// How long a host tool call waits for the host when its definition sets no timeoutMs (and
     /// an MCP tool call for its server).
     #[arg(long, default_value_t = 600_000, value_name = "MS")]
@@ -554,7 +559,7 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
         Ok(dir) => dir,
         Err(e) => return fail(&format!("working directory: {e}")),
     };
-    let options = crate::server::RpcOptions {
+    let options = crate::server::ProcessOptions {
         cwd,
         max_line_bytes: cli.max_line_bytes.max(1),
         max_outbound_bytes: cli.max_outbound_bytes.max(1),
@@ -583,6 +588,7 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
         compaction: crate::agent::compaction::CompactionPolicy { threshold: cli.compaction_threshold, keep_tokens: cli.compaction_keep_tokens },
         max_steps_per_turn: cli.max_steps_per_turn,
         thinking: cli.thinking,
+        eof_timeout: cli.eof_timeout.map(Into::into),
         mcp_config: cli.mcp_config.as_ref().map(|p| if p.is_absolute() { p.clone() } else { std::env::current_dir().unwrap_or_default().join(p) }),
         mcp_startup_timeout: std::time::Duration::from_millis(cli.mcp_startup_timeout_ms),
         retry: crate::agent::RetryPolicy {

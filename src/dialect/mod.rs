@@ -9,13 +9,15 @@
 //! - [`acp`]: the Agent Client Protocol (agent side), for Zed and other ACP editors.
 //!
 //! [`peek_id_and_type`] and [`raw_id`] (from `transport::raw_id`) serve every dialect: an
-//! oversized line's error still carries its id.
+//! oversized line's error still carries its id. [`HostRequests`] is the JSONL dialect's table
+//! of host tool calls waiting for the host, closed when the host's input ends (nobody can
+//! answer them then; the call fails closed); every other request we send closes with its
+//! [`crate::jsonrpc::Peer`].
 
 pub mod acp;
+pub mod pending;
 pub mod rpc;
 pub mod wire;
 
 pub use crate::transport::raw_id::{peek_id_and_type, raw_id};
-
-/// How long the end of input waits for requests in flight before giving up on them.
-pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+pub use pending::HostRequests;

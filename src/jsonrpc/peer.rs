@@ -5,11 +5,17 @@
 //! more is withdrawn, so a late answer finds nothing and is ignored. What a non-answer *means*
 //! (reject, error, decline) is the caller's fail-closed decision, made on [`Reply`].
 //!
+//! **End of input.** When the other side closes its input to us (stdin EOF: "no more
+//! requests", notes §1.6) it can no longer answer anything either. The serve loop then calls
+//! [`Peer::close`], once every line read before the end is handled: each waiting request
+//! settles [`Reply::InputEnded`] at once, and a request made afterwards is not sent and settles
+//! the same way.
+//!
 //! The answer type is a parameter: a JSON-RPC peer's answers are `result` or `error`; the
 //! JSONL dialect correlates its typed `extension_ui_response`s with the same peer.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -32,9 +38,11 @@ pub enum Reply<A = Outcome> {
     Answered(A),
     /// Nobody answered within the timeout; the request was withdrawn.
     TimedOut,
-    /// The waiter was cancelled (an abort, the end of input) or the connection went away; the
-    /// request was withdrawn.
+    /// The waiter was cancelled (an abort, a signal); the request was withdrawn.
     Abandoned,
+    /// The other side's input ended ([`Peer::close`]) before it answered, or before the
+    /// request was made (then it was not sent): nobody can answer it.
+    InputEnded,
 }
 
 /// The key of a pending request: a string id and an integer id with the same digits differ.
@@ -57,6 +65,9 @@ pub struct Peer<A = Outcome> {
     out: Outbox,
     pending: Mutex<HashMap<Key, oneshot::Sender<A>>>,
     next_id: AtomicU64,
+    /// [`Peer::close`] was called; set only while `pending` is locked, so a request is either
+    /// registered before the close (and settled by it) or refused after it.
+    closed: AtomicBool,
 }
 
 /// A request sent and not yet settled. Dropping it withdraws the request.
@@ -74,8 +85,10 @@ impl Peer {
         M::Params: Serialize,
     {
         let id = Value::from(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let pending = self.register(id);
-        let _ = self.out.send(&RequestFrame { id: &pending.id, method: M::METHOD, params }).await;
+        let (pending, registered) = self.register(id);
+        if registered {
+            let _ = self.out.send(&RequestFrame { id: &pending.id, method: M::METHOD, params }).await;
+        }
         pending
     }
 }
@@ -83,7 +96,7 @@ impl Peer {
 impl<A> Peer<A> {
     /// A peer writing to `out`.
     pub fn new(out: Outbox) -> Self {
-        Self { out, pending: Mutex::new(HashMap::new()), next_id: AtomicU64::new(0) }
+        Self { out, pending: Mutex::new(HashMap::new()), next_id: AtomicU64::new(0), closed: AtomicBool::new(false) }
     }
 
     /// The outbox every frame of the connection goes through.
@@ -102,15 +115,41 @@ impl<A> Peer<A> {
     /// Sends a request frame the dialect built around an id of its own choosing (kimi's
     /// `"method": "request"` frames carry uuids, or the tool call's id).
     pub async fn send<F: Serialize + ?Sized>(&self, id: Value, frame: &F) -> Pending<'_, A> {
-        let pending = self.register(id);
-        let _ = self.out.send(frame).await;
+        let (pending, registered) = self.register(id);
+        if registered {
+            let _ = self.out.send(frame).await;
+        }
         pending
     }
 
-    fn register(&self, id: Value) -> Pending<'_, A> {
+    /// Registers a request before it is sent; `false` once the peer is closed: the request
+    /// must not be sent, and its waiter (its sender dropped) settles [`Reply::InputEnded`].
+    fn register(&self, id: Value) -> (Pending<'_, A>, bool) {
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(key(&id), tx);
-        Pending { peer: self, id, rx }
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let registered = !self.closed.load(Ordering::Relaxed);
+        if registered {
+            pending.insert(key(&id), tx);
+        }
+        drop(pending);
+        (Pending { peer: self, id, rx }, registered)
+    }
+
+    /// The other side's input ended: nobody can answer any more. Every waiting request settles
+    /// [`Reply::InputEnded`] now, and later ones are not sent.
+    pub fn close(&self) {
+        let waiting = {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            self.closed.store(true, Ordering::Relaxed);
+            std::mem::take(&mut *pending)
+        };
+        // Dropped outside the lock: a waiter woken by its sender's drop may ask again at once.
+        drop(waiting);
+    }
+
+    /// Whether [`Peer::close`] was called: a request made now would not be sent.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
     }
 
     /// Delivers the peer's answer to one of our requests; `false` when nobody waits for it
@@ -147,7 +186,8 @@ impl<A> Pending<'_, A> {
             }
         };
         tokio::select! {
-            answer = &mut self.rx => answer.map_or(Reply::Abandoned, Reply::Answered),
+            // Only [`Peer::close`] drops a waiting request's sender.
+            answer = &mut self.rx => answer.map_or(Reply::InputEnded, Reply::Answered),
             () = deadline => Reply::TimedOut,
             () = cancelled => Reply::Abandoned,
         }
@@ -189,5 +229,26 @@ mod tests {
         cancel.cancel();
         assert_eq!(peer.request::<Ping>(&()).await.wait(None, Some(&cancel)).await, Reply::Abandoned);
         assert!(!peer.answer(&Value::from(1), Ok(Value::Null)), "an abandoned request is withdrawn");
+    }
+
+    #[tokio::test]
+    async fn closing_settles_every_waiter_and_sends_nothing_after() {
+        let (sink, mut sent) = tokio::io::duplex(1 << 16);
+        let (out, writer) = crate::transport::spawn_writer(sink, 1 << 20);
+        let peer = Peer::new(out);
+        let waiting = peer.request::<Ping>(&()).await;
+        assert!(!peer.is_closed());
+        peer.close();
+        assert!(peer.is_closed() && peer.in_flight() == 0);
+        assert_eq!(waiting.wait(None, None).await, Reply::InputEnded, "settled at once, no timeout needed");
+        let late = peer.send(Value::from("late"), &RequestFrame { id: &Value::from("late"), method: "ping", params: &() }).await;
+        assert_eq!(peer.in_flight(), 0, "not registered");
+        assert_eq!(late.wait(None, None).await, Reply::InputEnded);
+        assert_eq!(peer.request::<Ping>(&()).await.wait(None, None).await, Reply::InputEnded);
+        drop(peer);
+        writer.await.unwrap().unwrap();
+        let mut written = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut sent, &mut written).await.unwrap();
+        assert_eq!(written.lines().count(), 1, "only the request made before the close was sent: {written}");
     }
 }

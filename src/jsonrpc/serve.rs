@@ -17,17 +17,18 @@
 //! ends itself (a prompt cancels its run and answers `cancelled`). An id not in flight is
 //! ignored.
 //!
-//! **End of input.** The service's [`Service::end_of_input`] runs (runs are aborted, prompts
-//! resolve `cancelled`); requests in flight are answered, bounded by a grace period; the loop
-//! returns.
+//! **End of input** means "no more requests" (notes §1.6), not "cancel": once every line read
+//! is handled, the peer is closed ([`Peer::close`]: our requests waiting for the other side's
+//! answer fail closed, later ones are not sent), the requests in flight are answered as they
+//! would have been (a prompt when its run ends), and the loop returns. Bounding that wait
+//! (`--eof-timeout`, a signal) is the process runner's: it cancels the work, and the cancelled
+//! requests answer.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::io::AsyncBufRead;
@@ -48,8 +49,8 @@ pub trait Dispatch<R>: Sync {
     fn dispatch(&self, request: R, responder: Responder) -> impl Future<Output = Answer> + Send + '_;
 }
 
-/// A dialect's server on one connection: its decoding side, its connection, what it does
-/// with notifications and at the end of input. Its requests go through [`Dispatch`].
+/// A dialect's server on one connection: its decoding side, its connection and what it does
+/// with notifications. Its requests go through [`Dispatch`].
 pub trait Service: Dispatch<<Self::Side as Side>::Request> {
     /// The rules and typed messages of the side this service serves.
     type Side: Side;
@@ -57,8 +58,10 @@ pub trait Service: Dispatch<<Self::Side as Side>::Request> {
     fn connection(&self) -> &Connection;
     /// Acts on a notification (before the next line is read).
     fn notified(&self, notification: <Self::Side as Side>::Notification);
-    /// The input ended: what stops the runs (spawned; the loop keeps answering meanwhile).
-    fn end_of_input(&self) -> BoxFuture<'static, ()>;
+    /// The input ended (after the peer was closed): what a service must do at once, before
+    /// the requests in flight are answered. The agent's dialects do nothing (what was asked is
+    /// finished); a bridge closes its agent's input.
+    fn input_ended(&self) {}
 }
 
 /// The cancellation of one request in flight.
@@ -147,9 +150,8 @@ impl Connection {
     }
 }
 
-/// Serves `service` on `input` until it ends and everything in flight is answered (or
-/// `grace` passed since the end).
-pub async fn serve<S, R>(service: &S, input: R, max_line_bytes: usize, grace: Duration)
+/// Serves `service` on `input` until it ends and every request read is answered.
+pub async fn serve<S, R>(service: &S, input: R, max_line_bytes: usize)
 where
     S: Service,
     R: AsyncBufRead + Unpin + Send + 'static,
@@ -159,8 +161,7 @@ where
     let null_data = S::Side::POLICY.null_data;
     let (mut lines, reader) = spawn_line_channel(input, max_line_bytes);
     let mut inflight = FuturesUnordered::new();
-    let mut shutdown = None;
-    let mut deadline = None;
+    let mut ended = false;
     loop {
         tokio::select! {
             biased;
@@ -170,10 +171,13 @@ where
                 let _ = out.send_batch(&mut answer.into_batch()).await;
                 answered.fire();
             }
-            line = lines.recv(), if shutdown.is_none() => match line {
+            line = lines.recv(), if !ended => match line {
                 None => {
-                    shutdown = Some(tokio::spawn(service.end_of_input()));
-                    deadline = Some(Box::pin(tokio::time::sleep(grace)));
+                    // No more requests, so no more answers either: what waits for one fails
+                    // closed. The requests in flight are still answered.
+                    conn.peer().close();
+                    service.input_ended();
+                    ended = true;
                 }
                 Some(line) => match decode::<S::Side>(line) {
                     Err(frame) => {
@@ -201,16 +205,11 @@ where
                     }
                 },
             },
-            () = async { deadline.as_mut().expect("guarded").await }, if deadline.is_some() => break,
             else => break,
         }
-        if shutdown.is_some() && inflight.is_empty() {
+        if ended && inflight.is_empty() {
             break;
         }
-    }
-    drop(inflight);
-    if let Some(shutdown) = shutdown {
-        let _ = tokio::time::timeout(grace, shutdown).await;
     }
     reader.abort();
 }

@@ -2,11 +2,16 @@
 //! and handles signals and the end of output. Which frames mean what lives in the dialects
 //! (`crate::dialect::rpc`, `crate::dialect::wire`); the agent in `crate::agent`.
 //!
-//! stdin EOF: the dialect's loop aborts the run (every pending dialog and host tool resolves),
-//! answers what is in flight (bounded) and returns; the process flushes and exits 0. SIGINT /
-//! SIGTERM / SIGHUP: the input is ended as if by EOF, so the same happens (a running `bash` is
-//! terminated, SIGTERM then SIGKILL to its process group, and answered `cancelled`), then exit
-//! 130 / 143 / 129. stdout closed (EPIPE): stop quietly.
+//! One process runner serves all three dialects ([`run_process`]; notes §1.6, §1.7):
+//! - stdin EOF means "no more requests": the dialect's loop stops reading, what waits for the
+//!   host's answer fails closed ([`crate::dialect::HostRequests`]), every request read is
+//!   answered and every run goes on to its end; then the output is flushed and the exit code is
+//!   0. `--eof-timeout` bounds that wait (past it, the work is cancelled as `abort` would).
+//! - SIGINT / SIGTERM / SIGHUP: the input ends even while a read is blocked, the work is
+//!   cancelled (a running `bash` gets SIGTERM, then SIGKILL, to its process group) and answered
+//!   in the dialect's terms, the output is flushed, and the exit code is 130 / 143 / 129.
+//! - stdout fails (EPIPE) or its pipe reports an error (`crate::transport::hangup`): the host is
+//!   gone; the work is cancelled (child process groups stopped) and the process exits.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +20,6 @@ use std::time::Duration;
 use crate::agent::events::NoticeLevel;
 use crate::agent::port::{NotifyLevel, UiNotice};
 use crate::agent::{Agent, AgentConfig, ApprovalPolicy, EventSink, HostPort, RetryPolicy};
-use crate::dialect::SHUTDOWN_GRACE;
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
 use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
@@ -25,9 +29,9 @@ use crate::transport::{spawn_blocking_writer, spawn_writer, stdout_sink, Outbox}
 use crate::transport::until::UntilCancelled;
 use tokio_util::sync::CancellationToken;
 
-/// Options of `agentwire --mode rpc`.
+/// Options of the agent process, whichever dialect it speaks (`--mode rpc`, `wire`, `acp`).
 #[derive(Debug, Clone)]
-pub struct RpcOptions {
+pub struct ProcessOptions {
     /// Working directory for tools and `bash`.
     pub cwd: PathBuf,
     /// Longest accepted inbound line.
@@ -56,6 +60,9 @@ pub struct RpcOptions {
     pub max_steps_per_turn: Option<u32>,
     /// Thinking level to start with when the session has none saved (`--thinking`).
     pub thinking: Option<crate::protocol::ThinkingLevel>,
+    /// How long stdin EOF waits for the work asked before it is cancelled (`--eof-timeout`);
+    /// `None`: until it is done.
+    pub eof_timeout: Option<Duration>,
     /// MCP servers for rpc and wire (`--mcp-config FILE`, read when the agent starts).
     pub mcp_config: Option<PathBuf>,
     /// How long one MCP server may take to start (`--mcp-startup-timeout-ms`).
@@ -77,7 +84,7 @@ pub struct SessionOptions {
 
 /// The directory new sessions go to, the root for `list_sessions {scope:"all"}`, and the session
 /// to start with.
-fn initial_session(options: &RpcOptions) -> Result<(Option<PathBuf>, Option<PathBuf>, Session), String> {
+fn initial_session(options: &ProcessOptions) -> Result<(Option<PathBuf>, Option<PathBuf>, Session), String> {
     let s = &options.sessions;
     let config_root = crate::providers::config::config_dir(options.selection.config_dir.as_deref()).map(|d| d.join("sessions"));
     let dir = if s.disabled {
@@ -118,7 +125,7 @@ struct Prepared {
 }
 
 /// Reads the models and the session; `Err` is the exit code after the reason was printed.
-fn prepare(options: &RpcOptions) -> Result<Prepared, u8> {
+fn prepare(options: &ProcessOptions) -> Result<Prepared, u8> {
     prepare_or_explain(options).map_err(|e| {
         tracing::error!("{e}");
         1
@@ -126,7 +133,7 @@ fn prepare(options: &RpcOptions) -> Result<Prepared, u8> {
 }
 
 /// [`prepare`], with the reason it failed.
-fn prepare_or_explain(options: &RpcOptions) -> Result<Prepared, String> {
+fn prepare_or_explain(options: &ProcessOptions) -> Result<Prepared, String> {
     let mut selection = options.selection.clone();
     if let Some(path) = &options.model_script {
         match OfflineModel::from_script_file(path) {
@@ -160,32 +167,136 @@ impl Prepared {
     }
 }
 
-/// Serves `serve` until input ends, a signal arrives or stdout closes; returns the exit code.
-/// `stop` ends the input `serve` reads (see [`crate::transport::until`]).
-async fn run_process(agent: Agent, writer: tokio::task::JoinHandle<std::io::Result<u64>>, stop: CancellationToken, serve: impl std::future::Future<Output = ()>) -> u8 {
+/// How long the end of input's final flush waits for a slow host to read what is left.
+const FLUSH_GRACE: Duration = Duration::from_secs(5);
+
+/// From a signal to the exit: the process answers what was read, flushes and exits within this
+/// (issue 25: 1.5 s, with room for the runtime to stop).
+const SIGNAL_EXIT: Duration = Duration::from_millis(1300);
+
+/// Of [`SIGNAL_EXIT`], the part the cancelled work has to write its answers; the rest is for
+/// the flush.
+const SIGNAL_ANSWERS: Duration = Duration::from_millis(1000);
+
+/// After `--eof-timeout` cancelled the work, or the host went away: how long the cancelled work
+/// has to end before the process exits anyway.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// stdin as the serve loops read it, and the tokens the runner drives it by.
+struct Input {
+    /// Cancelled by the runner (a signal, `--eof-timeout`): the input ends for the serve loop
+    /// even while a read of stdin is blocked.
+    stop: CancellationToken,
+    /// Cancelled when stdin itself ended (EOF or a read error): `--eof-timeout` counts from here.
+    ended: CancellationToken,
+}
+
+impl Input {
+    fn new() -> Self {
+        Self { stop: CancellationToken::new(), ended: CancellationToken::new() }
+    }
+
+    /// stdin, ending when `stop` is cancelled and noting its own end.
+    fn reader(&self) -> UntilCancelled<tokio::io::BufReader<tokio::io::Stdin>> {
+        UntilCancelled::new(tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin()), self.stop.clone()).noting_end(self.ended.clone())
+    }
+}
+
+/// Why the process stops waiting.
+enum Ending {
+    /// Everything asked is done (after stdin EOF): exit 0.
+    Finished,
+    /// A signal: exit 128+n.
+    Signal(u8),
+    /// `--eof-timeout` passed after stdin EOF.
+    EofTimeout,
+    /// stdout failed (EPIPE): nobody reads our answers any more.
+    HostGone,
+}
+
+/// Cancels every agent's work ([`Agent::shutdown`]: the run aborted, `bash` process groups
+/// terminated, later requests started cancelled).
+async fn cancel_all(agents: Vec<Agent>) {
+    futures_util::future::join_all(agents.iter().map(Agent::shutdown)).await;
+}
+
+/// The one process runner of all three dialects (notes §1.6, §1.7). `serve` is the dialect's
+/// loop: it reads requests until its input ends and returns once every request it read is
+/// answered. `agents` lists the agents whose runs the end of input waits for and whose work a
+/// signal cancels. Returns the exit code:
+/// - stdin EOF: the loop stops reading; every request read is answered, every run goes on to
+///   its end (queued messages delivered), then the output is flushed: 0. `eof_timeout` bounds
+///   that wait: past it, the work is cancelled as `abort` would, and answered.
+/// - SIGINT / SIGTERM / SIGHUP: the input ends (even while a read is blocked), the work is
+///   cancelled and answered in the dialect's terms, the output flushed: 130 / 143 / 129 within
+///   [`SIGNAL_EXIT`].
+/// - stdout fails or its pipe reports an error (the host is gone): the work is cancelled, child
+///   process groups stopped: 0.
+async fn run_process(
+    agents: impl Fn() -> Vec<Agent>,
+    serve: impl std::future::Future<Output = ()>,
+    writer: tokio::task::JoinHandle<std::io::Result<u64>>,
+    input: Input,
+    eof_timeout: Option<Duration>,
+) -> u8 {
     let mut writer = writer;
-    tokio::pin!(serve);
-    let code = tokio::select! {
-        biased;
-        code = signalled() => {
-            // The serve loop sees the end of its input: it aborts the run and answers what is in
-            // flight (bounded by its own grace), then returns.
-            stop.cancel();
-            if tokio::time::timeout(SHUTDOWN_GRACE * 2, &mut serve).await.is_err() {
-                let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
-            }
-            code
+    let host_gone = crate::transport::hangup::watch_stdout_hangup();
+    // Everything asked is done: each request read answered, then each run ended.
+    // Boxed so it can be dropped (with the session it owns) before the final flush.
+    let mut finished = Box::pin(async {
+        serve.await;
+        futures_util::future::join_all(agents().iter().map(Agent::settled)).await;
+        // Nothing is left to ask them: the MCP servers go before the process does.
+        futures_util::future::join_all(agents().iter().map(Agent::close_mcp)).await;
+    });
+    let eof_expired = async {
+        input.ended.cancelled().await;
+        match eof_timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
         }
-        () = &mut serve => 0,
-        // stdout closed (EPIPE): nobody can read our answers any more; stop quietly.
-        _ = &mut writer => {
-            let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
+    };
+    let ending = tokio::select! {
+        biased;
+        code = signalled() => Ending::Signal(code),
+        _ = &mut writer => Ending::HostGone,
+        () = host_gone.cancelled() => Ending::HostGone,
+        () = &mut finished => Ending::Finished,
+        () = eof_expired => Ending::EofTimeout,
+    };
+    let now = tokio::time::Instant::now();
+    let (code, flush_by) = match ending {
+        Ending::Finished => (0, now + FLUSH_GRACE),
+        Ending::Signal(code) => {
+            // The input ends even while a read of stdin is blocked; the cancelled work answers.
+            input.stop.cancel();
+            let answered = async {
+                cancel_all(agents()).await;
+                (&mut finished).await;
+            };
+            let _ = tokio::time::timeout_at(now + SIGNAL_ANSWERS, answered).await;
+            (code, now + SIGNAL_EXIT)
+        }
+        Ending::EofTimeout => {
+            tracing::info!("--eof-timeout passed after stdin EOF: cancelling what is still running");
+            let answered = async {
+                cancel_all(agents()).await;
+                (&mut finished).await;
+            };
+            let _ = tokio::time::timeout(CANCEL_GRACE, answered).await;
+            (0, tokio::time::Instant::now() + FLUSH_GRACE)
+        }
+        Ending::HostGone => {
+            // Nobody can read an answer: stop the work (child process groups included) and go.
+            let _ = tokio::time::timeout(CANCEL_GRACE, cancel_all(agents())).await;
             return 0;
         }
     };
-    // The agent holds the dialect's outbox: once it is gone, the writer drains and ends.
-    drop(agent);
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
+    // The agents and the session hold the dialect's outbox: once they are gone, the writer
+    // drains and ends.
+    drop(finished);
+    drop(agents);
+    let _ = tokio::time::timeout_at(flush_by, writer).await;
     code
 }
 
@@ -202,15 +313,10 @@ fn stdout_writer(budget_bytes: usize) -> (Outbox, tokio::task::JoinHandle<std::i
     }
 }
 
-/// stdin, ending when `stop` is cancelled.
-fn input(stop: &CancellationToken) -> UntilCancelled<tokio::io::BufReader<tokio::io::Stdin>> {
-    UntilCancelled::new(tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone())
-}
-
 /// Connects the servers of `--mcp-config` (rpc and wire). A config file that cannot be read or
 /// is malformed, and a server that cannot start, are logged and returned for the dialect to
 /// tell its host; the agent works on without them.
-async fn start_mcp_servers(agent: &Agent, options: &RpcOptions) -> Vec<(NoticeLevel, String)> {
+async fn start_mcp_servers(agent: &Agent, options: &ProcessOptions) -> Vec<(NoticeLevel, String)> {
     let Some(path) = &options.mcp_config else { return Vec::new() };
     let configs = match crate::mcp::config::read_config_file(path) {
         Ok(configs) => configs,
@@ -224,7 +330,7 @@ async fn start_mcp_servers(agent: &Agent, options: &RpcOptions) -> Vec<(NoticeLe
 }
 
 /// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
-pub async fn run_rpc_process(options: RpcOptions) -> u8 {
+pub async fn run_rpc_process(options: ProcessOptions) -> u8 {
     let prepared = match prepare(&options) {
         Ok(p) => p,
         Err(code) => return code,
@@ -239,12 +345,13 @@ pub async fn run_rpc_process(options: RpcOptions) -> u8 {
     for (level, message) in start_mcp_servers(&agent, &options).await {
         agent.notice(level, message).await;
     }
-    let stop = CancellationToken::new();
-    run_process(agent, writer, stop.clone(), serve_rpc(session, input(&stop), options.max_line_bytes)).await
+    let input = Input::new();
+    let serve = serve_rpc(session, input.reader(), options.max_line_bytes);
+    run_process(move || vec![agent.clone()], serve, writer, input, options.eof_timeout).await
 }
 
 /// Runs `agentwire --mode wire` on stdin/stdout; returns the exit code.
-pub async fn run_wire_process(options: RpcOptions) -> u8 {
+pub async fn run_wire_process(options: ProcessOptions) -> u8 {
     let prepared = match prepare(&options) {
         Ok(p) => p,
         Err(code) => return code,
@@ -262,15 +369,16 @@ pub async fn run_wire_process(options: RpcOptions) -> u8 {
         host.notify(UiNotice::Notify { level, message }).await;
     }
     let session = WireSession::new(agent.clone(), host);
-    let stop = CancellationToken::new();
-    run_process(agent, writer, stop.clone(), serve_wire(session, input(&stop), options.max_line_bytes)).await
+    let input = Input::new();
+    let serve = serve_wire(session, input.reader(), options.max_line_bytes);
+    run_process(move || vec![agent.clone()], serve, writer, input, options.eof_timeout).await
 }
 
 /// Builds one agent per ACP session, for the session's working directory.
 struct AcpSessions {
     /// The process's options, with the offline model's script already read (it plays on
     /// across sessions).
-    options: RpcOptions,
+    options: ProcessOptions,
     accepts_images: bool,
 }
 
@@ -340,7 +448,7 @@ impl SessionFactory for AcpSessions {
 
 /// Runs `agentwire --mode acp` on stdin/stdout (no `ready` line: stdout carries only
 /// JSON-RPC frames); returns the exit code.
-pub async fn run_acp_process(options: RpcOptions) -> u8 {
+pub async fn run_acp_process(options: ProcessOptions) -> u8 {
     // Startup problems (a bad models file, an unreadable script) exit 1 before any frame.
     let prepared = match prepare(&options) {
         Ok(p) => p,
@@ -359,37 +467,17 @@ pub async fn run_acp_process(options: RpcOptions) -> u8 {
     }
     let (out, writer) = stdout_writer(options.max_outbound_bytes);
     let conn = Arc::new(crate::jsonrpc::Connection::new(out));
-    let server = AcpServer::new(conn, Arc::new(AcpSessions { options: options.clone(), accepts_images }));
-    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let (eof_timeout, max_line_bytes) = (options.eof_timeout, options.max_line_bytes);
+    let server = Arc::new(AcpServer::new(conn, Arc::new(AcpSessions { options, accepts_images })));
     drop(prepared);
-    let mut writer = writer;
-    let shutdown_all = |server: &AcpServer| {
-        let agents = server.agents();
-        async move {
-            for agent in agents {
-                let _ = tokio::time::timeout(SHUTDOWN_GRACE, agent.shutdown()).await;
-            }
-        }
-    };
-    let code = tokio::select! {
-        biased;
-        code = signalled() => {
-            shutdown_all(&server).await;
-            code
-        }
-        () = serve_acp(&server, stdin, options.max_line_bytes) => 0,
-        // stdout closed (EPIPE): nobody can read our answers any more; stop quietly.
-        _ = &mut writer => {
-            shutdown_all(&server).await;
-            return 0;
-        }
-    };
-    // The sessions hold the outbox: once they are gone, the writer drains and ends.
-    drop(server);
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
-    code
+    let input = Input::new();
+    let reader = input.reader();
+    let serving = server.clone();
+    let serve = async move { serve_acp(&serving, reader, max_line_bytes).await };
+    run_process(move || server.agents(), serve, writer, input, eof_timeout).await
 }
 
+/// The first of SIGINT, SIGTERM and SIGHUP, as the exit code it asks for (128+n).
 async fn signalled() -> u8 {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup())) else {

@@ -4,10 +4,12 @@
 //! - [`lines`]: bounded LF-only line splitting of the inbound stream.
 //! - [`writer`]: the single writer task that owns the outbound stream.
 //! - [`until`]: an inbound stream that ends on a signal.
+//! - [`hangup`]: noticing that the reader of stdout went away.
 //! - [`raw_id`]: request ids echoed byte for byte.
 //! - [`chunk`]: omp protocol v2 `rpc_chunk` splitting and reassembly.
 
 pub mod chunk;
+pub mod hangup;
 pub mod lines;
 pub mod raw_id;
 pub mod until;

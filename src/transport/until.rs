@@ -1,6 +1,7 @@
-//! An inbound stream that ends when a token is cancelled: a signal turns into the end of input,
-//! so each dialect's own end-of-input path (abort the run, answer what is in flight, bounded)
-//! handles it, instead of the serve loop being dropped with requests unanswered.
+//! An inbound stream that ends when a token is cancelled: a signal turns into the end of input
+//! even while a read of stdin is blocked, so each dialect's own end-of-input path (answer what
+//! is in flight) handles it, instead of the serve loop being dropped with requests unanswered.
+//! It also says when the stream itself ended (EOF or a read error), for `--eof-timeout`.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,12 +15,21 @@ pub struct UntilCancelled<R> {
     inner: R,
     stop: Pin<Box<WaitForCancellationFutureOwned>>,
     stopped: bool,
+    /// Cancelled once `inner` has ended.
+    ended: CancellationToken,
 }
 
 impl<R> UntilCancelled<R> {
     /// Reads `inner` until `stop` is cancelled.
     pub fn new(inner: R, stop: CancellationToken) -> Self {
-        Self { inner, stop: Box::pin(stop.cancelled_owned()), stopped: false }
+        Self { inner, stop: Box::pin(stop.cancelled_owned()), stopped: false, ended: CancellationToken::new() }
+    }
+
+    /// Cancels `ended` when `inner` itself ends (EOF or a read error), not when `stop` ends it.
+    #[must_use]
+    pub fn noting_end(mut self, ended: CancellationToken) -> Self {
+        self.ended = ended;
+        self
     }
 
     fn poll_stopped(&mut self, cx: &mut Context<'_>) -> bool {
@@ -36,7 +46,14 @@ impl<R: AsyncRead + Unpin> AsyncRead for UntilCancelled<R> {
         if this.poll_stopped(cx) {
             return Poll::Ready(Ok(()));
         }
-        Pin::new(&mut this.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        match &poll {
+            Poll::Ready(Ok(())) if buf.filled().len() == before => this.ended.cancel(),
+            Poll::Ready(Err(_)) => this.ended.cancel(),
+            Poll::Ready(Ok(())) | Poll::Pending => {}
+        }
+        poll
     }
 }
 
@@ -46,7 +63,13 @@ impl<R: AsyncBufRead + Unpin> AsyncBufRead for UntilCancelled<R> {
         if this.poll_stopped(cx) {
             return Poll::Ready(Ok(&[]));
         }
-        Pin::new(&mut this.inner).poll_fill_buf(cx)
+        let poll = Pin::new(&mut this.inner).poll_fill_buf(cx);
+        match &poll {
+            Poll::Ready(Ok(bytes)) if bytes.is_empty() => this.ended.cancel(),
+            Poll::Ready(Err(_)) => this.ended.cancel(),
+            Poll::Ready(Ok(_)) | Poll::Pending => {}
+        }
+        poll
     }
 
     fn consume(self: Pin<&mut Self>, amt: usize) {
@@ -71,5 +94,24 @@ mod tests {
         assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("one"));
         stop.cancel();
         assert_eq!(lines.next_line().await.unwrap(), None, "ends although the writer is still open");
+    }
+
+    #[tokio::test]
+    async fn notes_the_end_of_the_stream_but_not_a_stop() {
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let (stop, ended) = (CancellationToken::new(), CancellationToken::new());
+        let mut lines = UntilCancelled::new(tokio::io::BufReader::new(rx), stop.clone()).noting_end(ended.clone()).lines();
+        tokio::io::AsyncWriteExt::write_all(&mut tx, b"one\n").await.unwrap();
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("one"));
+        assert!(!ended.is_cancelled());
+        drop(tx);
+        assert_eq!(lines.next_line().await.unwrap(), None);
+        assert!(ended.is_cancelled(), "the writer closed: the stream ended");
+        let (_tx, rx) = tokio::io::duplex(64);
+        let ended = CancellationToken::new();
+        stop.cancel();
+        let mut lines = UntilCancelled::new(tokio::io::BufReader::new(rx), stop).noting_end(ended.clone()).lines();
+        assert_eq!(lines.next_line().await.unwrap(), None);
+        assert!(!ended.is_cancelled(), "stopped, not ended");
     }
 }

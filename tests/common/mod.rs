@@ -120,15 +120,7 @@ impl Agent {
 
     /// Frames until (and including) the first matching one.
     pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
-        let mut out = Vec::new();
-        loop {
-            let f = self.next();
-            let done = pred(&f);
-            out.push(f);
-            if done {
-                return out;
-            }
-        }
+        frames_until(|| self.next(), pred)
     }
 
     /// Sends a command and returns its response (events before it are kept in `seen`).
@@ -189,6 +181,48 @@ impl Drop for Agent {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Frames from `next` until (and including) the first matching one.
+pub fn frames_until(mut next: impl FnMut() -> Value, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let f = next();
+        let done = pred(&f);
+        out.push(f);
+        if done {
+            return out;
+        }
+    }
+}
+
+/// `agentwire --mode <mode> --no-session --config-dir <config>`, then what `configure` adds, with
+/// stdin and stdout piped, stderr discarded and no provider keys from the environment.
+pub fn spawn_piped(mode: &str, config: &std::path::Path, configure: impl FnOnce(&mut Command)) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
+    cmd.args(["--mode", mode, "--no-session", "--config-dir"]).arg(config);
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+        cmd.env_remove(var);
+    }
+    configure(&mut cmd);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap()
+}
+
+/// Waits for `done`, polling (a bound for a hang, not a timing assertion).
+pub fn wait_for(done: impl Fn() -> bool, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Gone, or a zombie nobody has reaped yet (it no longer runs).
+pub fn is_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
     }
 }
 

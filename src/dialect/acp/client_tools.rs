@@ -65,8 +65,8 @@ impl ClientTools {
             Reply::Answered(Ok(v)) => v,
             Reply::Answered(Err(e)) => return Err(format!("the client answered {method} with an error: {}", e.message)),
             Reply::TimedOut => return Err(format!("the client did not answer {method} within {:?}", timeout.unwrap_or_default())),
-            Reply::Abandoned if cancel.is_some_and(CancellationToken::is_cancelled) => return Err(format!("{method} was abandoned: the run was cancelled")),
-            Reply::Abandoned => return Err(format!("the connection closed before the client answered {method}")),
+            Reply::Abandoned => return Err(format!("{method} was abandoned: the run was cancelled")),
+            Reply::InputEnded => return Err(format!("the client closed its input (stdin EOF) before it answered {method}, so nobody can")),
         };
         if let Some(def) = AcpMethodInfo::client(method).and_then(|m| m.result) {
             acp_validator().validate_def(def, &value).map_err(|e| format!("the client's answer to {method} does not fit the schema: {e}"))?;

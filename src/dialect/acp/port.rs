@@ -1,7 +1,7 @@
 //! The core's host port over ACP: approvals as `session/request_permission` with the four
 //! standard options. Only `allow_once` / `allow_always` let the tool run: a rejection, a
-//! `cancelled` outcome, an unknown option, an error answer, a timeout or an abort all reject
-//! (fail closed). `allow_always` becomes the core's approval for the session and tool;
+//! `cancelled` outcome, an unknown option, an error answer, a timeout, an abort or the client's
+//! input ending (stdin EOF) all reject (fail closed). `allow_always` becomes the core's approval for the session and tool;
 //! `reject_always` is remembered here and rejects later calls of that tool without asking.
 //!
 //! ACP v1 has no host tools, questions or dialogs in this direction: host tools are never
@@ -51,6 +51,8 @@ impl AcpSessionHost {
             Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),
             Reply::TimedOut => return Decision::TimedOut,
             Reply::Abandoned => return Decision::Abandoned,
+            // The client's input ended before it answered: nobody can.
+            Reply::InputEnded => return Decision::Unanswerable,
         };
         let chosen = match outcome {
             Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0,

@@ -6,15 +6,14 @@
 //! `session/cancel` (it answers `cancelled`); any other request answers -32800 at once. An id
 //! not in flight (already answered, or never sent) is ignored.
 //!
-//! stdin EOF: every session's run is aborted (prompts resolve `cancelled`), requests in flight
-//! are answered (bounded by a grace period), and the loop returns.
+//! stdin EOF means "no more requests" (notes §1.6): permission requests and client calls waiting
+//! for the client fail closed, the requests in flight are answered — a `session/prompt` when its
+//! run ends, as it would have — and the loop returns. Bounding that wait (`--eof-timeout`, a
+//! signal) is the process runner's (`crate::server`): it cancels the runs.
 
-use futures_util::future::BoxFuture;
-use futures_util::FutureExt;
 use tokio::io::AsyncBufRead;
 
 use super::{AcpAgentSide, AcpServer};
-use crate::dialect::SHUTDOWN_GRACE;
 use crate::jsonrpc::Service;
 use crate::protocol::acp::AcpAgentNotification;
 
@@ -36,22 +35,12 @@ impl Service for AcpServer {
             }
         }
     }
-
-    fn end_of_input(&self) -> BoxFuture<'static, ()> {
-        let agents = self.agents();
-        async move {
-            for agent in agents {
-                agent.shutdown().await;
-            }
-        }
-        .boxed()
-    }
 }
 
-/// Serves ACP on `input` until it ends and everything in flight is answered.
+/// Serves ACP on `input` until it ends and every request read is answered.
 pub async fn serve_acp<R>(server: &AcpServer, input: R, max_line_bytes: usize)
 where
     R: AsyncBufRead + Unpin + Send + 'static,
 {
-    crate::jsonrpc::serve(server, input, max_line_bytes, SHUTDOWN_GRACE).await;
+    crate::jsonrpc::serve(server, input, max_line_bytes).await;
 }

@@ -69,6 +69,13 @@ impl RpcHost {
         self.tools.result(frame)
     }
 
+    /// The host's input ended (stdin EOF): dialogs and host tool calls waiting for it fail
+    /// closed now, and later ones fail without being asked (notes §1.6).
+    pub fn input_ended(&self) {
+        self.dialogs.close();
+        self.tools.close();
+    }
+
     /// Whether `message_update` frames carry the message snapshots.
     pub fn partial_messages(&self) -> bool {
         // Relaxed: the flag orders nothing else; a delta projected while the command that flips

@@ -1,8 +1,9 @@
 //! The core's host port over the JSONL dialect: dialogs and approvals as `extension_ui_request`
 //! frames answered by `extension_ui_response`, fire-and-forget UI requests, and host tools as
 //! `host_tool_call` (see [`super::host_tools`]). A dialog that times out or is abandoned (abort,
-//! EOF) resolves to its fail-closed outcome and the host gets a `cancel` frame so it can close it;
-//! answers with unknown ids find nothing and get one `not_found` error from the server.
+//! stdin EOF) resolves to its fail-closed outcome and the host gets a `cancel` frame so it can
+//! close it; after stdin EOF no dialog is sent (nobody could answer it). Answers with unknown ids
+//! find nothing and get one `not_found` error from the server.
 
 use std::time::Duration;
 
@@ -25,11 +26,16 @@ pub(crate) fn new_id() -> String {
 
 /// How a dialog ended, before it is read as an answer of its kind: the host answered
 /// (`value`, `confirmed` or `cancelled`), or nobody answered in time, or the run was aborted
-/// (or stdin closed) while waiting; after the last two the host was sent a `cancel`.
+/// while waiting (after these two the host was sent a `cancel`), or the host's input ended
+/// (stdin EOF) before it answered (a `cancel` sent) or before the dialog was asked (nothing
+/// sent): nobody can answer it.
 pub type Dialog = Reply<ExtensionUiResponse>;
 
+/// Why a dialog fails closed once the host's input has ended.
+const INPUT_ENDED: &str = "the host closed its input (stdin EOF), so nobody can answer a dialog any more";
+
 /// Dialogs waiting for the host, by request id: the runtime's peer, with the host's typed
-/// `extension_ui_response` as the answer.
+/// `extension_ui_response` as the answer (closed at stdin EOF, [`Peer::close`]).
 pub type UiDialogs = Peer<ExtensionUiResponse>;
 
 /// The approval dialog's options (omp's words).
@@ -57,10 +63,15 @@ impl RpcHost {
     /// request id.
     pub(crate) async fn dialog_frame(&self, build: impl FnOnce(&str) -> ExtensionUiRequest, timeout: Duration, cancel: &CancellationToken) -> Dialog {
         let id = new_id();
+        if self.dialogs.is_closed() {
+            // Nobody can answer: the dialog is not sent.
+            return Dialog::InputEnded;
+        }
         let pending = self.dialogs.send(Value::String(id.clone()), &build(&id)).await;
         // Settled or not, the dialog is withdrawn once waiting ends: a late answer finds nothing.
         let outcome = pending.wait(Some(timeout), Some(cancel)).await;
         if !matches!(outcome, Dialog::Answered(_)) {
+            // omp closes a dialog it gave up on; the host may still be reading stdout.
             let _ = self.out.send(&UiCancelRequest::new(nonempty(&new_id()), nonempty(&id))).await;
         }
         outcome
@@ -82,6 +93,7 @@ impl RpcHost {
             Dialog::Answered(_) => Decision::Reject { feedback: None },
             Dialog::TimedOut => Decision::TimedOut,
             Dialog::Abandoned => Decision::Abandoned,
+            Dialog::InputEnded => Decision::Unanswerable,
         }
     }
 
@@ -102,6 +114,7 @@ impl RpcHost {
             Dialog::Answered(r) => r.value.map_or(DialogOutcome::Dismissed, DialogOutcome::Value),
             Dialog::TimedOut => DialogOutcome::TimedOut,
             Dialog::Abandoned => DialogOutcome::Abandoned,
+            Dialog::InputEnded => DialogOutcome::Unsupported(INPUT_ENDED.into()),
         }
     }
 

@@ -13,10 +13,11 @@
 //! it is queued: the command's handler opens the run's gate (`Agent::release_gates`) through
 //! the answer hook every dialect shares ([`crate::jsonrpc::answer`]).
 //!
-//! stdin EOF drains, it does not cancel (omp; notes §1.6): stop reading, abort the run the way
-//! `abort` would (every pending dialog and host tool resolves), let every command already read
-//! finish and answer — a running `bash` completes with its output — and return. The drain is
-//! bounded by `SHUTDOWN_GRACE`; what still runs then is cancelled and answered as cancelled.
+//! stdin EOF means "no more requests" (notes §1.6): stop reading, fail closed every dialog and
+//! host tool call waiting for the host (nobody can answer them now), let every command already
+//! read finish and answer — a running `bash` completes with its output — and return. The run
+//! itself goes on: the process runner (`crate::server`) waits for it, and bounds the wait only
+//! when asked to (`--eof-timeout`) or on a signal, by cancelling.
 
 use std::sync::Arc;
 use std::task::Poll;
@@ -27,13 +28,9 @@ use tokio::task::JoinSet;
 use super::chunks::InboundChunks;
 use super::decode::{decode_line, Inbound};
 use super::RpcSession;
-use crate::dialect::SHUTDOWN_GRACE;
 use crate::jsonrpc::answer;
 use crate::protocol::{dispatch_rpc_command, RpcCommand};
 use crate::transport::{FrameBatch, LineReader, Outbox};
-
-/// How long commands cancelled after the drain timed out get to write their answers.
-const CANCELLED_ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn is_detached(command: &RpcCommand) -> bool {
     matches!(command, RpcCommand::Abort(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::NewSession(_) | RpcCommand::Bash(_))
@@ -73,7 +70,8 @@ async fn unknown_answer(out: &Outbox, id: String, command: &str) {
     let _ = out.send(&crate::protocol::envelope::rpc_failure(Some(serde_json::Value::String(id)), command, error)).await;
 }
 
-/// Serves one JSONL session on `input`; returns when input ends and everything is answered.
+/// Serves one JSONL session on `input`; returns when input ends and every command read is
+/// answered (a run it started may still go on).
 pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, max_line_bytes: usize) {
     let out = session.host().outbox().clone();
     let mut reader = LineReader::new(input, max_line_bytes);
@@ -174,10 +172,6 @@ pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, m
         let _ = batch.push(&*unfinished);
     }
     let _ = out.send_batch(&mut batch).await;
-    session.agent().end_of_input().await;
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async { while detached.join_next().await.is_some() {} }).await;
-    if drained.is_err() {
-        session.agent().shutdown().await;
-        let _ = tokio::time::timeout(CANCELLED_ANSWER_GRACE, async { while detached.join_next().await.is_some() {} }).await;
-    }
+    session.host().input_ended();
+    while detached.join_next().await.is_some() {}
 }

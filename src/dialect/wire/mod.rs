@@ -154,8 +154,12 @@ impl WireHost {
     }
 
     /// Sends a request to the client, logging it first (approvals are not logged, as in kimi).
+    /// Once the client's input has ended nothing is sent or logged, and the request settles
+    /// [`crate::jsonrpc::Reply::InputEnded`] at once: nobody can answer.
     async fn request(&self, id: &str, params: WireAgentRequestParams) -> Pending<'_> {
-        lock(&self.log).record_request(id, &params);
+        if !self.conn.peer().is_closed() {
+            lock(&self.log).record_request(id, &params);
+        }
         self.conn.peer().send(Value::String(id.to_owned()), &WireAgentRequest::new(crate::agent::nonempty(id), params)).await
     }
 }

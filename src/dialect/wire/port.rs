@@ -3,7 +3,8 @@
 //! external tools as `ToolCallRequest`, questions as `QuestionRequest`, and the dialogs of slash
 //! commands as `QuestionRequest` too when the client declared `supports_question` (refused with
 //! a reason otherwise). Every request has its own id and its own waiter; a timeout, an abort or
-//! an answer that does not parse settles it fail-closed.
+//! an answer that does not parse settles it fail-closed, and so does the client's input ending
+//! (stdin EOF): nobody can answer then, and nothing is asked after it.
 
 use std::time::Duration;
 
@@ -22,6 +23,9 @@ use crate::tools::ToolOutput;
 /// [`Decision::RejectAndStop`] result).
 const REJECTED_STOP: &str = crate::agent::approval::REJECTED_STOP;
 
+/// kimi's words for an external tool call the client can no longer answer (notes §1.6).
+const CONNECTION_CLOSED: &str = "Wire connection closed before tool result was received.";
+
 /// Questions as the client gets them: every optional field present with its default, as kimi
 /// sends them, so clients need not guess.
 fn wire_question(q: Question) -> WireQuestion {
@@ -38,6 +42,11 @@ fn wire_question(q: Question) -> WireQuestion {
 
 impl WireHost {
     async fn approve_call(&self, ask: ApprovalAsk<'_>) -> Decision {
+        if self.conn.peer().is_closed() {
+            // Nobody can answer; nothing is asked and nothing settled (kimi rejects approvals
+            // after EOF).
+            return Decision::Unanswerable;
+        }
         let id = uuid::Uuid::new_v4().to_string();
         let tool = ask.call.name.to_string();
         let (action, description, display) = match ask.call.arguments.get("command").and_then(Value::as_str) {
@@ -81,6 +90,7 @@ impl WireHost {
             Reply::Answered(Err(_)) => (Decision::RejectAndStop, "reject", String::new()),
             Reply::TimedOut => (Decision::TimedOut, "reject", String::new()),
             Reply::Abandoned => (Decision::Abandoned, "reject", String::new()),
+            Reply::InputEnded => (Decision::Unanswerable, "reject", String::new()),
         };
         let response = match word {
             "approve" => WireApprovalDecision::Approve,
@@ -96,7 +106,7 @@ impl WireHost {
             Decision::RejectAndStop => {
                 lock(&self.returns).insert(ask.call.id.to_string(), ReturnExtras::failed(REJECTED_STOP, "Rejected by user"));
             }
-            Decision::Approve | Decision::ApproveForSession | Decision::Reject { feedback: None } | Decision::TimedOut | Decision::Abandoned => {}
+            Decision::Approve | Decision::ApproveForSession | Decision::Reject { feedback: None } | Decision::TimedOut | Decision::Abandoned | Decision::Unanswerable => {}
         }
         let settled = WireApprovalResponsePayload { request_id: id, response, feedback: Some(feedback) };
         self.event(WireApprovalResponseEvent::new(settled).into()).await;
@@ -131,6 +141,10 @@ impl WireHost {
             }
             Reply::TimedOut => ToolOutput::error(format!("External tool \"{name}\" did not answer within {} ms", ask.timeout.as_millis())),
             Reply::Abandoned => ToolOutput::error(format!("External tool \"{name}\" was aborted")),
+            Reply::InputEnded => {
+                lock(&self.returns).insert(id, ReturnExtras::failed(CONNECTION_CLOSED, "External tool error"));
+                ToolOutput::error(CONNECTION_CLOSED)
+            }
         }
     }
 
@@ -146,6 +160,8 @@ impl WireHost {
             Reply::Answered(Err(_)) => Ok(None),
             Reply::TimedOut => Err(DialogOutcome::TimedOut),
             Reply::Abandoned => Err(DialogOutcome::Abandoned),
+            // A question pending at EOF is answered with nothing (kimi); a dialog fails closed.
+            Reply::InputEnded => Err(DialogOutcome::Unsupported("the client closed its input (stdin EOF), so nobody can answer a dialog any more".into())),
         }
     }
 

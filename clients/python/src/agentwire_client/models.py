@@ -2147,6 +2147,10 @@ class ScriptToolCall(BaseModel):
     """
     The arguments' JSON text streamed as exactly these deltas (their concatenation must parse to `arguments`); default: `arguments` serialised and cut by `chunkSize`.
     """
+    role: Optional[Literal["shell", "read", "write", "edit"]] = None
+    """
+    What the call does, so a conformance adapter can map it to another agent's tool (`tools` in the adapter); `name` and `arguments` are agentwire's own (`bash`, `read`, `write`, `edit`), which the offline model plays.
+    """
 
 
 class ScriptUsage(BaseModel):
@@ -3589,6 +3593,13 @@ class SessionTree(BaseModel):
     """
 
 
+class Require(RootModel[str]):
+    root: Annotated[str, Field(min_length=1)]
+    """
+    A capability: `modes` (the `session/new` answer has `modes`), or a dotted path under ACP's `agentCapabilities` (`loadSession`, `sessionCapabilities.list`, `promptCapabilities.image`), or under the wire `initialize` answer's `capabilities`.
+    """
+
+
 class TranscriptHeader(BaseModel):
     """
     First line: what the transcript checks.
@@ -3624,6 +3635,10 @@ class TranscriptHeader(BaseModel):
     workFiles: Optional[Dict[str, str]] = None
     """
     Files written into the run's work directory before the agent starts (relative path → text).
+    """
+    requires: Optional[List[Require]] = None
+    """
+    Capabilities the agent must advertise (in its own `initialize` or `session/new` answer) for the transcript to apply: when one is absent or false the transcript is SKIPPED, not failed; when it is advertised the transcript must pass.
     """
 
 
@@ -3818,6 +3833,76 @@ class ConformanceAdapterFile(BaseModel):
     json_: Annotated[Optional[Any], Field(alias="json")] = None
     """
     File content as JSON (written pretty-printed).
+    """
+
+
+class ConformanceAdapterTool(BaseModel):
+    """
+    One role's tool in the agent under test.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    name: Annotated[str, Field(min_length=1)]
+    """
+    The agent's tool name.
+    """
+    arguments: Dict[str, Any]
+    """
+    The arguments as the agent's tool takes them: a string that is exactly `{{arg:NAME}}` becomes the role argument's value, `{{arg:NAME}}` inside a longer string its text; adapter placeholders (`{{work}}`, …) apply too.
+    """
+
+
+class ConformanceRequirement(BaseModel):
+    """
+    One requirement of the conformance registry (tests/conformance/requirements.json).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(pattern="^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")]
+    """
+    Stable id (`ACP-PROMPT-1`), named by transcript headers.
+    """
+    dialect: Literal["rpc", "wire", "acp"]
+    """
+    The dialect it belongs to.
+    """
+    tier: Literal["MANDATORY", "CAPABILITY", "ADVISORY", "INFORMATIONAL", "AGENTWIRE"]
+    """
+    MANDATORY: the protocol requires it of every agent; CAPABILITY: required when the agent advertises `capability`; ADVISORY: the protocol recommends it; INFORMATIONAL: a fact about an agent, judged by nobody; AGENTWIRE: agentwire's own choice (a "We:" decision), checked against agentwire only.
+    """
+    capability: Annotated[Optional[str], Field(min_length=1)] = None
+    """
+    For CAPABILITY: the capability (as in a transcript's `requires`).
+    """
+    source: Annotated[str, Field(min_length=1)]
+    """
+    Where it comes from: a spec section URL, a seed document section or a protocol-notes section.
+    """
+    text: Annotated[str, Field(min_length=1)]
+    """
+    One line: what is required.
+    """
+    notTested: Annotated[Optional[str], Field(min_length=1)] = None
+    """
+    Why no transcript covers it yet (an id without transcripts must say).
+    """
+
+
+class ConformanceRequirements(BaseModel):
+    """
+    Every requirement the conformance transcripts check, with its tier and source.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requirements: List[ConformanceRequirement]
+    """
+    The requirements, ids unique.
     """
 
 
@@ -6862,9 +6947,35 @@ class MessagesPage(BaseModel):
     """
 
 
+class Tools(BaseModel):
+    """
+    How the agent's tools play the roles of scripted tool calls (`role` in a model reply's `toolCalls`): its tool name and argument shape per role. A role the map lacks keeps agentwire's tool name and arguments.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    shell: Optional[ConformanceAdapterTool] = None
+    """
+    Runs a shell command; role arguments `command`.
+    """
+    read: Optional[ConformanceAdapterTool] = None
+    """
+    Reads a file; role arguments `path` (relative to the work directory).
+    """
+    write: Optional[ConformanceAdapterTool] = None
+    """
+    Writes a file; role arguments `path`, `content`.
+    """
+    edit: Optional[ConformanceAdapterTool] = None
+    """
+    Replaces text in a file; role arguments `path`, `oldText`, `newText`.
+    """
+
+
 class ConformanceAdapter(BaseModel):
     """
-    How `agentwire conformance run --adapter FILE` starts an agent and points it at the run's fake OpenAI-compatible server (which serves the transcript's `model` replies). Every string may hold `{{baseUrl}}` (the server's `http://127.0.0.1:PORT/v1`), `{{model}}` (the model id it serves), `{{home}}` (the run's HOME), `{{config}}`, `{{work}}` (the agent's working directory), `{{tmp}}`, `{{dialect}}` (`rpc` or `wire`, the transcript's) and `{{agentwire}}` (this agentwire binary).
+    How `agentwire conformance run --adapter FILE` starts an agent and points it at the run's fake OpenAI-compatible server (which serves the transcript's `model` replies). Every string may hold `{{baseUrl}}` (the server's `http://127.0.0.1:PORT/v1`), `{{origin}}` (`http://127.0.0.1:PORT`, for Gemini and Anthropic clients), `{{model}}` (the model id it serves), `{{home}}` (the run's HOME), `{{config}}`, `{{work}}` (the agent's working directory), `{{tmp}}`, `{{dialect}}` (`rpc` or `wire`, the transcript's) `{{agentwire}}` (this agentwire binary) and `{{modelScript}}` (the transcript's `model` replies as a `--model-script` file, for agentwire itself).
     """
 
     model_config = ConfigDict(
@@ -6901,6 +7012,18 @@ class ConformanceAdapter(BaseModel):
     ignore: Optional[List[Dict[str, Any]]] = None
     """
     Frames the agent sends unprompted that no transcript expects (start-up widgets, cost or command-list updates); frames matching one of these patterns are dropped before matching (still validated).
+    """
+    agentwire: Optional[bool] = None
+    """
+    The adapter runs agentwire itself, so `AGENTWIRE`-tier transcripts (agentwire's own choices) apply to it too (default false: they are skipped).
+    """
+    versionCommand: Annotated[Optional[List[str]], Field(min_length=1)] = None
+    """
+    A command printing the agent's version (its first line goes into `conformance matrix` reports).
+    """
+    tools: Optional[Tools] = None
+    """
+    How the agent's tools play the roles of scripted tool calls (`role` in a model reply's `toolCalls`): its tool name and argument shape per role. A role the map lacks keeps agentwire's tool name and arguments.
     """
 
 

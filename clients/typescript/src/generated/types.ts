@@ -3294,6 +3294,10 @@ export interface ScriptToolCall {
    * Items: One delta.
    */
   argumentChunks?: [string, ...string[]];
+  /**
+   * What the call does, so a conformance adapter can map it to another agent's tool (`tools` in the adapter); `name` and `arguments` are agentwire's own (`bash`, `read`, `write`, `edit`), which the offline model plays.
+   */
+  role?: "shell" | "read" | "write" | "edit";
 }
 /**
  * Token usage the scripted reply reports.
@@ -4272,7 +4276,7 @@ export interface TranscriptHeader {
   /**
    * Requirement ids covered.
    *
-   * Items: A requirement id from docs/conformance.md.
+   * Items: A requirement id of the registry (tests/conformance/requirements.json).
    */
   requirements: string[];
   /**
@@ -4290,6 +4294,12 @@ export interface TranscriptHeader {
      */
     [k: string]: string | undefined;
   };
+  /**
+   * Capabilities the agent must advertise (in its own `initialize` or `session/new` answer) for the transcript to apply: when one is absent or false the transcript is SKIPPED, not failed; when it is advertised the transcript must pass.
+   *
+   * Items: A capability: `modes` (the `session/new` answer has `modes`), or a dotted path under ACP's `agentCapabilities` (`loadSession`, `sessionCapabilities.list`, `promptCapabilities.image`), or under the wire `initialize` answer's `capabilities`.
+   */
+  requires?: string[];
 }
 /**
  * A frame (or a raw line) written to the agent's stdin once every earlier line is satisfied.
@@ -4435,7 +4445,7 @@ export interface TranscriptSleep {
   ms: number;
 }
 /**
- * How `agentwire conformance run --adapter FILE` starts an agent and points it at the run's fake OpenAI-compatible server (which serves the transcript's `model` replies). Every string may hold `{{baseUrl}}` (the server's `http://127.0.0.1:PORT/v1`), `{{model}}` (the model id it serves), `{{home}}` (the run's HOME), `{{config}}`, `{{work}}` (the agent's working directory), `{{tmp}}`, `{{dialect}}` (`rpc` or `wire`, the transcript's) and `{{agentwire}}` (this agentwire binary).
+ * How `agentwire conformance run --adapter FILE` starts an agent and points it at the run's fake OpenAI-compatible server (which serves the transcript's `model` replies). Every string may hold `{{baseUrl}}` (the server's `http://127.0.0.1:PORT/v1`), `{{origin}}` (`http://127.0.0.1:PORT`, for Gemini and Anthropic clients), `{{model}}` (the model id it serves), `{{home}}` (the run's HOME), `{{config}}`, `{{work}}` (the agent's working directory), `{{tmp}}`, `{{dialect}}` (`rpc` or `wire`, the transcript's) `{{agentwire}}` (this agentwire binary) and `{{modelScript}}` (the transcript's `model` replies as a `--model-script` file, for agentwire itself).
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "ConformanceAdapter".
@@ -4485,6 +4495,27 @@ export interface ConformanceAdapter {
   ignore?: {
     [k: string]: unknown | undefined;
   }[];
+  /**
+   * The adapter runs agentwire itself, so `AGENTWIRE`-tier transcripts (agentwire's own choices) apply to it too (default false: they are skipped).
+   */
+  agentwire?: boolean;
+  /**
+   * A command printing the agent's version (its first line goes into `conformance matrix` reports).
+   *
+   * @minItems 1
+   *
+   * Items: Program or argument.
+   */
+  versionCommand?: [string, ...string[]];
+  /**
+   * How the agent's tools play the roles of scripted tool calls (`role` in a model reply's `toolCalls`): its tool name and argument shape per role. A role the map lacks keeps agentwire's tool name and arguments.
+   */
+  tools?: {
+    shell?: ConformanceAdapterTool;
+    read?: ConformanceAdapterTool;
+    write?: ConformanceAdapterTool;
+    edit?: ConformanceAdapterTool;
+  };
 }
 /**
  * One file an adapter writes before the agent starts: `text` as is, or `json` serialised (placeholders substituted in both).
@@ -4505,6 +4536,70 @@ export interface ConformanceAdapterFile {
    * File content as JSON (written pretty-printed).
    */
   json?: unknown;
+}
+/**
+ * One role's tool in the agent under test.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ConformanceAdapterTool".
+ */
+export interface ConformanceAdapterTool {
+  /**
+   * The agent's tool name.
+   */
+  name: string;
+  /**
+   * The arguments as the agent's tool takes them: a string that is exactly `{{arg:NAME}}` becomes the role argument's value, `{{arg:NAME}}` inside a longer string its text; adapter placeholders (`{{work}}`, …) apply too.
+   */
+  arguments: {};
+}
+/**
+ * One requirement of the conformance registry (tests/conformance/requirements.json).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ConformanceRequirement".
+ */
+export interface ConformanceRequirement {
+  /**
+   * Stable id (`ACP-PROMPT-1`), named by transcript headers.
+   */
+  id: string;
+  /**
+   * The dialect it belongs to.
+   */
+  dialect: "rpc" | "wire" | "acp";
+  /**
+   * MANDATORY: the protocol requires it of every agent; CAPABILITY: required when the agent advertises `capability`; ADVISORY: the protocol recommends it; INFORMATIONAL: a fact about an agent, judged by nobody; AGENTWIRE: agentwire's own choice (a "We:" decision), checked against agentwire only.
+   */
+  tier: "MANDATORY" | "CAPABILITY" | "ADVISORY" | "INFORMATIONAL" | "AGENTWIRE";
+  /**
+   * For CAPABILITY: the capability (as in a transcript's `requires`).
+   */
+  capability?: string;
+  /**
+   * Where it comes from: a spec section URL, a seed document section or a protocol-notes section.
+   */
+  source: string;
+  /**
+   * One line: what is required.
+   */
+  text: string;
+  /**
+   * Why no transcript covers it yet (an id without transcripts must say).
+   */
+  notTested?: string;
+}
+/**
+ * Every requirement the conformance transcripts check, with its tier and source.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ConformanceRequirements".
+ */
+export interface ConformanceRequirements {
+  /**
+   * The requirements, ids unique.
+   */
+  requirements: ConformanceRequirement[];
 }
 /**
  * A URL (often a `data:` URL) with an optional id.
