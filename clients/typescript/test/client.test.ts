@@ -412,8 +412,21 @@ describe("AgentClient against agentwire", { timeout: 300_000 }, () => {
       await client.steer({ message: "steer it" });
       await client.followUp({ message: "and then this" });
       await client.abort();
+      // The new run's agent_end can arrive in the same read as the abort_and_prompt response,
+      // before a listener added after the await would exist: listen first, and count only an
+      // agent_end after that response (the aborted run's own agent_end comes before it).
+      let replied = false;
+      const ended = new Promise<void>((resolve) => {
+        const off = client.onFrame((f) => {
+          if (f.type === "response" && (f as { command?: unknown }).command === "abort_and_prompt") replied = true;
+          else if (replied && f.type === "agent_end") {
+            off();
+            resolve();
+          }
+        });
+      });
       await client.abortAndPrompt({ message: "instead this" });
-      await waitFor(client, "agent_end");
+      await ended;
       await client.abortRetry();
 
       const state = await client.getState();
