@@ -171,9 +171,11 @@ impl AcpServer {
     pub fn cancel(&self, session: &str) {
         if let Ok(live) = self.live(session) {
             // Cancelled before the next line is read: a permission answer right behind the
-            // notification must not let the tool run or the turn go on.
+            // notification must not let the tool run or the turn go on. Only the run in force
+            // now is cancelled: a spawned `abort` ran whenever the runtime got to it and could
+            // abort the *next* prompt's run instead (ACP queues nothing, so there is nothing
+            // else for an abort to drop).
             live.agent.cancel_now();
-            tokio::spawn(async move { live.agent.abort().await });
         } else {
             tracing::warn!("session/cancel for an unknown session {session}");
         }
