@@ -37,18 +37,14 @@ pub fn listing(dialogs: bool) -> CommandsResult {
     let commands = COMMANDS
         .iter()
         .filter_map(|(name, hint, description, plain)| if dialogs { Some((name, hint, *description)) } else { plain.map(|d| (name, hint, d)) })
-        .map(|(name, hint, description)| {
-            serde_json::from_value(serde_json::json!({
-                "name": name, "description": description, "source": "builtin",
-                "input": hint.map(|h| serde_json::json!({"hint": h}))
-            }))
-            .map(|mut c: SlashCommand| {
-                if hint.is_none() {
-                    c.input = None;
-                }
-                c
-            })
-            .expect("valid slash command")
+        .map(|(name, hint, description)| SlashCommand {
+            name: nonempty(name),
+            description: Some(description.to_owned()),
+            source: Some(SlashCommandSource::Builtin),
+            aliases: None,
+            input: hint.map(|h| SlashCommandInput { hint: Some((*h).to_owned()) }),
+            subcommands: None,
+            source_info: None,
         })
         .collect();
     CommandsResult { commands }
