@@ -507,23 +507,35 @@ fn a_directory_run_picks_up_its_baseline_for_the_agent() {
     assert_eq!(without.status.code(), Some(1), "without the baseline the known difference fails");
 }
 
-#[test]
-fn an_imported_kimi_recording_honours_yolo_and_matches_parallel_results_by_id() {
+/// Imports one of the hand-made kimi recordings (`tests/fixtures/kimi-recordings/<scenario>.jsonl`):
+/// the transcript's text and its lines.
+fn import_hand_made_kimi(scenario: &str) -> (String, Vec<serde_json::Value>) {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kimi-recordings");
     let scripts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("scripts.json")).unwrap()).unwrap();
-    let text = agentwire::conformance::import::import_kimi(&fixtures.join("parallel_yolo.jsonl"), &scripts).unwrap();
-    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let text = agentwire::conformance::import::import_kimi(&fixtures.join(format!("{scenario}.jsonl")), &scripts).unwrap();
+    let lines = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (text, lines)
+}
+
+/// Runs an imported transcript against agentwire; it must pass.
+fn assert_replays(name: &str, text: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join(format!("{name}.jsonl"));
+    std::fs::write(&transcript, text).unwrap();
+    let outcome = run(&transcript, &options());
+    assert!(outcome.failure.is_none() && outcome.skipped.is_none(), "{outcome:?}");
+}
+
+#[test]
+fn an_imported_kimi_recording_honours_yolo_and_matches_parallel_results_by_id() {
+    let (text, lines) = import_hand_made_kimi("parallel_yolo");
     assert_eq!(lines[0]["args"], serde_json::json!([]), "--yolo asks for nothing: no --approval");
     let unordered: Vec<&serde_json::Value> = lines.iter().filter(|l| l["kind"] == "unordered").collect();
     assert_eq!(unordered.len(), 1, "{text}");
     let ids: Vec<&str> = unordered[0]["frames"].as_array().unwrap().iter().map(|f| f["params"]["payload"]["tool_call_id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["call_sh_1", "call_sh_2"]);
     // agentwire finishes the fast call first, kimi's recording has the slow one first: still a pass.
-    let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("kimi-parallel-yolo.jsonl");
-    std::fs::write(&transcript, &text).unwrap();
-    let outcome = run(&transcript, &options());
-    assert!(outcome.failure.is_none() && outcome.skipped.is_none(), "{outcome:?}");
+    assert_replays("kimi-parallel-yolo", &text);
 }
 
 #[test]
@@ -554,10 +566,7 @@ fn an_imported_kimi_recording_with_a_result_between_the_next_calls_argument_part
     // kimi starts a call once its arguments are complete: the first Shell's ToolResult arrives
     // while the second call's arguments still stream (issue 25). How the recording was made:
     // tests/fixtures/kimi-recordings/README.md.
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kimi-recordings");
-    let scripts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("scripts.json")).unwrap()).unwrap();
-    let text = agentwire::conformance::import::import_kimi(&fixtures.join("parallel_eager.jsonl"), &scripts).unwrap();
-    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (text, lines) = import_hand_made_kimi("parallel_eager");
     let reply = &lines.iter().find(|l| l["kind"] == "model").unwrap()["reply"];
     assert_eq!((&reply["delayMs"], &reply["toolCalls"][1]["argumentChunks"]), (&serde_json::json!(800), &serde_json::json!(["{\"command\": \"", "echo second\"}"])));
     let events: Vec<String> = lines
@@ -571,9 +580,5 @@ fn an_imported_kimi_recording_with_a_result_between_the_next_calls_argument_part
     let at = |e: &str| events.iter().position(|x| x == e).unwrap_or_else(|| panic!("{e} in {events:?}"));
     let parts: Vec<usize> = events.iter().enumerate().filter(|(_, e)| *e == "ToolCallPart:").map(|(i, _)| i).collect();
     assert!(at("ToolCall:call_sh_2") < parts[2] && parts[2] < at("ToolResult:call_sh_1") && at("ToolResult:call_sh_1") < parts[3], "{events:?}");
-    let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("kimi-parallel-eager.jsonl");
-    std::fs::write(&transcript, &text).unwrap();
-    let outcome = run(&transcript, &options());
-    assert!(outcome.failure.is_none() && outcome.skipped.is_none(), "{outcome:?}");
+    assert_replays("kimi-parallel-eager", &text);
 }
