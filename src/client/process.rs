@@ -82,16 +82,8 @@ impl AgentProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .process_group(0)
             .kill_on_drop(true);
-        #[cfg(target_os = "linux")]
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            command.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-                Ok(())
-            });
-        }
+        isolate(command.as_std_mut());
         let child = command.spawn().map_err(|source| ProcessError::Spawn {
             program: program.clone(),
             source,
@@ -126,9 +118,9 @@ impl AgentProcess {
 
     /// Sends `signal` to the agent's whole process group. `false` when the group is gone.
     pub fn signal(&self, signal: i32) -> bool {
-        // SAFETY: killpg has no memory-safety preconditions.
         self.pgid
-            .is_some_and(|pgid| unsafe { libc::killpg(pgid, signal) } == 0)
+            .and_then(|pgid| u32::try_from(pgid).ok())
+            .is_some_and(|pgid| signal_group(pgid, signal))
     }
 
     /// Waits for the agent to exit (cancel-safe), then kills what is left of its group.
@@ -161,6 +153,42 @@ impl AgentProcess {
         self.signal(libc::SIGKILL);
         self.pgid = None;
     }
+}
+
+/// Prepares a command the way every agent process we start is started: in a process group of
+/// its own (its pid is the group id, so [`signal_group`] reaches everything it starts) and, on
+/// Linux, killed by the kernel when the thread that spawned it dies, even by SIGKILL
+/// (`PR_SET_PDEATHSIG`). [`AgentProcess`] uses it; so does the conformance harness, which drives
+/// agents from plain threads, so an agent it times out on cannot leave its children behind.
+pub fn isolate(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    command.process_group(0);
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            Ok(())
+        });
+    }
+}
+
+/// Kills the process group it names when dropped: for an agent started with [`isolate`] from
+/// plain threads (the conformance recorder), so an early return cannot leave it running.
+#[derive(Debug)]
+pub struct GroupGuard(pub u32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        signal_group(self.0, libc::SIGKILL);
+    }
+}
+
+/// Sends `signal` to the process group `pgid` (an agent started after [`isolate`]: its pid).
+/// `false` when the group is gone or `pgid` is not a valid id.
+pub fn signal_group(pgid: u32, signal: i32) -> bool {
+    // SAFETY: killpg has no memory-safety preconditions.
+    i32::try_from(pgid).is_ok_and(|pgid| pgid > 0 && unsafe { libc::killpg(pgid, signal) } == 0)
 }
 
 impl Drop for AgentProcess {

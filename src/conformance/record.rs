@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::TMP_PLACEHOLDER;
+use crate::client::process::{isolate, GroupGuard};
 use crate::protocol::validate::Dialect;
 
 /// What to record.
@@ -257,7 +258,11 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
         command.env_remove(var);
     }
+    isolate(&mut command);
     let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().map_err(|e| format!("could not start the agent: {e}"))?;
+    // Whatever ends the recording (an early error return included), nothing the agent started
+    // stays behind.
+    let _group = GroupGuard(child.id());
     let (tx, rx) = mpsc::channel();
     let stdout = child.stdout.take().expect("piped");
     let agent_tx = tx.clone();

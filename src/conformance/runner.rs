@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::fake_llm::{FakeLlm, FAKE_MODEL};
 use super::Matcher;
+use crate::client::process::{isolate, signal_group};
 use crate::protocol::acp::acp_validator;
 use crate::protocol::validate::{validator, Dialect, Direction, FrameError};
 use crate::protocol::{ConformanceAdapter, ConformanceAdapterDialectsItem, TranscriptHeaderDialect, TranscriptLine};
@@ -176,24 +177,26 @@ impl Run {
         stdin.write_all(format!("{line}\n").as_bytes()).and_then(|()| stdin.flush()).map_err(|e| format!("could not write to the agent: {e}"))
     }
 
+    /// Closes the agent's input, gives it time to exit, then TERM and KILL to its whole process
+    /// group. The group is killed even after a clean exit: an agent's children (a bash tool, an
+    /// MCP server, the node process behind an `npx` wrapper) must not outlive the run.
     fn stop(&mut self) {
         self.stdin.take();
         let ladder = [(Duration::from_secs(3), None), (Duration::from_secs(1), Some(libc::SIGTERM)), (Duration::from_secs(1), Some(libc::SIGKILL))];
-        for (wait, signal) in ladder {
+        'ladder: for (wait, signal) in ladder {
             if let Some(sig) = signal {
-                if let Ok(pid) = i32::try_from(self.child.id()) {
-                    // SAFETY: signalling our own child process.
-                    unsafe { libc::kill(pid, sig) };
-                }
+                signal_group(self.child.id(), sig);
             }
             let deadline = Instant::now() + wait;
             while Instant::now() < deadline {
                 if matches!(self.child.try_wait(), Ok(Some(_))) {
-                    return;
+                    break 'ladder;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        signal_group(self.child.id(), libc::SIGKILL);
+        let _ = self.child.wait();
     }
 }
 
@@ -394,6 +397,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
         command.env_remove(var);
     }
+    isolate(&mut command);
     let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("could not start the agent: {e}"))?;
     // The last few KB of stderr, for the report when the agent dies.
     let stderr_tail = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
