@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::agent::{CoreError, PromptId};
 use crate::protocol::{RpcError, RpcErrorCode};
-use crate::transport::Outbox;
+use crate::transport::{FrameBatch, Outbox};
 
 pub use decode::{decode_line, Inbound};
 pub use handler::RpcSession;
@@ -41,12 +41,17 @@ pub struct RpcHost {
     /// Whether `message_update` carries the message snapshots (`set_event_options`; pi's
     /// stream, on by default).
     partial_messages: AtomicBool,
+    /// A run's `agent_end`, held until its `prompt_result` is encoded: the two go out as one
+    /// write, so a host that answers `agent_end` with its next command never sees that command's
+    /// response between them (it did, under load: the run's task was descheduled after queueing
+    /// `agent_end`, and the reader answered the next command first).
+    run_end: Mutex<Option<FrameBatch>>,
 }
 
 impl RpcHost {
     /// A host writing to `out`.
     pub fn new(out: Outbox) -> Self {
-        Self { dialogs: port::UiDialogs::new(out.clone()), out, tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()), partial_messages: AtomicBool::new(true) }
+        Self { dialogs: port::UiDialogs::new(out.clone()), out, tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()), partial_messages: AtomicBool::new(true), run_end: Mutex::new(None) }
     }
 
     /// The outbox every frame of this dialect goes through.

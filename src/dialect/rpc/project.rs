@@ -13,6 +13,7 @@ use super::RpcHost;
 use crate::agent::events::{AgentEvent, CompactionReason, EventSink, NoticeLevel, RunOutcome, StreamDelta};
 use crate::agent::nonempty;
 use crate::protocol::*;
+use crate::transport::FrameBatch;
 
 /// The step as pi's `assistantMessageEvent`; `partial` is the snapshot it carries (`None`: the
 /// lean stream, no snapshot).
@@ -71,7 +72,14 @@ impl RpcHost {
                 out.send(&ToolExecutionEndEvent::new(nonempty(&call.id), call.name.as_str(), result.clone(), is_error)).await
             }
             AgentEvent::TurnEnd { message, tool_results } => out.send(&TurnEndEvent::new(message.clone(), tool_results.to_vec())).await,
-            AgentEvent::RunEnd { messages } => out.send(&AgentEndEvent::new(messages.to_vec()).with_is_terminal(Some(true))).await,
+            // The core settles the prompt right after ending its run (`PromptSettled` follows
+            // `RunEnd` with nothing between): `agent_end` waits for it and both go out at once.
+            AgentEvent::RunEnd { messages } => {
+                let mut batch = FrameBatch::default();
+                let encoded = batch.push(&AgentEndEvent::new(messages.to_vec()).with_is_terminal(Some(true)));
+                *self.run_end.lock().unwrap_or_else(|e| e.into_inner()) = Some(batch);
+                encoded
+            }
             AgentEvent::PromptSettled { prompt, outcome, model_invoked } => {
                 let id = prompt.and_then(|p| self.prompts.lock().unwrap_or_else(|e| e.into_inner()).remove(&p));
                 let (status, error) = match outcome {
@@ -80,7 +88,11 @@ impl RpcHost {
                     RunOutcome::Aborted => (PromptResultEventStatus::Aborted, None),
                     RunOutcome::Failed(error) => (PromptResultEventStatus::Error, Some(error)),
                 };
-                out.send(&PromptResultEvent::new(status, model_invoked).with_id(id).with_error(error)).await
+                let held = self.run_end.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let mut batch = held.unwrap_or_default();
+                let pushed = batch.push(&PromptResultEvent::new(status, model_invoked).with_id(id).with_error(error));
+                let sent = out.send_batch(&mut batch).await;
+                pushed.and(sent)
             }
             AgentEvent::QueueChanged { steering, follow_up } => out.send(&QueueUpdateEvent::new(steering, follow_up)).await,
             // pi's names for manual and automatic compaction alike (notes §2.9.5); omp's
@@ -123,5 +135,36 @@ impl EventSink for RpcHost {
     /// Only the default stream reads the snapshot beyond its text.
     fn wants_snapshots(&self) -> bool {
         self.partial_messages()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+    use crate::agent::PromptId;
+
+    /// A command answered while a run ends (the reader's task is not the run's) goes before
+    /// `agent_end` or after `prompt_result`, never between them: hosts (and the conformance
+    /// corpus) read `prompt_result` as the frame right after `agent_end`.
+    #[tokio::test]
+    async fn agent_end_and_prompt_result_go_out_together() {
+        let (sink, mut sent) = tokio::io::duplex(1 << 16);
+        let (out, writer) = crate::transport::spawn_writer(sink, 1 << 20);
+        let host = RpcHost::new(out.clone());
+        host.expect_result(PromptId(7), Some(Value::from("p1")));
+        host.emit(AgentEvent::RunEnd { messages: &[] }).await;
+        // The reader answers the host's next command now.
+        out.send(&SessionInfoChangedEvent::new().with_name(Some("n".to_owned()))).await.unwrap();
+        host.emit(AgentEvent::PromptSettled { prompt: Some(PromptId(7)), outcome: RunOutcome::Completed, model_invoked: true }).await;
+        drop((host, out));
+        writer.await.unwrap().unwrap();
+        let mut written = String::new();
+        sent.read_to_string(&mut written).await.unwrap();
+        let types: Vec<String> = written.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].as_str().unwrap().to_owned()).collect();
+        assert_eq!(types, ["session_info_changed", "agent_end", "prompt_result"], "{written}");
+        assert!(written.lines().last().unwrap().contains(r#""id":"p1""#), "{written}");
     }
 }
