@@ -8,15 +8,27 @@ use std::sync::Arc;
 
 use super::project::prompt_result;
 use super::{codes, lock, wire_error, WireHost, WIRE_PROTOCOL_VERSION};
-use crate::agent::{Agent, Submitted};
+use crate::agent::{Agent, AgentCore, Submitted};
 use crate::jsonrpc::Error;
 use crate::protocol::*;
 
-/// One wire session: the core and this dialect's host side.
-#[derive(Debug, Clone)]
-pub struct WireSession {
-    agent: Agent,
+/// One wire session: the core (the built-in [`Agent`], or any [`AgentCore`]) and this
+/// dialect's host side.
+pub struct WireSession<A = Agent> {
+    agent: Arc<A>,
     host: Arc<WireHost>,
+}
+
+impl<A> Clone for WireSession<A> {
+    fn clone(&self) -> Self {
+        Self { agent: self.agent.clone(), host: self.host.clone() }
+    }
+}
+
+impl<A> std::fmt::Debug for WireSession<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WireSession").field("host", &self.host).finish_non_exhaustive()
+    }
 }
 
 fn busy() -> Error {
@@ -56,14 +68,14 @@ fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), Error
     }
 }
 
-impl WireSession {
+impl<A: AgentCore> WireSession<A> {
     /// A session of `agent` whose host side is `host`.
-    pub fn new(agent: Agent, host: Arc<WireHost>) -> Self {
-        Self { agent, host }
+    pub fn new(agent: A, host: Arc<WireHost>) -> Self {
+        Self { agent: Arc::new(agent), host }
     }
 
     /// The core.
-    pub fn agent(&self) -> &Agent {
+    pub fn agent(&self) -> &A {
         &self.agent
     }
 
@@ -116,7 +128,7 @@ impl WireSession {
     }
 }
 
-impl WireHandler for WireSession {
+impl<A: AgentCore> WireHandler for WireSession<A> {
     async fn initialize(&self, request: WireInitializeRequest) -> Result<WireInitializeResult, Error> {
         if self.agent.is_running() || lock(&self.host.turn).active {
             return Err(busy());
