@@ -12,6 +12,13 @@
 //!   in the dialect's terms, the output is flushed, and the exit code is 130 / 143 / 129.
 //! - stdout fails (EPIPE) or its pipe reports an error (`crate::transport::hangup`): the host is
 //!   gone; the work is cancelled (child process groups stopped) and the process exits.
+//!
+//! [`serve`] serves any [`crate::agent::AgentCore`] (a custom agent) in any dialect over any
+//! `AsyncRead`/`AsyncWrite`, without the process's signals and exit codes.
+
+mod serve;
+
+pub use serve::{serve, serve_with, Dialect, ServeOptions};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,0 +1,67 @@
+//! A custom agent served in every dialect: its reply is the prompt text reversed.
+//!
+//! ```sh
+//! cargo run --example custom_agent -- --mode acp    # or rpc, wire
+//! ```
+//!
+//! It implements the core's required methods (the run, with `Runs` keeping the bookkeeping) and
+//! takes the defaults for the rest: `compact`, `bash`, models, sessions on disk … are refused
+//! with "this agent does not support `…`" and advertised as absent.
+
+use agentwire::agent::events::RunOutcome;
+use agentwire::agent::{AgentCore, CoreResult, Host, QueueKind, Runs, Submitted};
+use agentwire::protocol::{AgentMessage, ImageContent};
+use agentwire::server::{serve, Dialect};
+
+/// Answers every prompt with its text reversed.
+struct Reverse {
+    runs: Runs,
+}
+
+impl AgentCore for Reverse {
+    async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
+        self.check_input(&images)?;
+        let reversed: String = text.chars().rev().collect();
+        self.runs.start(text, images, queue, move |reply| async move {
+            reply.text(reversed).await;
+            RunOutcome::Completed
+        }).await
+    }
+    async fn abort(&self) {
+        self.runs.abort().await;
+    }
+    fn cancel_now(&self) {
+        self.runs.cancel_now();
+    }
+    fn release_gates(&self) {
+        self.runs.release_gates();
+    }
+    fn is_running(&self) -> bool {
+        self.runs.is_running()
+    }
+    async fn settled(&self) {
+        self.runs.settled().await;
+    }
+    fn session_id(&self) -> String {
+        self.runs.session_id()
+    }
+    fn messages(&self) -> CoreResult<Vec<AgentMessage>> {
+        Ok(self.runs.messages())
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dialect = match args.iter().position(|a| a == "--mode").and_then(|i| args.get(i + 1)).map(String::as_str) {
+        Some("acp") => Dialect::Acp,
+        Some("wire") => Dialect::Wire,
+        Some("rpc") | None => Dialect::Rpc,
+        Some(other) => {
+            eprintln!("custom_agent: unknown --mode {other} (rpc, wire or acp)");
+            std::process::exit(2);
+        }
+    };
+    let make = |host: Host| Reverse { runs: Runs::new("reverse", host) };
+    serve(dialect, make, tokio::io::stdin(), tokio::io::stdout()).await
+}
