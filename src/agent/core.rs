@@ -67,8 +67,8 @@ impl Capabilities {
 }
 
 /// The core's interface: what the dialects call. Implement the required methods (the run:
-/// [`AgentCore::prompt`], [`AgentCore::abort`], the gate, whether it runs, when it settled, and
-/// the session's id); every other method has a default that refuses with
+/// [`AgentCore::prompt`], [`AgentCore::abort`] and [`AgentCore::cancel_now`], the gate, whether
+/// it runs, when it settled, and the session's id); every other method has a default that refuses with
 /// [`CoreError::Unsupported`] naming the command, or reports the capability absent.
 /// [`super::Runs`] implements the required part for an agent that answers one prompt at a time.
 ///
@@ -86,6 +86,11 @@ pub trait AgentCore: Send + Sync + 'static {
 
     /// Cancels the run in progress (if any); returns once its last event is out.
     fn abort(&self) -> impl Future<Output = ()> + Send;
+
+    /// Fires the run's cancellation at once, without waiting (ACP's `session/cancel`: what the
+    /// run waits on resolves as cancelled before the next request is read); the run then ends
+    /// as [`AgentCore::abort`] would end it.
+    fn cancel_now(&self);
 
     /// Opens the gates of runs whose starting request has now been answered.
     fn release_gates(&self);
@@ -106,9 +111,6 @@ pub trait AgentCore: Send + Sync + 'static {
         Capabilities::none()
     }
 
-    /// Fires the run's cancellation at once, before [`AgentCore::abort`] waits for its end. The
-    /// default leaves it all to `abort`.
-    fn cancel_now(&self) {}
 
     /// The process is ending: cancel everything; returns after the run's last event. The
     /// default aborts the run.
