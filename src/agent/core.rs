@@ -67,9 +67,10 @@ impl Capabilities {
 }
 
 /// The core's interface: what the dialects call. Implement the required methods (the run:
-/// [`AgentCore::prompt`], [`AgentCore::abort`] and [`AgentCore::cancel_now`], the gate, whether
-/// it runs, when it settled, and the session's id); every other method has a default that refuses with
-/// [`CoreError::Unsupported`] naming the command, or reports the capability absent.
+/// [`AgentCore::prompt`], [`AgentCore::abort`] and [`AgentCore::cancel_now`], the gate,
+/// whether it runs, when it settled, and the session's id); every other method has a default
+/// that refuses with [`CoreError::Unsupported`] naming the command, or reports the capability
+/// absent.
 /// [`super::Runs`] implements the required part for an agent that answers one prompt at a time.
 ///
 /// Ordering the dialects rely on: a run emits its events to the [`super::EventSink`] the agent
