@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
 
 /// Reverses the prompt; the prompt "hang" never answers (nor looks at the cancellation), so
-/// only the runs' own cancel can end it.
+/// only the runs' own cancel can end it; the prompt "tool" reports a tool call it ran, then text.
 struct Reverse {
     runs: Runs,
 }
@@ -24,9 +24,13 @@ struct Reverse {
 impl AgentCore for Reverse {
     async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
         let reversed: String = text.chars().rev().collect();
-        let hang = text == "hang";
+        let (hang, tool) = (text == "hang", text == "tool");
         self.runs
             .start(text, images, queue, move |reply| async move {
+                if tool {
+                    let arguments = json!({"q": "x"}).as_object().cloned().unwrap_or_default();
+                    reply.tool_call("lookup", arguments, "found", false).await;
+                }
                 if hang {
                     reply.thinking("waiting").await;
                     std::future::pending::<()>().await;
@@ -221,6 +225,33 @@ async fn acp_reverses_refuses_what_it_lacks_and_cancels() {
     assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled", "{frames:?}");
     let rest = c.finish().await;
     assert!(rest.iter().all(|f| f.get("id").is_none()), "one answer per id: {rest:?}");
+}
+
+#[tokio::test]
+async fn a_tool_call_the_agent_reports_reaches_acp_and_rpc_as_tool_frames() {
+    let mut c = Client::start(Dialect::Acp);
+    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}})).await;
+    let session = c.until(|f| f["id"] == 1).await.pop().unwrap()["result"]["sessionId"].clone();
+    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "tool"}]}})).await;
+    let frames = c.until(|f| f["id"] == 2).await;
+    let updates: Vec<&Value> = frames.iter().map(|f| &f["params"]["update"]).collect();
+    assert!(updates.iter().any(|u| u["sessionUpdate"] == "tool_call" && u["title"].as_str().is_some_and(|t| t.contains("lookup"))), "{frames:?}");
+    let done = updates.iter().find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed").expect("the call completed");
+    assert_eq!(done["content"][0]["content"]["text"], "found", "{frames:?}");
+    assert!(updates.iter().any(|u| u["sessionUpdate"] == "agent_message_chunk" && u["content"]["text"] == "loot"), "{frames:?}");
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+    c.finish().await;
+
+    let mut c = Client::start(Dialect::Rpc);
+    c.send(json!({"id": "t", "type": "prompt", "message": "tool"})).await;
+    let frames = c.until(|f| f["type"] == "prompt_result").await;
+    let end = frames.iter().find(|f| f["type"] == "tool_execution_end").expect("the call ran");
+    assert_eq!(end["toolName"], "lookup");
+    assert_eq!(end["result"]["content"][0]["text"], "found");
+    let turns = frames.iter().filter(|f| f["type"] == "turn_end").count();
+    assert_eq!(turns, 2, "the call's turn, then the answer's: {frames:?}");
+    assert_eq!(frames.last().unwrap()["status"], "completed");
+    c.finish().await;
 }
 
 /// `examples/custom_agent.rs` as a process, in `mode`.
