@@ -19,6 +19,10 @@ struct Reverse {
 }
 
 impl AgentCore for Reverse {
+    type Control = Runs;
+    fn control(&self) -> &Runs {
+        &self.runs
+    }
     async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
         self.check_input(&images)?;
         let reversed: String = text.chars().rev().collect();
@@ -26,24 +30,6 @@ impl AgentCore for Reverse {
             reply.text(reversed).await;
             RunOutcome::Completed
         }).await
-    }
-    async fn abort(&self) {
-        self.runs.abort().await;
-    }
-    fn cancel_now(&self) {
-        self.runs.cancel_now();
-    }
-    fn release_gates(&self) {
-        self.runs.release_gates();
-    }
-    fn is_running(&self) -> bool {
-        self.runs.is_running()
-    }
-    async fn settled(&self) {
-        self.runs.settled().await;
-    }
-    fn session_id(&self) -> String {
-        self.runs.session_id()
     }
     fn messages(&self) -> CoreResult<Vec<AgentMessage>> {
         Ok(self.runs.messages())

@@ -22,6 +22,10 @@ struct Reverse {
 }
 
 impl AgentCore for Reverse {
+    type Control = Runs;
+    fn control(&self) -> &Runs {
+        &self.runs
+    }
     async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
         let reversed: String = text.chars().rev().collect();
         let (hang, tool) = (text == "hang", text == "tool");
@@ -39,24 +43,6 @@ impl AgentCore for Reverse {
                 RunOutcome::Completed
             })
             .await
-    }
-    async fn abort(&self) {
-        self.runs.abort().await;
-    }
-    fn cancel_now(&self) {
-        self.runs.cancel_now();
-    }
-    fn release_gates(&self) {
-        self.runs.release_gates();
-    }
-    fn is_running(&self) -> bool {
-        self.runs.is_running()
-    }
-    async fn settled(&self) {
-        self.runs.settled().await;
-    }
-    fn session_id(&self) -> String {
-        self.runs.session_id()
     }
 }
 

@@ -66,31 +66,16 @@ impl Capabilities {
     }
 }
 
-/// The core's interface: what the dialects call. Implement the required methods (the run:
-/// [`AgentCore::prompt`], [`AgentCore::abort`] and [`AgentCore::cancel_now`], the gate,
-/// whether it runs, when it settled, and the session's id); every other method has a default
-/// that refuses with [`CoreError::Unsupported`] naming the command, or reports the capability
-/// absent.
-/// [`super::Runs`] implements the required part for an agent that answers one prompt at a time.
-///
-/// Ordering the dialects rely on: a run emits its events to the [`super::EventSink`] the agent
-/// was built with, starts only once [`AgentCore::release_gates`] opens its gate (the dialect
-/// does once the request that started it is answered), and a started prompt's
-/// [`super::Prompt`] resolves after its `PromptSettled` event.
-pub trait AgentCore: Send + Sync + 'static {
-    // --- required: the run
-
-    /// A prompt: starts a run when idle (the returned [`super::Prompt`] resolves to its
-    /// outcome); while a run is in progress it is queued into `queue`, or refused
-    /// ([`CoreError::Busy`]) when `queue` is `None`.
-    fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> impl Future<Output = CoreResult<Submitted>> + Send;
-
+/// The control of an agent's runs: cancel, the gate, whether one runs, when they settled, and
+/// the session they belong to. [`super::Runs`] implements it for an agent answering one prompt
+/// at a time; the built-in [`Agent`] for itself.
+pub trait RunControl: Send + Sync {
     /// Cancels the run in progress (if any); returns once its last event is out.
     fn abort(&self) -> impl Future<Output = ()> + Send;
 
     /// Fires the run's cancellation at once, without waiting (ACP's `session/cancel`: what the
     /// run waits on resolves as cancelled before the next request is read); the run then ends
-    /// as [`AgentCore::abort`] would end it.
+    /// as [`RunControl::abort`] would end it.
     fn cancel_now(&self);
 
     /// Opens the gates of runs whose starting request has now been answered.
@@ -104,8 +89,63 @@ pub trait AgentCore: Send + Sync + 'static {
 
     /// The current session's id.
     fn session_id(&self) -> String;
+}
+
+/// The core's interface: what the dialects call. Implement the required items — the run
+/// ([`AgentCore::prompt`]) and its control ([`AgentCore::control`]: a [`super::Runs`] does it
+/// for an agent answering one prompt at a time) — and every other method has a default: the
+/// run's control delegates to it, and the rest refuses with [`CoreError::Unsupported`] naming
+/// the command, or reports the capability absent.
+///
+/// Ordering the dialects rely on: a run emits its events to the [`super::EventSink`] the agent
+/// was built with, starts only once [`AgentCore::release_gates`] opens its gate (the dialect
+/// does once the request that started it is answered), and a started prompt's
+/// [`super::Prompt`] resolves after its `PromptSettled` event.
+pub trait AgentCore: Send + Sync + 'static {
+    // --- required: the run
+
+    /// What controls the runs (cancel, gates, whether one runs).
+    type Control: RunControl;
+
+    /// The runs' control.
+    fn control(&self) -> &Self::Control;
+
+    /// A prompt: starts a run when idle (the returned [`super::Prompt`] resolves to its
+    /// outcome); while a run is in progress it is queued into `queue`, or refused
+    /// ([`CoreError::Busy`]) when `queue` is `None`.
+    fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> impl Future<Output = CoreResult<Submitted>> + Send;
 
     // --- the run, with defaults
+
+    /// Cancels the run in progress (if any); returns once its last event is out.
+    fn abort(&self) -> impl Future<Output = ()> + Send {
+        self.control().abort()
+    }
+
+    /// Fires the run's cancellation at once ([`RunControl::cancel_now`]).
+    fn cancel_now(&self) {
+        self.control().cancel_now();
+    }
+
+    /// Opens the gates of runs whose starting request has now been answered.
+    fn release_gates(&self) {
+        self.control().release_gates();
+    }
+
+    /// Whether a run is in progress (one that has reported its end no longer counts).
+    fn is_running(&self) -> bool {
+        self.control().is_running()
+    }
+
+    /// Returns once no run is in progress (stdin EOF waits for this).
+    fn settled(&self) -> impl Future<Output = ()> + Send {
+        self.control().settled()
+    }
+
+    /// The current session's id.
+    fn session_id(&self) -> String {
+        self.control().session_id()
+    }
 
     /// What the agent can do beyond prompting and cancelling.
     fn capabilities(&self) -> Capabilities {
@@ -430,13 +470,13 @@ pub trait AgentCore: Send + Sync + 'static {
     }
 }
 
-/// The built-in agent implements every method.
-impl AgentCore for Agent {
-    async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
-        Agent::prompt(self, text, images, queue).await
-    }
+/// The built-in agent controls its own runs.
+impl RunControl for Agent {
     async fn abort(&self) {
         Agent::abort(self).await;
+    }
+    fn cancel_now(&self) {
+        Agent::cancel_now(self);
     }
     fn release_gates(&self) {
         Agent::release_gates(self);
@@ -450,6 +490,17 @@ impl AgentCore for Agent {
     fn session_id(&self) -> String {
         Agent::session_id(self)
     }
+}
+
+/// The built-in agent implements every method.
+impl AgentCore for Agent {
+    type Control = Agent;
+    fn control(&self) -> &Agent {
+        self
+    }
+    async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
+        Agent::prompt(self, text, images, queue).await
+    }
     fn capabilities(&self) -> Capabilities {
         let images = self.current_model().input.contains(&InputKind::Image);
         Capabilities {
@@ -462,9 +513,6 @@ impl AgentCore for Agent {
             auth: true,
             approval: Some(self.config().approval),
         }
-    }
-    fn cancel_now(&self) {
-        Agent::cancel_now(self);
     }
     async fn shutdown(&self) {
         Agent::shutdown(self).await;

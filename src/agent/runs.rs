@@ -1,10 +1,10 @@
 //! [`Runs`]: the run bookkeeping of an agent that answers one prompt at a time, for custom
 //! [`super::AgentCore`] implementations. It keeps what the dialects rely on: each prompt gets a
 //! [`Prompt`] handle resolving to its outcome, its run waits for its gate
-//! ([`Runs::release_gates`]) so the host hears "accepted" first, its events come in the core's
+//! ([`RunControl::release_gates`]) so the host hears "accepted" first, its events come in the core's
 //! order (`RunStart`, `TurnStart`, the user message, the assistant message streamed block by
 //! block, tool calls and their results, `TurnEnd`, `RunEnd`, `PromptSettled`), and a cancel
-//! ([`Runs::abort`]) ends the run `Aborted` whether or not the agent's own work looks at
+//! ([`RunControl::abort`]) ends the run `Aborted` whether or not the agent's own work looks at
 //! [`Reply::is_cancelled`].
 //!
 //! The agent's work is a closure given a [`Reply`], through which it streams text, thinking and
@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::{AgentEvent, EventSink, PromptId, RunOutcome};
 use super::port::HostPort;
 use super::stream::MessageBuilder;
+use super::core::RunControl;
 use super::{CoreError, CoreResult, Prompt, QueueKind, Submitted};
 use crate::protocol::*;
 use crate::providers::{ModelChunk, TokenUsage};
@@ -82,7 +83,8 @@ struct Inner {
     next_prompt: AtomicU64,
 }
 
-/// The runs of an agent answering one prompt at a time (see the module docs); cheap to clone.
+/// The runs of an agent answering one prompt at a time (see the module docs): an
+/// [`super::AgentCore::Control`] for it. Cheap to clone.
 #[derive(Clone)]
 pub struct Runs {
     inner: Arc<Inner>,
@@ -121,50 +123,9 @@ impl Runs {
         &self.inner.host
     }
 
-    /// The session's id.
-    pub fn session_id(&self) -> String {
-        self.inner.session_id.clone()
-    }
-
     /// Every message of the conversation so far (each run's, once it ended).
     pub fn messages(&self) -> Vec<AgentMessage> {
         self.state().messages.clone()
-    }
-
-    /// Whether a run is in progress (one that has reported its end no longer counts).
-    pub fn is_running(&self) -> bool {
-        self.state().run.as_ref().is_some_and(|r| !r.finishing)
-    }
-
-    /// Opens the gates of runs whose starting request has been answered.
-    pub fn release_gates(&self) {
-        for gate in self.state().gates.drain(..) {
-            let _ = gate.send(());
-        }
-    }
-
-    /// Cancels the run in progress (if any) and returns once its last event is out.
-    pub async fn abort(&self) {
-        let run = self.state().run.as_ref().map(|r| (r.cancel.clone(), r.done.clone()));
-        if let Some((cancel, mut done)) = run {
-            cancel.cancel();
-            let _ = done.wait_for(|d| *d).await;
-        }
-    }
-
-    /// Fires the run's cancellation without waiting for its end.
-    pub fn cancel_now(&self) {
-        if let Some(run) = self.state().run.as_ref() {
-            run.cancel.cancel();
-        }
-    }
-
-    /// Returns once no run is in progress.
-    pub async fn settled(&self) {
-        let running = self.state().run.as_ref().map(|r| r.done.clone());
-        if let Some(mut done) = running {
-            let _ = done.wait_for(|d| *d).await;
-        }
     }
 
     /// Starts a run answering `text` with `work` (the [`super::AgentCore::prompt`] of an agent
@@ -237,6 +198,43 @@ impl Runs {
         self.state().messages.append(&mut turn.produced);
         sink.emit(AgentEvent::PromptSettled { prompt: Some(id), outcome: outcome.clone(), model_invoked: true }).await;
         let _ = settle.send(outcome);
+    }
+}
+
+impl RunControl for Runs {
+    async fn abort(&self) {
+        let run = self.state().run.as_ref().map(|r| (r.cancel.clone(), r.done.clone()));
+        if let Some((cancel, mut done)) = run {
+            cancel.cancel();
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
+    fn cancel_now(&self) {
+        if let Some(run) = self.state().run.as_ref() {
+            run.cancel.cancel();
+        }
+    }
+
+    fn release_gates(&self) {
+        for gate in self.state().gates.drain(..) {
+            let _ = gate.send(());
+        }
+    }
+
+    fn is_running(&self) -> bool {
+        self.state().run.as_ref().is_some_and(|r| !r.finishing)
+    }
+
+    async fn settled(&self) {
+        let running = self.state().run.as_ref().map(|r| r.done.clone());
+        if let Some(mut done) = running {
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
+    fn session_id(&self) -> String {
+        self.inner.session_id.clone()
     }
 }
 
