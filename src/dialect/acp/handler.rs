@@ -147,6 +147,15 @@ impl<A: AgentCore> AcpServer<A> {
         }
     }
 
+    /// -32601 naming `method` unless the agents can (`capable`) serve it.
+    fn require(&self, capable: impl Fn(&Capabilities) -> bool, method: &str) -> Result<(), Error> {
+        if capable(&self.factory.capabilities()) {
+            Ok(())
+        } else {
+            Err(unsupported_method(method))
+        }
+    }
+
     /// The connection (client responses go there).
     pub fn conn(&self) -> &Connection {
         &self.conn
@@ -372,9 +381,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     }
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
-        if !self.factory.capabilities().sessions {
-            return Err(unsupported_method("session/load"));
-        }
+        self.require(|can| can.sessions, "session/load")?;
         let roots = additional_roots(&params.additional_directories)?;
         let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd).await?;
@@ -387,9 +394,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     }
 
     async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
-        if !self.factory.capabilities().sessions {
-            return Err(unsupported_method("session/list"));
-        }
+        self.require(|can| can.sessions, "session/list")?;
         let cwd = params.cwd.as_deref().map(absolute).transpose()?;
         let mut listings: Vec<_> = self.factory.session_dirs(cwd.as_deref()).iter().flat_map(|d| crate::sessions::files_in(d)).filter_map(|p| crate::sessions::listing_limited(&p, self.factory.max_session_bytes())).collect();
         if let Some(cwd) = &cwd {
@@ -414,9 +419,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
-        if !self.factory.capabilities().sessions {
-            return Err(unsupported_method("session/resume"));
-        }
+        self.require(|can| can.sessions, "session/resume")?;
         let roots = additional_roots(&params.additional_directories)?;
         let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd).await?;
@@ -466,9 +469,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     }
 
     async fn session_delete(&self, params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
-        if !self.factory.capabilities().sessions {
-            return Err(unsupported_method("session/delete"));
-        }
+        self.require(|can| can.sessions, "session/delete")?;
         let session = params.session_id.0;
         let live = self.end(&session).await;
         let path = match live.as_ref().and_then(|l| l.agent.session_path()) {
@@ -488,9 +489,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     }
 
     async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
-        if !self.factory.capabilities().auth {
-            return Err(unsupported_method("authenticate"));
-        }
+        self.require(|can| can.auth, "authenticate")?;
         auth::check_method(&params.method_id.0)?;
         if self.factory.provider_configured() {
             Ok(AuthenticateResponse::new())
@@ -500,9 +499,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     }
 
     async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
-        if !self.factory.capabilities().auth {
-            return Err(unsupported_method("logout"));
-        }
+        self.require(|can| can.auth, "logout")?;
         self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
         Ok(LogoutResponse::new())
     }
