@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
 
 /// Reverses the prompt; the prompt "hang" never answers (nor looks at the cancellation), so
-/// only the runs' own cancel can end it; the prompt "tool" reports a tool call it ran, then text.
+/// only the runs' own cancel can end it; the prompt "tool" reports a tool call it ran, then text;
+/// the prompt "panic" panics halfway.
 struct Reverse {
     runs: Runs,
 }
@@ -28,12 +29,16 @@ impl AgentCore for Reverse {
     }
     async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
         let reversed: String = text.chars().rev().collect();
-        let (hang, tool) = (text == "hang", text == "tool");
+        let (hang, tool, panics) = (text == "hang", text == "tool", text == "panic");
         self.runs
             .start(text, images, queue, move |reply| async move {
                 if tool {
                     let arguments = json!({"q": "x"}).as_object().cloned().unwrap_or_default();
                     reply.tool_call("lookup", arguments, "found", false).await;
+                }
+                if panics {
+                    reply.text("half an ans").await;
+                    panic!("the test agent gave up");
                 }
                 if hang {
                     reply.thinking("waiting").await;
@@ -237,6 +242,21 @@ async fn a_tool_call_the_agent_reports_reaches_acp_and_rpc_as_tool_frames() {
     let turns = frames.iter().filter(|f| f["type"] == "turn_end").count();
     assert_eq!(turns, 2, "the call's turn, then the answer's: {frames:?}");
     assert_eq!(frames.last().unwrap()["status"], "completed");
+    c.finish().await;
+}
+
+#[tokio::test]
+async fn a_panicking_run_fails_its_prompt_and_the_agent_answers_the_next() {
+    let mut c = Client::start(Dialect::Rpc);
+    c.send(json!({"id": "p", "type": "prompt", "message": "panic"})).await;
+    let frames = c.until(|f| f["type"] == "prompt_result").await;
+    let result = frames.last().unwrap();
+    assert_eq!(result["status"], "error", "{frames:?}");
+    assert!(result["error"]["message"].as_str().is_some_and(|m| m.contains("the test agent gave up")), "{result}");
+    assert!(frames.iter().any(|f| f["type"] == "agent_end"), "the run's events end in order: {frames:?}");
+    c.send(json!({"id": "q", "type": "prompt", "message": "stressed"})).await;
+    let frames = c.until(|f| f["type"] == "prompt_result").await;
+    assert_eq!(frames.last().unwrap()["status"], "completed", "not busy for ever: {frames:?}");
     c.finish().await;
 }
 

@@ -14,6 +14,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use futures_util::FutureExt;
 use serde_json::{Map, Value};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -184,8 +185,18 @@ impl Runs {
         sink.emit(AgentEvent::MessageEnd { message: &user }).await;
         let turn = Arc::new(tokio::sync::Mutex::new(Turn { builder: None, produced: vec![user], next_call: 0 }));
         let reply = Reply { turn: turn.clone(), sink: sink.clone(), name: self.inner.name.clone(), cancel: cancel.clone() };
+        // A panicking run fails its prompt (the events still end in order) instead of leaving
+        // it unanswered and the agent busy for ever.
+        let work = std::panic::AssertUnwindSafe(work(reply)).catch_unwind();
         let outcome = tokio::select! {
-            outcome = work(reply) => if cancel.is_cancelled() { RunOutcome::Aborted } else { outcome },
+            outcome = work => match outcome {
+                _ if cancel.is_cancelled() => RunOutcome::Aborted,
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    let reason = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+                    RunOutcome::Failed(PromptError { message: format!("the agent's run panicked: {reason}"), http_status: None, retryable: false })
+                }
+            },
             () = cancel.cancelled() => RunOutcome::Aborted,
         };
         let mut turn = turn.lock().await;
