@@ -9,9 +9,9 @@
 //! with "this agent does not support `…`" and advertised as absent.
 
 use agentwire::agent::events::RunOutcome;
-use agentwire::agent::{AgentCore, CoreResult, Host, QueueKind, Runs, Submitted};
+use agentwire::agent::{AgentCore, AgentInfo, CoreResult, Host, QueueKind, Runs, Submitted};
 use agentwire::protocol::{AgentMessage, ImageContent};
-use agentwire::server::{serve, Dialect};
+use agentwire::server::{serve_with, Dialect, ServeOptions};
 
 /// Answers every prompt with its text reversed.
 struct Reverse {
@@ -49,5 +49,6 @@ async fn main() -> std::io::Result<()> {
         }
     };
     let make = |host: Host| Reverse { runs: Runs::new("reverse", host) };
-    serve(dialect, make, tokio::io::stdin(), tokio::io::stdout()).await
+    let options = ServeOptions::default().with_info(AgentInfo::new("custom_agent", env!("CARGO_PKG_VERSION")));
+    serve_with(dialect, options, make, tokio::io::stdin(), tokio::io::stdout()).await
 }

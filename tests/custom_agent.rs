@@ -308,7 +308,9 @@ fn the_example_answers_an_acp_prompt_reversed() {
     let mut agent = Example::start("acp");
     agent.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
     agent.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}));
-    let session = agent.until(|f| f["id"] == 1).pop().unwrap()["result"]["sessionId"].clone();
+    let mut opened = agent.until(|f| f["id"] == 1);
+    assert_eq!(opened[0]["result"]["agentInfo"]["name"], "custom_agent", "it names itself: {opened:?}");
+    let session = opened.pop().unwrap()["result"]["sessionId"].clone();
     agent.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "stressed"}]}}));
     let frames = agent.until(|f| f["id"] == 2);
     let chunks: Vec<&Value> = frames.iter().filter(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk").collect();
@@ -322,6 +324,7 @@ fn the_example_answers_an_rpc_prompt_reversed() {
     let mut agent = Example::start("rpc");
     agent.send(json!({"id": "1", "type": "prompt", "message": "stressed"}));
     let frames = agent.until(|f| f["type"] == "prompt_result");
+    assert_eq!(frames[0]["agent"], "custom_agent", "it names itself: {frames:?}");
     let end = frames.iter().find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant").expect("the reply");
     assert_eq!(end["message"]["content"][0]["text"], "desserts", "{frames:?}");
     assert_eq!(frames.last().unwrap()["status"], "completed");

@@ -27,6 +27,31 @@ pub fn unsupported(command: &str) -> CoreError {
     CoreError::Unsupported(format!("this agent does not support `{command}`"))
 }
 
+/// The name and version the host is told (the rpc `ready` frame's `agent`, wire's `server`,
+/// ACP's `agentInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentInfo {
+    /// The agent's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+impl AgentInfo {
+    /// An agent called `name`, at `version`.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self { name: name.into(), version: version.into() }
+    }
+}
+
+impl Default for AgentInfo {
+    /// agentwire's own name and version.
+    fn default() -> Self {
+        Self::new("agentwire", env!("CARGO_PKG_VERSION"))
+    }
+}
+
 /// What an agent can do beyond prompting and cancelling, for the dialects that advertise it up
 /// front: the rpc `ready` frame's `capabilities`, ACP's `initialize` (`loadSession`, session
 /// capabilities, `promptCapabilities.image`, MCP). The default is none of it.

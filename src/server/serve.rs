@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::agent::{AgentCore, Capabilities, Host};
+use crate::agent::{AgentCore, AgentInfo, Capabilities, Host};
 use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
@@ -46,11 +46,13 @@ pub struct ServeOptions {
     /// What ACP's `initialize` advertises: it answers before any session (and so any agent)
     /// exists. Rpc and wire ask the agent itself ([`AgentCore::capabilities`]).
     pub acp_capabilities: Capabilities,
+    /// The name and version the host is told (agentwire's own by default).
+    pub info: AgentInfo,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
-        Self { max_line_bytes: 16 * 1024 * 1024, max_outbound_bytes: crate::transport::writer::DEFAULT_OUTBOUND_BYTES, acp_capabilities: Capabilities::none() }
+        Self { max_line_bytes: 16 * 1024 * 1024, max_outbound_bytes: crate::transport::writer::DEFAULT_OUTBOUND_BYTES, acp_capabilities: Capabilities::none(), info: AgentInfo::default() }
     }
 }
 
@@ -59,6 +61,13 @@ impl ServeOptions {
     #[must_use]
     pub fn with_acp_capabilities(mut self, capabilities: Capabilities) -> Self {
         self.acp_capabilities = capabilities;
+        self
+    }
+
+    /// The same, telling the host the agent is `info`.
+    #[must_use]
+    pub fn with_info(mut self, info: AgentInfo) -> Self {
+        self.info = info;
         self
     }
 
@@ -98,7 +107,7 @@ where
     match dialect {
         Dialect::Rpc => {
             let host = Arc::new(RpcHost::new(out.clone()));
-            let session = RpcSession::new(make(Host::new(host.clone(), host.clone())), host, max_line_bytes);
+            let session = RpcSession::new(make(Host::new(host.clone(), host.clone())), host, max_line_bytes).with_info(options.info);
             let _ = out.send(&session.ready_frame()).await;
             drop(out);
             serve_rpc(session.clone(), input, max_line_bytes).await;
@@ -106,13 +115,13 @@ where
         }
         Dialect::Wire => {
             let host = Arc::new(WireHost::new(out, None));
-            let session = WireSession::new(make(Host::new(host.clone(), host.clone())), host);
+            let session = WireSession::new(make(Host::new(host.clone(), host.clone())), host).with_info(options.info);
             serve_wire(session.clone(), input, max_line_bytes).await;
             session.agent().settled().await;
         }
         Dialect::Acp => {
             let factory = Arc::new(Made { make, capabilities: options.acp_capabilities });
-            let server = AcpServer::new(Arc::new(Connection::new(out)), factory);
+            let server = AcpServer::new(Arc::new(Connection::new(out)), factory).with_info(options.info);
             serve_acp(&server, input, max_line_bytes).await;
             futures_util::future::join_all(server.agents().iter().map(|a| a.settled())).await;
         }

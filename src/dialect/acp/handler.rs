@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use super::client_tools::ClientTools;
 use super::{auth, config, lock, modes, AcpSessionHost};
 use crate::agent::events::RunOutcome;
-use crate::agent::{Agent, AgentCore, Capabilities, CoreError, Submitted};
+use crate::agent::{Agent, AgentCore, AgentInfo, Capabilities, CoreError, Submitted};
 use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp::*;
 use crate::protocol::ImageContent;
@@ -62,6 +62,8 @@ pub struct AcpServer<A = Agent> {
     client: Mutex<Option<ClientCapabilities>>,
     /// Sessions closed or deleted in this process, so a later request for one says so.
     closed: Mutex<HashSet<String>>,
+    /// The name `initialize` gives.
+    info: AgentInfo,
 }
 
 impl<A> std::fmt::Debug for AcpServer<A> {
@@ -144,7 +146,15 @@ impl<A: AgentCore> AcpServer<A> {
             sessions: Mutex::new(HashMap::new()),
             client: Mutex::new(None),
             closed: Mutex::new(HashSet::new()),
+            info: AgentInfo::default(),
         }
+    }
+
+    /// The same, naming the agent `info` in `initialize` (agentwire's own name by default).
+    #[must_use]
+    pub fn with_info(mut self, info: AgentInfo) -> Self {
+        self.info = info;
+        self
     }
 
     /// -32601 naming `method` unless the agents can (`capable`) serve it.
@@ -356,7 +366,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
                 prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: can.images, meta: None },
                 session_capabilities: sessions,
             },
-            agent_info: Some(Implementation::new("agentwire", env!("CARGO_PKG_VERSION")).with_title("agentwire".to_owned())),
+            agent_info: Some(Implementation::new(self.info.name.clone(), self.info.version.clone()).with_title(self.info.name.clone())),
             auth_methods: if can.auth { auth::methods(terminal_auth) } else { Vec::new() },
             meta: None,
             protocol_version: ProtocolVersion(ACP_PROTOCOL_VERSION),

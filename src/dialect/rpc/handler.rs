@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
-use crate::agent::{Agent, AgentCore, ApprovalPolicy, CoreError, QueueKind, Submitted};
+use crate::agent::{Agent, AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, Submitted};
 use crate::protocol::envelope::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
@@ -20,11 +20,12 @@ pub struct RpcSession<A = Agent> {
     agent: Arc<A>,
     host: Arc<RpcHost>,
     max_line_bytes: usize,
+    info: Arc<AgentInfo>,
 }
 
 impl<A> Clone for RpcSession<A> {
     fn clone(&self) -> Self {
-        Self { agent: self.agent.clone(), host: self.host.clone(), max_line_bytes: self.max_line_bytes }
+        Self { agent: self.agent.clone(), host: self.host.clone(), max_line_bytes: self.max_line_bytes, info: self.info.clone() }
     }
 }
 
@@ -46,7 +47,14 @@ impl<A: AgentCore> RpcSession<A> {
     /// A session of `agent` whose host side is `host`; `max_line_bytes` (the inbound line
     /// limit) is advertised in `ready` as `maxLineBytes`.
     pub fn new(agent: A, host: Arc<RpcHost>, max_line_bytes: usize) -> Self {
-        Self { agent: Arc::new(agent), host, max_line_bytes }
+        Self { agent: Arc::new(agent), host, max_line_bytes, info: Arc::default() }
+    }
+
+    /// The same, naming the agent `info` in `ready` (agentwire's own name by default).
+    #[must_use]
+    pub fn with_info(mut self, info: AgentInfo) -> Self {
+        self.info = Arc::new(info);
+        self
     }
 
     /// The core.
@@ -103,8 +111,8 @@ impl<A: AgentCore> RpcSession<A> {
             .with_supported_protocol_versions(Some(vec![1, 2]))
             .with_max_reassembled_frame_bytes(Some(MAX_REASSEMBLED_FRAME_BYTES as u64))
             .with_max_line_bytes(Some(self.max_line_bytes as u64))
-            .with_agent(Some("agentwire".to_owned()))
-            .with_agent_version(Some(env!("CARGO_PKG_VERSION").to_owned()))
+            .with_agent(Some(self.info.name.clone()))
+            .with_agent_version(Some(self.info.version.clone()))
             .with_dialect(Some(ReadyEventDialect::Rpc))
             .with_capabilities(Some(capabilities))
     }

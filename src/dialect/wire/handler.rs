@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::project::prompt_result;
 use super::{codes, lock, wire_error, WireHost, WIRE_PROTOCOL_VERSION};
-use crate::agent::{Agent, AgentCore, Submitted};
+use crate::agent::{Agent, AgentCore, AgentInfo, Submitted};
 use crate::jsonrpc::Error;
 use crate::protocol::*;
 
@@ -17,11 +17,12 @@ use crate::protocol::*;
 pub struct WireSession<A = Agent> {
     agent: Arc<A>,
     host: Arc<WireHost>,
+    info: Arc<AgentInfo>,
 }
 
 impl<A> Clone for WireSession<A> {
     fn clone(&self) -> Self {
-        Self { agent: self.agent.clone(), host: self.host.clone() }
+        Self { agent: self.agent.clone(), host: self.host.clone(), info: self.info.clone() }
     }
 }
 
@@ -71,7 +72,14 @@ fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), Error
 impl<A: AgentCore> WireSession<A> {
     /// A session of `agent` whose host side is `host`.
     pub fn new(agent: A, host: Arc<WireHost>) -> Self {
-        Self { agent: Arc::new(agent), host }
+        Self { agent: Arc::new(agent), host, info: Arc::default() }
+    }
+
+    /// The same, naming the agent `info` in `initialize` (agentwire's own name by default).
+    #[must_use]
+    pub fn with_info(mut self, info: AgentInfo) -> Self {
+        self.info = Arc::new(info);
+        self
     }
 
     /// The core.
@@ -147,7 +155,7 @@ impl<A: AgentCore> WireHandler for WireSession<A> {
             .collect();
         Ok(WireInitializeResult {
             protocol_version: WIRE_PROTOCOL_VERSION.into(),
-            server: WireServerInfo { name: "agentwire".into(), version: env!("CARGO_PKG_VERSION").into() },
+            server: WireServerInfo { name: self.info.name.clone(), version: self.info.version.clone() },
             slash_commands,
             external_tools: (!tools.is_empty()).then_some(external_tools),
             hooks: Some(WireHooksInfo { supported_events: Vec::new(), configured: Default::default() }),
