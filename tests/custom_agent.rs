@@ -131,7 +131,10 @@ async fn rpc_reverses_refuses_what_it_lacks_and_cancels() {
     assert_eq!(refused.len(), 1, "{frames:?}");
     assert_eq!(refused[0]["success"], false);
     assert_eq!(refused[0]["error"], "this agent does not support `compact`");
+    let state = &frames.last().unwrap()["data"];
     assert_eq!(frames.last().unwrap()["success"], true, "still serving: {frames:?}");
+    assert!(state.get("model").is_none() && state.get("thinkingLevel").is_none(), "no model to report: {state}");
+    assert_eq!(state["isStreaming"], false, "{state}");
 
     c.send(json!({"id": "h", "type": "prompt", "message": "hang"})).await;
     c.until(|f| f["type"] == "message_update").await;
