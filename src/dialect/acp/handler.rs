@@ -4,10 +4,11 @@
 //! built by the process's [`SessionFactory`] for the session's `cwd`) with its own
 //! [`AcpSessionHost`]; sessions live until `session/close`, `session/delete` or the end of the
 //! process. What the cores cannot do ([`SessionFactory::capabilities`]) `initialize` does not
-//! advertise, and the methods for it answer -32601 naming them. Updates about a session that the client only
-//! learns of from an answer (`available_commands_update` after `session/new`) are sent once
-//! that answer is queued; those of a session it names (`session/load`, `session/resume`) go
-//! out before the answer, so nothing for that session follows it until the next request.
+//! advertise, and the methods for it answer -32601 naming them. Updates about a session that
+//! the client only learns of from an answer (`available_commands_update` after `session/new`)
+//! are sent once that answer is queued; those of a session it names (`session/load`,
+//! `session/resume`) go out before the answer, so nothing for that session follows it until
+//! the next request.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
