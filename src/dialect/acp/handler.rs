@@ -136,7 +136,7 @@ fn unsupported_method(method: &str) -> Error {
 fn core_error(e: CoreError) -> Error {
     match e {
         CoreError::Unsupported(message) => Error::method_not_found(message),
-        other => Error::internal(other.to_string()),
+        CoreError::InvalidParams(_) | CoreError::NotFound(_) | CoreError::Busy(_) | CoreError::Conflict(_) | CoreError::SessionWrite(_) | CoreError::Internal(_) => Error::internal(e.to_string()),
     }
 }
 
