@@ -13,15 +13,21 @@
 //! [`session_ops`] (new / switch / branch / clone / export / listings), [`user_bash`] (the host's
 //! own `bash` command), [`run`] + [`stream`] (the loop), [`approval`], [`compaction`], [`slash`],
 //! [`mcp`] (the agent's MCP servers: start, tools, shut down).
+//!
+//! [`AgentCore`] is the core's interface as the dialects drive it; [`Agent`] implements all of
+//! it, and a custom agent implements the run (with [`Runs`] doing the bookkeeping) and takes
+//! the defaults, which refuse what it does not implement.
 
 pub mod approval;
 pub mod compaction;
+mod core;
 pub mod error;
 pub mod events;
 mod mcp;
 pub mod port;
 mod prompting;
 mod run;
+mod runs;
 mod session_ops;
 mod settings;
 mod slash;
@@ -47,6 +53,8 @@ pub use events::{AgentEvent, EventSink, PromptId};
 pub use port::HostPort;
 pub use prompting::{Prompt, QueueKind, Submitted};
 pub use run::QUESTION_TOOL;
+pub use self::core::{unsupported, AgentCore, AgentInfo, Capabilities, RunControl};
+pub use runs::{Host, Reply, Runs};
 
 /// When tool calls need the host's approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -73,6 +73,14 @@ impl MessageBuilder {
         }
     }
 
+    /// An empty message of an agent that names no model: `name` is its api, provider and
+    /// model, and it costs nothing.
+    pub fn named(name: &str) -> Self {
+        let message = AssistantMessage::new(Vec::new(), name, name, name, zero_usage(), StopReason::Stop, now_ms());
+        let cost = ModelCost { input: 0.0, output: 0.0, cache_read: 0.0, cache_write: 0.0 };
+        Self { message, open: Open::None, tool_calls: 0, cost, started: std::time::Instant::now(), pending_signature: None }
+    }
+
     /// The message as it stands.
     pub fn message(&self) -> &AssistantMessage {
         &self.message

@@ -12,6 +12,13 @@
 //!   in the dialect's terms, the output is flushed, and the exit code is 130 / 143 / 129.
 //! - stdout fails (EPIPE) or its pipe reports an error (`crate::transport::hangup`): the host is
 //!   gone; the work is cancelled (child process groups stopped) and the process exits.
+//!
+//! [`serve`] serves any [`crate::agent::AgentCore`] (a custom agent) in any dialect over any
+//! `AsyncRead`/`AsyncWrite`, without the process's signals and exit codes.
+
+mod serve;
+
+pub use serve::{serve, serve_with, Dialect, ServeOptions};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +26,7 @@ use std::time::Duration;
 
 use crate::agent::events::NoticeLevel;
 use crate::agent::port::{NotifyLevel, UiNotice};
-use crate::agent::{Agent, AgentConfig, ApprovalPolicy, EventSink, HostPort, RetryPolicy};
+use crate::agent::{Agent, AgentConfig, ApprovalPolicy, Capabilities, EventSink, HostPort, RetryPolicy};
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
 use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
@@ -421,8 +428,11 @@ impl SessionFactory for AcpSessions {
         dirs
     }
 
-    fn accepts_images(&self) -> bool {
-        self.accepts_images
+    fn capabilities(&self) -> Capabilities {
+        let mut can = Capabilities::none().with_images(self.accepts_images);
+        (can.sessions, can.host_tools, can.dialogs, can.mcp, can.additional_directories, can.auth) = (true, true, true, true, true, true);
+        can.approval = Some(self.options.approval);
+        can
     }
 
     fn max_session_bytes(&self) -> u64 {
@@ -474,7 +484,7 @@ pub async fn run_acp_process(options: ProcessOptions) -> u8 {
     let reader = input.reader();
     let serving = server.clone();
     let serve = async move { serve_acp(&serving, reader, max_line_bytes).await };
-    run_process(move || server.agents(), serve, writer, input, eof_timeout).await
+    run_process(move || server.agents().iter().map(|a| Agent::clone(a)).collect(), serve, writer, input, eof_timeout).await
 }
 
 /// The first of SIGINT, SIGTERM and SIGHUP, as the exit code it asks for (128+n).

@@ -9,7 +9,7 @@
 //! | `mode` | `mode` | the session modes of [`super::modes`] |
 
 use super::modes;
-use crate::agent::Agent;
+use crate::agent::AgentCore;
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{SessionConfigId, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId};
 use crate::protocol::ThinkingLevel;
@@ -48,19 +48,23 @@ fn model_value(model: &crate::protocol::Model) -> String {
 }
 
 /// The session's config options with their current values.
-pub fn options(agent: &Agent) -> Vec<SessionConfigOption> {
-    let current = agent.current_model();
-    let models = agent.available_models().iter().map(|m| value(&model_value(m), &m.name, Some(model_value(m)))).collect();
-    let mut out = vec![select(MODEL, "Model", "The model that answers the prompts", model_value(&current), models)];
-    let levels = agent.available_thinking_levels();
-    if levels.len() > 1 {
-        let level = agent.thinking_level().to_string();
-        let values = levels.iter().map(|l| value(&l.to_string(), &l.to_string(), None)).collect();
-        out.push(select(THOUGHT_LEVEL, "Thinking", "How much the model reasons before it answers", level, values));
+/// An agent that names no model, no thinking level or no approval mode has no such option.
+pub fn options(agent: &impl AgentCore) -> Vec<SessionConfigOption> {
+    let mut out = Vec::new();
+    if let Some(current) = agent.current_model() {
+        let models = agent.available_models().iter().map(|m| value(&model_value(m), &m.name, Some(model_value(m)))).collect();
+        out.push(select(MODEL, "Model", "The model that answers the prompts", model_value(&current), models));
     }
-    let mode = modes::state(agent.approval_policy());
-    let values = mode.available_modes.iter().map(|m| value(&m.id.0, &m.name, m.description.clone())).collect();
-    out.push(select(MODE, "Mode", "When tool calls ask for permission", mode.current_mode_id.0, values));
+    let levels = agent.available_thinking_levels();
+    if let Some(level) = agent.thinking_level().filter(|_| levels.len() > 1) {
+        let values = levels.iter().map(|l| value(&l.to_string(), &l.to_string(), None)).collect();
+        out.push(select(THOUGHT_LEVEL, "Thinking", "How much the model reasons before it answers", level.to_string(), values));
+    }
+    if let Some(policy) = agent.approval_policy() {
+        let mode = modes::state(policy);
+        let values = mode.available_modes.iter().map(|m| value(&m.id.0, &m.name, m.description.clone())).collect();
+        out.push(select(MODE, "Mode", "When tool calls ask for permission", mode.current_mode_id.0, values));
+    }
     out
 }
 
@@ -81,7 +85,7 @@ pub enum Change {
 
 /// The change `config` = `given` stands for in `agent`'s session; -32602 naming `/configId`
 /// or `/value` for an option or value the session does not have.
-pub fn change(agent: &Agent, config: &str, given: &str) -> Result<Change, Error> {
+pub fn change(agent: &impl AgentCore, config: &str, given: &str) -> Result<Change, Error> {
     let offered = options(agent).into_iter().any(|o| matches!(&o, SessionConfigOption::Variant0 { id, .. } if id.0 == config));
     if !offered {
         return Err(Error::invalid_params(format!("Unknown config option {config:?}")).at("/configId", "unknown config option"));

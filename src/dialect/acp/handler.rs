@@ -1,11 +1,14 @@
 //! The generated [`AcpAgentHandler`] trait, implemented by mapping each ACP method onto the core.
 //!
-//! Each ACP session is one [`Agent`] (built by the process's [`SessionFactory`] for the
-//! session's `cwd`) with its own [`AcpSessionHost`]; sessions live until `session/close`,
-//! `session/delete` or the end of the process. Updates about a session that the client only
-//! learns of from an answer (`available_commands_update` after `session/new`) are sent once
-//! that answer is queued; those of a session it names (`session/load`, `session/resume`) go
-//! out before the answer, so nothing for that session follows it until the next request.
+//! Each ACP session is one core (an [`AgentCore`]: the built-in [`Agent`] or a custom one,
+//! built by the process's [`SessionFactory`] for the session's `cwd`) with its own
+//! [`AcpSessionHost`]; sessions live until `session/close`, `session/delete` or the end of the
+//! process. What the cores cannot do ([`SessionFactory::capabilities`]) `initialize` does not
+//! advertise, and the methods for it answer -32601 naming them. Updates about a session that
+//! the client only learns of from an answer (`available_commands_update` after `session/new`)
+//! are sent once that answer is queued; those of a session it names (`session/load`,
+//! `session/resume`) go out before the answer, so nothing for that session follows it until
+//! the next request.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -14,21 +17,21 @@ use std::sync::{Arc, Mutex};
 use super::client_tools::ClientTools;
 use super::{auth, config, lock, modes, AcpSessionHost};
 use crate::agent::events::RunOutcome;
-use crate::agent::{Agent, Submitted};
+use crate::agent::{Agent, AgentCore, AgentInfo, Capabilities, CoreError, Submitted};
 use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp::*;
 use crate::protocol::ImageContent;
 
 /// What the process provides to build sessions: an agent for a working directory (new, or
-/// resuming a session file) and where session files are.
-pub trait SessionFactory: Send + Sync {
+/// resuming a session file), what the agents can do, and where session files are.
+pub trait SessionFactory<A = Agent>: Send + Sync {
     /// A new agent for `cwd` reporting to `host`, continuing the session file `resume` if given.
-    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<Agent, String>;
+    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<A, String>;
+    /// What the sessions' agents can do (`initialize` advertises it before any session exists).
+    fn capabilities(&self) -> Capabilities;
     /// Directories holding session files: those of `cwd` first, then every other one (all of
     /// them when `cwd` is `None`).
     fn session_dirs(&self, cwd: Option<&Path>) -> Vec<PathBuf>;
-    /// Whether the model the sessions start with accepts images.
-    fn accepts_images(&self) -> bool;
     /// The largest session file read (`--max-session-bytes`): listings skip larger files.
     fn max_session_bytes(&self) -> u64;
     /// Whether a provider other than the offline model can be used: its key is in the
@@ -41,24 +44,32 @@ pub trait SessionFactory: Send + Sync {
 }
 
 /// One live session.
-#[derive(Debug, Clone)]
-struct Live {
-    agent: Agent,
+struct Live<A> {
+    agent: Arc<A>,
     host: Arc<AcpSessionHost>,
 }
 
-/// The ACP agent: the connection, the session factory and the live sessions.
-pub struct AcpServer {
+impl<A> Clone for Live<A> {
+    fn clone(&self) -> Self {
+        Self { agent: self.agent.clone(), host: self.host.clone() }
+    }
+}
+
+/// The ACP agent: the connection, the session factory and the live sessions, each served by
+/// one core (the built-in [`Agent`], or any [`AgentCore`]).
+pub struct AcpServer<A = Agent> {
     conn: Arc<Connection>,
-    factory: Arc<dyn SessionFactory>,
-    sessions: Mutex<HashMap<String, Live>>,
+    factory: Arc<dyn SessionFactory<A>>,
+    sessions: Mutex<HashMap<String, Live<A>>>,
     /// `initialize`'s `clientCapabilities` (only `fs` and `terminal` are read).
     client: Mutex<Option<ClientCapabilities>>,
     /// Sessions closed or deleted in this process, so a later request for one says so.
     closed: Mutex<HashSet<String>>,
+    /// The name `initialize` gives.
+    info: AgentInfo,
 }
 
-impl std::fmt::Debug for AcpServer {
+impl<A> std::fmt::Debug for AcpServer<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AcpServer").finish_non_exhaustive()
     }
@@ -116,15 +127,45 @@ fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), 
     Ok((text.join("\n"), images))
 }
 
-impl AcpServer {
+/// A method the sessions' agents cannot serve (not advertised in `initialize`).
+fn unsupported_method(method: &str) -> Error {
+    Error::method_not_found(format!("this agent does not support `{method}`"))
+}
+
+/// The core's refusal as an ACP error: what it does not support is -32601, the rest -32603.
+fn core_error(e: CoreError) -> Error {
+    match e {
+        CoreError::Unsupported(message) => Error::method_not_found(message),
+        CoreError::InvalidParams(_) | CoreError::NotFound(_) | CoreError::Busy(_) | CoreError::Conflict(_) | CoreError::SessionWrite(_) | CoreError::Internal(_) => Error::internal(e.to_string()),
+    }
+}
+
+impl<A: AgentCore> AcpServer<A> {
     /// A server on `conn` building sessions with `factory`.
-    pub fn new(conn: Arc<Connection>, factory: Arc<dyn SessionFactory>) -> Self {
+    pub fn new(conn: Arc<Connection>, factory: Arc<dyn SessionFactory<A>>) -> Self {
         Self {
             conn,
             factory,
             sessions: Mutex::new(HashMap::new()),
             client: Mutex::new(None),
             closed: Mutex::new(HashSet::new()),
+            info: AgentInfo::default(),
+        }
+    }
+
+    /// The same, naming the agent `info` in `initialize` (agentwire's own name by default).
+    #[must_use]
+    pub fn with_info(mut self, info: AgentInfo) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// -32601 naming `method` unless the agents can (`capable`) serve it.
+    fn require(&self, capable: impl Fn(&Capabilities) -> bool, method: &str) -> Result<(), Error> {
+        if capable(&self.factory.capabilities()) {
+            Ok(())
+        } else {
+            Err(unsupported_method(method))
         }
     }
 
@@ -134,11 +175,11 @@ impl AcpServer {
     }
 
     /// Every live session's agent.
-    pub fn agents(&self) -> Vec<Agent> {
+    pub fn agents(&self) -> Vec<Arc<A>> {
         lock(&self.sessions).values().map(|l| l.agent.clone()).collect()
     }
 
-    fn live(&self, session: &str) -> Result<Live, Error> {
+    fn live(&self, session: &str) -> Result<Live<A>, Error> {
         lock(&self.sessions).get(session).cloned().ok_or_else(|| {
             if lock(&self.closed).contains(session) {
                 Error::resource_not_found(format!("Session closed: {session}")).with_details([("sessionId", session)])
@@ -151,7 +192,7 @@ impl AcpServer {
     /// Ends a live session as `session/close` does: its run is cancelled (the prompt resolves
     /// `cancelled`), its `bash` commands are terminated, and later requests for it fail. Returns
     /// once a prompt it cancelled has been answered, so that answer comes first.
-    async fn end(&self, session: &str) -> Option<Live> {
+    async fn end(&self, session: &str) -> Option<Live<A>> {
         let live = lock(&self.sessions).remove(session)?;
         lock(&self.closed).insert(session.to_owned());
         // A prompt still waiting for its run has not been answered (answers are written by the
@@ -182,13 +223,13 @@ impl AcpServer {
     }
 
     /// Builds and registers a session.
-    fn open(&self, cwd: &Path, resume: Option<&Path>) -> Result<Live, Error> {
+    fn open(&self, cwd: &Path, resume: Option<&Path>) -> Result<Live<A>, Error> {
         let host = Arc::new(AcpSessionHost::new(self.conn.clone()));
-        let agent = self.factory.create(cwd, resume, host.clone()).map_err(Error::internal)?;
+        let agent = Arc::new(self.factory.create(cwd, resume, host.clone()).map_err(Error::internal)?);
         let id = agent.session_id();
         host.set_session_id(&id);
         *lock(&host.cwd) = Some(cwd.to_path_buf());
-        *lock(&host.context_window) = Some(agent.current_model().context_window);
+        *lock(&host.context_window) = agent.current_model().map(|m| m.context_window);
         let offered = match &*lock(&self.client) {
             Some(client) => ClientTools::offered(self.conn.clone(), id.clone(), client.fs.read_text_file, client.fs.write_text_file, client.terminal),
             None => None,
@@ -203,7 +244,7 @@ impl AcpServer {
     /// Connects the session's MCP servers (replacing those it had). Servers that cannot start
     /// are told to the client: before the answer when `before_answer` (load, resume: the client
     /// knows the session), else right after it (new: the answer introduces the session).
-    async fn connect_mcp(&self, live: &Live, configs: &[crate::mcp::McpServerConfig], before_answer: bool) {
+    async fn connect_mcp(&self, live: &Live<A>, configs: &[crate::mcp::McpServerConfig], before_answer: bool) {
         let failures = live.agent.start_mcp(configs, self.factory.mcp_startup_timeout()).await;
         if failures.is_empty() {
             return;
@@ -222,7 +263,7 @@ impl AcpServer {
     }
 
     /// Announces a new session's commands once the answer naming it is queued.
-    fn announce_commands_after_answer(&self, live: &Live) {
+    fn announce_commands_after_answer(&self, live: &Live<A>) {
         let answered = self.conn.after_answer();
         let live = live.clone();
         tokio::spawn(async move {
@@ -255,7 +296,7 @@ impl AcpServer {
 
     /// An open session or one loaded from its file; its commands (and its title, when it has
     /// one) are announced before the answer (the client named the session, so it knows it).
-    async fn open_existing(&self, session: &str, cwd: &str) -> Result<Live, Error> {
+    async fn open_existing(&self, session: &str, cwd: &str) -> Result<Live<A>, Error> {
         let open = lock(&self.sessions).get(session).cloned();
         let live = match open {
             Some(live) if live.agent.is_running() => return Err(Error::internal("The session is running a prompt; cancel it first")),
@@ -276,7 +317,7 @@ impl AcpServer {
 
 /// Sends the session's slash commands (`available_commands_update`); those that take text
 /// carry it as their `input` hint.
-async fn announce_commands(live: &Live) {
+async fn announce_commands<A: AgentCore>(live: &Live<A>) {
     let available_commands = live
         .agent
         .commands()
@@ -294,31 +335,42 @@ async fn announce_commands(live: &Live) {
 }
 
 /// `session/set_mode` and `set_config_option`'s mode: the policy, saved with the session.
-fn set_policy(live: &Live, policy: crate::agent::ApprovalPolicy) -> Result<(), Error> {
-    live.agent.set_approval_policy(policy).map_err(|e| Error::internal(e.to_string()))
+fn set_policy<A: AgentCore>(live: &Live<A>, policy: crate::agent::ApprovalPolicy) -> Result<(), Error> {
+    live.agent.set_approval_policy(policy).map_err(core_error)
 }
 
-impl AcpAgentHandler for AcpServer {
+/// The session's `additionalDirectories`, or -32601 from an agent that takes none.
+fn set_roots<A: AgentCore>(live: &Live<A>, roots: Vec<PathBuf>) -> Result<(), Error> {
+    live.agent.set_additional_roots(roots).map_err(core_error)
+}
+
+impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, Error> {
         let terminal_auth = params.client_capabilities.auth.terminal;
         *lock(&self.client) = Some(params.client_capabilities);
+        // What the agents cannot do is advertised absent (and refused if asked anyway).
+        let can = self.factory.capabilities();
+        let auth = if can.auth { AgentAuthCapabilities::new().with_logout(LogoutCapabilities::new()) } else { AgentAuthCapabilities::new() };
+        let mut sessions = SessionCapabilities::new();
+        if can.additional_directories {
+            sessions = sessions.with_additional_directories(SessionAdditionalDirectoriesCapabilities::new());
+        }
+        sessions = sessions.with_close(SessionCloseCapabilities::new());
+        if can.sessions {
+            sessions = sessions.with_delete(SessionDeleteCapabilities::new()).with_list(SessionListCapabilities::new()).with_resume(SessionResumeCapabilities::new());
+        }
         Ok(InitializeResponse {
             agent_capabilities: AgentCapabilities {
-                auth: AgentAuthCapabilities::new().with_logout(LogoutCapabilities::new()),
-                load_session: true,
+                auth,
+                load_session: can.sessions,
                 // stdio and streamable HTTP through rmcp; it has no client for legacy SSE.
-                mcp_capabilities: McpCapabilities { http: true, meta: None, sse: false },
+                mcp_capabilities: McpCapabilities { http: can.mcp, meta: None, sse: false },
                 meta: None,
-                prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: self.factory.accepts_images(), meta: None },
-                session_capabilities: SessionCapabilities::new()
-                    .with_additional_directories(SessionAdditionalDirectoriesCapabilities::new())
-                    .with_close(SessionCloseCapabilities::new())
-                    .with_delete(SessionDeleteCapabilities::new())
-                    .with_list(SessionListCapabilities::new())
-                    .with_resume(SessionResumeCapabilities::new()),
+                prompt_capabilities: PromptCapabilities { audio: false, embedded_context: true, image: can.images, meta: None },
+                session_capabilities: sessions,
             },
-            agent_info: Some(Implementation::new("agentwire", env!("CARGO_PKG_VERSION")).with_title("agentwire".to_owned())),
-            auth_methods: auth::methods(terminal_auth),
+            agent_info: Some(Implementation::new(self.info.name.clone(), self.info.version.clone()).with_title(self.info.name.clone())),
+            auth_methods: if can.auth { auth::methods(terminal_auth) } else { Vec::new() },
             meta: None,
             protocol_version: ProtocolVersion(ACP_PROTOCOL_VERSION),
         })
@@ -329,32 +381,33 @@ impl AcpAgentHandler for AcpServer {
         let roots = additional_roots(&params.additional_directories)?;
         let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open(&cwd, None)?;
-        live.agent.set_additional_roots(roots);
         // The id handed out names a file from now on: a new process can load or resume it
         // before anything was prompted.
-        if let Err(e) = live.agent.save_session() {
+        if let Err(e) = set_roots(&live, roots).and_then(|()| live.agent.save_session().map_err(|e| Error::internal(e.to_string()))) {
             lock(&self.sessions).remove(&live.agent.session_id());
-            return Err(Error::internal(e.to_string()));
+            return Err(e);
         }
         self.connect_mcp(&live, &servers, false).await;
         self.announce_commands_after_answer(&live);
-        let options = config::options(&live.agent);
-        Ok(NewSessionResponse::new(SessionId(live.agent.session_id())).with_config_options(options).with_modes(modes::state(live.agent.approval_policy())))
+        let options = config::options(&*live.agent);
+        Ok(NewSessionResponse::new(SessionId(live.agent.session_id())).with_config_options(options).with_modes(live.agent.approval_policy().map(modes::state)))
     }
 
     async fn session_load(&self, params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
+        self.require(|can| can.sessions, "session/load")?;
         let roots = additional_roots(&params.additional_directories)?;
         let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd).await?;
-        live.agent.set_additional_roots(roots);
+        set_roots(&live, roots)?;
         // The whole history goes out before the answer, and so does news of a server that
         // could not start.
-        live.host.replay(&live.agent.messages()).await;
+        live.host.replay(&live.agent.messages().map_err(core_error)?).await;
         self.connect_mcp(&live, &servers, true).await;
-        Ok(LoadSessionResponse::new().with_config_options(config::options(&live.agent)).with_modes(modes::state(live.agent.approval_policy())))
+        Ok(LoadSessionResponse::new().with_config_options(config::options(&*live.agent)).with_modes(live.agent.approval_policy().map(modes::state)))
     }
 
     async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+        self.require(|can| can.sessions, "session/list")?;
         let cwd = params.cwd.as_deref().map(absolute).transpose()?;
         let mut listings: Vec<_> = self.factory.session_dirs(cwd.as_deref()).iter().flat_map(|d| crate::sessions::files_in(d)).filter_map(|p| crate::sessions::listing_limited(&p, self.factory.max_session_bytes())).collect();
         if let Some(cwd) = &cwd {
@@ -379,19 +432,23 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
+        self.require(|can| can.sessions, "session/resume")?;
         let roots = additional_roots(&params.additional_directories)?;
         let servers = super::mcp::configs(&params.mcp_servers)?;
         let live = self.open_existing(&params.session_id, &params.cwd).await?;
-        live.agent.set_additional_roots(roots);
+        set_roots(&live, roots)?;
         self.connect_mcp(&live, &servers, true).await;
-        Ok(ResumeSessionResponse::new().with_config_options(config::options(&live.agent)).with_modes(modes::state(live.agent.approval_policy())))
+        Ok(ResumeSessionResponse::new().with_config_options(config::options(&*live.agent)).with_modes(live.agent.approval_policy().map(modes::state)))
     }
 
     async fn session_set_mode(&self, params: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
         let live = self.live(&params.session_id)?;
+        if live.agent.approval_policy().is_none() {
+            return Err(unsupported_method("session/set_mode"));
+        }
         set_policy(&live, modes::policy(&params.mode_id)?)?;
         // The mode is also a config option: the client's copy of those is now stale.
-        live.host.update(SessionUpdate::ConfigOptionUpdate { config_options: config::options(&live.agent), meta: None }).await;
+        live.host.update(SessionUpdate::ConfigOptionUpdate { config_options: config::options(&*live.agent), meta: None }).await;
         Ok(SetSessionModeResponse::new())
     }
 
@@ -403,20 +460,20 @@ impl AcpAgentHandler for AcpServer {
             }
         };
         let live = self.live(&session)?;
-        match config::change(&live.agent, &config_id.0, &value.0)? {
+        match config::change(&*live.agent, &config_id.0, &value.0)? {
             config::Change::Model(provider, id) => {
                 live.agent.set_model(&provider, &id).await.map_err(|e| Error::internal(e.to_string()))?;
-                *lock(&live.host.context_window) = Some(live.agent.current_model().context_window);
+                *lock(&live.host.context_window) = live.agent.current_model().map(|m| m.context_window);
             }
             config::Change::ThoughtLevel(level) => {
-                live.agent.set_thinking_level(level).await;
+                live.agent.set_thinking_level(level).await.map_err(core_error)?;
             }
             config::Change::Mode(policy) => {
                 set_policy(&live, policy)?;
                 live.host.update(SessionUpdate::CurrentModeUpdate { current_mode_id: SessionModeId(modes::mode_id(policy).to_owned()), meta: None }).await;
             }
         }
-        Ok(SetSessionConfigOptionResponse::new(config::options(&live.agent)))
+        Ok(SetSessionConfigOptionResponse::new(config::options(&*live.agent)))
     }
 
     async fn session_close(&self, params: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
@@ -425,6 +482,7 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn session_delete(&self, params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
+        self.require(|can| can.sessions, "session/delete")?;
         let session = params.session_id.0;
         let live = self.end(&session).await;
         let path = match live.as_ref().and_then(|l| l.agent.session_path()) {
@@ -444,6 +502,7 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
+        self.require(|can| can.auth, "authenticate")?;
         auth::check_method(&params.method_id.0)?;
         if self.factory.provider_configured() {
             Ok(AuthenticateResponse::new())
@@ -453,6 +512,7 @@ impl AcpAgentHandler for AcpServer {
     }
 
     async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
+        self.require(|can| can.auth, "logout")?;
         self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
         Ok(LogoutResponse::new())
     }
@@ -464,13 +524,20 @@ impl AcpAgentHandler for AcpServer {
         let cancelled = crate::jsonrpc::claim_cancellation();
         let live = self.live(&params.session_id)?;
         let (text, images) = prompt_input(&params.prompt)?;
-        let model = live.agent.current_model();
-        if !images.is_empty() && !model.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)) {
-            let at = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
-            return Err(Error::invalid_params(format!("The session's model {}/{} does not take images", *model.provider, *model.id))
-                .at(format!("/prompt/{at}"), "the model does not take images"));
+        let at = || params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
+        match live.agent.current_model() {
+            Some(model) if !images.is_empty() && !model.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)) => {
+                return Err(Error::invalid_params(format!("The session's model {}/{} does not take images", *model.provider, *model.id))
+                    .at(format!("/prompt/{}", at()), "the model does not take images"));
+            }
+            Some(_) => {}
+            None => {
+                if let Err(e) = live.agent.check_input(&images) {
+                    return Err(Error::invalid_params(e.to_string()).at(format!("/prompt/{}", at()), "the agent does not take images"));
+                }
+            }
         }
-        let options_before = config::options(&live.agent);
+        let options_before = config::options(&*live.agent);
         let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
         if live.agent.is_running() {
             return Err(busy());
@@ -499,9 +566,9 @@ impl AcpAgentHandler for AcpServer {
         let hit_length = lock(&live.host.state).hit_length;
         // A slash command (`/model`) or the run changed a setting: the client hears of it
         // before the prompt's answer.
-        let options = config::options(&live.agent);
+        let options = config::options(&*live.agent);
         if options != options_before {
-            *lock(&live.host.context_window) = Some(live.agent.current_model().context_window);
+            *lock(&live.host.context_window) = live.agent.current_model().map(|m| m.context_window);
             live.host.update(SessionUpdate::ConfigOptionUpdate { config_options: options, meta: None }).await;
         }
         let stop_reason = match outcome {

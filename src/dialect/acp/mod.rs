@@ -4,7 +4,8 @@
 //!
 //! - [`decode`]: one inbound line → a request, a notification, a client response, or its error;
 //! - [`handler`]: the generated `AcpAgentHandler` trait, implemented by mapping each method onto
-//!   the core (one [`Agent`] per ACP session, each with its own [`AcpSessionHost`]);
+//!   the core (one [`crate::agent::AgentCore`] per ACP session — the built-in
+//!   [`crate::agent::Agent`] or a custom one — each with its own [`AcpSessionHost`]);
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
 //! - [`mcp`]: the sessions' `mcpServers` as the core's MCP server configs (sse refused);

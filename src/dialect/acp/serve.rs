@@ -14,10 +14,11 @@
 use tokio::io::AsyncBufRead;
 
 use super::{AcpAgentSide, AcpServer};
+use crate::agent::AgentCore;
 use crate::jsonrpc::Service;
 use crate::protocol::acp::AcpAgentNotification;
 
-impl Service for AcpServer {
+impl<A: AgentCore> Service for AcpServer<A> {
     type Side = AcpAgentSide;
 
     fn connection(&self) -> &crate::jsonrpc::Connection {
@@ -38,8 +39,9 @@ impl Service for AcpServer {
 }
 
 /// Serves ACP on `input` until it ends and every request read is answered.
-pub async fn serve_acp<R>(server: &AcpServer, input: R, max_line_bytes: usize)
+pub async fn serve_acp<A, R>(server: &AcpServer<A>, input: R, max_line_bytes: usize)
 where
+    A: AgentCore,
     R: AsyncBufRead + Unpin + Send + 'static,
 {
     crate::jsonrpc::serve(server, input, max_line_bytes).await;

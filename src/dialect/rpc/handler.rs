@@ -8,18 +8,31 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
-use crate::agent::{Agent, ApprovalPolicy, CoreError, QueueKind, Submitted};
+use crate::agent::{Agent, AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, Submitted};
 use crate::protocol::envelope::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
 use crate::transport::FrameBatch;
 
-/// One JSONL session: the core and this dialect's host side.
-#[derive(Debug, Clone)]
-pub struct RpcSession {
-    agent: Agent,
+/// One JSONL session: the core (the built-in [`Agent`], or any [`AgentCore`]) and this
+/// dialect's host side.
+pub struct RpcSession<A = Agent> {
+    agent: Arc<A>,
     host: Arc<RpcHost>,
     max_line_bytes: usize,
+    info: Arc<AgentInfo>,
+}
+
+impl<A> Clone for RpcSession<A> {
+    fn clone(&self) -> Self {
+        Self { agent: self.agent.clone(), host: self.host.clone(), max_line_bytes: self.max_line_bytes, info: self.info.clone() }
+    }
+}
+
+impl<A> std::fmt::Debug for RpcSession<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcSession").field("host", &self.host).field("max_line_bytes", &self.max_line_bytes).finish_non_exhaustive()
+    }
 }
 
 fn id_value(id: Option<&RequestId>) -> Option<Value> {
@@ -30,15 +43,22 @@ fn images(list: Option<Vec<ImageContent>>) -> Vec<ImageContent> {
     list.unwrap_or_default()
 }
 
-impl RpcSession {
+impl<A: AgentCore> RpcSession<A> {
     /// A session of `agent` whose host side is `host`; `max_line_bytes` (the inbound line
     /// limit) is advertised in `ready` as `maxLineBytes`.
-    pub fn new(agent: Agent, host: Arc<RpcHost>, max_line_bytes: usize) -> Self {
-        Self { agent, host, max_line_bytes }
+    pub fn new(agent: A, host: Arc<RpcHost>, max_line_bytes: usize) -> Self {
+        Self { agent: Arc::new(agent), host, max_line_bytes, info: Arc::default() }
+    }
+
+    /// The same, naming the agent `info` in `ready` (agentwire's own name by default).
+    #[must_use]
+    pub fn with_info(mut self, info: AgentInfo) -> Self {
+        self.info = Arc::new(info);
+        self
     }
 
     /// The core.
-    pub fn agent(&self) -> &Agent {
+    pub fn agent(&self) -> &A {
         &self.agent
     }
 
@@ -47,7 +67,13 @@ impl RpcSession {
     /// would hold every message typed, then as text, then again in the batch). The frame is the
     /// one the typed answer would make, with each message as the session file holds it.
     pub fn write_messages(&self, id: Option<Value>, batch: &mut FrameBatch) {
-        let data = self.agent.messages_json();
+        let data = match self.agent.messages_json() {
+            Ok(data) => data,
+            Err(e) => {
+                let _ = batch.push(&envelope::rpc_response::<()>(id, GetMessagesCommand::COMMAND, Err(rpc_error(e))));
+                return;
+            }
+        };
         // The whole frame: the data, the id and the rest of the envelope (well under 128 bytes).
         let id_len = id.as_ref().and_then(|id| serde_json::to_string(id).ok()).map_or(0, |s| s.len());
         batch.reserve(data.json_len() + id_len + 128);
@@ -71,22 +97,22 @@ impl RpcSession {
 
     /// The `ready` frame written first.
     pub fn ready_frame(&self) -> ReadyEvent {
-        let approval = match self.agent.config().approval {
+        let can = self.agent.capabilities();
+        let approval = can.approval.map(|policy| match policy {
             ApprovalPolicy::Never => ReadyCapabilitiesApproval::Never,
             ApprovalPolicy::Dangerous => ReadyCapabilitiesApproval::Dangerous,
             ApprovalPolicy::Always => ReadyCapabilitiesApproval::Always,
-        };
+        });
         // `sessions`: whether this process keeps the session on disk (off with --no-session).
-        let sessions = self.agent.session_path().is_some();
-        let capabilities = ReadyCapabilities { host_tools: true, extension_ui: true, prompt_result: true, sessions, approval: Some(approval) };
+        let capabilities = ReadyCapabilities { host_tools: can.host_tools, extension_ui: can.dialogs, prompt_result: true, sessions: can.sessions, approval };
         // omp's figures: protocol 1 until `negotiate_protocol`, 1 MiB physical frames after it,
         // 64 MiB reassembled; the inbound line limit is a figure of its own.
         ReadyEvent::new(1, MAX_FRAME_BYTES as u64)
             .with_supported_protocol_versions(Some(vec![1, 2]))
             .with_max_reassembled_frame_bytes(Some(MAX_REASSEMBLED_FRAME_BYTES as u64))
             .with_max_line_bytes(Some(self.max_line_bytes as u64))
-            .with_agent(Some("agentwire".to_owned()))
-            .with_agent_version(Some(env!("CARGO_PKG_VERSION").to_owned()))
+            .with_agent(Some(self.info.name.clone()))
+            .with_agent_version(Some(self.info.version.clone()))
             .with_dialect(Some(ReadyEventDialect::Rpc))
             .with_capabilities(Some(capabilities))
     }
@@ -106,7 +132,7 @@ impl RpcSession {
     }
 }
 
-impl RpcHandler for RpcSession {
+impl<A: AgentCore> RpcHandler for RpcSession<A> {
     async fn prompt(&self, cmd: PromptCommand) -> Result<Option<PromptAccepted>, RpcError> {
         let queue = cmd.streaming_behavior.map(|b| match b {
             PromptCommandStreamingBehavior::Steer => QueueKind::Steer,
@@ -144,13 +170,13 @@ impl RpcHandler for RpcSession {
         let images = images(cmd.images);
         // Refused before anything is aborted: the running prompt is not lost to a bad one.
         self.agent.check_input(&images).map_err(rpc_error)?;
-        let submitted = self.agent.abort_and_prompt(cmd.message, images).await;
+        let submitted = self.agent.abort_and_prompt(cmd.message, images).await.map_err(rpc_error)?;
         self.started(submitted, cmd.id.as_ref());
         Ok(())
     }
 
     async fn new_session(&self, cmd: NewSessionCommand) -> Result<CancelledResult, RpcError> {
-        self.agent.new_session(cmd.parent_session).await;
+        self.agent.new_session(cmd.parent_session).await.map_err(rpc_error)?;
         Ok(CancelledResult { cancelled: false })
     }
 
@@ -159,7 +185,7 @@ impl RpcHandler for RpcSession {
     }
 
     async fn set_todos(&self, cmd: SetTodosCommand) -> Result<TodoPhasesResult, RpcError> {
-        self.agent.set_todos(cmd.phases.clone()).await;
+        self.agent.set_todos(cmd.phases.clone()).await.map_err(rpc_error)?;
         Ok(TodoPhasesResult { todo_phases: cmd.phases })
     }
 
@@ -173,7 +199,7 @@ impl RpcHandler for RpcSession {
     }
 
     async fn cycle_model(&self, _cmd: CycleModelCommand) -> Result<Option<CycleModelResult>, RpcError> {
-        Ok(self.agent.cycle_model().await)
+        self.agent.cycle_model().await.map_err(rpc_error)
     }
 
     async fn get_available_models(&self, _cmd: GetAvailableModelsCommand) -> Result<AvailableModels, RpcError> {
@@ -181,12 +207,12 @@ impl RpcHandler for RpcSession {
     }
 
     async fn set_thinking_level(&self, cmd: SetThinkingLevelCommand) -> Result<(), RpcError> {
-        self.agent.set_thinking_level(cmd.level).await;
+        self.agent.set_thinking_level(cmd.level).await.map_err(rpc_error)?;
         Ok(())
     }
 
     async fn cycle_thinking_level(&self, _cmd: CycleThinkingLevelCommand) -> Result<Option<ThinkingLevelResult>, RpcError> {
-        Ok(self.agent.cycle_thinking_level().await.map(|level| ThinkingLevelResult { level }))
+        Ok(self.agent.cycle_thinking_level().await.map_err(rpc_error)?.map(|level| ThinkingLevelResult { level }))
     }
 
     async fn get_available_thinking_levels(&self, _cmd: GetAvailableThinkingLevelsCommand) -> Result<AvailableThinkingLevels, RpcError> {
@@ -194,17 +220,17 @@ impl RpcHandler for RpcSession {
     }
 
     async fn set_steering_mode(&self, cmd: SetSteeringModeCommand) -> Result<(), RpcError> {
-        self.agent.set_steering_mode(cmd.mode);
+        self.agent.set_steering_mode(cmd.mode).map_err(rpc_error)?;
         Ok(())
     }
 
     async fn set_follow_up_mode(&self, cmd: SetFollowUpModeCommand) -> Result<(), RpcError> {
-        self.agent.set_follow_up_mode(cmd.mode);
+        self.agent.set_follow_up_mode(cmd.mode).map_err(rpc_error)?;
         Ok(())
     }
 
     async fn set_interrupt_mode(&self, cmd: SetInterruptModeCommand) -> Result<(), RpcError> {
-        self.agent.set_interrupt_mode(cmd.mode);
+        self.agent.set_interrupt_mode(cmd.mode).map_err(rpc_error)?;
         Ok(())
     }
 
@@ -213,7 +239,7 @@ impl RpcHandler for RpcSession {
     }
 
     async fn set_auto_compaction(&self, cmd: SetAutoCompactionCommand) -> Result<(), RpcError> {
-        self.agent.set_auto_compaction(cmd.enabled);
+        self.agent.set_auto_compaction(cmd.enabled).map_err(rpc_error)?;
         Ok(())
     }
 
@@ -232,12 +258,12 @@ impl RpcHandler for RpcSession {
     }
 
     async fn set_auto_retry(&self, cmd: SetAutoRetryCommand) -> Result<(), RpcError> {
-        self.agent.set_auto_retry(cmd.enabled);
+        self.agent.set_auto_retry(cmd.enabled).map_err(rpc_error)?;
         Ok(())
     }
 
     async fn abort_retry(&self, _cmd: AbortRetryCommand) -> Result<(), RpcError> {
-        self.agent.abort_retry().await;
+        self.agent.abort_retry().await.map_err(rpc_error)?;
         self.go_on_after_answer();
         Ok(())
     }
@@ -247,12 +273,12 @@ impl RpcHandler for RpcSession {
     }
 
     async fn abort_bash(&self, _cmd: AbortBashCommand) -> Result<(), RpcError> {
-        self.agent.abort_bash();
+        self.agent.abort_bash().map_err(rpc_error)?;
         Ok(())
     }
 
     async fn get_session_stats(&self, _cmd: GetSessionStatsCommand) -> Result<SessionStats, RpcError> {
-        Ok(self.agent.session_stats())
+        self.agent.session_stats().map_err(rpc_error)
     }
 
     async fn export_html(&self, cmd: ExportHtmlCommand) -> Result<ExportResult, RpcError> {
@@ -281,15 +307,15 @@ impl RpcHandler for RpcSession {
     }
 
     async fn get_branch_messages(&self, _cmd: GetBranchMessagesCommand) -> Result<BranchMessages, RpcError> {
-        Ok(self.agent.branch_points())
+        self.agent.branch_points().map_err(rpc_error)
     }
 
     async fn get_fork_messages(&self, _cmd: GetForkMessagesCommand) -> Result<BranchMessages, RpcError> {
-        Ok(self.agent.branch_points())
+        self.agent.branch_points().map_err(rpc_error)
     }
 
     async fn get_last_assistant_text(&self, _cmd: GetLastAssistantTextCommand) -> Result<LastAssistantText, RpcError> {
-        Ok(LastAssistantText { text: self.agent.last_assistant_text() })
+        Ok(LastAssistantText { text: self.agent.last_assistant_text().map_err(rpc_error)? })
     }
 
     async fn set_session_name(&self, cmd: SetSessionNameCommand) -> Result<(), RpcError> {
@@ -297,7 +323,7 @@ impl RpcHandler for RpcSession {
     }
 
     async fn get_messages(&self, _cmd: GetMessagesCommand) -> Result<MessagesResult, RpcError> {
-        Ok(MessagesResult { messages: self.agent.messages() })
+        Ok(MessagesResult { messages: self.agent.messages().map_err(rpc_error)? })
     }
 
     async fn get_messages_page(&self, cmd: GetMessagesPageCommand) -> Result<MessagesPage, RpcError> {
@@ -313,10 +339,10 @@ impl RpcHandler for RpcSession {
     }
 
     async fn list_sessions(&self, cmd: ListSessionsCommand) -> Result<SessionList, RpcError> {
-        Ok(self.agent.list_sessions(matches!(cmd.scope, Some(ListSessionsCommandScope::All))))
+        self.agent.list_sessions(matches!(cmd.scope, Some(ListSessionsCommandScope::All))).map_err(rpc_error)
     }
 
     async fn get_tree(&self, _cmd: GetTreeCommand) -> Result<SessionTree, RpcError> {
-        Ok(self.agent.tree())
+        self.agent.tree().map_err(rpc_error)
     }
 }

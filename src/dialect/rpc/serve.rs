@@ -28,6 +28,7 @@ use tokio::task::JoinSet;
 use super::chunks::InboundChunks;
 use super::decode::{decode_line, Inbound};
 use super::RpcSession;
+use crate::agent::AgentCore;
 use crate::jsonrpc::answer;
 use crate::protocol::{dispatch_rpc_command, RpcCommand};
 use crate::transport::{FrameBatch, LineReader, Outbox};
@@ -72,7 +73,7 @@ async fn unknown_answer(out: &Outbox, id: String, command: &str) {
 
 /// Serves one JSONL session on `input`; returns when input ends and every command read is
 /// answered (a run it started may still go on).
-pub async fn serve_rpc<R: AsyncBufRead + Unpin>(session: RpcSession, input: R, max_line_bytes: usize) {
+pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSession<A>, input: R, max_line_bytes: usize) {
     let out = session.host().outbox().clone();
     let mut reader = LineReader::new(input, max_line_bytes);
     let mut detached: JoinSet<()> = JoinSet::new();

@@ -8,15 +8,28 @@ use std::sync::Arc;
 
 use super::project::prompt_result;
 use super::{codes, lock, wire_error, WireHost, WIRE_PROTOCOL_VERSION};
-use crate::agent::{Agent, Submitted};
+use crate::agent::{Agent, AgentCore, AgentInfo, Submitted};
 use crate::jsonrpc::Error;
 use crate::protocol::*;
 
-/// One wire session: the core and this dialect's host side.
-#[derive(Debug, Clone)]
-pub struct WireSession {
-    agent: Agent,
+/// One wire session: the core (the built-in [`Agent`], or any [`AgentCore`]) and this
+/// dialect's host side.
+pub struct WireSession<A = Agent> {
+    agent: Arc<A>,
     host: Arc<WireHost>,
+    info: Arc<AgentInfo>,
+}
+
+impl<A> Clone for WireSession<A> {
+    fn clone(&self) -> Self {
+        Self { agent: self.agent.clone(), host: self.host.clone(), info: self.info.clone() }
+    }
+}
+
+impl<A> std::fmt::Debug for WireSession<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WireSession").field("host", &self.host).finish_non_exhaustive()
+    }
 }
 
 fn busy() -> Error {
@@ -56,14 +69,21 @@ fn user_text(input: &WireUserInput) -> Result<(String, Vec<ImageContent>), Error
     }
 }
 
-impl WireSession {
+impl<A: AgentCore> WireSession<A> {
     /// A session of `agent` whose host side is `host`.
-    pub fn new(agent: Agent, host: Arc<WireHost>) -> Self {
-        Self { agent, host }
+    pub fn new(agent: A, host: Arc<WireHost>) -> Self {
+        Self { agent: Arc::new(agent), host, info: Arc::default() }
+    }
+
+    /// The same, naming the agent `info` in `initialize` (agentwire's own name by default).
+    #[must_use]
+    pub fn with_info(mut self, info: AgentInfo) -> Self {
+        self.info = Arc::new(info);
+        self
     }
 
     /// The core.
-    pub fn agent(&self) -> &Agent {
+    pub fn agent(&self) -> &A {
         &self.agent
     }
 
@@ -116,7 +136,7 @@ impl WireSession {
     }
 }
 
-impl WireHandler for WireSession {
+impl<A: AgentCore> WireHandler for WireSession<A> {
     async fn initialize(&self, request: WireInitializeRequest) -> Result<WireInitializeResult, Error> {
         if self.agent.is_running() || lock(&self.host.turn).active {
             return Err(busy());
@@ -135,7 +155,7 @@ impl WireHandler for WireSession {
             .collect();
         Ok(WireInitializeResult {
             protocol_version: WIRE_PROTOCOL_VERSION.into(),
-            server: WireServerInfo { name: "agentwire".into(), version: env!("CARGO_PKG_VERSION").into() },
+            server: WireServerInfo { name: self.info.name.clone(), version: self.info.version.clone() },
             slash_commands,
             external_tools: (!tools.is_empty()).then_some(external_tools),
             hooks: Some(WireHooksInfo { supported_events: Vec::new(), configured: Default::default() }),

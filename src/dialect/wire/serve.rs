@@ -12,9 +12,10 @@ use std::convert::Infallible;
 use tokio::io::AsyncBufRead;
 
 use super::{WireSession, WireSide};
+use crate::agent::AgentCore;
 use crate::jsonrpc::{Connection, Service};
 
-impl Service for WireSession {
+impl<A: AgentCore> Service for WireSession<A> {
     type Side = WireSide;
 
     fn connection(&self) -> &Connection {
@@ -27,8 +28,9 @@ impl Service for WireSession {
 }
 
 /// Serves the wire dialect on `input` until it ends and every request read is answered.
-pub async fn serve_wire<R>(session: WireSession, input: R, max_line_bytes: usize)
+pub async fn serve_wire<A, R>(session: WireSession<A>, input: R, max_line_bytes: usize)
 where
+    A: AgentCore,
     R: AsyncBufRead + Unpin + Send + 'static,
 {
     crate::jsonrpc::serve(&session, input, max_line_bytes).await;

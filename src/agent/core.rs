@@ -1,0 +1,699 @@
+//! [`AgentCore`]: the core's interface as the dialects drive it. The rpc, wire and ACP
+//! projections (`crate::dialect`) are generic over it, so any implementation is served in all
+//! three; the built-in [`Agent`] is one implementation (it implements every method), and a
+//! custom agent implements the run (prompt, cancel) and takes the defaults for the rest.
+//!
+//! The defaults are honest: a command a custom agent did not implement is refused with
+//! [`CoreError::Unsupported`] naming it ("this agent does not support `compact`"), and a
+//! capability the dialects advertise up front (ACP `initialize`, the rpc `ready` frame and
+//! `get_state`) is advertised as absent ([`Capabilities`], `None` models, no modes).
+//!
+//! Generic rather than object-safe: the dialects' handlers are generic structs already (the
+//! generated handler traits use `async fn`), so a generic core costs no boxing per call, and
+//! the methods can return `impl Future + Send` (the dialects spawn them) without a boxed future
+//! per call in every implementation.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{Agent, ApprovalPolicy, CoreError, CoreResult, QueueKind, Submitted};
+use crate::mcp::{McpServerConfig, StartFailure};
+use crate::protocol::*;
+use crate::sessions::{ContextItem, MessagesJson, MessagesPageJson};
+
+/// The refusal of a command this agent does not implement, naming it.
+pub fn unsupported(command: &str) -> CoreError {
+    CoreError::Unsupported(format!("this agent does not support `{command}`"))
+}
+
+/// The name and version the host is told (the rpc `ready` frame's `agent`, wire's `server`,
+/// ACP's `agentInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentInfo {
+    /// The agent's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+impl AgentInfo {
+    /// An agent called `name`, at `version`.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self { name: name.into(), version: version.into() }
+    }
+}
+
+impl Default for AgentInfo {
+    /// agentwire's own name and version.
+    fn default() -> Self {
+        Self::new("agentwire", env!("CARGO_PKG_VERSION"))
+    }
+}
+
+/// What an agent can do beyond prompting and cancelling, for the dialects that advertise it up
+/// front: the rpc `ready` frame's `capabilities`, ACP's `initialize` (`loadSession`, session
+/// capabilities, `promptCapabilities.image`, MCP). The default is none of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// Sessions kept as files: listed, loaded, resumed, deleted, switched.
+    pub sessions: bool,
+    /// Prompts may carry images.
+    pub images: bool,
+    /// The host's tools (rpc `set_host_tools`, wire external tools) are offered to the model.
+    pub host_tools: bool,
+    /// The agent asks the host through dialogs (rpc `extension_ui_request`).
+    pub dialogs: bool,
+    /// MCP servers handed over by the host (ACP `mcpServers`) are connected.
+    pub mcp: bool,
+    /// Directories besides the working directory (ACP `additionalDirectories`).
+    pub additional_directories: bool,
+    /// Provider keys: ACP `authenticate` and `logout`.
+    pub auth: bool,
+    /// Tool calls ask for approval under this policy (at start); `None`: the agent has no
+    /// approval modes.
+    pub approval: Option<ApprovalPolicy>,
+}
+
+impl Capabilities {
+    /// Nothing beyond prompting and cancelling.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// The same, with images in prompts accepted or not.
+    #[must_use]
+    pub fn with_images(mut self, images: bool) -> Self {
+        self.images = images;
+        self
+    }
+}
+
+/// The control of an agent's runs: cancel, the gate, whether one runs, when they settled, and
+/// the session they belong to. [`super::Runs`] implements it for an agent answering one prompt
+/// at a time; the built-in [`Agent`] for itself.
+pub trait RunControl: Send + Sync {
+    /// Cancels the run in progress (if any); returns once its last event is out.
+    fn abort(&self) -> impl Future<Output = ()> + Send;
+
+    /// Fires the run's cancellation at once, without waiting (ACP's `session/cancel`: what the
+    /// run waits on resolves as cancelled before the next request is read); the run then ends
+    /// as [`RunControl::abort`] would end it.
+    fn cancel_now(&self);
+
+    /// Opens the gates of runs whose starting request has now been answered.
+    fn release_gates(&self);
+
+    /// Whether a run is in progress (one that has reported its end no longer counts).
+    fn is_running(&self) -> bool;
+
+    /// Returns once no run is in progress (stdin EOF waits for this).
+    fn settled(&self) -> impl Future<Output = ()> + Send;
+
+    /// The current session's id.
+    fn session_id(&self) -> String;
+}
+
+/// The core's interface: what the dialects call. Implement the required items — the run
+/// ([`AgentCore::prompt`]) and its control ([`AgentCore::control`]: a [`super::Runs`] does it
+/// for an agent answering one prompt at a time) — and every other method has a default: the
+/// run's control delegates to it, and the rest refuses with [`CoreError::Unsupported`] naming
+/// the command, or reports the capability absent.
+///
+/// Ordering the dialects rely on: a run emits its events to the [`super::EventSink`] the agent
+/// was built with, starts only once [`AgentCore::release_gates`] opens its gate (the dialect
+/// does once the request that started it is answered), and a started prompt's
+/// [`super::Prompt`] resolves after its `PromptSettled` event.
+pub trait AgentCore: Send + Sync + 'static {
+    // --- required: the run
+
+    /// What controls the runs (cancel, gates, whether one runs).
+    type Control: RunControl;
+
+    /// The runs' control.
+    fn control(&self) -> &Self::Control;
+
+    /// A prompt: starts a run when idle (the returned [`super::Prompt`] resolves to its
+    /// outcome); while a run is in progress it is queued into `queue`, or refused
+    /// ([`CoreError::Busy`]) when `queue` is `None`.
+    fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> impl Future<Output = CoreResult<Submitted>> + Send;
+
+    // --- the run, with defaults
+
+    /// Cancels the run in progress (if any); returns once its last event is out.
+    fn abort(&self) -> impl Future<Output = ()> + Send {
+        self.control().abort()
+    }
+
+    /// Fires the run's cancellation at once ([`RunControl::cancel_now`]).
+    fn cancel_now(&self) {
+        self.control().cancel_now();
+    }
+
+    /// Opens the gates of runs whose starting request has now been answered.
+    fn release_gates(&self) {
+        self.control().release_gates();
+    }
+
+    /// Whether a run is in progress (one that has reported its end no longer counts).
+    fn is_running(&self) -> bool {
+        self.control().is_running()
+    }
+
+    /// Returns once no run is in progress (stdin EOF waits for this).
+    fn settled(&self) -> impl Future<Output = ()> + Send {
+        self.control().settled()
+    }
+
+    /// The current session's id.
+    fn session_id(&self) -> String {
+        self.control().session_id()
+    }
+
+    /// What the agent can do beyond prompting and cancelling.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+    }
+
+
+    /// The process is ending: cancel everything; returns after the run's last event. The
+    /// default aborts the run.
+    fn shutdown(&self) -> impl Future<Output = ()> + Send {
+        self.abort()
+    }
+
+    /// A steering message (queued into the running run, or a run of its own).
+    fn steer(&self, text: String, images: Vec<ImageContent>) -> impl Future<Output = CoreResult<Submitted>> + Send {
+        let _ = (text, images);
+        async { Err(unsupported("steer")) }
+    }
+
+    /// A follow-up message (delivered when the run would stop, or a run of its own).
+    fn follow_up(&self, text: String, images: Vec<ImageContent>) -> impl Future<Output = CoreResult<Submitted>> + Send {
+        let _ = (text, images);
+        async { Err(unsupported("follow_up")) }
+    }
+
+    /// Aborts the run, then prompts. The default does exactly that with [`AgentCore::abort`]
+    /// and [`AgentCore::prompt`].
+    fn abort_and_prompt(&self, text: String, images: Vec<ImageContent>) -> impl Future<Output = CoreResult<Submitted>> + Send {
+        async move {
+            self.abort().await;
+            self.prompt(text, images, None).await
+        }
+    }
+
+    /// Refuses content the agent cannot take. The default refuses images unless
+    /// [`Capabilities::images`].
+    fn check_input(&self, images: &[ImageContent]) -> CoreResult<()> {
+        if images.is_empty() || self.capabilities().images {
+            Ok(())
+        } else {
+            Err(CoreError::Unsupported("this agent does not take images".into()))
+        }
+    }
+
+    /// Settles a prompt the agent cannot take as a run that failed at once (for hosts that wait
+    /// for the run's end rather than the answer). The default refuses the prompt with `reason`.
+    fn refuse_as_run(&self, reason: String) -> CoreResult<Submitted> {
+        Err(CoreError::Unsupported(reason))
+    }
+
+    // --- settings
+
+    /// The slash commands the host can use. Default: none.
+    fn commands(&self) -> CommandsResult {
+        CommandsResult { commands: Vec::new() }
+    }
+
+    /// The state snapshot (rpc `get_state`). The default says what it knows (the session id,
+    /// whether it runs, the messages when [`AgentCore::messages`] has them) and leaves the
+    /// model, the thinking level and the queues' extras out.
+    fn state_snapshot(&self) -> SessionState {
+        SessionState {
+            model: self.current_model(),
+            thinking_level: self.thinking_level(),
+            is_streaming: self.is_running(),
+            is_compacting: false,
+            steering_mode: QueueMode::OneAtATime,
+            follow_up_mode: QueueMode::OneAtATime,
+            interrupt_mode: None,
+            session_file: None,
+            session_id: nonempty(&self.session_id()),
+            session_name: self.session_name(),
+            auto_compaction_enabled: false,
+            auto_retry_enabled: None,
+            message_count: self.messages().map_or(0, |m| m.len() as u64),
+            pending_message_count: None,
+            queued_message_count: None,
+            todo_phases: None,
+            fast_mode_enabled: None,
+            fast_mode_active: None,
+            tokens_per_second: None,
+            system_prompt: None,
+            dump_tools: None,
+            context_usage: None,
+        }
+    }
+
+    /// The model in use; `None`: the agent names no model.
+    fn current_model(&self) -> Option<Model> {
+        None
+    }
+
+    /// The models the host may choose from. Default: none.
+    fn available_models(&self) -> Vec<Model> {
+        Vec::new()
+    }
+
+    /// Selects a model.
+    fn set_model(&self, provider: &str, model_id: &str) -> impl Future<Output = CoreResult<Model>> + Send {
+        let _ = (provider, model_id);
+        async { Err(unsupported("set_model")) }
+    }
+
+    /// Selects the next model.
+    fn cycle_model(&self) -> impl Future<Output = CoreResult<Option<CycleModelResult>>> + Send {
+        async { Err(unsupported("cycle_model")) }
+    }
+
+    /// The thinking level; `None`: the agent has none.
+    fn thinking_level(&self) -> Option<ThinkingLevel> {
+        None
+    }
+
+    /// The thinking levels the host may choose from. Default: none.
+    fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        Vec::new()
+    }
+
+    /// Sets the thinking level; returns the level in force (clamped to the model).
+    fn set_thinking_level(&self, level: ThinkingLevel) -> impl Future<Output = CoreResult<ThinkingLevel>> + Send {
+        let _ = level;
+        async { Err(unsupported("set_thinking_level")) }
+    }
+
+    /// Selects the next thinking level; `None` when the model has none.
+    fn cycle_thinking_level(&self) -> impl Future<Output = CoreResult<Option<ThinkingLevel>>> + Send {
+        async { Err(unsupported("cycle_thinking_level")) }
+    }
+
+    /// How steering messages are delivered.
+    fn set_steering_mode(&self, mode: QueueMode) -> CoreResult<()> {
+        let _ = mode;
+        Err(unsupported("set_steering_mode"))
+    }
+
+    /// How follow-up messages are delivered.
+    fn set_follow_up_mode(&self, mode: QueueMode) -> CoreResult<()> {
+        let _ = mode;
+        Err(unsupported("set_follow_up_mode"))
+    }
+
+    /// Whether steering skips the turn's remaining tool calls.
+    fn set_interrupt_mode(&self, mode: InterruptMode) -> CoreResult<()> {
+        let _ = mode;
+        Err(unsupported("set_interrupt_mode"))
+    }
+
+    /// Automatic compaction on or off.
+    fn set_auto_compaction(&self, enabled: bool) -> CoreResult<()> {
+        let _ = enabled;
+        Err(unsupported("set_auto_compaction"))
+    }
+
+    /// Automatic retry of transient provider errors on or off.
+    fn set_auto_retry(&self, enabled: bool) -> CoreResult<()> {
+        let _ = enabled;
+        Err(unsupported("set_auto_retry"))
+    }
+
+    /// Cancels a retry back-off in progress.
+    fn abort_retry(&self) -> impl Future<Output = CoreResult<()>> + Send {
+        async { Err(unsupported("abort_retry")) }
+    }
+
+    /// Replaces the todo list.
+    fn set_todos(&self, phases: Vec<TodoPhase>) -> impl Future<Output = CoreResult<()>> + Send {
+        let _ = phases;
+        async { Err(unsupported("set_todos")) }
+    }
+
+    /// Replaces the host's tools; returns their names.
+    fn set_host_tools(&self, tools: Vec<HostToolDefinition>) -> CoreResult<Vec<String>> {
+        let _ = tools;
+        Err(unsupported("set_host_tools"))
+    }
+
+    /// When tool calls need approval now; `None`: the agent has no approval modes.
+    fn approval_policy(&self) -> Option<ApprovalPolicy> {
+        None
+    }
+
+    /// Changes when tool calls need approval.
+    fn set_approval_policy(&self, policy: ApprovalPolicy) -> CoreResult<()> {
+        let _ = policy;
+        Err(unsupported("set_approval_policy"))
+    }
+
+    /// Directories besides the working directory the tools may use. The default accepts none.
+    fn set_additional_roots(&self, roots: Vec<PathBuf>) -> CoreResult<()> {
+        if roots.is_empty() {
+            Ok(())
+        } else {
+            Err(unsupported("additionalDirectories"))
+        }
+    }
+
+    /// Connects MCP servers; returns those that could not start. The default starts none and
+    /// says so for each.
+    fn start_mcp(&self, configs: &[McpServerConfig], bound: Duration) -> impl Future<Output = Vec<StartFailure>> + Send {
+        let _ = bound;
+        let failures = configs.iter().map(|c| StartFailure { server: c.name().to_owned(), reason: "this agent does not support MCP servers".into() }).collect();
+        async move { failures }
+    }
+
+    /// Compacts the conversation.
+    fn compact(&self, custom_instructions: Option<&str>) -> impl Future<Output = CoreResult<CompactionResult>> + Send {
+        let _ = custom_instructions;
+        async { Err(unsupported("compact")) }
+    }
+
+    /// Runs the host's own shell command.
+    fn bash(&self, command: &str, timeout: Option<Duration>) -> impl Future<Output = CoreResult<BashResult>> + Send {
+        let _ = (command, timeout);
+        async { Err(unsupported("bash")) }
+    }
+
+    /// Cancels the host's running shell commands.
+    fn abort_bash(&self) -> CoreResult<()> {
+        Err(unsupported("abort_bash"))
+    }
+
+    // --- the session
+
+    /// The session's name, when it has one.
+    fn session_name(&self) -> Option<String> {
+        None
+    }
+
+    /// The session's file, when sessions are kept on disk. Default: none.
+    fn session_path(&self) -> Option<PathBuf> {
+        None
+    }
+
+    /// Writes the session file now if it has none yet (ACP `session/new` hands out an id that
+    /// can be loaded). The default keeps no file, so there is nothing to write.
+    fn save_session(&self) -> CoreResult<()> {
+        Ok(())
+    }
+
+    /// Starts a new session; `parent` is recorded in its header.
+    fn new_session(&self, parent: Option<String>) -> impl Future<Output = CoreResult<()>> + Send {
+        let _ = parent;
+        async { Err(unsupported("new_session")) }
+    }
+
+    /// Loads another session file.
+    fn switch_session(&self, path: &str) -> impl Future<Output = CoreResult<()>> + Send {
+        let _ = path;
+        async { Err(unsupported("switch_session")) }
+    }
+
+    /// Moves the session's leaf to before the user message `entry_id`; returns its text.
+    fn branch(&self, entry_id: &str, verb: &str) -> impl Future<Output = CoreResult<String>> + Send {
+        let _ = (entry_id, verb);
+        async { Err(unsupported("branch")) }
+    }
+
+    /// Copies the session into a new one.
+    fn clone_session(&self) -> impl Future<Output = CoreResult<()>> + Send {
+        async { Err(unsupported("clone")) }
+    }
+
+    /// The user messages a branch can start from.
+    fn branch_points(&self) -> CoreResult<BranchMessages> {
+        Err(unsupported("get_branch_messages"))
+    }
+
+    /// The last assistant message's text.
+    fn last_assistant_text(&self) -> CoreResult<Option<String>> {
+        Err(unsupported("get_last_assistant_text"))
+    }
+
+    /// Names the session.
+    fn set_session_name(&self, name: &str) -> impl Future<Output = CoreResult<()>> + Send {
+        let _ = name;
+        async { Err(unsupported("set_session_name")) }
+    }
+
+    /// Token and message statistics.
+    fn session_stats(&self) -> CoreResult<SessionStats> {
+        Err(unsupported("get_session_stats"))
+    }
+
+    /// Writes the session as HTML; returns the file.
+    fn export_html(&self, output: Option<&str>) -> CoreResult<PathBuf> {
+        let _ = output;
+        Err(unsupported("export_html"))
+    }
+
+    /// The conversation's messages.
+    fn messages(&self) -> CoreResult<Vec<AgentMessage>> {
+        Err(unsupported("get_messages"))
+    }
+
+    /// The conversation's messages as stored (rpc `get_messages` writes them as they are). The
+    /// default serializes [`AgentCore::messages`].
+    fn messages_json(&self) -> CoreResult<MessagesJson> {
+        self.messages().map(|m| MessagesJson(m.into_iter().map(|m| ContextItem::Summary(std::sync::Arc::new(m))).collect()))
+    }
+
+    /// A page of the conversation's messages.
+    fn messages_page(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPage> {
+        let _ = (cursor, limit);
+        Err(unsupported("get_messages_page"))
+    }
+
+    /// A page of the conversation's messages as stored.
+    fn messages_page_json(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPageJson> {
+        let _ = (cursor, limit);
+        Err(unsupported("get_messages_page"))
+    }
+
+    /// The session files of this working directory (`all`: of every one).
+    fn list_sessions(&self, all: bool) -> CoreResult<SessionList> {
+        let _ = all;
+        Err(unsupported("list_sessions"))
+    }
+
+    /// The session's entry tree.
+    fn tree(&self) -> CoreResult<SessionTree> {
+        Err(unsupported("get_tree"))
+    }
+}
+
+/// The built-in agent controls its own runs.
+impl RunControl for Agent {
+    async fn abort(&self) {
+        Agent::abort(self).await;
+    }
+    fn cancel_now(&self) {
+        Agent::cancel_now(self);
+    }
+    fn release_gates(&self) {
+        Agent::release_gates(self);
+    }
+    fn is_running(&self) -> bool {
+        Agent::is_running(self)
+    }
+    async fn settled(&self) {
+        Agent::settled(self).await;
+    }
+    fn session_id(&self) -> String {
+        Agent::session_id(self)
+    }
+}
+
+/// The built-in agent implements every method.
+impl AgentCore for Agent {
+    type Control = Agent;
+    fn control(&self) -> &Agent {
+        self
+    }
+    async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
+        Agent::prompt(self, text, images, queue).await
+    }
+    fn capabilities(&self) -> Capabilities {
+        let images = self.current_model().input.contains(&InputKind::Image);
+        Capabilities {
+            sessions: Agent::session_path(self).is_some(),
+            images,
+            host_tools: true,
+            dialogs: true,
+            mcp: true,
+            additional_directories: true,
+            auth: true,
+            approval: Some(self.config().approval),
+        }
+    }
+    async fn shutdown(&self) {
+        Agent::shutdown(self).await;
+    }
+    async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        Agent::steer(self, text, images).await
+    }
+    async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        Agent::follow_up(self, text, images).await
+    }
+    async fn abort_and_prompt(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        Ok(Agent::abort_and_prompt(self, text, images).await)
+    }
+    fn check_input(&self, images: &[ImageContent]) -> CoreResult<()> {
+        Agent::check_input(self, images)
+    }
+    fn refuse_as_run(&self, reason: String) -> CoreResult<Submitted> {
+        Agent::refuse_as_run(self, reason)
+    }
+    fn commands(&self) -> CommandsResult {
+        Agent::commands(self)
+    }
+    fn state_snapshot(&self) -> SessionState {
+        Agent::state_snapshot(self)
+    }
+    fn current_model(&self) -> Option<Model> {
+        Some(Agent::current_model(self))
+    }
+    fn available_models(&self) -> Vec<Model> {
+        Agent::available_models(self)
+    }
+    async fn set_model(&self, provider: &str, model_id: &str) -> CoreResult<Model> {
+        Agent::set_model(self, provider, model_id).await
+    }
+    async fn cycle_model(&self) -> CoreResult<Option<CycleModelResult>> {
+        Ok(Agent::cycle_model(self).await)
+    }
+    fn thinking_level(&self) -> Option<ThinkingLevel> {
+        Some(Agent::thinking_level(self))
+    }
+    fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        Agent::available_thinking_levels(self)
+    }
+    async fn set_thinking_level(&self, level: ThinkingLevel) -> CoreResult<ThinkingLevel> {
+        Ok(Agent::set_thinking_level(self, level).await)
+    }
+    async fn cycle_thinking_level(&self) -> CoreResult<Option<ThinkingLevel>> {
+        Ok(Agent::cycle_thinking_level(self).await)
+    }
+    fn set_steering_mode(&self, mode: QueueMode) -> CoreResult<()> {
+        Agent::set_steering_mode(self, mode);
+        Ok(())
+    }
+    fn set_follow_up_mode(&self, mode: QueueMode) -> CoreResult<()> {
+        Agent::set_follow_up_mode(self, mode);
+        Ok(())
+    }
+    fn set_interrupt_mode(&self, mode: InterruptMode) -> CoreResult<()> {
+        Agent::set_interrupt_mode(self, mode);
+        Ok(())
+    }
+    fn set_auto_compaction(&self, enabled: bool) -> CoreResult<()> {
+        Agent::set_auto_compaction(self, enabled);
+        Ok(())
+    }
+    fn set_auto_retry(&self, enabled: bool) -> CoreResult<()> {
+        Agent::set_auto_retry(self, enabled);
+        Ok(())
+    }
+    async fn abort_retry(&self) -> CoreResult<()> {
+        Agent::abort_retry(self).await;
+        Ok(())
+    }
+    async fn set_todos(&self, phases: Vec<TodoPhase>) -> CoreResult<()> {
+        Agent::set_todos(self, phases).await;
+        Ok(())
+    }
+    fn set_host_tools(&self, tools: Vec<HostToolDefinition>) -> CoreResult<Vec<String>> {
+        Agent::set_host_tools(self, tools)
+    }
+    fn approval_policy(&self) -> Option<ApprovalPolicy> {
+        Some(Agent::approval_policy(self))
+    }
+    fn set_approval_policy(&self, policy: ApprovalPolicy) -> CoreResult<()> {
+        Agent::set_approval_policy(self, policy)
+    }
+    fn set_additional_roots(&self, roots: Vec<PathBuf>) -> CoreResult<()> {
+        Agent::set_additional_roots(self, roots);
+        Ok(())
+    }
+    async fn start_mcp(&self, configs: &[McpServerConfig], bound: Duration) -> Vec<StartFailure> {
+        Agent::start_mcp(self, configs, bound).await
+    }
+    async fn compact(&self, custom_instructions: Option<&str>) -> CoreResult<CompactionResult> {
+        Agent::compact(self, custom_instructions).await
+    }
+    async fn bash(&self, command: &str, timeout: Option<Duration>) -> CoreResult<BashResult> {
+        Agent::bash(self, command, timeout).await
+    }
+    fn abort_bash(&self) -> CoreResult<()> {
+        Agent::abort_bash(self);
+        Ok(())
+    }
+    fn session_name(&self) -> Option<String> {
+        Agent::session_name(self)
+    }
+    fn session_path(&self) -> Option<PathBuf> {
+        Agent::session_path(self)
+    }
+    fn save_session(&self) -> CoreResult<()> {
+        Agent::save_session(self)
+    }
+    async fn new_session(&self, parent: Option<String>) -> CoreResult<()> {
+        Agent::new_session(self, parent).await;
+        Ok(())
+    }
+    async fn switch_session(&self, path: &str) -> CoreResult<()> {
+        Agent::switch_session(self, path).await
+    }
+    async fn branch(&self, entry_id: &str, verb: &str) -> CoreResult<String> {
+        Agent::branch(self, entry_id, verb).await
+    }
+    async fn clone_session(&self) -> CoreResult<()> {
+        Agent::clone_session(self).await
+    }
+    fn branch_points(&self) -> CoreResult<BranchMessages> {
+        Ok(Agent::branch_points(self))
+    }
+    fn last_assistant_text(&self) -> CoreResult<Option<String>> {
+        Ok(Agent::last_assistant_text(self))
+    }
+    async fn set_session_name(&self, name: &str) -> CoreResult<()> {
+        Agent::set_session_name(self, name).await
+    }
+    fn session_stats(&self) -> CoreResult<SessionStats> {
+        Ok(Agent::session_stats(self))
+    }
+    fn export_html(&self, output: Option<&str>) -> CoreResult<PathBuf> {
+        Agent::export_html(self, output)
+    }
+    fn messages(&self) -> CoreResult<Vec<AgentMessage>> {
+        Ok(Agent::messages(self))
+    }
+    fn messages_json(&self) -> CoreResult<MessagesJson> {
+        Ok(Agent::messages_json(self))
+    }
+    fn messages_page(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPage> {
+        Agent::messages_page(self, cursor, limit)
+    }
+    fn messages_page_json(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPageJson> {
+        Agent::messages_page_json(self, cursor, limit)
+    }
+    fn list_sessions(&self, all: bool) -> CoreResult<SessionList> {
+        Ok(Agent::list_sessions(self, all))
+    }
+    fn tree(&self) -> CoreResult<SessionTree> {
+        Ok(Agent::tree(self))
+    }
+}

@@ -1,0 +1,363 @@
+//! [`Runs`]: the run bookkeeping of an agent that answers one prompt at a time, for custom
+//! [`super::AgentCore`] implementations. It keeps what the dialects rely on: each prompt gets a
+//! [`Prompt`] handle resolving to its outcome, its run waits for its gate
+//! ([`RunControl::release_gates`]) so the host hears "accepted" first, its events come in the core's
+//! order (`RunStart`, `TurnStart`, the user message, the assistant message streamed block by
+//! block, tool calls and their results, `TurnEnd`, `RunEnd`, `PromptSettled`), and a cancel
+//! ([`RunControl::abort`]) ends the run `Aborted` whether or not the agent's own work looks at
+//! [`Reply::is_cancelled`].
+//!
+//! The agent's work is a closure given a [`Reply`], through which it streams text, thinking and
+//! tool calls; it returns the run's [`RunOutcome`].
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::FutureExt;
+use serde_json::{Map, Value};
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::events::{AgentEvent, EventSink, PromptId, RunOutcome};
+use super::port::HostPort;
+use super::stream::MessageBuilder;
+use super::core::RunControl;
+use super::{CoreError, CoreResult, Prompt, QueueKind, Submitted};
+use crate::protocol::*;
+use crate::providers::{ModelChunk, TokenUsage};
+
+/// What a dialect gives an agent it serves: where its events go and how it asks the host.
+/// A custom agent is built from one (per ACP session, one per session).
+#[derive(Clone)]
+pub struct Host {
+    sink: Arc<dyn EventSink>,
+    port: Arc<dyn HostPort>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// A host of `sink` (the dialect's projection) and `port` (its requests to the host).
+    pub fn new(sink: Arc<dyn EventSink>, port: Arc<dyn HostPort>) -> Self {
+        Self { sink, port }
+    }
+
+    /// Where the agent's events go.
+    pub fn sink(&self) -> &Arc<dyn EventSink> {
+        &self.sink
+    }
+
+    /// How the agent asks the host (approvals, questions, dialogs, host tools).
+    pub fn port(&self) -> &Arc<dyn HostPort> {
+        &self.port
+    }
+}
+
+/// A run in progress.
+#[derive(Debug)]
+struct Active {
+    cancel: CancellationToken,
+    done: watch::Receiver<bool>,
+    /// It reported its end (`RunEnd`) and is only settling its prompt.
+    finishing: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    run: Option<Active>,
+    gates: Vec<oneshot::Sender<()>>,
+    /// Every message of the conversation so far.
+    messages: Vec<AgentMessage>,
+}
+
+struct Inner {
+    host: Host,
+    /// The name the assistant messages carry as their api, provider and model.
+    name: String,
+    session_id: String,
+    state: Mutex<State>,
+    next_prompt: AtomicU64,
+}
+
+/// The runs of an agent answering one prompt at a time (see the module docs): an
+/// [`super::AgentCore::Control`] for it. Cheap to clone.
+#[derive(Clone)]
+pub struct Runs {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runs").field("name", &self.inner.name).field("session_id", &self.inner.session_id).finish_non_exhaustive()
+    }
+}
+
+fn busy() -> CoreError {
+    CoreError::Busy("Agent is already processing; wait for the prompt to end or cancel it".into())
+}
+
+impl Runs {
+    /// The runs of an agent called `name` (its assistant messages' api, provider and model),
+    /// reporting to `host`, in a session of its own (a fresh id).
+    pub fn new(name: impl Into<String>, host: Host) -> Self {
+        let inner = Inner {
+            host,
+            name: name.into(),
+            session_id: uuid::Uuid::now_v7().to_string(),
+            state: Mutex::new(State::default()),
+            next_prompt: AtomicU64::new(1),
+        };
+        Self { inner: Arc::new(inner) }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The host the runs report to.
+    pub fn host(&self) -> &Host {
+        &self.inner.host
+    }
+
+    /// Every message of the conversation so far (each run's, once it ended).
+    pub fn messages(&self) -> Vec<AgentMessage> {
+        self.state().messages.clone()
+    }
+
+    /// Starts a run answering `text` with `work` (the [`super::AgentCore::prompt`] of an agent
+    /// answering one prompt at a time). A run in progress refuses the prompt: `Busy`, or
+    /// `Unsupported` when the host asked to queue it (`queue`), since these runs keep no queue.
+    /// The run starts once its gate opens; `work` streams through its [`Reply`] and returns the
+    /// outcome (a cancel makes it `Aborted`, dropping `work` if it is still going).
+    pub async fn start<F, Fut>(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>, work: F) -> CoreResult<Submitted>
+    where
+        F: FnOnce(Reply) -> Fut + Send + 'static,
+        Fut: Future<Output = RunOutcome> + Send + 'static,
+    {
+        // A run that already reported its end is over for the host: wait the moment it takes.
+        let ending = self.state().run.as_ref().filter(|r| r.finishing).map(|r| r.done.clone());
+        if let Some(mut done) = ending {
+            let _ = done.wait_for(|d| *d).await;
+        }
+        let mut st = self.state();
+        if st.run.is_some() {
+            return Err(match queue {
+                Some(QueueKind::Steer) => super::core::unsupported("steer"),
+                Some(QueueKind::FollowUp) => super::core::unsupported("follow_up"),
+                None => busy(),
+            });
+        }
+        let cancel = CancellationToken::new();
+        let (done_tx, done_rx) = watch::channel(false);
+        st.run = Some(Active { cancel: cancel.clone(), done: done_rx, finishing: false });
+        let (gate_tx, gate) = oneshot::channel();
+        st.gates.push(gate_tx);
+        drop(st);
+        let id = PromptId(self.inner.next_prompt.fetch_add(1, Ordering::Relaxed));
+        let (settle, settled) = oneshot::channel();
+        let runs = self.clone();
+        tokio::spawn(async move {
+            let _ = gate.await;
+            runs.run(id, text, images, cancel, work, settle).await;
+            runs.state().run = None;
+            let _ = done_tx.send(true);
+        });
+        Ok(Submitted::Started(Prompt::new(id, settled)))
+    }
+
+    async fn run<F, Fut>(&self, id: PromptId, text: String, images: Vec<ImageContent>, cancel: CancellationToken, work: F, settle: oneshot::Sender<RunOutcome>)
+    where
+        F: FnOnce(Reply) -> Fut,
+        Fut: Future<Output = RunOutcome>,
+    {
+        let sink = self.inner.host.sink.clone();
+        sink.emit(AgentEvent::RunStart { prompt: Some(id) }).await;
+        sink.emit(AgentEvent::TurnStart).await;
+        let mut content = vec![crate::tools::text_content(text)];
+        content.extend(images.into_iter().map(TextOrImageContent::Image));
+        let user = AgentMessage::User(UserMessage { role: Default::default(), content: UserContent::Array(content), timestamp: now_ms(), attribution: None, steering: None });
+        sink.emit(AgentEvent::MessageStart { message: &user }).await;
+        sink.emit(AgentEvent::MessageEnd { message: &user }).await;
+        let turn = Arc::new(tokio::sync::Mutex::new(Turn { builder: None, produced: vec![user], next_call: 0 }));
+        let reply = Reply { turn: turn.clone(), sink: sink.clone(), name: self.inner.name.clone(), cancel: cancel.clone() };
+        // A panicking run fails its prompt (the events still end in order) instead of leaving
+        // it unanswered and the agent busy for ever.
+        let work = std::panic::AssertUnwindSafe(work(reply)).catch_unwind();
+        let outcome = tokio::select! {
+            outcome = work => match outcome {
+                _ if cancel.is_cancelled() => RunOutcome::Aborted,
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    let reason = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+                    RunOutcome::Failed(PromptError { message: format!("the agent's run panicked: {reason}"), http_status: None, retryable: false })
+                }
+            },
+            () = cancel.cancelled() => RunOutcome::Aborted,
+        };
+        let mut turn = turn.lock().await;
+        let aborted = outcome == RunOutcome::Aborted;
+        turn.end(&*sink, &self.inner.name, aborted).await;
+        if let Some(run) = self.state().run.as_mut() {
+            run.finishing = true;
+        }
+        sink.emit(AgentEvent::RunEnd { messages: &turn.produced }).await;
+        self.state().messages.append(&mut turn.produced);
+        sink.emit(AgentEvent::PromptSettled { prompt: Some(id), outcome: outcome.clone(), model_invoked: true }).await;
+        let _ = settle.send(outcome);
+    }
+}
+
+impl RunControl for Runs {
+    async fn abort(&self) {
+        let run = self.state().run.as_ref().map(|r| (r.cancel.clone(), r.done.clone()));
+        if let Some((cancel, mut done)) = run {
+            cancel.cancel();
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
+    fn cancel_now(&self) {
+        if let Some(run) = self.state().run.as_ref() {
+            run.cancel.cancel();
+        }
+    }
+
+    fn release_gates(&self) {
+        for gate in self.state().gates.drain(..) {
+            let _ = gate.send(());
+        }
+    }
+
+    fn is_running(&self) -> bool {
+        self.state().run.as_ref().is_some_and(|r| !r.finishing)
+    }
+
+    async fn settled(&self) {
+        let running = self.state().run.as_ref().map(|r| r.done.clone());
+        if let Some(mut done) = running {
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
+    fn session_id(&self) -> String {
+        self.inner.session_id.clone()
+    }
+}
+
+/// The turn being streamed.
+struct Turn {
+    /// The assistant message streaming now (opened by the first text, thinking or tool call).
+    builder: Option<MessageBuilder>,
+    /// The run's messages so far.
+    produced: Vec<AgentMessage>,
+    next_call: u64,
+}
+
+impl Turn {
+    /// The assistant message streaming now, opened (`MessageStart`) if none is.
+    async fn builder(&mut self, sink: &dyn EventSink, name: &str) -> &mut MessageBuilder {
+        if self.builder.is_none() {
+            let builder = MessageBuilder::named(name);
+            let message = AgentMessage::Assistant(builder.message().clone());
+            sink.emit(AgentEvent::MessageStart { message: &message }).await;
+            self.builder = Some(builder);
+        }
+        self.builder.as_mut().expect("opened just above")
+    }
+
+    /// Ends the turn: its assistant message (an empty one if nothing streamed) and `TurnEnd`.
+    async fn end(&mut self, sink: &dyn EventSink, name: &str, aborted: bool) {
+        let builder = self.builder(sink, name).await;
+        if aborted {
+            builder.abort(sink).await;
+        } else {
+            builder.apply(ModelChunk::Done { length_limited: false, usage: TokenUsage::default(), response_id: None }, sink).await;
+        }
+        let message = AgentMessage::Assistant(self.builder.take().expect("opened above").into_message());
+        sink.emit(AgentEvent::MessageEnd { message: &message }).await;
+        sink.emit(AgentEvent::TurnEnd { message: &message, tool_results: &[] }).await;
+        self.produced.push(message);
+    }
+}
+
+/// How a run's work streams its answer: text, thinking and tool calls, in the order they
+/// happen. Each call's events are queued for the host before it returns.
+pub struct Reply {
+    turn: Arc<tokio::sync::Mutex<Turn>>,
+    sink: Arc<dyn EventSink>,
+    name: String,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reply").field("cancelled", &self.cancel.is_cancelled()).finish_non_exhaustive()
+    }
+}
+
+impl Reply {
+    /// Appends answer text.
+    pub async fn text(&self, delta: impl Into<String>) {
+        let mut turn = self.turn.lock().await;
+        turn.builder(&*self.sink, &self.name).await.apply(ModelChunk::Text(delta.into()), &*self.sink).await;
+    }
+
+    /// Appends reasoning text.
+    pub async fn thinking(&self, delta: impl Into<String>) {
+        let mut turn = self.turn.lock().await;
+        turn.builder(&*self.sink, &self.name).await.apply(ModelChunk::Thinking(delta.into()), &*self.sink).await;
+    }
+
+    /// A tool call the agent made and ran itself, with its result: the call streams as part of
+    /// the assistant message, which then ends; the call runs (`ToolStart`, `ToolEnd`), its
+    /// result is a message of its own and the turn ends. What is streamed next opens the next
+    /// turn, as a model answering the tool's result would.
+    pub async fn tool_call(&self, name: &str, arguments: Map<String, Value>, output: &str, is_error: bool) {
+        let mut turn = self.turn.lock().await;
+        let id = format!("call_{}", turn.next_call);
+        turn.next_call += 1;
+        let sink = &*self.sink;
+        let builder = turn.builder(sink, &self.name).await;
+        builder.apply(ModelChunk::ToolCallStart { id: id.clone(), name: name.to_owned() }, sink).await;
+        builder.apply(ModelChunk::ToolCallArgs(Value::Object(arguments).to_string()), sink).await;
+        builder.apply(ModelChunk::Done { length_limited: false, usage: TokenUsage::default(), response_id: None }, sink).await;
+        let assistant = turn.builder.take().expect("opened above").into_message();
+        let call = assistant.content.iter().rev().find_map(|c| if let AssistantContent::ToolCall(tc) = c { Some(tc.clone()) } else { None }).expect("the call was streamed above");
+        let message = AgentMessage::Assistant(assistant);
+        sink.emit(AgentEvent::MessageEnd { message: &message }).await;
+        sink.emit(AgentEvent::ToolStart { call: &call }).await;
+        let result = AgentToolResult { content: vec![crate::tools::text_content(output)], details: None };
+        sink.emit(AgentEvent::ToolEnd { call: &call, result: &result, is_error }).await;
+        let tool_message = ToolResultMessage {
+            role: Default::default(),
+            tool_call_id: nonempty(&id),
+            tool_name: name.to_owned(),
+            content: result.content,
+            details: None,
+            is_error,
+            timestamp: now_ms(),
+        };
+        let tool_result = AgentMessage::ToolResult(tool_message.clone());
+        sink.emit(AgentEvent::MessageStart { message: &tool_result }).await;
+        sink.emit(AgentEvent::MessageEnd { message: &tool_result }).await;
+        sink.emit(AgentEvent::TurnEnd { message: &message, tool_results: std::slice::from_ref(&tool_message) }).await;
+        turn.produced.push(message);
+        turn.produced.push(tool_result);
+        sink.emit(AgentEvent::TurnStart).await;
+    }
+
+    /// Whether the run was cancelled (its outcome is `Aborted` whatever the work returns).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Resolves when the run is cancelled.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
+    }
+}
