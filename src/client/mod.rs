@@ -4,11 +4,18 @@
 //! - [`process`]: the agent subprocess (its own process group, never outliving us, a bounded
 //!   shutdown);
 //! - [`rpc`]: a host of the pi/omp JSONL dialect ([`RpcClient`]);
-//! - [`detect`]: which dialect an agent speaks.
+//! - [`acp`]: a host of ACP ([`AcpClient`]), on the shared JSON-RPC runtime;
+//! - [`detect`]: which dialect an agent speaks;
+//! - [`input`]: the agent's input, closable while the connection still answers through it.
 
+pub mod acp;
 pub mod detect;
+pub mod input;
 pub mod process;
 pub mod rpc;
+
+pub use acp::{AcpClient, AcpClientError, AcpClientSide, AcpUpdates, NoAcpHost};
+pub use input::{spawn_closable_writer, InputCloser};
 
 pub use detect::{connect, DetectError, Detected, Dialect, Handshake};
 pub use process::{AgentProcess, ProcessError, DEFAULT_EXIT_GRACE};

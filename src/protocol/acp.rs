@@ -91,6 +91,15 @@ impl AcpValidator {
         }
     }
 
+    /// Validates the params of a client-side method (what an agent asks a client, or tells it);
+    /// `Ok` for methods not in the table (they are answered -32601 before this).
+    pub fn validate_client_params(&self, method: &str, params: &Value) -> Result<(), FrameError> {
+        match AcpMethodInfo::client(method) {
+            Some(info) => self.check(info.params, params, "/params", method),
+            None => Ok(()),
+        }
+    }
+
     /// Validates a frame the agent sends: against the schema's agent-message shape, then its
     /// params (requests and notifications to the client) or, when `answered` names the method a
     /// response answers, its result.
