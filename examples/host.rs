@@ -5,18 +5,22 @@
 //! echo hello | cargo run --example host -- -- target/debug/agentwire --mode rpc --no-session
 //! ```
 //!
-//! Without `--dialect` the agent's dialect is detected. The Rust client drives the pi/omp
-//! JSONL dialect; an agent found speaking another is refused with the reason.
+//! Without `--dialect` the agent's dialect is detected. The Rust clients drive the pi/omp JSONL
+//! dialect ([`RpcClient`]) and ACP ([`AcpClient`]: one session in the current directory, the
+//! agent's permission requests answered `cancelled`, the handler's default); an agent found
+//! speaking kimi's wire is refused with the reason.
 
 use std::io::Write;
 
 use agentwire::client::detect::{connect, DETECT_TIMEOUT};
 use agentwire::client::rpc::MAX_AGENT_LINE_BYTES;
-use agentwire::client::{AgentProcess, Detected, Dialect, Handshake, NoHost, RpcClient, DEFAULT_EXIT_GRACE};
-use agentwire::protocol::acp::{InitializeRequest, ProtocolVersion};
+use agentwire::client::{spawn_closable_writer, AcpClient, AgentProcess, Detected, Dialect, Handshake, NoAcpHost, NoHost, RpcClient, DEFAULT_EXIT_GRACE};
+use agentwire::protocol::acp::{ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest, PromptRequest, ProtocolVersion, SessionUpdate};
 use agentwire::protocol::{PromptCommand, WireInitializeParams};
-use agentwire::transport::{spawn_writer, LineReader};
+use agentwire::client::InputCloser;
+use agentwire::transport::{LineReader, Outbox};
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::ChildStdout;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -48,22 +52,44 @@ async fn main() -> std::process::ExitCode {
             return 2.into();
         }
     };
-    let (out, _writer) = spawn_writer(agent.take_stdin().expect("piped"), 1 << 20);
+    let (out, closer) = spawn_closable_writer(agent.take_stdin().expect("piped"), 1 << 20);
     let mut lines = LineReader::new(BufReader::new(agent.take_stdout().expect("piped")), MAX_AGENT_LINE_BYTES);
     let wire = WireInitializeParams { protocol_version: "1.10".into(), client: None, external_tools: None, hooks: None, capabilities: None, extra: Default::default() };
     let handshake = Handshake::new(InitializeRequest::new(ProtocolVersion(1)), wire);
     let detected = connect(&mut lines, &out, &handshake, dialect, DETECT_TIMEOUT).await;
-    match detected {
-        Ok(Detected::Rpc { .. }) => {}
+    let code: u8 = match detected {
+        Ok(Detected::Rpc { .. }) => {
+            // The JSONL client closes the agent's input by dropping the last outbox.
+            drop(closer);
+            rpc(lines, out).await
+        }
+        Ok(Detected::Acp(initialized)) => acp(lines, out, closer, *initialized).await,
         Ok(other) => {
-            eprintln!("host: the agent speaks {}; this example drives the pi/omp JSONL dialect only", other.dialect().name());
-            return 1.into();
+            eprintln!("host: the agent speaks {}; this example drives the pi/omp JSONL dialect and ACP", other.dialect().name());
+            closer.close().await;
+            1
         }
         Err(e) => {
             eprintln!("host: {e}");
-            return 1.into();
+            closer.close().await;
+            1
+        }
+    };
+    match agent.shutdown(DEFAULT_EXIT_GRACE).await {
+        Ok(status) if status.success() || code != 0 => code.into(),
+        Ok(status) => {
+            eprintln!("host: the agent exited with {status}");
+            1.into()
+        }
+        Err(e) => {
+            eprintln!("host: {e}");
+            1.into()
         }
     }
+}
+
+/// Prompts from stdin to a JSONL agent; 0 when every prompt was answered.
+async fn rpc(lines: LineReader<BufReader<ChildStdout>>, out: Outbox) -> u8 {
     let (client, mut events) = RpcClient::over(lines, out, NoHost);
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let mut code = 0u8;
@@ -90,16 +116,54 @@ async fn main() -> std::process::ExitCode {
         println!();
     }
     client.close();
-    drop(client);
-    match agent.shutdown(DEFAULT_EXIT_GRACE).await {
-        Ok(status) if status.success() => code.into(),
-        Ok(status) => {
-            eprintln!("host: the agent exited with {status}");
-            1.into()
-        }
+    code
+}
+
+/// Prompts from stdin to an ACP agent (initialized during detection), in one session.
+async fn acp(lines: LineReader<BufReader<ChildStdout>>, out: Outbox, closer: InputCloser, initialized: InitializeResponse) -> u8 {
+    let (client, mut updates) = AcpClient::over(lines.into_inner(), out, closer, NoAcpHost, Some(initialized));
+    let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
+    let session = match client.new_session(&NewSessionRequest::new(cwd, Vec::new())).await {
+        Ok(session) => session.session_id,
         Err(e) => {
             eprintln!("host: {e}");
-            1.into()
+            client.close().await;
+            return 1;
+        }
+    };
+    let print = |update: SessionUpdate| {
+        if let SessionUpdate::AgentMessageChunk { content: ContentBlock::Text { text, .. }, .. } = update {
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+        }
+    };
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let mut code = 0u8;
+    while let Ok(Some(line)) = stdin.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request = PromptRequest::new(vec![ContentBlock::Text { annotations: None, meta: None, text: line }], session.clone());
+        let prompt = client.prompt(&request);
+        tokio::pin!(prompt);
+        // The reply streams as `agent_message_chunk` updates while the prompt runs; every
+        // update of the prompt is queued before its answer.
+        let answer = loop {
+            tokio::select! {
+                answer = &mut prompt => break answer,
+                Some(update) = updates.next() => print(update.update),
+            }
+        };
+        while let Some(update) = updates.try_next() {
+            print(update.update);
+        }
+        println!();
+        if let Err(e) = answer {
+            eprintln!("host: {e}");
+            code = 1;
+            break;
         }
     }
+    client.close().await;
+    code
 }

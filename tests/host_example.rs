@@ -14,12 +14,17 @@ fn example(name: &str) -> PathBuf {
 }
 
 fn run_host(dialect: &[&str], input: &str) -> (String, String, Option<i32>) {
+    run_host_on(dialect, "rpc", input)
+}
+
+/// The example in front of `agentwire --mode <mode>`.
+fn run_host_on(dialect: &[&str], mode: &str, input: &str) -> (String, String, Option<i32>) {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(example("host"))
         .args(dialect)
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_agentwire"))
-        .args(["--mode", "rpc", "--no-session", "--config-dir"])
+        .args(["--mode", mode, "--no-session", "--config-dir"])
         .arg(dir.path())
         .arg("--cwd")
         .arg(dir.path())
@@ -52,4 +57,16 @@ fn host_refuses_a_dialect_the_agent_does_not_speak() {
     assert_eq!(stdout, "");
     assert!(stderr.contains("host:"), "{stderr}");
     assert_eq!(code, Some(1), "{stderr}");
+}
+
+#[test]
+fn host_drives_an_acp_agent_through_the_acp_client() {
+    for dialect in [&["--dialect", "acp"][..], &[]] {
+        let (stdout, stderr, code) = run_host_on(dialect, "acp", "hello\nstressed\n");
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2, "{dialect:?}: {stdout}\n{stderr}");
+        assert!(lines[0].starts_with("You said: \"hello\""), "{stdout}");
+        assert!(lines[1].starts_with("You said: \"stressed\""), "{stdout}");
+        assert_eq!(code, Some(0), "{stderr}");
+    }
 }
