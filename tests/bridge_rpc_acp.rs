@@ -140,13 +140,7 @@ fn host_eof_ends_the_bridge_and_its_agent_within_3_s() {
     let agent = bridge.agent_pid();
     let closed = Instant::now();
     drop(bridge.stdin.take());
-    let status = loop {
-        if let Some(status) = bridge.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(closed.elapsed() < Duration::from_secs(3), "the bridge still runs 3 s after host EOF");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = bridge.exit_within(closed, Duration::from_secs(3), "host EOF");
     assert!(status.success(), "{status}");
     assert!(!running(agent), "the agent outlived the bridge");
     assert!(closed.elapsed() < Duration::from_secs(3));
@@ -163,13 +157,6 @@ fn the_agent_dying_ends_the_prompt_with_an_error_and_the_bridge_exits_1() {
     let result = frames.last().unwrap();
     assert_eq!((&result["id"], &result["status"]), (&json!("p1"), &json!("error")), "{result}");
     assert!(frames.iter().any(|f| is(f, "agent_end")));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = bridge.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "the bridge still runs after its agent died");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = bridge.exit_within(Instant::now(), Duration::from_secs(10), "its agent died");
     assert_eq!(status.code(), Some(1));
 }

@@ -198,56 +198,29 @@ impl RpcOverAcp {
 
     async fn command(&self, id: Option<Value>, command: RpcCommand) {
         let tag = command.tag();
-        match command {
-            RpcCommand::Prompt(prompt) => self.prompt(id, prompt.message, prompt.images.is_some_and(|i| !i.is_empty())).await,
+        // What ACP lacks for each command the bridge cannot carry.
+        let lacks = match command {
+            RpcCommand::Prompt(prompt) => return self.prompt(id, prompt.message, prompt.images.is_some_and(|i| !i.is_empty())).await,
             RpcCommand::Abort(_) => {
                 self.abort().await;
-                self.reply::<()>(id, "abort", Ok(None)).await;
+                return self.reply::<()>(id, "abort", Ok(None)).await;
             }
-            RpcCommand::NewSession(_) => {
-                self.abort().await;
-                match self.agent.new_session(&NewSessionRequest::new(self.cwd.clone(), Vec::new())).await {
-                    Ok(session) => {
-                        {
-                            let mut state = lock(&self.state);
-                            state.session = Some(session.session_id);
-                            state.messages = 0;
-                        }
-                        self.reply(id, "new_session", Ok(Some(CancelledResult { cancelled: false }))).await;
-                    }
-                    Err(e) => self.fail(id, "new_session", agent_error(&e)).await,
-                }
-            }
-            RpcCommand::GetState(_) => {
-                let state = self.state_snapshot();
-                self.reply(id, "get_state", Ok(Some(state))).await;
-            }
-            RpcCommand::Steer(_) | RpcCommand::FollowUp(_) | RpcCommand::AbortAndPrompt(_) => {
-                self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: ACP has no message queue (a prompt runs alone; abort, then prompt)"))).await;
-            }
-            RpcCommand::SetModel(_) | RpcCommand::CycleModel(_) | RpcCommand::GetAvailableModels(_) => {
-                self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: the agent behind this bridge speaks ACP v1, which lists no models"))).await;
-            }
-            RpcCommand::SetThinkingLevel(_) | RpcCommand::CycleThinkingLevel(_) | RpcCommand::GetAvailableThinkingLevels(_) => {
-                self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: ACP has no thinking levels"))).await;
-            }
-            RpcCommand::Bash(_) | RpcCommand::AbortBash(_) => {
-                self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: ACP has no host-run shell command"))).await;
-            }
-            RpcCommand::SetHostTools(_) => {
-                self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: ACP has no host tools"))).await;
-            }
+            RpcCommand::NewSession(_) => return self.new_session(id).await,
+            RpcCommand::GetState(_) => return self.reply(id, "get_state", Ok(Some(self.state_snapshot()))).await,
+            RpcCommand::Steer(_) | RpcCommand::FollowUp(_) | RpcCommand::AbortAndPrompt(_) => "ACP has no message queue (a prompt runs alone; abort, then prompt)",
+            RpcCommand::SetModel(_) | RpcCommand::CycleModel(_) | RpcCommand::GetAvailableModels(_) => "the agent behind this bridge speaks ACP v1, which lists no models",
+            RpcCommand::SetThinkingLevel(_) | RpcCommand::CycleThinkingLevel(_) | RpcCommand::GetAvailableThinkingLevels(_) => "ACP has no thinking levels",
+            RpcCommand::Bash(_) | RpcCommand::AbortBash(_) => "ACP has no host-run shell command",
+            RpcCommand::SetHostTools(_) => "ACP has no host tools",
             RpcCommand::GetMessages(_)
             | RpcCommand::GetMessagesPage(_)
             | RpcCommand::GetLastAssistantText(_)
             | RpcCommand::GetBranchMessages(_)
             | RpcCommand::GetForkMessages(_)
             | RpcCommand::GetTree(_)
-            | RpcCommand::GetSessionStats(_) => {
-                self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: ACP does not hand the conversation to its client"))).await;
-            }
+            | RpcCommand::GetSessionStats(_) => "ACP does not hand the conversation to its client",
             RpcCommand::ListSessions(_) | RpcCommand::SwitchSession(_) | RpcCommand::Branch(_) | RpcCommand::Fork(_) | RpcCommand::Clone(_) | RpcCommand::ExportHtml(_) | RpcCommand::SetSessionName(_) => {
-                self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: the agent behind this bridge speaks ACP, whose sessions have no files, branches or names to set"))).await;
+                "the agent behind this bridge speaks ACP, whose sessions have no files, branches or names to set"
             }
             RpcCommand::SetTodos(_)
             | RpcCommand::SetSteeringMode(_)
@@ -260,9 +233,24 @@ impl RpcOverAcp {
             | RpcCommand::GetCommands(_)
             | RpcCommand::GetAvailableCommands(_)
             | RpcCommand::SetEventOptions(_)
-            | RpcCommand::NegotiateProtocol(_) => {
-                self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: the agent behind this bridge speaks ACP, which has no such request"))).await;
+            | RpcCommand::NegotiateProtocol(_) => "the agent behind this bridge speaks ACP, which has no such request",
+        };
+        self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: {lacks}"))).await;
+    }
+
+    /// `new_session`: a running prompt is aborted, then the agent opens a new session.
+    async fn new_session(&self, id: Option<Value>) {
+        self.abort().await;
+        match self.agent.new_session(&NewSessionRequest::new(self.cwd.clone(), Vec::new())).await {
+            Ok(session) => {
+                {
+                    let mut state = lock(&self.state);
+                    state.session = Some(session.session_id);
+                    state.messages = 0;
+                }
+                self.reply(id, "new_session", Ok(Some(CancelledResult { cancelled: false }))).await;
             }
+            Err(e) => self.fail(id, "new_session", agent_error(&e)).await,
         }
     }
 

@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use super::input::{spawn_closable_writer, InputCloser};
 use crate::jsonrpc::{Connection, Dispatch, Error, Policy, Reply, Request, Responder, Service, Side};
 use crate::protocol::acp::{
-    acp_validator, dispatch_acp_client_request, methods, AcpClientHandler, AcpClientNotification, AcpClientRequest, AcpMethodInfo, CancelNotification,
+    dispatch_acp_client_request, methods, AcpClientHandler, AcpClientNotification, AcpClientRequest, AcpReader, CancelNotification,
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
     NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
@@ -47,44 +47,17 @@ const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
 #[derive(Debug)]
 pub enum AcpClientSide {}
 
-/// The params of a frame (`null` when absent).
-fn params(mut frame: Value) -> Value {
-    frame.get_mut("params").map(Value::take).unwrap_or(Value::Null)
-}
-
 impl Side for AcpClientSide {
     type Request = AcpClientRequest;
     type Notification = AcpClientNotification;
     const POLICY: Policy = Policy::STRICT;
 
     fn request(method: &str, frame: Value) -> Result<AcpClientRequest, Error> {
-        let not_found = || Error::method_not_found(format!("Method not found: {method} (not a request an ACP client answers)"));
-        if AcpMethodInfo::client(method).and_then(|i| i.result).is_none() {
-            return Err(not_found());
-        }
-        let params = params(frame);
-        if let Err(e) = acp_validator().validate_client_params(method, &params) {
-            let path = e.path.strip_prefix("/params").unwrap_or(&e.path).to_owned();
-            return Err(Error::invalid_params(format!("Invalid params for `{method}`: {}: {}", if path.is_empty() { "/" } else { &path }, e.message))
-                .with_details([("path", path.as_str()), ("reason", e.message.as_str())]));
-        }
-        match AcpClientRequest::from_params(method, params) {
-            Some(Ok(request)) => Ok(request),
-            Some(Err(e)) => Err(Error::invalid_params(format!("Invalid params for `{method}`: {e}"))),
-            None => Err(not_found()),
-        }
+        AcpReader::Client.request(method, frame, AcpClientRequest::from_params)
     }
 
     fn notification(method: &str, frame: Value) -> Result<AcpClientNotification, String> {
-        if AcpMethodInfo::client(method).is_none_or(|i| i.result.is_some()) {
-            return Err("unknown notification".into());
-        }
-        let params = params(frame);
-        acp_validator().validate_client_params(method, &params).map_err(|e| e.to_string())?;
-        match AcpClientNotification::from_params(method, params) {
-            Some(n) => n.map_err(|e| e.to_string()),
-            None => Err("unknown notification".into()),
-        }
+        AcpReader::Client.notification(method, frame, AcpClientNotification::from_params)
     }
 }
 

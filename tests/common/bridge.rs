@@ -154,6 +154,18 @@ impl Bridge {
         (frames, asked.elapsed())
     }
 
+    /// The bridge's exit status, once it exits within `limit` of `since` (else a panic naming
+    /// `what` was awaited).
+    pub fn exit_within(&mut self, since: std::time::Instant, limit: Duration, what: &str) -> std::process::ExitStatus {
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(since.elapsed() < limit, "the bridge still runs {limit:?} after {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Pids of the bridge's children (the agent).
     pub fn agent_pid(&self) -> u32 {
         let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children", pid = self.child.id())).unwrap_or_default();

@@ -4,38 +4,14 @@
 // bridge in front of $AGENTWIRE_BIN's ACP mode; the offline model plays a --model-script.
 // Run by scripts/test:  AGENTWIRE_BIN=target/debug/agentwire npm test  (in tests/pi-host)
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 
-import { RpcClient } from "@mariozechner/pi-coding-agent";
-
-const here = dirname(fileURLToPath(import.meta.url));
-const agentwireBin = resolve(process.env.AGENTWIRE_BIN ?? join(here, "../../target/debug/agentwire"));
-assert.ok(existsSync(agentwireBin), `build agentwire first (cargo build): ${agentwireBin}`);
-
-const sandboxes = [];
-after(async () => {
-  for (const { client, dir } of sandboxes) {
-    await client.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+import { rpcClient, sandbox } from "./sandbox.mjs";
 
 /** RpcClient on the bridge in front of agentwire's ACP agent playing `script`. */
 async function start(script) {
-  const dir = mkdtempSync(join(tmpdir(), "agentwire-pi-bridge-"));
-  const scriptPath = join(dir, "script.jsonl");
-  writeFileSync(scriptPath, script.map((entry) => JSON.stringify(entry) + "\n").join(""));
-  const client = new RpcClient({
-    cliPath: join(here, "bridge-shim.mjs"),
-    cwd: dir,
-    env: { HOME: dir, AGENTWIRE_CONFIG_DIR: join(dir, "config"), AGENTWIRE_BIN: agentwireBin },
-    args: ["--model-script", scriptPath, "--no-session", "--cwd", dir],
-  });
-  sandboxes.push({ client, dir });
+  const { dir, scriptPath } = sandbox(script);
+  const client = rpcClient("bridge-shim.mjs", dir, ["--model-script", scriptPath, "--no-session", "--cwd", dir]);
   await client.start();
   return client;
 }
