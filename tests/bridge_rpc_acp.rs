@@ -160,3 +160,22 @@ fn the_agent_dying_ends_the_prompt_with_an_error_and_the_bridge_exits_1() {
     let status = bridge.exit_within(Instant::now(), Duration::from_secs(10), "its agent died");
     assert_eq!(status.code(), Some(1));
 }
+
+#[test]
+fn thinking_levels_are_the_agents_thought_level_config_option() {
+    let mut bridge = Bridge::start_acp_agent(&[], &[]);
+    bridge.send(json!({"id": "l", "type": "get_available_thinking_levels"}));
+    let levels = bridge.until(|f| is(f, "response")).pop().unwrap();
+    assert_eq!(levels["data"]["levels"], json!(["off", "minimal", "low", "medium", "high"]), "{levels}");
+    bridge.send(json!({"id": "s", "type": "set_thinking_level", "level": "high"}));
+    assert_eq!(bridge.until(|f| is(f, "response")).pop().unwrap()["success"], true);
+    bridge.send(json!({"id": "g", "type": "get_state"}));
+    assert_eq!(bridge.until(|f| is(f, "response")).pop().unwrap()["data"]["thinkingLevel"], "high");
+    bridge.send(json!({"id": "c", "type": "cycle_thinking_level"}));
+    let cycled = bridge.until(|f| is(f, "response")).pop().unwrap();
+    assert_eq!(cycled["data"]["level"], "off", "after the last level comes the first: {cycled}");
+    bridge.send(json!({"id": "x", "type": "set_thinking_level", "level": "xhigh"}));
+    let refused = bridge.until(|f| is(f, "response")).pop().unwrap();
+    assert_eq!((&refused["success"], &refused["code"]), (&json!(false), &json!("invalid_params")), "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("not offered by the agent"), "{refused}");
+}

@@ -6,7 +6,8 @@
 //! | `prompt` | `session/prompt` (text); answered at once, the run streamed, `prompt_result` at its end |
 //! | `abort` | `session/cancel`; answered after the run's `agent_end` and `prompt_result` (`aborted`) |
 //! | `new_session` | `session/new` (a running prompt is cancelled first) |
-//! | `get_state` | answered by the bridge from what it knows (session id, streaming, message count) |
+//! | `get_state` | answered by the bridge from what it knows (session id, streaming, message count, thinking level) |
+//! | `get_available_thinking_levels` / `set_thinking_level` / `cycle_thinking_level` | the agent's `thought_level` config option (`session/set_config_option`) |
 //! | `message_update` `text_delta` / `thinking_delta` | `agent_message_chunk` / `agent_thought_chunk` (text) |
 //! | `tool_execution_start` | `tool_call` |
 //! | `tool_execution_update` | `tool_call_update` with content, not finished |
@@ -31,12 +32,12 @@ use crate::client::{AcpClient, AcpUpdates};
 use crate::dialect::rpc::decode::{decode_line, Inbound};
 use crate::jsonrpc::{Error, Peer, Reply};
 use crate::protocol::acp::{
-    AcpClientHandler, ContentBlock, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId,
-    SessionNotification, SessionUpdate, StopReason as AcpStopReason, ToolCallContent, ToolCallStatus,
+    AcpClientHandler, ContentBlock, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigId,
+    SessionConfigOption, SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, StopReason as AcpStopReason, ToolCallContent, ToolCallStatus,
 };
 use crate::protocol::envelope::{rpc_failure, rpc_response};
 use crate::protocol::{
-    nonempty, AgentEndEvent, AgentMessage, AgentStartEvent, AgentToolResult, AmeTextDelta, AmeThinkingDelta, AssistantContent, AssistantMessage, CancelledResult,
+    nonempty, AgentEndEvent, AgentMessage, AvailableThinkingLevels, ThinkingLevel, ThinkingLevelResult, AgentStartEvent, AgentToolResult, AmeTextDelta, AmeThinkingDelta, AssistantContent, AssistantMessage, CancelledResult,
     ExtensionUiRequest, ExtensionUiResponse, MessageEndEvent, MessageStartEvent, MessageUpdateEvent, PromptError, PromptResultEvent, PromptResultEventStatus, QueueMode, RpcCommand,
     RpcError, SessionState, StopReason, TextContent, TextOrImageContent, ThinkingContent, ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent,
     TurnEndEvent, TurnStartEvent, UiSelectRequest, Usage, UsageCost, UserContent, UserMessage,
@@ -105,6 +106,8 @@ struct Run {
 #[derive(Debug, Default)]
 struct State {
     session: Option<SessionId>,
+    /// The session's config options, as the agent last reported them.
+    config: Vec<SessionConfigOption>,
     run: Option<Run>,
     /// User and assistant messages of the session.
     messages: u64,
@@ -140,7 +143,7 @@ impl RpcOverAcp {
         let session = agent.new_session(&NewSessionRequest::new(cwd.clone(), Vec::new())).await?;
         let agent_name = agent.agent().and_then(|a| a.agent_info).map_or_else(|| "acp".to_owned(), |i| i.name);
         let (control, rx) = mpsc::unbounded_channel();
-        let state = Arc::new(Mutex::new(State { session: Some(session.session_id), ..State::default() }));
+        let state = Arc::new(Mutex::new(State { session: Some(session.session_id), config: session.config_options.unwrap_or_default(), ..State::default() }));
         let server = Arc::new(Self { out, agent, dialogs: dialogs.dialogs.clone(), state, control, cwd, agent_name });
         tokio::spawn(Pump::new(&server).run(updates, rx));
         Ok(server)
@@ -209,7 +212,15 @@ impl RpcOverAcp {
             RpcCommand::GetState(_) => return self.reply(id, "get_state", Ok(Some(self.state_snapshot()))).await,
             RpcCommand::Steer(_) | RpcCommand::FollowUp(_) | RpcCommand::AbortAndPrompt(_) => "ACP has no message queue (a prompt runs alone; abort, then prompt)",
             RpcCommand::SetModel(_) | RpcCommand::CycleModel(_) | RpcCommand::GetAvailableModels(_) => "the agent behind this bridge speaks ACP v1, which lists no models",
-            RpcCommand::SetThinkingLevel(_) | RpcCommand::CycleThinkingLevel(_) | RpcCommand::GetAvailableThinkingLevels(_) => "ACP has no thinking levels",
+            RpcCommand::SetThinkingLevel(set) => return self.set_thinking_level(id, Some(set.level)).await,
+            RpcCommand::CycleThinkingLevel(_) => return self.set_thinking_level(id, None).await,
+            RpcCommand::GetAvailableThinkingLevels(_) => {
+                let levels = self.thinking().map(|t| t.levels());
+                return match levels {
+                    Ok(levels) => self.reply(id, tag, Ok(Some(AvailableThinkingLevels { levels }))).await,
+                    Err(e) => self.fail(id, tag, e).await,
+                };
+            }
             RpcCommand::Bash(_) | RpcCommand::AbortBash(_) => "ACP has no host-run shell command",
             RpcCommand::SetHostTools(_) => "ACP has no host tools",
             RpcCommand::GetMessages(_)
@@ -238,6 +249,65 @@ impl RpcOverAcp {
         self.fail(id, tag, RpcError::unsupported(format!("{tag} is not available: {lacks}"))).await;
     }
 
+    /// The agent's thinking-level option (`category: thought_level`), or why there is none.
+    fn thinking(&self) -> Result<Thinking, RpcError> {
+        let state = lock(&self.state);
+        let session = state.session.clone().ok_or_else(|| RpcError::internal("No session: new_session failed"))?;
+        state
+            .config
+            .iter()
+            .find_map(|option| match option {
+                SessionConfigOption::Variant0 { category: Some(c), id, current_value, options, .. } if c.0 == "thought_level" => {
+                    let values = match options {
+                        SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(|o| o.value.0.clone()).collect(),
+                        SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(|o| o.value.0.clone())).collect(),
+                    };
+                    Some(Thinking { session: session.clone(), id: id.clone(), current: current_value.0.clone(), values })
+                }
+                SessionConfigOption::Variant0 { .. } | SessionConfigOption::Variant1 { .. } => None,
+            })
+            .ok_or_else(|| RpcError::unsupported("thinking levels are not available: the ACP agent offers no `thought_level` config option"))
+    }
+
+    /// `set_thinking_level` (`Some`) or `cycle_thinking_level` (`None`) as the agent's
+    /// `thought_level` config option.
+    async fn set_thinking_level(&self, id: Option<Value>, level: Option<ThinkingLevel>) {
+        let command = if level.is_some() { "set_thinking_level" } else { "cycle_thinking_level" };
+        let thinking = match self.thinking() {
+            Ok(thinking) => thinking,
+            Err(e) => return self.fail(id, command, e).await,
+        };
+        let value = match &level {
+            Some(level) => {
+                let value = level.to_string();
+                if !thinking.values.contains(&value) {
+                    let error = RpcError::invalid_params(format!("Thinking level {value} is not offered by the agent (it offers {})", thinking.values.join(", ")));
+                    return self.fail(id, command, error).await;
+                }
+                value
+            }
+            // Fewer than two levels: nothing to cycle to (`data: null`, as pi).
+            None if thinking.levels().len() < 2 => return self.reply::<ThinkingLevelResult>(id, command, Ok(None)).await,
+            None => {
+                let levels = thinking.levels();
+                let at = levels.iter().position(|l| l.to_string() == thinking.current).map_or(0, |i| i + 1);
+                levels[at % levels.len()].to_string()
+            }
+        };
+        let request = SetSessionConfigOptionRequest::Variant1 { config_id: thinking.id, meta: None, session_id: thinking.session, value: SessionConfigValueId(value.clone()) };
+        match self.agent.set_config_option(&request).await {
+            Ok(answer) => {
+                lock(&self.state).config = answer.config_options;
+                match (level, value.parse::<ThinkingLevel>()) {
+                    (Some(_), _) => self.reply::<()>(id, command, Ok(None)).await,
+                    (None, Ok(level)) => self.reply(id, command, Ok(Some(ThinkingLevelResult { level }))).await,
+                    (None, Err(_)) => self.fail(id, command, RpcError::internal(format!("the agent's thinking level {value} is not one of pi's"))).await,
+                }
+            }
+            Err(e) => self.fail(id, command, agent_error(&e)).await,
+        }
+    }
+
     /// `new_session`: a running prompt is aborted, then the agent opens a new session.
     async fn new_session(&self, id: Option<Value>) {
         self.abort().await;
@@ -246,6 +316,7 @@ impl RpcOverAcp {
                 {
                     let mut state = lock(&self.state);
                     state.session = Some(session.session_id);
+                    state.config = session.config_options.unwrap_or_default();
                     state.messages = 0;
                 }
                 self.reply(id, "new_session", Ok(Some(CancelledResult { cancelled: false }))).await;
@@ -299,10 +370,11 @@ impl RpcOverAcp {
     }
 
     fn state_snapshot(&self) -> SessionState {
+        let thinking_level = self.thinking().ok().and_then(|t| t.current.parse().ok());
         let state = lock(&self.state);
         SessionState {
             model: None,
-            thinking_level: None,
+            thinking_level,
             is_streaming: state.run.is_some(),
             is_compacting: false,
             steering_mode: QueueMode::OneAtATime,
@@ -324,6 +396,22 @@ impl RpcOverAcp {
             dump_tools: None,
             context_usage: None,
         }
+    }
+}
+
+/// The agent's `thought_level` config option.
+#[derive(Debug)]
+struct Thinking {
+    session: SessionId,
+    id: SessionConfigId,
+    current: String,
+    values: Vec<String>,
+}
+
+impl Thinking {
+    /// The offered values that are pi thinking levels.
+    fn levels(&self) -> Vec<ThinkingLevel> {
+        self.values.iter().filter_map(|v| v.parse().ok()).collect()
     }
 }
 
@@ -449,6 +537,10 @@ impl Pump {
 
     async fn update(&mut self, notification: SessionNotification) {
         let ours = lock(&self.state).session.as_ref() == Some(&notification.session_id);
+        if let (true, SessionUpdate::ConfigOptionUpdate { config_options, .. }) = (ours, &notification.update) {
+            lock(&self.state).config.clone_from(config_options);
+            return;
+        }
         if !ours || !self.running {
             return;
         }
@@ -497,12 +589,12 @@ impl Pump {
                     }
                 }
             }
-            // Nothing of these has a JSONL event a pi host reads.
-            SessionUpdate::UserMessageChunk { .. }
+            // Nothing of these has a JSONL event a pi host reads (config options are kept above).
+            SessionUpdate::ConfigOptionUpdate { .. }
+            | SessionUpdate::UserMessageChunk { .. }
             | SessionUpdate::Plan { .. }
             | SessionUpdate::AvailableCommandsUpdate { .. }
             | SessionUpdate::CurrentModeUpdate { .. }
-            | SessionUpdate::ConfigOptionUpdate { .. }
             | SessionUpdate::SessionInfoUpdate { .. }
             | SessionUpdate::UsageUpdate { .. }
             | SessionUpdate::Notice { .. }
