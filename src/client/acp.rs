@@ -43,7 +43,7 @@ pub const MAX_ACP_LINE_BYTES: usize = 64 * 1024 * 1024;
 const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
 
 /// The client side of ACP: it answers the agent's [`AcpClientRequest`]s and acts on its
-/// [`AcpClientNotification`]s (the mirror of [`crate::dialect::acp::AcpAgentSide`]).
+/// [`AcpClientNotification`]s (the mirror of the agent side's `dialect::acp::AcpAgentSide`).
 #[derive(Debug)]
 pub enum AcpClientSide {}
 
