@@ -6,17 +6,17 @@
 //! ```
 //!
 //! Without `--dialect` the agent's dialect is detected. The Rust clients drive the pi/omp JSONL
-//! dialect ([`RpcClient`]) and ACP ([`AcpClient`]: one session in the current directory, the
-//! agent's permission requests answered `cancelled`, the handler's default); an agent found
-//! speaking kimi's wire is refused with the reason.
+//! dialect ([`RpcClient`]), ACP ([`AcpClient`]: one session in the current directory, the
+//! agent's permission requests answered `cancelled`, the handler's default) and kimi's wire
+//! ([`WireClient`]: approvals rejected, the handler's default).
 
 use std::io::Write;
 
 use agentwire::client::detect::{connect, DETECT_TIMEOUT};
 use agentwire::client::rpc::MAX_AGENT_LINE_BYTES;
-use agentwire::client::{spawn_closable_writer, AcpClient, AgentProcess, Detected, Dialect, Handshake, NoAcpHost, NoHost, RpcClient, DEFAULT_EXIT_GRACE};
+use agentwire::client::{spawn_closable_writer, AcpClient, AgentProcess, Detected, Dialect, Handshake, NoAcpHost, NoHost, NoWireHost, RpcClient, WireClient, DEFAULT_EXIT_GRACE};
 use agentwire::protocol::acp::{ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest, PromptRequest, ProtocolVersion, SessionUpdate};
-use agentwire::protocol::{PromptCommand, WireInitializeParams};
+use agentwire::protocol::{PromptCommand, WireContentPart, WireEvent, WireInitializeParams, WirePromptParams, WirePromptRequest, WireUserInput};
 use agentwire::client::InputCloser;
 use agentwire::transport::{LineReader, Outbox};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -54,8 +54,8 @@ async fn main() -> std::process::ExitCode {
     };
     let (out, closer) = spawn_closable_writer(agent.take_stdin().expect("piped"), 1 << 20);
     let mut lines = LineReader::new(BufReader::new(agent.take_stdout().expect("piped")), MAX_AGENT_LINE_BYTES);
-    let wire = WireInitializeParams { protocol_version: "1.10".into(), client: None, external_tools: None, hooks: None, capabilities: None, extra: Default::default() };
-    let handshake = Handshake::new(InitializeRequest::new(ProtocolVersion(1)), wire);
+    let wire_params = WireInitializeParams { protocol_version: "1.10".into(), client: None, external_tools: None, hooks: None, capabilities: None, extra: Default::default() };
+    let handshake = Handshake::new(InitializeRequest::new(ProtocolVersion(1)), wire_params);
     let detected = connect(&mut lines, &out, &handshake, dialect, DETECT_TIMEOUT).await;
     let code: u8 = match detected {
         Ok(Detected::Rpc { .. }) => {
@@ -64,8 +64,9 @@ async fn main() -> std::process::ExitCode {
             rpc(lines, out).await
         }
         Ok(Detected::Acp(initialized)) => acp(lines, out, closer, *initialized).await,
+        Ok(Detected::Wire(_)) => wire(lines, out, closer).await,
         Ok(other) => {
-            eprintln!("host: the agent speaks {}; this example drives the pi/omp JSONL dialect and ACP", other.dialect().name());
+            eprintln!("host: the agent speaks {}, which this example does not drive", other.dialect().name());
             closer.close().await;
             1
         }
@@ -156,6 +157,47 @@ async fn acp(lines: LineReader<BufReader<ChildStdout>>, out: Outbox, closer: Inp
         };
         while let Some(update) = updates.try_next() {
             print(update.update);
+        }
+        println!();
+        if let Err(e) = answer {
+            eprintln!("host: {e}");
+            code = 1;
+            break;
+        }
+    }
+    client.close().await;
+    code
+}
+
+/// Prompts from stdin to a kimi-wire agent (initialized during detection).
+async fn wire(lines: LineReader<BufReader<ChildStdout>>, out: Outbox, closer: InputCloser) -> u8 {
+    let (client, mut events) = WireClient::over(lines.into_inner(), out, closer, NoWireHost);
+    let print = |event: WireEvent| {
+        if let WireEvent::ContentPart(part) = event {
+            if let WireContentPart::Text(text) = part.payload {
+                print!("{}", text.text);
+                let _ = std::io::stdout().flush();
+            }
+        }
+    };
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let mut code = 0u8;
+    while let Ok(Some(line)) = stdin.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request = WirePromptRequest::new(WirePromptParams { user_input: WireUserInput::String(line) });
+        let prompt = client.request(&request);
+        tokio::pin!(prompt);
+        // The turn streams as `ContentPart` events; every event is queued before the answer.
+        let answer = loop {
+            tokio::select! {
+                answer = &mut prompt => break answer,
+                Some(event) = events.next() => print(event),
+            }
+        };
+        while let Some(event) = events.try_next() {
+            print(event);
         }
         println!();
         if let Err(e) = answer {

@@ -70,3 +70,15 @@ fn host_drives_an_acp_agent_through_the_acp_client() {
         assert_eq!(code, Some(0), "{stderr}");
     }
 }
+
+#[test]
+fn host_drives_a_wire_agent_through_the_wire_client() {
+    for dialect in [&["--dialect", "wire"][..], &[]] {
+        let (stdout, stderr, code) = run_host_on(dialect, "wire", "hello\nstressed\n");
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2, "{dialect:?}: {stdout}\n{stderr}");
+        assert!(lines[0].starts_with("You said: \"hello\""), "{stdout}");
+        assert!(lines[1].starts_with("You said: \"stressed\""), "{stdout}");
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+}

@@ -6,6 +6,7 @@
 //! - [`rpc`]: a host of the pi/omp JSONL dialect ([`RpcClient`]);
 //! - [`acp`]: a host of ACP ([`AcpClient`]), on the shared JSON-RPC runtime;
 //! - [`detect`]: which dialect an agent speaks;
+//! - [`wire`]: a host of kimi's wire dialect ([`WireClient`]), on the same runtime;
 //! - [`input`]: the agent's input, closable while the connection still answers through it.
 
 pub mod acp;
@@ -13,9 +14,11 @@ pub mod detect;
 pub mod input;
 pub mod process;
 pub mod rpc;
+pub mod wire;
 
 pub use acp::{AcpClient, AcpClientError, AcpClientSide, AcpUpdates, NoAcpHost};
 pub use input::{spawn_closable_writer, InputCloser};
+pub use wire::{NoWireHost, WireClient, WireClientError, WireClientSide, WireEvents, WireHostHandler};
 
 pub use detect::{connect, DetectError, Detected, Dialect, Handshake};
 pub use process::{AgentProcess, ProcessError, DEFAULT_EXIT_GRACE};
