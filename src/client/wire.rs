@@ -258,7 +258,7 @@ mod tests {
         let frame = read().await;
         assert_eq!((&frame["method"], &frame["params"]["user_input"]), (&Value::from("prompt"), &Value::from("hi")), "{frame}");
         let event = r#"{"jsonrpc":"2.0","method":"event","params":{"type":"ContentPart","payload":{"type":"text","text":"hello"}}}"#;
-        let approval = r#"{"jsonrpc":"2.0","method":"request","id":"a1","params":{"type":"ApprovalRequest","payload":{"id":"a1","tool_call_id":"t","sender":"bash","action":"run","description":"ls"}}}"#;
+        let approval = r#"{"jsonrpc":"2.0","method":"request","id":"a1","params":{"type":"ApprovalRequest","payload":{"id":"a1","tool_call_id":"t","sender":"bash","action":"run","description":"ls","display":[]}}}"#;
         theirs_out.write_all(format!("{event}\n{approval}\n").as_bytes()).await.unwrap();
         let answer = read().await;
         assert_eq!((&answer["id"], &answer["result"]["response"]), (&Value::from("a1"), &Value::from("reject")), "{answer}");
