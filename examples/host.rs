@@ -14,8 +14,8 @@ use std::io::Write;
 
 use agentwire::client::detect::{connect, DETECT_TIMEOUT};
 use agentwire::client::rpc::MAX_AGENT_LINE_BYTES;
-use agentwire::client::{spawn_closable_writer, AcpClient, AgentProcess, Detected, Dialect, Handshake, NoAcpHost, NoHost, NoWireHost, RpcClient, WireClient, DEFAULT_EXIT_GRACE};
-use agentwire::protocol::acp::{ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest, PromptRequest, ProtocolVersion, SessionUpdate};
+use agentwire::client::{spawn_closable_writer, AcpClient, AgentProcess, Detected, Dialect, Handshake, NoAcpHost, NoHost, NoWireHost, Notifications, RpcClient, WireClient, DEFAULT_EXIT_GRACE};
+use agentwire::protocol::acp::{ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest, PromptRequest, ProtocolVersion, SessionNotification, SessionUpdate};
 use agentwire::protocol::{PromptCommand, WireContentPart, WireEvent, WireInitializeParams, WirePromptParams, WirePromptRequest, WireUserInput};
 use agentwire::client::InputCloser;
 use agentwire::transport::{LineReader, Outbox};
@@ -132,39 +132,18 @@ async fn acp(lines: LineReader<BufReader<ChildStdout>>, out: Outbox, closer: Inp
             return 1;
         }
     };
-    let print = |update: SessionUpdate| {
-        if let SessionUpdate::AgentMessageChunk { content: ContentBlock::Text { text, .. }, .. } = update {
+    let print = |update: SessionNotification| {
+        if let SessionUpdate::AgentMessageChunk { content: ContentBlock::Text { text, .. }, .. } = update.update {
             print!("{text}");
             let _ = std::io::stdout().flush();
         }
     };
-    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
-    let mut code = 0u8;
-    while let Ok(Some(line)) = stdin.next_line().await {
-        if line.trim().is_empty() {
-            continue;
-        }
+    let code = each_prompt(|line| {
         let request = PromptRequest::new(vec![ContentBlock::Text { annotations: None, meta: None, text: line }], session.clone());
-        let prompt = client.prompt(&request);
-        tokio::pin!(prompt);
-        // The reply streams as `agent_message_chunk` updates while the prompt runs; every
-        // update of the prompt is queued before its answer.
-        let answer = loop {
-            tokio::select! {
-                answer = &mut prompt => break answer,
-                Some(update) = updates.next() => print(update.update),
-            }
-        };
-        while let Some(update) = updates.try_next() {
-            print(update.update);
-        }
-        println!();
-        if let Err(e) = answer {
-            eprintln!("host: {e}");
-            code = 1;
-            break;
-        }
-    }
+        let client = client.clone();
+        async move { client.prompt(&request).await }
+    }, &mut updates, print)
+    .await;
     client.close().await;
     code
 }
@@ -180,32 +159,46 @@ async fn wire(lines: LineReader<BufReader<ChildStdout>>, out: Outbox, closer: In
             }
         }
     };
+    let code = each_prompt(|line| {
+        let request = WirePromptRequest::new(WirePromptParams { user_input: WireUserInput::String(line) });
+        let client = client.clone();
+        async move { client.request(&request).await }
+    }, &mut events, print)
+    .await;
+    client.close().await;
+    code
+}
+
+/// Runs `ask` for each prompt read from stdin, printing with `print` what the agent streams
+/// meanwhile (every notification of a prompt is queued before its answer); 1 at the first
+/// failure, else 0.
+async fn each_prompt<T, A, E, F, Fut>(mut ask: F, stream: &mut Notifications<T>, print: impl Fn(T)) -> u8
+where
+    E: std::fmt::Display,
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = Result<A, E>>,
+{
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
-    let mut code = 0u8;
     while let Ok(Some(line)) = stdin.next_line().await {
         if line.trim().is_empty() {
             continue;
         }
-        let request = WirePromptRequest::new(WirePromptParams { user_input: WireUserInput::String(line) });
-        let prompt = client.request(&request);
+        let prompt = ask(line);
         tokio::pin!(prompt);
-        // The turn streams as `ContentPart` events; every event is queued before the answer.
         let answer = loop {
             tokio::select! {
                 answer = &mut prompt => break answer,
-                Some(event) = events.next() => print(event),
+                Some(item) = stream.next() => print(item),
             }
         };
-        while let Some(event) = events.try_next() {
-            print(event);
+        while let Some(item) = stream.try_next() {
+            print(item);
         }
         println!();
         if let Err(e) = answer {
             eprintln!("host: {e}");
-            code = 1;
-            break;
+            return 1;
         }
     }
-    client.close().await;
-    code
+    0
 }

@@ -27,6 +27,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
+use super::inbox::Notifications;
 use super::input::{spawn_closable_writer, InputCloser};
 use crate::jsonrpc::{Connection, Dispatch, Error, Policy, Reply, Request, Responder, Service, Side};
 use crate::protocol::acp::{
@@ -100,22 +101,7 @@ pub enum AcpClientError {
 
 /// The agent's `session/update` notifications, in the order it sent them; ends when its
 /// output ends. Every update of a prompt is here before that prompt's answer is returned.
-#[derive(Debug)]
-pub struct AcpUpdates {
-    rx: mpsc::UnboundedReceiver<SessionNotification>,
-}
-
-impl AcpUpdates {
-    /// The next update, `None` once the agent's output ended.
-    pub async fn next(&mut self) -> Option<SessionNotification> {
-        self.rx.recv().await
-    }
-
-    /// The next update already received, without waiting.
-    pub fn try_next(&mut self) -> Option<SessionNotification> {
-        self.rx.try_recv().ok()
-    }
-}
+pub type AcpUpdates = Notifications<SessionNotification>;
 
 /// The serve loop's service: the host's handler answering the agent's requests.
 struct Host<H> {
@@ -181,14 +167,14 @@ impl AcpClient {
         H: AcpClientHandler + 'static,
     {
         let conn = Arc::new(Connection::new(out));
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, notifications) = Notifications::channel();
         let host = Host { conn: conn.clone(), handler, updates: tx };
         tokio::spawn(async move {
             // Returns once the agent's output ended and every request of its was answered;
             // our requests still waiting settle `InputEnded` (the peer is closed).
             crate::jsonrpc::serve(&host, input, MAX_ACP_LINE_BYTES).await;
         });
-        (Self { conn, input: closer, agent: Arc::new(Mutex::new(initialized)) }, AcpUpdates { rx })
+        (Self { conn, input: closer, agent: Arc::new(Mutex::new(initialized)) }, notifications)
     }
 
     /// Sends the request `M` and waits for its typed result.

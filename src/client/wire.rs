@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
+use super::inbox::Notifications;
 use super::input::{spawn_closable_writer, InputCloser};
 use crate::jsonrpc::{Answer, Connection, Dispatch, Error, Policy, Reply, Responder, Service, Side, Words};
 use crate::protocol::{
@@ -149,22 +150,7 @@ pub enum WireClientError {
 
 /// The agent's events, in the order it sent them; ends when its output ends. Every event of a
 /// prompt is here before that prompt's answer is returned.
-#[derive(Debug)]
-pub struct WireEvents {
-    rx: mpsc::UnboundedReceiver<WireEvent>,
-}
-
-impl WireEvents {
-    /// The next event, `None` once the agent's output ended.
-    pub async fn next(&mut self) -> Option<WireEvent> {
-        self.rx.recv().await
-    }
-
-    /// The next event already received, without waiting.
-    pub fn try_next(&mut self) -> Option<WireEvent> {
-        self.rx.try_recv().ok()
-    }
-}
+pub type WireEvents = Notifications<WireEvent>;
 
 /// A connection to an agent speaking kimi's wire dialect. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -194,10 +180,10 @@ impl WireClient {
         H: WireHostHandler,
     {
         let conn = Arc::new(Connection::new(out));
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, notifications) = Notifications::channel();
         let host = Host { conn: conn.clone(), handler, events: tx };
         tokio::spawn(async move { crate::jsonrpc::serve(&host, input, MAX_WIRE_LINE_BYTES).await });
-        (Self { conn, input: closer }, WireEvents { rx })
+        (Self { conn, input: closer }, notifications)
     }
 
     /// Sends `request` (a generated wire request frame; its id is set here) and waits for its
