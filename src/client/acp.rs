@@ -28,7 +28,8 @@ use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 use super::inbox::Notifications;
-use super::input::{spawn_closable_writer, InputCloser};
+use super::input::{spawn_closable_writer, InputCloser, OUTBOUND_BUDGET};
+use super::rpc::MAX_AGENT_LINE_BYTES;
 use crate::jsonrpc::{Connection, Dispatch, Error, Policy, Reply, Request, Responder, Service, Side};
 use crate::protocol::acp::{
     dispatch_acp_client_request, methods, AcpClientHandler, AcpClientNotification, AcpClientRequest, AcpReader, CancelNotification,
@@ -37,11 +38,6 @@ use crate::protocol::acp::{
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
 };
 use crate::transport::Outbox;
-
-/// Longest line read from an ACP agent.
-pub const MAX_ACP_LINE_BYTES: usize = 64 * 1024 * 1024;
-/// Bytes of our frames that may wait for a slow agent.
-const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
 
 /// The client side of ACP: it answers the agent's [`AcpClientRequest`]s and acts on its
 /// [`AcpClientNotification`]s (the mirror of the agent side's `dialect::acp::AcpAgentSide`).
@@ -172,7 +168,7 @@ impl AcpClient {
         tokio::spawn(async move {
             // Returns once the agent's output ended and every request of its was answered;
             // our requests still waiting settle `InputEnded` (the peer is closed).
-            crate::jsonrpc::serve(&host, input, MAX_ACP_LINE_BYTES).await;
+            crate::jsonrpc::serve(&host, input, MAX_AGENT_LINE_BYTES).await;
         });
         (Self { conn, input: closer, agent: Arc::new(Mutex::new(initialized)) }, notifications)
     }

@@ -12,6 +12,9 @@ use tokio::io::AsyncWrite;
 
 use crate::transport::{spawn_writer, Outbox};
 
+/// Bytes of our frames that may wait for a slow agent (the JSON-RPC clients' budget).
+pub(crate) const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
+
 type Sink = Box<dyn AsyncWrite + Unpin + Send>;
 type Shared = Arc<Mutex<Option<Sink>>>;
 

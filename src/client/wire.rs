@@ -18,7 +18,8 @@ use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 use super::inbox::Notifications;
-use super::input::{spawn_closable_writer, InputCloser};
+use super::input::{spawn_closable_writer, InputCloser, OUTBOUND_BUDGET};
+use super::rpc::MAX_AGENT_LINE_BYTES;
 use crate::jsonrpc::{Answer, Connection, Dispatch, Error, Policy, Reply, Responder, Service, Side, Words};
 use crate::protocol::{
     WireAgentRequest, WireAgentRequestParams, WireApprovalDecision, WireApprovalRequestPayload, WireApprovalResult, WireEvent, WireEventNotification, WireHookRequestPayload,
@@ -26,11 +27,6 @@ use crate::protocol::{
     WireToolCallResult,
 };
 use crate::transport::Outbox;
-
-/// Longest line read from a wire agent.
-pub const MAX_WIRE_LINE_BYTES: usize = 64 * 1024 * 1024;
-/// Bytes of our frames that may wait for a slow agent.
-const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
 
 /// The client side of kimi's wire: it answers the agent's `request` frames and reads its
 /// `event` notifications. kimi writes `"jsonrpc"` but accepts it missing; a `null` id is no
@@ -182,7 +178,7 @@ impl WireClient {
         let conn = Arc::new(Connection::new(out));
         let (tx, notifications) = Notifications::channel();
         let host = Host { conn: conn.clone(), handler, events: tx };
-        tokio::spawn(async move { crate::jsonrpc::serve(&host, input, MAX_WIRE_LINE_BYTES).await });
+        tokio::spawn(async move { crate::jsonrpc::serve(&host, input, MAX_AGENT_LINE_BYTES).await });
         (Self { conn, input: closer }, notifications)
     }
 
