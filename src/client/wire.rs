@@ -91,14 +91,12 @@ struct Host<H> {
 }
 
 impl<H: WireHostHandler> Dispatch<WireAgentRequestParams> for Host<H> {
-    fn dispatch(&self, request: WireAgentRequestParams, responder: Responder) -> impl Future<Output = Answer> + Send + '_ {
-        async move {
-            match request {
-                WireAgentRequestParams::ApprovalRequest(r) => responder.answer(self.handler.approval(r.payload).await),
-                WireAgentRequestParams::QuestionRequest(r) => responder.answer(self.handler.question(r.payload).await),
-                WireAgentRequestParams::ToolCallRequest(r) => responder.answer(self.handler.tool_call(r.payload).await),
-                WireAgentRequestParams::HookRequest(r) => responder.answer(self.handler.hook(r.payload).await),
-            }
+    async fn dispatch(&self, request: WireAgentRequestParams, responder: Responder) -> Answer {
+        match request {
+            WireAgentRequestParams::ApprovalRequest(r) => responder.answer(self.handler.approval(r.payload).await),
+            WireAgentRequestParams::QuestionRequest(r) => responder.answer(self.handler.question(r.payload).await),
+            WireAgentRequestParams::ToolCallRequest(r) => responder.answer(self.handler.tool_call(r.payload).await),
+            WireAgentRequestParams::HookRequest(r) => responder.answer(self.handler.hook(r.payload).await),
         }
     }
 }
