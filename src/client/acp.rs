@@ -27,10 +27,11 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
+use super::call::{settle, CallError};
 use super::inbox::Notifications;
 use super::input::{spawn_closable_writer, InputCloser, OUTBOUND_BUDGET};
 use super::rpc::MAX_AGENT_LINE_BYTES;
-use crate::jsonrpc::{Connection, Dispatch, Error, Policy, Reply, Request, Responder, Service, Side};
+use crate::jsonrpc::{Connection, Dispatch, Error, Policy, Request, Responder, Service, Side};
 use crate::protocol::acp::{
     dispatch_acp_client_request, methods, AcpClientHandler, AcpClientNotification, AcpClientRequest, AcpReader, CancelNotification,
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
@@ -58,42 +59,8 @@ impl Side for AcpClientSide {
     }
 }
 
-/// Why a request got no result, or not the one asked for.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AcpClientError {
-    /// The agent answered with an error.
-    #[error("`{method}` failed: {error}")]
-    Rejected {
-        /// The method.
-        method: &'static str,
-        /// The agent's error.
-        error: Error,
-    },
-    /// The agent's output ended before it answered (or before the request could be sent).
-    #[error("the agent closed its output before answering `{method}`")]
-    Closed {
-        /// The method.
-        method: &'static str,
-    },
-    /// The result does not have the method's shape.
-    #[error("`{method}`: unexpected result: {source}")]
-    Data {
-        /// The method.
-        method: &'static str,
-        /// What did not fit.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// The agent's `initialize` answer does not offer the method.
-    #[error("`{method}` is not offered by the agent: its initialize answer leaves out {capability}")]
-    NotOffered {
-        /// The method.
-        method: &'static str,
-        /// The capability that would offer it.
-        capability: &'static str,
-    },
-}
+/// Why a request to the ACP agent got no result, or not the one asked for.
+pub type AcpClientError = CallError;
 
 /// The agent's `session/update` notifications, in the order it sent them; ends when its
 /// output ends. Every update of a prompt is here before that prompt's answer is returned.
@@ -181,11 +148,7 @@ impl AcpClient {
         M::Result: DeserializeOwned,
     {
         let pending = self.conn.peer().request::<M>(params).await;
-        match pending.wait(None, None).await {
-            Reply::Answered(Ok(result)) => serde_json::from_value(result).map_err(|source| AcpClientError::Data { method: M::METHOD, source }),
-            Reply::Answered(Err(error)) => Err(AcpClientError::Rejected { method: M::METHOD, error }),
-            Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => Err(AcpClientError::Closed { method: M::METHOD }),
-        }
+        settle(M::METHOD, pending.wait(None, None).await)
     }
 
     /// `initialize`; the answer is kept to check what the agent offers.

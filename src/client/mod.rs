@@ -7,10 +7,12 @@
 //! - [`acp`]: a host of ACP ([`AcpClient`]), on the shared JSON-RPC runtime;
 //! - [`detect`]: which dialect an agent speaks;
 //! - [`wire`]: a host of kimi's wire dialect ([`WireClient`]), on the same runtime;
+//! - [`call`]: how a request to a JSON-RPC agent ended ([`CallError`]);
 //! - [`inbox`]: what the JSON-RPC agents send unasked, as a stream;
 //! - [`input`]: the agent's input, closable while the connection still answers through it.
 
 pub mod acp;
+pub mod call;
 pub mod detect;
 pub mod inbox;
 pub mod input;
@@ -19,6 +21,7 @@ pub mod rpc;
 pub mod wire;
 
 pub use acp::{AcpClient, AcpClientError, AcpClientSide, AcpUpdates, NoAcpHost};
+pub use call::CallError;
 pub use inbox::Notifications;
 pub use input::{spawn_closable_writer, InputCloser};
 pub use wire::{NoWireHost, WireClient, WireClientError, WireClientSide, WireEvents, WireHostHandler};

@@ -17,10 +17,11 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
+use super::call::{settle, CallError};
 use super::inbox::Notifications;
 use super::input::{spawn_closable_writer, InputCloser, OUTBOUND_BUDGET};
 use super::rpc::MAX_AGENT_LINE_BYTES;
-use crate::jsonrpc::{Answer, Connection, Dispatch, Error, Policy, Reply, Responder, Service, Side, Words};
+use crate::jsonrpc::{Answer, Connection, Dispatch, Error, Policy, Responder, Service, Side, Words};
 use crate::protocol::{
     WireAgentRequest, WireAgentRequestParams, WireApprovalDecision, WireApprovalRequestPayload, WireApprovalResult, WireEvent, WireEventNotification, WireHookRequestPayload,
     WireHookResult, WireId, WireInitializeParams, WireInitializeRequest, WireInitializeResult, WireMethod, WireQuestionRequestPayload, WireQuestionResult, WireToolCallRequestPayload,
@@ -113,34 +114,8 @@ impl<H: WireHostHandler> Service for Host<H> {
     }
 }
 
-/// Why a request got no result, or not the one asked for.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum WireClientError {
-    /// The agent answered with an error.
-    #[error("`{method}` failed: {error}")]
-    Rejected {
-        /// The method.
-        method: &'static str,
-        /// The agent's error.
-        error: Error,
-    },
-    /// The agent's output ended before it answered.
-    #[error("the agent closed its output before answering `{method}`")]
-    Closed {
-        /// The method.
-        method: &'static str,
-    },
-    /// The request or its result does not have the method's shape.
-    #[error("`{method}`: {source}")]
-    Data {
-        /// The method.
-        method: &'static str,
-        /// What did not fit.
-        #[source]
-        source: serde_json::Error,
-    },
-}
+/// Why a request to the wire agent got no result, or not the one asked for.
+pub type WireClientError = CallError;
 
 /// The agent's events, in the order it sent them; ends when its output ends. Every event of a
 /// prompt is here before that prompt's answer is returned.
@@ -193,11 +168,7 @@ impl WireClient {
         if let Value::Object(map) = &mut frame {
             map.insert("id".to_owned(), id.clone());
         }
-        match self.conn.peer().send(id, &frame).await.wait(None, None).await {
-            Reply::Answered(Ok(result)) => serde_json::from_value(result).map_err(data),
-            Reply::Answered(Err(error)) => Err(WireClientError::Rejected { method: R::METHOD, error }),
-            Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => Err(WireClientError::Closed { method: R::METHOD }),
-        }
+        settle(R::METHOD, self.conn.peer().send(id, &frame).await.wait(None, None).await)
     }
 
     /// `initialize`.
