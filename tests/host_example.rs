@@ -40,14 +40,20 @@ fn run_host_on(dialect: &[&str], mode: &str, input: &str) -> (String, String, Op
     (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned(), out.status.code())
 }
 
-#[test]
-fn host_prints_the_reply_to_each_line_and_exits_0() {
-    let (stdout, stderr, code) = run_host(&[], "hello\nstressed\n");
+/// The example, with `dialect` arguments, in front of `agentwire --mode <mode>`, prints the
+/// offline model's reply to each of two lines and exits 0.
+fn replies_to_each_line(dialect: &[&str], mode: &str) {
+    let (stdout, stderr, code) = run_host_on(dialect, mode, "hello\nstressed\n");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "{stdout}\n{stderr}");
+    assert_eq!(lines.len(), 2, "{dialect:?} {mode}: {stdout}\n{stderr}");
     assert!(lines[0].starts_with("You said: \"hello\""), "{stdout}");
     assert!(lines[1].starts_with("You said: \"stressed\""), "{stdout}");
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn host_prints_the_reply_to_each_line_and_exits_0() {
+    replies_to_each_line(&[], "rpc");
 }
 
 #[test]
@@ -61,24 +67,12 @@ fn host_refuses_a_dialect_the_agent_does_not_speak() {
 
 #[test]
 fn host_drives_an_acp_agent_through_the_acp_client() {
-    for dialect in [&["--dialect", "acp"][..], &[]] {
-        let (stdout, stderr, code) = run_host_on(dialect, "acp", "hello\nstressed\n");
-        let lines: Vec<&str> = stdout.lines().collect();
-        assert_eq!(lines.len(), 2, "{dialect:?}: {stdout}\n{stderr}");
-        assert!(lines[0].starts_with("You said: \"hello\""), "{stdout}");
-        assert!(lines[1].starts_with("You said: \"stressed\""), "{stdout}");
-        assert_eq!(code, Some(0), "{stderr}");
-    }
+    replies_to_each_line(&["--dialect", "acp"], "acp");
+    replies_to_each_line(&[], "acp");
 }
 
 #[test]
 fn host_drives_a_wire_agent_through_the_wire_client() {
-    for dialect in [&["--dialect", "wire"][..], &[]] {
-        let (stdout, stderr, code) = run_host_on(dialect, "wire", "hello\nstressed\n");
-        let lines: Vec<&str> = stdout.lines().collect();
-        assert_eq!(lines.len(), 2, "{dialect:?}: {stdout}\n{stderr}");
-        assert!(lines[0].starts_with("You said: \"hello\""), "{stdout}");
-        assert!(lines[1].starts_with("You said: \"stressed\""), "{stdout}");
-        assert_eq!(code, Some(0), "{stderr}");
-    }
+    replies_to_each_line(&["--dialect", "wire"], "wire");
+    replies_to_each_line(&[], "wire");
 }
