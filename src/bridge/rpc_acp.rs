@@ -91,7 +91,7 @@ enum Control {
     /// A prompt was sent: the run's opening events.
     Start { text: String },
     /// The prompt's answer: the run's closing events.
-    End { id: Option<Value>, outcome: Result<AcpStopReason, String> },
+    End { id: Option<Value>, outcome: Result<AcpStopReason, crate::client::AcpClientError> },
 }
 
 /// A run in progress.
@@ -348,7 +348,7 @@ impl RpcOverAcp {
         self.reply::<()>(id.clone(), "prompt", Ok(None)).await;
         let _ = self.control.send(Control::Start { text: text.clone() });
         let block = ContentBlock::Text { annotations: None, meta: None, text };
-        let outcome = self.agent.prompt(&PromptRequest::new(vec![block], session)).await.map(|r| r.stop_reason).map_err(|e| e.to_string());
+        let outcome = self.agent.prompt(&PromptRequest::new(vec![block], session)).await.map(|r| r.stop_reason);
         let _ = self.control.send(Control::End { id, outcome });
     }
 
@@ -615,14 +615,14 @@ impl Pump {
         self.send(&ToolExecutionEndEvent::new(nonempty(id), name.as_str(), tool_result(text, raw), is_error)).await;
     }
 
-    async fn end(&mut self, id: Option<Value>, outcome: Result<AcpStopReason, String>) {
+    async fn end(&mut self, id: Option<Value>, outcome: Result<AcpStopReason, crate::client::AcpClientError>) {
         let aborted = lock(&self.state).run.as_ref().is_some_and(|r| r.aborted);
         let (stop, status, error) = match (&outcome, aborted) {
             (Ok(AcpStopReason::Cancelled), _) | (Ok(_), true) => (StopReason::Aborted, PromptResultEventStatus::Aborted, None),
             (Ok(AcpStopReason::EndTurn), false) => (StopReason::Stop, PromptResultEventStatus::Completed, None),
             (Ok(AcpStopReason::MaxTokens | AcpStopReason::MaxTurnRequests), false) => (StopReason::Length, PromptResultEventStatus::Completed, None),
             (Ok(AcpStopReason::Refusal), false) => (StopReason::Error, PromptResultEventStatus::Error, Some("the agent refused the prompt (stopReason: refusal)".to_owned())),
-            (Err(e), _) => (StopReason::Error, PromptResultEventStatus::Error, Some(e.clone())),
+            (Err(e), _) => (StopReason::Error, PromptResultEventStatus::Error, Some(e.to_string())),
         };
         let assistant = self.assistant(stop, error.clone());
         self.send(&MessageEndEvent::new(AgentMessage::Assistant(assistant.clone()))).await;
