@@ -77,13 +77,7 @@ fn host_eof_ends_the_bridge_and_its_agent_within_3_s() {
     let agent = bridge.agent_pid();
     let closed = Instant::now();
     bridge.stdin.take();
-    let status = loop {
-        if let Some(status) = bridge.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(closed.elapsed() < Duration::from_secs(3), "the bridge still runs 3 s after host EOF");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = bridge.exit_within(closed, Duration::from_secs(3), "host EOF");
     assert!(status.success(), "{status}");
     while running(agent) {
         assert!(closed.elapsed() < Duration::from_secs(3), "the agent still runs 3 s after host EOF");
@@ -105,14 +99,7 @@ fn the_agent_dying_answers_the_prompt_in_flight_with_an_error_and_exits_non_zero
     unsafe { libc::kill(i32::try_from(bridge.agent_pid()).unwrap(), libc::SIGKILL) };
     let answer = bridge.until_answer(3).pop().unwrap();
     assert!(answer["error"]["message"].as_str().unwrap().contains("exited"), "{answer}");
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = bridge.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the bridge outlived its agent");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = bridge.exit_within(Instant::now(), TIMEOUT, "its agent died");
     assert_eq!(status.code(), Some(1));
 }
 

@@ -64,13 +64,13 @@ fn the_bridge_refuses_a_pair_it_cannot_serve_naming_both_dialects() {
     let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_agentwire");
     let out = Command::new(bin)
-        .args(["bridge", "--serve", "rpc", "--", bin, "--mode", "acp", "--no-session", "--config-dir"])
+        .args(["bridge", "--serve", "wire", "--", bin, "--mode", "acp", "--no-session", "--config-dir"])
         .arg(dir.path())
         .stdin(Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("serving rpc in front of an agent speaking acp is not implemented yet"), "{stderr}");
+    assert!(stderr.contains("serving wire in front of an agent speaking acp is not implemented yet"), "{stderr}");
     assert!(out.stdout.is_empty());
 }

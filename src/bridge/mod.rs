@@ -3,6 +3,7 @@
 //!
 //! - [`acp_rpc`]: ACP to the host, the pi/omp JSONL dialect to the agent;
 //! - [`wire_rpc`]: kimi's wire to the host, the pi/omp JSONL dialect to the agent;
+//! - [`rpc_acp`]: the pi/omp JSONL dialect to the host, ACP to the agent;
 //! - [`rpc_events`]: a JSONL agent's events, read leniently.
 //!
 //! Lifecycle: the agent runs in its own process group and dies with us
@@ -12,6 +13,7 @@
 //! request in flight is answered with an error, and the bridge exits non-zero.
 
 pub mod acp_rpc;
+pub mod rpc_acp;
 pub mod rpc_events;
 pub mod wire_rpc;
 
@@ -27,12 +29,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::detect::{connect, Handshake, DETECT_TIMEOUT};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
-use crate::client::{AgentProcess, Detected, Dialect, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
+use crate::client::{spawn_closable_writer, AcpClient, AgentProcess, Detected, Dialect, InputCloser, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
 use crate::jsonrpc::{Connection, Service};
 use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
 use crate::protocol::{WireClientInfo, WireInitializeParams};
 use crate::transport::until::UntilCancelled;
 use crate::transport::{spawn_blocking_writer, spawn_writer, stdout_sink, LineReader, Outbox};
+use tokio::io::Stdin;
 
 /// Bytes of frames that may wait for a slow host or agent.
 const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
@@ -100,7 +103,7 @@ pub async fn run(options: BridgeOptions) -> u8 {
         return 1;
     };
     // The writer ends when the client closes the agent's input (or the agent is gone).
-    let (agent_out, _agent_writer) = spawn_writer(stdin, OUTBOUND_BUDGET);
+    let (agent_out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
     let mut lines = LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES);
     let handshake = handshake();
     let detected = connect(&mut lines, &agent_out, &handshake, options.agent_dialect, DETECT_TIMEOUT).await;
@@ -118,25 +121,31 @@ pub async fn run(options: BridgeOptions) -> u8 {
         Ok(file) => spawn_blocking_writer(file, OUTBOUND_BUDGET),
         Err(_) => spawn_writer(tokio::io::stdout(), OUTBOUND_BUDGET),
     };
-    let conn = Arc::new(Connection::new(host_out));
     let link = Link { agent, lines, agent_out, max_line_bytes: options.max_line_bytes };
-    let code = match (options.serve, &detected) {
+    let code = match (options.serve, detected) {
         (Dialect::Acp, Detected::Rpc { .. }) => {
+            // The JSONL client closes the agent's input by dropping the last outbox.
+            drop(closer);
+            let conn = Arc::new(Connection::new(host_out));
             let dialogs = acp_rpc::AcpDialogs::new(conn.clone());
             link.serve(dialogs.clone(), |client| acp_rpc::AcpOverRpc::new(conn, client, &dialogs)).await
         }
         (Dialect::Wire, Detected::Rpc { .. }) => {
+            drop(closer);
+            let conn = Arc::new(Connection::new(host_out));
             let dialogs = wire_rpc::WireDialogs::new(conn.clone());
             link.serve(dialogs.clone(), |client| wire_rpc::WireOverRpc::new(conn, client, &dialogs)).await
         }
+        (Dialect::Rpc, Detected::Acp(initialized)) => link.serve_rpc_over_acp(host_out, closer, *initialized).await,
         (serve, detected) => {
             eprintln!(
-                "agentwire bridge: serving {} in front of an agent speaking {} is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent",
+                "agentwire bridge: serving {} in front of an agent speaking {} is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent, --serve rpc in front of an ACP agent",
                 serve.name(),
                 detected.dialect().name()
             );
-            drop(conn);
+            drop(host_out);
             drop(link.agent_out);
+            drop(closer);
             let _ = link.agent.shutdown(DEFAULT_EXIT_GRACE).await;
             2
         }
@@ -172,6 +181,72 @@ struct Link {
     max_line_bytes: usize,
 }
 
+/// The host's input (stdin) and what ends it early: `stop` (a forwarded SIGTERM or SIGHUP,
+/// the agent's death) ends it as EOF would; `ended` fires once it ended.
+struct HostInput {
+    input: UntilCancelled<BufReader<Stdin>>,
+    stop: CancellationToken,
+    ended: CancellationToken,
+}
+
+impl HostInput {
+    fn new() -> Self {
+        let stop = CancellationToken::new();
+        let ended = CancellationToken::new();
+        let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone()).noting_end(ended.clone());
+        Self { input, stop, ended }
+    }
+}
+
+/// Runs `serve` (the host's side) while watching the agent and forwarding signals, until it
+/// returns, or [`ANSWER_GRACE`] after the host's input ended; returns how the agent died, if
+/// it did (then `stop` was cancelled, so the host's input ended and what was in flight got
+/// its error).
+async fn supervise(agent: &mut AgentProcess, stop: &CancellationToken, ended: &CancellationToken, serve: impl Future<Output = ()>) -> Option<String> {
+    let mut agent_died = None;
+    let alive = Arc::new(AtomicBool::new(true));
+    let signals = forward_signals(agent.id(), alive.clone(), stop.clone());
+    tokio::pin!(signals);
+    tokio::pin!(serve);
+    // The requests in flight at host EOF have this long to be answered (the agent's input is
+    // closed then, so its prompts end when it does).
+    let answer_grace = async {
+        ended.cancelled().await;
+        tokio::time::sleep(ANSWER_GRACE).await;
+    };
+    tokio::pin!(answer_grace);
+    loop {
+        tokio::select! {
+            () = &mut serve => break,
+            () = &mut answer_grace => break,
+            status = agent.wait(), if agent_died.is_none() => {
+                // The agent is gone: its output ended, so every prompt in flight ends with an
+                // error; our input ends so the serve loop answers what is left.
+                let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+                eprintln!("agentwire bridge: the agent exited ({status})");
+                alive.store(false, Ordering::SeqCst);
+                agent_died = Some(status);
+                stop.cancel();
+            }
+            () = &mut signals => {}
+        }
+    }
+    alive.store(false, Ordering::SeqCst);
+    agent_died
+}
+
+/// Ends the agent (bounded, then its group killed); the bridge's exit code.
+async fn finish(agent: AgentProcess, agent_died: Option<String>) -> u8 {
+    match (agent_died, agent.shutdown(DEFAULT_EXIT_GRACE).await) {
+        (Some(_), _) => 1,
+        (None, Ok(_)) => 0,
+        (None, Err(e)) => {
+            eprintln!("agentwire bridge: {e}");
+            1
+        }
+    }
+}
+
 impl Link {
     /// Serves the front `make` builds over the agent's client until host EOF, a signal or the
     /// agent's death; returns the exit code.
@@ -179,58 +254,42 @@ impl Link {
         let Link { mut agent, lines, agent_out, max_line_bytes } = self;
         let (client, events) = RpcClient::over(lines, agent_out, host);
         let server = Arc::new(make(client.clone()));
-        let stop = CancellationToken::new();
-        let ended = CancellationToken::new();
-        let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone()).noting_end(ended.clone());
+        let HostInput { input, stop, ended } = HostInput::new();
         let pump = tokio::spawn({
             let server = server.clone();
             async move { server.pump(events).await }
         });
-        let mut agent_died = None;
-        let alive = Arc::new(AtomicBool::new(true));
-        let signals = forward_signals(agent.id(), alive.clone(), stop.clone());
-        tokio::pin!(signals);
-        {
-            let serve = crate::jsonrpc::serve(&*server, input, max_line_bytes);
-            tokio::pin!(serve);
-            // The requests in flight at host EOF have this long to be answered (the agent's
-            // input is closed then, so its prompts end when it does).
-            let answer_grace = async {
-                ended.cancelled().await;
-                tokio::time::sleep(ANSWER_GRACE).await;
-            };
-            tokio::pin!(answer_grace);
-            loop {
-                tokio::select! {
-                    () = &mut serve => break,
-                    () = &mut answer_grace => break,
-                    status = agent.wait(), if agent_died.is_none() => {
-                        // The agent is gone: its output ended, so every prompt in flight ends
-                        // with an error; our input ends so the serve loop answers what is left.
-                        let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
-                        eprintln!("agentwire bridge: the agent exited ({status})");
-                        alive.store(false, Ordering::SeqCst);
-                        agent_died = Some(status);
-                        stop.cancel();
-                    }
-                    () = &mut signals => {}
-                }
-            }
-        }
+        let agent_died = supervise(&mut agent, &stop, &ended, crate::jsonrpc::serve(&*server, input, max_line_bytes)).await;
         client.close();
         drop(client);
-        alive.store(false, Ordering::SeqCst);
-        let code = match (agent_died, agent.shutdown(DEFAULT_EXIT_GRACE).await) {
-            (Some(_), _) => 1,
-            (None, Ok(_)) => 0,
-            (None, Err(e)) => {
-                eprintln!("agentwire bridge: {e}");
-                1
-            }
-        };
+        let code = finish(agent, agent_died).await;
         // The agent is gone, so its output has ended and the pump with it.
         let _ = pump.await;
         code
+    }
+
+    /// Serves the JSONL dialect to the host in front of the ACP agent (initialized during
+    /// detection); returns the exit code.
+    async fn serve_rpc_over_acp(self, host_out: Outbox, closer: InputCloser, initialized: crate::protocol::acp::InitializeResponse) -> u8 {
+        let Link { mut agent, lines, agent_out, max_line_bytes } = self;
+        let dialogs = rpc_acp::RpcDialogs::new(host_out.clone());
+        let (client, updates) = AcpClient::over(lines.into_inner(), agent_out, closer, dialogs.clone(), Some(initialized));
+        let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
+        let server = match rpc_acp::RpcOverAcp::start(host_out, client.clone(), updates, &dialogs, cwd).await {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("agentwire bridge: {}: session/new: {e}", agent.program());
+                client.close().await;
+                let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+                return 1;
+            }
+        };
+        drop(dialogs);
+        let HostInput { input, stop, ended } = HostInput::new();
+        let agent_died = supervise(&mut agent, &stop, &ended, server.serve(input, max_line_bytes)).await;
+        client.close().await;
+        drop(server);
+        finish(agent, agent_died).await
     }
 }
 

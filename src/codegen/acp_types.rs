@@ -233,15 +233,45 @@ pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str) -> Resul
         .iter()
         .map(|m| {
             let (params, result) = (format_ident!("{}", m.params), format_ident!("{}", m.result.as_deref().unwrap_or_default()));
-            HandlerMethod { function: fn_name(&m.method), variant: fn_name(&m.method).to_upper_camel_case(), params: quote!(#params), result: quote!(#result), doc: format!("`{}`", m.method) }
+            HandlerMethod { function: fn_name(&m.method), variant: fn_name(&m.method).to_upper_camel_case(), params: quote!(#params), result: quote!(#result), doc: format!("`{}`", m.method), default: None }
         })
         .collect();
     let handler = jsonrpc_handler("AcpAgentHandler", "AcpAgentRequest", "dispatch_acp_request", "The agent side of ACP: one method per request of `ACP_AGENT_METHODS`. Implement with `async fn`.", &handler_methods);
+    // The client side: the agent's requests a host answers. Every method has a default, so a
+    // host implements only what it offers: a permission is answered `cancelled` (nobody was
+    // asked), `fs/*` and `terminal/*` are refused (a client advertises them absent unless it
+    // implements them).
+    let client_requests: Vec<&Method> = client.iter().filter(|m| m.result.is_some()).collect();
+    let client_notifications: Vec<&Method> = client.iter().filter(|m| m.result.is_none()).collect();
+    out.push_str(&enum_of("AcpClientRequest", "A request an ACP client answers (the agent asks it), with its typed params.", &client_requests));
+    out.push_str(&enum_of("AcpClientNotification", "A notification an ACP client acts on, with its typed params.", &client_notifications));
+    let client_methods: Vec<HandlerMethod> = client_requests
+        .iter()
+        .map(|m| {
+            let (params, result) = (format_ident!("{}", m.params), format_ident!("{}", m.result.as_deref().unwrap_or_default()));
+            let default = if m.method == "session/request_permission" {
+                quote! { let _ = request; Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled)) }
+            } else {
+                let message = format!("{} is not offered by this client (its clientCapabilities leave it out)", m.method);
+                quote! { let _ = request; Err(crate::jsonrpc::Error::method_not_found(#message)) }
+            };
+            let doc = format!("`{}`; by default {}.", m.method, if m.method == "session/request_permission" { "answered `cancelled`" } else { "refused (-32601)" });
+            HandlerMethod { function: fn_name(&m.method), variant: fn_name(&m.method).to_upper_camel_case(), params: quote!(#params), result: quote!(#result), doc, default: Some(default) }
+        })
+        .collect();
+    let client_handler = jsonrpc_handler(
+        "AcpClientHandler",
+        "AcpClientRequest",
+        "dispatch_acp_client_request",
+        "The client side of ACP: one method per request of `ACP_CLIENT_METHODS`, each with a default (permissions `cancelled`, `fs/*` and `terminal/*` refused). Implement with `async fn`.",
+        &client_methods,
+    );
     let types: Vec<(String, String, String, Option<String>)> =
         agent.iter().chain(client.iter()).map(|m| (fn_name(&m.method).to_upper_camel_case(), m.method.clone(), m.params.clone(), m.result.clone())).collect();
     let types = method_types(&types);
     let layer = quote! {
         #handler
+        #client_handler
         /// One uninhabited type per ACP method (agent and client side), tying its name to its
         /// params and result (`jsonrpc::Request` / `jsonrpc::Notification`).
         pub mod methods {

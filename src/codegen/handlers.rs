@@ -29,6 +29,9 @@ pub struct HandlerMethod {
     pub result: TokenStream,
     /// The method's documentation.
     pub doc: String,
+    /// The default body (an expression of the result type, `request` in scope), when the
+    /// trait gives the method one; `None`: every implementation writes it.
+    pub default: Option<TokenStream>,
 }
 
 /// The trait's method declarations, each returning `Result<result, error>` from a `Send`
@@ -38,10 +41,19 @@ fn trait_methods(methods: &[HandlerMethod], error: &TokenStream) -> Vec<TokenStr
         .iter()
         .map(|m| {
             let (function, params, result, doc) = (format_ident!("{}", m.function), &m.params, &m.result, &m.doc);
-            quote! {
-                #[doc = #doc]
-                fn #function(&self, request: #params)
-                    -> impl ::std::future::Future<Output = ::std::result::Result<#result, #error>> + Send;
+            match &m.default {
+                None => quote! {
+                    #[doc = #doc]
+                    fn #function(&self, request: #params)
+                        -> impl ::std::future::Future<Output = ::std::result::Result<#result, #error>> + Send;
+                },
+                Some(body) => quote! {
+                    #[doc = #doc]
+                    fn #function(&self, request: #params)
+                        -> impl ::std::future::Future<Output = ::std::result::Result<#result, #error>> + Send {
+                        async move { #body }
+                    }
+                },
             }
         })
         .collect()
@@ -156,7 +168,7 @@ pub fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
                 type Data = #data_ty;
             }
         });
-        methods.push(HandlerMethod { function: method.to_string(), variant: variant.to_string(), params: quote!(#ty), result: data_ty, doc });
+        methods.push(HandlerMethod { function: method.to_string(), variant: variant.to_string(), params: quote!(#ty), result: data_ty, doc, default: None });
         arms.push(quote! {
             RpcCommand::#variant(cmd) => crate::protocol::envelope::rpc_response(id, #tag, handler.#method(cmd).await.map(#to_data))
         });
@@ -224,7 +236,7 @@ pub fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
                 type Result = #res;
             }
         });
-        methods.push(HandlerMethod { function: method.to_string(), variant: variant.to_string(), params: quote!(#ty), result: quote!(#res), doc });
+        methods.push(HandlerMethod { function: method.to_string(), variant: variant.to_string(), params: quote!(#ty), result: quote!(#res), doc, default: None });
     }
     for member in union_members(defs, "WireAgentRequestParams")? {
         let (_, name, result) = wire_member(defs, &member, "type")?;

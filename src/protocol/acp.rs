@@ -44,6 +44,73 @@ impl AcpMethodInfo {
     }
 }
 
+/// Which side of ACP reads a frame: the agent reads the client's methods
+/// (`ACP_AGENT_METHODS`), a client reads the agent's (`ACP_CLIENT_METHODS`). Both sides' decoding
+/// (`dialect::acp::AcpAgentSide`, `client::AcpClientSide`) check a frame's params here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcpReader {
+    /// agentwire's ACP server (and the bridge serving ACP).
+    Agent,
+    /// A host driving an ACP agent.
+    Client,
+}
+
+impl AcpReader {
+    fn info(self, method: &str) -> Option<&'static AcpMethodInfo> {
+        match self {
+            Self::Agent => AcpMethodInfo::agent(method),
+            Self::Client => AcpMethodInfo::client(method),
+        }
+    }
+
+    fn validate(self, method: &str, params: &Value) -> Result<(), FrameError> {
+        match self {
+            Self::Agent => acp_validator().validate_agent_params(method, params),
+            Self::Client => acp_validator().validate_client_params(method, params),
+        }
+    }
+
+    /// The typed request `method` of `frame`, read with `typed` (the generated enum's
+    /// `from_params`): -32601 for a method this side does not answer, -32602 with `data.path`
+    /// (the JSON pointer into `params`) and `data.reason` for params that do not fit the schema.
+    pub fn request<T>(self, method: &str, frame: Value, typed: impl FnOnce(&str, Value) -> Option<Result<T, serde_json::Error>>) -> Result<T, crate::jsonrpc::Error> {
+        let not_found = || crate::jsonrpc::Error::method_not_found(format!("Method not found: {method}"));
+        if self.info(method).and_then(|i| i.result).is_none() {
+            return Err(not_found());
+        }
+        let invalid_params = |path: &str, reason: &str| {
+            crate::jsonrpc::Error::invalid_params(format!("Invalid params for `{method}`: {}: {reason}", if path.is_empty() { "/" } else { path })).with_details([("path", path), ("reason", reason)])
+        };
+        let params = params_of(frame);
+        if let Err(e) = self.validate(method, &params) {
+            return Err(invalid_params(e.path.strip_prefix("/params").unwrap_or(&e.path), &e.message));
+        }
+        match typed(method, params) {
+            Some(Ok(request)) => Ok(request),
+            Some(Err(e)) => Err(invalid_params("", &e.to_string())),
+            None => Err(not_found()),
+        }
+    }
+
+    /// The typed notification `method` of `frame`; `Err` says why it is ignored.
+    pub fn notification<T>(self, method: &str, frame: Value, typed: impl FnOnce(&str, Value) -> Option<Result<T, serde_json::Error>>) -> Result<T, String> {
+        if self.info(method).is_none_or(|i| i.result.is_some()) {
+            return Err("unknown notification".into());
+        }
+        let params = params_of(frame);
+        self.validate(method, &params).map_err(|e| e.to_string())?;
+        match typed(method, params) {
+            Some(n) => n.map_err(|e| e.to_string()),
+            None => Err("unknown notification".into()),
+        }
+    }
+}
+
+/// The params of a frame (`null` when absent).
+fn params_of(mut frame: Value) -> Value {
+    frame.get_mut("params").map(Value::take).unwrap_or(Value::Null)
+}
+
 /// The vendored schema's validators (generated at build time).
 pub struct AcpValidator {
     /// The schema document, parsed only when asked for ([`Self::schema`]).
@@ -86,6 +153,15 @@ impl AcpValidator {
     /// agentwire does not implement (they are answered -32601 before this).
     pub fn validate_agent_params(&self, method: &str, params: &Value) -> Result<(), FrameError> {
         match AcpMethodInfo::agent(method) {
+            Some(info) => self.check(info.params, params, "/params", method),
+            None => Ok(()),
+        }
+    }
+
+    /// Validates the params of a client-side method (what an agent asks a client, or tells it);
+    /// `Ok` for methods not in the table (they are answered -32601 before this).
+    pub fn validate_client_params(&self, method: &str, params: &Value) -> Result<(), FrameError> {
+        match AcpMethodInfo::client(method) {
             Some(info) => self.check(info.params, params, "/params", method),
             None => Ok(()),
         }

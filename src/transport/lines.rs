@@ -43,6 +43,12 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         Self { inner, max_line_bytes, at_stream_start: true, done: false }
     }
 
+    /// The reader, to go on with it elsewhere (after dialect detection): nothing of a line
+    /// is held here between lines, so what was not yet read is still in `inner`.
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+
     /// The next non-blank line, or `None` at EOF.
     pub async fn next_line(&mut self) -> std::io::Result<Option<InboundLine>> {
         loop {

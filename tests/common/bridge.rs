@@ -45,6 +45,17 @@ impl Bridge {
         Self::spawn(serve, extra, &agent, &[], dir)
     }
 
+    /// The bridge serving the JSONL dialect in front of `agentwire --mode acp` playing `script`.
+    pub fn start_acp_agent(script: &[Value], extra: &[&str]) -> Bridge {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("script.jsonl");
+        std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+        let bin = env!("CARGO_BIN_EXE_agentwire");
+        let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), "acp".into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
+        agent.extend(["--config-dir".into(), dir.path().into(), "--model-script".into(), path.into()]);
+        Self::spawn("rpc", extra, &agent, &[], dir)
+    }
+
     /// The bridge (with `extra` bridge arguments) in front of `agent`, run with `env` in `dir`.
     pub fn spawn(serve: &str, extra: &[&str], agent: &[OsString], env: &[(&str, OsString)], dir: tempfile::TempDir) -> Bridge {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
@@ -56,12 +67,19 @@ impl Bridge {
         let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
-        let acp = serve == "acp";
+        let served = match serve {
+            "acp" => None,
+            "rpc" => Some(Dialect::Rpc),
+            _ => Some(Dialect::Wire),
+        };
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-                let checked = if acp { acp_validator().validate_outbound(&frame, None) } else { validator().validate_frame(Dialect::Wire, Direction::Outbound, &frame, None) };
+                let checked = match served {
+                    None => acp_validator().validate_outbound(&frame, None),
+                    Some(dialect) => validator().validate_frame(dialect, Direction::Outbound, &frame, None),
+                };
                 if let Err(e) = checked {
                     panic!("invalid frame from the bridge: {e}\n{line}");
                 }
@@ -72,6 +90,19 @@ impl Bridge {
         });
         let stdin = child.stdin.take();
         Bridge { child, stdin, frames: rx, dir }
+    }
+
+    /// Frames up to and including the JSONL frame that `done` accepts.
+    pub fn until(&mut self, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let frame = self.next().unwrap_or_else(|| panic!("the awaited frame did not come; seen: {seen:#?}"));
+            let last = done(&frame);
+            seen.push(frame);
+            if last {
+                return seen;
+            }
+        }
     }
 
     pub fn send(&mut self, frame: Value) {
@@ -121,6 +152,18 @@ impl Bridge {
         self.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
         let frames = self.until_answer(3);
         (frames, asked.elapsed())
+    }
+
+    /// The bridge's exit status, once it exits within `limit` of `since` (else a panic naming
+    /// `what` was awaited).
+    pub fn exit_within(&mut self, since: std::time::Instant, limit: Duration, what: &str) -> std::process::ExitStatus {
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(since.elapsed() < limit, "the bridge still runs {limit:?} after {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Pids of the bridge's children (the agent).

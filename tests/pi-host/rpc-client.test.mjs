@@ -4,45 +4,23 @@
 // $AGENTWIRE_BIN. The offline model (no key, no network) plays a --model-script per test.
 // Run by scripts/test:  AGENTWIRE_BIN=target/debug/agentwire npm test  (in tests/pi-host)
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { after, describe, it } from "node:test";
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
 
-import { RpcClient } from "@mariozechner/pi-coding-agent";
-
-const here = dirname(fileURLToPath(import.meta.url));
-const agentwireBin = resolve(process.env.AGENTWIRE_BIN ?? join(here, "../../target/debug/agentwire"));
-assert.ok(existsSync(agentwireBin), `build agentwire first (cargo build): ${agentwireBin}`);
-
-const sandboxes = [];
-after(async () => {
-  for (const { client, dir } of sandboxes) {
-    await client.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+import { rpcClient, sandbox } from "./sandbox.mjs";
 
 /**
  * Starts RpcClient on agentwire in a fresh directory (HOME, config, sessions, cwd), the offline
  * model playing `script` (schema/model-script.schema.json).
  */
 async function start(script = [], { args = [], models } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "agentwire-pi-host-"));
-  const scriptPath = join(dir, "script.jsonl");
-  writeFileSync(scriptPath, script.map((entry) => JSON.stringify(entry) + "\n").join(""));
+  const { dir, scriptPath } = sandbox(script);
   if (models) {
     mkdirSync(join(dir, "config"), { recursive: true });
     writeFileSync(join(dir, "config", "models.json"), JSON.stringify(models));
   }
-  const client = new RpcClient({
-    cliPath: join(here, "agentwire-shim.mjs"),
-    cwd: dir,
-    env: { HOME: dir, AGENTWIRE_CONFIG_DIR: join(dir, "config"), AGENTWIRE_BIN: agentwireBin },
-    args: ["--model-script", scriptPath, "--session-dir", join(dir, "sessions"), "--cwd", dir, ...args],
-  });
-  sandboxes.push({ client, dir });
+  const client = rpcClient("agentwire-shim.mjs", dir, ["--model-script", scriptPath, "--session-dir", join(dir, "sessions"), "--cwd", dir, ...args]);
   // agentwire's first line is `ready` (omp's handshake, docs/rpc-mode.md); pi sends none.
   // RpcClient hands it to onEvent listeners like any event it does not know, so a prompt's
   // events would start with it if it came late; wait for it, as a host that knows it would.

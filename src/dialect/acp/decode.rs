@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use crate::jsonrpc::{Decoded, Error, Inbound, Policy, Side};
-use crate::protocol::acp::{acp_validator, AcpAgentNotification, AcpAgentRequest, AcpMethodInfo};
+use crate::protocol::acp::{AcpAgentNotification, AcpAgentRequest, AcpReader};
 use crate::transport::InboundLine;
 
 /// The agent side of ACP: it answers the client's [`AcpAgentRequest`]s and acts on its
@@ -22,11 +22,6 @@ pub enum AcpAgentSide {}
 /// A decoded inbound ACP frame.
 pub type AcpInbound = Inbound<AcpAgentRequest, AcpAgentNotification>;
 
-/// The params of a frame (`null` when absent).
-fn params(mut frame: Value) -> Value {
-    frame.get_mut("params").map(Value::take).unwrap_or(Value::Null)
-}
-
 impl Side for AcpAgentSide {
     type Request = AcpAgentRequest;
     type Notification = AcpAgentNotification;
@@ -34,34 +29,11 @@ impl Side for AcpAgentSide {
     const POLICY: Policy = Policy::STRICT;
 
     fn request(method: &str, frame: Value) -> Result<AcpAgentRequest, Error> {
-        let not_found = || Error::method_not_found(format!("Method not found: {method}"));
-        if AcpMethodInfo::agent(method).and_then(|i| i.result).is_none() {
-            return Err(not_found());
-        }
-        let invalid_params = |path: &str, reason: &str| {
-            Error::invalid_params(format!("Invalid params for `{method}`: {}: {reason}", if path.is_empty() { "/" } else { path })).with_details([("path", path), ("reason", reason)])
-        };
-        let params = params(frame);
-        if let Err(e) = acp_validator().validate_agent_params(method, &params) {
-            return Err(invalid_params(e.path.strip_prefix("/params").unwrap_or(&e.path), &e.message));
-        }
-        match AcpAgentRequest::from_params(method, params) {
-            Some(Ok(request)) => Ok(request),
-            Some(Err(e)) => Err(invalid_params("", &e.to_string())),
-            None => Err(not_found()),
-        }
+        AcpReader::Agent.request(method, frame, AcpAgentRequest::from_params)
     }
 
     fn notification(method: &str, frame: Value) -> Result<AcpAgentNotification, String> {
-        if AcpMethodInfo::agent(method).is_none_or(|i| i.result.is_some()) {
-            return Err("unknown notification".into());
-        }
-        let params = params(frame);
-        acp_validator().validate_agent_params(method, &params).map_err(|e| e.to_string())?;
-        match AcpAgentNotification::from_params(method, params) {
-            Some(n) => n.map_err(|e| e.to_string()),
-            None => Err("unknown notification".into()),
-        }
+        AcpReader::Agent.notification(method, frame, AcpAgentNotification::from_params)
     }
 }
 
@@ -73,6 +45,7 @@ pub fn decode_acp_line(line: InboundLine) -> Decoded<AcpAgentSide> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::acp::acp_validator;
     use serde_json::json;
 
     fn err(text: &str) -> Value {
