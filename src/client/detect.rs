@@ -39,28 +39,7 @@ const PROBE_ACP_ID: &str = "agentwire-detect-acp";
 /// The id of the wire `initialize`.
 const PROBE_WIRE_ID: &str = "agentwire-detect-wire";
 
-/// A stdio agent dialect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Dialect {
-    /// The pi / oh-my-pi JSONL RPC dialect.
-    Rpc,
-    /// The kimi-cli JSON-RPC 2.0 wire dialect.
-    Wire,
-    /// The Agent Client Protocol.
-    Acp,
-}
-
-impl Dialect {
-    /// The dialect's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Rpc => "rpc",
-            Self::Wire => "wire",
-            Self::Acp => "acp",
-        }
-    }
-}
+pub use crate::protocol::Dialect;
 
 /// What detection found, with what the agent said while it was asked.
 #[derive(Debug, Clone, PartialEq)]

@@ -26,6 +26,30 @@ pub(crate) mod acp_checks {
 pub use envelope::RpcError;
 pub use generated::*;
 
+/// A stdio agent dialect: what the server side serves (`server::serve`) and the
+/// client side drives or detects (`crate::client`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// The pi / oh-my-pi JSONL RPC dialect (`--mode rpc`).
+    Rpc,
+    /// The kimi-cli JSON-RPC 2.0 wire dialect (`--mode wire`).
+    Wire,
+    /// The Agent Client Protocol v1 (`--mode acp`).
+    Acp,
+}
+
+impl Dialect {
+    /// The dialect's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rpc => "rpc",
+            Self::Wire => "wire",
+            Self::Acp => "acp",
+        }
+    }
+}
+
 /// A minLength:1 string newtype from text. Values from a model or a host may be empty; they
 /// become `-` rather than a panic.
 pub fn nonempty<T: std::str::FromStr>(s: &str) -> T {

@@ -22,17 +22,7 @@ use crate::dialect::wire::{serve_wire, WireHost, WireSession};
 use crate::jsonrpc::Connection;
 use crate::transport::spawn_writer;
 
-/// The dialect [`serve`] speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Dialect {
-    /// The pi / oh-my-pi JSONL RPC dialect (`--mode rpc`).
-    Rpc,
-    /// The kimi-cli JSON-RPC 2.0 wire dialect (`--mode wire`).
-    Wire,
-    /// The Agent Client Protocol v1 (`--mode acp`).
-    Acp,
-}
+pub use crate::protocol::Dialect;
 
 /// Limits and advertisements of [`serve_with`]; the defaults are the `agentwire` binary's.
 #[derive(Debug, Clone)]
