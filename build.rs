@@ -31,6 +31,8 @@ fn main() {
         println!("cargo:rerun-if-changed=src/codegen/{part}.rs");
     }
 
+    pack_relative_relocations();
+
     let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,
         Err(e) => fail(&e),
@@ -88,6 +90,41 @@ fn main() {
     for (name, text) in [("protocol.rs", code), ("bundle.json", bundled.to_string()), ("defs.tsv", defs_lines), ("acp.rs", acp), ("validators.rs", checks), ("acp_validators.rs", acp_checks)] {
         let out = out_dir.join(name);
         std::fs::write(&out, text).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
+    }
+}
+
+/// Links the `agentwire` binary with its relative relocations packed (`-z pack-relative-relocs`,
+/// `DT_RELR`): the position-independent binary has about 41,000 of them, 24 bytes each in
+/// `.rela.dyn` (1 MB of the file) and each one a loop iteration of the dynamic loader at every
+/// start (docs/performance.md, "Issue 24: size and start-up"). Only on Linux/glibc, and only when
+/// the C toolchain links a program with it (binutils >= 2.38 and glibc >= 2.36); otherwise the
+/// binary is linked as before.
+fn pack_relative_relocations() {
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if os != "linux" || env != "gnu" || std::env::var("TARGET").ok() != std::env::var("HOST").ok() {
+        return;
+    }
+    let Some(out_dir) = std::env::var_os("OUT_DIR").map(PathBuf::from) else { return };
+    let probe = out_dir.join("relr-probe");
+    let linked = std::process::Command::new("cc")
+        .args(["-x", "c", "-", "-o"])
+        .arg(&probe)
+        .arg("-Wl,-z,pack-relative-relocs")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut child| {
+            if let Some(mut stdin) = child.stdin.take() {
+                std::io::Write::write_all(&mut stdin, b"int main(void) { return 0; }\n")?;
+            }
+            child.wait()
+        })
+        .is_ok_and(|status| status.success());
+    let _ = std::fs::remove_file(&probe);
+    if linked {
+        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
 }
 

@@ -33,29 +33,27 @@ pub fn config_dir(flag: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// Built-in providers, used when their key variable is set (prices are defaults; a models file
-/// entry of the same provider name replaces them).
-fn builtins() -> Vec<(String, ProviderConfig)> {
-    let entries = json!([
+/// entry of the same provider name replaces them). JSON text parsed straight into the typed
+/// configs: building it with `json!` and converting the `Value` cost 176k instructions of every
+/// start (docs/performance.md, "Issue 24: size and start-up").
+const BUILTINS: &str = r#"[
         ["openai", {"api": "openai-completions", "baseUrl": "https://api.openai.com/v1", "apiKeyEnv": "OPENAI_API_KEY", "models": [
-            {"id": "gpt-4.1", "name": "GPT-4.1", "contextWindow": 1_047_576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 2.0, "output": 8.0, "cacheRead": 0.5, "cacheWrite": 0}},
-            {"id": "gpt-4.1-mini", "name": "GPT-4.1 mini", "contextWindow": 1_047_576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 0.4, "output": 1.6, "cacheRead": 0.1, "cacheWrite": 0}},
-            {"id": "o4-mini", "name": "o4-mini", "contextWindow": 200_000, "maxTokens": 100_000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 1.1, "output": 4.4, "cacheRead": 0.275, "cacheWrite": 0}}
+            {"id": "gpt-4.1", "name": "GPT-4.1", "contextWindow": 1047576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 2.0, "output": 8.0, "cacheRead": 0.5, "cacheWrite": 0}},
+            {"id": "gpt-4.1-mini", "name": "GPT-4.1 mini", "contextWindow": 1047576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 0.4, "output": 1.6, "cacheRead": 0.1, "cacheWrite": 0}},
+            {"id": "o4-mini", "name": "o4-mini", "contextWindow": 200000, "maxTokens": 100000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 1.1, "output": 4.4, "cacheRead": 0.275, "cacheWrite": 0}}
         ]}],
         ["anthropic", {"api": "anthropic-messages", "baseUrl": "https://api.anthropic.com", "apiKeyEnv": "ANTHROPIC_API_KEY", "models": [
-            {"id": "claude-sonnet-4-5", "name": "Claude Sonnet 4.5", "contextWindow": 200_000, "maxTokens": 64000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}},
-            {"id": "claude-haiku-4-5", "name": "Claude Haiku 4.5", "contextWindow": 200_000, "maxTokens": 64000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 1.0, "output": 5.0, "cacheRead": 0.1, "cacheWrite": 1.25}}
+            {"id": "claude-sonnet-4-5", "name": "Claude Sonnet 4.5", "contextWindow": 200000, "maxTokens": 64000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}},
+            {"id": "claude-haiku-4-5", "name": "Claude Haiku 4.5", "contextWindow": 200000, "maxTokens": 64000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 1.0, "output": 5.0, "cacheRead": 0.1, "cacheWrite": 1.25}}
         ]}],
         ["openrouter", {"api": "openai-completions", "baseUrl": "https://openrouter.ai/api/v1", "apiKeyEnv": "OPENROUTER_API_KEY", "models": [
-            {"id": "openai/gpt-4.1-mini", "name": "GPT-4.1 mini (OpenRouter)", "contextWindow": 1_047_576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 0.4, "output": 1.6, "cacheRead": 0.1, "cacheWrite": 0}},
-            {"id": "anthropic/claude-sonnet-4.5", "name": "Claude Sonnet 4.5 (OpenRouter)", "contextWindow": 200_000, "maxTokens": 64000, "input": ["text", "image"], "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}}
+            {"id": "openai/gpt-4.1-mini", "name": "GPT-4.1 mini (OpenRouter)", "contextWindow": 1047576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 0.4, "output": 1.6, "cacheRead": 0.1, "cacheWrite": 0}},
+            {"id": "anthropic/claude-sonnet-4.5", "name": "Claude Sonnet 4.5 (OpenRouter)", "contextWindow": 200000, "maxTokens": 64000, "input": ["text", "image"], "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}}
         ]}]
-    ]);
-    entries
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| (e[0].as_str().unwrap_or_default().to_owned(), serde_json::from_value(e[1].clone()).expect("built-in provider entries match the schema")))
-        .collect()
+    ]"#;
+
+fn builtins() -> Vec<(String, ProviderConfig)> {
+    serde_json::from_str(BUILTINS).expect("built-in provider entries match the schema")
 }
 
 /// The available models and the index of the one to start with.
