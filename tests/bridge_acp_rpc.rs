@@ -110,22 +110,7 @@ fn approve_bash(choose: &str) -> (Vec<serde_json::Value>, Vec<String>) {
     let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo approved-run"}}]}), json!({"text": "done"})];
     let mut bridge = Bridge::start_agent("acp", &script, &[], &["--approval", "dangerous"]);
     let session = bridge.open();
-    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}}));
-    let (mut frames, mut offered) = (Vec::new(), Vec::new());
-    loop {
-        let frame = bridge.next().expect("a frame");
-        if frame["method"] == "session/request_permission" {
-            let options = frame["params"]["options"].as_array().unwrap();
-            offered = options.iter().map(|o| o["name"].as_str().unwrap().to_owned()).collect();
-            let pick = options.iter().find(|o| o["name"] == choose).expect("the option offered")["optionId"].clone();
-            bridge.send(json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"outcome": {"outcome": "selected", "optionId": pick}}}));
-        }
-        let done = frame["id"] == json!(3) && frame.get("method").is_none();
-        frames.push(frame);
-        if done {
-            return (frames, offered);
-        }
-    }
+    bridge.prompt_choosing(&session, choose)
 }
 
 #[test]

@@ -95,6 +95,23 @@ fn option_kind(label: &str) -> PermissionOptionKind {
     }
 }
 
+/// Asks the ACP host on `conn` to allow `call` in `session`, offering `options` (label, kind);
+/// the index of the option chosen, `None` when dismissed, refused or unanswerable (nothing
+/// allowed).
+pub(super) async fn ask_permission(conn: &Connection, session: String, call: ToolCallUpdate, options: Vec<(String, PermissionOptionKind)>) -> Option<usize> {
+    let options = options.into_iter().enumerate().map(|(i, (label, kind))| PermissionOption::new(kind, label, PermissionOptionId(i.to_string()))).collect();
+    let request = RequestPermissionRequest::new(options, SessionId(session), call);
+    let pending = conn.peer().request::<methods::SessionRequestPermission>(&request).await;
+    let answer = match pending.wait(None, None).await {
+        Reply::Answered(Ok(result)) => serde_json::from_value::<RequestPermissionResponse>(result).ok().map(|r| r.outcome),
+        Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => None,
+    };
+    match answer {
+        Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0.parse::<usize>().ok(),
+        Some(RequestPermissionOutcome::Cancelled) | None => None,
+    }
+}
+
 impl RpcHostHandler for AcpDialogs {
     fn dialog(&self, dialog: RpcDialog) -> BoxFuture<'_, DialogAnswer> {
         async move {
@@ -114,17 +131,8 @@ impl RpcHostHandler for AcpDialogs {
                 _ => dialog.title.clone(),
             };
             let call = ToolCallUpdate::new(ToolCallId(format!("dialog-{}", dialog.id))).with_title(title);
-            let options = labels.iter().enumerate().map(|(i, (label, kind))| PermissionOption::new(*kind, label.clone(), PermissionOptionId(i.to_string()))).collect();
-            let request = RequestPermissionRequest::new(options, SessionId(session), call);
-            let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&request).await;
-            let answer = match pending.wait(None, None).await {
-                Reply::Answered(Ok(result)) => serde_json::from_value::<RequestPermissionResponse>(result).ok().map(|r| r.outcome),
-                Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => None,
-            };
-            let chosen = match answer {
-                Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0.parse::<usize>().ok().and_then(|i| labels.get(i)),
-                Some(RequestPermissionOutcome::Cancelled) | None => None,
-            };
+            let options = labels.iter().map(|(label, kind)| (label.clone(), *kind)).collect();
+            let chosen = ask_permission(&self.conn, session, call, options).await.and_then(|i| labels.get(i));
             match (chosen, dialog.method.as_str()) {
                 (None, _) => DialogAnswer::Cancelled,
                 (Some((_, kind)), "confirm") => DialogAnswer::Confirmed(*kind == PermissionOptionKind::AllowOnce),
@@ -195,6 +203,22 @@ impl AcpOverRpc {
             });
         }
     }
+}
+
+/// A prompt's text (resource links as their URI): the bridge advertises text prompts only
+/// (`promptCapabilities` all false), so images, audio and embedded resources are refused.
+pub(super) fn prompt_text(prompt: &[ContentBlock]) -> Result<String, Error> {
+    let mut text = String::new();
+    for block in prompt {
+        match block {
+            ContentBlock::Text { text: t, .. } => text.push_str(t),
+            ContentBlock::ResourceLink { uri, .. } => text.push_str(uri),
+            ContentBlock::Image { .. } | ContentBlock::Audio { .. } | ContentBlock::Resource { .. } => {
+                return Err(Error::invalid_params("The bridge carries text prompts only (promptCapabilities): images, audio and embedded resources are not offered to the agent behind it"));
+            }
+        }
+    }
+    Ok(text)
 }
 
 fn refused(method: &str) -> Error {
@@ -292,20 +316,7 @@ impl AcpAgentHandler for AcpOverRpc {
         // like `session/cancel` (instead of dropping the handler while pi goes on).
         let cancelled = crate::jsonrpc::claim_cancellation();
         self.live(&params.session_id)?;
-        let mut text = String::new();
-        for block in &params.prompt {
-            match block {
-                ContentBlock::Text { text: t, .. } => text.push_str(t),
-                ContentBlock::ResourceLink { uri, .. } => {
-                    text.push_str(uri);
-                }
-                ContentBlock::Image { .. }
-                | ContentBlock::Audio { .. }
-                | ContentBlock::Resource { .. } => {
-                    return Err(Error::invalid_params("The bridge carries text prompts only (promptCapabilities): images, audio and embedded resources have no JSONL counterpart here"));
-                }
-            }
-        }
+        let text = prompt_text(&params.prompt)?;
         let (tx, rx) = oneshot::channel();
         {
             let mut state = lock(&self.state);
@@ -367,7 +378,7 @@ impl Service for AcpOverRpc {
 }
 
 /// The ACP update for a step of the agent's run (`None`: ACP has none for it).
-fn acp_update(step: Step) -> Option<SessionUpdate> {
+pub(super) fn acp_update(step: Step) -> Option<SessionUpdate> {
     let call_update = crate::dialect::acp::project::call_update;
     Some(match step {
         Step::Text(text) => SessionUpdate::AgentMessageChunk { content: text_block(text), message_id: None, meta: None },

@@ -35,25 +35,30 @@ impl Bridge {
 
     /// [`Bridge::start_serving`] with `agent_args` added to the agent's command line.
     pub fn start_agent(serve: &str, script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("script.jsonl");
-        std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
-        let bin = env!("CARGO_BIN_EXE_agentwire");
-        let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), "rpc".into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
-        agent.extend(["--config-dir".into(), dir.path().into(), "--model-script".into(), path.into()]);
-        agent.extend(agent_args.iter().map(OsString::from));
-        Self::spawn(serve, extra, &agent, &[], dir)
+        Self::start_mode(serve, "rpc", script, extra, agent_args)
     }
 
     /// The bridge serving the JSONL dialect in front of `agentwire --mode acp` playing `script`.
     pub fn start_acp_agent(script: &[Value], extra: &[&str]) -> Bridge {
+        Self::start_mode("rpc", "acp", script, extra, &[])
+    }
+
+    /// The bridge serving ACP in front of `agentwire --mode wire` playing `script`, with
+    /// `agent_args` added to the agent's command line.
+    pub fn start_wire_agent(script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
+        Self::start_mode("acp", "wire", script, extra, agent_args)
+    }
+
+    /// The bridge serving `serve` in front of `agentwire --mode <mode>` playing `script`.
+    fn start_mode(serve: &str, mode: &str, script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("script.jsonl");
         std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
         let bin = env!("CARGO_BIN_EXE_agentwire");
-        let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), "acp".into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
+        let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), mode.into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
         agent.extend(["--config-dir".into(), dir.path().into(), "--model-script".into(), path.into()]);
-        Self::spawn("rpc", extra, &agent, &[], dir)
+        agent.extend(agent_args.iter().map(OsString::from));
+        Self::spawn(serve, extra, &agent, &[], dir)
     }
 
     /// The bridge (with `extra` bridge arguments) in front of `agent`, run with `env` in `dir`.
@@ -152,6 +157,28 @@ impl Bridge {
         self.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
         let frames = self.until_answer(3);
         (frames, asked.elapsed())
+    }
+
+    /// Sends an ACP prompt (id 3) in `session`, answering each `session/request_permission`
+    /// with the option named `choose`: the frames up to the prompt's answer, and the option
+    /// names offered.
+    pub fn prompt_choosing(&mut self, session: &str, choose: &str) -> (Vec<Value>, Vec<String>) {
+        self.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}}));
+        let (mut frames, mut offered) = (Vec::new(), Vec::new());
+        loop {
+            let frame = self.next().unwrap_or_else(|| panic!("no answer to the prompt; seen: {frames:#?}"));
+            if frame["method"] == "session/request_permission" {
+                let options = frame["params"]["options"].as_array().unwrap();
+                offered = options.iter().map(|o| o["name"].as_str().unwrap().to_owned()).collect();
+                let pick = options.iter().find(|o| o["name"] == choose).expect("the option offered")["optionId"].clone();
+                self.send(json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"outcome": {"outcome": "selected", "optionId": pick}}}));
+            }
+            let done = frame["id"] == json!(3) && frame.get("method").is_none();
+            frames.push(frame);
+            if done {
+                return (frames, offered);
+            }
+        }
     }
 
     /// The bridge's exit status, once it exits within `limit` of `since` (else a panic naming

@@ -1,0 +1,116 @@
+//! `agentwire bridge --serve acp` in front of a kimi-wire agent (`agentwire --mode wire` on its
+//! offline model): the ACP host's view of prompts, streamed text, tool calls, approvals as
+//! permission requests, cancel, the refused methods and host EOF. Every frame the bridge
+//! writes is checked against the vendored ACP schema.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::bridge::{running, updates, Bridge};
+use serde_json::json;
+
+#[test]
+fn a_prompt_streams_as_agent_message_chunks_and_ends_end_turn() {
+    let mut bridge = Bridge::start_wire_agent(&[json!({"text": "desserts are stressed"})], &[], &[]);
+    let init = bridge.request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let capabilities = &init.last().unwrap()["result"]["agentCapabilities"];
+    assert_eq!(capabilities["loadSession"], false, "{capabilities}");
+    assert!(capabilities["sessionCapabilities"].get("list").is_none(), "{capabilities}");
+    let new = bridge.request(2, "session/new", json!({"cwd": "/", "mcpServers": []}));
+    let session = new.last().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned();
+    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}));
+    let text: String = updates(&frames, "agent_message_chunk").iter().map(|u| u["content"]["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "desserts are stressed");
+    assert!(updates(&frames, "agent_message_chunk").len() > 1, "streamed in several chunks");
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+#[test]
+fn a_bash_tool_call_arrives_as_tool_call_then_a_completed_update_with_its_output() {
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo bridged-output"}}]}), json!({"text": "done"})];
+    let mut bridge = Bridge::start_wire_agent(&script, &["--agent-dialect", "wire"], &[]);
+    let session = bridge.open();
+    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}));
+    let calls = updates(&frames, "tool_call");
+    assert_eq!(calls.len(), 1, "{frames:#?}");
+    assert_eq!((&calls[0]["toolCallId"], &calls[0]["kind"], &calls[0]["title"]), (&json!("b1"), &json!("execute"), &json!("echo bridged-output")));
+    let done: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
+    assert_eq!(done.len(), 1, "{frames:#?}");
+    assert_eq!(done[0]["toolCallId"], "b1");
+    assert!(done[0]["content"][0]["content"]["text"].as_str().unwrap().contains("bridged-output"), "{:#}", done[0]);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+/// A prompt whose `bash` call the wire agent asks approval for (`--approval dangerous`),
+/// the bridge's `session/request_permission` answered with `choose`.
+fn approve_bash(choose: &str) -> (Vec<serde_json::Value>, Vec<String>) {
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo approved-run"}}]}), json!({"text": "done"})];
+    let mut bridge = Bridge::start_wire_agent(&script, &[], &["--approval", "dangerous"]);
+    let session = bridge.open();
+    bridge.prompt_choosing(&session, choose)
+}
+
+#[test]
+fn a_wire_approval_is_a_permission_request_and_approve_runs_the_tool() {
+    let (frames, offered) = approve_bash("Approve");
+    assert_eq!(offered, ["Approve", "Approve for this session", "Reject"]);
+    let asked = frames.iter().find(|f| f["method"] == "session/request_permission").unwrap();
+    assert_eq!(asked["params"]["toolCall"]["toolCallId"], "b1", "the approval names the call the host saw");
+    let done: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
+    assert!(done.len() == 1 && done[0]["content"][0]["content"]["text"].as_str().unwrap().contains("approved-run"), "{frames:#?}");
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+#[test]
+fn reject_in_the_permission_request_keeps_the_tool_from_running() {
+    let (frames, _) = approve_bash("Reject");
+    let ended: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "failed").collect();
+    assert_eq!(ended.len(), 1, "{frames:#?}");
+    assert!(!ended[0]["content"][0]["content"]["text"].as_str().unwrap().contains("approved-run"), "the command ran: {:#}", ended[0]);
+    assert!(frames.last().unwrap().get("result").is_some(), "{frames:#?}");
+}
+
+#[test]
+fn session_cancel_during_a_slow_reply_ends_the_prompt_cancelled() {
+    let mut bridge = Bridge::start_wire_agent(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[], &[]);
+    let session = bridge.open();
+    let (frames, after) = bridge.cancel_after_first_chunk(&session);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled");
+    assert!(after < Duration::from_secs(5), "cancelled after {after:?}");
+}
+
+#[test]
+fn what_the_wire_lacks_is_refused_naming_it() {
+    let mut bridge = Bridge::start_wire_agent(&[], &[], &[]);
+    let session = bridge.open();
+    for (id, method) in [(3, "session/load"), (4, "session/list"), (5, "session/resume")] {
+        let params = match method {
+            "session/list" => json!({}),
+            _ => json!({"sessionId": session, "cwd": "/", "mcpServers": []}),
+        };
+        let answer = bridge.request(id, method, params).pop().unwrap();
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
+        assert!(message.contains(method) && message.contains("wire"), "{message}");
+    }
+    let again = bridge.request(6, "session/new", json!({"cwd": "/", "mcpServers": []})).pop().unwrap();
+    assert!(again["error"]["message"].as_str().unwrap().contains("one session per process"), "{again}");
+    let image = bridge.request(7, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]})).pop().unwrap();
+    assert!(image["error"]["message"].as_str().unwrap().contains("text prompts only"), "{image}");
+}
+
+#[test]
+fn host_eof_ends_the_bridge_and_its_agent_within_3_s() {
+    let mut bridge = Bridge::start_wire_agent(&[], &[], &[]);
+    bridge.open();
+    let agent = bridge.agent_pid();
+    let closed = Instant::now();
+    bridge.stdin.take();
+    let status = bridge.exit_within(closed, Duration::from_secs(3), "host EOF");
+    assert!(status.success(), "{status}");
+    while running(agent) {
+        assert!(closed.elapsed() < Duration::from_secs(3), "the agent still runs 3 s after host EOF");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
