@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::bridge::{running, updates, Bridge};
+use common::bridge::{running, updates, Bridge, TIMEOUT};
 use serde_json::json;
 
 #[test]
@@ -113,4 +113,18 @@ fn host_eof_ends_the_bridge_and_its_agent_within_3_s() {
         assert!(closed.elapsed() < Duration::from_secs(3), "the agent still runs 3 s after host EOF");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn the_agent_dying_answers_the_prompt_in_flight_with_an_error_and_exits_non_zero() {
+    let mut bridge = Bridge::start_wire_agent(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[], &[]);
+    let session = bridge.open();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    while bridge.next().expect("a chunk")["params"]["update"]["sessionUpdate"] != "agent_message_chunk" {}
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(i32::try_from(bridge.agent_pid()).unwrap(), libc::SIGKILL) };
+    let answer = bridge.until_answer(3).pop().unwrap();
+    assert!(answer["error"]["message"].as_str().unwrap().contains("exited"), "{answer}");
+    let status = bridge.exit_within(Instant::now(), TIMEOUT, "its agent died");
+    assert_eq!(status.code(), Some(1));
 }
