@@ -24,17 +24,11 @@ use tokio::sync::oneshot;
 use super::rpc_events::{step, Step};
 use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
 use crate::dialect::acp::project::{text_block, tool_kind, tool_title};
-use crate::dialect::acp::AcpAgentSide;
-use crate::jsonrpc::{Connection, Error, Reply, Service};
-use crate::protocol::acp::{AuthenticateRequest, AuthenticateResponse, LogoutRequest, LogoutResponse, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, 
-    methods, AcpAgentHandler, AcpAgentNotification, ContentBlock, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionId, PermissionOptionKind, PromptRequest, PromptResponse,
-    ProtocolVersion, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallContent, ToolCallId,
-    ToolCallStatus, ToolCallUpdate,
+use super::acp_front::AcpFront;
+use crate::jsonrpc::{Connection, Error, Reply};
+use crate::protocol::acp::{
+    methods, ContentBlock, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionId, PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification, SessionUpdate, StopReason, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate,
 };
 use crate::protocol::{AbortCommand, NewSessionCommand, PromptCommand};
 
@@ -221,25 +215,19 @@ pub(super) fn prompt_text(prompt: &[ContentBlock]) -> Result<String, Error> {
     Ok(text)
 }
 
-fn refused(method: &str) -> Error {
-    Error::method_not_found(format!("{method} is not available: the agent behind this bridge speaks the pi/omp JSONL dialect, which has no such command"))
-}
-
 fn agent_error(e: crate::client::ClientError) -> Error {
     Error::internal(format!("agent: {e}"))
 }
 
-impl AcpAgentHandler for AcpOverRpc {
-    async fn initialize(&self, _params: InitializeRequest) -> Result<InitializeResponse, Error> {
-        // The default capabilities are what the JSONL dialect can carry: no session loading,
-        // listing or resuming, text prompts only.
-        Ok(InitializeResponse::new(ProtocolVersion(1)).with_agent_info(
-            Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION"))
-                .with_title("agentwire bridge (pi/omp JSONL agent)".to_owned()),
-        ))
+impl AcpFront for AcpOverRpc {
+    const AGENT: &'static str = "the pi/omp JSONL dialect";
+    const TITLE: &'static str = "agentwire bridge (pi/omp JSONL agent)";
+
+    fn conn(&self) -> &Connection {
+        &self.conn
     }
 
-    async fn session_new(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+    async fn open_session(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let first = lock(&self.state).opened == 0;
         if !first {
             if lock(&self.state).turn.done.is_some() {
@@ -257,61 +245,7 @@ impl AcpAgentHandler for AcpOverRpc {
         Ok(NewSessionResponse::new(SessionId(id)))
     }
 
-    async fn session_load(
-        &self,
-        _params: LoadSessionRequest,
-    ) -> Result<LoadSessionResponse, Error> {
-        Err(refused("session/load"))
-    }
-
-    async fn session_list(
-        &self,
-        _params: ListSessionsRequest,
-    ) -> Result<ListSessionsResponse, Error> {
-        Err(refused("session/list"))
-    }
-
-    async fn session_resume(
-        &self,
-        _params: ResumeSessionRequest,
-    ) -> Result<ResumeSessionResponse, Error> {
-        Err(refused("session/resume"))
-    }
-
-    async fn session_set_mode(
-        &self,
-        _params: SetSessionModeRequest,
-    ) -> Result<SetSessionModeResponse, Error> {
-        Err(Error::invalid_params(
-            "The bridge offers no session modes (the pi/omp JSONL dialect has none)",
-        ))
-    }
-
-    async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
-        Err(Error::invalid_params(format!(
-            "Unknown authentication method {:?}: the bridge advertises none (the pi/omp agent behind it reads its own keys)",
-            params.method_id
-        ))
-        .at("/methodId", "not an advertised authentication method"))
-    }
-
-    async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
-        Err(refused("logout"))
-    }
-
-    async fn session_close(&self, _params: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
-        Err(refused("session/close"))
-    }
-
-    async fn session_delete(&self, _params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
-        Err(refused("session/delete"))
-    }
-
-    async fn session_set_config_option(&self, _params: SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, Error> {
-        Err(Error::invalid_params("The bridge offers no config options (the pi/omp JSONL dialect has no ACP config options to map them to)").at("/configId", "no config options are offered"))
-    }
-
-    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
+    async fn prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
         // A `$/cancel_request` for this prompt aborts the agent's run and ends it `cancelled`,
         // like `session/cancel` (instead of dropping the handler while pi goes on).
         let cancelled = crate::jsonrpc::claim_cancellation();
@@ -346,32 +280,14 @@ impl AcpAgentHandler for AcpOverRpc {
             (false, false) => Err(Error::internal("The agent exited before the prompt ended")),
         }
     }
-}
 
-impl Service for AcpOverRpc {
-    type Side = AcpAgentSide;
-
-    fn connection(&self) -> &Connection {
-        &self.conn
-    }
-
-    fn notified(&self, notification: AcpAgentNotification) {
-        match notification {
-            AcpAgentNotification::SessionCancel(n) => {
-                if lock(&self.state).session.as_deref() == Some(n.session_id.0.as_str()) {
-                    self.cancel_turn();
-                }
-            }
-            AcpAgentNotification::CancelRequest(n) => {
-                let id = serde_json::to_value(&n.request_id).unwrap_or_default();
-                if !self.conn.cancel_request(&id) {
-                    tracing::debug!("$/cancel_request for {id}, which is not in flight");
-                }
-            }
+    fn cancel(&self, session: &SessionId) {
+        if lock(&self.state).session.as_deref() == Some(session.0.as_str()) {
+            self.cancel_turn();
         }
     }
 
-    fn input_ended(&self) {
+    fn close_agent(&self) {
         // Host EOF: the agent's input closes; the prompts end when it does.
         self.agent.close();
     }

@@ -21,13 +21,10 @@ use tokio::sync::{mpsc, oneshot};
 use super::acp_rpc::{acp_update, ask_permission, prompt_text};
 use super::rpc_events::Step;
 use crate::client::{WireClient, WireEvents, WireHostHandler};
-use crate::dialect::acp::AcpAgentSide;
-use crate::jsonrpc::{Connection, Error, Service};
+use super::acp_front::AcpFront;
+use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp::{
-    methods, AcpAgentHandler, AcpAgentNotification, AuthenticateRequest, AuthenticateResponse, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
-    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, LogoutRequest, LogoutResponse, NewSessionRequest,
-    NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallId, ToolCallUpdate,
+    methods, NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, SessionId, SessionNotification, StopReason, ToolCallId, ToolCallUpdate,
 };
 use crate::protocol::{
     WireApprovalDecision, WireApprovalRequestPayload, WireApprovalResult, WireCancelRequest, WireContentPart, WireEvent, WirePromptParams, WirePromptRequest, WirePromptResultStatus,
@@ -257,22 +254,19 @@ fn open_call(call: WireToolCallPayload) -> OpenCall {
     OpenCall { id: call.id, name: call.function.name, arguments: call.function.arguments.unwrap_or_default() }
 }
 
-fn refused(method: &str) -> Error {
-    Error::method_not_found(format!("{method} is not available: the agent behind this bridge speaks kimi's wire dialect, which has no such request"))
-}
-
 fn agent_error(e: crate::client::WireClientError) -> Error {
     Error::internal(format!("agent: {e}"))
 }
 
-impl AcpAgentHandler for AcpOverWire {
-    async fn initialize(&self, _params: InitializeRequest) -> Result<InitializeResponse, Error> {
-        // The default capabilities are what the wire can carry here: no session loading,
-        // listing or resuming (one session per agent process), text prompts only.
-        Ok(InitializeResponse::new(ProtocolVersion(1)).with_agent_info(Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION")).with_title("agentwire bridge (kimi wire agent)".to_owned())))
+impl AcpFront for AcpOverWire {
+    const AGENT: &'static str = "kimi's wire dialect";
+    const TITLE: &'static str = "agentwire bridge (kimi wire agent)";
+
+    fn conn(&self) -> &Connection {
+        &self.conn
     }
 
-    async fn session_new(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+    async fn open_session(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let mut state = lock(&self.state);
         if state.session.is_some() {
             return Err(Error::invalid_request("session/new is available once: the wire agent behind this bridge has one session per process and the wire has no request for another"));
@@ -282,44 +276,7 @@ impl AcpAgentHandler for AcpOverWire {
         Ok(NewSessionResponse::new(SessionId(id)))
     }
 
-    async fn session_load(&self, _params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
-        Err(refused("session/load"))
-    }
-
-    async fn session_list(&self, _params: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
-        Err(refused("session/list"))
-    }
-
-    async fn session_resume(&self, _params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
-        Err(refused("session/resume"))
-    }
-
-    async fn session_set_mode(&self, _params: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
-        Err(Error::invalid_params("The bridge offers no session modes (kimi's plan mode has no ACP mode mapped here)"))
-    }
-
-    async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
-        Err(Error::invalid_params(format!("Unknown authentication method {:?}: the bridge advertises none (the wire agent behind it reads its own keys)", params.method_id))
-            .at("/methodId", "not an advertised authentication method"))
-    }
-
-    async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
-        Err(refused("logout"))
-    }
-
-    async fn session_close(&self, _params: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
-        Err(refused("session/close"))
-    }
-
-    async fn session_delete(&self, _params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
-        Err(refused("session/delete"))
-    }
-
-    async fn session_set_config_option(&self, _params: SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, Error> {
-        Err(Error::invalid_params("The bridge offers no config options (kimi's wire has no request to set them)").at("/configId", "no config options are offered"))
-    }
-
-    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
+    async fn prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
         // A `$/cancel_request` for this prompt cancels the agent's turn, like `session/cancel`;
         // the answer still waits for the agent's (so exactly one, after its updates).
         let cancelled = crate::jsonrpc::claim_cancellation();
@@ -354,32 +311,14 @@ impl AcpAgentHandler for AcpOverWire {
             Err(e) => Err(agent_error(e)),
         }
     }
-}
 
-impl Service for AcpOverWire {
-    type Side = AcpAgentSide;
-
-    fn connection(&self) -> &Connection {
-        &self.conn
-    }
-
-    fn notified(&self, notification: AcpAgentNotification) {
-        match notification {
-            AcpAgentNotification::SessionCancel(n) => {
-                if lock(&self.state).session.as_deref() == Some(n.session_id.0.as_str()) {
-                    self.cancel_turn();
-                }
-            }
-            AcpAgentNotification::CancelRequest(n) => {
-                let id = serde_json::to_value(&n.request_id).unwrap_or_default();
-                if !self.conn.cancel_request(&id) {
-                    tracing::debug!("$/cancel_request for {id}, which is not in flight");
-                }
-            }
+    fn cancel(&self, session: &SessionId) {
+        if lock(&self.state).session.as_deref() == Some(session.0.as_str()) {
+            self.cancel_turn();
         }
     }
 
-    fn input_ended(&self) {
+    fn close_agent(&self) {
         // Host EOF: the agent's input closes; the prompts end when it does.
         let agent = self.agent.clone();
         tokio::spawn(async move { agent.close().await });

@@ -1,6 +1,7 @@
 //! `agentwire bridge --serve <dialect> [--agent-dialect <dialect>] -- <agent command…>`: one
 //! dialect to the host on stdio, another to an agent subprocess (docs/bridge.md).
 //!
+//! - [`acp_front`]: what the ACP fronts share (`initialize`, refusals, cancel routing);
 //! - [`acp_rpc`]: ACP to the host, the pi/omp JSONL dialect to the agent;
 //! - [`acp_wire`]: ACP to the host, kimi's wire dialect to the agent;
 //! - [`wire_rpc`]: kimi's wire to the host, the pi/omp JSONL dialect to the agent;
@@ -13,6 +14,7 @@
 //! forwarded to its group; SIGTERM and SIGHUP also end our input. The agent dying → every
 //! request in flight is answered with an error, and the bridge exits non-zero.
 
+pub mod acp_front;
 pub mod acp_rpc;
 pub mod acp_wire;
 pub mod rpc_acp;

@@ -1,0 +1,121 @@
+//! What every ACP front of the bridge shares, whatever the agent behind it speaks: the
+//! `initialize` answer (no session loading, listing or resuming, text prompts only), the
+//! refusals of what no such agent carries, and the routing of cancels. A front implements
+//! [`AcpFront`] (its sessions, prompts and cancel); the ACP handler and the serve loop's
+//! service come from here.
+
+use std::future::Future;
+
+use crate::dialect::acp::AcpAgentSide;
+use crate::jsonrpc::{Connection, Error, Service};
+use crate::protocol::acp::{
+    AcpAgentHandler, AcpAgentNotification, AuthenticateRequest, AuthenticateResponse, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, LogoutRequest, LogoutResponse, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest, ResumeSessionResponse, SessionId, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+};
+
+/// An ACP server in front of an agent of another dialect.
+pub trait AcpFront: Send + Sync {
+    /// The agent's dialect as the errors name it ("the pi/omp JSONL dialect").
+    const AGENT: &'static str;
+    /// The bridge's title in `initialize` ("agentwire bridge (pi/omp JSONL agent)").
+    const TITLE: &'static str;
+
+    /// The host's connection.
+    fn conn(&self) -> &Connection;
+
+    /// `session/new`.
+    fn open_session(&self, params: NewSessionRequest) -> impl Future<Output = Result<NewSessionResponse, Error>> + Send;
+
+    /// `session/prompt`.
+    fn prompt(&self, params: PromptRequest) -> impl Future<Output = Result<PromptResponse, Error>> + Send;
+
+    /// `session/cancel` for `session`: the running prompt ends `cancelled`.
+    fn cancel(&self, session: &SessionId);
+
+    /// The host's input ended: the agent's input closes, so its prompts end when it does.
+    fn close_agent(&self);
+}
+
+/// `method`, which the agent behind `F` has no request for.
+fn refused<F: AcpFront>(method: &str) -> Error {
+    Error::method_not_found(format!("{method} is not available: the agent behind this bridge speaks {}, which has no such request", F::AGENT))
+}
+
+impl<F: AcpFront> AcpAgentHandler for F {
+    async fn initialize(&self, _params: InitializeRequest) -> Result<InitializeResponse, Error> {
+        // The default capabilities are what the bridge carries: no session loading, listing
+        // or resuming, text prompts only.
+        Ok(InitializeResponse::new(ProtocolVersion(1)).with_agent_info(Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION")).with_title(F::TITLE.to_owned())))
+    }
+
+    async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+        self.open_session(params).await
+    }
+
+    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
+        self.prompt(params).await
+    }
+
+    async fn session_load(&self, _params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
+        Err(refused::<F>("session/load"))
+    }
+
+    async fn session_list(&self, _params: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+        Err(refused::<F>("session/list"))
+    }
+
+    async fn session_resume(&self, _params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
+        Err(refused::<F>("session/resume"))
+    }
+
+    async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
+        Err(refused::<F>("logout"))
+    }
+
+    async fn session_close(&self, _params: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
+        Err(refused::<F>("session/close"))
+    }
+
+    async fn session_delete(&self, _params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
+        Err(refused::<F>("session/delete"))
+    }
+
+    async fn session_set_mode(&self, _params: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
+        Err(Error::invalid_params(format!("The bridge offers no session modes (none of {} is mapped to one)", F::AGENT)))
+    }
+
+    async fn session_set_config_option(&self, _params: SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, Error> {
+        Err(Error::invalid_params(format!("The bridge offers no config options (none of {} is mapped to one)", F::AGENT)).at("/configId", "no config options are offered"))
+    }
+
+    async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
+        Err(Error::invalid_params(format!("Unknown authentication method {:?}: the bridge advertises none (the agent behind it reads its own keys)", params.method_id))
+            .at("/methodId", "not an advertised authentication method"))
+    }
+}
+
+impl<F: AcpFront> Service for F {
+    type Side = AcpAgentSide;
+
+    fn connection(&self) -> &Connection {
+        self.conn()
+    }
+
+    fn notified(&self, notification: AcpAgentNotification) {
+        match notification {
+            AcpAgentNotification::SessionCancel(n) => self.cancel(&n.session_id),
+            AcpAgentNotification::CancelRequest(n) => {
+                let id = serde_json::to_value(&n.request_id).unwrap_or_default();
+                if !self.conn().cancel_request(&id) {
+                    tracing::debug!("$/cancel_request for {id}, which is not in flight");
+                }
+            }
+        }
+    }
+
+    fn input_ended(&self) {
+        self.close_agent();
+    }
+}
