@@ -5,9 +5,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::bridge::{running, updates, Bridge, TIMEOUT};
+use common::bridge::{updates, Bridge};
 use serde_json::json;
 
 #[test]
@@ -104,27 +104,12 @@ fn what_the_wire_lacks_is_refused_naming_it() {
 fn host_eof_ends_the_bridge_and_its_agent_within_3_s() {
     let mut bridge = Bridge::start_wire_agent(&[], &[], &[]);
     bridge.open();
-    let agent = bridge.agent_pid();
-    let closed = Instant::now();
-    bridge.stdin.take();
-    let status = bridge.exit_within(closed, Duration::from_secs(3), "host EOF");
-    assert!(status.success(), "{status}");
-    while running(agent) {
-        assert!(closed.elapsed() < Duration::from_secs(3), "the agent still runs 3 s after host EOF");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    bridge.assert_host_eof_ends_both_within_3_s();
 }
 
 #[test]
 fn the_agent_dying_answers_the_prompt_in_flight_with_an_error_and_exits_non_zero() {
     let mut bridge = Bridge::start_wire_agent(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[], &[]);
     let session = bridge.open();
-    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
-    while bridge.next().expect("a chunk")["params"]["update"]["sessionUpdate"] != "agent_message_chunk" {}
-    // SAFETY: kill has no memory-safety preconditions.
-    unsafe { libc::kill(i32::try_from(bridge.agent_pid()).unwrap(), libc::SIGKILL) };
-    let answer = bridge.until_answer(3).pop().unwrap();
-    assert!(answer["error"]["message"].as_str().unwrap().contains("exited"), "{answer}");
-    let status = bridge.exit_within(Instant::now(), TIMEOUT, "its agent died");
-    assert_eq!(status.code(), Some(1));
+    bridge.assert_agent_death_fails_the_acp_prompt(&session);
 }

@@ -193,6 +193,34 @@ impl Bridge {
         }
     }
 
+    /// Closes the bridge's input (host EOF) and checks that the bridge exits 0 and its agent
+    /// is gone within 3 s.
+    pub fn assert_host_eof_ends_both_within_3_s(&mut self) {
+        let agent = self.agent_pid();
+        let closed = std::time::Instant::now();
+        drop(self.stdin.take());
+        let status = self.exit_within(closed, Duration::from_secs(3), "host EOF");
+        assert!(status.success(), "{status}");
+        while running(agent) {
+            assert!(closed.elapsed() < Duration::from_secs(3), "the agent still runs 3 s after host EOF");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends a prompt (id 3) in the ACP `session` the agent replies to slowly, kills the agent
+    /// at the first chunk, and checks that the prompt is answered with an error saying it
+    /// exited and the bridge exits 1.
+    pub fn assert_agent_death_fails_the_acp_prompt(&mut self, session: &str) {
+        self.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+        while self.next().expect("a chunk")["params"]["update"]["sessionUpdate"] != "agent_message_chunk" {}
+        // SAFETY: kill has no memory-safety preconditions; the pid is the bridge's live child.
+        unsafe { libc::kill(i32::try_from(self.agent_pid()).unwrap(), libc::SIGKILL) };
+        let answer = self.until_answer(3).pop().unwrap();
+        assert!(answer["error"]["message"].as_str().unwrap().contains("exited"), "{answer}");
+        let status = self.exit_within(std::time::Instant::now(), TIMEOUT, "its agent died");
+        assert_eq!(status.code(), Some(1));
+    }
+
     /// Pids of the bridge's children (the agent).
     pub fn agent_pid(&self) -> u32 {
         let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children", pid = self.child.id())).unwrap_or_default();
