@@ -7,18 +7,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::bridge::{updates, Bridge};
+use common::bridge::{assert_bash_call, assert_streamed, bash_script, updates, Bridge};
 use serde_json::json;
 
 #[test]
 fn a_prompt_streams_as_agent_message_chunks_and_ends_end_turn() {
     let mut bridge = Bridge::start(&[json!({"text": "desserts are stressed"})], &[]);
     let session = bridge.open();
-    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}));
-    let text: String = updates(&frames, "agent_message_chunk").iter().map(|u| u["content"]["text"].as_str().unwrap()).collect();
-    assert_eq!(text, "desserts are stressed");
-    assert!(updates(&frames, "agent_message_chunk").len() > 1, "streamed in several chunks");
-    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+    assert_streamed(&bridge.prompt(&session, "hi"), "desserts are stressed");
 }
 
 #[test]
@@ -31,17 +27,9 @@ fn the_dialect_can_be_given_instead_of_detected() {
 
 #[test]
 fn a_bash_tool_call_arrives_as_tool_call_then_a_completed_update_with_its_output() {
-    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo bridged-output"}}]}), json!({"text": "done"})];
-    let mut bridge = Bridge::start(&script, &[]);
+    let mut bridge = Bridge::start(&bash_script("bridged-output"), &[]);
     let session = bridge.open();
-    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}));
-    let calls = updates(&frames, "tool_call");
-    assert_eq!(calls.len(), 1, "{frames:#?}");
-    assert_eq!((&calls[0]["toolCallId"], &calls[0]["kind"], &calls[0]["title"]), (&json!("b1"), &json!("execute"), &json!("echo bridged-output")));
-    let done: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
-    assert_eq!(done.len(), 1, "{frames:#?}");
-    assert!(done[0]["content"][0]["content"]["text"].as_str().unwrap().contains("bridged-output"), "{:#}", done[0]);
-    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+    assert_bash_call(&bridge.prompt(&session, "run it"), "bridged-output");
 }
 
 #[test]
@@ -88,8 +76,7 @@ fn the_agent_dying_answers_the_prompt_in_flight_with_an_error_and_exits_non_zero
 /// answering the bridge's `session/request_permission` with the option named `choose`; the
 /// frames and the options offered.
 fn approve_bash(choose: &str) -> (Vec<serde_json::Value>, Vec<String>) {
-    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo approved-run"}}]}), json!({"text": "done"})];
-    let mut bridge = Bridge::start_agent("acp", &script, &[], &["--approval", "dangerous"]);
+    let mut bridge = Bridge::start_agent("acp", &bash_script("approved-run"), &[], &["--approval", "dangerous"]);
     let session = bridge.open();
     bridge.prompt_choosing(&session, choose)
 }

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::bridge::{updates, Bridge};
+use common::bridge::{assert_bash_call, assert_streamed, bash_script, updates, Bridge};
 use serde_json::json;
 
 #[test]
@@ -19,34 +19,20 @@ fn a_prompt_streams_as_agent_message_chunks_and_ends_end_turn() {
     assert!(capabilities["sessionCapabilities"].get("list").is_none(), "{capabilities}");
     let new = bridge.request(2, "session/new", json!({"cwd": "/", "mcpServers": []}));
     let session = new.last().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned();
-    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}));
-    let text: String = updates(&frames, "agent_message_chunk").iter().map(|u| u["content"]["text"].as_str().unwrap()).collect();
-    assert_eq!(text, "desserts are stressed");
-    assert!(updates(&frames, "agent_message_chunk").len() > 1, "streamed in several chunks");
-    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+    assert_streamed(&bridge.prompt(&session, "hi"), "desserts are stressed");
 }
 
 #[test]
 fn a_bash_tool_call_arrives_as_tool_call_then_a_completed_update_with_its_output() {
-    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo bridged-output"}}]}), json!({"text": "done"})];
-    let mut bridge = Bridge::start_wire_agent(&script, &["--agent-dialect", "wire"], &[]);
+    let mut bridge = Bridge::start_wire_agent(&bash_script("bridged-output"), &["--agent-dialect", "wire"], &[]);
     let session = bridge.open();
-    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}));
-    let calls = updates(&frames, "tool_call");
-    assert_eq!(calls.len(), 1, "{frames:#?}");
-    assert_eq!((&calls[0]["toolCallId"], &calls[0]["kind"], &calls[0]["title"]), (&json!("b1"), &json!("execute"), &json!("echo bridged-output")));
-    let done: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
-    assert_eq!(done.len(), 1, "{frames:#?}");
-    assert_eq!(done[0]["toolCallId"], "b1");
-    assert!(done[0]["content"][0]["content"]["text"].as_str().unwrap().contains("bridged-output"), "{:#}", done[0]);
-    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+    assert_bash_call(&bridge.prompt(&session, "run it"), "bridged-output");
 }
 
 /// A prompt whose `bash` call the wire agent asks approval for (`--approval dangerous`),
 /// the bridge's `session/request_permission` answered with `choose`.
 fn approve_bash(choose: &str) -> (Vec<serde_json::Value>, Vec<String>) {
-    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo approved-run"}}]}), json!({"text": "done"})];
-    let mut bridge = Bridge::start_wire_agent(&script, &[], &["--approval", "dangerous"]);
+    let mut bridge = Bridge::start_wire_agent(&bash_script("approved-run"), &[], &["--approval", "dangerous"]);
     let session = bridge.open();
     bridge.prompt_choosing(&session, choose)
 }

@@ -6,6 +6,7 @@
 
 use std::future::Future;
 
+use crate::dialect::acp::serve::route_notification;
 use crate::dialect::acp::AcpAgentSide;
 use crate::jsonrpc::{Connection, Error, Service};
 use crate::protocol::acp::{
@@ -104,15 +105,7 @@ impl<F: AcpFront> Service for F {
     }
 
     fn notified(&self, notification: AcpAgentNotification) {
-        match notification {
-            AcpAgentNotification::SessionCancel(n) => self.cancel(&n.session_id),
-            AcpAgentNotification::CancelRequest(n) => {
-                let id = serde_json::to_value(&n.request_id).unwrap_or_default();
-                if !self.conn().cancel_request(&id) {
-                    tracing::debug!("$/cancel_request for {id}, which is not in flight");
-                }
-            }
-        }
+        route_notification(self.conn(), notification, |session| self.cancel(session));
     }
 
     fn input_ended(&self) {

@@ -138,6 +138,11 @@ impl Bridge {
         self.until_answer(id)
     }
 
+    /// An ACP text prompt (id 3) in `session`: the frames up to its answer.
+    pub fn prompt(&mut self, session: &str, text: &str) -> Vec<Value> {
+        self.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}))
+    }
+
     /// `initialize` and `session/new`; the session id.
     pub fn open(&mut self) -> String {
         let init = self.request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
@@ -245,3 +250,31 @@ pub fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"))
 }
 
+
+/// The offline model's script for one `bash` call (id `b1`) echoing `output`, then "done".
+pub fn bash_script(output: &str) -> [Value; 2] {
+    [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": format!("echo {output}")}}]}), json!({"text": "done"})]
+}
+
+/// Checks an ACP prompt's frames: `text` streamed in several `agent_message_chunk`s, then
+/// `end_turn`.
+pub fn assert_streamed(frames: &[Value], text: &str) {
+    let chunks = updates(frames, "agent_message_chunk");
+    let streamed: String = chunks.iter().map(|u| u["content"]["text"].as_str().unwrap()).collect();
+    assert_eq!(streamed, text);
+    assert!(chunks.len() > 1, "streamed in several chunks");
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+/// Checks an ACP prompt's frames for [`bash_script`]'s call: one `tool_call` (`b1`, `execute`,
+/// titled by its command), one completed `tool_call_update` with `output`, then `end_turn`.
+pub fn assert_bash_call(frames: &[Value], output: &str) {
+    let calls = updates(frames, "tool_call");
+    assert_eq!(calls.len(), 1, "{frames:#?}");
+    assert_eq!((&calls[0]["toolCallId"], &calls[0]["kind"], &calls[0]["title"]), (&json!("b1"), &json!("execute"), &json!(format!("echo {output}"))));
+    let done: Vec<_> = updates(frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
+    assert_eq!(done.len(), 1, "{frames:#?}");
+    assert_eq!(done[0]["toolCallId"], "b1");
+    assert!(done[0]["content"][0]["content"]["text"].as_str().unwrap().contains(output), "{:#}", done[0]);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
