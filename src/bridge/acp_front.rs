@@ -52,6 +52,11 @@ impl<F: AcpFront> AcpAgentHandler for F {
     }
 
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+        // Neither agent dialect behind the bridge takes a working directory or MCP servers
+        // per session: the agent runs where it was started, with its own MCP configuration.
+        if !params.mcp_servers.is_empty() {
+            tracing::warn!("session/new: {} MCP server(s) not connected: the agent behind this bridge speaks {}, which cannot be handed MCP servers", params.mcp_servers.len(), F::AGENT);
+        }
         self.open_session(params).await
     }
 
