@@ -5,9 +5,8 @@
 
 mod common;
 
-use std::time::Duration;
 
-use common::bridge::{assert_bash_call, assert_streamed, bash_script, updates, Bridge};
+use common::bridge::{assert_bash_call, assert_streamed, bash_script, slow_script, updates, Bridge};
 use serde_json::json;
 
 #[test]
@@ -34,28 +33,16 @@ fn a_bash_tool_call_arrives_as_tool_call_then_a_completed_update_with_its_output
 
 #[test]
 fn session_cancel_during_a_slow_reply_ends_the_prompt_cancelled() {
-    let mut bridge = Bridge::start(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[]);
+    let mut bridge = Bridge::start(&slow_script(), &[]);
     let session = bridge.open();
-    let (frames, after) = bridge.cancel_after_first_chunk(&session);
-    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled");
-    assert!(after < Duration::from_secs(5), "cancelled after {after:?}");
+    bridge.assert_cancel_ends_cancelled(&session);
 }
 
 #[test]
 fn what_the_jsonl_dialect_lacks_is_refused_naming_it() {
     let mut bridge = Bridge::start(&[], &[]);
     let session = bridge.open();
-    for (id, method) in [(3, "session/load"), (4, "session/list"), (5, "session/resume")] {
-        let params = match method {
-            "session/list" => json!({}),
-            _ => json!({"sessionId": session, "cwd": "/", "mcpServers": []}),
-        };
-        let answer = bridge.request(id, method, params).pop().unwrap();
-        let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
-        assert!(message.contains(method) && message.contains("JSONL"), "{message}");
-    }
-    let image = bridge.request(6, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]})).pop().unwrap();
-    assert!(image["error"]["message"].as_str().unwrap().contains("text prompts only"), "{image}");
+    bridge.assert_sessions_and_images_refused(&session, "JSONL");
 }
 
 #[test]
@@ -67,7 +54,7 @@ fn host_eof_ends_the_bridge_and_its_agent_within_3_s() {
 
 #[test]
 fn the_agent_dying_answers_the_prompt_in_flight_with_an_error_and_exits_non_zero() {
-    let mut bridge = Bridge::start(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[]);
+    let mut bridge = Bridge::start(&slow_script(), &[]);
     let session = bridge.open();
     bridge.assert_agent_death_fails_the_acp_prompt(&session);
 }

@@ -186,6 +186,31 @@ impl Bridge {
         }
     }
 
+    /// Checks that `session/cancel` at the first chunk of a slow reply ([`slow_script`]) ends
+    /// the prompt `cancelled` within 5 s.
+    pub fn assert_cancel_ends_cancelled(&mut self, session: &str) {
+        let (frames, after) = self.cancel_after_first_chunk(session);
+        assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled");
+        assert!(after < Duration::from_secs(5), "cancelled after {after:?}");
+    }
+
+    /// Checks that `session/load`, `session/list` and `session/resume` (ids 3 to 5) are refused
+    /// -32601 naming the method and `dialect`, and an image prompt (id 6) as text only.
+    pub fn assert_sessions_and_images_refused(&mut self, session: &str, dialect: &str) {
+        for (id, method) in [(3, "session/load"), (4, "session/list"), (5, "session/resume")] {
+            let params = match method {
+                "session/list" => json!({}),
+                _ => json!({"sessionId": session, "cwd": "/", "mcpServers": []}),
+            };
+            let answer = self.request(id, method, params).pop().unwrap();
+            assert_eq!(answer["error"]["code"], -32601, "{answer}");
+            let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
+            assert!(message.contains(method) && message.contains(dialect), "{message}");
+        }
+        let image = self.request(6, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]})).pop().unwrap();
+        assert!(image["error"]["message"].as_str().unwrap().contains("text prompts only"), "{image}");
+    }
+
     /// The bridge's exit status, once it exits within `limit` of `since` (else a panic naming
     /// `what` was awaited).
     pub fn exit_within(&mut self, since: std::time::Instant, limit: Duration, what: &str) -> std::process::ExitStatus {
@@ -277,4 +302,9 @@ pub fn assert_bash_call(frames: &[Value], output: &str) {
     assert_eq!(done[0]["toolCallId"], "b1");
     assert!(done[0]["content"][0]["content"]["text"].as_str().unwrap().contains(output), "{:#}", done[0]);
     assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+/// The offline model's script for a reply streamed one character every 200 ms.
+pub fn slow_script() -> [Value; 1] {
+    [json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})]
 }
