@@ -6,12 +6,15 @@
 
 use std::future::Future;
 
+use tokio_util::sync::CancellationToken;
+
+
 use crate::dialect::acp::serve::route_notification;
 use crate::dialect::acp::AcpAgentSide;
 use crate::jsonrpc::{Connection, Error, Service};
 use crate::protocol::acp::{
     AcpAgentHandler, AcpAgentNotification, AuthenticateRequest, AuthenticateResponse, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, LogoutRequest, LogoutResponse, NewSessionRequest,
+    ContentBlock, InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, LogoutRequest, LogoutResponse, NewSessionRequest,
     NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest, ResumeSessionResponse, SessionId, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
@@ -29,14 +32,35 @@ pub trait AcpFront: Send + Sync {
     /// `session/new`.
     fn open_session(&self, params: NewSessionRequest) -> impl Future<Output = Result<NewSessionResponse, Error>> + Send;
 
-    /// `session/prompt`.
-    fn prompt(&self, params: PromptRequest) -> impl Future<Output = Result<PromptResponse, Error>> + Send;
+    /// Whether `session` is the live session (else the error saying why not).
+    fn live(&self, session: &SessionId) -> Result<(), Error>;
+
+    /// `session/prompt` in the live session, its `text` read: `cancelled` fires when the host
+    /// withdraws it with `$/cancel_request` (then the agent's run is cancelled as by
+    /// `session/cancel`, and the prompt still gets exactly one answer).
+    fn prompt(&self, text: String, cancelled: CancellationToken) -> impl Future<Output = Result<PromptResponse, Error>> + Send;
 
     /// `session/cancel` for `session`: the running prompt ends `cancelled`.
     fn cancel(&self, session: &SessionId);
 
     /// The host's input ended: the agent's input closes, so its prompts end when it does.
     fn close_agent(&self);
+}
+
+/// A prompt's text (resource links as their URI): the bridge advertises text prompts only
+/// (`promptCapabilities` all false), so images, audio and embedded resources are refused.
+fn prompt_text(prompt: &[ContentBlock]) -> Result<String, Error> {
+    let mut text = String::new();
+    for block in prompt {
+        match block {
+            ContentBlock::Text { text: t, .. } => text.push_str(t),
+            ContentBlock::ResourceLink { uri, .. } => text.push_str(uri),
+            ContentBlock::Image { .. } | ContentBlock::Audio { .. } | ContentBlock::Resource { .. } => {
+                return Err(Error::invalid_params("The bridge carries text prompts only (promptCapabilities): images, audio and embedded resources are not offered to the agent behind it"));
+            }
+        }
+    }
+    Ok(text)
 }
 
 /// `method`, which the agent behind `F` has no request for.
@@ -61,7 +85,12 @@ impl<F: AcpFront> AcpAgentHandler for F {
     }
 
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
-        self.prompt(params).await
+        // The handler ends itself on `$/cancel_request` (instead of being dropped while the
+        // agent goes on).
+        let cancelled = crate::jsonrpc::claim_cancellation();
+        self.live(&params.session_id)?;
+        let text = prompt_text(&params.prompt)?;
+        self.prompt(text, cancelled).await
     }
 
     async fn session_load(&self, _params: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {

@@ -25,9 +25,10 @@ use super::rpc_events::{step, Step};
 use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
 use crate::dialect::acp::project::{text_block, tool_kind, tool_title};
 use super::acp_front::AcpFront;
+use tokio_util::sync::CancellationToken;
 use crate::jsonrpc::{Connection, Error, Reply};
 use crate::protocol::acp::{
-    methods, ContentBlock, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionId, PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    methods, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionId, PermissionOptionKind, PromptResponse, RequestPermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification, SessionUpdate, StopReason, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate,
 };
 use crate::protocol::{AbortCommand, NewSessionCommand, PromptCommand};
@@ -170,13 +171,6 @@ impl AcpOverRpc {
         }
     }
 
-    fn live(&self, session: &SessionId) -> Result<(), Error> {
-        match &lock(&self.state).session {
-            Some(live) if *live == session.0 => Ok(()),
-            Some(_) => Err(Error::resource_not_found(format!("Session {} ended: the agent behind this bridge has one session at a time and a later session/new replaced it", session.0))),
-            None => Err(Error::resource_not_found(format!("No session {}; call session/new first", session.0))),
-        }
-    }
 }
 
 impl AcpOverRpc {
@@ -199,22 +193,6 @@ impl AcpOverRpc {
     }
 }
 
-/// A prompt's text (resource links as their URI): the bridge advertises text prompts only
-/// (`promptCapabilities` all false), so images, audio and embedded resources are refused.
-pub(super) fn prompt_text(prompt: &[ContentBlock]) -> Result<String, Error> {
-    let mut text = String::new();
-    for block in prompt {
-        match block {
-            ContentBlock::Text { text: t, .. } => text.push_str(t),
-            ContentBlock::ResourceLink { uri, .. } => text.push_str(uri),
-            ContentBlock::Image { .. } | ContentBlock::Audio { .. } | ContentBlock::Resource { .. } => {
-                return Err(Error::invalid_params("The bridge carries text prompts only (promptCapabilities): images, audio and embedded resources are not offered to the agent behind it"));
-            }
-        }
-    }
-    Ok(text)
-}
-
 fn agent_error(e: crate::client::ClientError) -> Error {
     Error::internal(format!("agent: {e}"))
 }
@@ -225,6 +203,14 @@ impl AcpFront for AcpOverRpc {
 
     fn conn(&self) -> &Connection {
         &self.conn
+    }
+
+    fn live(&self, session: &SessionId) -> Result<(), Error> {
+        match &lock(&self.state).session {
+            Some(live) if *live == session.0 => Ok(()),
+            Some(_) => Err(Error::resource_not_found(format!("Session {} ended: the agent behind this bridge has one session at a time and a later session/new replaced it", session.0))),
+            None => Err(Error::resource_not_found(format!("No session {}; call session/new first", session.0))),
+        }
     }
 
     async fn open_session(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
@@ -245,12 +231,7 @@ impl AcpFront for AcpOverRpc {
         Ok(NewSessionResponse::new(SessionId(id)))
     }
 
-    async fn prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
-        // A `$/cancel_request` for this prompt aborts the agent's run and ends it `cancelled`,
-        // like `session/cancel` (instead of dropping the handler while pi goes on).
-        let cancelled = crate::jsonrpc::claim_cancellation();
-        self.live(&params.session_id)?;
-        let text = prompt_text(&params.prompt)?;
+    async fn prompt(&self, text: String, cancelled: CancellationToken) -> Result<PromptResponse, Error> {
         let (tx, rx) = oneshot::channel();
         {
             let mut state = lock(&self.state);

@@ -18,13 +18,14 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::acp_rpc::{acp_update, ask_permission, prompt_text};
+use super::acp_rpc::{acp_update, ask_permission};
 use super::rpc_events::Step;
 use crate::client::{WireClient, WireEvents, WireHostHandler};
 use super::acp_front::AcpFront;
+use tokio_util::sync::CancellationToken;
 use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp::{
-    methods, NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, SessionId, SessionNotification, StopReason, ToolCallId, ToolCallUpdate,
+    methods, NewSessionRequest, NewSessionResponse, PermissionOptionKind, PromptResponse, SessionId, SessionNotification, StopReason, ToolCallId, ToolCallUpdate,
 };
 use crate::protocol::{
     WireApprovalDecision, WireApprovalRequestPayload, WireApprovalResult, WireCancelRequest, WireContentPart, WireEvent, WirePromptParams, WirePromptRequest, WirePromptResultStatus,
@@ -227,12 +228,6 @@ impl AcpOverWire {
         }
     }
 
-    fn live(&self, session: &SessionId) -> Result<(), Error> {
-        match &lock(&self.state).session {
-            Some(live) if *live == session.0 => Ok(()),
-            Some(_) | None => Err(Error::resource_not_found(format!("No session {}; call session/new first", session.0))),
-        }
-    }
 
     /// Asks the agent to cancel its running turn (its `prompt` then ends `cancelled`).
     fn cancel_turn(&self) {
@@ -266,6 +261,13 @@ impl AcpFront for AcpOverWire {
         &self.conn
     }
 
+    fn live(&self, session: &SessionId) -> Result<(), Error> {
+        match &lock(&self.state).session {
+            Some(live) if *live == session.0 => Ok(()),
+            Some(_) | None => Err(Error::resource_not_found(format!("No session {}; call session/new first", session.0))),
+        }
+    }
+
     async fn open_session(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let mut state = lock(&self.state);
         if state.session.is_some() {
@@ -276,12 +278,9 @@ impl AcpFront for AcpOverWire {
         Ok(NewSessionResponse::new(SessionId(id)))
     }
 
-    async fn prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
-        // A `$/cancel_request` for this prompt cancels the agent's turn, like `session/cancel`;
-        // the answer still waits for the agent's (so exactly one, after its updates).
-        let cancelled = crate::jsonrpc::claim_cancellation();
-        self.live(&params.session_id)?;
-        let text = prompt_text(&params.prompt)?;
+    async fn prompt(&self, text: String, cancelled: CancellationToken) -> Result<PromptResponse, Error> {
+        // After a `$/cancel_request` the answer still waits for the agent's (so it comes
+        // after the turn's updates).
         {
             let mut state = lock(&self.state);
             if state.running {
