@@ -323,3 +323,47 @@ impl AcpFront for AcpOverWire {
         tokio::spawn(async move { agent.close().await });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::NoWireHost;
+    use crate::transport::spawn_writer;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    /// kimi streams a call's arguments in `ToolCallPart`s after a `ToolCall` without them: the
+    /// host gets one `tool_call` with the whole arguments, then the result.
+    #[tokio::test]
+    async fn streamed_arguments_make_one_tool_call() {
+        let (host_sink, host_source) = tokio::io::duplex(1 << 16);
+        let (outbox, _writer) = spawn_writer(host_sink, 1 << 20);
+        let conn = Arc::new(Connection::new(outbox));
+        let approvals = WireApprovals::new(conn.clone());
+        let (agent_in, _agent_reads) = tokio::io::duplex(1 << 16);
+        let (mut agent_writes, agent_out) = tokio::io::duplex(1 << 16);
+        let (client, events) = WireClient::connect(BufReader::new(agent_out), agent_in, NoWireHost);
+        let (server, flushes) = AcpOverWire::new(conn, client, &approvals);
+        lock(&server.state).session = Some("s".into());
+        let server = Arc::new(server);
+        tokio::spawn({
+            let server = server.clone();
+            async move { server.pump(events, flushes).await }
+        });
+        let event = |e: Value| format!("{}\n", serde_json::json!({"jsonrpc": "2.0", "method": "event", "params": e}));
+        let lines = [
+            event(serde_json::json!({"type": "ToolCall", "payload": {"type": "function", "id": "c1", "function": {"name": "bash", "arguments": null}}})),
+            event(serde_json::json!({"type": "ToolCallPart", "payload": {"arguments_part": "{\"command\": \"echo "}})),
+            event(serde_json::json!({"type": "ToolCallPart", "payload": {"arguments_part": "hi\"}"}})),
+            event(serde_json::json!({"type": "ToolResult", "payload": {"tool_call_id": "c1", "return_value": {"is_error": false, "output": "hi\n", "message": "", "display": []}}})),
+        ];
+        agent_writes.write_all(lines.concat().as_bytes()).await.unwrap();
+        let mut host = BufReader::new(host_source).lines();
+        let mut next = async || -> Value { serde_json::from_str(&host.next_line().await.unwrap().unwrap()).unwrap() };
+        let call = next().await;
+        let update = &call["params"]["update"];
+        assert_eq!((&update["sessionUpdate"], &update["toolCallId"], &update["title"]), (&Value::from("tool_call"), &Value::from("c1"), &Value::from("echo hi")), "{call}");
+        assert_eq!(update["rawInput"]["command"], "echo hi", "{call}");
+        let done = next().await;
+        assert_eq!((&done["params"]["update"]["sessionUpdate"], &done["params"]["update"]["status"]), (&Value::from("tool_call_update"), &Value::from("completed")), "{done}");
+    }
+}
