@@ -5,20 +5,15 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
 
-use common::bridge::{running, updates, Bridge, TIMEOUT};
+use common::bridge::{assert_bash_call, assert_streamed, bash_script, slow_script, updates, Bridge};
 use serde_json::json;
 
 #[test]
 fn a_prompt_streams_as_agent_message_chunks_and_ends_end_turn() {
     let mut bridge = Bridge::start(&[json!({"text": "desserts are stressed"})], &[]);
     let session = bridge.open();
-    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}));
-    let text: String = updates(&frames, "agent_message_chunk").iter().map(|u| u["content"]["text"].as_str().unwrap()).collect();
-    assert_eq!(text, "desserts are stressed");
-    assert!(updates(&frames, "agent_message_chunk").len() > 1, "streamed in several chunks");
-    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+    assert_streamed(&bridge.prompt(&session, "hi"), "desserts are stressed");
 }
 
 #[test]
@@ -31,101 +26,46 @@ fn the_dialect_can_be_given_instead_of_detected() {
 
 #[test]
 fn a_bash_tool_call_arrives_as_tool_call_then_a_completed_update_with_its_output() {
-    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo bridged-output"}}]}), json!({"text": "done"})];
-    let mut bridge = Bridge::start(&script, &[]);
+    let mut bridge = Bridge::start(&bash_script("bridged-output"), &[]);
     let session = bridge.open();
-    let frames = bridge.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}));
-    let calls = updates(&frames, "tool_call");
-    assert_eq!(calls.len(), 1, "{frames:#?}");
-    assert_eq!((&calls[0]["toolCallId"], &calls[0]["kind"], &calls[0]["title"]), (&json!("b1"), &json!("execute"), &json!("echo bridged-output")));
-    let done: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
-    assert_eq!(done.len(), 1, "{frames:#?}");
-    assert!(done[0]["content"][0]["content"]["text"].as_str().unwrap().contains("bridged-output"), "{:#}", done[0]);
-    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+    assert_bash_call(&bridge.prompt(&session, "run it"), "bridged-output");
 }
 
 #[test]
 fn session_cancel_during_a_slow_reply_ends_the_prompt_cancelled() {
-    let mut bridge = Bridge::start(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[]);
+    let mut bridge = Bridge::start(&slow_script(), &[]);
     let session = bridge.open();
-    let (frames, after) = bridge.cancel_after_first_chunk(&session);
-    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled");
-    assert!(after < Duration::from_secs(5), "cancelled after {after:?}");
+    bridge.assert_cancel_ends_cancelled(&session);
 }
 
 #[test]
 fn what_the_jsonl_dialect_lacks_is_refused_naming_it() {
     let mut bridge = Bridge::start(&[], &[]);
     let session = bridge.open();
-    for (id, method) in [(3, "session/load"), (4, "session/list"), (5, "session/resume")] {
-        let params = match method {
-            "session/list" => json!({}),
-            _ => json!({"sessionId": session, "cwd": "/", "mcpServers": []}),
-        };
-        let answer = bridge.request(id, method, params).pop().unwrap();
-        let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
-        assert!(message.contains(method) && message.contains("JSONL"), "{message}");
-    }
-    let image = bridge.request(6, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]})).pop().unwrap();
-    assert!(image["error"]["message"].as_str().unwrap().contains("text prompts only"), "{image}");
+    bridge.assert_sessions_and_images_refused(&session, "JSONL");
 }
 
 #[test]
 fn host_eof_ends_the_bridge_and_its_agent_within_3_s() {
     let mut bridge = Bridge::start(&[], &[]);
     bridge.open();
-    let agent = bridge.agent_pid();
-    let closed = Instant::now();
-    bridge.stdin.take();
-    let status = bridge.exit_within(closed, Duration::from_secs(3), "host EOF");
-    assert!(status.success(), "{status}");
-    while running(agent) {
-        assert!(closed.elapsed() < Duration::from_secs(3), "the agent still runs 3 s after host EOF");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    bridge.assert_host_eof_ends_both_within_3_s();
 }
 
 #[test]
 fn the_agent_dying_answers_the_prompt_in_flight_with_an_error_and_exits_non_zero() {
-    let mut bridge = Bridge::start(&[json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})], &[]);
+    let mut bridge = Bridge::start(&slow_script(), &[]);
     let session = bridge.open();
-    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
-    loop {
-        if bridge.next().expect("a chunk")["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
-            break;
-        }
-    }
-    // SAFETY: kill has no memory-safety preconditions.
-    unsafe { libc::kill(i32::try_from(bridge.agent_pid()).unwrap(), libc::SIGKILL) };
-    let answer = bridge.until_answer(3).pop().unwrap();
-    assert!(answer["error"]["message"].as_str().unwrap().contains("exited"), "{answer}");
-    let status = bridge.exit_within(Instant::now(), TIMEOUT, "its agent died");
-    assert_eq!(status.code(), Some(1));
+    bridge.assert_agent_death_fails_the_acp_prompt(&session);
 }
 
 /// Runs a prompt whose `bash` call the agent asks approval for (`--approval dangerous`),
 /// answering the bridge's `session/request_permission` with the option named `choose`; the
 /// frames and the options offered.
 fn approve_bash(choose: &str) -> (Vec<serde_json::Value>, Vec<String>) {
-    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo approved-run"}}]}), json!({"text": "done"})];
-    let mut bridge = Bridge::start_agent("acp", &script, &[], &["--approval", "dangerous"]);
+    let mut bridge = Bridge::start_agent("acp", &bash_script("approved-run"), &[], &["--approval", "dangerous"]);
     let session = bridge.open();
-    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}}));
-    let (mut frames, mut offered) = (Vec::new(), Vec::new());
-    loop {
-        let frame = bridge.next().expect("a frame");
-        if frame["method"] == "session/request_permission" {
-            let options = frame["params"]["options"].as_array().unwrap();
-            offered = options.iter().map(|o| o["name"].as_str().unwrap().to_owned()).collect();
-            let pick = options.iter().find(|o| o["name"] == choose).expect("the option offered")["optionId"].clone();
-            bridge.send(json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"outcome": {"outcome": "selected", "optionId": pick}}}));
-        }
-        let done = frame["id"] == json!(3) && frame.get("method").is_none();
-        frames.push(frame);
-        if done {
-            return (frames, offered);
-        }
-    }
+    bridge.prompt_choosing(&session, choose)
 }
 
 #[test]

@@ -24,17 +24,12 @@ use tokio::sync::oneshot;
 use super::rpc_events::{step, Step};
 use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
 use crate::dialect::acp::project::{text_block, tool_kind, tool_title};
-use crate::dialect::acp::AcpAgentSide;
-use crate::jsonrpc::{Connection, Error, Reply, Service};
-use crate::protocol::acp::{AuthenticateRequest, AuthenticateResponse, LogoutRequest, LogoutResponse, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, 
-    methods, AcpAgentHandler, AcpAgentNotification, ContentBlock, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionId, PermissionOptionKind, PromptRequest, PromptResponse,
-    ProtocolVersion, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallContent, ToolCallId,
-    ToolCallStatus, ToolCallUpdate,
+use super::acp_front::AcpFront;
+use tokio_util::sync::CancellationToken;
+use crate::jsonrpc::{Connection, Error, Reply};
+use crate::protocol::acp::{
+    methods, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionId, PermissionOptionKind, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification, SessionUpdate, StopReason, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate,
 };
 use crate::protocol::{AbortCommand, NewSessionCommand, PromptCommand};
 
@@ -95,6 +90,23 @@ fn option_kind(label: &str) -> PermissionOptionKind {
     }
 }
 
+/// Asks the ACP host on `conn` to allow `call` in `session`, offering `options` (label, kind);
+/// the index of the option chosen, `None` when dismissed, refused or unanswerable (nothing
+/// allowed).
+pub(super) async fn ask_permission(conn: &Connection, session: String, call: ToolCallUpdate, options: Vec<(String, PermissionOptionKind)>) -> Option<usize> {
+    let options = options.into_iter().enumerate().map(|(i, (label, kind))| PermissionOption::new(kind, label, PermissionOptionId(i.to_string()))).collect();
+    let request = RequestPermissionRequest::new(options, SessionId(session), call);
+    let pending = conn.peer().request::<methods::SessionRequestPermission>(&request).await;
+    let answer = match pending.wait(None, None).await {
+        Reply::Answered(Ok(result)) => serde_json::from_value::<RequestPermissionResponse>(result).ok().map(|r| r.outcome),
+        Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => None,
+    };
+    match answer {
+        Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0.parse::<usize>().ok(),
+        Some(RequestPermissionOutcome::Cancelled) | None => None,
+    }
+}
+
 impl RpcHostHandler for AcpDialogs {
     fn dialog(&self, dialog: RpcDialog) -> BoxFuture<'_, DialogAnswer> {
         async move {
@@ -114,17 +126,8 @@ impl RpcHostHandler for AcpDialogs {
                 _ => dialog.title.clone(),
             };
             let call = ToolCallUpdate::new(ToolCallId(format!("dialog-{}", dialog.id))).with_title(title);
-            let options = labels.iter().enumerate().map(|(i, (label, kind))| PermissionOption::new(*kind, label.clone(), PermissionOptionId(i.to_string()))).collect();
-            let request = RequestPermissionRequest::new(options, SessionId(session), call);
-            let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&request).await;
-            let answer = match pending.wait(None, None).await {
-                Reply::Answered(Ok(result)) => serde_json::from_value::<RequestPermissionResponse>(result).ok().map(|r| r.outcome),
-                Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => None,
-            };
-            let chosen = match answer {
-                Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0.parse::<usize>().ok().and_then(|i| labels.get(i)),
-                Some(RequestPermissionOutcome::Cancelled) | None => None,
-            };
+            let options = labels.iter().map(|(label, kind)| (label.clone(), *kind)).collect();
+            let chosen = ask_permission(&self.conn, session, call, options).await.and_then(|i| labels.get(i));
             match (chosen, dialog.method.as_str()) {
                 (None, _) => DialogAnswer::Cancelled,
                 (Some((_, kind)), "confirm") => DialogAnswer::Confirmed(*kind == PermissionOptionKind::AllowOnce),
@@ -168,13 +171,6 @@ impl AcpOverRpc {
         }
     }
 
-    fn live(&self, session: &SessionId) -> Result<(), Error> {
-        match &lock(&self.state).session {
-            Some(live) if *live == session.0 => Ok(()),
-            Some(_) => Err(Error::resource_not_found(format!("Session {} ended: the agent behind this bridge has one session at a time and a later session/new replaced it", session.0))),
-            None => Err(Error::resource_not_found(format!("No session {}; call session/new first", session.0))),
-        }
-    }
 }
 
 impl AcpOverRpc {
@@ -197,25 +193,27 @@ impl AcpOverRpc {
     }
 }
 
-fn refused(method: &str) -> Error {
-    Error::method_not_found(format!("{method} is not available: the agent behind this bridge speaks the pi/omp JSONL dialect, which has no such command"))
-}
-
 fn agent_error(e: crate::client::ClientError) -> Error {
     Error::internal(format!("agent: {e}"))
 }
 
-impl AcpAgentHandler for AcpOverRpc {
-    async fn initialize(&self, _params: InitializeRequest) -> Result<InitializeResponse, Error> {
-        // The default capabilities are what the JSONL dialect can carry: no session loading,
-        // listing or resuming, text prompts only.
-        Ok(InitializeResponse::new(ProtocolVersion(1)).with_agent_info(
-            Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION"))
-                .with_title("agentwire bridge (pi/omp JSONL agent)".to_owned()),
-        ))
+impl AcpFront for AcpOverRpc {
+    const AGENT: &'static str = "the pi/omp JSONL dialect";
+    const TITLE: &'static str = "agentwire bridge (pi/omp JSONL agent)";
+
+    fn conn(&self) -> &Connection {
+        &self.conn
     }
 
-    async fn session_new(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+    fn live(&self, session: &SessionId) -> Result<(), Error> {
+        match &lock(&self.state).session {
+            Some(live) if *live == session.0 => Ok(()),
+            Some(_) => Err(Error::resource_not_found(format!("Session {} ended: the agent behind this bridge has one session at a time and a later session/new replaced it", session.0))),
+            None => Err(Error::resource_not_found(format!("No session {}; call session/new first", session.0))),
+        }
+    }
+
+    async fn open_session(&self, _params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let first = lock(&self.state).opened == 0;
         if !first {
             if lock(&self.state).turn.done.is_some() {
@@ -233,79 +231,7 @@ impl AcpAgentHandler for AcpOverRpc {
         Ok(NewSessionResponse::new(SessionId(id)))
     }
 
-    async fn session_load(
-        &self,
-        _params: LoadSessionRequest,
-    ) -> Result<LoadSessionResponse, Error> {
-        Err(refused("session/load"))
-    }
-
-    async fn session_list(
-        &self,
-        _params: ListSessionsRequest,
-    ) -> Result<ListSessionsResponse, Error> {
-        Err(refused("session/list"))
-    }
-
-    async fn session_resume(
-        &self,
-        _params: ResumeSessionRequest,
-    ) -> Result<ResumeSessionResponse, Error> {
-        Err(refused("session/resume"))
-    }
-
-    async fn session_set_mode(
-        &self,
-        _params: SetSessionModeRequest,
-    ) -> Result<SetSessionModeResponse, Error> {
-        Err(Error::invalid_params(
-            "The bridge offers no session modes (the pi/omp JSONL dialect has none)",
-        ))
-    }
-
-    async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
-        Err(Error::invalid_params(format!(
-            "Unknown authentication method {:?}: the bridge advertises none (the pi/omp agent behind it reads its own keys)",
-            params.method_id
-        ))
-        .at("/methodId", "not an advertised authentication method"))
-    }
-
-    async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
-        Err(refused("logout"))
-    }
-
-    async fn session_close(&self, _params: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
-        Err(refused("session/close"))
-    }
-
-    async fn session_delete(&self, _params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
-        Err(refused("session/delete"))
-    }
-
-    async fn session_set_config_option(&self, _params: SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, Error> {
-        Err(Error::invalid_params("The bridge offers no config options (the pi/omp JSONL dialect has no ACP config options to map them to)").at("/configId", "no config options are offered"))
-    }
-
-    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
-        // A `$/cancel_request` for this prompt aborts the agent's run and ends it `cancelled`,
-        // like `session/cancel` (instead of dropping the handler while pi goes on).
-        let cancelled = crate::jsonrpc::claim_cancellation();
-        self.live(&params.session_id)?;
-        let mut text = String::new();
-        for block in &params.prompt {
-            match block {
-                ContentBlock::Text { text: t, .. } => text.push_str(t),
-                ContentBlock::ResourceLink { uri, .. } => {
-                    text.push_str(uri);
-                }
-                ContentBlock::Image { .. }
-                | ContentBlock::Audio { .. }
-                | ContentBlock::Resource { .. } => {
-                    return Err(Error::invalid_params("The bridge carries text prompts only (promptCapabilities): images, audio and embedded resources have no JSONL counterpart here"));
-                }
-            }
-        }
+    async fn prompt(&self, text: String, cancelled: CancellationToken) -> Result<PromptResponse, Error> {
         let (tx, rx) = oneshot::channel();
         {
             let mut state = lock(&self.state);
@@ -335,39 +261,21 @@ impl AcpAgentHandler for AcpOverRpc {
             (false, false) => Err(Error::internal("The agent exited before the prompt ended")),
         }
     }
-}
 
-impl Service for AcpOverRpc {
-    type Side = AcpAgentSide;
-
-    fn connection(&self) -> &Connection {
-        &self.conn
-    }
-
-    fn notified(&self, notification: AcpAgentNotification) {
-        match notification {
-            AcpAgentNotification::SessionCancel(n) => {
-                if lock(&self.state).session.as_deref() == Some(n.session_id.0.as_str()) {
-                    self.cancel_turn();
-                }
-            }
-            AcpAgentNotification::CancelRequest(n) => {
-                let id = serde_json::to_value(&n.request_id).unwrap_or_default();
-                if !self.conn.cancel_request(&id) {
-                    tracing::debug!("$/cancel_request for {id}, which is not in flight");
-                }
-            }
+    fn cancel(&self, session: &SessionId) {
+        if lock(&self.state).session.as_deref() == Some(session.0.as_str()) {
+            self.cancel_turn();
         }
     }
 
-    fn input_ended(&self) {
+    fn close_agent(&self) {
         // Host EOF: the agent's input closes; the prompts end when it does.
         self.agent.close();
     }
 }
 
 /// The ACP update for a step of the agent's run (`None`: ACP has none for it).
-fn acp_update(step: Step) -> Option<SessionUpdate> {
+pub(super) fn acp_update(step: Step) -> Option<SessionUpdate> {
     let call_update = crate::dialect::acp::project::call_update;
     Some(match step {
         Step::Text(text) => SessionUpdate::AgentMessageChunk { content: text_block(text), message_id: None, meta: None },

@@ -1,7 +1,9 @@
 //! `agentwire bridge --serve <dialect> [--agent-dialect <dialect>] -- <agent command…>`: one
 //! dialect to the host on stdio, another to an agent subprocess (docs/bridge.md).
 //!
+//! - [`acp_front`]: what the ACP fronts share (`initialize`, refusals, cancel routing);
 //! - [`acp_rpc`]: ACP to the host, the pi/omp JSONL dialect to the agent;
+//! - [`acp_wire`]: ACP to the host, kimi's wire dialect to the agent;
 //! - [`wire_rpc`]: kimi's wire to the host, the pi/omp JSONL dialect to the agent;
 //! - [`rpc_acp`]: the pi/omp JSONL dialect to the host, ACP to the agent;
 //! - [`rpc_events`]: a JSONL agent's events, read leniently.
@@ -12,7 +14,9 @@
 //! forwarded to its group; SIGTERM and SIGHUP also end our input. The agent dying → every
 //! request in flight is answered with an error, and the bridge exits non-zero.
 
+pub mod acp_front;
 pub mod acp_rpc;
+pub mod acp_wire;
 pub mod rpc_acp;
 pub mod rpc_events;
 pub mod wire_rpc;
@@ -29,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::detect::{connect, Handshake, DETECT_TIMEOUT};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
-use crate::client::{spawn_closable_writer, AcpClient, AgentProcess, Detected, Dialect, InputCloser, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
+use crate::client::{spawn_closable_writer, AcpClient, WireClient, AgentProcess, Detected, Dialect, InputCloser, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
 use crate::jsonrpc::{Connection, Service};
 use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
 use crate::protocol::{WireClientInfo, WireInitializeParams};
@@ -137,9 +141,10 @@ pub async fn run(options: BridgeOptions) -> u8 {
             link.serve(dialogs.clone(), |client| wire_rpc::WireOverRpc::new(conn, client, &dialogs)).await
         }
         (Dialect::Rpc, Detected::Acp(initialized)) => link.serve_rpc_over_acp(host_out, closer, *initialized).await,
+        (Dialect::Acp, Detected::Wire(_)) => link.serve_acp_over_wire(host_out, closer).await,
         (serve, detected) => {
             eprintln!(
-                "agentwire bridge: serving {} in front of an agent speaking {} is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent, --serve rpc in front of an ACP agent",
+                "agentwire bridge: serving {} in front of an agent speaking {} is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent, --serve acp in front of a wire (kimi) agent, --serve rpc in front of an ACP agent",
                 serve.name(),
                 detected.dialect().name()
             );
@@ -261,6 +266,29 @@ impl Link {
         });
         let agent_died = supervise(&mut agent, &stop, &ended, crate::jsonrpc::serve(&*server, input, max_line_bytes)).await;
         client.close();
+        drop(client);
+        let code = finish(agent, agent_died).await;
+        // The agent is gone, so its output has ended and the pump with it.
+        let _ = pump.await;
+        code
+    }
+
+    /// Serves ACP to the host in front of the wire agent (initialized during detection);
+    /// returns the exit code.
+    async fn serve_acp_over_wire(self, host_out: Outbox, closer: InputCloser) -> u8 {
+        let Link { mut agent, lines, agent_out, max_line_bytes } = self;
+        let conn = Arc::new(Connection::new(host_out));
+        let approvals = acp_wire::WireApprovals::new(conn.clone());
+        let (client, events) = WireClient::over(lines.into_inner(), agent_out, closer, approvals.clone());
+        let (server, flushes) = acp_wire::AcpOverWire::new(conn, client.clone(), &approvals);
+        let server = Arc::new(server);
+        let pump = tokio::spawn({
+            let server = server.clone();
+            async move { server.pump(events, flushes).await }
+        });
+        let HostInput { input, stop, ended } = HostInput::new();
+        let agent_died = supervise(&mut agent, &stop, &ended, crate::jsonrpc::serve(&*server, input, max_line_bytes)).await;
+        client.close().await;
         drop(client);
         let code = finish(agent, agent_died).await;
         // The agent is gone, so its output has ended and the pump with it.

@@ -629,14 +629,16 @@ impl Pump {
         self.send(&TurnEndEvent::new(AgentMessage::Assistant(assistant.clone()), Vec::new())).await;
         let mut messages: Vec<AgentMessage> = self.user.take().map(AgentMessage::User).into_iter().collect();
         messages.push(AgentMessage::Assistant(assistant));
-        self.send(&AgentEndEvent::new(messages).with_is_terminal(Some(true))).await;
-        self.send(&PromptResultEvent::new(status, outcome.is_ok()).with_id(id).with_error(error.map(|message| PromptError { message, http_status: None, retryable: false }))).await;
+        // The run is over in the state before the host reads so: a `get_state` sent after
+        // `prompt_result` sees it (not streaming, its messages counted).
         self.running = false;
         let run = {
             let mut state = lock(&self.state);
             state.messages += 2;
             state.run.take()
         };
+        self.send(&AgentEndEvent::new(messages).with_is_terminal(Some(true))).await;
+        self.send(&PromptResultEvent::new(status, outcome.is_ok()).with_id(id).with_error(error.map(|message| PromptError { message, http_status: None, retryable: false }))).await;
         for waiter in run.map(|r| r.waiters).unwrap_or_default() {
             let _ = waiter.send(());
         }

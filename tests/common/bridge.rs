@@ -35,25 +35,30 @@ impl Bridge {
 
     /// [`Bridge::start_serving`] with `agent_args` added to the agent's command line.
     pub fn start_agent(serve: &str, script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("script.jsonl");
-        std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
-        let bin = env!("CARGO_BIN_EXE_agentwire");
-        let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), "rpc".into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
-        agent.extend(["--config-dir".into(), dir.path().into(), "--model-script".into(), path.into()]);
-        agent.extend(agent_args.iter().map(OsString::from));
-        Self::spawn(serve, extra, &agent, &[], dir)
+        Self::start_mode(serve, "rpc", script, extra, agent_args)
     }
 
     /// The bridge serving the JSONL dialect in front of `agentwire --mode acp` playing `script`.
     pub fn start_acp_agent(script: &[Value], extra: &[&str]) -> Bridge {
+        Self::start_mode("rpc", "acp", script, extra, &[])
+    }
+
+    /// The bridge serving ACP in front of `agentwire --mode wire` playing `script`, with
+    /// `agent_args` added to the agent's command line.
+    pub fn start_wire_agent(script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
+        Self::start_mode("acp", "wire", script, extra, agent_args)
+    }
+
+    /// The bridge serving `serve` in front of `agentwire --mode <mode>` playing `script`.
+    fn start_mode(serve: &str, mode: &str, script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("script.jsonl");
         std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
         let bin = env!("CARGO_BIN_EXE_agentwire");
-        let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), "acp".into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
+        let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), mode.into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
         agent.extend(["--config-dir".into(), dir.path().into(), "--model-script".into(), path.into()]);
-        Self::spawn("rpc", extra, &agent, &[], dir)
+        agent.extend(agent_args.iter().map(OsString::from));
+        Self::spawn(serve, extra, &agent, &[], dir)
     }
 
     /// The bridge (with `extra` bridge arguments) in front of `agent`, run with `env` in `dir`.
@@ -133,6 +138,11 @@ impl Bridge {
         self.until_answer(id)
     }
 
+    /// An ACP text prompt (id 3) in `session`: the frames up to its answer.
+    pub fn prompt(&mut self, session: &str, text: &str) -> Vec<Value> {
+        self.request(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}))
+    }
+
     /// `initialize` and `session/new`; the session id.
     pub fn open(&mut self) -> String {
         let init = self.request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
@@ -154,6 +164,53 @@ impl Bridge {
         (frames, asked.elapsed())
     }
 
+    /// Sends an ACP prompt (id 3) in `session`, answering each `session/request_permission`
+    /// with the option named `choose`: the frames up to the prompt's answer, and the option
+    /// names offered.
+    pub fn prompt_choosing(&mut self, session: &str, choose: &str) -> (Vec<Value>, Vec<String>) {
+        self.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}}));
+        let (mut frames, mut offered) = (Vec::new(), Vec::new());
+        loop {
+            let frame = self.next().unwrap_or_else(|| panic!("no answer to the prompt; seen: {frames:#?}"));
+            if frame["method"] == "session/request_permission" {
+                let options = frame["params"]["options"].as_array().unwrap();
+                offered = options.iter().map(|o| o["name"].as_str().unwrap().to_owned()).collect();
+                let pick = options.iter().find(|o| o["name"] == choose).expect("the option offered")["optionId"].clone();
+                self.send(json!({"jsonrpc": "2.0", "id": frame["id"], "result": {"outcome": {"outcome": "selected", "optionId": pick}}}));
+            }
+            let done = frame["id"] == json!(3) && frame.get("method").is_none();
+            frames.push(frame);
+            if done {
+                return (frames, offered);
+            }
+        }
+    }
+
+    /// Checks that `session/cancel` at the first chunk of a slow reply ([`slow_script`]) ends
+    /// the prompt `cancelled` within 5 s.
+    pub fn assert_cancel_ends_cancelled(&mut self, session: &str) {
+        let (frames, after) = self.cancel_after_first_chunk(session);
+        assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled");
+        assert!(after < Duration::from_secs(5), "cancelled after {after:?}");
+    }
+
+    /// Checks that `session/load`, `session/list` and `session/resume` (ids 3 to 5) are refused
+    /// -32601 naming the method and `dialect`, and an image prompt (id 6) as text only.
+    pub fn assert_sessions_and_images_refused(&mut self, session: &str, dialect: &str) {
+        for (id, method) in [(3, "session/load"), (4, "session/list"), (5, "session/resume")] {
+            let params = match method {
+                "session/list" => json!({}),
+                _ => json!({"sessionId": session, "cwd": "/", "mcpServers": []}),
+            };
+            let answer = self.request(id, method, params).pop().unwrap();
+            assert_eq!(answer["error"]["code"], -32601, "{answer}");
+            let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
+            assert!(message.contains(method) && message.contains(dialect), "{message}");
+        }
+        let image = self.request(6, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]})).pop().unwrap();
+        assert!(image["error"]["message"].as_str().unwrap().contains("text prompts only"), "{image}");
+    }
+
     /// The bridge's exit status, once it exits within `limit` of `since` (else a panic naming
     /// `what` was awaited).
     pub fn exit_within(&mut self, since: std::time::Instant, limit: Duration, what: &str) -> std::process::ExitStatus {
@@ -164,6 +221,34 @@ impl Bridge {
             assert!(since.elapsed() < limit, "the bridge still runs {limit:?} after {what}");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Closes the bridge's input (host EOF) and checks that the bridge exits 0 and its agent
+    /// is gone within 3 s.
+    pub fn assert_host_eof_ends_both_within_3_s(&mut self) {
+        let agent = self.agent_pid();
+        let closed = std::time::Instant::now();
+        drop(self.stdin.take());
+        let status = self.exit_within(closed, Duration::from_secs(3), "host EOF");
+        assert!(status.success(), "{status}");
+        while running(agent) {
+            assert!(closed.elapsed() < Duration::from_secs(3), "the agent still runs 3 s after host EOF");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends a prompt (id 3) in the ACP `session` the agent replies to slowly, kills the agent
+    /// at the first chunk, and checks that the prompt is answered with an error saying it
+    /// exited and the bridge exits 1.
+    pub fn assert_agent_death_fails_the_acp_prompt(&mut self, session: &str) {
+        self.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+        while self.next().expect("a chunk")["params"]["update"]["sessionUpdate"] != "agent_message_chunk" {}
+        // SAFETY: kill has no memory-safety preconditions; the pid is the bridge's live child.
+        unsafe { libc::kill(i32::try_from(self.agent_pid()).unwrap(), libc::SIGKILL) };
+        let answer = self.until_answer(3).pop().unwrap();
+        assert!(answer["error"]["message"].as_str().unwrap().contains("exited"), "{answer}");
+        let status = self.exit_within(std::time::Instant::now(), TIMEOUT, "its agent died");
+        assert_eq!(status.code(), Some(1));
     }
 
     /// Pids of the bridge's children (the agent).
@@ -190,3 +275,36 @@ pub fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"))
 }
 
+
+/// The offline model's script for one `bash` call (id `b1`) echoing `output`, then "done".
+pub fn bash_script(output: &str) -> [Value; 2] {
+    [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": format!("echo {output}")}}]}), json!({"text": "done"})]
+}
+
+/// Checks an ACP prompt's frames: `text` streamed in several `agent_message_chunk`s, then
+/// `end_turn`.
+pub fn assert_streamed(frames: &[Value], text: &str) {
+    let chunks = updates(frames, "agent_message_chunk");
+    let streamed: String = chunks.iter().map(|u| u["content"]["text"].as_str().unwrap()).collect();
+    assert_eq!(streamed, text);
+    assert!(chunks.len() > 1, "streamed in several chunks");
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+/// Checks an ACP prompt's frames for [`bash_script`]'s call: one `tool_call` (`b1`, `execute`,
+/// titled by its command), one completed `tool_call_update` with `output`, then `end_turn`.
+pub fn assert_bash_call(frames: &[Value], output: &str) {
+    let calls = updates(frames, "tool_call");
+    assert_eq!(calls.len(), 1, "{frames:#?}");
+    assert_eq!((&calls[0]["toolCallId"], &calls[0]["kind"], &calls[0]["title"]), (&json!("b1"), &json!("execute"), &json!(format!("echo {output}"))));
+    let done: Vec<_> = updates(frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
+    assert_eq!(done.len(), 1, "{frames:#?}");
+    assert_eq!(done[0]["toolCallId"], "b1");
+    assert!(done[0]["content"][0]["content"]["text"].as_str().unwrap().contains(output), "{:#}", done[0]);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+/// The offline model's script for a reply streamed one character every 200 ms.
+pub fn slow_script() -> [Value; 1] {
+    [json!({"text": "a slow reply that takes a long time to stream out", "chunkSize": 1, "delayMs": 200})]
+}

@@ -15,24 +15,30 @@ use tokio::io::AsyncBufRead;
 
 use super::{AcpAgentSide, AcpServer};
 use crate::agent::AgentCore;
-use crate::jsonrpc::Service;
-use crate::protocol::acp::AcpAgentNotification;
+use crate::jsonrpc::{Connection, Service};
+use crate::protocol::acp::{AcpAgentNotification, SessionId};
 
 impl<A: AgentCore> Service for AcpServer<A> {
     type Side = AcpAgentSide;
 
-    fn connection(&self) -> &crate::jsonrpc::Connection {
+    fn connection(&self) -> &Connection {
         self.conn()
     }
 
     fn notified(&self, notification: AcpAgentNotification) {
-        match notification {
-            AcpAgentNotification::SessionCancel(n) => self.cancel(&n.session_id),
-            AcpAgentNotification::CancelRequest(n) => {
-                let id = serde_json::to_value(&n.request_id).unwrap_or_default();
-                if !self.conn().cancel_request(&id) {
-                    tracing::debug!("$/cancel_request for {id}, which is not in flight");
-                }
+        route_notification(self.conn(), notification, |session| self.cancel(session));
+    }
+}
+
+/// Routes a client's notification: `session/cancel` to `cancel`, `$/cancel_request` to the
+/// request it names on `conn` (every ACP agent side, ours and the bridge's, does the same).
+pub fn route_notification(conn: &Connection, notification: AcpAgentNotification, cancel: impl FnOnce(&SessionId)) {
+    match notification {
+        AcpAgentNotification::SessionCancel(n) => cancel(&n.session_id),
+        AcpAgentNotification::CancelRequest(n) => {
+            let id = serde_json::to_value(&n.request_id).unwrap_or_default();
+            if !conn.cancel_request(&id) {
+                tracing::debug!("$/cancel_request for {id}, which is not in flight");
             }
         }
     }
