@@ -64,6 +64,27 @@ pub fn rpc_response<T: serde::Serialize>(id: Option<Value>, command: &'static st
     RpcReply { id, command, outcome }
 }
 
+/// What the generated `dispatch_rpc_command_to` does with a command's typed outcome: each
+/// command's data has its own type, so the dispatch hands it over generically and the answer
+/// decides where it goes (an [`RpcReply`], or straight into a server's output batch).
+pub trait RpcAnswer {
+    /// What answering produces.
+    type Output;
+    /// Answers the command `command` with request id `id`; `Ok(None)` leaves `data` out.
+    fn answer<T: serde::Serialize>(self, id: Option<Value>, command: &'static str, outcome: Result<Option<T>, RpcError>) -> Self::Output;
+}
+
+/// The answer as an [`RpcReply`] ([`rpc_response`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ToReply;
+
+impl RpcAnswer for ToReply {
+    type Output = RpcReply;
+    fn answer<T: serde::Serialize>(self, id: Option<Value>, command: &'static str, outcome: Result<Option<T>, RpcError>) -> RpcReply {
+        rpc_response(id, command, outcome)
+    }
+}
+
 /// A response frame as [`rpc_response`] builds it: serializes exactly like the [`RpcResponse`]
 /// with the same fields (`id`, `type`, `command`, `success`, `data` | `error` + `code`).
 #[derive(Debug, Clone)]

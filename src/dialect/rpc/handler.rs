@@ -2,16 +2,17 @@
 //! Nothing here decides agent behaviour: it unpacks the command, calls the core and packs the
 //! answer (errors through [`super::rpc_error`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
-use crate::agent::{Agent, ApprovalPolicy, CoreError, QueueKind, Submitted};
+use crate::agent::{Agent, ApprovalPolicy, CoreError, QueueKind, StateVersion, Submitted};
 use crate::protocol::envelope::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
+use crate::transport::json::EncodedJson;
 use crate::transport::FrameBatch;
 
 /// One JSONL session: the core and this dialect's host side.
@@ -20,6 +21,8 @@ pub struct RpcSession {
     agent: Agent,
     host: Arc<RpcHost>,
     max_line_bytes: usize,
+    /// The last `get_state` data and the core's state version it was built at.
+    state_cache: Arc<Mutex<Option<(StateVersion, EncodedJson)>>>,
 }
 
 fn id_value(id: Option<&RequestId>) -> Option<Value> {
@@ -34,7 +37,7 @@ impl RpcSession {
     /// A session of `agent` whose host side is `host`; `max_line_bytes` (the inbound line
     /// limit) is advertised in `ready` as `maxLineBytes`.
     pub fn new(agent: Agent, host: Arc<RpcHost>, max_line_bytes: usize) -> Self {
-        Self { agent, host, max_line_bytes }
+        Self { agent, host, max_line_bytes, state_cache: Arc::default() }
     }
 
     /// The core.
@@ -52,6 +55,30 @@ impl RpcSession {
         let id_len = id.as_ref().and_then(|id| serde_json::to_string(id).ok()).map_or(0, |s| s.len());
         batch.reserve(data.json_len() + id_len + 128);
         let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetMessagesCommand::COMMAND, data: Some(&data) });
+    }
+
+    /// Answers `get_state` straight into `batch`. The data's JSON text is kept while the core's
+    /// [`Agent::state_version`] stays the same (any change of the state moves it), so a host
+    /// polling the state pays for a copy of the text, not for a new snapshot (the model, every
+    /// tool with its schema) and its encoding each time. The frame is the typed answer's.
+    pub fn write_state(&self, id: Option<Value>, batch: &mut FrameBatch) {
+        let version = self.agent.state_version();
+        let mut cache = self.state_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.as_ref().is_none_or(|(at, _)| *at != version) {
+            // Kept under the version it was built at (a change since `version` was read
+            // makes it older than the state, and the next call builds it again).
+            let (at, snapshot) = self.agent.versioned_state_snapshot();
+            match EncodedJson::encode(&snapshot) {
+                Ok(data) => *cache = Some((at, data)),
+                // Not expected (the snapshot always encodes): answered as the typed path would.
+                Err(_) => {
+                    let _ = batch.push(&envelope::rpc_response(id, GetStateCommand::COMMAND, Ok(Some(snapshot))));
+                    return;
+                }
+            }
+        }
+        let Some((_, data)) = cache.as_ref() else { return };
+        let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetStateCommand::COMMAND, data: Some(data) });
     }
 
     /// Answers `get_messages_page` straight into `batch`, its messages as stored like
