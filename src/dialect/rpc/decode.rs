@@ -58,6 +58,9 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         let (id, _) = crate::dialect::peek_id_and_type(&bytes);
         failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
+    if let Some(unknown) = unknown_command_fast(&bytes, text) {
+        return Err(unknown);
+    }
     // A line the parser rejects (nested too deep, `1e400`, a lone surrogate) still has its id
     // answered when the top-level `id` can be read.
     let mut value: Value = serde_json::from_str(text).map_err(|e| {
@@ -103,11 +106,9 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
             format!("`id` must be a string or an integer, got {}", json_kind(bad)),
         ));
     }
-    static INBOUND: std::sync::OnceLock<&'static UnionInfo> = std::sync::OnceLock::new();
-    let inbound = *INBOUND.get_or_init(|| UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame"));
+    let inbound = inbound_union();
     if inbound.member(&kind).is_none() {
-        let hint = crate::protocol::validate::closest_tag(inbound, &kind).map(|k| format!(" (did you mean \"{k}\"?)")).unwrap_or_default();
-        return Err(failure(id, &kind, RpcErrorCode::UnknownCommand, format!("Unknown command: {kind}{hint}")));
+        return Err(unknown_command(inbound, id, &kind));
     }
     if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Inbound, &value, None) {
         // A sub-protocol answer without a usable id cannot be matched to anything.
@@ -122,6 +123,90 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         "rpc_chunk" => serde_json::from_value(value).map(Inbound::Chunk).map_err(parse_error),
         _ => RpcCommand::from_value(value).map(|command| Inbound::Command { id: id.clone(), command }).map_err(parse_error),
     }
+}
+
+/// The union of every inbound frame (the commands and the sub-protocol answers).
+fn inbound_union() -> &'static UnionInfo {
+    static INBOUND: std::sync::OnceLock<&'static UnionInfo> = std::sync::OnceLock::new();
+    INBOUND.get_or_init(|| UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame"))
+}
+
+/// The `unknown_command` error for `kind`, with the closest known command when one is near.
+fn unknown_command(inbound: &'static UnionInfo, id: Option<Value>, kind: &str) -> Box<RpcResponse> {
+    let hint = crate::protocol::validate::closest_tag(inbound, kind);
+    let mut message = String::with_capacity(kind.len() + hint.map_or(0, |k| k.len() + 20) + 17);
+    message.push_str("Unknown command: ");
+    message.push_str(kind);
+    if let Some(k) = hint {
+        message.push_str(" (did you mean \"");
+        message.push_str(k);
+        message.push_str("\"?)");
+    }
+    failure(id, kind, RpcErrorCode::UnknownCommand, message)
+}
+
+/// The top level of a line, read without building its `Value` tree: the `id` and `type` values,
+/// the other members parsed (so the line is accepted exactly when the `Value` parse accepts it)
+/// and dropped, and whether `id` or `type` came twice.
+#[derive(Default)]
+struct Head {
+    id: Option<Value>,
+    kind: Option<Value>,
+    repeated: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for Head {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Head;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+                let mut head = Head::default();
+                // Keys without escapes borrow from the line (the caller checked for `\`).
+                while let Some(key) = map.next_key::<&'de str>()? {
+                    let slot = match key {
+                        "id" => &mut head.id,
+                        "type" => &mut head.kind,
+                        _ => {
+                            map.next_value::<Value>()?;
+                            continue;
+                        }
+                    };
+                    head.repeated |= slot.is_some();
+                    *slot = Some(map.next_value()?);
+                }
+                Ok(head)
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// The answer to a command no frame has, decided without the `Value` tree, the schema check
+/// and the typed parse: a host sending an unknown command (a version mismatch, in a loop) costs
+/// little. Only the plain case is taken here — no `\` in the line, `type` a string, `id`
+/// absent or a string or non-zero integer, neither member twice — and the answer is the one the
+/// full path gives; anything else (`None`) goes the full path.
+fn unknown_command_fast(bytes: &[u8], text: &str) -> Option<Box<RpcResponse>> {
+    if memchr::memchr(b'\\', bytes).is_some() {
+        return None;
+    }
+    let head: Head = serde_json::from_str(text).ok()?;
+    let Head { id, kind: Some(Value::String(kind)), repeated: false } = head else { return None };
+    let inbound = inbound_union();
+    if inbound.member(&kind).is_some() {
+        return None;
+    }
+    // The ids `decode_line` echoes as parsed (see there); others need their raw token.
+    let plain = match &id {
+        None | Some(Value::String(_)) => true,
+        Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
+        Some(_) => false,
+    };
+    plain.then(|| unknown_command(inbound, id, &kind))
 }
 
 fn is_subprotocol(kind: &str) -> bool {
