@@ -60,17 +60,28 @@ pub const MAX_REPORTED_VIOLATIONS: usize = 8;
 
 impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.context.is_empty() {
-            write!(f, "{}: ", self.context)?;
+        f.write_str(&self.text())
+    }
+}
+
+impl FrameError {
+    /// The error as one line (what `Display` writes): `context: path: message; more…`, built
+    /// in a string sized once (an invalid frame's answer is made of it).
+    pub fn text(&self) -> String {
+        let more: usize = self.also.iter().map(|m| m.len() + 2).sum();
+        let mut text = String::with_capacity(self.context.len() + self.path.len() + self.message.len() + more + 4);
+        for part in [&self.context, &self.path] {
+            if !part.is_empty() {
+                text.push_str(part);
+                text.push_str(": ");
+            }
         }
-        if !self.path.is_empty() {
-            write!(f, "{}: ", self.path)?;
+        text.push_str(&self.message);
+        for m in &self.also {
+            text.push_str("; ");
+            text.push_str(m);
         }
-        f.write_str(&self.message)?;
-        for more in &self.also {
-            write!(f, "; {more}")?;
-        }
-        Ok(())
+        text
     }
 }
 

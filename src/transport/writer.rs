@@ -116,7 +116,11 @@ impl Outbox {
         if batch.is_empty() {
             return Ok(());
         }
-        self.send_bytes(std::mem::take(&mut batch.bytes)).await
+        // The next batch starts with room for one like this (a pipelined burst fills batch
+        // after batch: growing each from nothing copied every byte once more).
+        // At most 128 KiB is kept: a batch that held one huge answer does not pin its size.
+        let room = batch.bytes.len().min(128 * 1024);
+        self.send_bytes(std::mem::replace(&mut batch.bytes, Vec::with_capacity(room))).await
     }
 
     /// From now on, frames longer than `max_frame_bytes` (without LF) go out as `rpc_chunk`

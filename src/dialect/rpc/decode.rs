@@ -58,8 +58,13 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         let (id, _) = crate::dialect::peek_id_and_type(&bytes);
         failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
-    if let Some(unknown) = unknown_command_fast(&bytes, text) {
-        return Err(unknown);
+    let escapes = memchr::memchr(b'\\', &bytes).is_some();
+    // Only a line that looks like an unknown command tries the short path (a known one would
+    // be read twice).
+    if !escapes && plain_type(&bytes).is_some_and(|t| known_tag(t).is_none()) {
+        if let Some(unknown) = unknown_command_fast(text) {
+            return Err(unknown);
+        }
     }
     // A line the parser rejects (nested too deep, `1e400`, a lone surrogate) still has its id
     // answered when the top-level `id` can be read.
@@ -70,15 +75,18 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
     // The id is echoed byte for byte (see `transport::raw_id`).
     // Ids as hosts nearly always write them — a string in a line without any escape, a
     // non-zero integer — print back as their token; only other ids need the token itself.
-    let plain = match value.get("id") {
-        Some(Value::String(_)) => !bytes.contains(&b'\\'),
+    let mut id = value.get("id").cloned();
+    let plain = match &id {
+        Some(Value::String(_)) => !escapes,
         Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
         _ => false,
     };
-    let raw_id = if plain { None } else { value.get("id").and_then(|_| crate::dialect::raw_id(&bytes)) };
+    let raw_id = if plain || id.is_none() { None } else { crate::dialect::raw_id(&bytes) };
     if let (Some(raw), Value::Object(map)) = (&raw_id, &mut value) {
         if id_kind(raw) != IdKind::Other {
-            map.insert("id".to_owned(), exact_id(raw));
+            let exact = exact_id(raw);
+            map.insert("id".to_owned(), exact.clone());
+            id = Some(exact);
         }
     }
     let Value::Object(map) = &value else {
@@ -89,7 +97,6 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
             format!("Failed to parse command: expected a JSON object, got {}", json_kind(&value)),
         ));
     };
-    let id = map.get("id").cloned();
     let Some(Value::String(kind)) = map.get("type") else {
         let message = match map.get("type") {
             None => "Missing `type`: every command needs a string `type`".to_owned(),
@@ -97,26 +104,25 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         };
         return Err(failure(id, "unknown", RpcErrorCode::InvalidRequest, message));
     };
-    let kind = kind.clone();
     if let Some(bad) = id.as_ref().filter(|_| raw_id.as_deref().is_some_and(|r| id_kind(r) == IdKind::Other)) {
         return Err(failure(
             id.clone(),
-            &kind,
+            kind,
             RpcErrorCode::InvalidRequest,
             format!("`id` must be a string or an integer, got {}", json_kind(bad)),
         ));
     }
-    let inbound = inbound_union();
-    if inbound.member(&kind).is_none() {
-        return Err(unknown_command(inbound, id, &kind));
-    }
+    // The schema's own tag from here on (the line's text is moved into the typed parse).
+    let Some(kind) = known_tag(kind) else {
+        return Err(unknown_command(id, kind));
+    };
     if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Inbound, &value, None) {
         // A sub-protocol answer without a usable id cannot be matched to anything.
-        let code = if is_subprotocol(&kind) && e.path == "/id" { RpcErrorCode::InvalidRequest } else { RpcErrorCode::InvalidParams };
-        return Err(failure(id, &kind, code, e.to_string()));
+        let code = if is_subprotocol(kind) && e.path == "/id" { RpcErrorCode::InvalidRequest } else { RpcErrorCode::InvalidParams };
+        return Err(failure(id, kind, code, e.text()));
     }
-    let parse_error = |e: serde_json::Error| failure(id.clone(), &kind, RpcErrorCode::InvalidParams, format!("{kind}: {e}"));
-    match kind.as_str() {
+    let parse_error = |e: serde_json::Error| failure(id.clone(), kind, RpcErrorCode::InvalidParams, format!("{kind}: {e}"));
+    match kind {
         "extension_ui_response" => serde_json::from_value(value).map(Inbound::UiResponse).map_err(parse_error),
         "host_tool_update" => serde_json::from_value(value).map(Inbound::HostToolUpdate).map_err(parse_error),
         "host_tool_result" => serde_json::from_value(value).map(Inbound::HostToolResult).map_err(parse_error),
@@ -131,9 +137,30 @@ fn inbound_union() -> &'static UnionInfo {
     INBOUND.get_or_init(|| UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame"))
 }
 
+/// The tag of an inbound frame, the union's own copy: a binary search of the sorted tags, not
+/// a scan of all of them (every line asks).
+fn known_tag(kind: &str) -> Option<&'static str> {
+    static SORTED: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let sorted = SORTED.get_or_init(|| {
+        let mut tags: Vec<&'static str> = inbound_union().members.iter().map(|(tag, _)| *tag).collect();
+        tags.sort_unstable();
+        tags
+    });
+    sorted.binary_search(&kind).ok().map(|i| sorted[i])
+}
+
+/// The `type` of a line as hosts write it (`"type":"…"`, no escapes), read without parsing the
+/// line: it only chooses which path reads the line, and is never trusted as the frame's type.
+fn plain_type(bytes: &[u8]) -> Option<&str> {
+    const KEY: &[u8] = b"\"type\":\"";
+    let at = memchr::memchr_iter(b'"', bytes).find(|&i| bytes[i..].starts_with(KEY))? + KEY.len();
+    let len = memchr::memchr(b'"', &bytes[at..])?;
+    std::str::from_utf8(&bytes[at..at + len]).ok()
+}
+
 /// The `unknown_command` error for `kind`, with the closest known command when one is near.
-fn unknown_command(inbound: &'static UnionInfo, id: Option<Value>, kind: &str) -> Box<RpcResponse> {
-    let hint = crate::protocol::validate::closest_tag(inbound, kind);
+fn unknown_command(id: Option<Value>, kind: &str) -> Box<RpcResponse> {
+    let hint = crate::protocol::validate::closest_tag(inbound_union(), kind);
     let mut message = String::with_capacity(kind.len() + hint.map_or(0, |k| k.len() + 20) + 17);
     message.push_str("Unknown command: ");
     message.push_str(kind);
@@ -190,14 +217,10 @@ impl<'de> serde::Deserialize<'de> for Head {
 /// little. Only the plain case is taken here — no `\` in the line, `type` a string, `id`
 /// absent or a string or non-zero integer, neither member twice — and the answer is the one the
 /// full path gives; anything else (`None`) goes the full path.
-fn unknown_command_fast(bytes: &[u8], text: &str) -> Option<Box<RpcResponse>> {
-    if memchr::memchr(b'\\', bytes).is_some() {
-        return None;
-    }
+fn unknown_command_fast(text: &str) -> Option<Box<RpcResponse>> {
     let head: Head = serde_json::from_str(text).ok()?;
     let Head { id, kind: Some(Value::String(kind)), repeated: false } = head else { return None };
-    let inbound = inbound_union();
-    if inbound.member(&kind).is_some() {
+    if known_tag(&kind).is_some() {
         return None;
     }
     // The ids `decode_line` echoes as parsed (see there); others need their raw token.
@@ -206,7 +229,7 @@ fn unknown_command_fast(bytes: &[u8], text: &str) -> Option<Box<RpcResponse>> {
         Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
         Some(_) => false,
     };
-    plain.then(|| unknown_command(inbound, id, &kind))
+    plain.then(|| unknown_command(id, &kind))
 }
 
 fn is_subprotocol(kind: &str) -> bool {
@@ -287,6 +310,37 @@ mod tests {
         assert_eq!((&e["id"], &e["code"]), (&json!({"k":1}), &json!("invalid_request")));
         let e = err(r#"{"id":"r","type":"response","command":"x","success":true}"#);
         assert_eq!((&e["id"], &e["code"]), (&json!("r"), &json!("unknown_command")));
+    }
+
+    /// The short path for unknown commands (`unknown_command_fast`) answers exactly as the full
+    /// path does, and leaves every other line to it: the answers below are the ones the decoder
+    /// gave before the short path existed (escapes, repeated members, odd ids, numbers out of
+    /// range, trailing text, whitespace, a `type` that is not a string).
+    #[test]
+    fn unknown_commands_get_the_answer_of_the_full_path() {
+        for (line, expected) in [
+            (r#"{"id":7,"type":"nope"}"#, r#"{"id":7,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"type":"get_stat"}"#, r#"{"type":"response","command":"get_stat","success":false,"error":"Unknown command: get_stat (did you mean \"get_state\"?)","code":"unknown_command"}"#),
+            (r#"{"id":"x","type":"nope","extra":[1,{"a":null}]}"#, r#"{"id":"x","type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":1,"type":"nope","x":1e400}"#, r#"{"id":1,"type":"response","command":"parse","success":false,"error":"Failed to parse command: number out of range at line 1 column 31","code":"parse_error"}"#),
+            (r#"{"id":0,"type":"nope"}"#, r#"{"id":0,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":-3,"type":"nope"}"#, r#"{"id":-3,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":1.5,"type":"nope"}"#, r#"{"id":1.5,"type":"response","command":"nope","success":false,"error":"`id` must be a string or an integer, got a number","code":"invalid_request"}"#),
+            (r#"{"type":"nope","type":"get_stat"}"#, r#"{"type":"response","command":"get_stat","success":false,"error":"Unknown command: get_stat (did you mean \"get_state\"?)","code":"unknown_command"}"#),
+            (r#"{"id":1,"id":2,"type":"nope"}"#, r#"{"id":2,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":18446744073709551615,"type":"nope"}"#, r#"{"id":18446744073709551615,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":"x","type":"response"}"#, r#"{"id":"x","type":"response","command":"response","success":false,"error":"Unknown command: response","code":"unknown_command"}"#),
+            (r#"{ "id" : 5 , "type" : "nope" }"#, r#"{"id":5,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":5,"type":"nope"} trailing"#, r#"{"id":5,"type":"response","command":"parse","success":false,"error":"Failed to parse command: trailing characters at line 1 column 24","code":"parse_error"}"#),
+            (r#"{"id":[1],"type":"nope"}"#, r#"{"id":[1],"type":"response","command":"nope","success":false,"error":"`id` must be a string or an integer, got an array","code":"invalid_request"}"#),
+            (r#"{"id":null,"type":"nope"}"#, r#"{"id":null,"type":"response","command":"nope","success":false,"error":"`id` must be a string or an integer, got null","code":"invalid_request"}"#),
+            (r#"{"id":6,"type":17}"#, r#"{"id":6,"type":"response","command":"unknown","success":false,"error":"`type` must be a string, got a number","code":"invalid_request"}"#),
+        ] {
+            let expected: Value = serde_json::from_str(expected).unwrap();
+            assert_eq!(serde_json::to_value(decode_line(InboundLine::Line(line.as_bytes().to_vec()), 1024).unwrap_err()).unwrap(), expected, "{line}");
+        }
+        // A repeated `type`: the last one wins, as in the full parse.
+        assert!(matches!(decode(r#"{"type":"nope","type":"get_state"}"#), Ok(Inbound::Command { command: RpcCommand::GetState(_), .. })));
     }
 
     #[test]
