@@ -99,21 +99,22 @@ pub struct RpcReply {
 
 impl serde::Serialize for RpcReply {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
+        use serde::ser::SerializeStruct;
         let e = match &self.outcome {
             Ok(data) => return RpcSuccess { id: self.id.as_ref(), command: self.command, data: data.as_deref() }.serialize(serializer),
             Err(e) => e,
         };
-        let mut map = serializer.serialize_map(None)?;
+        // A struct, not a map: the same JSON, and the keys go out as the static names they are.
+        let mut frame = serializer.serialize_struct("RpcResponse", 5 + usize::from(self.id.is_some()))?;
         if let Some(id) = &self.id {
-            map.serialize_entry("id", id)?;
+            frame.serialize_field("id", id)?;
         }
-        map.serialize_entry("type", "response")?;
-        map.serialize_entry("command", self.command)?;
-        map.serialize_entry("success", &false)?;
-        map.serialize_entry("error", &e.message)?;
-        map.serialize_entry("code", &e.code)?;
-        map.end()
+        frame.serialize_field("type", "response")?;
+        frame.serialize_field("command", self.command)?;
+        frame.serialize_field("success", &false)?;
+        frame.serialize_field("error", &e.message)?;
+        frame.serialize_field("code", &e.code)?;
+        frame.end()
     }
 }
 
@@ -132,18 +133,19 @@ pub struct RpcSuccess<'a, T: ?Sized> {
 
 impl<T: serde::Serialize + ?Sized> serde::Serialize for RpcSuccess<'_, T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
+        use serde::ser::SerializeStruct;
+        // A struct, not a map: the same JSON, and the keys go out as the static names they are.
+        let mut frame = serializer.serialize_struct("RpcResponse", 3 + usize::from(self.id.is_some()) + usize::from(self.data.is_some()))?;
         if let Some(id) = self.id {
-            map.serialize_entry("id", id)?;
+            frame.serialize_field("id", id)?;
         }
-        map.serialize_entry("type", "response")?;
-        map.serialize_entry("command", self.command)?;
-        map.serialize_entry("success", &true)?;
+        frame.serialize_field("type", "response")?;
+        frame.serialize_field("command", self.command)?;
+        frame.serialize_field("success", &true)?;
         if let Some(data) = self.data {
-            map.serialize_entry("data", data)?;
+            frame.serialize_field("data", data)?;
         }
-        map.end()
+        frame.end()
     }
 }
 

@@ -515,6 +515,17 @@ impl ser::SerializeStructVariant for Compound<'_> {
     }
 }
 
+/// Serializer methods that refuse their value with `$error()` (the kinds of value a
+/// serializer cannot take: JSON has no form for them there).
+macro_rules! refuse {
+    ($error:ident; $($method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
+        fn $method(self, $($arg: $ty),*) -> Result<$ret> {
+            $(let _ = $arg;)*
+            Err($error())
+        }
+    )*};
+}
+
 fn key_must_be_a_string() -> Error {
     ser::Error::custom("key must be a string")
 }
@@ -600,20 +611,8 @@ impl ser::Serializer for MapKey<'_> {
         write_str(self.out, v);
         Ok(())
     }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<()> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_none(self) -> Result<()> {
-        Err(key_must_be_a_string())
-    }
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<()> {
         value.serialize(self)
-    }
-    fn serialize_unit(self) -> Result<()> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<()> {
-        Err(key_must_be_a_string())
     }
     fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<()> {
         self.serialize_str(variant)
@@ -624,26 +623,18 @@ impl ser::Serializer for MapKey<'_> {
     fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<()> {
         Err(key_must_be_a_string())
     }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeTupleStruct> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Self::SerializeTupleVariant> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_struct_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Self::SerializeStructVariant> {
-        Err(key_must_be_a_string())
+    refuse! { key_must_be_a_string;
+        serialize_bytes(v: &[u8]) -> ();
+        serialize_none() -> ();
+        serialize_unit() -> ();
+        serialize_unit_struct(name: &'static str) -> ();
+        serialize_seq(len: Option<usize>) -> Self::SerializeSeq;
+        serialize_tuple(len: usize) -> Self::SerializeTuple;
+        serialize_tuple_struct(name: &'static str, len: usize) -> Self::SerializeTupleStruct;
+        serialize_tuple_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeTupleVariant;
+        serialize_map(len: Option<usize>) -> Self::SerializeMap;
+        serialize_struct(name: &'static str, len: usize) -> Self::SerializeStruct;
+        serialize_struct_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeStructVariant;
     }
 }
 
@@ -672,85 +663,39 @@ impl ser::Serializer for RawText<'_> {
         write_raw(self.out, v);
         Ok(())
     }
-    fn serialize_bool(self, _v: bool) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_i8(self, _v: i8) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_i16(self, _v: i16) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_i32(self, _v: i32) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_i64(self, _v: i64) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_u8(self, _v: u8) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_u16(self, _v: u16) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_u32(self, _v: u32) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_u64(self, _v: u64) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_f32(self, _v: f32) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_f64(self, _v: f64) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_char(self, _v: char) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_none(self) -> Result<()> {
-        Err(expected_raw_text())
+    refuse! { expected_raw_text;
+        serialize_bool(v: bool) -> ();
+        serialize_i8(v: i8) -> ();
+        serialize_i16(v: i16) -> ();
+        serialize_i32(v: i32) -> ();
+        serialize_i64(v: i64) -> ();
+        serialize_u8(v: u8) -> ();
+        serialize_u16(v: u16) -> ();
+        serialize_u32(v: u32) -> ();
+        serialize_u64(v: u64) -> ();
+        serialize_f32(v: f32) -> ();
+        serialize_f64(v: f64) -> ();
+        serialize_char(v: char) -> ();
+        serialize_bytes(v: &[u8]) -> ();
+        serialize_none() -> ();
+        serialize_unit() -> ();
+        serialize_unit_struct(name: &'static str) -> ();
+        serialize_unit_variant(name: &'static str, index: u32, variant: &'static str) -> ();
+        serialize_seq(len: Option<usize>) -> Self::SerializeSeq;
+        serialize_tuple(len: usize) -> Self::SerializeTuple;
+        serialize_tuple_struct(name: &'static str, len: usize) -> Self::SerializeTupleStruct;
+        serialize_tuple_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeTupleVariant;
+        serialize_map(len: Option<usize>) -> Self::SerializeMap;
+        serialize_struct(name: &'static str, len: usize) -> Self::SerializeStruct;
+        serialize_struct_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeStructVariant;
     }
     fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_unit(self) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_unit_variant(self, _name: &'static str, _index: u32, _variant: &'static str) -> Result<()> {
         Err(expected_raw_text())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, _value: &T) -> Result<()> {
         Err(expected_raw_text())
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<()> {
-        Err(expected_raw_text())
-    }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq> {
-        Err(expected_raw_text())
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple> {
-        Err(expected_raw_text())
-    }
-    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeTupleStruct> {
-        Err(expected_raw_text())
-    }
-    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Self::SerializeTupleVariant> {
-        Err(expected_raw_text())
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap> {
-        Err(expected_raw_text())
-    }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct> {
-        Err(expected_raw_text())
-    }
-    fn serialize_struct_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Self::SerializeStructVariant> {
         Err(expected_raw_text())
     }
 }
