@@ -212,13 +212,47 @@ fn write_raw(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(&bytes[from..]);
 }
 
-/// Numbers are written by serde_json's formatter (itoa and its float printer), so their digits
-/// are serde_json's. Writing into a `Vec` cannot fail.
-macro_rules! number {
-    ($out:expr, $method:ident, $value:expr) => {{
-        let _ = serde_json::ser::CompactFormatter.$method($out, $value);
-        Ok(())
-    }};
+/// Invokes `$methods!` with every integer method of a serializer and its formatter method.
+macro_rules! integers {
+    ($methods:ident) => {
+        $methods! {
+            serialize_i8: i8 => write_i8,
+            serialize_i16: i16 => write_i16,
+            serialize_i32: i32 => write_i32,
+            serialize_i64: i64 => write_i64,
+            serialize_i128: i128 => write_i128,
+            serialize_u8: u8 => write_u8,
+            serialize_u16: u16 => write_u16,
+            serialize_u32: u32 => write_u32,
+            serialize_u64: u64 => write_u64,
+            serialize_u128: u128 => write_u128,
+        }
+    };
+}
+
+/// Number methods: the digits are serde_json's (its formatter: itoa and its float printer).
+/// Writing into a `Vec` cannot fail.
+macro_rules! numbers {
+    ($($method:ident: $ty:ty => $write:ident,)*) => {$(
+        fn $method(self, v: $ty) -> Result<()> {
+            let _ = serde_json::ser::CompactFormatter.$write(self.out, v);
+            Ok(())
+        }
+    )*};
+}
+
+/// `serialize_char` and `serialize_str`: a JSON string (values and keys alike).
+macro_rules! strings {
+    () => {
+        fn serialize_char(self, v: char) -> Result<()> {
+            write_str(self.out, v.encode_utf8(&mut [0; 4]));
+            Ok(())
+        }
+        fn serialize_str(self, v: &str) -> Result<()> {
+            write_str(self.out, v);
+            Ok(())
+        }
+    };
 }
 
 /// The serializer: compact JSON into `out`.
@@ -250,57 +284,23 @@ impl<'a> ser::Serializer for Encoder<'a> {
         self.out.extend_from_slice(if v { b"true" } else { b"false" });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<()> {
-        number!(self.out, write_i8, v)
-    }
-    fn serialize_i16(self, v: i16) -> Result<()> {
-        number!(self.out, write_i16, v)
-    }
-    fn serialize_i32(self, v: i32) -> Result<()> {
-        number!(self.out, write_i32, v)
-    }
-    fn serialize_i64(self, v: i64) -> Result<()> {
-        number!(self.out, write_i64, v)
-    }
-    fn serialize_i128(self, v: i128) -> Result<()> {
-        number!(self.out, write_i128, v)
-    }
-    fn serialize_u8(self, v: u8) -> Result<()> {
-        number!(self.out, write_u8, v)
-    }
-    fn serialize_u16(self, v: u16) -> Result<()> {
-        number!(self.out, write_u16, v)
-    }
-    fn serialize_u32(self, v: u32) -> Result<()> {
-        number!(self.out, write_u32, v)
-    }
-    fn serialize_u64(self, v: u64) -> Result<()> {
-        number!(self.out, write_u64, v)
-    }
-    fn serialize_u128(self, v: u128) -> Result<()> {
-        number!(self.out, write_u128, v)
-    }
+    integers!(numbers);
     // NaN and the infinities have no JSON form: serde_json writes `null`.
     fn serialize_f32(self, v: f32) -> Result<()> {
         if !v.is_finite() {
             return self.serialize_unit();
         }
-        number!(self.out, write_f32, v)
+        let _ = serde_json::ser::CompactFormatter.write_f32(self.out, v);
+        Ok(())
     }
     fn serialize_f64(self, v: f64) -> Result<()> {
         if !v.is_finite() {
             return self.serialize_unit();
         }
-        number!(self.out, write_f64, v)
-    }
-    fn serialize_char(self, v: char) -> Result<()> {
-        write_str(self.out, v.encode_utf8(&mut [0; 4]));
+        let _ = serde_json::ser::CompactFormatter.write_f64(self.out, v);
         Ok(())
     }
-    fn serialize_str(self, v: &str) -> Result<()> {
-        write_str(self.out, v);
-        Ok(())
-    }
+    strings!();
     // serde_json writes bytes as an array of numbers.
     fn serialize_bytes(self, v: &[u8]) -> Result<()> {
         let mut seq = self.serialize_seq(Some(v.len()))?;
@@ -424,49 +424,23 @@ impl<'a> Compound<'a> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.element(value)
-    }
-    fn end(self) -> Result<()> {
-        self.finish()
-    }
+/// The four array-like compounds: every element or field is one more item of the array.
+macro_rules! array_compounds {
+    ($($trait:ident::$method:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
+                self.element(value)
+            }
+            fn end(self) -> Result<()> {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.element(value)
-    }
-    fn end(self) -> Result<()> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.element(value)
-    }
-    fn end(self) -> Result<()> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.element(value)
-    }
-    fn end(self) -> Result<()> {
-        self.finish()
-    }
-}
+array_compounds!(SerializeSeq::serialize_element, SerializeTuple::serialize_element, SerializeTupleStruct::serialize_field, SerializeTupleVariant::serialize_field);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -515,6 +489,21 @@ impl ser::SerializeStructVariant for Compound<'_> {
     }
 }
 
+/// The associated types of a serializer that takes no compound value (a key, raw text).
+macro_rules! scalar_only {
+    () => {
+        type Ok = ();
+        type Error = Error;
+        type SerializeSeq = Impossible<(), Error>;
+        type SerializeTuple = Impossible<(), Error>;
+        type SerializeTupleStruct = Impossible<(), Error>;
+        type SerializeTupleVariant = Impossible<(), Error>;
+        type SerializeMap = Impossible<(), Error>;
+        type SerializeStruct = Impossible<(), Error>;
+        type SerializeStructVariant = Impossible<(), Error>;
+    };
+}
+
 /// Serializer methods that refuse their value with `$error()` (the kinds of value a
 /// serializer cannot take: JSON has no form for them there).
 macro_rules! refuse {
@@ -524,6 +513,21 @@ macro_rules! refuse {
             Err($error())
         }
     )*};
+}
+
+/// [`refuse`] for every compound value (arrays, objects and their variants).
+macro_rules! refuse_compounds {
+    ($error:ident) => {
+        refuse! { $error;
+            serialize_seq(len: Option<usize>) -> Self::SerializeSeq;
+            serialize_tuple(len: usize) -> Self::SerializeTuple;
+            serialize_tuple_struct(name: &'static str, len: usize) -> Self::SerializeTupleStruct;
+            serialize_tuple_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeTupleVariant;
+            serialize_map(len: Option<usize>) -> Self::SerializeMap;
+            serialize_struct(name: &'static str, len: usize) -> Self::SerializeStruct;
+            serialize_struct_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeStructVariant;
+        }
+    };
 }
 
 fn key_must_be_a_string() -> Error {
@@ -561,28 +565,9 @@ macro_rules! quoted_number_key {
 }
 
 impl ser::Serializer for MapKey<'_> {
-    type Ok = ();
-    type Error = Error;
-    type SerializeSeq = Impossible<(), Error>;
-    type SerializeTuple = Impossible<(), Error>;
-    type SerializeTupleStruct = Impossible<(), Error>;
-    type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = Impossible<(), Error>;
-    type SerializeStruct = Impossible<(), Error>;
-    type SerializeStructVariant = Impossible<(), Error>;
+    scalar_only!();
 
-    quoted_number_key! {
-        serialize_i8: i8 => write_i8,
-        serialize_i16: i16 => write_i16,
-        serialize_i32: i32 => write_i32,
-        serialize_i64: i64 => write_i64,
-        serialize_i128: i128 => write_i128,
-        serialize_u8: u8 => write_u8,
-        serialize_u16: u16 => write_u16,
-        serialize_u32: u32 => write_u32,
-        serialize_u64: u64 => write_u64,
-        serialize_u128: u128 => write_u128,
-    }
+    integers!(quoted_number_key);
 
     fn serialize_bool(self, v: bool) -> Result<()> {
         self.quoted(|out| out.extend_from_slice(if v { b"true" } else { b"false" }))
@@ -603,14 +588,7 @@ impl ser::Serializer for MapKey<'_> {
             let _ = serde_json::ser::CompactFormatter.write_f64(out, v);
         })
     }
-    fn serialize_char(self, v: char) -> Result<()> {
-        write_str(self.out, v.encode_utf8(&mut [0; 4]));
-        Ok(())
-    }
-    fn serialize_str(self, v: &str) -> Result<()> {
-        write_str(self.out, v);
-        Ok(())
-    }
+    strings!();
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<()> {
         value.serialize(self)
     }
@@ -623,18 +601,12 @@ impl ser::Serializer for MapKey<'_> {
     fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<()> {
         Err(key_must_be_a_string())
     }
+    refuse_compounds!(key_must_be_a_string);
     refuse! { key_must_be_a_string;
         serialize_bytes(v: &[u8]) -> ();
         serialize_none() -> ();
         serialize_unit() -> ();
         serialize_unit_struct(name: &'static str) -> ();
-        serialize_seq(len: Option<usize>) -> Self::SerializeSeq;
-        serialize_tuple(len: usize) -> Self::SerializeTuple;
-        serialize_tuple_struct(name: &'static str, len: usize) -> Self::SerializeTupleStruct;
-        serialize_tuple_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeTupleVariant;
-        serialize_map(len: Option<usize>) -> Self::SerializeMap;
-        serialize_struct(name: &'static str, len: usize) -> Self::SerializeStruct;
-        serialize_struct_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeStructVariant;
     }
 }
 
@@ -649,20 +621,13 @@ fn expected_raw_text() -> Error {
 }
 
 impl ser::Serializer for RawText<'_> {
-    type Ok = ();
-    type Error = Error;
-    type SerializeSeq = Impossible<(), Error>;
-    type SerializeTuple = Impossible<(), Error>;
-    type SerializeTupleStruct = Impossible<(), Error>;
-    type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = Impossible<(), Error>;
-    type SerializeStruct = Impossible<(), Error>;
-    type SerializeStructVariant = Impossible<(), Error>;
+    scalar_only!();
 
     fn serialize_str(self, v: &str) -> Result<()> {
         write_raw(self.out, v);
         Ok(())
     }
+    refuse_compounds!(expected_raw_text);
     refuse! { expected_raw_text;
         serialize_bool(v: bool) -> ();
         serialize_i8(v: i8) -> ();
@@ -681,13 +646,6 @@ impl ser::Serializer for RawText<'_> {
         serialize_unit() -> ();
         serialize_unit_struct(name: &'static str) -> ();
         serialize_unit_variant(name: &'static str, index: u32, variant: &'static str) -> ();
-        serialize_seq(len: Option<usize>) -> Self::SerializeSeq;
-        serialize_tuple(len: usize) -> Self::SerializeTuple;
-        serialize_tuple_struct(name: &'static str, len: usize) -> Self::SerializeTupleStruct;
-        serialize_tuple_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeTupleVariant;
-        serialize_map(len: Option<usize>) -> Self::SerializeMap;
-        serialize_struct(name: &'static str, len: usize) -> Self::SerializeStruct;
-        serialize_struct_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> Self::SerializeStructVariant;
     }
     fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<()> {
         Err(expected_raw_text())
