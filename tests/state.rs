@@ -24,6 +24,48 @@ fn get_state_reports_every_documented_field() {
     assert_eq!(s["sessionId"].as_str().unwrap().len(), 36);
 }
 
+/// `get_state` answers from text kept while the state is unchanged (docs/performance.md):
+/// asked right after each kind of change, the answer shows that change, never the one before.
+#[test]
+fn get_state_shows_each_change_at_once() {
+    fn state(a: &mut Agent, n: &mut u32) -> serde_json::Value {
+        *n += 1;
+        a.request(json!({"id": format!("s{n}"), "type": "get_state"}))["data"].clone()
+    }
+    let mut a = Agent::start(&[], &[text_reply("Hello!")]);
+    let n = &mut 0;
+    let first = state(&mut a, n);
+    assert_eq!(state(&mut a, n), first, "nothing changed");
+    let changes = [
+        (json!({"type":"set_thinking_level","level":"high"}), "/thinkingLevel", json!("high")),
+        (json!({"type":"set_steering_mode","mode":"all"}), "/steeringMode", json!("all")),
+        (json!({"type":"set_follow_up_mode","mode":"all"}), "/followUpMode", json!("all")),
+        (json!({"type":"set_interrupt_mode","mode":"wait"}), "/interruptMode", json!("wait")),
+        (json!({"type":"set_auto_compaction","enabled":false}), "/autoCompactionEnabled", json!(false)),
+        (json!({"type":"set_auto_retry","enabled":false}), "/autoRetryEnabled", json!(false)),
+        (json!({"type":"set_session_name","name":"named"}), "/sessionName", json!("named")),
+        (json!({"type":"set_todos","phases":[{"id":"p","name":"P","tasks":[]}]}), "/todoPhases/0/id", json!("p")),
+        (
+            json!({"type":"set_host_tools","tools":[{"name":"host_probe","description":"d","parameters":{"type":"object"}}]}),
+            "/dumpTools/7/name",
+            json!("host_probe"),
+        ),
+        (json!({"type":"cycle_thinking_level"}), "/thinkingLevel", json!("off")),
+    ];
+    for (i, (mut change, pointer, expected)) in changes.into_iter().enumerate() {
+        change["id"] = json!(format!("c{i}"));
+        assert_eq!(a.request(change.clone())["success"], true, "{change}");
+        let s = state(&mut a, n);
+        assert_eq!(s.pointer(pointer), Some(&expected), "after {change}: {s}");
+    }
+    // A run changes what the session holds.
+    a.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    a.until_prompt_result("p");
+    let s = state(&mut a, n);
+    assert_eq!((&s["messageCount"], &s["contextUsage"]["tokens"]), (&json!(2), &json!(102)), "{s}");
+    assert_eq!(state(&mut a, n), s, "nothing changed since");
+}
+
 #[test]
 fn thinking_levels_emit_their_change_before_the_response() {
     let mut a = Agent::start(&[], &[]);

@@ -17,7 +17,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Agent, ApprovalPolicy, CoreError, CoreResult, QueueKind, Submitted};
+use super::{Agent, ApprovalPolicy, CoreError, CoreResult, QueueKind, StateVersion, Submitted};
 use crate::mcp::{McpServerConfig, StartFailure};
 use crate::protocol::*;
 use crate::sessions::{ContextItem, MessagesJson, MessagesPageJson};
@@ -226,6 +226,20 @@ pub trait AgentCore: Send + Sync + 'static {
     /// The slash commands the host can use. Default: none.
     fn commands(&self) -> CommandsResult {
         CommandsResult { commands: Vec::new() }
+    }
+
+    /// A mark that moves whenever anything [`AgentCore::state_snapshot`] shows may have
+    /// changed. With one, the rpc dialect keeps the encoded `get_state` answer while the mark
+    /// stays (a host polling the state pays for a copy); `None` (the default) builds every
+    /// answer afresh.
+    fn state_version(&self) -> Option<StateVersion> {
+        None
+    }
+
+    /// The state snapshot with the [`AgentCore::state_version`] read before it was taken (a
+    /// change racing with it moves the version past the one returned). Default: no version.
+    fn versioned_state_snapshot(&self) -> (Option<StateVersion>, SessionState) {
+        (None, self.state_snapshot())
     }
 
     /// The state snapshot (rpc `get_state`). The default says what it knows (the session id,
@@ -562,6 +576,13 @@ impl AgentCore for Agent {
     }
     fn state_snapshot(&self) -> SessionState {
         Agent::state_snapshot(self)
+    }
+    fn state_version(&self) -> Option<StateVersion> {
+        Some(Agent::state_version(self))
+    }
+    fn versioned_state_snapshot(&self) -> (Option<StateVersion>, SessionState) {
+        let (version, snapshot) = Agent::versioned_state_snapshot(self);
+        (Some(version), snapshot)
     }
     fn current_model(&self) -> Option<Model> {
         Some(Agent::current_model(self))

@@ -223,7 +223,25 @@ pub(crate) struct Inner {
     settles: Mutex<std::collections::HashMap<PromptId, oneshot::Sender<events::RunOutcome>>>,
     /// Serializes `abort_and_prompt` (see [`Agent::abort_and_prompt`]).
     abort_and_prompt: tokio::sync::Mutex<()>,
+    /// Moves every time [`Agent::state`] hands the state out, so every change of it (see
+    /// [`Agent::state_version`]).
+    state_changes: AtomicU64,
 }
+
+/// The state locked only for reading ([`Agent::state_for_reading`]): no `DerefMut`, so nothing
+/// can change it unseen by [`Agent::state_version`].
+struct ReadState<'a>(MutexGuard<'a, State>);
+
+impl std::ops::Deref for ReadState<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.0
+    }
+}
+
+/// What [`Agent::state_version`] returns: equal versions mean an unchanged snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateVersion(u64);
 
 /// The agent; cheap to clone.
 #[derive(Clone)]
@@ -285,6 +303,7 @@ impl Agent {
             next_prompt: AtomicU64::new(1),
             settles: Mutex::new(std::collections::HashMap::new()),
             abort_and_prompt: tokio::sync::Mutex::new(()),
+            state_changes: AtomicU64::new(0),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -473,8 +492,32 @@ impl Agent {
         }
     }
 
+    /// The state, to read or change. Every call counts as a change ([`Agent::state_version`]):
+    /// the count moves while the lock is held and before the caller can touch anything, so a
+    /// version read under the lock always belongs to the state it was read with.
     fn state(&self) -> MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+        let guard = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.inner.state_changes.fetch_add(1, Ordering::AcqRel);
+        guard
+    }
+
+    /// The state, only to read it: does not count as a change. Only what must not invalidate
+    /// the answers cached by version (the snapshot and the version itself) reads it this way.
+    fn state_for_reading(&self) -> ReadState<'_> {
+        ReadState(self.inner.state.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Changes whenever anything [`Agent::state_snapshot`] reports may have changed: every
+    /// hold of the state (see [`Agent::state`]) and every new listing of an MCP server's tools.
+    /// A dialect may keep an answer built from a snapshot for as long as this stays the same.
+    pub fn state_version(&self) -> StateVersion {
+        let st = self.state_for_reading();
+        self.version_of(&st)
+    }
+
+    /// The version of the state `st` (read under its lock, so the two belong together).
+    fn version_of(&self, st: &State) -> StateVersion {
+        StateVersion(self.inner.state_changes.load(Ordering::Acquire).wrapping_add(st.mcp.tools_generation()))
     }
 
     /// Reports an event; returns once the dialect has queued its frames.

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::events::{AgentEvent, NoticeLevel};
-use super::{nonempty, Agent, CoreError, CoreResult, State};
+use super::{nonempty, Agent, CoreError, CoreResult, State, StateVersion};
 use crate::protocol::*;
 use crate::providers::ModelSpec;
 use crate::sessions::{ContextItem, Payload, Role};
@@ -13,11 +13,18 @@ use crate::tools::BUILTIN_TOOLS;
 impl Agent {
     /// The state snapshot (`get_state`).
     pub fn state_snapshot(&self) -> SessionState {
-        let st = self.state();
+        self.versioned_state_snapshot().1
+    }
+
+    /// The state snapshot with the [`Agent::state_version`] it belongs to.
+    pub fn versioned_state_snapshot(&self) -> (StateVersion, SessionState) {
+        let st = self.state_for_reading();
+        // Read before the snapshot: a change racing with it moves the version past this one.
+        let version = self.version_of(&st);
         let queued = (st.steering.len() + st.follow_up.len()) as u64;
         let model = self.inner.models[st.current_model].info.clone();
         let window = model.context_window;
-        SessionState {
+        let snapshot = SessionState {
             model: Some(model),
             thinking_level: Some(st.thinking),
             is_streaming: st.run.as_ref().is_some_and(|r| !r.finishing),
@@ -41,7 +48,8 @@ impl Agent {
             // omp's list of what the model is offered: built-ins, host tools, MCP tools.
             dump_tools: Some(super::run::offered_tools(self, &st)),
             context_usage: Some(Self::context_usage(&st, window)),
-        }
+        };
+        (version, snapshot)
     }
 
     /// The model the agent uses now.

@@ -170,7 +170,7 @@ pub fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         });
         methods.push(HandlerMethod { function: method.to_string(), variant: variant.to_string(), params: quote!(#ty), result: data_ty, doc, default: None });
         arms.push(quote! {
-            RpcCommand::#variant(cmd) => crate::protocol::envelope::rpc_response(id, #tag, handler.#method(cmd).await.map(#to_data))
+            RpcCommand::#variant(cmd) => answer.answer(id, #tag, handler.#method(cmd).await.map(#to_data))
         });
     }
     let methods = trait_methods(&methods, &quote!(crate::protocol::RpcError));
@@ -188,6 +188,16 @@ pub fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
             id: ::std::option::Option<::serde_json::Value>,
             command: RpcCommand,
         ) -> crate::protocol::envelope::RpcReply {
+            dispatch_rpc_command_to(handler, id, command, crate::protocol::envelope::ToReply).await
+        }
+        /// Runs one parsed command on `handler` and hands its typed outcome to `answer` (which
+        /// may serialize it straight into the output, with no intermediate text).
+        pub async fn dispatch_rpc_command_to<H: RpcHandler + ?Sized, A: crate::protocol::envelope::RpcAnswer>(
+            handler: &H,
+            id: ::std::option::Option<::serde_json::Value>,
+            command: RpcCommand,
+            answer: A,
+        ) -> A::Output {
             match command { #(#arms,)* }
         }
         /// Every command: its request def and response data def (`x-response`).

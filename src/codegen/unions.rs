@@ -95,7 +95,7 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
         } else {
             quote! { ::serde_json::from_value::<#ty>(value).map(Self::#v) }
         };
-        parse_arms.push(quote! { #(#tags)|* => #parse });
+        parse_arms.push(quote! { #(#tags)|* => |value| #parse });
         ser_arms.push(quote! { Self::#v(inner) => inner.serialize(s) });
         froms.push(quote! {
             impl ::std::convert::From<#ty> for #name {
@@ -121,17 +121,19 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
             /// errors name the member's field instead of listing every variant.
             pub fn from_value(value: ::serde_json::Value) -> ::std::result::Result<Self, ::serde_json::Error> {
                 use ::serde::de::Error as _;
-                let tag = match value.get(#prop) {
-                    Some(::serde_json::Value::String(tag)) => tag.clone(),
+                // The member's parser is chosen while the tag is borrowed, so the tag is not
+                // copied out of the value before the value moves into the parse.
+                let parse: fn(::serde_json::Value) -> ::std::result::Result<Self, ::serde_json::Error> = match value.get(#prop) {
+                    Some(::serde_json::Value::String(tag)) => match tag.as_str() {
+                        #(#parse_arms,)*
+                        other => return Err(::serde_json::Error::custom(format!(
+                            "unknown {} `{}`, expected one of {}", #prop, other, #expected
+                        ))),
+                    },
                     Some(_) => return Err(::serde_json::Error::custom(concat!("`", #prop, "` must be a string"))),
                     None => return Err(::serde_json::Error::missing_field(#prop)),
                 };
-                match tag.as_str() {
-                    #(#parse_arms,)*
-                    other => Err(::serde_json::Error::custom(format!(
-                        "unknown {} `{}`, expected one of {}", #prop, other, #expected
-                    ))),
-                }
+                parse(value)
             }
         }
         impl ::serde::Serialize for #name {

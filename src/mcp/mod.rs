@@ -17,7 +17,7 @@ mod result;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -100,11 +100,13 @@ struct Shared {
     stale: AtomicBool,
     /// Held while the tools are listed again, so a model request waits for a listing in flight.
     relisting: tokio::sync::Mutex<()>,
+    /// How many times `tools` was replaced (see [`McpServers::tools_generation`]).
+    generation: AtomicU64,
 }
 
 impl Shared {
     fn new(server: &str) -> Self {
-        Self { server: server.to_owned(), tools: Mutex::new(Vec::new()), progress: Mutex::new(HashMap::new()), stale: AtomicBool::new(false), relisting: tokio::sync::Mutex::new(()) }
+        Self { server: server.to_owned(), tools: Mutex::new(Vec::new()), progress: Mutex::new(HashMap::new()), stale: AtomicBool::new(false), relisting: tokio::sync::Mutex::new(()), generation: AtomicU64::new(0) }
     }
 
     /// Lists the tools again if the server said they changed, or waits for a listing in flight
@@ -138,7 +140,11 @@ impl Shared {
                 read_only: t.annotations.as_ref().and_then(|a| a.read_only_hint).unwrap_or(false),
             });
         }
-        *lock(&self.tools) = tools;
+        let mut current = lock(&self.tools);
+        *current = tools;
+        // Moved while the list is held: whoever reads the count before the list sees a new
+        // count with (or after) the new list.
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -251,6 +257,12 @@ impl McpServers {
     /// The connected servers' names.
     pub fn names(&self) -> Vec<String> {
         self.servers.iter().map(|s| s.shared.server.clone()).collect()
+    }
+
+    /// Changes whenever a server's tool list is replaced, so a caller may keep what it built
+    /// from [`McpServers::tools`] while this stays the same (read it before the tools).
+    pub fn tools_generation(&self) -> u64 {
+        self.servers.iter().map(|s| s.shared.generation.load(Ordering::Acquire)).fold(0, u64::wrapping_add)
     }
 
     /// Every tool of every connected server, as listed last.

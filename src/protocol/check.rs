@@ -245,7 +245,12 @@ pub fn type_message(v: &Value, names: &[&str]) -> String {
 /// the generator (`src/codegen/validators.rs`), so a wrong value costs one `format!`.
 #[cold]
 pub fn enum_message(v: &Value, candidates: &str) -> String {
-    format!("{v} is not one of {candidates}")
+    // `{v}` writes the compact text `to_string` gives; built in place, sized once.
+    let mut message = serde_json::to_string(v).unwrap_or_default();
+    message.reserve(" is not one of ".len() + candidates.len());
+    message.push_str(" is not one of ");
+    message.push_str(candidates);
+    message
 }
 
 /// The message for a member of a closed object the schema does not declare, with the closest

@@ -64,6 +64,27 @@ pub fn rpc_response<T: serde::Serialize>(id: Option<Value>, command: &'static st
     RpcReply { id, command, outcome }
 }
 
+/// What the generated `dispatch_rpc_command_to` does with a command's typed outcome: each
+/// command's data has its own type, so the dispatch hands it over generically and the answer
+/// decides where it goes (an [`RpcReply`], or straight into a server's output batch).
+pub trait RpcAnswer {
+    /// What answering produces.
+    type Output;
+    /// Answers the command `command` with request id `id`; `Ok(None)` leaves `data` out.
+    fn answer<T: serde::Serialize>(self, id: Option<Value>, command: &'static str, outcome: Result<Option<T>, RpcError>) -> Self::Output;
+}
+
+/// The answer as an [`RpcReply`] ([`rpc_response`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ToReply;
+
+impl RpcAnswer for ToReply {
+    type Output = RpcReply;
+    fn answer<T: serde::Serialize>(self, id: Option<Value>, command: &'static str, outcome: Result<Option<T>, RpcError>) -> RpcReply {
+        rpc_response(id, command, outcome)
+    }
+}
+
 /// A response frame as [`rpc_response`] builds it: serializes exactly like the [`RpcResponse`]
 /// with the same fields (`id`, `type`, `command`, `success`, `data` | `error` + `code`).
 #[derive(Debug, Clone)]
@@ -78,21 +99,22 @@ pub struct RpcReply {
 
 impl serde::Serialize for RpcReply {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
+        use serde::ser::SerializeStruct;
         let e = match &self.outcome {
             Ok(data) => return RpcSuccess { id: self.id.as_ref(), command: self.command, data: data.as_deref() }.serialize(serializer),
             Err(e) => e,
         };
-        let mut map = serializer.serialize_map(None)?;
+        // A struct, not a map: the same JSON, and the keys go out as the static names they are.
+        let mut frame = serializer.serialize_struct("RpcResponse", 5 + usize::from(self.id.is_some()))?;
         if let Some(id) = &self.id {
-            map.serialize_entry("id", id)?;
+            frame.serialize_field("id", id)?;
         }
-        map.serialize_entry("type", "response")?;
-        map.serialize_entry("command", self.command)?;
-        map.serialize_entry("success", &false)?;
-        map.serialize_entry("error", &e.message)?;
-        map.serialize_entry("code", &e.code)?;
-        map.end()
+        frame.serialize_field("type", "response")?;
+        frame.serialize_field("command", self.command)?;
+        frame.serialize_field("success", &false)?;
+        frame.serialize_field("error", &e.message)?;
+        frame.serialize_field("code", &e.code)?;
+        frame.end()
     }
 }
 
@@ -111,18 +133,19 @@ pub struct RpcSuccess<'a, T: ?Sized> {
 
 impl<T: serde::Serialize + ?Sized> serde::Serialize for RpcSuccess<'_, T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
+        use serde::ser::SerializeStruct;
+        // A struct, not a map: the same JSON, and the keys go out as the static names they are.
+        let mut frame = serializer.serialize_struct("RpcResponse", 3 + usize::from(self.id.is_some()) + usize::from(self.data.is_some()))?;
         if let Some(id) = self.id {
-            map.serialize_entry("id", id)?;
+            frame.serialize_field("id", id)?;
         }
-        map.serialize_entry("type", "response")?;
-        map.serialize_entry("command", self.command)?;
-        map.serialize_entry("success", &true)?;
+        frame.serialize_field("type", "response")?;
+        frame.serialize_field("command", self.command)?;
+        frame.serialize_field("success", &true)?;
         if let Some(data) = self.data {
-            map.serialize_entry("data", data)?;
+            frame.serialize_field("data", data)?;
         }
-        map.end()
+        frame.end()
     }
 }
 

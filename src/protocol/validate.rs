@@ -60,17 +60,28 @@ pub const MAX_REPORTED_VIOLATIONS: usize = 8;
 
 impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.context.is_empty() {
-            write!(f, "{}: ", self.context)?;
+        f.write_str(&self.text())
+    }
+}
+
+impl FrameError {
+    /// The error as one line (what `Display` writes): `context: path: message; more…`, built
+    /// in a string sized once (an invalid frame's answer is made of it).
+    pub fn text(&self) -> String {
+        let more: usize = self.also.iter().map(|m| m.len() + 2).sum();
+        let mut text = String::with_capacity(self.context.len() + self.path.len() + self.message.len() + more + 4);
+        for part in [&self.context, &self.path] {
+            if !part.is_empty() {
+                text.push_str(part);
+                text.push_str(": ");
+            }
         }
-        if !self.path.is_empty() {
-            write!(f, "{}: ", self.path)?;
+        text.push_str(&self.message);
+        for m in &self.also {
+            text.push_str("; ");
+            text.push_str(m);
         }
-        f.write_str(&self.message)?;
-        for more in &self.also {
-            write!(f, "; {more}")?;
-        }
-        Ok(())
+        text
     }
 }
 
@@ -276,19 +287,32 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 /// `MEMO_NAMES` names are kept per process; past that the memo starts over.
 pub fn closest_tag(union: &'static super::UnionInfo, name: &str) -> Option<&'static str> {
     const MEMO_NAMES: usize = 1024;
-    type Memo = std::collections::HashMap<&'static str, std::collections::HashMap<Box<str>, Option<&'static str>>>;
+    /// The names asked per union, and the last one asked (compared before anything is hashed:
+    /// a host repeating one wrong name asks for the same one every time).
+    #[derive(Default)]
+    struct Memo {
+        names: std::collections::HashMap<&'static str, std::collections::HashMap<Box<str>, Option<&'static str>>>,
+        last: Option<(&'static str, Box<str>, Option<&'static str>)>,
+    }
     static MEMO: std::sync::OnceLock<std::sync::Mutex<Memo>> = std::sync::OnceLock::new();
     let memo = MEMO.get_or_init(Default::default);
-    if let Some(known) = memo.lock().ok().and_then(|m| m.get(union.name).and_then(|names| names.get(name).copied())) {
-        return known;
+    if let Ok(mut m) = memo.lock() {
+        if let Some((_, _, found)) = m.last.as_ref().filter(|(u, n, _)| *u == union.name && **n == *name) {
+            return *found;
+        }
+        if let Some(found) = m.names.get(union.name).and_then(|names| names.get(name).copied()) {
+            m.last = Some((union.name, name.into(), found));
+            return found;
+        }
     }
     let found = closest(name, union.members.iter().map(|(tag, _)| *tag));
     if let Ok(mut m) = memo.lock() {
-        let names = m.entry(union.name).or_default();
+        let names = m.names.entry(union.name).or_default();
         if names.len() >= MEMO_NAMES {
             names.clear();
         }
         names.insert(name.into(), found);
+        m.last = Some((union.name, name.into(), found));
     }
     found
 }

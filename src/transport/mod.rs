@@ -5,11 +5,13 @@
 //! - [`writer`]: the single writer task that owns the outbound stream.
 //! - [`until`]: an inbound stream that ends on a signal.
 //! - [`hangup`]: noticing that the reader of stdout went away.
+//! - [`json`]: the compact JSON encoder of outbound frames (fast string escaping).
 //! - [`raw_id`]: request ids echoed byte for byte.
 //! - [`chunk`]: omp protocol v2 `rpc_chunk` splitting and reassembly.
 
 pub mod chunk;
 pub mod hangup;
+pub mod json;
 pub mod lines;
 pub mod raw_id;
 pub mod until;

@@ -58,6 +58,14 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         let (id, _) = crate::dialect::peek_id_and_type(&bytes);
         failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
+    let escapes = bytes.contains(&b'\\');
+    // Only a line that looks like an unknown command tries the short path (a known one would
+    // be read twice).
+    if !escapes && plain_type(&bytes).is_some_and(|t| known_tag(t).is_none()) {
+        if let Some(unknown) = unknown_command_fast(text) {
+            return Err(unknown);
+        }
+    }
     // A line the parser rejects (nested too deep, `1e400`, a lone surrogate) still has its id
     // answered when the top-level `id` can be read.
     let mut value: Value = serde_json::from_str(text).map_err(|e| {
@@ -67,15 +75,18 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
     // The id is echoed byte for byte (see `transport::raw_id`).
     // Ids as hosts nearly always write them — a string in a line without any escape, a
     // non-zero integer — print back as their token; only other ids need the token itself.
-    let plain = match value.get("id") {
-        Some(Value::String(_)) => !bytes.contains(&b'\\'),
+    let mut id = value.get("id").cloned();
+    let plain = match &id {
+        Some(Value::String(_)) => !escapes,
         Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
         _ => false,
     };
-    let raw_id = if plain { None } else { value.get("id").and_then(|_| crate::dialect::raw_id(&bytes)) };
+    let raw_id = if plain || id.is_none() { None } else { crate::dialect::raw_id(&bytes) };
     if let (Some(raw), Value::Object(map)) = (&raw_id, &mut value) {
         if id_kind(raw) != IdKind::Other {
-            map.insert("id".to_owned(), exact_id(raw));
+            let exact = exact_id(raw);
+            map.insert("id".to_owned(), exact.clone());
+            id = Some(exact);
         }
     }
     let Value::Object(map) = &value else {
@@ -86,7 +97,6 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
             format!("Failed to parse command: expected a JSON object, got {}", json_kind(&value)),
         ));
     };
-    let id = map.get("id").cloned();
     let Some(Value::String(kind)) = map.get("type") else {
         let message = match map.get("type") {
             None => "Missing `type`: every command needs a string `type`".to_owned(),
@@ -94,34 +104,146 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         };
         return Err(failure(id, "unknown", RpcErrorCode::InvalidRequest, message));
     };
-    let kind = kind.clone();
     if let Some(bad) = id.as_ref().filter(|_| raw_id.as_deref().is_some_and(|r| id_kind(r) == IdKind::Other)) {
         return Err(failure(
             id.clone(),
-            &kind,
+            kind,
             RpcErrorCode::InvalidRequest,
             format!("`id` must be a string or an integer, got {}", json_kind(bad)),
         ));
     }
-    static INBOUND: std::sync::OnceLock<&'static UnionInfo> = std::sync::OnceLock::new();
-    let inbound = *INBOUND.get_or_init(|| UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame"));
-    if inbound.member(&kind).is_none() {
-        let hint = crate::protocol::validate::closest_tag(inbound, &kind).map(|k| format!(" (did you mean \"{k}\"?)")).unwrap_or_default();
-        return Err(failure(id, &kind, RpcErrorCode::UnknownCommand, format!("Unknown command: {kind}{hint}")));
-    }
+    // The schema's own tag from here on (the line's text is moved into the typed parse).
+    let Some(kind) = known_tag(kind) else {
+        return Err(unknown_command(id, kind));
+    };
     if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Inbound, &value, None) {
         // A sub-protocol answer without a usable id cannot be matched to anything.
-        let code = if is_subprotocol(&kind) && e.path == "/id" { RpcErrorCode::InvalidRequest } else { RpcErrorCode::InvalidParams };
-        return Err(failure(id, &kind, code, e.to_string()));
+        let code = if is_subprotocol(kind) && e.path == "/id" { RpcErrorCode::InvalidRequest } else { RpcErrorCode::InvalidParams };
+        return Err(failure(id, kind, code, e.text()));
     }
-    let parse_error = |e: serde_json::Error| failure(id.clone(), &kind, RpcErrorCode::InvalidParams, format!("{kind}: {e}"));
-    match kind.as_str() {
+    let parse_error = |e: serde_json::Error| failure(id.clone(), kind, RpcErrorCode::InvalidParams, format!("{kind}: {e}"));
+    match kind {
         "extension_ui_response" => serde_json::from_value(value).map(Inbound::UiResponse).map_err(parse_error),
         "host_tool_update" => serde_json::from_value(value).map(Inbound::HostToolUpdate).map_err(parse_error),
         "host_tool_result" => serde_json::from_value(value).map(Inbound::HostToolResult).map_err(parse_error),
         "rpc_chunk" => serde_json::from_value(value).map(Inbound::Chunk).map_err(parse_error),
         _ => RpcCommand::from_value(value).map(|command| Inbound::Command { id: id.clone(), command }).map_err(parse_error),
     }
+}
+
+/// The union of every inbound frame (the commands and the sub-protocol answers).
+fn inbound_union() -> &'static UnionInfo {
+    static INBOUND: std::sync::OnceLock<&'static UnionInfo> = std::sync::OnceLock::new();
+    INBOUND.get_or_init(|| UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame"))
+}
+
+/// The tag of an inbound frame, the union's own copy. Every line asks, so the tags are kept by
+/// length: a lookup compares only the few of the same length (a scan of ~70 names, or a binary
+/// search comparing bytes at every step, cost several times more).
+fn known_tag(kind: &str) -> Option<&'static str> {
+    static BY_LENGTH: std::sync::OnceLock<Vec<Vec<&'static str>>> = std::sync::OnceLock::new();
+    let by_length = BY_LENGTH.get_or_init(|| {
+        let mut by_length: Vec<Vec<&'static str>> = Vec::new();
+        for (tag, _) in inbound_union().members {
+            if by_length.len() <= tag.len() {
+                by_length.resize_with(tag.len() + 1, Vec::new);
+            }
+            by_length[tag.len()].push(tag);
+        }
+        by_length
+    });
+    by_length.get(kind.len())?.iter().find(|tag| tag.as_bytes() == kind.as_bytes()).copied()
+}
+
+/// The `type` of a line as hosts write it (`"type":"…"`, no escapes), read without parsing the
+/// line: it only chooses which path reads the line, and is never trusted as the frame's type.
+/// Lines are short: plain loops beat setting up a vector search.
+fn plain_type(bytes: &[u8]) -> Option<&str> {
+    const KEY: &[u8] = b"\"type\":\"";
+    let mut from = 0;
+    let at = loop {
+        let quote = from + bytes[from..].iter().position(|&b| b == b'"')?;
+        if bytes[quote..].starts_with(KEY) {
+            break quote + KEY.len();
+        }
+        from = quote + 1;
+    };
+    let len = bytes[at..].iter().position(|&b| b == b'"')?;
+    std::str::from_utf8(&bytes[at..at + len]).ok()
+}
+
+/// The `unknown_command` error for `kind`, with the closest known command when one is near.
+fn unknown_command(id: Option<Value>, kind: &str) -> Box<RpcResponse> {
+    let hint = crate::protocol::validate::closest_tag(inbound_union(), kind);
+    let mut message = String::with_capacity(kind.len() + hint.map_or(0, |k| k.len() + 20) + 17);
+    message.push_str("Unknown command: ");
+    message.push_str(kind);
+    if let Some(k) = hint {
+        message.push_str(" (did you mean \"");
+        message.push_str(k);
+        message.push_str("\"?)");
+    }
+    failure(id, kind, RpcErrorCode::UnknownCommand, message)
+}
+
+/// The top level of a line, read without building its `Value` tree: the `id` and `type` values,
+/// the other members parsed (so the line is accepted exactly when the `Value` parse accepts it)
+/// and dropped, and whether `id` or `type` came twice.
+#[derive(Default)]
+struct Head {
+    id: Option<Value>,
+    kind: Option<Value>,
+    repeated: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for Head {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Head;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+                let mut head = Head::default();
+                // Keys without escapes borrow from the line (the caller checked for `\`).
+                while let Some(key) = map.next_key::<&'de str>()? {
+                    let slot = match key {
+                        "id" => &mut head.id,
+                        "type" => &mut head.kind,
+                        _ => {
+                            map.next_value::<Value>()?;
+                            continue;
+                        }
+                    };
+                    head.repeated |= slot.is_some();
+                    *slot = Some(map.next_value()?);
+                }
+                Ok(head)
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// The answer to a command no frame has, decided without the `Value` tree, the schema check
+/// and the typed parse: a host sending an unknown command (a version mismatch, in a loop) costs
+/// little. Only the plain case is taken here — no `\` in the line, `type` a string, `id`
+/// absent or a string or non-zero integer, neither member twice — and the answer is the one the
+/// full path gives; anything else (`None`) goes the full path.
+fn unknown_command_fast(text: &str) -> Option<Box<RpcResponse>> {
+    let head: Head = serde_json::from_str(text).ok()?;
+    let Head { id, kind: Some(Value::String(kind)), repeated: false } = head else { return None };
+    if known_tag(&kind).is_some() {
+        return None;
+    }
+    // The ids `decode_line` echoes as parsed (see there); others need their raw token.
+    let plain = match &id {
+        None | Some(Value::String(_)) => true,
+        Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
+        Some(_) => false,
+    };
+    plain.then(|| unknown_command(id, &kind))
 }
 
 fn is_subprotocol(kind: &str) -> bool {
@@ -202,6 +324,37 @@ mod tests {
         assert_eq!((&e["id"], &e["code"]), (&json!({"k":1}), &json!("invalid_request")));
         let e = err(r#"{"id":"r","type":"response","command":"x","success":true}"#);
         assert_eq!((&e["id"], &e["code"]), (&json!("r"), &json!("unknown_command")));
+    }
+
+    /// The short path for unknown commands (`unknown_command_fast`) answers exactly as the full
+    /// path does, and leaves every other line to it: the answers below are the ones the decoder
+    /// gave before the short path existed (escapes, repeated members, odd ids, numbers out of
+    /// range, trailing text, whitespace, a `type` that is not a string).
+    #[test]
+    fn unknown_commands_get_the_answer_of_the_full_path() {
+        for (line, expected) in [
+            (r#"{"id":7,"type":"nope"}"#, r#"{"id":7,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"type":"get_stat"}"#, r#"{"type":"response","command":"get_stat","success":false,"error":"Unknown command: get_stat (did you mean \"get_state\"?)","code":"unknown_command"}"#),
+            (r#"{"id":"x","type":"nope","extra":[1,{"a":null}]}"#, r#"{"id":"x","type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":1,"type":"nope","x":1e400}"#, r#"{"id":1,"type":"response","command":"parse","success":false,"error":"Failed to parse command: number out of range at line 1 column 31","code":"parse_error"}"#),
+            (r#"{"id":0,"type":"nope"}"#, r#"{"id":0,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":-3,"type":"nope"}"#, r#"{"id":-3,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":1.5,"type":"nope"}"#, r#"{"id":1.5,"type":"response","command":"nope","success":false,"error":"`id` must be a string or an integer, got a number","code":"invalid_request"}"#),
+            (r#"{"type":"nope","type":"get_stat"}"#, r#"{"type":"response","command":"get_stat","success":false,"error":"Unknown command: get_stat (did you mean \"get_state\"?)","code":"unknown_command"}"#),
+            (r#"{"id":1,"id":2,"type":"nope"}"#, r#"{"id":2,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":18446744073709551615,"type":"nope"}"#, r#"{"id":18446744073709551615,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":"x","type":"response"}"#, r#"{"id":"x","type":"response","command":"response","success":false,"error":"Unknown command: response","code":"unknown_command"}"#),
+            (r#"{ "id" : 5 , "type" : "nope" }"#, r#"{"id":5,"type":"response","command":"nope","success":false,"error":"Unknown command: nope","code":"unknown_command"}"#),
+            (r#"{"id":5,"type":"nope"} trailing"#, r#"{"id":5,"type":"response","command":"parse","success":false,"error":"Failed to parse command: trailing characters at line 1 column 24","code":"parse_error"}"#),
+            (r#"{"id":[1],"type":"nope"}"#, r#"{"id":[1],"type":"response","command":"nope","success":false,"error":"`id` must be a string or an integer, got an array","code":"invalid_request"}"#),
+            (r#"{"id":null,"type":"nope"}"#, r#"{"id":null,"type":"response","command":"nope","success":false,"error":"`id` must be a string or an integer, got null","code":"invalid_request"}"#),
+            (r#"{"id":6,"type":17}"#, r#"{"id":6,"type":"response","command":"unknown","success":false,"error":"`type` must be a string, got a number","code":"invalid_request"}"#),
+        ] {
+            let expected: Value = serde_json::from_str(expected).unwrap();
+            assert_eq!(serde_json::to_value(decode_line(InboundLine::Line(line.as_bytes().to_vec()), 1024).unwrap_err()).unwrap(), expected, "{line}");
+        }
+        // A repeated `type`: the last one wins, as in the full parse.
+        assert!(matches!(decode(r#"{"type":"nope","type":"get_state"}"#), Ok(Inbound::Command { command: RpcCommand::GetState(_), .. })));
     }
 
     #[test]

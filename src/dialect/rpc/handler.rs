@@ -2,16 +2,17 @@
 //! Nothing here decides agent behaviour: it unpacks the command, calls the core and packs the
 //! answer (errors through [`super::rpc_error`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
-use crate::agent::{Agent, AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, Submitted};
+use crate::agent::{Agent, AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, StateVersion, Submitted};
 use crate::protocol::envelope::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
+use crate::transport::json::EncodedJson;
 use crate::transport::FrameBatch;
 
 /// One JSONL session: the core (the built-in [`Agent`], or any [`AgentCore`]) and this
@@ -21,11 +22,13 @@ pub struct RpcSession<A = Agent> {
     host: Arc<RpcHost>,
     max_line_bytes: usize,
     info: Arc<AgentInfo>,
+    /// The last `get_state` data and the core's state version it was built at.
+    state_cache: Arc<Mutex<Option<(StateVersion, EncodedJson)>>>,
 }
 
 impl<A> Clone for RpcSession<A> {
     fn clone(&self) -> Self {
-        Self { agent: self.agent.clone(), host: self.host.clone(), max_line_bytes: self.max_line_bytes, info: self.info.clone() }
+        Self { agent: self.agent.clone(), host: self.host.clone(), max_line_bytes: self.max_line_bytes, info: self.info.clone(), state_cache: self.state_cache.clone() }
     }
 }
 
@@ -47,7 +50,7 @@ impl<A: AgentCore> RpcSession<A> {
     /// A session of `agent` whose host side is `host`; `max_line_bytes` (the inbound line
     /// limit) is advertised in `ready` as `maxLineBytes`.
     pub fn new(agent: A, host: Arc<RpcHost>, max_line_bytes: usize) -> Self {
-        Self { agent: Arc::new(agent), host, max_line_bytes, info: Arc::default() }
+        Self { agent: Arc::new(agent), host, max_line_bytes, info: Arc::default(), state_cache: Arc::default() }
     }
 
     /// The same, naming the agent `info` in `ready` (agentwire's own name by default).
@@ -78,6 +81,35 @@ impl<A: AgentCore> RpcSession<A> {
         let id_len = id.as_ref().and_then(|id| serde_json::to_string(id).ok()).map_or(0, |s| s.len());
         batch.reserve(data.json_len() + id_len + 128);
         let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetMessagesCommand::COMMAND, data: Some(&data) });
+    }
+
+    /// Answers `get_state` straight into `batch`. The data's JSON text is kept while the core's
+    /// [`AgentCore::state_version`] stays the same (any change of the state moves it), so a host
+    /// polling the state pays for a copy of the text, not for a new snapshot (the model, every
+    /// tool with its schema) and its encoding each time. The frame is the typed answer's.
+    pub fn write_state(&self, id: Option<Value>, batch: &mut FrameBatch) {
+        let Some(version) = self.agent.state_version() else {
+            // A core that keeps no version: every answer is built afresh.
+            let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetStateCommand::COMMAND, data: Some(&self.agent.state_snapshot()) });
+            return;
+        };
+        let mut cache = self.state_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.as_ref().is_none_or(|(at, _)| *at != version) {
+            // Kept under the version it was built at (a change since `version` was read
+            // makes it older than the state, and the next call builds it again).
+            let (at, snapshot) = self.agent.versioned_state_snapshot();
+            match (at, EncodedJson::encode(&snapshot)) {
+                (Some(at), Ok(data)) => *cache = Some((at, data)),
+                // Not expected (the snapshot always encodes, a versioned core versions its
+                // snapshots): answered as the typed path would.
+                _ => {
+                    let _ = batch.push(&envelope::rpc_response(id, GetStateCommand::COMMAND, Ok(Some(snapshot))));
+                    return;
+                }
+            }
+        }
+        let Some((_, data)) = cache.as_ref() else { return };
+        let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetStateCommand::COMMAND, data: Some(data) });
     }
 
     /// Answers `get_messages_page` straight into `batch`, its messages as stored like

@@ -30,7 +30,8 @@ use super::decode::{decode_line, Inbound};
 use super::RpcSession;
 use crate::agent::AgentCore;
 use crate::jsonrpc::answer;
-use crate::protocol::{dispatch_rpc_command, RpcCommand};
+use crate::protocol::envelope::{rpc_response, RpcAnswer, RpcError, RpcReply, RpcSuccess};
+use crate::protocol::{dispatch_rpc_command, dispatch_rpc_command_to, RpcCommand};
 use crate::transport::{FrameBatch, LineReader, Outbox};
 
 fn is_detached(command: &RpcCommand) -> bool {
@@ -58,6 +59,29 @@ fn is_read_only(command: &RpcCommand) -> bool {
             | RpcCommand::GetAvailableCommands(_)
             | RpcCommand::GetTree(_)
     )
+}
+
+/// Answers a command straight into the batch: the typed data is serialized once, into the
+/// frame's place in the output (no `RawValue` text in between, no copy of it). The bytes are
+/// those of the [`RpcReply`] `dispatch_rpc_command` builds.
+struct IntoBatch<'a>(&'a mut FrameBatch);
+
+impl RpcAnswer for IntoBatch<'_> {
+    type Output = ();
+    fn answer<T: serde::Serialize>(self, id: Option<serde_json::Value>, command: &'static str, outcome: Result<Option<T>, RpcError>) {
+        match outcome {
+            Ok(data) => {
+                if self.0.push(&RpcSuccess { id: id.as_ref(), command, data: data.as_ref() }).is_err() {
+                    // Only data that does not serialize fails (a bug): the reply's own path
+                    // turns that into its `internal` error frame, with serde's reason.
+                    let _ = self.0.push(&rpc_response(id, command, Ok(data)));
+                }
+            }
+            Err(e) => {
+                let _ = self.0.push(&RpcReply { id, command, outcome: Err(e) });
+            }
+        }
+    }
 }
 
 /// The one error frame for a sub-protocol answer nobody is waiting for, carrying its id.
@@ -117,12 +141,13 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
                 let _ = batch.push(&*response);
             }
             // Messages are written from the session's stored text straight into the batch (see
-            // `RpcSession::write_messages`).
+            // `RpcSession::write_messages`); the state from its text kept while it is unchanged
+            // (`RpcSession::write_state`).
+            Ok(Inbound::Command { id, command: RpcCommand::GetState(_) }) => session.write_state(id, &mut batch),
             Ok(Inbound::Command { id, command: RpcCommand::GetMessages(_) }) => session.write_messages(id, &mut batch),
             Ok(Inbound::Command { id, command: RpcCommand::GetMessagesPage(cmd) }) => session.write_messages_page(id, &cmd, &mut batch),
             Ok(Inbound::Command { id, command }) if is_read_only(&command) => {
-                let response = dispatch_rpc_command(&*session, id, command).await;
-                let _ = batch.push(&response);
+                dispatch_rpc_command_to(&*session, id, command, IntoBatch(&mut batch)).await;
             }
             // A sub-protocol answer nobody waits for gets one `not_found` error carrying its id:
             // the host learns its answer was too late (or wrong) instead of wondering.
