@@ -186,11 +186,15 @@ impl RpcOverAcp {
                 }
             }
         }
-        // No more requests: dialogs waiting for the host fail closed, the agent's input ends
-        // (it finishes what it was asked, then exits), and what was read is answered.
+        // No more requests: dialogs waiting for the host fail closed, what was read is
+        // answered, then the agent's input ends (it finishes what it was asked, then exits).
+        // The agent's input closes only after the handlers are done: a handler spawned for the
+        // last line may not have written its request to the agent yet, and closing first lost
+        // it (`prompt` then EOF ended `error`, "the agent closed its output before answering",
+        // about 1 run in 3). The supervisor bounds the wait (the answer grace after EOF).
         self.dialogs.close();
-        self.agent.close().await;
         while handlers.join_next().await.is_some() {}
+        self.agent.close().await;
     }
 
     async fn no_host_tools(&self, id: Option<Value>, command: &str) {
