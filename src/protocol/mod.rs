@@ -1,9 +1,9 @@
 //! The protocol layer: generated types, envelopes and validators. No I/O, no async runtime.
 //!
-//! Everything here comes from `schema/`: [`generated`] is written by `build.rs`, [`validate`]
-//! compiles the embedded schema with the jsonschema crate. The hand-written parts are the
-//! envelopes and error types ([`envelope`]) and the method traits below, which the generated
-//! code implements for every command and wire method.
+//! Everything here comes from `schema/`: [`generated`] is written by `build.rs`, and so are the
+//! checks [`validate`] runs ([`check`] is their runtime half). The hand-written parts are the
+//! envelopes and error types ([`envelope`]), the [`Dialect`] names, and the method traits
+//! below, which the generated code implements for every command and wire method.
 
 pub mod envelope;
 pub mod generated;
