@@ -42,6 +42,12 @@ fn a_prompt_streams_and_ends_with_message_end_and_prompt_result_completed() {
     let state = bridge.until(|f| is(f, "response"));
     let state = &state.last().unwrap()["data"];
     assert_eq!((&state["isStreaming"], &state["messageCount"]), (&json!(false), &json!(2)), "{state}");
+    // ACP does not tell the client the agent's tools: asked for them, the bridge says so.
+    bridge.send(json!({"id": "t", "type": "get_state", "dumpTools": true}));
+    let refused = bridge.until(|f| is(f, "response"));
+    let refused = refused.last().unwrap();
+    assert_eq!((&refused["id"], &refused["success"], &refused["code"]), (&json!("t"), &json!(false), &json!("unsupported")), "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("dumpTools"), "{refused}");
 }
 
 #[test]

@@ -135,6 +135,12 @@ async fn rpc_reverses_refuses_what_it_lacks_and_cancels() {
     assert_eq!(frames.last().unwrap()["success"], true, "still serving: {frames:?}");
     assert!(state.get("model").is_none() && state.get("thinkingLevel").is_none(), "no model to report: {state}");
     assert_eq!(state["isStreaming"], false, "{state}");
+    // It lists no tools: asked for them, it says so instead of showing an empty list.
+    c.send(json!({"id": "t", "type": "get_state", "dumpTools": true})).await;
+    let refused = c.until(|f| f["id"] == "t").await;
+    let refused = refused.last().unwrap();
+    assert_eq!((&refused["success"], &refused["code"]), (&json!(false), &json!("unsupported")), "{refused}");
+    assert_eq!(refused["error"], "this agent does not list the tools it offers the model (`dumpTools`)");
 
     c.send(json!({"id": "h", "type": "prompt", "message": "hang"})).await;
     c.until(|f| f["type"] == "message_update").await;

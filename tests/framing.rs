@@ -96,7 +96,7 @@ fn raw_output_is_compact_lines_with_separators_escaped_and_the_last_line_needs_n
     let (_dir, mut child) = spawn_raw();
     let mut stdin = child.stdin.take().unwrap();
     // The last command has no trailing LF: it is still handled at EOF.
-    stdin.write_all("{\"id\":1,\"type\":\"set_session_name\",\"name\":\"x\u{2028}y\"}\n{\"id\":2,\"type\":\"get_state\"}".as_bytes()).unwrap();
+    stdin.write_all("{\"id\":1,\"type\":\"set_session_name\",\"name\":\"x\u{2028}y\"}\n{\"id\":2,\"type\":\"get_state\",\"dumpTools\":true}".as_bytes()).unwrap();
     drop(stdin);
     let mut out = String::new();
     child.stdout.take().unwrap().read_to_string(&mut out).unwrap();

@@ -110,9 +110,11 @@ fn rpc_mcp_config_runs_get_sum() {
     let (_config, path) = config_file(&json!({"mcpServers": {"everything": {"command": node, "args": [entry, "stdio"]}}}).to_string());
     let script = [tool_call("s1", "mcp__everything__get-sum", json!({"a": 2, "b": 3})), common::text_reply("done")];
     let mut agent = common::Agent::start(&["--mcp-config", path.as_str()], &script);
-    // The server's tools are listed with what the model is offered, under their MCP names,
-    // with the server's description and input schema.
-    let state = agent.request(json!({"id": "s", "type": "get_state"}));
+    // Asked for, the server's tools are listed with what the model is offered, under their MCP
+    // names, with the server's description and input schema (a plain `get_state` lists none).
+    let state = agent.request(json!({"id": "s0", "type": "get_state"}));
+    assert!(state["data"].get("dumpTools").is_none(), "{state}");
+    let state = agent.request(json!({"id": "s", "type": "get_state", "dumpTools": true}));
     let tools = state["data"]["dumpTools"].as_array().expect("dumpTools");
     let sum = tools.iter().find(|t| t["name"] == "mcp__everything__get-sum").unwrap_or_else(|| panic!("{tools:#?}"));
     assert_eq!(sum["description"], "Returns the sum of two numbers");
@@ -165,7 +167,7 @@ fn rpc_list_changed_offers_new_tools_and_garbage_or_is_error_fails_only_the_call
         common::text_reply("done"),
     ];
     let mut agent = common::Agent::start(&["--mcp-config", path.as_str()], &script);
-    let state = agent.request(json!({"id": "s", "type": "get_state"}));
+    let state = agent.request(json!({"id": "s", "type": "get_state", "dumpTools": true}));
     assert!(!state["data"]["dumpTools"].as_array().unwrap().iter().any(|t| t["name"] == "mcp__dyn__added"));
     agent.send(json!({"id": "p", "type": "prompt", "message": "go"}));
     let frames = agent.until_prompt_result("p");
@@ -181,7 +183,7 @@ fn rpc_list_changed_offers_new_tools_and_garbage_or_is_error_fails_only_the_call
     let fails = end("f1");
     assert_eq!((&fails["isError"], &fails["result"]["content"][0]["text"]), (&json!(true), &json!("it broke")));
     assert_eq!(frames.last().unwrap()["status"], "completed");
-    let state = agent.request(json!({"id": "s2", "type": "get_state"}));
+    let state = agent.request(json!({"id": "s2", "type": "get_state", "dumpTools": true}));
     assert!(state["data"]["dumpTools"].as_array().unwrap().iter().any(|t| t["name"] == "mcp__dyn__added"));
 }
 

@@ -45,11 +45,6 @@ fn get_state_shows_each_change_at_once() {
         (json!({"type":"set_auto_retry","enabled":false}), "/autoRetryEnabled", json!(false)),
         (json!({"type":"set_session_name","name":"named"}), "/sessionName", json!("named")),
         (json!({"type":"set_todos","phases":[{"id":"p","name":"P","tasks":[]}]}), "/todoPhases/0/id", json!("p")),
-        (
-            json!({"type":"set_host_tools","tools":[{"name":"host_probe","description":"d","parameters":{"type":"object"}}]}),
-            "/dumpTools/7/name",
-            json!("host_probe"),
-        ),
         (json!({"type":"cycle_thinking_level"}), "/thinkingLevel", json!("off")),
     ];
     for (i, (mut change, pointer, expected)) in changes.into_iter().enumerate() {
@@ -64,6 +59,47 @@ fn get_state_shows_each_change_at_once() {
     let s = state(&mut a, n);
     assert_eq!((&s["messageCount"], &s["contextUsage"]["tokens"]), (&json!(2), &json!(102)), "{s}");
     assert_eq!(state(&mut a, n), s, "nothing changed since");
+}
+
+/// The tools and the system prompt are large (every tool's parameter schema; omp's answer is
+/// ~70 KB with both) and sent only when asked for (notes §2.7.3 "We:"): a plain `get_state` has
+/// neither, `dumpTools: true` lists what the model is offered, `systemPrompt: true` the prompt,
+/// and the plain answer kept between changes never picks up either.
+#[test]
+fn get_state_sends_tools_and_system_prompt_only_on_request() {
+    let mut a = Agent::start(&[], &[]);
+    let mut state = |a: &mut Agent, id: &str, extra: serde_json::Value| {
+        let mut cmd = json!({"id": id, "type": "get_state"});
+        cmd.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let r = a.request(cmd);
+        assert_eq!(r["success"], true, "{r}");
+        r["data"].as_object().unwrap().clone()
+    };
+    let plain = state(&mut a, "p1", json!({}));
+    assert!(!plain.contains_key("dumpTools") && !plain.contains_key("systemPrompt"), "{plain:?}");
+    let tools = json!([
+        {"name": "host_probe", "description": "d", "parameters": {"type": "object"}},
+        {"name": "host_hidden", "description": "h", "parameters": {"type": "object"}, "hidden": true},
+    ]);
+    assert_eq!(a.request(json!({"id": "h", "type": "set_host_tools", "tools": tools}))["success"], true);
+    let plain = state(&mut a, "p2", json!({}));
+    assert!(!plain.contains_key("dumpTools"), "still not listed after a change: {plain:?}");
+
+    let mut with = state(&mut a, "t1", json!({"dumpTools": true}));
+    let listed = with.remove("dumpTools").expect("dumpTools");
+    let names: Vec<&str> = listed.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["read", "write", "edit", "bash", "ls", "grep", "find", "host_probe"], "built-ins, then the host's visible tools");
+    assert!(listed[3]["parameters"]["properties"]["command"].is_object(), "each with its schema: {listed}");
+    assert_eq!(with, plain, "the rest is the plain answer");
+    assert_eq!(state(&mut a, "p3", json!({})), plain, "asked between two plain answers, nothing leaks into the kept one");
+
+    let mut prompt = state(&mut a, "sp", json!({"systemPrompt": true}));
+    let parts = prompt.remove("systemPrompt").expect("systemPrompt");
+    assert!(parts[0].as_str().unwrap().starts_with("You are agentwire"), "{parts}");
+    assert_eq!(prompt, plain);
+    let both = state(&mut a, "b", json!({"dumpTools": true, "systemPrompt": true}));
+    assert_eq!((&both["dumpTools"], &both["systemPrompt"]), (&listed, &parts));
+    assert_eq!(state(&mut a, "f", json!({"dumpTools": false, "systemPrompt": false})), plain);
 }
 
 #[test]

@@ -91,6 +91,40 @@ impl Capabilities {
     }
 }
 
+/// What a state snapshot carries beyond the state itself, on request (rpc `get_state` with
+/// `dumpTools` / `systemPrompt`). Both are large (every tool's parameter schema; the whole
+/// prompt) and rarely read, so a plain `get_state` leaves them out (omp sends them in every
+/// answer, which makes it ~70 KB).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StateExtras {
+    /// The tools the model is offered (`dumpTools`).
+    pub tools: bool,
+    /// The system prompt the model is sent (`systemPrompt`).
+    pub system_prompt: bool,
+}
+
+impl StateExtras {
+    /// The same, with the offered tools listed or not.
+    #[must_use]
+    pub fn with_tools(mut self, tools: bool) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The same, with the system prompt included or not.
+    #[must_use]
+    pub fn with_system_prompt(mut self, system_prompt: bool) -> Self {
+        self.system_prompt = system_prompt;
+        self
+    }
+
+    /// Whether anything beyond the plain state is asked for.
+    pub fn any(self) -> bool {
+        self.tools || self.system_prompt
+    }
+}
+
 /// The control of an agent's runs: cancel, the gate, whether one runs, when they settled, and
 /// the session they belong to. [`super::Runs`] implements it for an agent answering one prompt
 /// at a time; the built-in [`Agent`] for itself.
@@ -270,6 +304,19 @@ pub trait AgentCore: Send + Sync + 'static {
             dump_tools: None,
             context_usage: None,
         }
+    }
+
+    /// The state snapshot with the `extras` asked for (rpc `get_state` with `dumpTools` /
+    /// `systemPrompt`). The default lists neither, so it refuses a request for either (a host
+    /// asking for the tools is told this agent does not list them, not shown an empty list).
+    fn state_snapshot_with(&self, extras: StateExtras) -> CoreResult<SessionState> {
+        if extras.tools {
+            return Err(CoreError::Unsupported("this agent does not list the tools it offers the model (`dumpTools`)".into()));
+        }
+        if extras.system_prompt {
+            return Err(CoreError::Unsupported("this agent does not show its system prompt (`systemPrompt`)".into()));
+        }
+        Ok(self.state_snapshot())
     }
 
     /// The model in use; `None`: the agent names no model.
@@ -576,6 +623,9 @@ impl AgentCore for Agent {
     }
     fn state_snapshot(&self) -> SessionState {
         Agent::state_snapshot(self)
+    }
+    fn state_snapshot_with(&self, extras: StateExtras) -> CoreResult<SessionState> {
+        Ok(Agent::state_snapshot_with(self, extras))
     }
     fn state_version(&self) -> Option<StateVersion> {
         Some(Agent::state_version(self))

@@ -312,7 +312,8 @@ fn backoff(policy: &super::RetryPolicy, attempt: u32, retry_after: Option<std::t
     wanted.min(policy.max_delay.max(retry_after.unwrap_or_default().min(policy.max_delay)))
 }
 
-fn system_prompt(agent: &Agent) -> String {
+/// The system prompt the model is sent (rpc `get_state` shows it on request).
+pub(super) fn system_prompt(agent: &Agent) -> String {
     format!(
         "You are agentwire, a coding agent. You work in {}. Use the tools to read, search and change files and to run commands; \
          prefer small, verifiable steps and say what you changed.",

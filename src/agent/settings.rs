@@ -4,14 +4,14 @@
 use serde_json::Value;
 
 use super::events::{AgentEvent, NoticeLevel};
-use super::{nonempty, Agent, CoreError, CoreResult, State, StateVersion};
+use super::{nonempty, Agent, CoreError, CoreResult, State, StateExtras, StateVersion};
 use crate::protocol::*;
 use crate::providers::ModelSpec;
 use crate::sessions::{ContextItem, Payload, Role};
 use crate::tools::BUILTIN_TOOLS;
 
 impl Agent {
-    /// The state snapshot (`get_state`).
+    /// The state snapshot (`get_state`), without the tools and the system prompt.
     pub fn state_snapshot(&self) -> SessionState {
         self.versioned_state_snapshot().1
     }
@@ -21,10 +21,21 @@ impl Agent {
         let st = self.state_for_reading();
         // Read before the snapshot: a change racing with it moves the version past this one.
         let version = self.version_of(&st);
+        (version, self.snapshot_of(&st, StateExtras::default()))
+    }
+
+    /// The state snapshot with the `extras` asked for: the tools the model is offered
+    /// (built-ins, host tools, MCP tools) and the system prompt, read under the same lock as
+    /// the rest, so they belong to the same moment.
+    pub fn state_snapshot_with(&self, extras: StateExtras) -> SessionState {
+        self.snapshot_of(&self.state_for_reading(), extras)
+    }
+
+    fn snapshot_of(&self, st: &State, extras: StateExtras) -> SessionState {
         let queued = (st.steering.len() + st.follow_up.len()) as u64;
         let model = self.inner.models[st.current_model].info.clone();
         let window = model.context_window;
-        let snapshot = SessionState {
+        SessionState {
             model: Some(model),
             thinking_level: Some(st.thinking),
             is_streaming: st.run.as_ref().is_some_and(|r| !r.finishing),
@@ -32,7 +43,7 @@ impl Agent {
             steering_mode: st.steering_mode,
             follow_up_mode: st.follow_up_mode,
             interrupt_mode: Some(st.interrupt_mode),
-            session_file: Self::session_file(&st),
+            session_file: Self::session_file(st),
             session_id: nonempty(st.session.id()),
             session_name: st.session_name.clone(),
             auto_compaction_enabled: st.auto_compaction,
@@ -44,12 +55,11 @@ impl Agent {
             fast_mode_enabled: None,
             fast_mode_active: None,
             tokens_per_second: None,
-            system_prompt: None,
-            // omp's list of what the model is offered: built-ins, host tools, MCP tools.
-            dump_tools: Some(super::run::offered_tools(self, &st)),
-            context_usage: Some(Self::context_usage(&st, window)),
-        };
-        (version, snapshot)
+            // Only on request: omp sends both in every answer (~70 KB).
+            system_prompt: extras.system_prompt.then(|| vec![super::run::system_prompt(self)]),
+            dump_tools: extras.tools.then(|| super::run::offered_tools(self, st)),
+            context_usage: Some(Self::context_usage(st, window)),
+        }
     }
 
     /// The model the agent uses now.

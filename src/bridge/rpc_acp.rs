@@ -213,6 +213,9 @@ impl RpcOverAcp {
                 return self.reply::<()>(id, "abort", Ok(None)).await;
             }
             RpcCommand::NewSession(_) => return self.new_session(id).await,
+            RpcCommand::GetState(get) if get.dump_tools == Some(true) || get.system_prompt == Some(true) => {
+                "ACP does not show an agent's tools or system prompt to its client (`dumpTools`, `systemPrompt`)"
+            }
             RpcCommand::GetState(_) => return self.reply(id, "get_state", Ok(Some(self.state_snapshot()))).await,
             RpcCommand::Steer(_) | RpcCommand::FollowUp(_) | RpcCommand::AbortAndPrompt(_) => "ACP has no message queue (a prompt runs alone; abort, then prompt)",
             RpcCommand::SetModel(_) | RpcCommand::CycleModel(_) | RpcCommand::GetAvailableModels(_) => "the agent behind this bridge speaks ACP v1, which lists no models",

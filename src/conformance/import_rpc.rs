@@ -81,7 +81,8 @@ const OMP_DROPPED_KEYS: &[&str] = &["compat", "thinking", "identity", "requiresG
 
 /// omp fields agentwire deliberately leaves out (docs/rpc-mode.md, "Where we differ"): on user
 /// messages `attribution` and `steering` (pi's message shape); in `get_state` the system prompt
-/// and tool dump (notes §2.7.3 "We:": only on request), fast mode and `tokensPerSecond`.
+/// and tool dump (notes §2.7.3 "We:": only on request, `get_state` with `systemPrompt` /
+/// `dumpTools`, which omp's hosts never send), fast mode and `tokensPerSecond`.
 const OMP_USER_MESSAGE_KEYS: &[&str] = &["attribution", "steering"];
 const OMP_STATE_KEYS: &[&str] = &["systemPrompt", "dumpTools", "fastModeEnabled", "fastModeActive", "tokensPerSecond"];
 

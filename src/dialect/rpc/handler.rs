@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
-use crate::agent::{Agent, AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, StateVersion, Submitted};
+use crate::agent::{Agent, AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, StateExtras, StateVersion, Submitted};
 use crate::protocol::envelope::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
@@ -40,6 +40,11 @@ impl<A> std::fmt::Debug for RpcSession<A> {
 
 fn id_value(id: Option<&RequestId>) -> Option<Value> {
     id.and_then(|id| serde_json::to_value(id).ok())
+}
+
+/// What a `get_state` asks for beyond the plain state.
+fn state_extras(cmd: &GetStateCommand) -> StateExtras {
+    StateExtras::default().with_tools(cmd.dump_tools == Some(true)).with_system_prompt(cmd.system_prompt == Some(true))
 }
 
 fn images(list: Option<Vec<ImageContent>>) -> Vec<ImageContent> {
@@ -83,11 +88,18 @@ impl<A: AgentCore> RpcSession<A> {
         let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetMessagesCommand::COMMAND, data: Some(&data) });
     }
 
-    /// Answers `get_state` straight into `batch`. The data's JSON text is kept while the core's
-    /// [`AgentCore::state_version`] stays the same (any change of the state moves it), so a host
-    /// polling the state pays for a copy of the text, not for a new snapshot (the model, every
-    /// tool with its schema) and its encoding each time. The frame is the typed answer's.
-    pub fn write_state(&self, id: Option<Value>, batch: &mut FrameBatch) {
+    /// Answers `get_state` straight into `batch`. The plain answer's JSON text is kept while the
+    /// core's [`AgentCore::state_version`] stays the same (any change of the state moves it), so
+    /// a host polling the state pays for a copy of the text, not for a new snapshot and its
+    /// encoding each time. An answer with the tools or the system prompt (asked for with
+    /// `dumpTools` / `systemPrompt`) is built afresh each time and never kept: it cannot be
+    /// confused with the plain one. The frame is the typed answer's.
+    pub fn write_state(&self, id: Option<Value>, cmd: &GetStateCommand, batch: &mut FrameBatch) {
+        let extras = state_extras(cmd);
+        if extras.any() {
+            let _ = batch.push(&envelope::rpc_response(id, GetStateCommand::COMMAND, self.agent.state_snapshot_with(extras).map(Some).map_err(rpc_error)));
+            return;
+        }
         let Some(version) = self.agent.state_version() else {
             // A core that keeps no version: every answer is built afresh.
             let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetStateCommand::COMMAND, data: Some(&self.agent.state_snapshot()) });
@@ -212,8 +224,8 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
         Ok(CancelledResult { cancelled: false })
     }
 
-    async fn get_state(&self, _cmd: GetStateCommand) -> Result<SessionState, RpcError> {
-        Ok(self.agent.state_snapshot())
+    async fn get_state(&self, cmd: GetStateCommand) -> Result<SessionState, RpcError> {
+        self.agent.state_snapshot_with(state_extras(&cmd)).map_err(rpc_error)
     }
 
     async fn set_todos(&self, cmd: SetTodosCommand) -> Result<TodoPhasesResult, RpcError> {

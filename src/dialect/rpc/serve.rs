@@ -143,7 +143,7 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
             // Messages are written from the session's stored text straight into the batch (see
             // `RpcSession::write_messages`); the state from its text kept while it is unchanged
             // (`RpcSession::write_state`).
-            Ok(Inbound::Command { id, command: RpcCommand::GetState(_) }) => session.write_state(id, &mut batch),
+            Ok(Inbound::Command { id, command: RpcCommand::GetState(cmd) }) => session.write_state(id, &cmd, &mut batch),
             Ok(Inbound::Command { id, command: RpcCommand::GetMessages(_) }) => session.write_messages(id, &mut batch),
             Ok(Inbound::Command { id, command: RpcCommand::GetMessagesPage(cmd) }) => session.write_messages_page(id, &cmd, &mut batch),
             Ok(Inbound::Command { id, command }) if is_read_only(&command) => {

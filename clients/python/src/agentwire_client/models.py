@@ -72,6 +72,14 @@ class GetStateCommand(BaseModel):
     """
     Command name.
     """
+    dumpTools: Optional[bool] = None
+    """
+    `true`: the answer lists the tools the model is offered (`dumpTools`: built-ins, host tools, MCP tools under their `mcp__` names, each with its parameter schema). Left out by default: the list makes every answer several kilobytes (omp sends it always).
+    """
+    systemPrompt: Optional[bool] = None
+    """
+    `true`: the answer carries the system prompt the model is sent (`systemPrompt`). Left out by default, as `dumpTools`.
+    """
 
 
 class SetModelCommand(BaseModel):
@@ -2946,11 +2954,11 @@ class SessionState(BaseModel):
     """
     systemPrompt: Optional[List[str]] = None
     """
-    omp: the system prompt parts.
+    omp: the system prompt parts. agentwire sends them only when `get_state` asks (`systemPrompt: true`).
     """
     dumpTools: Optional[List[ToolInfo]] = None
     """
-    omp: the tools offered to the model.
+    omp: the tools offered to the model. agentwire lists them only when `get_state` asks (`dumpTools: true`).
     """
     contextUsage: Optional[ContextUsage] = None
     """

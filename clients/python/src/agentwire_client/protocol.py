@@ -293,15 +293,21 @@ class CommandMethods:
         result: m.CancelledResult = await self._call(frame, m.CancelledResult, timeout)
         return result
 
-    async def get_state(self, *, timeout: Optional[float] = None) -> m.SessionState:
+    async def get_state(self, *, dump_tools: Optional[bool] = None, system_prompt: Optional[bool] = None, timeout: Optional[float] = None) -> m.SessionState:
         """Read the agent's state.
 
         Sends `get_state` (GetStateCommand).
 
         Args:
+            dump_tools: `true`: the answer lists the tools the model is offered (`dumpTools`: built-ins, host tools, MCP tools under their `mcp__` names, each with its parameter schema). Left out by default: the list makes every answer several kilobytes (omp sends it always).
+            system_prompt: `true`: the answer carries the system prompt the model is sent (`systemPrompt`). Left out by default, as `dumpTools`.
             timeout: Seconds to wait for the response (default: the client's).
         """
         frame: Dict[str, Any] = {"type": "get_state"}
+        if dump_tools is not None:
+            frame["dumpTools"] = dump_tools
+        if system_prompt is not None:
+            frame["systemPrompt"] = system_prompt
         result: m.SessionState = await self._call(frame, m.SessionState, timeout)
         return result
 

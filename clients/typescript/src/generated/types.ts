@@ -548,6 +548,14 @@ export interface GetStateCommand {
    * Command name.
    */
   type: "get_state";
+  /**
+   * `true`: the answer lists the tools the model is offered (`dumpTools`: built-ins, host tools, MCP tools under their `mcp__` names, each with its parameter schema). Left out by default: the list makes every answer several kilobytes (omp sends it always).
+   */
+  dumpTools?: boolean;
+  /**
+   * `true`: the answer carries the system prompt the model is sent (`systemPrompt`). Left out by default, as `dumpTools`.
+   */
+  systemPrompt?: boolean;
 }
 /**
  * Replace the todo phases; ids are kept.
@@ -3782,13 +3790,13 @@ export interface SessionState {
    */
   tokensPerSecond?: number | null;
   /**
-   * omp: the system prompt parts.
+   * omp: the system prompt parts. agentwire sends them only when `get_state` asks (`systemPrompt: true`).
    *
    * Items: A part of the system prompt.
    */
   systemPrompt?: string[];
   /**
-   * omp: the tools offered to the model.
+   * omp: the tools offered to the model. agentwire lists them only when `get_state` asks (`dumpTools: true`).
    */
   dumpTools?: ToolInfo[];
   contextUsage?: ContextUsage;
