@@ -597,7 +597,16 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
             ..crate::agent::RetryPolicy::default()
         },
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    // rpc and wire serve one session: one thread runs it (stdin and stdout still have their
+    // blocking threads, and so do the file and search tools), which answers the first frame
+    // ~0.3 ms sooner than two workers started up front (docs/performance.md, "Start-up: the
+    // runtime"); throughput measured the same. ACP serves any number of sessions, whose work
+    // (a session loaded, a tool run) keeps running on two workers side by side.
+    let built = match mode {
+        Mode::Rpc | Mode::Wire => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        Mode::Acp => tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build(),
+    };
+    let runtime = match built {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("could not start the async runtime: {e}")),
     };

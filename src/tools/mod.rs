@@ -215,17 +215,40 @@ pub async fn run_builtin(name: &str, args: &Map<String, Value>, ctx: &ToolContex
         "write" => files::write(ctx, &str_arg("path"), &str_arg("content")).await,
         "edit" => files::edit(ctx, &str_arg("path"), &str_arg("oldText"), &str_arg("newText")).await,
         "bash" => bash(ctx, &str_arg("command"), int_arg("timeout"), on_update).await,
-        "ls" => search::ls(ctx, args.get("path").and_then(Value::as_str)),
-        "grep" => search::grep(
-            ctx,
-            &str_arg("pattern"),
-            args.get("path").and_then(Value::as_str),
-            args.get("glob").and_then(Value::as_str),
-            args.get("ignoreCase").and_then(Value::as_bool).unwrap_or(false),
-            int_arg("limit").unwrap_or(200),
-        ),
-        "find" => search::find(ctx, &str_arg("pattern"), args.get("path").and_then(Value::as_str), int_arg("limit").unwrap_or(500)),
+        "ls" | "grep" | "find" => off_the_runtime(ctx, name, args).await,
         other => ToolOutput::error(format!("Tool {other} not found")),
+    }
+}
+
+/// `ls`, `grep` and `find` walk directories with blocking calls (the `ignore` and `grep`
+/// crates): they run on the blocking pool, so a search over a big tree holds up neither the
+/// other frames nor an `abort` (the call ends as aborted at once; the walk finishes on its own
+/// and its result is dropped). rpc and wire run on a single-thread runtime, where an inline
+/// walk would stop everything until it is done.
+async fn off_the_runtime(ctx: &ToolContext, name: &str, args: &Map<String, Value>) -> ToolOutput {
+    let cancel = ctx.cancel.clone();
+    let (ctx, name, args) = (ctx.clone(), name.to_owned(), args.clone());
+    let search = tokio::task::spawn_blocking(move || {
+        let str_arg = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let int_arg = |k: &str| args.get(k).and_then(Value::as_u64);
+        let path = args.get("path").and_then(Value::as_str);
+        match name.as_str() {
+            "ls" => search::ls(&ctx, path),
+            "grep" => search::grep(
+                &ctx,
+                &str_arg("pattern"),
+                path,
+                args.get("glob").and_then(Value::as_str),
+                args.get("ignoreCase").and_then(Value::as_bool).unwrap_or(false),
+                int_arg("limit").unwrap_or(200),
+            ),
+            "find" => search::find(&ctx, &str_arg("pattern"), path, int_arg("limit").unwrap_or(500)),
+            other => ToolOutput::error(format!("Tool {other} not found")),
+        }
+    });
+    tokio::select! {
+        out = search => out.unwrap_or_else(|e| ToolOutput::error(format!("The search stopped: {e}"))),
+        () = cancel.cancelled() => ToolOutput::error("Search aborted"),
     }
 }
 
