@@ -86,3 +86,24 @@ fn unknown_tools_and_bad_arguments_become_error_results_and_the_loop_continues()
     let turn_end = frames.iter().find(|f| f["type"] == "turn_end").unwrap();
     assert_eq!(turn_end["toolResults"].as_array().unwrap().len(), 2);
 }
+
+/// A search over a big tree runs beside the frames (rpc and wire serve on one thread; the
+/// walk runs on the blocking pool): a `get_state` is answered while `grep` still reads, and an
+/// `abort` ends the call at once instead of after the walk.
+#[test]
+fn a_long_search_leaves_the_frames_flowing_and_abort_ends_it() {
+    let mut a = Agent::start(&[], &[tool_reply("grep", json!({"pattern": "never-in-the-file"})), text_reply("done")]);
+    // 36 MB of lines: the searcher (unoptimized in the test binary) reads them for about a
+    // second, far longer than a frame's round trip.
+    std::fs::write(a.dir.path().join("big.txt"), "some text without the pattern in it\n".repeat(1 << 20)).unwrap();
+    a.send(json!({"id": "p", "type": "prompt", "message": "search"}));
+    a.until(|f| f["type"] == "tool_execution_start");
+    a.send(json!({"id": "s", "type": "get_state"}));
+    let before = a.until(|f| f["id"] == "s");
+    assert!(before.iter().all(|f| f["type"] != "tool_execution_end"), "the state waited for the search: {before:?}");
+    a.send(json!({"id": "a", "type": "abort"}));
+    let frames = a.until_prompt_result("p");
+    let end = frames.iter().find(|f| f["type"] == "tool_execution_end").expect("tool_execution_end");
+    assert_eq!((&end["isError"], text(end).as_str()), (&json!(true), "Search aborted"), "{end}");
+    assert_eq!(frames.last().unwrap()["status"], "aborted");
+}
