@@ -106,25 +106,9 @@ fn pack_relative_relocations() {
     if os != "linux" || env != "gnu" || std::env::var("TARGET").ok() != std::env::var("HOST").ok() {
         return;
     }
-    let Some(out_dir) = std::env::var_os("OUT_DIR").map(PathBuf::from) else { return };
-    let probe = out_dir.join("relr-probe");
-    let linked = std::process::Command::new("cc")
-        .args(["-x", "c", "-", "-o"])
-        .arg(&probe)
-        .arg("-Wl,-z,pack-relative-relocs")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .and_then(|mut child| {
-            if let Some(mut stdin) = child.stdin.take() {
-                std::io::Write::write_all(&mut stdin, b"int main(void) { return 0; }\n")?;
-            }
-            child.wait()
-        })
-        .is_ok_and(|status| status.success());
-    let _ = std::fs::remove_file(&probe);
-    if linked {
+    let mut cc = std::process::Command::new("cc");
+    cc.args(["-Wl,-z,pack-relative-relocs", "-x", "c"]);
+    if links(cc, b"int main(void) { return 0; }\n") {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
 }
@@ -139,12 +123,22 @@ fn fold_identical_code() {
     if std::env::var("TARGET").ok() != std::env::var("HOST").ok() || std::env::var("PROFILE").as_deref() != Ok("release") {
         return;
     }
-    let (Some(rustc), Some(out_dir)) = (std::env::var_os("RUSTC"), std::env::var_os("OUT_DIR").map(PathBuf::from)) else { return };
-    let probe = out_dir.join("icf-probe");
+    let Some(rustc) = std::env::var_os("RUSTC") else { return };
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    let linked = std::process::Command::new(rustc)
-        .args(flags.split('\x1f').filter(|f| !f.is_empty()))
-        .args(["--crate-type=bin", "--crate-name=icf_probe", "-C", "link-arg=-Wl,--icf=all", "-o"])
+    let mut probe = std::process::Command::new(rustc);
+    probe.args(flags.split('\x1f').filter(|f| !f.is_empty())).args(["--crate-type=bin", "--crate-name=link_probe", "-C", "link-arg=-Wl,--icf=all"]);
+    if links(probe, b"fn main() {}\n") {
+        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+    }
+}
+
+/// Whether `driver` (a compiler with the flags under test) links `program`, read from stdin,
+/// into a throw-away executable in `OUT_DIR`.
+fn links(mut driver: std::process::Command, program: &[u8]) -> bool {
+    let Some(out_dir) = std::env::var_os("OUT_DIR").map(PathBuf::from) else { return false };
+    let probe = out_dir.join("link-probe");
+    let linked = driver
+        .arg("-o")
         .arg(&probe)
         .arg("-")
         .stdin(std::process::Stdio::piped())
@@ -153,15 +147,13 @@ fn fold_identical_code() {
         .spawn()
         .and_then(|mut child| {
             if let Some(mut stdin) = child.stdin.take() {
-                std::io::Write::write_all(&mut stdin, b"fn main() {}\n")?;
+                std::io::Write::write_all(&mut stdin, program)?;
             }
             child.wait()
         })
         .is_ok_and(|status| status.success());
     let _ = std::fs::remove_file(&probe);
-    if linked {
-        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
-    }
+    linked
 }
 
 /// `(file name, path)` of the files in `dir` whose name ends in `suffix`, sorted.
