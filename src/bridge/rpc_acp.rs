@@ -165,7 +165,7 @@ impl RpcOverAcp {
         while let Ok(Some(line)) = reader.next_line().await {
             match decode_line(line, max_line_bytes) {
                 Err(response) => {
-                    let _ = self.out.send(&*response).await;
+                    let _ = self.out.send(&response).await;
                 }
                 Ok(Inbound::Command { id, command }) => {
                     let me = self.clone();

@@ -96,6 +96,9 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 // Only the head is kept, so memory stays bounded.
                 let room = TOO_LONG_HEAD_BYTES.saturating_sub(line.len());
                 line.extend_from_slice(&chunk[..room.min(chunk.len())]);
+            } else if line.is_empty() {
+                // Most lines are whole in the buffer: one allocation of their size, no growth.
+                line = chunk.to_vec();
             } else {
                 line.extend_from_slice(chunk);
             }

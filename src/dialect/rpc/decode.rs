@@ -9,11 +9,13 @@
 //! - every frame is validated against the schema before anything acts on it, and the error
 //!   names the field (`set_model: /modelId: "modelId" is a required property`).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
-use crate::protocol::envelope::rpc_failure;
+pub use super::failure::RpcFailure;
 use crate::protocol::validate::{validator, Dialect, Direction};
-use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcChunk, RpcCommand, RpcError, RpcErrorCode, RpcResponse, UnionInfo};
+use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcChunk, RpcCommand, RpcErrorCode, UnionInfo};
 use crate::transport::raw_id::{exact_id, id_kind, IdKind};
 use crate::transport::InboundLine;
 
@@ -38,7 +40,7 @@ pub enum Inbound {
 }
 
 /// Decodes one line; `Err` is the response to write for it.
-pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, Box<RpcResponse>> {
+pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, RpcFailure> {
     let bytes = match line {
         InboundLine::Line(bytes) => bytes,
         InboundLine::TooLong { bytes, head } => {
@@ -46,26 +48,26 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
             let (id, kind) = crate::dialect::peek_id_and_type(&head);
             return Err(failure(
                 id,
-                kind.as_deref().unwrap_or("parse"),
+                kind.map_or(Cow::Borrowed("parse"), Cow::Owned),
                 RpcErrorCode::FrameTooLarge,
                 format!("Frame of {bytes} bytes exceeds the {max_line_bytes}-byte line limit; it was skipped"),
             ));
         }
     };
+    let escapes = bytes.contains(&b'\\');
+    // Only a line that looks like an unknown command tries the short path (a known one would
+    // be read twice).
+    if !escapes && plain_type(&bytes).is_some_and(|t| known_tag(t).is_none()) {
+        if let Some(unknown) = unknown_command_fast(&bytes) {
+            return Err(unknown);
+        }
+    }
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         // Invalid UTF-8 elsewhere in the line does not hide a readable top-level id (found by
         // the `rpc_decode` fuzz target).
         let (id, _) = crate::dialect::peek_id_and_type(&bytes);
         failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
-    let escapes = bytes.contains(&b'\\');
-    // Only a line that looks like an unknown command tries the short path (a known one would
-    // be read twice).
-    if !escapes && plain_type(&bytes).is_some_and(|t| known_tag(t).is_none()) {
-        if let Some(unknown) = unknown_command_fast(text) {
-            return Err(unknown);
-        }
-    }
     // A line the parser rejects (nested too deep, `1e400`, a lone surrogate) still has its id
     // answered when the top-level `id` can be read.
     let mut value: Value = serde_json::from_str(text).map_err(|e| {
@@ -107,7 +109,7 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
     if let Some(bad) = id.as_ref().filter(|_| raw_id.as_deref().is_some_and(|r| id_kind(r) == IdKind::Other)) {
         return Err(failure(
             id.clone(),
-            kind,
+            kind.clone(),
             RpcErrorCode::InvalidRequest,
             format!("`id` must be a string or an integer, got {}", json_kind(bad)),
         ));
@@ -173,7 +175,7 @@ fn plain_type(bytes: &[u8]) -> Option<&str> {
 }
 
 /// The `unknown_command` error for `kind`, with the closest known command when one is near.
-fn unknown_command(id: Option<Value>, kind: &str) -> Box<RpcResponse> {
+fn unknown_command(id: Option<Value>, kind: &str) -> RpcFailure {
     let hint = crate::protocol::validate::closest_tag(inbound_union(), kind);
     let mut message = String::with_capacity(kind.len() + hint.map_or(0, |k| k.len() + 20) + 17);
     message.push_str("Unknown command: ");
@@ -183,41 +185,46 @@ fn unknown_command(id: Option<Value>, kind: &str) -> Box<RpcResponse> {
         message.push_str(k);
         message.push_str("\"?)");
     }
-    failure(id, kind, RpcErrorCode::UnknownCommand, message)
+    failure(id, kind.to_owned(), RpcErrorCode::UnknownCommand, message)
 }
 
-/// The top level of a line, read without building its `Value` tree: the `id` and `type` values,
-/// the other members parsed (so the line is accepted exactly when the `Value` parse accepts it)
-/// and dropped, and whether `id` or `type` came twice.
+/// The top level of a line, read without building its `Value` tree: the `id` value, the `type`
+/// string (borrowed from the line: the caller checked it has no `\`; a `type` that is not a
+/// string fails the read, and the full path answers), the other members parsed (so the line is
+/// accepted exactly when the `Value` parse accepts it) and dropped, and whether `id` or `type`
+/// came twice.
 #[derive(Default)]
-struct Head {
+struct Head<'a> {
     id: Option<Value>,
-    kind: Option<Value>,
+    kind: Option<&'a str>,
     repeated: bool,
 }
 
-impl<'de> serde::Deserialize<'de> for Head {
+impl<'de> serde::Deserialize<'de> for Head<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Visit;
         impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Head;
+            type Value = Head<'de>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head<'de>, A::Error> {
                 let mut head = Head::default();
                 // Keys without escapes borrow from the line (the caller checked for `\`).
                 while let Some(key) = map.next_key::<&'de str>()? {
-                    let slot = match key {
-                        "id" => &mut head.id,
-                        "type" => &mut head.kind,
+                    match key {
+                        "id" => {
+                            head.repeated |= head.id.is_some();
+                            head.id = Some(map.next_value()?);
+                        }
+                        "type" => {
+                            head.repeated |= head.kind.is_some();
+                            head.kind = Some(map.next_value()?);
+                        }
                         _ => {
                             map.next_value::<Value>()?;
-                            continue;
                         }
-                    };
-                    head.repeated |= slot.is_some();
-                    *slot = Some(map.next_value()?);
+                    }
                 }
                 Ok(head)
             }
@@ -226,15 +233,112 @@ impl<'de> serde::Deserialize<'de> for Head {
     }
 }
 
+/// A line's bytes read token by token, for [`scan_plain_head`].
+struct Tokens<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Tokens<'a> {
+    /// Skips JSON whitespace (the four bytes serde_json skips).
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// The next token is the byte `b`.
+    fn eat(&mut self, b: u8) -> Option<()> {
+        self.skip_whitespace();
+        (self.bytes.get(self.at) == Some(&b)).then(|| self.at += 1)
+    }
+
+    /// The next token is a string with no escape and no control byte (which serde_json
+    /// refuses), valid UTF-8: its text.
+    fn string(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let rest = &self.bytes[self.at..];
+        let len = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if rest[len] != b'"' {
+            return None;
+        }
+        let text = std::str::from_utf8(&rest[..len]).ok()?;
+        self.at += len + 1;
+        Some(text)
+    }
+
+    /// The next token is a non-zero integer within u64 (positive) or i64 (negative), written
+    /// as serde_json writes it (no leading zero, no `+`): its value, which prints back as
+    /// exactly that token. Other numbers (`0`, `-0`, `1.5`, `1e3`, out of range) are `None`.
+    fn integer(&mut self) -> Option<Value> {
+        self.skip_whitespace();
+        let negative = self.bytes.get(self.at) == Some(&b'-');
+        let from = self.at + usize::from(negative);
+        let digits = self.bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let token = &self.bytes[from..from + digits];
+        if !matches!(token.first(), Some(b'1'..=b'9')) || digits > 20 {
+            return None;
+        }
+        let magnitude = token.iter().try_fold(0u64, |n, &d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))?;
+        self.at = from + digits;
+        if negative {
+            // −2^63 is the most negative i64 (2^63 itself does not fit in one).
+            let value = 0i64.checked_sub_unsigned(magnitude)?;
+            Some(Value::from(value))
+        } else {
+            Some(Value::from(magnitude))
+        }
+    }
+}
+
+/// The line when it has the form hosts write — `{"id":…,"type":"…"}`, the two members in
+/// either order, `id` optional and a string or a non-zero integer, whitespace between tokens
+/// as JSON allows, nothing after the object but whitespace — read with a few byte comparisons:
+/// its `id` (as the `Value` parse gives it) and `type`. Every line of that form is a JSON
+/// object the `Value` parse accepts with exactly these members and values. `None` for any other
+/// form, including a repeated member and a `type` or `id` string with an escape or a control
+/// byte; the serde read takes those.
+fn scan_plain_head(bytes: &[u8]) -> Option<(Option<Value>, &str)> {
+    let mut tokens = Tokens { bytes, at: 0 };
+    let (mut id, mut kind) = (None, None);
+    tokens.eat(b'{')?;
+    loop {
+        let key = tokens.string()?;
+        tokens.eat(b':')?;
+        match key {
+            "id" if id.is_none() => {
+                tokens.skip_whitespace();
+                id = Some(if bytes.get(tokens.at) == Some(&b'"') { Value::String(tokens.string()?.to_owned()) } else { tokens.integer()? });
+            }
+            "type" if kind.is_none() => kind = Some(tokens.string()?),
+            _ => return None,
+        }
+        tokens.skip_whitespace();
+        match bytes.get(tokens.at) {
+            Some(b',') => tokens.at += 1,
+            Some(b'}') => break,
+            _ => return None,
+        }
+    }
+    tokens.at += 1;
+    tokens.skip_whitespace();
+    (tokens.at == bytes.len()).then_some(())?;
+    Some((id, kind?))
+}
+
 /// The answer to a command no frame has, decided without the `Value` tree, the schema check
 /// and the typed parse: a host sending an unknown command (a version mismatch, in a loop) costs
 /// little. Only the plain case is taken here — no `\` in the line, `type` a string, `id`
 /// absent or a string or non-zero integer, neither member twice — and the answer is the one the
-/// full path gives; anything else (`None`) goes the full path.
-fn unknown_command_fast(text: &str) -> Option<Box<RpcResponse>> {
-    let head: Head = serde_json::from_str(text).ok()?;
-    let Head { id, kind: Some(Value::String(kind)), repeated: false } = head else { return None };
-    if known_tag(&kind).is_some() {
+/// full path gives; anything else (`None`) goes the full path. The form hosts write is read by
+/// [`scan_plain_head`]; other plain lines (more members, odd spacing of values) by [`Head`].
+fn unknown_command_fast(bytes: &[u8]) -> Option<RpcFailure> {
+    if let Some((id, kind)) = scan_plain_head(bytes) {
+        return known_tag(kind).is_none().then(|| unknown_command(id, kind));
+    }
+    let head: Head = serde_json::from_str(std::str::from_utf8(bytes).ok()?).ok()?;
+    let Head { id, kind: Some(kind), repeated: false } = head else { return None };
+    if known_tag(kind).is_some() {
         return None;
     }
     // The ids `decode_line` echoes as parsed (see there); others need their raw token.
@@ -243,7 +347,7 @@ fn unknown_command_fast(text: &str) -> Option<Box<RpcResponse>> {
         Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
         Some(_) => false,
     };
-    plain.then(|| unknown_command(id, &kind))
+    plain.then(|| unknown_command(id, kind))
 }
 
 fn is_subprotocol(kind: &str) -> bool {
@@ -251,8 +355,8 @@ fn is_subprotocol(kind: &str) -> bool {
 }
 
 /// The error response for an inbound frame.
-pub(super) fn failure(id: Option<Value>, command: &str, code: RpcErrorCode, message: String) -> Box<RpcResponse> {
-    Box::new(rpc_failure(id, command, RpcError::new(code, message)))
+pub(super) fn failure(id: Option<Value>, command: impl Into<Cow<'static, str>>, code: RpcErrorCode, message: String) -> RpcFailure {
+    RpcFailure::new(id, command, code, message)
 }
 
 fn json_kind(v: &Value) -> &'static str {
@@ -307,7 +411,7 @@ mod tests {
             assert!(e["error"].as_str().unwrap().starts_with("Failed to parse command: "), "{e}");
         }
         let e = decode_line(InboundLine::Line(vec![b'{', 0xFF, b'}']), 1024).unwrap_err();
-        assert_eq!(e.error.as_deref(), Some("Failed to parse command: invalid UTF-8 at byte 1"));
+        assert_eq!(e.error.message, "Failed to parse command: invalid UTF-8 at byte 1");
         let e = serde_json::to_value(decode_line(InboundLine::TooLong { bytes: 5000, head: b"[1,".to_vec() }, 1024).unwrap_err()).unwrap();
         assert_eq!(e, json!({"type":"response","command":"parse","success":false,"error":"Frame of 5000 bytes exceeds the 1024-byte line limit; it was skipped","code":"frame_too_large"}));
     }

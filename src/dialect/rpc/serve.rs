@@ -137,8 +137,8 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
             }
         }
         match inbound {
-            Err(response) => {
-                let _ = batch.push(&*response);
+            Err(failure) => {
+                let _ = failure.push_to(&mut batch);
             }
             // Messages are written from the session's stored text straight into the batch (see
             // `RpcSession::write_messages`); the state from its text kept while it is unchanged
@@ -195,7 +195,7 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
         while detached.try_join_next().is_some() {}
     }
     if let Some(unfinished) = chunks.at_end() {
-        let _ = batch.push(&*unfinished);
+        let _ = unfinished.push_to(&mut batch);
     }
     let _ = out.send_batch(&mut batch).await;
     session.host().input_ended();
