@@ -373,6 +373,7 @@ fn json_kind(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy as _;
     use serde_json::json;
 
     fn decode(text: &str) -> Result<Inbound, Value> {
@@ -459,6 +460,91 @@ mod tests {
         }
         // A repeated `type`: the last one wins, as in the full parse.
         assert!(matches!(decode(r#"{"type":"nope","type":"get_state"}"#), Ok(Inbound::Command { command: RpcCommand::GetState(_), .. })));
+    }
+
+    /// The byte scanner takes the form hosts write and nothing else.
+    #[test]
+    fn the_scanner_reads_the_plain_form_only() {
+        for (line, id, kind) in [
+            (r#"{"id":7,"type":"nope"}"#, Some(json!(7)), "nope"),
+            (r#"{"type":"nope","id":"x é"}"#, Some(json!("x é")), "nope"),
+            (" {\t\"id\" : -3 ,\r\n\"type\":\"get_stat\" } ", Some(json!(-3)), "get_stat"),
+            (r#"{"type":"nope"}"#, None, "nope"),
+            (r#"{"id":18446744073709551615,"type":"n"}"#, Some(json!(u64::MAX)), "n"),
+            (r#"{"id":-9223372036854775808,"type":"n"}"#, Some(json!(i64::MIN)), "n"),
+        ] {
+            assert_eq!(scan_plain_head(line.as_bytes()), Some((id, kind)), "{line}");
+        }
+        for line in [
+            r#"{"id":0,"type":"nope"}"#,
+            r#"{"id":-0,"type":"nope"}"#,
+            r#"{"id":01,"type":"nope"}"#,
+            r#"{"id":1.5,"type":"nope"}"#,
+            r#"{"id":1e3,"type":"nope"}"#,
+            r#"{"id":18446744073709551616,"type":"nope"}"#,
+            r#"{"id":-9223372036854775809,"type":"nope"}"#,
+            r#"{"id":1,"id":2,"type":"nope"}"#,
+            r#"{"type":"nope","type":"x"}"#,
+            r#"{"id":1,"type":"nope","x":1}"#,
+            r#"{"id":1}"#,
+            r#"{"id":null,"type":"nope"}"#,
+            r#"{"id":1,"type":"nope"} x"#,
+            r#"{"id":1,"type":"nope",}"#,
+            r#"{"id":1,"type":"nope""#,
+            "{\"type\":\"a\u{1}b\"}",
+            "{\"type\":\"a\tb\"}",
+            r#"{"type":"a\u0041"}"#,
+            "{}",
+            "",
+        ] {
+            assert_eq!(scan_plain_head(line.as_bytes()), None, "{line}");
+        }
+        assert_eq!(scan_plain_head(b"{\"type\":\"\xff\"}"), None, "invalid UTF-8");
+    }
+
+    /// What the byte scanner takes, the `Value` parse takes too, with the same members.
+    fn scanned_agrees_with_the_value_parse(line: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+        if let Some((id, kind)) = scan_plain_head(line.as_bytes()) {
+            let value: Value = serde_json::from_str(line).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{line}: {e}")))?;
+            let map = value.as_object().expect("an object");
+            proptest::prop_assert_eq!(map.len(), 1 + usize::from(id.is_some()), "{}", line);
+            proptest::prop_assert_eq!(map.get("type"), Some(&json!(kind)), "{}", line);
+            proptest::prop_assert_eq!(map.get("id"), id.as_ref(), "{}", line);
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        /// Lines assembled from the tokens the scanner looks at and the ones it must refuse.
+        #[test]
+        fn the_scanner_never_reads_what_the_value_parse_reads_otherwise(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "{", "}", ",", ":", " ", "\t", "\r\n", "\"id\"", "\"type\"", "\"x\"", "\"nope\"", "\"é\u{2028}\"", "\"a\u{1}\"", "\"\"",
+                "1", "7", "-", "0", "-0", "01", "1.5", "1e3", "18446744073709551615", "18446744073709551616", "-9223372036854775808", "-9223372036854775809",
+                "null", "true", "[1]", "{\"a\":1}", "x",
+            ]), 0..14),
+        ) {
+            scanned_agrees_with_the_value_parse(&pieces.concat())?;
+        }
+
+        /// Lines in the plain form with arbitrary ids and commands.
+        #[test]
+        fn plain_lines_are_scanned_as_parsed(id in proptest::option::of(proptest::prop_oneof![proptest::prelude::any::<i64>().prop_map(|n| n.to_string()), proptest::prelude::any::<u64>().prop_map(|n| n.to_string()), "\"[^\"\\\\]{0,12}\""]), kind in "[^\"\\\\]{0,16}", spaces in proptest::collection::vec("[ \t\r\n]{0,2}", 12), id_first in proptest::prelude::any::<bool>()) {
+            let s = |i: usize| spaces[i].as_str();
+            let id_text = id.clone().unwrap_or_default();
+            let id_member = id.map(|id| format!("\"id\"{}:{}{id}", s(0), s(1)));
+            let type_member = format!("\"type\"{}:{}\"{kind}\"", s(2), s(3));
+            let members = match (id_member, id_first) {
+                (None, _) => type_member,
+                (Some(id), true) => format!("{id}{},{}{type_member}", s(4), s(5)),
+                (Some(id), false) => format!("{type_member}{},{}{id}", s(4), s(5)),
+            };
+            let line = format!("{}{{{}{members}{}}}{}", s(6), s(7), s(8), s(9));
+            scanned_agrees_with_the_value_parse(&line)?;
+            // Without control bytes in its strings and with a non-zero id, the scanner takes it.
+            let plain = !kind.bytes().any(|b| b < 0x20) && !id_text.bytes().any(|b| b < 0x20) && id_text != "0";
+            proptest::prop_assert!(!plain || scan_plain_head(line.as_bytes()).is_some(), "{}", line);
+        }
     }
 
     #[test]
