@@ -160,6 +160,8 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { failure_persistence: None, ..proptest::test_runner::Config::default() })]
+
         /// Arbitrary commands and messages (any characters, the separators, controls, quotes).
         #[test]
         fn arbitrary_texts_are_written_as_the_generated_type_writes_them(command in "(?s).{0,40}", message in "(?s)[\u{0}-\u{7f}\u{2028}\u{2029}é😀]{0,60}|.{0,60}", code in 0usize..10, id in proptest::option::of(proptest::prelude::any::<i64>())) {
