@@ -119,6 +119,19 @@ mod tests {
         assert_eq!(lines.next_line().await.unwrap(), None, "ends although the writer is still open");
     }
 
+    /// A host that never stops writing is stopped too: the stop is asked before every read,
+    /// not only when a read would wait.
+    #[tokio::test]
+    async fn cancelling_ends_the_input_while_lines_are_at_hand() {
+        let (mut tx, rx) = tokio::io::duplex(1024);
+        let stop = CancellationToken::new();
+        let mut lines = UntilCancelled::new(tokio::io::BufReader::new(rx), stop.clone()).lines();
+        tokio::io::AsyncWriteExt::write_all(&mut tx, b"one\ntwo\nthree\n").await.unwrap();
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("one"));
+        stop.cancel();
+        assert_eq!(lines.next_line().await.unwrap(), None, "ends although two lines are buffered");
+    }
+
     #[tokio::test]
     async fn notes_the_end_of_the_stream_but_not_a_stop() {
         let (mut tx, rx) = tokio::io::duplex(64);
