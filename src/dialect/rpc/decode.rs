@@ -176,16 +176,27 @@ fn plain_type(bytes: &[u8]) -> Option<&str> {
 
 /// The `unknown_command` error for `kind`, with the closest known command when one is near.
 fn unknown_command(id: Option<Value>, kind: &str) -> RpcFailure {
-    let hint = crate::protocol::validate::closest_tag(inbound_union(), kind);
-    let mut message = String::with_capacity(kind.len() + hint.map_or(0, |k| k.len() + 20) + 17);
-    message.push_str("Unknown command: ");
-    message.push_str(kind);
-    if let Some(k) = hint {
-        message.push_str(" (did you mean \"");
-        message.push_str(k);
-        message.push_str("\"?)");
+    RpcFailure::unknown_command(id, kind, closest_command(kind))
+}
+
+/// The known command closest to `kind` (`closest_tag`, remembered there), with the last name
+/// asked on this thread checked first: a host repeating one unknown command then costs a
+/// comparison, not the shared memo's lock.
+fn closest_command(kind: &str) -> Option<&'static str> {
+    type Last = Option<(Box<str>, Option<&'static str>)>;
+    thread_local! {
+        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
     }
-    failure(id, kind.to_owned(), RpcErrorCode::UnknownCommand, message)
+    LAST.with(|last| {
+        if let Some((name, hint)) = &*last.borrow() {
+            if **name == *kind {
+                return *hint;
+            }
+        }
+        let hint = crate::protocol::validate::closest_tag(inbound_union(), kind);
+        *last.borrow_mut() = Some((kind.into(), hint));
+        hint
+    })
 }
 
 /// The top level of a line, read without building its `Value` tree: the `id` value, the `type`
@@ -254,17 +265,21 @@ impl<'a> Tokens<'a> {
     }
 
     /// The next token is a string with no escape and no control byte (which serde_json
-    /// refuses), valid UTF-8: its text.
-    fn string(&mut self) -> Option<&'a str> {
+    /// refuses): its bytes, not yet checked to be UTF-8 (a key is compared as bytes).
+    fn string_bytes(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let rest = &self.bytes[self.at..];
         let len = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
         if rest[len] != b'"' {
             return None;
         }
-        let text = std::str::from_utf8(&rest[..len]).ok()?;
         self.at += len + 1;
-        Some(text)
+        Some(&rest[..len])
+    }
+
+    /// [`Tokens::string_bytes`], valid UTF-8: its text.
+    fn string(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.string_bytes()?).ok()
     }
 
     /// The next token is a non-zero integer within u64 (positive) or i64 (negative), written
@@ -303,14 +318,14 @@ fn scan_plain_head(bytes: &[u8]) -> Option<(Option<Value>, &str)> {
     let (mut id, mut kind) = (None, None);
     tokens.eat(b'{')?;
     loop {
-        let key = tokens.string()?;
+        let key = tokens.string_bytes()?;
         tokens.eat(b':')?;
         match key {
-            "id" if id.is_none() => {
+            b"id" if id.is_none() => {
                 tokens.skip_whitespace();
                 id = Some(if bytes.get(tokens.at) == Some(&b'"') { Value::String(tokens.string()?.to_owned()) } else { tokens.integer()? });
             }
-            "type" if kind.is_none() => kind = Some(tokens.string()?),
+            b"type" if kind.is_none() => kind = Some(tokens.string()?),
             _ => return None,
         }
         tokens.skip_whitespace();
@@ -412,7 +427,7 @@ mod tests {
             assert!(e["error"].as_str().unwrap().starts_with("Failed to parse command: "), "{e}");
         }
         let e = decode_line(InboundLine::Line(vec![b'{', 0xFF, b'}']), 1024).unwrap_err();
-        assert_eq!(e.error.message, "Failed to parse command: invalid UTF-8 at byte 1");
+        assert_eq!(e.error().message, "Failed to parse command: invalid UTF-8 at byte 1");
         let e = serde_json::to_value(decode_line(InboundLine::TooLong { bytes: 5000, head: b"[1,".to_vec() }, 1024).unwrap_err()).unwrap();
         assert_eq!(e, json!({"type":"response","command":"parse","success":false,"error":"Frame of 5000 bytes exceeds the 1024-byte line limit; it was skipped","code":"frame_too_large"}));
     }

@@ -24,22 +24,65 @@ use crate::transport::{FrameBatch, WriterClosed};
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcFailure {
     /// The request's `id`, when it could be read (echoed byte for byte: see `transport::raw_id`).
-    pub id: Option<Value>,
+    id: Option<Value>,
     /// The request's `type`; `parse` or `unknown` when it has none (see `decode`).
-    pub command: Cow<'static, str>,
+    command: Command,
     /// What went wrong.
-    pub error: RpcError,
+    error: RpcError,
+}
+
+/// Where a failure's command text is.
+#[derive(Debug, Clone, PartialEq)]
+enum Command {
+    /// Its own text (a known tag, `parse`, `unknown`, or a copy).
+    Text(Cow<'static, str>),
+    /// These bytes of the message (an unknown command's message names it: one allocation
+    /// for both, per line of a host repeating it).
+    InMessage(std::ops::Range<usize>),
 }
 
 impl RpcFailure {
     /// The failure of the line with id `id` and command `command`.
     pub fn new(id: Option<Value>, command: impl Into<Cow<'static, str>>, code: RpcErrorCode, message: String) -> Self {
-        Self { id, command: command.into(), error: RpcError::new(code, message) }
+        Self { id, command: Command::Text(command.into()), error: RpcError::new(code, message) }
+    }
+
+    /// The `unknown_command` failure for the command `kind`, with the closest known command
+    /// when one is near: `Unknown command: <kind>[ (did you mean "<hint>"?)]`.
+    pub fn unknown_command(id: Option<Value>, kind: &str, hint: Option<&str>) -> Self {
+        const PREFIX: &str = "Unknown command: ";
+        let mut message = String::with_capacity(PREFIX.len() + kind.len() + hint.map_or(0, |k| k.len() + 20));
+        message.push_str(PREFIX);
+        message.push_str(kind);
+        if let Some(k) = hint {
+            message.push_str(" (did you mean \"");
+            message.push_str(k);
+            message.push_str("\"?)");
+        }
+        Self { id, command: Command::InMessage(PREFIX.len()..PREFIX.len() + kind.len()), error: RpcError::new(RpcErrorCode::UnknownCommand, message) }
+    }
+
+    /// The request's `id`, when it could be read.
+    pub fn id(&self) -> Option<&Value> {
+        self.id.as_ref()
+    }
+
+    /// The command answered (the frame's `command`).
+    pub fn command(&self) -> &str {
+        match &self.command {
+            Command::Text(text) => text,
+            Command::InMessage(range) => &self.error.message[range.clone()],
+        }
+    }
+
+    /// The error (the frame's `code` and `error`).
+    pub fn error(&self) -> &RpcError {
+        &self.error
     }
 
     /// The frame as the generated type.
     pub fn to_response(&self) -> RpcResponse {
-        rpc_failure(self.id.clone(), &self.command, self.error.clone())
+        rpc_failure(self.id.clone(), self.command(), self.error.clone())
     }
 
     /// Appends the frame, with its LF, to `batch` (see [`RpcFailure::write_json`]).
@@ -52,7 +95,8 @@ impl RpcFailure {
     /// error (an id that does not serialize, which a parsed id never is) `out` may hold part of
     /// the frame; the caller truncates (`FrameBatch::push_with` does).
     pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        out.reserve(self.command.len() + self.error.message.len() + 80);
+        let command = self.command();
+        out.reserve(command.len() + self.error.message.len() + 80);
         out.push(b'{');
         if let Some(id) = &self.id {
             out.extend_from_slice(b"\"id\":");
@@ -60,15 +104,32 @@ impl RpcFailure {
             out.push(b',');
         }
         out.extend_from_slice(b"\"type\":\"response\",\"command\":");
-        write_str(out, &self.command);
+        write_str(out, command);
         out.extend_from_slice(b",\"success\":false,\"error\":");
         write_str(out, &self.error.message);
         out.extend_from_slice(b",\"code\":");
-        // The code's text is the generated enum's own serialization.
-        write_json(out, &self.error.code)?;
+        match code_json(self.error.code) {
+            Some(text) => out.extend_from_slice(text),
+            None => write_json(out, &self.error.code)?,
+        }
         out.push(b'}');
         Ok(())
     }
+}
+
+/// The JSON text of `code` (`"unknown_command"`): the generated enum's own serialization,
+/// kept per code after its first use (serde's path to it cost as much as the rest of the
+/// frame's fixed text). `None` past the slots kept (the caller serializes it then).
+fn code_json(code: RpcErrorCode) -> Option<&'static [u8]> {
+    static TEXTS: [std::sync::OnceLock<Box<[u8]>>; 16] = [const { std::sync::OnceLock::new() }; 16];
+    // A fieldless enum: its discriminant only picks the slot.
+    let slot = TEXTS.get(code as usize)?;
+    if let Some(text) = slot.get() {
+        return Some(text);
+    }
+    let mut text = Vec::new();
+    write_json(&mut text, &code).ok()?;
+    Some(slot.get_or_init(|| text.into_boxed_slice()))
 }
 
 impl serde::Serialize for RpcFailure {
@@ -154,9 +215,16 @@ mod tests {
                         // Its `Serialize` is the generated type's.
                         assert_eq!(pushed(&failure), written(&failure));
                     }
+                    for hint in [None, Some("get_state")] {
+                        let unknown = RpcFailure::unknown_command(id.clone(), command, hint);
+                        assert_eq!(unknown.command(), command);
+                        assert_eq!(written(&unknown), pushed(&unknown.to_response()), "{unknown:?}");
+                    }
                 }
             }
         }
+        let hinted = RpcFailure::unknown_command(None, "get_stat", Some("get_state"));
+        assert_eq!(String::from_utf8(written(&hinted)).unwrap(), "{\"type\":\"response\",\"command\":\"get_stat\",\"success\":false,\"error\":\"Unknown command: get_stat (did you mean \\\"get_state\\\"?)\",\"code\":\"unknown_command\"}\n");
     }
 
     proptest::proptest! {
