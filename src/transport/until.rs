@@ -108,28 +108,20 @@ mod tests {
     use super::*;
     use tokio::io::AsyncBufReadExt;
 
+    /// The stop ends the input while a read waits (the writer still open, nothing sent) and
+    /// while lines are at hand (a host that never stops writing is stopped too: the stop is
+    /// asked before every read, not only when a read would wait).
     #[tokio::test]
     async fn cancelling_ends_the_input() {
-        let (mut tx, rx) = tokio::io::duplex(64);
-        let stop = CancellationToken::new();
-        let mut lines = UntilCancelled::new(tokio::io::BufReader::new(rx), stop.clone()).lines();
-        tokio::io::AsyncWriteExt::write_all(&mut tx, b"one\n").await.unwrap();
-        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("one"));
-        stop.cancel();
-        assert_eq!(lines.next_line().await.unwrap(), None, "ends although the writer is still open");
-    }
-
-    /// A host that never stops writing is stopped too: the stop is asked before every read,
-    /// not only when a read would wait.
-    #[tokio::test]
-    async fn cancelling_ends_the_input_while_lines_are_at_hand() {
-        let (mut tx, rx) = tokio::io::duplex(1024);
-        let stop = CancellationToken::new();
-        let mut lines = UntilCancelled::new(tokio::io::BufReader::new(rx), stop.clone()).lines();
-        tokio::io::AsyncWriteExt::write_all(&mut tx, b"one\ntwo\nthree\n").await.unwrap();
-        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("one"));
-        stop.cancel();
-        assert_eq!(lines.next_line().await.unwrap(), None, "ends although two lines are buffered");
+        for input in [&b"one\n"[..], b"one\ntwo\nthree\n"] {
+            let (mut tx, rx) = tokio::io::duplex(1024);
+            let stop = CancellationToken::new();
+            let mut lines = UntilCancelled::new(tokio::io::BufReader::new(rx), stop.clone()).lines();
+            tokio::io::AsyncWriteExt::write_all(&mut tx, input).await.unwrap();
+            assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("one"));
+            stop.cancel();
+            assert_eq!(lines.next_line().await.unwrap(), None, "ends although the writer is still open");
+        }
     }
 
     #[tokio::test]
