@@ -40,7 +40,7 @@ impl InboundChunks {
         }
         match step {
             Reassembled::Pending | Reassembled::Dropped => None,
-            Reassembled::Frame(bytes) => Some(match decode_line(InboundLine::Line(bytes), max_line_bytes) {
+            Reassembled::Frame(bytes) => Some(match decode_line(&InboundLine::Line(bytes), max_line_bytes) {
                 Ok(Inbound::Chunk(_)) => {
                     Err(failure(None, "rpc_chunk", RpcErrorCode::InvalidRequest, "An rpc_chunk frame cannot carry another rpc_chunk frame".to_owned()))
                 }

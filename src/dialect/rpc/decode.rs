@@ -40,7 +40,7 @@ pub enum Inbound {
 }
 
 /// Decodes one line; `Err` is the response to write for it.
-pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, RpcFailure> {
+pub fn decode_line(line: &InboundLine, max_line_bytes: usize) -> Result<Inbound, RpcFailure> {
     let bytes = match line {
         InboundLine::Line(bytes) => bytes,
         InboundLine::TooLong { bytes, head } => {
@@ -392,7 +392,7 @@ mod tests {
     use serde_json::json;
 
     fn decode(text: &str) -> Result<Inbound, Value> {
-        decode_line(InboundLine::Line(text.as_bytes().to_vec()), 1024).map_err(|r| {
+        decode_line(&InboundLine::Line(text.as_bytes().to_vec()), 1024).map_err(|r| {
             let v = serde_json::to_value(r).unwrap();
             // Every error frame is itself a valid outbound frame.
             validator().validate_frame(Dialect::Rpc, Direction::Outbound, &v, None).unwrap_or_else(|e| panic!("{v}: {e}"));
@@ -426,9 +426,9 @@ mod tests {
             assert_eq!((e.get("id"), &e["command"], &e["code"]), (None, &json!("parse"), &json!("parse_error")), "{line}: {e}");
             assert!(e["error"].as_str().unwrap().starts_with("Failed to parse command: "), "{e}");
         }
-        let e = decode_line(InboundLine::Line(vec![b'{', 0xFF, b'}']), 1024).unwrap_err();
+        let e = decode_line(&InboundLine::Line(vec![b'{', 0xFF, b'}']), 1024).unwrap_err();
         assert_eq!(e.error().message, "Failed to parse command: invalid UTF-8 at byte 1");
-        let e = serde_json::to_value(decode_line(InboundLine::TooLong { bytes: 5000, head: b"[1,".to_vec() }, 1024).unwrap_err()).unwrap();
+        let e = serde_json::to_value(decode_line(&InboundLine::TooLong { bytes: 5000, head: b"[1,".to_vec() }, 1024).unwrap_err()).unwrap();
         assert_eq!(e, json!({"type":"response","command":"parse","success":false,"error":"Frame of 5000 bytes exceeds the 1024-byte line limit; it was skipped","code":"frame_too_large"}));
     }
 
@@ -471,7 +471,7 @@ mod tests {
             (r#"{"id":6,"type":17}"#, r#"{"id":6,"type":"response","command":"unknown","success":false,"error":"`type` must be a string, got a number","code":"invalid_request"}"#),
         ] {
             let expected: Value = serde_json::from_str(expected).unwrap();
-            assert_eq!(serde_json::to_value(decode_line(InboundLine::Line(line.as_bytes().to_vec()), 1024).unwrap_err()).unwrap(), expected, "{line}");
+            assert_eq!(serde_json::to_value(decode_line(&InboundLine::Line(line.as_bytes().to_vec()), 1024).unwrap_err()).unwrap(), expected, "{line}");
         }
         // A repeated `type`: the last one wins, as in the full parse.
         assert!(matches!(decode(r#"{"type":"nope","type":"get_state"}"#), Ok(Inbound::Command { command: RpcCommand::GetState(_), .. })));
