@@ -224,8 +224,8 @@ proptest! {
         let single_lines = lines.iter().all(|(l, _)| !l.contains(&b'\n') && !l.contains(&b'\r') && !l.starts_with(b"\xEF\xBB\xBF"));
         for (line, expected) in read.into_iter().zip(expectations.chain(std::iter::repeat(None))) {
             let expected = expected.filter(|_| single_lines);
-            let echoed = match decode_line(line, 1 << 20) {
-                Err(response) => written_id(&*response),
+            let echoed = match decode_line(&line, 1 << 20) {
+                Err(response) => written_id(&response),
                 Ok(Inbound::Command { id, .. }) => id.and_then(|id| written_id(&json!({ "id": id }))),
                 Ok(Inbound::UiResponse(_) | Inbound::HostToolUpdate(_) | Inbound::HostToolResult(_) | Inbound::Chunk(_)) => continue,
             };
@@ -245,7 +245,7 @@ proptest! {
         for (line, expected) in read.into_iter().zip(expectations.chain(std::iter::repeat(None))) {
             let expected = expected.filter(|_| single_lines);
             let echoed = match decode_wire_line(line) {
-                Err(response) => written_id(&*response),
+                Err(response) => written_id(&response),
                 Ok(WireInbound::Request { id, .. } | WireInbound::Response { id, .. }) => written_id(&json!({ "id": id })),
                 Ok(WireInbound::Notification(never)) => match never {},
                 Ok(WireInbound::Ignored { .. }) => None,

@@ -45,14 +45,14 @@ fuzz_target!(|data: &[u8]| {
         InboundLine::Line(bytes) => readable_raw_id(bytes),
         InboundLine::TooLong { .. } => None,
     };
-    match decode_line(line, MAX_LINE_BYTES) {
+    match decode_line(&line, MAX_LINE_BYTES) {
         Err(response) => {
-            let frame = serde_json::to_value(&*response).expect("an error response serializes");
+            let frame = serde_json::to_value(&response).expect("an error response serializes");
             if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Outbound, &frame, None) {
                 panic!("invalid error response {frame}: {e}");
             }
             if let Some(raw) = expected_id {
-                assert_eq!(written_id(&*response), Some(raw), "the error response echoes the id byte for byte");
+                assert_eq!(written_id(&response), Some(raw), "the error response echoes the id byte for byte");
             }
         }
         Ok(Inbound::Command { id, .. }) => {

@@ -163,9 +163,9 @@ impl RpcOverAcp {
         let mut reader = LineReader::new(input, max_line_bytes);
         let mut handlers = JoinSet::new();
         while let Ok(Some(line)) = reader.next_line().await {
-            match decode_line(line, max_line_bytes) {
+            match decode_line(&line, max_line_bytes) {
                 Err(response) => {
-                    let _ = self.out.send(&*response).await;
+                    let _ = self.out.send(&response).await;
                 }
                 Ok(Inbound::Command { id, command }) => {
                     let me = self.clone();

@@ -182,6 +182,12 @@ fn read_id(map: &mut Map<String, Value>, bytes: &[u8], policy: &Policy) -> Resul
     match map.get("id") {
         None => return Ok(None),
         Some(Value::Null) => return Ok(policy.null_id_is_request.then_some(Value::Null)),
+        // Ids as peers nearly always write them print back as their token from the parsed
+        // value: a string in a line without any escape (and without the marker's character),
+        // a non-zero integer within i64. Only other ids need their raw token read again from
+        // the line (a scan of the whole frame, and a second parse of the token).
+        Some(Value::String(s)) if !bytes.contains(&b'\\') && !s.contains('\u{FDD0}') => return Ok(map.get("id").cloned()),
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|v| v != 0) => return Ok(map.get("id").cloned()),
         Some(_) => {}
     }
     // The id is echoed byte for byte, big integers and escaped strings included. An integer

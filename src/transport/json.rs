@@ -152,23 +152,33 @@ fn write_str_contents(out: &mut Vec<u8>, bytes: &[u8]) {
                 i += 1;
                 continue;
             }
-            let escape: &[u8] = match byte {
-                b'"' => b"\\\"",
-                b'\\' => b"\\\\",
-                0x08 => b"\\b",
-                0x09 => b"\\t",
-                0x0A => b"\\n",
-                0x0C => b"\\f",
-                0x0D => b"\\r",
-                0xE2 => match bytes.get(i + 1..i + 3) {
-                    Some([0x80, 0xA8]) => b"\\u2028",
-                    Some([0x80, 0xA9]) => b"\\u2029",
-                    // Another character with the same lead byte: nothing to do.
-                    _ => {
-                        i += 1;
-                        continue;
-                    }
-                },
+            // The escapes are written as arrays of known length (a store, not a `memcpy` call
+            // per escape: a message quoting a few values has several).
+            let letter = match byte {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                0x08 => b'b',
+                0x09 => b't',
+                0x0A => b'n',
+                0x0C => b'f',
+                0x0D => b'r',
+                0xE2 => {
+                    let last = match bytes.get(i + 1..i + 3) {
+                        Some([0x80, 0xA8]) => b'8',
+                        Some([0x80, 0xA9]) => b'9',
+                        // Another character with the same lead byte: nothing to do.
+                        _ => {
+                            i += 1;
+                            continue;
+                        }
+                    };
+                    out.extend_from_slice(&bytes[start..i]);
+                    out.extend_from_slice(&[b'\\', b'u', b'2', b'0', b'2', last]);
+                    // The separators are three bytes long.
+                    i += 3;
+                    start = i;
+                    continue;
+                }
                 control => {
                     const HEX: &[u8; 16] = b"0123456789abcdef";
                     out.extend_from_slice(&bytes[start..i]);
@@ -179,9 +189,8 @@ fn write_str_contents(out: &mut Vec<u8>, bytes: &[u8]) {
                 }
             };
             out.extend_from_slice(&bytes[start..i]);
-            out.extend_from_slice(escape);
-            // The separators are three bytes long; every other escape replaces one byte.
-            i += if byte == 0xE2 { 3 } else { 1 };
+            out.extend_from_slice(&[b'\\', letter]);
+            i += 1;
             start = i;
         }
         // A separator's escape may have moved `i` past `end`: the word loop takes it from there.

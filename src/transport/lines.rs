@@ -51,22 +51,26 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
 
     /// The next non-blank line, or `None` at EOF.
     pub async fn next_line(&mut self) -> std::io::Result<Option<InboundLine>> {
+        self.next_line_in(Vec::new()).await
+    }
+
+    /// [`LineReader::next_line`], its bytes read into `buf` (cleared first): a reader that
+    /// hands each line's buffer back for the next one allocates once, not once per line.
+    pub async fn next_line_in(&mut self, mut buf: Vec<u8>) -> std::io::Result<Option<InboundLine>> {
         loop {
-            let Some(line) = self.read_raw().await? else { return Ok(None) };
-            if let InboundLine::Line(bytes) = &line {
-                if bytes.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
+            let Some(line) = self.read_raw(buf).await? else { return Ok(None) };
+            match line {
+                InboundLine::Line(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => buf = bytes,
+                line => return Ok(Some(line)),
             }
-            return Ok(Some(line));
         }
     }
 
-    async fn read_raw(&mut self) -> std::io::Result<Option<InboundLine>> {
+    async fn read_raw(&mut self, mut line: Vec<u8>) -> std::io::Result<Option<InboundLine>> {
         if self.done {
             return Ok(None);
         }
-        let mut line = Vec::new();
+        line.clear();
         let mut total: u64 = 0;
         let mut too_long = false;
         let mut ends_with_cr = false;
@@ -96,6 +100,9 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 // Only the head is kept, so memory stays bounded.
                 let room = TOO_LONG_HEAD_BYTES.saturating_sub(line.len());
                 line.extend_from_slice(&chunk[..room.min(chunk.len())]);
+            } else if line.capacity() < chunk.len() && line.is_empty() {
+                // Most lines are whole in the buffer: one allocation of their size, no growth.
+                line = chunk.to_vec();
             } else {
                 line.extend_from_slice(chunk);
             }
@@ -172,6 +179,24 @@ mod tests {
     async fn blank_lines_are_skipped_and_the_last_line_needs_no_lf() {
         assert_eq!(lines(b"\n  \t\n{}\n\r\n{\"last\":true}", 100).await, vec![line("{}"), line("{\"last\":true}")]);
         assert_eq!(lines(b"", 100).await, vec![]);
+    }
+
+    /// Reading into the previous line's buffer gives the same lines, and no new allocation
+    /// while the lines fit in it (blank lines skipped, a line spanning reads, the BOM).
+    #[tokio::test]
+    async fn lines_read_into_a_reused_buffer_are_the_same_lines() {
+        let input = b"\xEF\xBB\xBF{\"first\":\"a longer line\"}\r\n\n  \n{\"b\":1}\n{\"spans\":\"several reads\"}\nlast";
+        // A tiny read buffer: lines span reads.
+        let mut r = LineReader::new(tokio::io::BufReader::with_capacity(4, &input[..]), 100);
+        let mut spare = Vec::with_capacity(64);
+        let first = spare.as_ptr();
+        let mut got = Vec::new();
+        while let Some(InboundLine::Line(bytes)) = r.next_line_in(spare).await.unwrap() {
+            assert_eq!(bytes.as_ptr(), first, "the one buffer holds every line");
+            got.push(InboundLine::Line(bytes.clone()));
+            spare = bytes;
+        }
+        assert_eq!(got, lines(input, 100).await);
     }
 
     #[tokio::test]

@@ -81,6 +81,22 @@ impl FrameBatch {
         encode_frame_into(&mut self.bytes, frame).map_err(|_| WriterClosed)
     }
 
+    /// Appends one frame whose compact JSON text `write` appends itself (a frame of a fixed
+    /// shape written from its parts, with [`super::json`]'s `write_str` / `write_json` for
+    /// what varies): ids restored and LF added as [`FrameBatch::push`] does. The writer must
+    /// produce exactly what `push` would for the frame's typed form; its tests say so. On
+    /// error the batch is left as it was.
+    pub fn push_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>) -> Result<(), WriterClosed> {
+        let start = self.bytes.len();
+        if write(&mut self.bytes).is_err() {
+            self.bytes.truncate(start);
+            return Err(WriterClosed);
+        }
+        super::raw_id::restore_in(&mut self.bytes, start);
+        self.bytes.push(b'\n');
+        Ok(())
+    }
+
     /// Makes room for `additional` more bytes at once (a frame whose size is known ahead).
     pub fn reserve(&mut self, additional: usize) {
         self.bytes.reserve(additional);

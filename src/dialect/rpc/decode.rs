@@ -9,11 +9,13 @@
 //! - every frame is validated against the schema before anything acts on it, and the error
 //!   names the field (`set_model: /modelId: "modelId" is a required property`).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
-use crate::protocol::envelope::rpc_failure;
+pub use super::failure::RpcFailure;
 use crate::protocol::validate::{validator, Dialect, Direction};
-use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcChunk, RpcCommand, RpcError, RpcErrorCode, RpcResponse, UnionInfo};
+use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcChunk, RpcCommand, RpcErrorCode, UnionInfo};
 use crate::transport::raw_id::{exact_id, id_kind, IdKind};
 use crate::transport::InboundLine;
 
@@ -38,7 +40,7 @@ pub enum Inbound {
 }
 
 /// Decodes one line; `Err` is the response to write for it.
-pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, Box<RpcResponse>> {
+pub fn decode_line(line: &InboundLine, max_line_bytes: usize) -> Result<Inbound, RpcFailure> {
     let bytes = match line {
         InboundLine::Line(bytes) => bytes,
         InboundLine::TooLong { bytes, head } => {
@@ -46,26 +48,26 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
             let (id, kind) = crate::dialect::peek_id_and_type(&head);
             return Err(failure(
                 id,
-                kind.as_deref().unwrap_or("parse"),
+                kind.map_or(Cow::Borrowed("parse"), Cow::Owned),
                 RpcErrorCode::FrameTooLarge,
                 format!("Frame of {bytes} bytes exceeds the {max_line_bytes}-byte line limit; it was skipped"),
             ));
         }
     };
+    let escapes = bytes.contains(&b'\\');
+    // Only a line that looks like an unknown command tries the short path (a known one would
+    // be read twice).
+    if !escapes && plain_type(&bytes).is_some_and(|t| known_tag(t).is_none()) {
+        if let Some(unknown) = unknown_command_fast(&bytes) {
+            return Err(unknown);
+        }
+    }
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         // Invalid UTF-8 elsewhere in the line does not hide a readable top-level id (found by
         // the `rpc_decode` fuzz target).
         let (id, _) = crate::dialect::peek_id_and_type(&bytes);
         failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
-    let escapes = bytes.contains(&b'\\');
-    // Only a line that looks like an unknown command tries the short path (a known one would
-    // be read twice).
-    if !escapes && plain_type(&bytes).is_some_and(|t| known_tag(t).is_none()) {
-        if let Some(unknown) = unknown_command_fast(text) {
-            return Err(unknown);
-        }
-    }
     // A line the parser rejects (nested too deep, `1e400`, a lone surrogate) still has its id
     // answered when the top-level `id` can be read.
     let mut value: Value = serde_json::from_str(text).map_err(|e| {
@@ -107,7 +109,7 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
     if let Some(bad) = id.as_ref().filter(|_| raw_id.as_deref().is_some_and(|r| id_kind(r) == IdKind::Other)) {
         return Err(failure(
             id.clone(),
-            kind,
+            kind.clone(),
             RpcErrorCode::InvalidRequest,
             format!("`id` must be a string or an integer, got {}", json_kind(bad)),
         ));
@@ -173,51 +175,67 @@ fn plain_type(bytes: &[u8]) -> Option<&str> {
 }
 
 /// The `unknown_command` error for `kind`, with the closest known command when one is near.
-fn unknown_command(id: Option<Value>, kind: &str) -> Box<RpcResponse> {
-    let hint = crate::protocol::validate::closest_tag(inbound_union(), kind);
-    let mut message = String::with_capacity(kind.len() + hint.map_or(0, |k| k.len() + 20) + 17);
-    message.push_str("Unknown command: ");
-    message.push_str(kind);
-    if let Some(k) = hint {
-        message.push_str(" (did you mean \"");
-        message.push_str(k);
-        message.push_str("\"?)");
-    }
-    failure(id, kind, RpcErrorCode::UnknownCommand, message)
+fn unknown_command(id: Option<Value>, kind: &str) -> RpcFailure {
+    RpcFailure::unknown_command(id, kind, closest_command(kind))
 }
 
-/// The top level of a line, read without building its `Value` tree: the `id` and `type` values,
-/// the other members parsed (so the line is accepted exactly when the `Value` parse accepts it)
-/// and dropped, and whether `id` or `type` came twice.
+/// The known command closest to `kind` (`closest_tag`, remembered there), with the last name
+/// asked on this thread checked first: a host repeating one unknown command then costs a
+/// comparison, not the shared memo's lock.
+fn closest_command(kind: &str) -> Option<&'static str> {
+    type Last = Option<(Box<str>, Option<&'static str>)>;
+    thread_local! {
+        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        if let Some((name, hint)) = &*last.borrow() {
+            if **name == *kind {
+                return *hint;
+            }
+        }
+        let hint = crate::protocol::validate::closest_tag(inbound_union(), kind);
+        *last.borrow_mut() = Some((kind.into(), hint));
+        hint
+    })
+}
+
+/// The top level of a line, read without building its `Value` tree: the `id` value, the `type`
+/// string (borrowed from the line: the caller checked it has no `\`; a `type` that is not a
+/// string fails the read, and the full path answers), the other members parsed (so the line is
+/// accepted exactly when the `Value` parse accepts it) and dropped, and whether `id` or `type`
+/// came twice.
 #[derive(Default)]
-struct Head {
+struct Head<'a> {
     id: Option<Value>,
-    kind: Option<Value>,
+    kind: Option<&'a str>,
     repeated: bool,
 }
 
-impl<'de> serde::Deserialize<'de> for Head {
+impl<'de> serde::Deserialize<'de> for Head<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Visit;
         impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Head;
+            type Value = Head<'de>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head<'de>, A::Error> {
                 let mut head = Head::default();
                 // Keys without escapes borrow from the line (the caller checked for `\`).
                 while let Some(key) = map.next_key::<&'de str>()? {
-                    let slot = match key {
-                        "id" => &mut head.id,
-                        "type" => &mut head.kind,
+                    match key {
+                        "id" => {
+                            head.repeated |= head.id.is_some();
+                            head.id = Some(map.next_value()?);
+                        }
+                        "type" => {
+                            head.repeated |= head.kind.is_some();
+                            head.kind = Some(map.next_value()?);
+                        }
                         _ => {
                             map.next_value::<Value>()?;
-                            continue;
                         }
-                    };
-                    head.repeated |= slot.is_some();
-                    *slot = Some(map.next_value()?);
+                    }
                 }
                 Ok(head)
             }
@@ -226,15 +244,116 @@ impl<'de> serde::Deserialize<'de> for Head {
     }
 }
 
+/// A line's bytes read token by token, for [`scan_plain_head`].
+struct Tokens<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Tokens<'a> {
+    /// Skips JSON whitespace (the four bytes serde_json skips).
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// The next token is the byte `b`.
+    fn eat(&mut self, b: u8) -> Option<()> {
+        self.skip_whitespace();
+        (self.bytes.get(self.at) == Some(&b)).then(|| self.at += 1)
+    }
+
+    /// The next token is a string with no escape and no control byte (which serde_json
+    /// refuses): its bytes, not yet checked to be UTF-8 (a key is compared as bytes).
+    fn string_bytes(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let rest = &self.bytes[self.at..];
+        let len = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if rest[len] != b'"' {
+            return None;
+        }
+        self.at += len + 1;
+        Some(&rest[..len])
+    }
+
+    /// [`Tokens::string_bytes`], valid UTF-8: its text.
+    fn string(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.string_bytes()?).ok()
+    }
+
+    /// The next token is a non-zero integer within u64 (positive) or i64 (negative), written
+    /// as serde_json writes it (no leading zero, no `+`): its value, which prints back as
+    /// exactly that token. Other numbers (`0`, `-0`, `1.5`, `1e3`, out of range) are `None`.
+    fn integer(&mut self) -> Option<Value> {
+        self.skip_whitespace();
+        let negative = self.bytes.get(self.at) == Some(&b'-');
+        let from = self.at + usize::from(negative);
+        let digits = self.bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let token = &self.bytes[from..from + digits];
+        if !matches!(token.first(), Some(b'1'..=b'9')) || digits > 20 {
+            return None;
+        }
+        let magnitude = token.iter().try_fold(0u64, |n, &d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))?;
+        self.at = from + digits;
+        if negative {
+            // −2^63 is the most negative i64 (2^63 itself does not fit in one).
+            let value = 0i64.checked_sub_unsigned(magnitude)?;
+            Some(Value::from(value))
+        } else {
+            Some(Value::from(magnitude))
+        }
+    }
+}
+
+/// The line when it has the form hosts write — `{"id":…,"type":"…"}`, the two members in
+/// either order, `id` optional and a string or a non-zero integer, whitespace between tokens
+/// as JSON allows, nothing after the object but whitespace — read with a few byte comparisons:
+/// its `id` (as the `Value` parse gives it) and `type`. Every line of that form is a JSON
+/// object the `Value` parse accepts with exactly these members and values. `None` for any other
+/// form, including a repeated member and a `type` or `id` string with an escape or a control
+/// byte; the serde read takes those.
+fn scan_plain_head(bytes: &[u8]) -> Option<(Option<Value>, &str)> {
+    let mut tokens = Tokens { bytes, at: 0 };
+    let (mut id, mut kind) = (None, None);
+    tokens.eat(b'{')?;
+    loop {
+        let key = tokens.string_bytes()?;
+        tokens.eat(b':')?;
+        match key {
+            b"id" if id.is_none() => {
+                tokens.skip_whitespace();
+                id = Some(if bytes.get(tokens.at) == Some(&b'"') { Value::String(tokens.string()?.to_owned()) } else { tokens.integer()? });
+            }
+            b"type" if kind.is_none() => kind = Some(tokens.string()?),
+            _ => return None,
+        }
+        tokens.skip_whitespace();
+        match bytes.get(tokens.at) {
+            Some(b',') => tokens.at += 1,
+            Some(b'}') => break,
+            _ => return None,
+        }
+    }
+    tokens.at += 1;
+    tokens.skip_whitespace();
+    (tokens.at == bytes.len()).then_some(())?;
+    Some((id, kind?))
+}
+
 /// The answer to a command no frame has, decided without the `Value` tree, the schema check
 /// and the typed parse: a host sending an unknown command (a version mismatch, in a loop) costs
 /// little. Only the plain case is taken here — no `\` in the line, `type` a string, `id`
 /// absent or a string or non-zero integer, neither member twice — and the answer is the one the
-/// full path gives; anything else (`None`) goes the full path.
-fn unknown_command_fast(text: &str) -> Option<Box<RpcResponse>> {
-    let head: Head = serde_json::from_str(text).ok()?;
-    let Head { id, kind: Some(Value::String(kind)), repeated: false } = head else { return None };
-    if known_tag(&kind).is_some() {
+/// full path gives; anything else (`None`) goes the full path. The form hosts write is read by
+/// [`scan_plain_head`]; other plain lines (more members, odd spacing of values) by [`Head`].
+fn unknown_command_fast(bytes: &[u8]) -> Option<RpcFailure> {
+    if let Some((id, kind)) = scan_plain_head(bytes) {
+        return known_tag(kind).is_none().then(|| unknown_command(id, kind));
+    }
+    let head: Head = serde_json::from_str(std::str::from_utf8(bytes).ok()?).ok()?;
+    let Head { id, kind: Some(kind), repeated: false } = head else { return None };
+    if known_tag(kind).is_some() {
         return None;
     }
     // The ids `decode_line` echoes as parsed (see there); others need their raw token.
@@ -243,7 +362,7 @@ fn unknown_command_fast(text: &str) -> Option<Box<RpcResponse>> {
         Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
         Some(_) => false,
     };
-    plain.then(|| unknown_command(id, &kind))
+    plain.then(|| unknown_command(id, kind))
 }
 
 fn is_subprotocol(kind: &str) -> bool {
@@ -251,8 +370,8 @@ fn is_subprotocol(kind: &str) -> bool {
 }
 
 /// The error response for an inbound frame.
-pub(super) fn failure(id: Option<Value>, command: &str, code: RpcErrorCode, message: String) -> Box<RpcResponse> {
-    Box::new(rpc_failure(id, command, RpcError::new(code, message)))
+pub(super) fn failure(id: Option<Value>, command: impl Into<Cow<'static, str>>, code: RpcErrorCode, message: String) -> RpcFailure {
+    RpcFailure::new(id, command, code, message)
 }
 
 fn json_kind(v: &Value) -> &'static str {
@@ -269,10 +388,11 @@ fn json_kind(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy as _;
     use serde_json::json;
 
     fn decode(text: &str) -> Result<Inbound, Value> {
-        decode_line(InboundLine::Line(text.as_bytes().to_vec()), 1024).map_err(|r| {
+        decode_line(&InboundLine::Line(text.as_bytes().to_vec()), 1024).map_err(|r| {
             let v = serde_json::to_value(r).unwrap();
             // Every error frame is itself a valid outbound frame.
             validator().validate_frame(Dialect::Rpc, Direction::Outbound, &v, None).unwrap_or_else(|e| panic!("{v}: {e}"));
@@ -306,9 +426,9 @@ mod tests {
             assert_eq!((e.get("id"), &e["command"], &e["code"]), (None, &json!("parse"), &json!("parse_error")), "{line}: {e}");
             assert!(e["error"].as_str().unwrap().starts_with("Failed to parse command: "), "{e}");
         }
-        let e = decode_line(InboundLine::Line(vec![b'{', 0xFF, b'}']), 1024).unwrap_err();
-        assert_eq!(e.error.as_deref(), Some("Failed to parse command: invalid UTF-8 at byte 1"));
-        let e = serde_json::to_value(decode_line(InboundLine::TooLong { bytes: 5000, head: b"[1,".to_vec() }, 1024).unwrap_err()).unwrap();
+        let e = decode_line(&InboundLine::Line(vec![b'{', 0xFF, b'}']), 1024).unwrap_err();
+        assert_eq!(e.error().message, "Failed to parse command: invalid UTF-8 at byte 1");
+        let e = serde_json::to_value(decode_line(&InboundLine::TooLong { bytes: 5000, head: b"[1,".to_vec() }, 1024).unwrap_err()).unwrap();
         assert_eq!(e, json!({"type":"response","command":"parse","success":false,"error":"Frame of 5000 bytes exceeds the 1024-byte line limit; it was skipped","code":"frame_too_large"}));
     }
 
@@ -351,10 +471,99 @@ mod tests {
             (r#"{"id":6,"type":17}"#, r#"{"id":6,"type":"response","command":"unknown","success":false,"error":"`type` must be a string, got a number","code":"invalid_request"}"#),
         ] {
             let expected: Value = serde_json::from_str(expected).unwrap();
-            assert_eq!(serde_json::to_value(decode_line(InboundLine::Line(line.as_bytes().to_vec()), 1024).unwrap_err()).unwrap(), expected, "{line}");
+            assert_eq!(serde_json::to_value(decode_line(&InboundLine::Line(line.as_bytes().to_vec()), 1024).unwrap_err()).unwrap(), expected, "{line}");
         }
         // A repeated `type`: the last one wins, as in the full parse.
         assert!(matches!(decode(r#"{"type":"nope","type":"get_state"}"#), Ok(Inbound::Command { command: RpcCommand::GetState(_), .. })));
+    }
+
+    /// The byte scanner takes the form hosts write and nothing else.
+    #[test]
+    fn the_scanner_reads_the_plain_form_only() {
+        for (line, id, kind) in [
+            (r#"{"id":7,"type":"nope"}"#, Some(json!(7)), "nope"),
+            (r#"{"type":"nope","id":"x é"}"#, Some(json!("x é")), "nope"),
+            (" {\t\"id\" : -3 ,\r\n\"type\":\"get_stat\" } ", Some(json!(-3)), "get_stat"),
+            (r#"{"type":"nope"}"#, None, "nope"),
+            (r#"{"id":18446744073709551615,"type":"n"}"#, Some(json!(u64::MAX)), "n"),
+            (r#"{"id":-9223372036854775808,"type":"n"}"#, Some(json!(i64::MIN)), "n"),
+        ] {
+            assert_eq!(scan_plain_head(line.as_bytes()), Some((id, kind)), "{line}");
+        }
+        for line in [
+            r#"{"id":0,"type":"nope"}"#,
+            r#"{"id":-0,"type":"nope"}"#,
+            r#"{"id":01,"type":"nope"}"#,
+            r#"{"id":1.5,"type":"nope"}"#,
+            r#"{"id":1e3,"type":"nope"}"#,
+            r#"{"id":18446744073709551616,"type":"nope"}"#,
+            r#"{"id":-9223372036854775809,"type":"nope"}"#,
+            r#"{"id":1,"id":2,"type":"nope"}"#,
+            r#"{"type":"nope","type":"x"}"#,
+            r#"{"id":1,"type":"nope","x":1}"#,
+            r#"{"id":1}"#,
+            r#"{"id":null,"type":"nope"}"#,
+            r#"{"id":1,"type":"nope"} x"#,
+            r#"{"id":1,"type":"nope",}"#,
+            r#"{"id":1,"type":"nope""#,
+            "{\"type\":\"a\u{1}b\"}",
+            "{\"type\":\"a\tb\"}",
+            r#"{"type":"a\u0041"}"#,
+            "{}",
+            "",
+        ] {
+            assert_eq!(scan_plain_head(line.as_bytes()), None, "{line}");
+        }
+        assert_eq!(scan_plain_head(b"{\"type\":\"\xff\"}"), None, "invalid UTF-8");
+    }
+
+    /// What the byte scanner takes, the `Value` parse takes too, with the same members.
+    fn scanned_agrees_with_the_value_parse(line: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+        if let Some((id, kind)) = scan_plain_head(line.as_bytes()) {
+            let value: Value = serde_json::from_str(line).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{line}: {e}")))?;
+            let map = value.as_object().expect("an object");
+            proptest::prop_assert_eq!(map.len(), 1 + usize::from(id.is_some()), "{}", line);
+            proptest::prop_assert_eq!(map.get("type"), Some(&json!(kind)), "{}", line);
+            proptest::prop_assert_eq!(map.get("id"), id.as_ref(), "{}", line);
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { failure_persistence: None, ..proptest::test_runner::Config::default() })]
+
+        /// Lines assembled from the tokens the scanner looks at and the ones it must refuse.
+        #[test]
+        fn the_scanner_never_reads_what_the_value_parse_reads_otherwise(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "{", "}", ",", ":", " ", "\t", "\r\n", "\"id\"", "\"type\"", "\"x\"", "\"nope\"", "\"é\u{2028}\"", "\"a\u{1}\"", "\"\"",
+                "1", "7", "-", "0", "-0", "01", "1.5", "1e3", "18446744073709551615", "18446744073709551616", "-9223372036854775808", "-9223372036854775809",
+                "null", "true", "[1]", "{\"a\":1}", "x",
+                // Whole members, so that repeated and extra members come up often.
+                "\"id\":7", "\"id\":\"s\"", "\"type\":\"nope\"", "\"x\":1", "{\"id\":1,", "{\"type\":\"n\",",
+            ]), 0..14),
+        ) {
+            scanned_agrees_with_the_value_parse(&pieces.concat())?;
+        }
+
+        /// Lines in the plain form with arbitrary ids and commands.
+        #[test]
+        fn plain_lines_are_scanned_as_parsed(id in proptest::option::of(proptest::prop_oneof![proptest::prelude::any::<i64>().prop_map(|n| n.to_string()), proptest::prelude::any::<u64>().prop_map(|n| n.to_string()), "\"[^\"\\\\]{0,12}\""]), kind in "[^\"\\\\]{0,16}", spaces in proptest::collection::vec("[ \t\r\n]{0,2}", 12), id_first in proptest::prelude::any::<bool>()) {
+            let s = |i: usize| spaces[i].as_str();
+            let id_text = id.clone().unwrap_or_default();
+            let id_member = id.map(|id| format!("\"id\"{}:{}{id}", s(0), s(1)));
+            let type_member = format!("\"type\"{}:{}\"{kind}\"", s(2), s(3));
+            let members = match (id_member, id_first) {
+                (None, _) => type_member,
+                (Some(id), true) => format!("{id}{},{}{type_member}", s(4), s(5)),
+                (Some(id), false) => format!("{type_member}{},{}{id}", s(4), s(5)),
+            };
+            let line = format!("{}{{{}{members}{}}}{}", s(6), s(7), s(8), s(9));
+            scanned_agrees_with_the_value_parse(&line)?;
+            // Without control bytes in its strings and with a non-zero id, the scanner takes it.
+            let plain = !kind.bytes().any(|b| b < 0x20) && !id_text.bytes().any(|b| b < 0x20) && id_text != "0";
+            proptest::prop_assert!(!plain || scan_plain_head(line.as_bytes()).is_some(), "{}", line);
+        }
     }
 
     #[test]

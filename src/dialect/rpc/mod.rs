@@ -1,6 +1,7 @@
 //! The pi / oh-my-pi JSONL RPC dialect, as a projection of the agent core:
 //!
 //! - [`decode`]: one inbound line → a command, a sub-protocol answer, or its one error response;
+//! - [`failure`]: that error response, written straight into the output batch;
 //! - [`handler`]: the generated `RpcHandler` trait implemented by mapping each command onto the core;
 //! - [`project`]: the core's events → JSONL event frames (exhaustive);
 //! - [`port`] and [`host_tools`]: the core's host port → `extension_ui_request` / `host_tool_call`;
@@ -9,6 +10,7 @@
 
 pub mod chunks;
 pub mod decode;
+pub mod failure;
 pub mod handler;
 pub mod host_tools;
 pub mod port;
@@ -26,6 +28,7 @@ use crate::protocol::{RpcError, RpcErrorCode};
 use crate::transport::{FrameBatch, Outbox};
 
 pub use decode::{decode_line, Inbound};
+pub use failure::RpcFailure;
 pub use handler::RpcSession;
 pub use serve::serve_rpc;
 

@@ -32,7 +32,7 @@ use crate::agent::AgentCore;
 use crate::jsonrpc::answer;
 use crate::protocol::envelope::{rpc_response, RpcAnswer, RpcError, RpcReply, RpcSuccess};
 use crate::protocol::{dispatch_rpc_command, dispatch_rpc_command_to, RpcCommand};
-use crate::transport::{FrameBatch, LineReader, Outbox};
+use crate::transport::{FrameBatch, InboundLine, LineReader, Outbox};
 
 fn is_detached(command: &RpcCommand) -> bool {
     matches!(command, RpcCommand::Abort(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::NewSession(_) | RpcCommand::Bash(_))
@@ -40,6 +40,11 @@ fn is_detached(command: &RpcCommand) -> bool {
 
 /// Answers gathered before the batch is queued (well inside the writer's byte budget).
 const BATCH_BYTES: usize = 64 * 1024;
+
+/// A line's buffer up to this size is read into again for the next line (one allocation for
+/// a session's lines, not one each); a larger one is let go, so one huge line does not pin
+/// its size.
+const LINE_BUFFER_KEPT: usize = 64 * 1024;
 
 /// Commands that only read state: their answers may wait in the batch, since they cause no
 /// other frame that could overtake an earlier answer.
@@ -104,8 +109,9 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
     let session = Arc::new(session);
     let mut batch = FrameBatch::default();
     let mut chunks = InboundChunks::default();
+    let mut spare = Vec::new();
     loop {
-        let next = reader.next_line();
+        let next = reader.next_line_in(std::mem::take(&mut spare));
         tokio::pin!(next);
         // Gathered answers wait only while the next line is already at hand.
         let line = match futures_util::poll!(next.as_mut()) {
@@ -120,7 +126,13 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
             // A read error is the end of the input as far as the host is concerned.
             Ok(None) | Err(_) => break,
         };
-        let inbound = match decode_line(line, max_line_bytes) {
+        let decoded = decode_line(&line, max_line_bytes);
+        if let InboundLine::Line(bytes) = line {
+            if bytes.capacity() <= LINE_BUFFER_KEPT {
+                spare = bytes;
+            }
+        }
+        let inbound = match decoded {
             // omp protocol v2: a chunk waits for the rest of its frame, then that frame is handled.
             Ok(Inbound::Chunk(chunk)) => match chunks.accept(chunk, out.splits_large_frames(), max_line_bytes, &mut batch) {
                 Some(frame) => frame,
@@ -137,8 +149,8 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
             }
         }
         match inbound {
-            Err(response) => {
-                let _ = batch.push(&*response);
+            Err(failure) => {
+                let _ = failure.push_to(&mut batch);
             }
             // Messages are written from the session's stored text straight into the batch (see
             // `RpcSession::write_messages`); the state from its text kept while it is unchanged
@@ -195,7 +207,7 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
         while detached.try_join_next().is_some() {}
     }
     if let Some(unfinished) = chunks.at_end() {
-        let _ = batch.push(&*unfinished);
+        let _ = unfinished.push_to(&mut batch);
     }
     let _ = out.send_batch(&mut batch).await;
     session.host().input_ended();
