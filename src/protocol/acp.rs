@@ -141,7 +141,7 @@ impl AcpValidator {
 
     fn check(&self, key: &str, value: &Value, at: &str, context: &str) -> Result<(), FrameError> {
         let check = super::acp_checks::check_fn(key).ok_or_else(|| FrameError { context: String::new(), path: String::new(), message: format!("the ACP schema has no definition `{key}`"), also: Vec::new() })?;
-        run_check(check, value, at, || context.to_owned())
+        run_check(check, &super::doc::Doc::from_value(value), at, || context.to_owned())
     }
 
     /// Validates `value` against the def `name` of the vendored schema.

@@ -8,7 +8,9 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Number, Value};
+use serde_json::Number;
+
+use super::doc::Doc;
 
 /// Where a value sits inside the checked document.
 #[derive(Debug, Clone, Copy)]
@@ -150,10 +152,10 @@ impl Sink {
 }
 
 /// A generated check: validates `v` (at `at`) against one schema node.
-pub type CheckFn = fn(&Value, &Loc<'_>, &mut Sink);
+pub type CheckFn = fn(&Doc<'_>, &Loc<'_>, &mut Sink);
 
 /// Runs `check` quietly: whether `v` is valid.
-pub fn is_valid(check: CheckFn, v: &Value, at: &Loc<'_>) -> bool {
+pub fn is_valid(check: CheckFn, v: &Doc<'_>, at: &Loc<'_>) -> bool {
     let mut quiet = Sink::quiet();
     check(v, at, &mut quiet);
     quiet.ok()
@@ -180,15 +182,15 @@ pub mod types {
 /// The JSON type bits of `v` (an integral number is both `integer` and `number`, as in
 /// JSON Schema 2020-12, where `1.0` is an integer).
 #[inline]
-pub fn type_bits(v: &Value) -> u8 {
+pub fn type_bits(v: &Doc<'_>) -> u8 {
     match v {
-        Value::Null => types::NULL,
-        Value::Bool(_) => types::BOOLEAN,
-        Value::Number(n) if is_integral(n) => types::INTEGER | types::NUMBER,
-        Value::Number(_) => types::NUMBER,
-        Value::String(_) => types::STRING,
-        Value::Array(_) => types::ARRAY,
-        Value::Object(_) => types::OBJECT,
+        Doc::Null => types::NULL,
+        Doc::Bool(_) => types::BOOLEAN,
+        Doc::Number(n) if is_integral(n) => types::INTEGER | types::NUMBER,
+        Doc::Number(_) => types::NUMBER,
+        Doc::String(_) => types::STRING,
+        Doc::Array(_) => types::ARRAY,
+        Doc::Object(_) => types::OBJECT,
     }
 }
 
@@ -234,7 +236,7 @@ pub fn fits(n: &Number, lo: i128, hi: i128) -> bool {
 
 /// The message of a failed `type` keyword, in jsonschema's words.
 #[cold]
-pub fn type_message(v: &Value, names: &[&str]) -> String {
+pub fn type_message(v: &Doc<'_>, names: &[&str]) -> String {
     match names {
         [one] => format!("{v} is not of type \"{one}\""),
         many => format!("{v} is not of types {}", many.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ")),
@@ -244,7 +246,7 @@ pub fn type_message(v: &Value, names: &[&str]) -> String {
 /// The message of a failed `enum` keyword, in jsonschema's words; `candidates` is written by
 /// the generator (`src/codegen/validators.rs`), so a wrong value costs one `format!`.
 #[cold]
-pub fn enum_message(v: &Value, candidates: &str) -> String {
+pub fn enum_message(v: &Doc<'_>, candidates: &str) -> String {
     // `{v}` writes the compact text `to_string` gives; built in place, sized once.
     let mut message = serde_json::to_string(v).unwrap_or_default();
     message.reserve(" is not one of ".len() + candidates.len());
@@ -277,7 +279,7 @@ pub fn matches(cell: &'static std::sync::OnceLock<Option<regress::Regex>>, patte
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn pointers_escape_and_nest() {

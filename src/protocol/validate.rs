@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use super::check::{CheckFn, Loc, Sink};
+use super::doc::Doc;
 use super::generated::{BUNDLE_JSON, DEFS_TSV, RPC_COMMANDS, WIRE_AGENT_REQUESTS, WIRE_METHODS};
 use super::UnionInfo;
 
@@ -116,7 +117,7 @@ pub fn validator() -> &'static SchemaValidator {
 
 /// Runs a generated check over `value` (which sits at pointer `at` in its frame) and turns what
 /// it found into one error: the first violation, and the next ones in `also`.
-pub(crate) fn run_check(check: CheckFn, value: &Value, at: &str, context: impl FnOnce() -> String) -> Result<(), FrameError> {
+pub(crate) fn run_check(check: CheckFn, value: &Doc<'_>, at: &str, context: impl FnOnce() -> String) -> Result<(), FrameError> {
     let mut sink = Sink::collecting(MAX_REPORTED_VIOLATIONS);
     check(value, &Loc::root(at), &mut sink);
     if sink.ok() {
@@ -149,6 +150,12 @@ impl SchemaValidator {
     /// Validates `value` against the def `name` (a union is resolved by its discriminator).
     pub fn validate_def(&self, name: &str, value: &Value) -> Result<(), FrameError> {
         self.check(name, value, "", "")
+    }
+
+    /// Validates an inbound rpc frame already read as a [`Doc`] (the rpc decoder's path; the
+    /// same check as [`Self::validate_frame`] with `Dialect::Rpc, Direction::Inbound`).
+    pub fn validate_rpc_inbound(&self, frame: &Doc<'_>) -> Result<(), FrameError> {
+        self.check_doc("RpcInboundFrame", frame, "", "")
     }
 
     /// Validates one frame of a dialect and direction, the way the server and harness do.
@@ -247,6 +254,11 @@ impl SchemaValidator {
     /// Checks `value` against the def `key`; `at` is the pointer of `value` inside the frame
     /// and `context` the frame's tag when already known.
     fn check(&self, key: &str, value: &Value, at: &str, context: &str) -> Result<(), FrameError> {
+        self.check_doc(key, &Doc::from_value(value), at, context)
+    }
+
+    /// [`Self::check`] of a document.
+    fn check_doc(&self, key: &str, value: &Doc<'_>, at: &str, context: &str) -> Result<(), FrameError> {
         let check = super::bundle_checks::check_fn(key).ok_or_else(|| FrameError::new("", "", format!("the schema has no definition `{key}`")))?;
         run_check(check, value, at, || if context.is_empty() { context_of(key, value) } else { context.to_owned() })
     }
@@ -255,18 +267,18 @@ impl SchemaValidator {
 /// The error context of a value of def `key` when the caller knows none: the tag of a union
 /// member (nothing when the tag is not one of the union's), else the value's `type` or
 /// `method`, else the def's name.
-fn context_of(key: &str, value: &Value) -> String {
+fn context_of(key: &str, value: &Doc<'_>) -> String {
     match UnionInfo::get(key) {
-        Some(info) => value.get(info.tag_property).and_then(Value::as_str).filter(|t| info.member(t).is_some()).unwrap_or_default().to_owned(),
+        Some(info) => value.get(info.tag_property).and_then(Doc::as_str).filter(|t| info.member(t).is_some()).unwrap_or_default().to_owned(),
         None => def_context(key, value),
     }
 }
 
 /// The tag of a frame, for error context, when the def is a tagged member.
-fn def_context(def: &str, value: &Value) -> String {
+fn def_context(def: &str, value: &Doc<'_>) -> String {
     ["type", "method"]
         .iter()
-        .find_map(|k| value.get(*k).and_then(Value::as_str))
+        .find_map(|k| value.get(k).and_then(Doc::as_str))
         .map(str::to_owned)
         .unwrap_or_else(|| def.to_owned())
 }

@@ -11,6 +11,7 @@
 
 use serde_json::Value;
 
+use crate::protocol::doc::{Doc, Parsed};
 use crate::protocol::envelope::rpc_failure;
 use crate::protocol::validate::{validator, Dialect, Direction};
 use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcChunk, RpcCommand, RpcError, RpcErrorCode, RpcResponse, UnionInfo};
@@ -66,10 +67,56 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
             return Err(unknown);
         }
     }
+    if let Some(decoded) = decode_doc(text, escapes) {
+        return decoded;
+    }
+    decode_value(text, &bytes, escapes)
+}
+
+/// The main path: the line read once into a [`Doc`] (strings borrowed from it, no `Value`
+/// tree), checked, then parsed from its text straight into the member its tag names. `None`
+/// leaves the line to [`decode_value`], which gives the answer this path cannot give the same
+/// way: lines that are not JSON objects or lack a known `type`, keys given twice (the typed
+/// parse from text refuses them where the `Value` takes the last one), ids that need their raw
+/// token echoed, and lines the typed parse refuses (its error texts are the `Value` parse's).
+fn decode_doc(text: &str, escapes: bool) -> Option<Result<Inbound, Box<RpcResponse>>> {
+    let Ok(Parsed { doc, same_as_value: true }) = Doc::parse(text) else { return None };
+    let members = doc.as_object()?;
+    // The ids `decode_value` echoes as parsed, without their raw token: a string with no escape
+    // in its token (and no U+FDD0, which `exact_id` would mark), a non-zero integer.
+    let id = match members.get("id") {
+        None => None,
+        Some(Doc::String(s)) if !escapes || matches!(s, std::borrow::Cow::Borrowed(t) if !t.contains('\u{FDD0}')) => Some(Value::String(s.as_ref().to_owned())),
+        Some(Doc::Number(n)) if n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0) => Some(Value::Number(n.clone())),
+        Some(_) => return None,
+    };
+    let kind = known_tag(members.get("type")?.as_str()?)?;
+    if let Err(e) = validator().validate_rpc_inbound(&doc) {
+        return Some(Err(invalid(id, kind, &e)));
+    }
+    let parsed = match kind {
+        "extension_ui_response" => serde_json::from_str(text).map(Inbound::UiResponse),
+        "host_tool_update" => serde_json::from_str(text).map(Inbound::HostToolUpdate),
+        "host_tool_result" => serde_json::from_str(text).map(Inbound::HostToolResult),
+        "rpc_chunk" => serde_json::from_str(text).map(Inbound::Chunk),
+        _ => RpcCommand::from_tagged_str(kind, text).map(|command| Inbound::Command { id, command }),
+    };
+    parsed.ok().map(Ok)
+}
+
+/// The answer to a frame the schema check refused.
+fn invalid(id: Option<Value>, kind: &str, e: &crate::protocol::validate::FrameError) -> Box<RpcResponse> {
+    // A sub-protocol answer without a usable id cannot be matched to anything.
+    let code = if is_subprotocol(kind) && e.path == "/id" { RpcErrorCode::InvalidRequest } else { RpcErrorCode::InvalidParams };
+    failure(id, kind, code, e.text())
+}
+
+/// The path through a `Value` tree, for the lines [`decode_doc`] leaves (see there).
+fn decode_value(text: &str, bytes: &[u8], escapes: bool) -> Result<Inbound, Box<RpcResponse>> {
     // A line the parser rejects (nested too deep, `1e400`, a lone surrogate) still has its id
     // answered when the top-level `id` can be read.
     let mut value: Value = serde_json::from_str(text).map_err(|e| {
-        let (id, _) = crate::dialect::peek_id_and_type(&bytes);
+        let (id, _) = crate::dialect::peek_id_and_type(bytes);
         failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: {e}"))
     })?;
     // The id is echoed byte for byte (see `transport::raw_id`).
@@ -81,7 +128,7 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
         _ => false,
     };
-    let raw_id = if plain || id.is_none() { None } else { crate::dialect::raw_id(&bytes) };
+    let raw_id = if plain || id.is_none() { None } else { crate::dialect::raw_id(bytes) };
     if let (Some(raw), Value::Object(map)) = (&raw_id, &mut value) {
         if id_kind(raw) != IdKind::Other {
             let exact = exact_id(raw);
@@ -117,9 +164,7 @@ pub fn decode_line(line: InboundLine, max_line_bytes: usize) -> Result<Inbound, 
         return Err(unknown_command(id, kind));
     };
     if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Inbound, &value, None) {
-        // A sub-protocol answer without a usable id cannot be matched to anything.
-        let code = if is_subprotocol(kind) && e.path == "/id" { RpcErrorCode::InvalidRequest } else { RpcErrorCode::InvalidParams };
-        return Err(failure(id, kind, code, e.text()));
+        return Err(invalid(id, kind, &e));
     }
     let parse_error = |e: serde_json::Error| failure(id.clone(), kind, RpcErrorCode::InvalidParams, format!("{kind}: {e}"));
     match kind {
