@@ -152,10 +152,10 @@ impl SchemaValidator {
         self.check(name, value, "", "")
     }
 
-    /// Validates an inbound rpc frame already read as a [`Doc`] (the rpc decoder's path; the
-    /// same check as [`Self::validate_frame`] with `Dialect::Rpc, Direction::Inbound`).
-    pub fn validate_rpc_inbound(&self, frame: &Doc<'_>) -> Result<(), FrameError> {
-        self.check_doc("RpcInboundFrame", frame, "", "")
+    /// [`Self::validate_def`] of a document read with [`Doc::parse`] (the rpc decoder checks
+    /// its lines as `RpcInboundFrame` this way, without a `Value` tree).
+    pub fn validate_def_doc(&self, name: &str, value: &Doc<'_>) -> Result<(), FrameError> {
+        self.check_doc(name, value, "", "")
     }
 
     /// Validates one frame of a dialect and direction, the way the server and harness do.

@@ -91,7 +91,7 @@ fn decode_doc(text: &str, escapes: bool) -> Option<Result<Inbound, Box<RpcRespon
         Some(_) => return None,
     };
     let kind = known_tag(members.get("type")?.as_str()?)?;
-    if let Err(e) = validator().validate_rpc_inbound(&doc) {
+    if let Err(e) = validator().validate_def_doc("RpcInboundFrame", &doc) {
         return Some(Err(invalid(id, kind, &e)));
     }
     let parsed = match kind {
