@@ -402,6 +402,73 @@ mod tests {
         assert!(matches!(decode(r#"{"type":"nope","type":"get_state"}"#), Ok(Inbound::Command { command: RpcCommand::GetState(_), .. })));
     }
 
+    /// The `Doc` path (`decode_doc`) answers every line exactly as the `Value` path does, or
+    /// leaves it to it: the lines below (odd ids, escapes, repeated keys, numbers a typed
+    /// field refuses, invalid params) and every inbound line of the rpc conformance corpus.
+    #[test]
+    fn the_doc_path_answers_as_the_value_path() {
+        let mut lines: Vec<String> = [
+            r#"{"id":1,"type":"get_state"}"#,
+            r#"{"type":"get_state"}"#,
+            r#"{"id":"s","type":"set_thinking_level","level":"hgh"}"#,
+            r#"{"id":"s","type":"set_thinking_level","level":"high"}"#,
+            r#"{"id":"p","type":"prompt","message":"line\none \"quoted\" \u00e9"}"#,
+            r#"{"id":"p\u0041","type":"prompt","message":"x\ny"}"#,
+            r#"{"id":"p","type":"prompt","message":"x","message":"y"}"#,
+            r#"{"id":"p","id":"q","type":"get_state"}"#,
+            r#"{"id":0,"type":"get_state"}"#,
+            r#"{"id":-4,"type":"get_state"}"#,
+            r#"{"id":1.0,"type":"get_state"}"#,
+            r#"{"id":18446744073709551616,"type":"get_state"}"#,
+            r#"{"id":"\ufdd0x","type":"get_state"}"#,
+            "{\"id\":\"\u{FDD0}x\",\"type\":\"get_state\",\"x\":\"\\n\"}",
+            r#"{"id":null,"type":"get_state"}"#,
+            r#"{"id":7,"type":"set_model","provider":"openai"}"#,
+            r#"{"id":7,"type":"set_model","provider":"openai","modelId":"gpt","extra":1}"#,
+            r#"{"id":8,"type":"get_messages_page","limit":1.0}"#,
+            r#"{"id":8,"type":"get_messages_page","limit":-1}"#,
+            r#"{"id":9,"type":"bash","command":"echo \"hi\""}"#,
+            r#"{"type":"extension_ui_response","id":"u1","confirmed":true}"#,
+            r#"{"type":"extension_ui_response","confirmed":true}"#,
+            r#"{"type":"host_tool_result","id":"h","result":{"content":[]}}"#,
+            r#"{"$serde_json::private::RawValue":"{\"type\":\"get_state\"}"}"#,
+            r#"{"id":1,"type":"nope"}"#,
+            r#"{"id":1,"type":"get_state"} x"#,
+            r#"[{"id":1,"type":"get_state"}]"#,
+        ]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect();
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+        for entry in std::fs::read_dir(&corpus).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !(name.starts_with("rpc-") && name.ends_with(".jsonl")) {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let v: Value = serde_json::from_str(line).unwrap();
+                if v["kind"] == "in" {
+                    lines.push(v.get("raw").and_then(Value::as_str).map_or_else(|| v["frame"].to_string(), str::to_owned));
+                }
+            }
+        }
+        assert!(lines.len() > 100, "{}", lines.len());
+        let mut taken = 0;
+        for line in &lines {
+            let escapes = line.contains('\\');
+            if let Some(doc) = decode_doc(line, escapes) {
+                taken += 1;
+                assert_eq!(doc, decode_value(line, line.as_bytes(), escapes), "{line}");
+            }
+        }
+        // The common lines take the `Doc` path (an escape elsewhere in the line included).
+        for line in [r#"{"id":1,"type":"get_state"}"#, r#"{"id":"s","type":"set_thinking_level","level":"hgh"}"#, r#"{"id":"p","type":"prompt","message":"a\nb"}"#] {
+            assert!(decode_doc(line, line.contains('\\')).is_some(), "{line}");
+        }
+        assert!(taken > lines.len() / 2, "{taken} of {}", lines.len());
+    }
+
     #[test]
     fn invalid_fields_are_named_and_nothing_is_dispatched() {
         let e = err(r#"{"id":"m","type":"set_model","provider":"openai"}"#);
