@@ -138,7 +138,7 @@ fn ours(schema: Schema, key: &str, value: &Value) -> Result<(), FrameError> {
     let parsed = Doc::parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
     assert!(parsed.same_as_value, "{text}");
     let (from_text, from_value) = match schema {
-        Schema::Bundle => (validator().validate_def_doc(key, &parsed.doc), validator().validate_def(key, value)),
+        Schema::Bundle => (validator().validate_def_doc(key, &parsed.doc, ""), validator().validate_def(key, value)),
         Schema::Acp => (acp_validator().validate_def_doc(key, &parsed.doc), acp_validator().validate_def(key, value)),
     };
     assert_eq!(from_text, from_value, "{key}: {text}");

@@ -2,6 +2,9 @@
 //! other half in `build.rs`): where a value sits in the frame, where violations go, and the
 //! few checks that are the same for every schema node.
 //!
+//! The checked document is a [`Doc`]: the rpc decoder's parse of the line (strings borrowed
+//! from it, objects as member lists), or a `Value` borrowed as one ([`Doc::from_value`]).
+//!
 //! A valid frame costs no allocation: the location of a value is a chain of borrowed segments
 //! on the stack, turned into a JSON pointer only when a violation is reported, and messages are
 //! built by closures that a quiet check (the members of a `oneOf` / `anyOf`, `not`) never calls.
@@ -47,18 +50,22 @@ impl<'a> Loc<'a> {
 
     /// The JSON pointer (RFC 6901: `~` and `/` escaped).
     pub fn pointer(&self) -> String {
-        let mut chain = Vec::new();
-        let mut at = Some(self);
-        while let Some(loc) = at {
-            chain.push(loc.seg);
-            at = loc.up;
-        }
         let mut out = String::new();
-        for seg in chain.iter().rev() {
-            match seg {
-                Seg::Base(base) => out.push_str(base),
-                Seg::Key(key) => {
-                    out.push('/');
+        self.write_pointer(&mut out);
+        out
+    }
+
+    /// Writes the pointer of the enclosing values, then this segment (no list of the chain
+    /// is built: the depth is the document's, which the parser bounds).
+    fn write_pointer(&self, out: &mut String) {
+        if let Some(up) = self.up {
+            up.write_pointer(out);
+        }
+        match self.seg {
+            Seg::Base(base) => out.push_str(base),
+            Seg::Key(key) => {
+                out.push('/');
+                if key.contains(['~', '/']) {
                     for c in key.chars() {
                         match c {
                             '~' => out.push_str("~0"),
@@ -66,13 +73,14 @@ impl<'a> Loc<'a> {
                             c => out.push(c),
                         }
                     }
-                }
-                Seg::Index(i) => {
-                    let _ = write!(out, "/{i}");
+                } else {
+                    out.push_str(key);
                 }
             }
+            Seg::Index(i) => {
+                let _ = write!(out, "/{i}");
+            }
         }
-        out
     }
 }
 

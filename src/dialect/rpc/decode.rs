@@ -8,6 +8,12 @@
 //!   objects (and oversized lines), `unknown` for objects without a string `type`;
 //! - every frame is validated against the schema before anything acts on it, and the error
 //!   names the field (`set_model: /modelId: "modelId" is a required property`).
+//!
+//! A line is read once (issue 24): into a borrowed [`Doc`] that the generated validators check,
+//! then from its text straight into the member struct its `type` names
+//! (`RpcCommand::from_tagged_str`), with no `serde_json::Value` tree. The few lines that path
+//! cannot answer the same way (see [`decode_doc`]) take the `Value` path, which defines the
+//! answers.
 
 use serde_json::Value;
 
@@ -91,7 +97,7 @@ fn decode_doc(text: &str, escapes: bool) -> Option<Result<Inbound, Box<RpcRespon
         Some(_) => return None,
     };
     let kind = known_tag(members.get("type")?.as_str()?)?;
-    if let Err(e) = validator().validate_def_doc("RpcInboundFrame", &doc) {
+    if let Err(e) = validator().validate_def_doc("RpcInboundFrame", &doc, kind) {
         return Some(Err(invalid(id, kind, &e)));
     }
     let parsed = match kind {
