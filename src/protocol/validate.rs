@@ -338,6 +338,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// String constants read without a copy say what a `String` parse said, from text and
+    /// from a `Value` alike.
+    #[test]
+    fn string_constants_keep_their_errors() {
+        use crate::protocol::generated::lit::LitGetState;
+        assert!(serde_json::from_str::<LitGetState>(r#""get_state""#).is_ok());
+        assert!(serde_json::from_str::<LitGetState>(r#""get_st\u0061te""#).is_ok());
+        assert!(serde_json::from_value::<LitGetState>(serde_json::json!("get_state")).is_ok());
+        let e = serde_json::from_str::<LitGetState>(r#""nope""#).unwrap_err();
+        assert_eq!(e.to_string(), r#"invalid value: string "nope", expected the string "get_state" at line 1 column 6"#);
+        let e = serde_json::from_value::<LitGetState>(serde_json::json!(5)).unwrap_err();
+        assert_eq!(e.to_string(), "invalid type: integer `5`, expected a string");
+        let e = serde_json::from_value::<LitGetState>(serde_json::json!("x")).unwrap_err();
+        assert_eq!(e.to_string(), r#"invalid value: string "x", expected the string "get_state""#);
+    }
+
     fn rpc_in(v: Value) -> String {
         validator().validate_frame(Dialect::Rpc, Direction::Inbound, &v, None).unwrap_err().to_string()
     }
