@@ -50,7 +50,8 @@ impl<'a> Loc<'a> {
 
     /// The JSON pointer (RFC 6901: `~` and `/` escaped).
     pub fn pointer(&self) -> String {
-        let mut out = String::new();
+        // Sized for the usual few segments, so the pushes below do not grow it step by step.
+        let mut out = String::with_capacity(32);
         self.write_pointer(&mut out);
         out
     }
@@ -100,18 +101,24 @@ pub struct Sink {
     quiet: bool,
     limit: usize,
     failed: bool,
-    found: Vec<Violation>,
+    /// How many violations are kept.
+    kept: usize,
+    /// The first one, held inline: a frame with one wrong field (the usual invalid frame)
+    /// allocates no list.
+    first: Option<Violation>,
+    /// The ones after it.
+    more: Vec<Violation>,
 }
 
 impl Sink {
     /// A sink that collects up to `limit` violations.
     pub fn collecting(limit: usize) -> Self {
-        Self { quiet: false, limit: limit.max(1), failed: false, found: Vec::new() }
+        Self { quiet: false, limit: limit.max(1), failed: false, kept: 0, first: None, more: Vec::new() }
     }
 
     /// A sink that only answers "valid or not", stopping at the first failure.
     pub fn quiet() -> Self {
-        Self { quiet: true, limit: 1, failed: false, found: Vec::new() }
+        Self { quiet: true, limit: 1, failed: false, kept: 0, first: None, more: Vec::new() }
     }
 
     /// Whether nothing failed.
@@ -122,7 +129,7 @@ impl Sink {
     /// Whether the check can stop: quiet and failed, or the limit reached.
     #[inline]
     pub fn done(&self) -> bool {
-        self.failed && (self.quiet || self.found.len() >= self.limit)
+        self.failed && (self.quiet || self.kept >= self.limit)
     }
 
     /// Records a violation at `at`; `message` runs only when the violation is kept.
@@ -144,18 +151,23 @@ impl Sink {
     #[inline(never)]
     fn failing(&mut self) -> bool {
         self.failed = true;
-        !self.quiet && self.found.len() < self.limit
+        !self.quiet && self.kept < self.limit
     }
 
     #[cold]
     #[inline(never)]
     fn keep(&mut self, at: &Loc<'_>, message: String) {
-        self.found.push(Violation { path: at.pointer(), message });
+        let found = Violation { path: at.pointer(), message };
+        self.kept += 1;
+        match self.first {
+            None => self.first = Some(found),
+            Some(_) => self.more.push(found),
+        }
     }
 
-    /// The violations found, in the order they were found.
-    pub fn into_violations(self) -> Vec<Violation> {
-        self.found
+    /// The violations found, in the order they were found: the first and the others.
+    pub fn into_violations(self) -> Option<(Violation, Vec<Violation>)> {
+        self.first.map(|first| (first, self.more))
     }
 }
 

@@ -125,9 +125,8 @@ pub(crate) fn run_check(check: CheckFn, value: &Doc<'_>, at: &str, context: impl
     if sink.ok() {
         return Ok(());
     }
-    let mut found = sink.into_violations().into_iter();
-    let first = found.next().unwrap_or_else(|| super::check::Violation { path: at.to_owned(), message: "invalid".into() });
-    let also = found.map(|v| if v.path.is_empty() { v.message } else { format!("{}: {}", v.path, v.message) }).collect();
+    let (first, more) = sink.into_violations().unwrap_or_else(|| (super::check::Violation { path: at.to_owned(), message: "invalid".into() }, Vec::new()));
+    let also = more.into_iter().map(|v| if v.path.is_empty() { v.message } else { format!("{}: {}", v.path, v.message) }).collect();
     Err(FrameError { context: context(), path: first.path, message: first.message, also })
 }
 
