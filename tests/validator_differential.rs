@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use agentwire::codegen::bundle::reachable;
 use agentwire::protocol::acp::{acp_validator, ACP_SCHEMA_JSON};
+use agentwire::protocol::doc::Doc;
 use agentwire::protocol::generated::BUNDLE_JSON;
 use agentwire::protocol::validate::{validator, FrameError};
 use proptest::prelude::*;
@@ -129,11 +130,19 @@ impl Oracle {
     }
 }
 
+/// Our verdict on `value`, the way the rpc decoder reaches it: the frame's text parsed into a
+/// `Doc` and checked. The check of the `Value` itself (`Doc::from_value`, the wire and ACP
+/// decoders' path) must say exactly the same.
 fn ours(schema: Schema, key: &str, value: &Value) -> Result<(), FrameError> {
-    match schema {
-        Schema::Bundle => validator().validate_def(key, value),
-        Schema::Acp => acp_validator().validate_def(key, value),
-    }
+    let text = value.to_string();
+    let parsed = Doc::parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    assert!(parsed.same_as_value, "{text}");
+    let (from_text, from_value) = match schema {
+        Schema::Bundle => (validator().validate_def_doc(key, &parsed.doc, ""), validator().validate_def(key, value)),
+        Schema::Acp => (acp_validator().validate_def_doc(key, &parsed.doc), acp_validator().validate_def(key, value)),
+    };
+    assert_eq!(from_text, from_value, "{key}: {text}");
+    from_text
 }
 
 /// Where jsonschema says `value` is wrong: exact pointers, and the pointers of unions that

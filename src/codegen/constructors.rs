@@ -136,7 +136,6 @@ pub(super) fn lit_types(lits: &BTreeMap<String, String>) -> TokenStream {
     let items = lits.iter().map(|(value, name)| {
         let ident = format_ident!("{}", name);
         let doc = format!("The string `\"{value}\"` and nothing else (a tag or other constant).");
-        let expected = format!("the string \"{value}\"");
         quote! {
             #[doc = #doc]
             #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -152,12 +151,7 @@ pub(super) fn lit_types(lits: &BTreeMap<String, String>) -> TokenStream {
             }
             impl<'de> ::serde::Deserialize<'de> for #ident {
                 fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
-                    let s = <::std::string::String as ::serde::Deserialize>::deserialize(d)?;
-                    if s == #value {
-                        Ok(#ident)
-                    } else {
-                        Err(<D::Error as ::serde::de::Error>::invalid_value(::serde::de::Unexpected::Str(&s), &#expected))
-                    }
+                    read(d, #value).map(|()| #ident)
                 }
             }
         }
@@ -165,6 +159,31 @@ pub(super) fn lit_types(lits: &BTreeMap<String, String>) -> TokenStream {
     quote! {
         /// Zero-sized markers for the schema's string constants (discriminator tags and the like).
         pub mod lit {
+            /// Reads the string constant `value`, compared where the deserializer holds it (a
+            /// line's text, a `Value`'s string) instead of copied into a `String` first. The
+            /// errors are a `String`'s: `invalid type: …, expected a string`, or
+            /// `invalid value: string "x", expected the string "value"`.
+            fn read<'de, D: ::serde::Deserializer<'de>>(d: D, value: &'static str) -> ::std::result::Result<(), D::Error> {
+                struct Expect(&'static str);
+                /// What a wrong string is compared against (a visitor is its own `Expected`,
+                /// which says "a string").
+                struct Quoted(&'static str);
+                impl ::serde::de::Expected for Quoted {
+                    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        write!(f, "the string \"{}\"", self.0)
+                    }
+                }
+                impl<'de> ::serde::de::Visitor<'de> for Expect {
+                    type Value = ();
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str("a string")
+                    }
+                    fn visit_str<E: ::serde::de::Error>(self, s: &str) -> ::std::result::Result<(), E> {
+                        if s == self.0 { Ok(()) } else { Err(E::invalid_value(::serde::de::Unexpected::Str(s), &Quoted(self.0))) }
+                    }
+                }
+                d.deserialize_string(Expect(value))
+            }
             #(#items)*
         }
     }

@@ -67,6 +67,11 @@ pub(super) fn variant_ident(member: &str, tags: &[String], defs: &Map<String, Va
     }
 }
 
+/// The unions that also get `from_tagged_str` (the typed parse straight from a line's text,
+/// once the tag is known): only those a decoder reads that way. Each instantiates serde_json's
+/// text parser for every member struct, so it is not generated for all (binary size, issue 24).
+const FROM_TEXT: &[&str] = &["RpcCommand"];
+
 pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union]) -> TokenStream {
     let name = format_ident!("{}", u.name);
     let prop = &u.tag_property;
@@ -75,6 +80,7 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
     let mut variants = Vec::new();
     let mut tag_arms = Vec::new();
     let mut parse_arms = Vec::new();
+    let mut text_arms = Vec::new();
     let mut ser_arms = Vec::new();
     let mut froms = Vec::new();
     for (member, tags) in &u.members {
@@ -96,6 +102,13 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
             quote! { ::serde_json::from_value::<#ty>(value).map(Self::#v) }
         };
         parse_arms.push(quote! { #(#tags)|* => |value| #parse });
+        let text_parse = match nested {
+            Some(n) if &n.tag_property == prop && FROM_TEXT.contains(&n.name.as_str()) => quote! { #ty::from_tagged_str(tag, text).map(Self::#v) },
+            // A union member without its own text parse reads its tag from the value.
+            Some(_) => quote! { ::serde_json::from_str(text).and_then(#ty::from_value).map(Self::#v) },
+            None => quote! { ::serde_json::from_str::<#ty>(text).map(Self::#v) },
+        };
+        text_arms.push(quote! { #(#tags)|* => #text_parse });
         ser_arms.push(quote! { Self::#v(inner) => inner.serialize(s) });
         froms.push(quote! {
             impl ::std::convert::From<#ty> for #name {
@@ -104,6 +117,23 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
         });
     }
     let expected = format!("{all_tags:?}");
+    let from_text = FROM_TEXT.contains(&u.name.as_str()).then(|| {
+        quote! {
+            /// Parses the frame `text` whose tag the caller already read (`tag`), straight into
+            /// the member: no `Value` tree. A key repeated in `text` is an error here where
+            /// [`Self::from_value`] takes the last value, and error texts name the line and
+            /// column; callers wanting `from_value`'s answers fall back to it on `Err`.
+            pub fn from_tagged_str(tag: &str, text: &str) -> ::std::result::Result<Self, ::serde_json::Error> {
+                use ::serde::de::Error as _;
+                match tag {
+                    #(#text_arms,)*
+                    other => Err(::serde_json::Error::custom(format!(
+                        "unknown {} `{}`, expected one of {}", #prop, other, #expected
+                    ))),
+                }
+            }
+        }
+    });
     quote! {
         #[doc = #doc]
         #[derive(Clone, Debug, PartialEq)]
@@ -135,6 +165,7 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
                 };
                 parse(value)
             }
+            #from_text
         }
         impl ::serde::Serialize for #name {
             fn serialize<S: ::serde::Serializer>(&self, s: S) -> ::std::result::Result<S::Ok, S::Error> {

@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
+use super::doc::Doc;
 use super::validate::{run_check, FrameError};
 
 include!(concat!(env!("OUT_DIR"), "/acp.rs"));
@@ -140,6 +141,10 @@ impl AcpValidator {
     }
 
     fn check(&self, key: &str, value: &Value, at: &str, context: &str) -> Result<(), FrameError> {
+        self.check_doc(key, &Doc::from_value(value), at, context)
+    }
+
+    fn check_doc(&self, key: &str, value: &Doc<'_>, at: &str, context: &str) -> Result<(), FrameError> {
         let check = super::acp_checks::check_fn(key).ok_or_else(|| FrameError { context: String::new(), path: String::new(), message: format!("the ACP schema has no definition `{key}`"), also: Vec::new() })?;
         run_check(check, value, at, || context.to_owned())
     }
@@ -147,6 +152,11 @@ impl AcpValidator {
     /// Validates `value` against the def `name` of the vendored schema.
     pub fn validate_def(&self, name: &str, value: &Value) -> Result<(), FrameError> {
         self.check(name, value, "", name)
+    }
+
+    /// [`Self::validate_def`] of a document read with [`Doc::parse`].
+    pub fn validate_def_doc(&self, name: &str, value: &Doc<'_>) -> Result<(), FrameError> {
+        self.check_doc(name, value, "", name)
     }
 
     /// Validates the params of an agent-side method (what a client sends); `Ok` for methods

@@ -2,13 +2,18 @@
 //! other half in `build.rs`): where a value sits in the frame, where violations go, and the
 //! few checks that are the same for every schema node.
 //!
+//! The checked document is a [`Doc`]: the rpc decoder's parse of the line (strings borrowed
+//! from it, objects as member lists), or a `Value` borrowed as one ([`Doc::from_value`]).
+//!
 //! A valid frame costs no allocation: the location of a value is a chain of borrowed segments
 //! on the stack, turned into a JSON pointer only when a violation is reported, and messages are
 //! built by closures that a quiet check (the members of a `oneOf` / `anyOf`, `not`) never calls.
 
 use std::fmt::Write as _;
 
-use serde_json::{Number, Value};
+use serde_json::Number;
+
+use super::doc::Doc;
 
 /// Where a value sits inside the checked document.
 #[derive(Debug, Clone, Copy)]
@@ -45,18 +50,23 @@ impl<'a> Loc<'a> {
 
     /// The JSON pointer (RFC 6901: `~` and `/` escaped).
     pub fn pointer(&self) -> String {
-        let mut chain = Vec::new();
-        let mut at = Some(self);
-        while let Some(loc) = at {
-            chain.push(loc.seg);
-            at = loc.up;
+        // Sized for the usual few segments, so the pushes below do not grow it step by step.
+        let mut out = String::with_capacity(32);
+        self.write_pointer(&mut out);
+        out
+    }
+
+    /// Writes the pointer of the enclosing values, then this segment (no list of the chain
+    /// is built: the depth is the document's, which the parser bounds).
+    fn write_pointer(&self, out: &mut String) {
+        if let Some(up) = self.up {
+            up.write_pointer(out);
         }
-        let mut out = String::new();
-        for seg in chain.iter().rev() {
-            match seg {
-                Seg::Base(base) => out.push_str(base),
-                Seg::Key(key) => {
-                    out.push('/');
+        match self.seg {
+            Seg::Base(base) => out.push_str(base),
+            Seg::Key(key) => {
+                out.push('/');
+                if key.contains(['~', '/']) {
                     for c in key.chars() {
                         match c {
                             '~' => out.push_str("~0"),
@@ -64,13 +74,14 @@ impl<'a> Loc<'a> {
                             c => out.push(c),
                         }
                     }
-                }
-                Seg::Index(i) => {
-                    let _ = write!(out, "/{i}");
+                } else {
+                    out.push_str(key);
                 }
             }
+            Seg::Index(i) => {
+                let _ = write!(out, "/{i}");
+            }
         }
-        out
     }
 }
 
@@ -90,18 +101,24 @@ pub struct Sink {
     quiet: bool,
     limit: usize,
     failed: bool,
-    found: Vec<Violation>,
+    /// How many violations are kept.
+    kept: usize,
+    /// The first one, held inline: a frame with one wrong field (the usual invalid frame)
+    /// allocates no list.
+    first: Option<Violation>,
+    /// The ones after it.
+    more: Vec<Violation>,
 }
 
 impl Sink {
     /// A sink that collects up to `limit` violations.
     pub fn collecting(limit: usize) -> Self {
-        Self { quiet: false, limit: limit.max(1), failed: false, found: Vec::new() }
+        Self { quiet: false, limit: limit.max(1), failed: false, kept: 0, first: None, more: Vec::new() }
     }
 
     /// A sink that only answers "valid or not", stopping at the first failure.
     pub fn quiet() -> Self {
-        Self { quiet: true, limit: 1, failed: false, found: Vec::new() }
+        Self { quiet: true, limit: 1, failed: false, kept: 0, first: None, more: Vec::new() }
     }
 
     /// Whether nothing failed.
@@ -112,7 +129,7 @@ impl Sink {
     /// Whether the check can stop: quiet and failed, or the limit reached.
     #[inline]
     pub fn done(&self) -> bool {
-        self.failed && (self.quiet || self.found.len() >= self.limit)
+        self.failed && (self.quiet || self.kept >= self.limit)
     }
 
     /// Records a violation at `at`; `message` runs only when the violation is kept.
@@ -134,26 +151,31 @@ impl Sink {
     #[inline(never)]
     fn failing(&mut self) -> bool {
         self.failed = true;
-        !self.quiet && self.found.len() < self.limit
+        !self.quiet && self.kept < self.limit
     }
 
     #[cold]
     #[inline(never)]
     fn keep(&mut self, at: &Loc<'_>, message: String) {
-        self.found.push(Violation { path: at.pointer(), message });
+        let found = Violation { path: at.pointer(), message };
+        self.kept += 1;
+        match self.first {
+            None => self.first = Some(found),
+            Some(_) => self.more.push(found),
+        }
     }
 
-    /// The violations found, in the order they were found.
-    pub fn into_violations(self) -> Vec<Violation> {
-        self.found
+    /// The violations found, in the order they were found: the first and the others.
+    pub fn into_violations(self) -> Option<(Violation, Vec<Violation>)> {
+        self.first.map(|first| (first, self.more))
     }
 }
 
 /// A generated check: validates `v` (at `at`) against one schema node.
-pub type CheckFn = fn(&Value, &Loc<'_>, &mut Sink);
+pub type CheckFn = fn(&Doc<'_>, &Loc<'_>, &mut Sink);
 
 /// Runs `check` quietly: whether `v` is valid.
-pub fn is_valid(check: CheckFn, v: &Value, at: &Loc<'_>) -> bool {
+pub fn is_valid(check: CheckFn, v: &Doc<'_>, at: &Loc<'_>) -> bool {
     let mut quiet = Sink::quiet();
     check(v, at, &mut quiet);
     quiet.ok()
@@ -180,15 +202,15 @@ pub mod types {
 /// The JSON type bits of `v` (an integral number is both `integer` and `number`, as in
 /// JSON Schema 2020-12, where `1.0` is an integer).
 #[inline]
-pub fn type_bits(v: &Value) -> u8 {
+pub fn type_bits(v: &Doc<'_>) -> u8 {
     match v {
-        Value::Null => types::NULL,
-        Value::Bool(_) => types::BOOLEAN,
-        Value::Number(n) if is_integral(n) => types::INTEGER | types::NUMBER,
-        Value::Number(_) => types::NUMBER,
-        Value::String(_) => types::STRING,
-        Value::Array(_) => types::ARRAY,
-        Value::Object(_) => types::OBJECT,
+        Doc::Null => types::NULL,
+        Doc::Bool(_) => types::BOOLEAN,
+        Doc::Number(n) if is_integral(n) => types::INTEGER | types::NUMBER,
+        Doc::Number(_) => types::NUMBER,
+        Doc::String(_) => types::STRING,
+        Doc::Array(_) => types::ARRAY,
+        Doc::Object(_) => types::OBJECT,
     }
 }
 
@@ -234,7 +256,7 @@ pub fn fits(n: &Number, lo: i128, hi: i128) -> bool {
 
 /// The message of a failed `type` keyword, in jsonschema's words.
 #[cold]
-pub fn type_message(v: &Value, names: &[&str]) -> String {
+pub fn type_message(v: &Doc<'_>, names: &[&str]) -> String {
     match names {
         [one] => format!("{v} is not of type \"{one}\""),
         many => format!("{v} is not of types {}", many.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ")),
@@ -244,7 +266,7 @@ pub fn type_message(v: &Value, names: &[&str]) -> String {
 /// The message of a failed `enum` keyword, in jsonschema's words; `candidates` is written by
 /// the generator (`src/codegen/validators.rs`), so a wrong value costs one `format!`.
 #[cold]
-pub fn enum_message(v: &Value, candidates: &str) -> String {
+pub fn enum_message(v: &Doc<'_>, candidates: &str) -> String {
     // `{v}` writes the compact text `to_string` gives; built in place, sized once.
     let mut message = serde_json::to_string(v).unwrap_or_default();
     message.reserve(" is not one of ".len() + candidates.len());
@@ -277,7 +299,7 @@ pub fn matches(cell: &'static std::sync::OnceLock<Option<regress::Regex>>, patte
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn pointers_escape_and_nest() {

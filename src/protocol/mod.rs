@@ -8,6 +8,7 @@
 pub mod envelope;
 pub mod generated;
 pub mod check;
+pub mod doc;
 pub mod validate;
 pub mod acp;
 

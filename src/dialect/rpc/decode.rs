@@ -8,12 +8,19 @@
 //!   objects (and oversized lines), `unknown` for objects without a string `type`;
 //! - every frame is validated against the schema before anything acts on it, and the error
 //!   names the field (`set_model: /modelId: "modelId" is a required property`).
+//!
+//! A line is read once (issue 24): into a borrowed [`Doc`] that the generated validators check,
+//! then from its text straight into the member struct its `type` names
+//! (`RpcCommand::from_tagged_str`), with no `serde_json::Value` tree. The few lines that path
+//! cannot answer the same way (see [`decode_doc`]) take the `Value` path, which defines the
+//! answers.
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 
 pub use super::failure::RpcFailure;
+use crate::protocol::doc::{Doc, Parsed};
 use crate::protocol::validate::{validator, Dialect, Direction};
 use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcChunk, RpcCommand, RpcErrorCode, UnionInfo};
 use crate::transport::raw_id::{exact_id, id_kind, IdKind};
@@ -68,10 +75,56 @@ pub fn decode_line(line: &InboundLine, max_line_bytes: usize) -> Result<Inbound,
         let (id, _) = crate::dialect::peek_id_and_type(&bytes);
         failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
+    if let Some(decoded) = decode_doc(text, escapes) {
+        return decoded;
+    }
+    decode_value(text, &bytes, escapes)
+}
+
+/// The main path: the line read once into a [`Doc`] (strings borrowed from it, no `Value`
+/// tree), checked, then parsed from its text straight into the member its tag names. `None`
+/// leaves the line to [`decode_value`], which gives the answer this path cannot give the same
+/// way: lines that are not JSON objects or lack a known `type`, keys given twice (the typed
+/// parse from text refuses them where the `Value` takes the last one), ids that need their raw
+/// token echoed, and lines the typed parse refuses (its error texts are the `Value` parse's).
+fn decode_doc(text: &str, escapes: bool) -> Option<Result<Inbound, RpcFailure>> {
+    let Ok(Parsed { doc, same_as_value: true }) = Doc::parse(text) else { return None };
+    let members = doc.as_object()?;
+    // The ids `decode_value` echoes as parsed, without their raw token: a string with no escape
+    // in its token (and no U+FDD0, which `exact_id` would mark), a non-zero integer.
+    let id = match members.get("id") {
+        None => None,
+        Some(Doc::String(s)) if !escapes || matches!(s, std::borrow::Cow::Borrowed(t) if !t.contains('\u{FDD0}')) => Some(Value::String(s.as_ref().to_owned())),
+        Some(Doc::Number(n)) if n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0) => Some(Value::Number(n.clone())),
+        Some(_) => return None,
+    };
+    let kind = known_tag(members.get("type")?.as_str()?)?;
+    if let Err(e) = validator().validate_def_doc("RpcInboundFrame", &doc, kind) {
+        return Some(Err(invalid(id, kind, &e)));
+    }
+    let parsed = match kind {
+        "extension_ui_response" => serde_json::from_str(text).map(Inbound::UiResponse),
+        "host_tool_update" => serde_json::from_str(text).map(Inbound::HostToolUpdate),
+        "host_tool_result" => serde_json::from_str(text).map(Inbound::HostToolResult),
+        "rpc_chunk" => serde_json::from_str(text).map(Inbound::Chunk),
+        _ => RpcCommand::from_tagged_str(kind, text).map(|command| Inbound::Command { id, command }),
+    };
+    parsed.ok().map(Ok)
+}
+
+/// The answer to a frame the schema check refused.
+fn invalid(id: Option<Value>, kind: &'static str, e: &crate::protocol::validate::FrameError) -> RpcFailure {
+    // A sub-protocol answer without a usable id cannot be matched to anything.
+    let code = if is_subprotocol(kind) && e.path == "/id" { RpcErrorCode::InvalidRequest } else { RpcErrorCode::InvalidParams };
+    failure(id, kind, code, e.text())
+}
+
+/// The path through a `Value` tree, for the lines [`decode_doc`] leaves (see there).
+fn decode_value(text: &str, bytes: &[u8], escapes: bool) -> Result<Inbound, RpcFailure> {
     // A line the parser rejects (nested too deep, `1e400`, a lone surrogate) still has its id
     // answered when the top-level `id` can be read.
     let mut value: Value = serde_json::from_str(text).map_err(|e| {
-        let (id, _) = crate::dialect::peek_id_and_type(&bytes);
+        let (id, _) = crate::dialect::peek_id_and_type(bytes);
         failure(id, "parse", RpcErrorCode::ParseError, format!("Failed to parse command: {e}"))
     })?;
     // The id is echoed byte for byte (see `transport::raw_id`).
@@ -83,7 +136,7 @@ pub fn decode_line(line: &InboundLine, max_line_bytes: usize) -> Result<Inbound,
         Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
         _ => false,
     };
-    let raw_id = if plain || id.is_none() { None } else { crate::dialect::raw_id(&bytes) };
+    let raw_id = if plain || id.is_none() { None } else { crate::dialect::raw_id(bytes) };
     if let (Some(raw), Value::Object(map)) = (&raw_id, &mut value) {
         if id_kind(raw) != IdKind::Other {
             let exact = exact_id(raw);
@@ -119,9 +172,7 @@ pub fn decode_line(line: &InboundLine, max_line_bytes: usize) -> Result<Inbound,
         return Err(unknown_command(id, kind));
     };
     if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Inbound, &value, None) {
-        // A sub-protocol answer without a usable id cannot be matched to anything.
-        let code = if is_subprotocol(kind) && e.path == "/id" { RpcErrorCode::InvalidRequest } else { RpcErrorCode::InvalidParams };
-        return Err(failure(id, kind, code, e.text()));
+        return Err(invalid(id, kind, &e));
     }
     let parse_error = |e: serde_json::Error| failure(id.clone(), kind, RpcErrorCode::InvalidParams, format!("{kind}: {e}"));
     match kind {
@@ -564,6 +615,73 @@ mod tests {
             let plain = !kind.bytes().any(|b| b < 0x20) && !id_text.bytes().any(|b| b < 0x20) && id_text != "0";
             proptest::prop_assert!(!plain || scan_plain_head(line.as_bytes()).is_some(), "{}", line);
         }
+    }
+
+    /// The `Doc` path (`decode_doc`) answers every line exactly as the `Value` path does, or
+    /// leaves it to it: the lines below (odd ids, escapes, repeated keys, numbers a typed
+    /// field refuses, invalid params) and every inbound line of the rpc conformance corpus.
+    #[test]
+    fn the_doc_path_answers_as_the_value_path() {
+        let mut lines: Vec<String> = [
+            r#"{"id":1,"type":"get_state"}"#,
+            r#"{"type":"get_state"}"#,
+            r#"{"id":"s","type":"set_thinking_level","level":"hgh"}"#,
+            r#"{"id":"s","type":"set_thinking_level","level":"high"}"#,
+            r#"{"id":"p","type":"prompt","message":"line\none \"quoted\" \u00e9"}"#,
+            r#"{"id":"p\u0041","type":"prompt","message":"x\ny"}"#,
+            r#"{"id":"p","type":"prompt","message":"x","message":"y"}"#,
+            r#"{"id":"p","id":"q","type":"get_state"}"#,
+            r#"{"id":0,"type":"get_state"}"#,
+            r#"{"id":-4,"type":"get_state"}"#,
+            r#"{"id":1.0,"type":"get_state"}"#,
+            r#"{"id":18446744073709551616,"type":"get_state"}"#,
+            r#"{"id":"\ufdd0x","type":"get_state"}"#,
+            "{\"id\":\"\u{FDD0}x\",\"type\":\"get_state\",\"x\":\"\\n\"}",
+            r#"{"id":null,"type":"get_state"}"#,
+            r#"{"id":7,"type":"set_model","provider":"openai"}"#,
+            r#"{"id":7,"type":"set_model","provider":"openai","modelId":"gpt","extra":1}"#,
+            r#"{"id":8,"type":"get_messages_page","limit":1.0}"#,
+            r#"{"id":8,"type":"get_messages_page","limit":-1}"#,
+            r#"{"id":9,"type":"bash","command":"echo \"hi\""}"#,
+            r#"{"type":"extension_ui_response","id":"u1","confirmed":true}"#,
+            r#"{"type":"extension_ui_response","confirmed":true}"#,
+            r#"{"type":"host_tool_result","id":"h","result":{"content":[]}}"#,
+            r#"{"$serde_json::private::RawValue":"{\"type\":\"get_state\"}"}"#,
+            r#"{"id":1,"type":"nope"}"#,
+            r#"{"id":1,"type":"get_state"} x"#,
+            r#"[{"id":1,"type":"get_state"}]"#,
+        ]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect();
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+        for entry in std::fs::read_dir(&corpus).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !(name.starts_with("rpc-") && name.ends_with(".jsonl")) {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let v: Value = serde_json::from_str(line).unwrap();
+                if v["kind"] == "in" {
+                    lines.push(v.get("raw").and_then(Value::as_str).map_or_else(|| v["frame"].to_string(), str::to_owned));
+                }
+            }
+        }
+        assert!(lines.len() > 100, "{}", lines.len());
+        let mut taken = 0;
+        for line in &lines {
+            let escapes = line.contains('\\');
+            if let Some(doc) = decode_doc(line, escapes) {
+                taken += 1;
+                assert_eq!(doc, decode_value(line, line.as_bytes(), escapes), "{line}");
+            }
+        }
+        // The common lines take the `Doc` path (an escape elsewhere in the line included).
+        for line in [r#"{"id":1,"type":"get_state"}"#, r#"{"id":"s","type":"set_thinking_level","level":"hgh"}"#, r#"{"id":"p","type":"prompt","message":"a\nb"}"#] {
+            assert!(decode_doc(line, line.contains('\\')).is_some(), "{line}");
+        }
+        assert!(taken > lines.len() / 2, "{taken} of {}", lines.len());
     }
 
     #[test]
