@@ -91,6 +91,26 @@ fn unknown_tools_and_bad_arguments_become_error_results_and_the_loop_continues()
 /// walk runs on the blocking pool): a `get_state` is answered while `grep` still reads, and an
 /// `abort` ends the call at once instead of after the walk.
 #[test]
+fn a_slow_edit_diff_leaves_the_frames_flowing() {
+    // Every one of 2,000 lines changed: the diff of the edit (unoptimized in the test binary)
+    // takes seconds, far longer than a frame's round trip; rpc serves on one thread.
+    let before: String = (0..2000).map(|i| format!("old line {i}\n")).collect();
+    let after: String = (0..2000).map(|i| format!("new {i} line\n")).collect();
+    let mut a = Agent::start(&[], &[tool_reply("edit", json!({"path": "big.txt", "oldText": before, "newText": after})), text_reply("done")]);
+    std::fs::write(a.dir.path().join("big.txt"), &before).unwrap();
+    a.send(json!({"id": "p", "type": "prompt", "message": "edit"}));
+    a.until(|f| f["type"] == "tool_execution_start");
+    a.send(json!({"id": "s", "type": "get_state"}));
+    let before_state = a.until(|f| f["id"] == "s");
+    let types: Vec<&Value> = before_state.iter().map(|f| &f["type"]).collect();
+    assert!(!types.contains(&&json!("tool_execution_end")), "the state waited for the diff: {types:?}");
+    let frames = a.until_prompt_result("p");
+    let end = frames.iter().find(|f| f["type"] == "tool_execution_end").expect("tool_execution_end");
+    assert_eq!(end["isError"], json!(false), "{end}");
+    assert_eq!(std::fs::read_to_string(a.dir.path().join("big.txt")).unwrap(), after);
+}
+
+#[test]
 fn a_long_search_leaves_the_frames_flowing_and_abort_ends_it() {
     let mut a = Agent::start(&[], &[tool_reply("grep", json!({"pattern": "never-in-the-file"})), text_reply("done")]);
     // 36 MB of lines: the searcher (unoptimized in the test binary) reads them for about a

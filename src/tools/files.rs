@@ -115,7 +115,17 @@ pub async fn edit(ctx: &ToolContext, path: &str, old: &str, new: &str) -> ToolOu
     if let Err(e) = save(ctx, &full, &after).await {
         return ToolOutput::error(format!("Could not write {path}: {e}"));
     }
-    let diff = similar::TextDiff::from_lines(&before, &after).unified_diff().context_radius(3).header(path, path).to_string();
+    // A diff can take time quadratic in the changed lines. rpc and wire serve on one thread, so it
+    // runs on the blocking pool (frames and `abort` are answered meanwhile), and past a second
+    // `similar` stops looking for the smallest diff and returns a coarser one (still exact).
+    let label = path.to_owned();
+    let diff = tokio::task::spawn_blocking(move || {
+        let mut config = similar::TextDiff::configure();
+        config.timeout(std::time::Duration::from_secs(1));
+        config.diff_lines(&before, &after).unified_diff().context_radius(3).header(&label, &label).to_string()
+    })
+    .await
+    .unwrap_or_else(|e| format!("(no diff: {e})"));
     ToolOutput::text(format!("Edited {path}")).with_details(json!({"path": full.display().to_string(), "diff": diff}))
 }
 
