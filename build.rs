@@ -127,6 +127,14 @@ fn fold_identical_code() {
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     let mut probe = std::process::Command::new(rustc);
     probe.args(flags.split('\x1f').filter(|f| !f.is_empty())).args(["--crate-type=bin", "--crate-name=link_probe", "-C", "link-arg=-Wl,--icf=all"]);
+    // A linker set in cargo's config (`[target.<triple>] linker`) links the real binaries: probe that one.
+    if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
+        probe.arg("-C").arg({
+            let mut arg = std::ffi::OsString::from("linker=");
+            arg.push(linker);
+            arg
+        });
+    }
     if links(probe, b"fn main() {}\n") {
         println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
     }
