@@ -298,37 +298,35 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 
 /// [`closest`] among the tags of `union` (a dialect's command or method names), remembered: the
 /// search is an edit distance against every tag, and a host that repeats one wrong name (a
-/// version mismatch, a typo in a loop) should not pay for it on every frame. At most
-/// `MEMO_NAMES` names are kept per process; past that the memo starts over.
+/// version mismatch, a typo in a loop) should not pay for it on every frame. The last name
+/// asked on each thread is compared first, with no lock taken; the names asked per process are
+/// kept in a shared memo of at most `MEMO_NAMES` names, which starts over when full.
 pub fn closest_tag(union: &'static super::UnionInfo, name: &str) -> Option<&'static str> {
     const MEMO_NAMES: usize = 1024;
-    /// The names asked per union, and the last one asked (compared before anything is hashed:
-    /// a host repeating one wrong name asks for the same one every time).
-    #[derive(Default)]
-    struct Memo {
-        names: std::collections::HashMap<&'static str, std::collections::HashMap<Box<str>, Option<&'static str>>>,
-        last: Option<(&'static str, Box<str>, Option<&'static str>)>,
+    type Last = Option<(&'static str, Box<str>, Option<&'static str>)>;
+    thread_local! {
+        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
     }
-    static MEMO: std::sync::OnceLock<std::sync::Mutex<Memo>> = std::sync::OnceLock::new();
+    let last = LAST.with(|last| last.borrow().as_ref().filter(|(u, n, _)| *u == union.name && **n == *name).map(|(_, _, found)| *found));
+    if let Some(found) = last {
+        return found;
+    }
+    type Names = std::collections::HashMap<&'static str, std::collections::HashMap<Box<str>, Option<&'static str>>>;
+    static MEMO: std::sync::OnceLock<std::sync::Mutex<Names>> = std::sync::OnceLock::new();
     let memo = MEMO.get_or_init(Default::default);
-    if let Ok(mut m) = memo.lock() {
-        if let Some((_, _, found)) = m.last.as_ref().filter(|(u, n, _)| *u == union.name && **n == *name) {
-            return *found;
+    let known = memo.lock().ok().and_then(|m| m.get(union.name).and_then(|names| names.get(name).copied()));
+    let found = known.unwrap_or_else(|| {
+        let found = closest(name, union.members.iter().map(|(tag, _)| *tag));
+        if let Ok(mut m) = memo.lock() {
+            let names = m.entry(union.name).or_default();
+            if names.len() >= MEMO_NAMES {
+                names.clear();
+            }
+            names.insert(name.into(), found);
         }
-        if let Some(found) = m.names.get(union.name).and_then(|names| names.get(name).copied()) {
-            m.last = Some((union.name, name.into(), found));
-            return found;
-        }
-    }
-    let found = closest(name, union.members.iter().map(|(tag, _)| *tag));
-    if let Ok(mut m) = memo.lock() {
-        let names = m.names.entry(union.name).or_default();
-        if names.len() >= MEMO_NAMES {
-            names.clear();
-        }
-        names.insert(name.into(), found);
-        m.last = Some((union.name, name.into(), found));
-    }
+        found
+    });
+    LAST.with(|last| *last.borrow_mut() = Some((union.name, name.into(), found)));
     found
 }
 
