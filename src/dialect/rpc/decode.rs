@@ -95,7 +95,7 @@ fn decode_doc(text: &str, escapes: bool) -> Option<Result<Inbound, RpcFailure>> 
     let id = match members.get("id") {
         None => None,
         Some(Doc::String(s)) if !escapes || matches!(s, std::borrow::Cow::Borrowed(t) if !t.contains('\u{FDD0}')) => Some(Value::String(s.as_ref().to_owned())),
-        Some(Doc::Number(n)) if n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0) => Some(Value::Number(n.clone())),
+        Some(Doc::Number(n)) if prints_back(n) => Some(Value::Number(n.clone())),
         Some(_) => return None,
     };
     let kind = known_tag(members.get("type")?.as_str()?)?;
@@ -133,7 +133,7 @@ fn decode_value(text: &str, bytes: &[u8], escapes: bool) -> Result<Inbound, RpcF
     let mut id = value.get("id").cloned();
     let plain = match &id {
         Some(Value::String(_)) => !escapes,
-        Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
+        Some(Value::Number(n)) => prints_back(n),
         _ => false,
     };
     let raw_id = if plain || id.is_none() { None } else { crate::dialect::raw_id(bytes) };
@@ -225,29 +225,10 @@ fn plain_type(bytes: &[u8]) -> Option<&str> {
     std::str::from_utf8(&bytes[at..at + len]).ok()
 }
 
-/// The `unknown_command` error for `kind`, with the closest known command when one is near.
+/// The `unknown_command` error for `kind`, with the closest known command when one is near
+/// (`closest_tag` remembers the names asked).
 fn unknown_command(id: Option<Value>, kind: &str) -> RpcFailure {
-    RpcFailure::unknown_command(id, kind, closest_command(kind))
-}
-
-/// The known command closest to `kind` (`closest_tag`, remembered there), with the last name
-/// asked on this thread checked first: a host repeating one unknown command then costs a
-/// comparison, not the shared memo's lock.
-fn closest_command(kind: &str) -> Option<&'static str> {
-    type Last = Option<(Box<str>, Option<&'static str>)>;
-    thread_local! {
-        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
-    }
-    LAST.with(|last| {
-        if let Some((name, hint)) = &*last.borrow() {
-            if **name == *kind {
-                return *hint;
-            }
-        }
-        let hint = crate::protocol::validate::closest_tag(inbound_union(), kind);
-        *last.borrow_mut() = Some((kind.into(), hint));
-        hint
-    })
+    RpcFailure::unknown_command(id, kind, crate::protocol::validate::closest_tag(inbound_union(), kind))
 }
 
 /// The top level of a line, read without building its `Value` tree: the `id` value, the `type`
@@ -410,10 +391,16 @@ fn unknown_command_fast(bytes: &[u8]) -> Option<RpcFailure> {
     // The ids `decode_line` echoes as parsed (see there); others need their raw token.
     let plain = match &id {
         None | Some(Value::String(_)) => true,
-        Some(Value::Number(n)) => n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0),
+        Some(Value::Number(n)) => prints_back(n),
         Some(_) => false,
     };
     plain.then(|| unknown_command(id, kind))
+}
+
+/// Whether an integer id prints back as its token from the parsed value: a non-zero integer
+/// (`0` may have been `-0`; anything else outside i64/u64 is not an integer to `Number`).
+fn prints_back(n: &serde_json::Number) -> bool {
+    n.as_u64().is_some_and(|v| v > 0) || n.as_i64().is_some_and(|v| v < 0)
 }
 
 fn is_subprotocol(kind: &str) -> bool {
