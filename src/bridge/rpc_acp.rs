@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
@@ -56,12 +56,26 @@ fn now_ms() -> u64 {
 pub struct RpcDialogs {
     dialogs: Arc<Dialogs>,
     next: Arc<AtomicU64>,
+    /// The pump of the agent's updates, once [`RpcOverAcp::start`] started it.
+    pump: Arc<OnceLock<mpsc::UnboundedSender<Control>>>,
 }
 
 impl RpcDialogs {
     /// Dialogs for the host writing to `out`.
     pub fn new(out: Outbox) -> Self {
-        Self { dialogs: Arc::new(Peer::new(out)), next: Arc::default() }
+        Self { dialogs: Arc::new(Peer::new(out)), next: Arc::default(), pump: Arc::default() }
+    }
+
+    /// Waits until the pump has written every update the agent sent before the request being
+    /// handled (the serve loop queues a notification before it dispatches a later request).
+    /// Without it, a permission asked right after its `tool_call` update (the agent writes
+    /// both at once) could reach the host before the `tool_execution_start` it is about.
+    async fn caught_up(&self) {
+        let Some(pump) = self.pump.get() else { return };
+        let (done, caught_up) = oneshot::channel();
+        if pump.send(Control::CatchUp(done)).is_ok() {
+            let _ = caught_up.await;
+        }
     }
 }
 
@@ -72,6 +86,7 @@ impl AcpClientHandler for RpcDialogs {
         let title = request.tool_call.title.clone().unwrap_or_else(|| format!("Allow tool call {}?", request.tool_call.tool_call_id.0));
         let id = format!("bridge-permission-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let frame = ExtensionUiRequest::from(UiSelectRequest::new(nonempty(&id), title, labels.clone()));
+        self.caught_up().await;
         let answer = match self.dialogs.send(Value::String(id), &frame).await.wait(None, None).await {
             Reply::Answered(answer) => answer,
             // The host's input ended (nobody can answer) or the wait was given up: nothing allowed.
@@ -92,6 +107,8 @@ enum Control {
     Start { text: String },
     /// The prompt's answer: the run's closing events.
     End { id: Option<Value>, outcome: Result<AcpStopReason, crate::client::AcpClientError> },
+    /// Write every update received so far, then say so ([`RpcDialogs::caught_up`]).
+    CatchUp(oneshot::Sender<()>),
 }
 
 /// A run in progress.
@@ -144,6 +161,7 @@ impl RpcOverAcp {
         let agent_name = agent.agent().and_then(|a| a.agent_info).map_or_else(|| "acp".to_owned(), |i| i.name);
         let (control, rx) = mpsc::unbounded_channel();
         let state = Arc::new(Mutex::new(State { session: Some(session.session_id), config: session.config_options.unwrap_or_default(), ..State::default() }));
+        let _ = dialogs.pump.set(control.clone());
         let server = Arc::new(Self { out, agent, dialogs: dialogs.dialogs.clone(), state, control, cwd, agent_name });
         tokio::spawn(Pump::new(&server).run(updates, rx));
         Ok(server)
@@ -493,6 +511,12 @@ impl Pump {
                         }
                         self.end(id, outcome).await;
                     }
+                    Some(Control::CatchUp(done)) => {
+                        while let Some(update) = updates.try_next() {
+                            self.update(update).await;
+                        }
+                        let _ = done.send(());
+                    }
                     None => break,
                 },
                 update = updates.next() => match update {
@@ -504,6 +528,9 @@ impl Pump {
                             match message {
                                 Control::Start { text } => self.start(text).await,
                                 Control::End { id, outcome } => self.end(id, outcome).await,
+                                Control::CatchUp(done) => {
+                                    let _ = done.send(());
+                                }
                             }
                         }
                         break;
