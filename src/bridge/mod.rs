@@ -38,8 +38,8 @@ use crate::jsonrpc::{Connection, Service};
 use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
 use crate::protocol::{WireClientInfo, WireInitializeParams};
 use crate::transport::until::UntilCancelled;
-use crate::transport::{spawn_blocking_writer, spawn_writer, stdout_sink, LineReader, Outbox};
-use tokio::io::Stdin;
+use crate::transport::stdio::Stdin;
+use crate::transport::{LineReader, Outbox};
 
 /// Bytes of frames that may wait for a slow host or agent.
 const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
@@ -121,10 +121,7 @@ pub async fn run(options: BridgeOptions) -> u8 {
         }
     };
     tracing::info!("the agent speaks {}", detected.dialect().name());
-    let (host_out, host_writer) = match stdout_sink() {
-        Ok(file) => spawn_blocking_writer(file, OUTBOUND_BUDGET),
-        Err(_) => spawn_writer(tokio::io::stdout(), OUTBOUND_BUDGET),
-    };
+    let (host_out, host_writer) = crate::transport::stdio::spawn_stdout_writer(OUTBOUND_BUDGET);
     let link = Link { agent, lines, agent_out, max_line_bytes: options.max_line_bytes };
     let code = match (options.serve, detected) {
         (Dialect::Acp, Detected::Rpc { .. }) => {
@@ -198,7 +195,7 @@ impl HostInput {
     fn new() -> Self {
         let stop = CancellationToken::new();
         let ended = CancellationToken::new();
-        let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, tokio::io::stdin()), stop.clone()).noting_end(ended.clone());
+        let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, crate::transport::stdio::stdin()), stop.clone()).noting_end(ended.clone());
         Self { input, stop, ended }
     }
 }

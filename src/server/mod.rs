@@ -32,7 +32,6 @@ use crate::dialect::wire::{serve_wire, WireHost, WireSession};
 use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
 use crate::providers::offline::OfflineModel;
 use crate::sessions::Session;
-use crate::transport::{spawn_blocking_writer, spawn_writer, stdout_sink, Outbox};
 use crate::transport::until::UntilCancelled;
 use tokio_util::sync::CancellationToken;
 
@@ -204,8 +203,8 @@ impl Input {
     }
 
     /// stdin, ending when `stop` is cancelled and noting its own end.
-    fn reader(&self) -> UntilCancelled<tokio::io::BufReader<tokio::io::Stdin>> {
-        UntilCancelled::new(tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin()), self.stop.clone()).noting_end(self.ended.clone())
+    fn reader(&self) -> UntilCancelled<tokio::io::BufReader<crate::transport::stdio::Stdin>> {
+        UntilCancelled::new(tokio::io::BufReader::with_capacity(64 * 1024, crate::transport::stdio::stdin()), self.stop.clone()).noting_end(self.ended.clone())
     }
 }
 
@@ -307,19 +306,6 @@ async fn run_process(
     code
 }
 
-/// The single writer of stdout: a thread that owns a duplicate of file descriptor 1 and writes
-/// queued frames with plain `write(2)`s (tokio's `Stdout` would copy each write once more and
-/// hop to its blocking pool per write); tokio's `Stdout` only if fd 1 cannot be duplicated.
-fn stdout_writer(budget_bytes: usize) -> (Outbox, tokio::task::JoinHandle<std::io::Result<u64>>) {
-    match stdout_sink() {
-        Ok(file) => spawn_blocking_writer(file, budget_bytes),
-        Err(e) => {
-            tracing::debug!("stdout cannot be duplicated ({e}); writing through tokio's stdout");
-            spawn_writer(tokio::io::stdout(), budget_bytes)
-        }
-    }
-}
-
 /// Connects the servers of `--mcp-config` (rpc and wire). A config file that cannot be read or
 /// is malformed, and a server that cannot start, are logged and returned for the dialect to
 /// tell its host; the agent works on without them.
@@ -342,7 +328,7 @@ pub async fn run_rpc_process(options: ProcessOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = stdout_writer(options.max_outbound_bytes);
+    let (out, writer) = crate::transport::stdio::spawn_stdout_writer(options.max_outbound_bytes);
     let host = Arc::new(RpcHost::new(out.clone()));
     let agent = prepared.build(host.clone());
     let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
@@ -363,7 +349,7 @@ pub async fn run_wire_process(options: ProcessOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let (out, writer) = stdout_writer(options.max_outbound_bytes);
+    let (out, writer) = crate::transport::stdio::spawn_stdout_writer(options.max_outbound_bytes);
     let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
     let agent = prepared.build(host.clone());
     // The wire's own notices are `Notification` events.
@@ -475,7 +461,7 @@ pub async fn run_acp_process(options: ProcessOptions) -> u8 {
             }
         }
     }
-    let (out, writer) = stdout_writer(options.max_outbound_bytes);
+    let (out, writer) = crate::transport::stdio::spawn_stdout_writer(options.max_outbound_bytes);
     let conn = Arc::new(crate::jsonrpc::Connection::new(out));
     let (eof_timeout, max_line_bytes) = (options.eof_timeout, options.max_line_bytes);
     let server = Arc::new(AcpServer::new(conn, Arc::new(AcpSessions { options, accepts_images })));

@@ -5,12 +5,21 @@
 
 use tokio_util::sync::CancellationToken;
 
-/// A token cancelled when stdout (a pipe or socket) reports an error or a hang-up: the host is
-/// gone. Watched by a detached thread parked in `poll(2)`; for a file or a terminal, which
-/// never report one, it stays uncancelled.
+/// A token cancelled when stdout (a pipe, a socket or a terminal) reports an error or a hang-up:
+/// the host is gone. A pipe or a socket is watched by a task in the runtime's own `epoll`
+/// ([`super::stdio::stdout_hangup`]); anything else by a detached thread parked in `poll(2)`
+/// (for a file, which never reports one, the token stays uncancelled). Must be called inside a
+/// tokio runtime.
 pub fn watch_stdout_hangup() -> CancellationToken {
     let gone = CancellationToken::new();
     let token = gone.clone();
+    if let Some(hangup) = super::stdio::stdout_hangup() {
+        tokio::spawn(async move {
+            hangup.await;
+            token.cancel();
+        });
+        return gone;
+    }
     let spawned = std::thread::Builder::new().name("stdout-hangup".into()).spawn(move || {
         let mut fd = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
         loop {
