@@ -33,6 +33,7 @@ fn main() {
 
     pack_relative_relocations();
     fold_identical_code();
+    link_at_fixed_address();
 
     let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,
@@ -123,10 +124,43 @@ fn fold_identical_code() {
     if std::env::var("TARGET").ok() != std::env::var("HOST").ok() || std::env::var("PROFILE").as_deref() != Ok("release") {
         return;
     }
-    let Some(rustc) = std::env::var_os("RUSTC") else { return };
+    let Some(probe) = rustc_probe("link-arg=-Wl,--icf=all") else { return };
+    if links(probe, b"fn main() {}\n") {
+        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+    }
+}
+
+/// Links the release `agentwire` binary at a fixed address (`-no-pie`): a position-independent
+/// binary has about 41,000 pointers the dynamic loader rewrites at every start, and each page of
+/// `.data.rel.ro` and the GOT they sit on is copied on write (about 180 page faults of the 480 of
+/// spawn + one `get_state` + EOF, and 0.8M of its 1.8M instructions). Fixed, there is nothing to
+/// relocate: -0.5 ms of start-up (docs/performance.md, "Issue 24: one thread and no
+/// relocations"). The price is address-space randomization of the binary's own image (the
+/// libraries, stack, heap and mappings stay randomized); `AGENTWIRE_PIE=1` at build time keeps
+/// the binary position-independent. Only for a native release build, and only when rustc's
+/// linker links a program with the flag.
+fn link_at_fixed_address() {
+    println!("cargo:rerun-if-env-changed=AGENTWIRE_PIE");
+    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
+    let linux = std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux");
+    let wanted = std::env::var_os("AGENTWIRE_PIE").is_none_or(|v| v.is_empty() || v == "0");
+    if !native || !linux || !wanted || std::env::var("PROFILE").as_deref() != Ok("release") {
+        return;
+    }
+    if let Some(probe) = rustc_probe("link-arg=-no-pie") {
+        if links(probe, b"fn main() {}\n") {
+            println!("cargo:rustc-link-arg-bin=agentwire=-no-pie");
+        }
+    }
+}
+
+/// `rustc` with the build's flags and linker, ready to link a probe program with the codegen
+/// option `extra` (`-C extra`); `None` when cargo did not say which rustc builds.
+fn rustc_probe(extra: &str) -> Option<std::process::Command> {
+    let rustc = std::env::var_os("RUSTC")?;
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     let mut probe = std::process::Command::new(rustc);
-    probe.args(flags.split('\x1f').filter(|f| !f.is_empty())).args(["--crate-type=bin", "--crate-name=link_probe", "-C", "link-arg=-Wl,--icf=all"]);
+    probe.args(flags.split('\x1f').filter(|f| !f.is_empty())).args(["--crate-type=bin", "--crate-name=link_probe", "-C", extra]);
     // A linker set in cargo's config (`[target.<triple>] linker`) links the real binaries: probe that one.
     if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
         probe.arg("-C").arg({
@@ -135,9 +169,7 @@ fn fold_identical_code() {
             arg
         });
     }
-    if links(probe, b"fn main() {}\n") {
-        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
-    }
+    Some(probe)
 }
 
 /// Whether `driver` (a compiler with the flags under test) links `program`, read from stdin,
