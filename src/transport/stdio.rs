@@ -3,24 +3,26 @@
 //! tokio's `Stdin` and `Stdout` do every read and write on a thread of the blocking pool, one
 //! hop per call, because a plain `read(2)`/`write(2)` on a pipe can block. When stdin or stdout
 //! is a pipe or a socket (how a host spawns an agent), they are read and written here with
-//! `preadv2`/`pwritev2` and `RWF_NOWAIT` instead: a call that would block fails with `EAGAIN`,
-//! and the runtime waits for readiness in its own `epoll` ([`AsyncFd`]), so a session needs no
-//! thread besides the runtime's own. The file status flags are left alone: `O_NONBLOCK` would
-//! be set on the open file description, which the host (or a shell pipeline) may share, and
-//! would outlive this process.
+//! `preadv2`/`pwritev2` and `RWF_NOWAIT` instead: a call that would block fails with `EAGAIN`
+//! (a write into a nearly full pipe writes what fits). stdin then waits for readiness in the
+//! runtime's own `epoll` ([`AsyncFd`]); stdout, the first time it is full (a burst the host reads
+//! slower than we write), hands the rest of the session's writing to a thread, so that encoding
+//! and writing run on two cores side by side ([`super::writer::spawn_piped_writer`]). The file
+//! status flags are left alone: `O_NONBLOCK` would be set on the open file description, which
+//! the host (or a shell pipeline) may share, and would outlive this process.
 //!
 //! What this buys (docs/performance.md, "Issue 24: one thread and no relocations"): spawn →
 //! first answer no longer waits for three threads to be created (the stdin reader, the stdout
-//! writer, the hang-up watcher), and a pipelined burst is read, answered and written without a
-//! hand-off between threads.
+//! writer, the hang-up watcher), and frames are read without a hand-off between threads.
 //!
 //! Anything else — a regular file, a terminal, `/dev/null`, a kernel without `RWF_NOWAIT` for
-//! pipes (before Linux 5.7 or so) — is served as before, through tokio's blocking pool:
-//! [`Stdin`] falls back to tokio's `Stdin` (also after an `EOPNOTSUPP` on its first read, which
-//! consumes nothing), and [`stdout_pipe`] answers `None` so the caller keeps its blocking writer.
+//! pipes (before Linux 5.7 or so) — is served as before, through tokio's blocking pool or a
+//! thread: [`Stdin`] falls back to tokio's `Stdin` (also after an `EOPNOTSUPP` on its first
+//! read, which consumes nothing), and stdout's writer moves to its thread on `EOPNOTSUPP` as it
+//! does on `EAGAIN`.
 //!
-//! Each handle reads or writes a duplicate of the descriptor (close-on-exec), registered with the
-//! runtime; descriptors 0 and 1 themselves stay open and untouched.
+//! Each handle reads or writes a duplicate of the descriptor (close-on-exec); descriptors 0 and
+//! 1 themselves stay open and untouched.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -28,7 +30,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::io::{AsyncRead, Interest, ReadBuf};
 
 /// Whether `fd` is a pipe (FIFO) or a socket: the kinds `epoll` takes and `RWF_NOWAIT` serves.
 fn is_pipe_or_socket(fd: BorrowedFd<'_>) -> bool {
@@ -53,7 +55,7 @@ fn register(fd: BorrowedFd<'_>, interest: Interest) -> Option<AsyncFd<OwnedFd>> 
 }
 
 /// Whether `e` says the descriptor does not take `RWF_NOWAIT` (nothing was read or written).
-fn nowait_unsupported(e: &io::Error) -> bool {
+pub(super) fn nowait_unsupported(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EOPNOTSUPP)
 }
 
@@ -75,7 +77,7 @@ fn read_nowait(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// One `pwritev2(fd, buf, -1, RWF_NOWAIT)`: writes what fits, `WouldBlock` when nothing does.
-fn write_nowait(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+pub(super) fn write_nowait(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     let iov = libc::iovec { iov_base: buf.as_ptr().cast_mut().cast(), iov_len: buf.len() };
     loop {
         // SAFETY: one iovec over `buf`, valid for the call (only read by the kernel).
@@ -134,55 +136,14 @@ impl AsyncRead for Stdin {
     }
 }
 
-/// The process's stdout as an [`AsyncWrite`] on the runtime's thread, when it is a pipe or a
-/// socket; `None` otherwise (the caller writes it from a thread as before). A kernel that
-/// refuses `RWF_NOWAIT` on the first write is written through tokio's `Stdout` from then on
-/// (nothing of the refused write was written). Must be called inside a tokio runtime.
-pub fn stdout_pipe() -> Option<StdoutPipe> {
-    register(io::stdout().as_fd(), Interest::WRITABLE).map(StdoutPipe::Ready)
-}
-
-/// See [`stdout_pipe`].
-#[derive(Debug)]
-pub enum StdoutPipe {
-    /// Written with `RWF_NOWAIT` when the runtime says it is writable.
-    Ready(AsyncFd<OwnedFd>),
-    /// tokio's `Stdout`, after the kernel refused `RWF_NOWAIT`.
-    Blocking(tokio::io::Stdout),
-}
-
-impl AsyncWrite for StdoutPipe {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        loop {
-            let fd = match &mut *self {
-                StdoutPipe::Blocking(inner) => return Pin::new(inner).poll_write(cx, buf),
-                StdoutPipe::Ready(fd) => fd,
-            };
-            let mut guard = ready!(fd.poll_write_ready(cx))?;
-            match guard.try_io(|fd| write_nowait(fd.as_fd(), buf)) {
-                Ok(Ok(n)) => return Poll::Ready(Ok(n)),
-                Ok(Err(e)) if nowait_unsupported(&e) => {
-                    tracing::debug!("stdout does not take RWF_NOWAIT; writing it on the blocking pool");
-                    *self = StdoutPipe::Blocking(tokio::io::stdout());
-                }
-                Ok(Err(e)) => return Poll::Ready(Err(e)),
-                // Full after all: the readiness is cleared, wait for room.
-                Err(_would_block) => {}
-            }
-        }
+/// A close-on-exec duplicate of stdout when it is a pipe or a socket (the writer of
+/// [`super::writer::spawn_piped_writer`]); `None` for anything else.
+fn piped_stdout() -> Option<OwnedFd> {
+    let fd = io::stdout();
+    if !is_pipe_or_socket(fd.as_fd()) {
+        return None;
     }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut *self {
-            // Every write went to the kernel whole or in part, as it returned: nothing is held.
-            StdoutPipe::Ready(_) => Poll::Ready(Ok(())),
-            StdoutPipe::Blocking(inner) => Pin::new(inner).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.poll_flush(cx)
-    }
+    fd.as_fd().try_clone_to_owned().ok()
 }
 
 /// Waits until stdout, a pipe or a socket, reports an error or a hang-up (its reader is gone),
@@ -211,14 +172,15 @@ async fn hangup(fd: AsyncFd<OwnedFd>) {
     }
 }
 
-/// The single writer of stdout ([`super::writer`]): on the runtime's thread for a pipe or a
-/// socket ([`stdout_pipe`]); otherwise a thread that owns a duplicate of file descriptor 1 and
-/// writes queued frames with plain `write(2)`s (tokio's `Stdout` would copy each write once more
-/// and hop to its blocking pool per write); tokio's `Stdout` only if fd 1 cannot be duplicated.
-/// Must be called inside a tokio runtime.
+/// The single writer of stdout ([`super::writer`]). A pipe or a socket is written on the
+/// runtime's thread until it is first full, then from a thread
+/// ([`super::writer::spawn_piped_writer`]); anything else from a thread that owns a duplicate
+/// of file descriptor 1 and writes queued frames with plain `write(2)`s (tokio's `Stdout` would
+/// copy each write once more and hop to its blocking pool per write); tokio's `Stdout` only if
+/// fd 1 cannot be duplicated. Must be called inside a tokio runtime.
 pub fn spawn_stdout_writer(budget_bytes: usize) -> (super::Outbox, tokio::task::JoinHandle<io::Result<u64>>) {
-    if let Some(pipe) = stdout_pipe() {
-        return super::spawn_writer(pipe, budget_bytes);
+    if let Some(fd) = piped_stdout() {
+        return super::writer::spawn_piped_writer(fd, budget_bytes);
     }
     match super::stdout_sink() {
         Ok(file) => super::spawn_blocking_writer(file, budget_bytes),

@@ -202,6 +202,70 @@ where
     (outbox, writer)
 }
 
+/// The writer of a piped stdout (`fd`, a duplicate of it; see [`super::stdio`]): queued frames
+/// are gathered up to 64 KiB and written on the runtime's thread with `RWF_NOWAIT` while the
+/// pipe takes them; the first time it is full, what is left and every later frame are written
+/// from a thread of the blocking pool with plain blocking `write(2)`s
+/// ([`spawn_blocking_writer`]'s loop), so a burst is encoded on one core and written on the
+/// other. A session whose host keeps up (any interactive one) starts no thread. Must be called
+/// inside a tokio runtime.
+pub fn spawn_piped_writer(fd: std::os::fd::OwnedFd, budget_bytes: usize) -> (Outbox, tokio::task::JoinHandle<std::io::Result<u64>>) {
+    let (outbox, rx, budget) = outbox(budget_bytes);
+    let writer = tokio::spawn(async move {
+        let result = write_piped(fd, rx).await;
+        budget.close();
+        result
+    });
+    (outbox, writer)
+}
+
+async fn write_piped(fd: std::os::fd::OwnedFd, mut rx: mpsc::UnboundedReceiver<Queued>) -> std::io::Result<u64> {
+    use std::os::fd::AsFd;
+    const GATHER: usize = 64 * 1024;
+    let mut buf = Vec::with_capacity(GATHER);
+    let mut written = 0;
+    while let Some((frame, permit)) = rx.recv().await {
+        // As the other writers: what is queued goes in one write; a frame's share of the budget
+        // is released once its bytes are in the (bounded) buffer.
+        buf.extend_from_slice(&frame);
+        written += 1;
+        drop(permit);
+        while buf.len() < GATHER {
+            let Ok((frame, _permit)) = rx.try_recv() else { break };
+            buf.extend_from_slice(&frame);
+            written += 1;
+        }
+        let mut done = 0;
+        while done < buf.len() {
+            match super::stdio::write_nowait(fd.as_fd(), &buf[done..]) {
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || super::stdio::nowait_unsupported(&e) => {
+                    buf.drain(..done);
+                    let sink = std::fs::File::from(fd);
+                    let blocking = tokio::task::spawn_blocking(move || {
+                        let mut sink = sink;
+                        if let Err(e) = std::io::Write::write_all(&mut sink, &buf) {
+                            rx.close();
+                            return Err(e);
+                        }
+                        write_queued_blocking(sink, rx)
+                    });
+                    return match blocking.await {
+                        Ok(result) => result.map(|later| written + later),
+                        Err(e) => Err(std::io::Error::other(e)),
+                    };
+                }
+                Err(e) => {
+                    rx.close();
+                    return Err(e);
+                }
+            }
+        }
+        buf.clear();
+    }
+    Ok(written)
+}
+
 /// A stdout the blocking writer can own: a duplicate of file descriptor 1 (std's `Stdout`
 /// flushes at every LF, a `write(2)` per frame).
 pub fn stdout_sink() -> std::io::Result<std::fs::File> {
@@ -384,6 +448,47 @@ mod tests {
         let text = String::from_utf8(reader.await.unwrap()).unwrap();
         let ns: Vec<u64> = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_u64().unwrap()).collect();
         assert_eq!(ns, (0..200).collect::<Vec<_>>(), "every frame, in order");
+    }
+
+    /// The writer of a piped stdout keeps every frame whole and in order across its move to a
+    /// thread (a reader that starts late makes the pipe full, and a write short), and stops with
+    /// the error when the reader goes away.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_piped_writer_keeps_frames_whole_when_it_moves_to_a_thread() {
+        use std::io::Read;
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: `pipe2` writes two descriptors into `fds`, which we then own.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        let (mut read_end, write_end) = unsafe { (std::fs::File::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+        let (outbox, writer) = spawn_piped_writer(write_end, 1 << 20);
+        // 600 frames of ~1.7 KB: 1 MB through a 64 KiB pipe nobody reads yet.
+        let producer = tokio::spawn(async move {
+            for n in 0..600 {
+                outbox.send(&json!({"n": n, "pad": "y".repeat(1700)})).await.unwrap();
+            }
+        });
+        let reader = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let mut out = Vec::new();
+            read_end.read_to_end(&mut out).unwrap();
+            out
+        });
+        producer.await.unwrap();
+        assert_eq!(writer.await.unwrap().unwrap(), 600);
+        let text = String::from_utf8(reader.join().unwrap()).unwrap();
+        let ns: Vec<u64> = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_u64().unwrap()).collect();
+        assert_eq!(ns, (0..600).collect::<Vec<_>>(), "every frame, whole and in order");
+
+        // The reader gone: the writer stops with the error and later sends fail.
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        let (read_end, write_end) = unsafe { (std::fs::File::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+        drop(read_end);
+        let (outbox, writer) = spawn_piped_writer(write_end, 1 << 20);
+        let _ = outbox.send(&json!({"n": 0})).await;
+        assert_eq!(writer.await.unwrap().unwrap_err().kind(), std::io::ErrorKind::BrokenPipe);
+        assert!(outbox.send(&json!({"n": 1})).await.is_err());
     }
 
     /// The blocking writer (stdout's) keeps every frame whole and in order, and stops when its
