@@ -164,7 +164,12 @@ impl From<DialectArg> for Dialect {
 }
 
 /// Subcommands.
+// Each subcommand's arguments are built only when it is invoked or its help shown (`defer`): the
+// agent itself (no subcommand) is served without building the tools' argument trees, a quarter
+// of the instructions of spawn → first answer (docs/performance.md, "Issue 24: one thread and no
+// relocations").
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Run conformance transcripts against an agent.
     Conformance {
@@ -222,7 +227,9 @@ impl Mode {
     }
 }
 
-/// `agentwire conformance …`
+// The same text as the `conformance` variant's: with `Command` deferred, a subcommand's own help
+// line is its enum's doc comment (likewise `CodegenAction`, `SchemaAction`).
+/// Run conformance transcripts against an agent.
 #[derive(Debug, Subcommand)]
 pub enum ConformanceAction {
     /// Replay transcripts (files or directories of `*.jsonl`) against an agent; exits 1 if any fails.
@@ -374,7 +381,7 @@ pub enum ReportFormat {
     Junit,
 }
 
-/// `agentwire codegen …`
+/// Generate the client bindings' inputs and protocol layers (see clients/generate).
 #[derive(Debug, Subcommand)]
 pub enum CodegenAction {
     /// The bundled schema prepared for a type generator (json-schema-to-typescript or datamodel-code-generator).
@@ -402,7 +409,7 @@ pub enum CodegenTarget {
     Python,
 }
 
-/// `agentwire schema …`
+/// Work with the protocol schema.
 #[derive(Debug, Subcommand)]
 pub enum SchemaAction {
     /// Print one self-contained JSON Schema (all `$defs`, local refs only) to stdout.
@@ -805,4 +812,31 @@ impl Drop for EchoOff {
 fn fail(message: &str) -> ExitCode {
     tracing::error!("{message}");
     ExitCode::from(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// clap's own consistency checks, over every subcommand (deferred ones built too).
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// A deferred subcommand's help opens with the line the top-level help lists for it: its
+    /// arguments are added when it is built, and must not replace that line.
+    #[test]
+    fn a_deferred_subcommand_keeps_the_line_listed_for_it() {
+        let cli = Cli::command();
+        for sub in cli.get_subcommands() {
+            let listed = sub.get_about().map(ToString::to_string);
+            let mut built = sub.clone();
+            built.build();
+            assert_eq!(built.get_about().map(ToString::to_string), listed, "agentwire {}", sub.get_name());
+            assert!(built.get_arguments().count() > 0 || built.has_subcommands(), "agentwire {} was built", sub.get_name());
+        }
+    }
 }
