@@ -259,3 +259,47 @@ fn a_pi_session_with_entries_of_unknown_types_resumes_whole_and_clones_verbatim(
     let written = std::fs::read_to_string(&copy).unwrap();
     assert!(written.lines().any(|l| l == label), "the unknown entry is written back byte for byte:\n{written}");
 }
+
+/// `list_sessions` reads every session file whole; rpc serves on one thread, so the reading
+/// runs on the blocking pool and a run streaming meanwhile keeps sending its deltas (they all
+/// waited for the listing when it was read inline).
+#[test]
+fn a_slow_listing_leaves_a_streaming_run_flowing() {
+    const FILES: usize = 6;
+    const MESSAGES: u64 = 1500;
+    let sessions = tempfile::tempdir().unwrap();
+    // 6 files of 1,500 messages (~0.9 MB each): the unoptimized test binary reads them for
+    // about a second.
+    let text = "lorem ipsum dolor sit amet ".repeat(15);
+    for f in 0..FILES {
+        let mut lines = vec![json!({"type":"session","version":3,"id":format!("s{f}"),"timestamp":"2026-01-01T00:00:00.000Z","cwd":sessions.path()}).to_string()];
+        let mut parent = Value::Null;
+        for i in 0..MESSAGES {
+            let message = if i % 2 == 0 {
+                json!({"role":"user","content":[{"type":"text","text":format!("{i} {text}")}],"timestamp":1_700_000_000_000u64 + i})
+            } else {
+                json!({"role":"assistant","content":[{"type":"text","text":format!("{i} {text}")}],"api":"openai-completions","provider":"fake","model":"m","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1_700_000_000_000u64 + i})
+            };
+            let id = format!("{f}-{i}");
+            lines.push(json!({"type":"message","id":id,"parentId":parent,"timestamp":"2026-01-01T00:00:01.000Z","message":message}).to_string());
+            parent = json!(id);
+        }
+        std::fs::write(sessions.path().join(format!("2026-01-01T00-00-0{f:02}_s{f}.jsonl")), lines.join("\n") + "\n").unwrap();
+    }
+    // A reply of 400 one-character deltas, 10 ms apart.
+    let mut a = start_in(sessions.path(), &[], &[json!({"text": "x".repeat(400), "chunkSize": 1, "delayMs": 10})]);
+    a.send(json!({"id": "p", "type": "prompt", "message": "stream"}));
+    a.until(|f| f["type"] == "message_update");
+    let asked = std::time::Instant::now();
+    a.send(json!({"id": "ls", "type": "list_sessions"}));
+    let during = a.until(|f| f["id"] == "ls");
+    let took = asked.elapsed();
+    let listed = during.last().unwrap()["data"]["sessions"].as_array().map_or(0, Vec::len);
+    assert!(listed >= FILES, "{listed} sessions listed");
+    let deltas = during.iter().filter(|f| f["type"] == "message_update").count();
+    // A delta every 10 ms while the listing ran; a third of them is plenty of slack.
+    let expected = (took.as_millis() / 30) as usize;
+    assert!(took >= Duration::from_millis(150), "the listing took only {took:?}: too short to tell");
+    assert!(deltas >= expected, "{deltas} deltas during a listing of {took:?} (expected at least {expected})");
+    a.until_prompt_result("p");
+}

@@ -516,9 +516,9 @@ pub trait AgentCore: Send + Sync + 'static {
     }
 
     /// Writes the session as HTML; returns the file.
-    fn export_html(&self, output: Option<&str>) -> CoreResult<PathBuf> {
+    fn export_html(&self, output: Option<&str>) -> impl Future<Output = CoreResult<PathBuf>> + Send {
         let _ = output;
-        Err(unsupported("export_html"))
+        async { Err(unsupported("export_html")) }
     }
 
     /// The conversation's messages.
@@ -545,9 +545,9 @@ pub trait AgentCore: Send + Sync + 'static {
     }
 
     /// The session files of this working directory (`all`: of every one).
-    fn list_sessions(&self, all: bool) -> CoreResult<SessionList> {
+    fn list_sessions(&self, all: bool) -> impl Future<Output = CoreResult<SessionList>> + Send {
         let _ = all;
-        Err(unsupported("list_sessions"))
+        async { Err(unsupported("list_sessions")) }
     }
 
     /// The session's entry tree.
@@ -746,8 +746,8 @@ impl AgentCore for Agent {
     fn session_stats(&self) -> CoreResult<SessionStats> {
         Ok(Agent::session_stats(self))
     }
-    fn export_html(&self, output: Option<&str>) -> CoreResult<PathBuf> {
-        Agent::export_html(self, output)
+    async fn export_html(&self, output: Option<&str>) -> CoreResult<PathBuf> {
+        Agent::export_html(self, output).await
     }
     fn messages(&self) -> CoreResult<Vec<AgentMessage>> {
         Ok(Agent::messages(self))
@@ -761,8 +761,8 @@ impl AgentCore for Agent {
     fn messages_page_json(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPageJson> {
         Agent::messages_page_json(self, cursor, limit)
     }
-    fn list_sessions(&self, all: bool) -> CoreResult<SessionList> {
-        Ok(Agent::list_sessions(self, all))
+    async fn list_sessions(&self, all: bool) -> CoreResult<SessionList> {
+        Agent::list_sessions(self, all).await
     }
     fn tree(&self) -> CoreResult<SessionTree> {
         Ok(Agent::tree(self))

@@ -25,7 +25,12 @@ impl Agent {
         if !path.exists() {
             return Err(CoreError::NotFound(format!("Session file not found: {}", path.display())));
         }
-        let (session, warnings) = Session::load_limited(&path, self.inner.config.max_session_bytes).map_err(|e| match e {
+        let limit = self.inner.config.max_session_bytes;
+        let read = path.clone();
+        // A whole file read and parsed: on the blocking pool, so that a run streaming meanwhile
+        // (rpc and wire serve on one thread) is not held up by it.
+        let loaded = blocking(move || Session::load_limited(&read, limit)).await?;
+        let (session, warnings) = loaded.map_err(|e| match e {
             sessions::SessionError::TooLarge { .. } => CoreError::InvalidParams(format!("Session file too large: {e}")),
             _ => CoreError::InvalidParams(format!("Not a session file: {e}")),
         })?;
@@ -52,8 +57,14 @@ impl Agent {
     /// Copies the session into a new file and continues there.
     pub async fn clone_session(&self) -> CoreResult<()> {
         self.abort_run().await;
-        let mut copy = self.state().session.clone_into(self.inner.config.session_dir.as_deref());
-        copy.write_all_now().map_err(|e| CoreError::SessionWrite(e.to_string()))?;
+        let copy = self.state().session.clone_into(self.inner.config.session_dir.as_deref());
+        // The whole file written on the blocking pool (see `switch_session`).
+        let copy = blocking(move || {
+            let mut copy = copy;
+            copy.write_all_now().map(|()| copy)
+        })
+        .await?
+        .map_err(|e| CoreError::SessionWrite(e.to_string()))?;
         self.adopt_session(copy);
         Ok(())
     }
@@ -169,43 +180,35 @@ impl Agent {
     }
 
     /// Writes the branch as a self-contained HTML page: to `output` (relative to the working
-    /// directory) or beside the session file. Returns the absolute path.
-    pub fn export_html(&self, output: Option<&str>) -> CoreResult<PathBuf> {
-        let (html, default_path) = {
+    /// directory) or beside the session file. Returns the absolute path. The page is rendered
+    /// and written on the blocking pool (see `switch_session`).
+    pub async fn export_html(&self, output: Option<&str>) -> CoreResult<PathBuf> {
+        let (title, messages, default_path) = {
             let st = self.state();
             let title = st.session_name.clone().unwrap_or_else(|| format!("agentwire session {}", st.session.id()));
             let default = st.session.path().map(|p| p.with_extension("html"));
-            (sessions::html::render(&title, &st.session.branch_messages().into_iter().map(|(_, m)| m).collect::<Vec<_>>()), default)
+            (title, st.session.branch_messages().into_iter().map(|(_, m)| m).collect::<Vec<_>>(), default)
         };
-        let path = match (output, default_path) {
-            (Some(p), _) => self.inner.config.cwd.join(p),
-            (None, Some(p)) => {
-                // Beside the session file, in our own session directory.
-                if let Some(dir) = p.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| CoreError::Internal(format!("could not create {}: {e}", dir.display())))?;
-                }
-                p
-            }
-            (None, None) => return Err(CoreError::InvalidParams("This session is in memory only (--no-session): give outputPath".into())),
-        };
-        // An explicit outputPath is written as given: a missing directory fails as in pi (no
-        // directories are created on the host's behalf).
-        std::fs::write(&path, html).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => CoreError::NotFound(format!("ENOENT: no such file or directory, open '{}'", path.display())),
-            _ => CoreError::Internal(format!("could not write {}: {e}", path.display())),
-        })?;
-        Ok(path.canonicalize().unwrap_or(path))
+        let output = output.map(|p| self.inner.config.cwd.join(p));
+        blocking(move || write_html(&title, &messages, output, default_path)).await?
     }
 
-    /// Sessions of this working directory (or of every directory), newest first.
-    pub fn list_sessions(&self, all: bool) -> SessionList {
-        let dirs: Vec<PathBuf> = match (all, &self.inner.config.sessions_root) {
-            (true, Some(root)) => std::fs::read_dir(root).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect(),
-            _ => self.inner.config.session_dir.iter().cloned().collect(),
-        };
-        let mut sessions: Vec<SessionListing> = dirs.iter().flat_map(|d| sessions::files_in(d)).filter_map(|p| sessions::listing_limited(&p, self.inner.config.max_session_bytes)).collect();
-        sessions.sort_by(|a, b| b.modified.cmp(&a.modified));
-        SessionList { sessions }
+    /// Sessions of this working directory (or of every directory), newest first. Every file is
+    /// read, on the blocking pool (see `switch_session`).
+    pub async fn list_sessions(&self, all: bool) -> CoreResult<SessionList> {
+        let root = if all { self.inner.config.sessions_root.clone() } else { None };
+        let dir = self.inner.config.session_dir.clone();
+        let limit = self.inner.config.max_session_bytes;
+        blocking(move || {
+            let dirs: Vec<PathBuf> = match root {
+                Some(root) => std::fs::read_dir(root).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect(),
+                None => dir.into_iter().collect(),
+            };
+            let mut sessions: Vec<SessionListing> = dirs.iter().flat_map(|d| sessions::files_in(d)).filter_map(|p| sessions::listing_limited(&p, limit)).collect();
+            sessions.sort_by(|a, b| b.modified.cmp(&a.modified));
+            SessionList { sessions }
+        })
+        .await
     }
 
     /// The session's entry tree.
@@ -232,4 +235,34 @@ impl Agent {
             CompactionError::Aborted | CompactionError::Model(_) | CompactionError::Write(_) => CoreError::Internal(e.to_string()),
         })
     }
+}
+
+/// Runs `work` (file I/O, parsing a whole session) on the blocking pool: rpc and wire serve on
+/// one thread, where it would hold up every other task (a run streaming its events) meanwhile.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> CoreResult<T> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| CoreError::Internal(format!("session file work failed: {e}")))
+}
+
+/// Renders the branch's `messages` as a page titled `title` and writes it to `output` (already
+/// joined to the working directory) or beside the session file (`default_path`).
+fn write_html(title: &str, messages: &[AgentMessage], output: Option<PathBuf>, default_path: Option<PathBuf>) -> CoreResult<PathBuf> {
+    let html = sessions::html::render(title, messages);
+    let path = match (output, default_path) {
+        (Some(p), _) => p,
+        (None, Some(p)) => {
+            // Beside the session file, in our own session directory.
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| CoreError::Internal(format!("could not create {}: {e}", dir.display())))?;
+            }
+            p
+        }
+        (None, None) => return Err(CoreError::InvalidParams("This session is in memory only (--no-session): give outputPath".into())),
+    };
+    // An explicit outputPath is written as given: a missing directory fails as in pi (no
+    // directories are created on the host's behalf).
+    std::fs::write(&path, html).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => CoreError::NotFound(format!("ENOENT: no such file or directory, open '{}'", path.display())),
+        _ => CoreError::Internal(format!("could not write {}: {e}", path.display())),
+    })?;
+    Ok(path.canonicalize().unwrap_or(path))
 }

@@ -326,7 +326,7 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
     }
 
     async fn export_html(&self, cmd: ExportHtmlCommand) -> Result<ExportResult, RpcError> {
-        let path = self.agent.export_html(cmd.output_path.as_deref()).map_err(rpc_error)?;
+        let path = self.agent.export_html(cmd.output_path.as_deref()).await.map_err(rpc_error)?;
         Ok(ExportResult { path: crate::agent::nonempty(&path.display().to_string()) })
     }
 
@@ -383,7 +383,7 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
     }
 
     async fn list_sessions(&self, cmd: ListSessionsCommand) -> Result<SessionList, RpcError> {
-        self.agent.list_sessions(matches!(cmd.scope, Some(ListSessionsCommandScope::All))).map_err(rpc_error)
+        self.agent.list_sessions(matches!(cmd.scope, Some(ListSessionsCommandScope::All))).await.map_err(rpc_error)
     }
 
     async fn get_tree(&self, _cmd: GetTreeCommand) -> Result<SessionTree, RpcError> {
