@@ -62,28 +62,24 @@ pub(super) fn nowait_unsupported(e: &io::Error) -> bool {
 /// One `preadv2(fd, buf, -1, RWF_NOWAIT)`: reads what is there, `WouldBlock` when nothing is.
 fn read_nowait(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    loop {
-        // SAFETY: one iovec over `buf`, valid and writable for the call; offset -1 reads at the
-        // current position, the only one a pipe or socket has.
-        let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, -1, libc::RWF_NOWAIT) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    // SAFETY: one iovec over `buf`, valid and writable for the call; offset -1 reads at the
+    // current position, the only one a pipe or socket has.
+    counted(|| unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, -1, libc::RWF_NOWAIT) })
 }
 
 /// One `pwritev2(fd, buf, -1, RWF_NOWAIT)`: writes what fits, `WouldBlock` when nothing does.
 pub(super) fn write_nowait(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     let iov = libc::iovec { iov_base: buf.as_ptr().cast_mut().cast(), iov_len: buf.len() };
+    // SAFETY: one iovec over `buf`, valid for the call (only read by the kernel).
+    counted(|| unsafe { libc::pwritev2(fd.as_raw_fd(), &iov, 1, -1, libc::RWF_NOWAIT) })
+}
+
+/// The byte count of a read or write system call, made again when a signal interrupted it
+/// (`RWF_NOWAIT` calls do not sleep, but the rule costs nothing).
+fn counted(mut call: impl FnMut() -> isize) -> io::Result<usize> {
     loop {
-        // SAFETY: one iovec over `buf`, valid for the call (only read by the kernel).
-        let n = unsafe { libc::pwritev2(fd.as_raw_fd(), &iov, 1, -1, libc::RWF_NOWAIT) };
-        if n >= 0 {
-            return Ok(n as usize);
+        if let Ok(n) = usize::try_from(call()) {
+            return Ok(n);
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
