@@ -60,6 +60,7 @@ pub(super) fn nowait_unsupported(e: &io::Error) -> bool {
 }
 
 /// One `preadv2(fd, buf, -1, RWF_NOWAIT)`: reads what is there, `WouldBlock` when nothing is.
+#[cfg(target_os = "linux")]
 fn read_nowait(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     // SAFETY: one iovec over `buf`, valid and writable for the call; offset -1 reads at the
@@ -68,14 +69,29 @@ fn read_nowait(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// One `pwritev2(fd, buf, -1, RWF_NOWAIT)`: writes what fits, `WouldBlock` when nothing does.
+#[cfg(target_os = "linux")]
 pub(super) fn write_nowait(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     let iov = libc::iovec { iov_base: buf.as_ptr().cast_mut().cast(), iov_len: buf.len() };
     // SAFETY: one iovec over `buf`, valid for the call (only read by the kernel).
     counted(|| unsafe { libc::pwritev2(fd.as_raw_fd(), &iov, 1, -1, libc::RWF_NOWAIT) })
 }
 
+/// `RWF_NOWAIT` is Linux's: elsewhere the first call says so (`EOPNOTSUPP`, nothing read), and
+/// stdin and stdout go to their blocking paths as on an old kernel.
+#[cfg(not(target_os = "linux"))]
+fn read_nowait(_fd: BorrowedFd<'_>, _buf: &mut [u8]) -> io::Result<usize> {
+    Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+}
+
+/// See [`read_nowait`]: nothing is written.
+#[cfg(not(target_os = "linux"))]
+pub(super) fn write_nowait(_fd: BorrowedFd<'_>, _buf: &[u8]) -> io::Result<usize> {
+    Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+}
+
 /// The byte count of a read or write system call, made again when a signal interrupted it
 /// (`RWF_NOWAIT` calls do not sleep, but the rule costs nothing).
+#[cfg(target_os = "linux")]
 fn counted(mut call: impl FnMut() -> isize) -> io::Result<usize> {
     loop {
         if let Ok(n) = usize::try_from(call()) {
@@ -202,6 +218,7 @@ mod tests {
     /// The kernel this runs on serves `RWF_NOWAIT` on pipes as the module relies on: `EAGAIN`
     /// on an empty pipe, a short write into a full one, and 0 at the end; the descriptor's
     /// status flags stay blocking.
+    #[cfg(target_os = "linux")]
     #[test]
     fn nowait_reads_and_writes_never_block_a_pipe() {
         let (r, w) = pipe();
