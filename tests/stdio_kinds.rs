@@ -73,36 +73,34 @@ fn exits_and_leaves_no_child(mut child: Child, dir: &std::path::Path, gone_at: I
     wait_for(|| is_gone(pid), "the tool's background child to be killed");
 }
 
+/// The host asks for the state and a prompt whose tool prints nothing, then closes its end of
+/// our stdout (stdin stays open): the answers came, and the hang-up alone ends the agent.
+fn host_leaves_during_a_silent_tool(dir: &std::path::Path, child: Child, mut input: impl Write, output: impl std::io::Read) {
+    let mut output = BufReader::new(output);
+    input.write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"go\"}\n").unwrap();
+    let frames = until_type(&mut output, "tool_execution_start");
+    assert!(frames.iter().any(|f| f["id"] == "s" && f["success"] == true), "get_state answered: {frames:?}");
+    wait_for(|| dir.join("pid").exists(), "the command to start");
+    drop(output);
+    exits_and_leaves_no_child(child, dir, Instant::now());
+    drop(input);
+}
+
 #[test]
 fn a_host_on_sockets_gets_its_answers_and_closing_stdout_during_a_silent_tool_ends_the_agent() {
     let dir = tempfile::tempdir().unwrap();
     let (host_in, agent_in) = UnixStream::pair().unwrap();
     let (host_out, agent_out) = UnixStream::pair().unwrap();
     let child = start_silent_tool(dir.path(), Stdio::from(OwnedFd::from(agent_in)), Stdio::from(OwnedFd::from(agent_out)));
-    let mut input = host_in;
-    let mut output = BufReader::new(host_out);
-    input.write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"go\"}\n").unwrap();
-    let frames = until_type(&mut output, "tool_execution_start");
-    assert!(frames.iter().any(|f| f["id"] == "s" && f["success"] == true), "get_state answered: {frames:?}");
-    wait_for(|| dir.path().join("pid").exists(), "the command to start");
-    // The host closes its end of our stdout; stdin stays open, and the tool prints nothing.
-    drop(output);
-    exits_and_leaves_no_child(child, dir.path(), Instant::now());
-    drop(input);
+    host_leaves_during_a_silent_tool(dir.path(), child, host_in, host_out);
 }
 
 #[test]
-fn a_host_on_pipes_closing_stdout_during_a_silent_tool_ends_the_agent() {
+fn a_host_on_pipes_gets_its_answers_and_closing_stdout_during_a_silent_tool_ends_the_agent() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = start_silent_tool(dir.path(), Stdio::piped(), Stdio::piped());
-    let mut input = child.stdin.take().unwrap();
-    let mut output = BufReader::new(child.stdout.take().unwrap());
-    input.write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"go\"}\n").unwrap();
-    until_type(&mut output, "tool_execution_start");
-    wait_for(|| dir.path().join("pid").exists(), "the command to start");
-    drop(output);
-    exits_and_leaves_no_child(child, dir.path(), Instant::now());
-    drop(input);
+    let (input, output) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    host_leaves_during_a_silent_tool(dir.path(), child, input, output);
 }
 
 /// Regular files on both sides (`agentwire < commands > answers`): the blocking paths answer
