@@ -42,13 +42,15 @@ fn is_pipe_or_socket(fd: BorrowedFd<'_>) -> bool {
     matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK)
 }
 
-/// A close-on-exec duplicate of `fd` registered with the runtime for `interest`, when `fd` is a
-/// pipe or a socket and the runtime's `epoll` takes it.
+/// A close-on-exec duplicate of `fd`, when `fd` is a pipe or a socket.
+fn piped(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    is_pipe_or_socket(fd).then(|| fd.try_clone_to_owned().ok()).flatten()
+}
+
+/// [`piped`]'s duplicate registered with the runtime for `interest`, when the runtime's `epoll`
+/// takes it.
 fn register(fd: BorrowedFd<'_>, interest: Interest) -> Option<AsyncFd<OwnedFd>> {
-    if !is_pipe_or_socket(fd) {
-        return None;
-    }
-    let owned = fd.try_clone_to_owned().ok()?;
+    let owned = piped(fd)?;
     // SAFETY: an `OwnedFd` is an open descriptor that stays open, the same one, until the
     // `AsyncFd` that owns it drops it.
     unsafe { AsyncFd::register_with_interest(owned, interest) }.ok()
@@ -148,16 +150,6 @@ impl AsyncRead for Stdin {
     }
 }
 
-/// A close-on-exec duplicate of stdout when it is a pipe or a socket (the writer of
-/// [`super::writer::spawn_piped_writer`]); `None` for anything else.
-fn piped_stdout() -> Option<OwnedFd> {
-    let fd = io::stdout();
-    if !is_pipe_or_socket(fd.as_fd()) {
-        return None;
-    }
-    fd.as_fd().try_clone_to_owned().ok()
-}
-
 /// Waits until stdout, a pipe or a socket, reports an error or a hang-up (its reader is gone),
 /// in the runtime's own `epoll`; `None` right away when stdout is anything else (a file or a
 /// terminal) or cannot be watched. Must be called inside a tokio runtime; the returned future
@@ -191,7 +183,7 @@ async fn hangup(fd: AsyncFd<OwnedFd>) {
 /// copy each write once more and hop to its blocking pool per write); tokio's `Stdout` only if
 /// fd 1 cannot be duplicated. Must be called inside a tokio runtime.
 pub fn spawn_stdout_writer(budget_bytes: usize) -> (super::Outbox, tokio::task::JoinHandle<io::Result<u64>>) {
-    if let Some(fd) = piped_stdout() {
+    if let Some(fd) = piped(io::stdout().as_fd()) {
         return super::writer::spawn_piped_writer(fd, budget_bytes);
     }
     match super::stdout_sink() {
