@@ -506,15 +506,11 @@ impl Pump {
                 message = control.recv() => match message {
                     Some(Control::Start { text }) => self.start(text).await,
                     Some(Control::End { id, outcome }) => {
-                        while let Some(update) = updates.try_next() {
-                            self.update(update).await;
-                        }
+                        self.catch_up(&mut updates).await;
                         self.end(id, outcome).await;
                     }
                     Some(Control::CatchUp(done)) => {
-                        while let Some(update) = updates.try_next() {
-                            self.update(update).await;
-                        }
+                        self.catch_up(&mut updates).await;
                         let _ = done.send(());
                     }
                     None => break,
@@ -537,6 +533,13 @@ impl Pump {
                     }
                 },
             }
+        }
+    }
+
+    /// Writes every update already received.
+    async fn catch_up(&mut self, updates: &mut AcpUpdates) {
+        while let Some(update) = updates.try_next() {
+            self.update(update).await;
         }
     }
 
