@@ -204,7 +204,7 @@ impl Agent {
                 Some(root) => std::fs::read_dir(root).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect(),
                 None => dir.into_iter().collect(),
             };
-            let mut sessions: Vec<SessionListing> = dirs.iter().flat_map(|d| sessions::files_in(d)).filter_map(|p| sessions::listing_limited(&p, limit)).collect();
+            let mut sessions = sessions::listings_in(&dirs, limit);
             sessions.sort_by(|a, b| b.modified.cmp(&a.modified));
             SessionList { sessions }
         })

@@ -724,6 +724,13 @@ pub fn listing_limited(path: &Path, limit: u64) -> Option<SessionListing> {
     })
 }
 
+/// The session files directly in each of `dirs` of at most `limit` bytes, as listed
+/// ([`listing_limited`]), in no particular order. Reads every file whole: call it off the
+/// runtime's thread.
+pub fn listings_in(dirs: &[PathBuf], limit: u64) -> Vec<SessionListing> {
+    dirs.iter().flat_map(|d| files_in(d)).filter_map(|p| listing_limited(&p, limit)).collect()
+}
+
 /// Whether a file name is a session file's: `<name>.jsonl` where `<name>` is not empty, does not
 /// start with a dot and has no dot in it. Session files are named `<time>_<id>.jsonl` with the
 /// time's dots replaced, so they never have one; files kept beside a session are named

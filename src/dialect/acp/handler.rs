@@ -411,11 +411,9 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         let cwd = params.cwd.as_deref().map(absolute).transpose()?;
         // Every file is read whole: on the blocking pool, not on a worker other sessions share.
         let (dirs, limit) = (self.factory.session_dirs(cwd.as_deref()), self.factory.max_session_bytes());
-        let mut listings: Vec<_> = tokio::task::spawn_blocking(move || {
-            dirs.iter().flat_map(|d| crate::sessions::files_in(d)).filter_map(|p| crate::sessions::listing_limited(&p, limit)).collect::<Vec<_>>()
-        })
-        .await
-        .map_err(|e| Error::internal(format!("listing the sessions failed: {e}")))?;
+        let mut listings = tokio::task::spawn_blocking(move || crate::sessions::listings_in(&dirs, limit))
+            .await
+            .map_err(|e| Error::internal(format!("listing the sessions failed: {e}")))?;
         if let Some(cwd) = &cwd {
             listings.retain(|l| Path::new(&l.cwd) == cwd.as_path());
         }
