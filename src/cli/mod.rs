@@ -607,8 +607,9 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
     // rpc and wire serve one session: one thread runs it, which answers the first frame ~0.3 ms
     // sooner than two workers started up front (docs/performance.md, "Start-up: the runtime");
     // throughput measured the same. A piped stdin and stdout are read and written on that
-    // thread too (`transport::stdio`); the file and search tools use the blocking pool. ACP serves any number of sessions, whose work
-    // (a session loaded, a tool run) keeps running on two workers side by side.
+    // thread too (`transport::stdio`); the file and search tools use the blocking pool. ACP
+    // serves any number of sessions, whose work (a session loaded, a tool run) keeps running on
+    // two workers side by side.
     let built = match mode {
         Mode::Rpc | Mode::Wire => tokio::runtime::Builder::new_current_thread().enable_all().build(),
         Mode::Acp => tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build(),
