@@ -50,7 +50,7 @@ fn bundle_is_self_contained_and_dialects_are_subsets() {
     let names = |b: &Value| b["$defs"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert!(names(&rpc).contains(&"SessionState".to_owned()) && !names(&rpc).iter().any(|n| n.starts_with("Wire")));
     assert!(names(&wire).contains(&"WireInitializeResult".to_owned()) && !names(&wire).contains(&"RpcCommand".to_owned()));
-    let formats = agentwire::codegen::bundle::SchemaSet::from_texts(agentwire::protocol::SCHEMA_FILES.iter().copied())
+    let formats = agentwire::codegen::bundle::SchemaSet::from_texts(agentwire::protocol::embedded::schema_files().iter().copied())
         .unwrap()
         .bundle_reachable(Some(agentwire::cli::schema::FILE_FORMAT_ROOTS))
         .unwrap();

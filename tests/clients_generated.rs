@@ -25,7 +25,7 @@ fn check(path: &str, expected: &str) {
 }
 
 fn bundle() -> serde_json::Value {
-    serde_json::from_str(agentwire::protocol::generated::BUNDLE_JSON).unwrap()
+    serde_json::from_str(agentwire::protocol::embedded::bundle_json()).unwrap()
 }
 
 #[test]

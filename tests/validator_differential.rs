@@ -12,9 +12,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agentwire::codegen::bundle::reachable;
-use agentwire::protocol::acp::{acp_validator, ACP_SCHEMA_JSON};
+use agentwire::protocol::acp::acp_validator;
+use agentwire::protocol::embedded::{acp_schema_json, bundle_json};
 use agentwire::protocol::doc::Doc;
-use agentwire::protocol::generated::BUNDLE_JSON;
 use agentwire::protocol::validate::{validator, FrameError};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -84,8 +84,8 @@ fn formats_as_ranges(v: &mut Value) {
 
 impl Oracle {
     fn new() -> Self {
-        let mut bundle: Value = serde_json::from_str(BUNDLE_JSON).unwrap();
-        let mut acp: Value = serde_json::from_str(ACP_SCHEMA_JSON).unwrap();
+        let mut bundle: Value = serde_json::from_str(bundle_json()).unwrap();
+        let mut acp: Value = serde_json::from_str(acp_schema_json()).unwrap();
         formats_as_ranges(&mut bundle);
         formats_as_ranges(&mut acp);
         Self { bundle, acp, compiled: HashMap::new() }

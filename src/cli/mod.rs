@@ -532,7 +532,7 @@ pub fn run(cli: Cli) -> ExitCode {
 fn run_codegen(action: &CodegenAction, out: Option<&std::path::Path>) -> ExitCode {
     use crate::codegen::clients;
     let bundle: serde_json::Value =
-        serde_json::from_str(crate::protocol::generated::BUNDLE_JSON).expect("the embedded bundle is JSON");
+        serde_json::from_str(crate::protocol::embedded::bundle_json()).expect("the embedded bundle is JSON");
     let text = match action {
         CodegenAction::Input { target } => {
             let target = match target {
@@ -632,7 +632,7 @@ fn run_schema(action: SchemaAction) -> ExitCode {
     let stdout = std::io::stdout();
     match action {
         SchemaAction::Bundle { dialect } => match match dialect {
-            Some(BundleDialectArg::Acp) => Ok(crate::protocol::acp::ACP_SCHEMA_JSON.trim_end().to_owned()),
+            Some(BundleDialectArg::Acp) => Ok(crate::protocol::embedded::acp_schema_json().trim_end().to_owned()),
             Some(BundleDialectArg::Rpc) => schema::bundle_text(Some(Dialect::Rpc)),
             Some(BundleDialectArg::Wire) => schema::bundle_text(Some(Dialect::Wire)),
             None => schema::bundle_text(None),

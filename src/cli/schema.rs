@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use crate::codegen::bundle::SchemaSet;
 use crate::protocol::validate::{validator, Dialect, Direction, FrameError};
-use crate::protocol::{UnionInfo, SCHEMA_FILES};
+use crate::protocol::embedded::schema_files;
+use crate::protocol::UnionInfo;
 
 /// Roots of each dialect's bundle: the frame unions (their `x-response` / `x-result` links
 /// pull in the payload types).
@@ -25,7 +26,7 @@ pub const FILE_FORMAT_ROOTS: &[&str] = &["ConformanceAdapter", "ConformanceRequi
 
 /// The bundled schema (one dialect's or all of it) as pretty JSON text.
 pub fn bundle_text(dialect: Option<Dialect>) -> Result<String, String> {
-    let set = SchemaSet::from_texts(SCHEMA_FILES.iter().copied()).map_err(|e| e.to_string())?;
+    let set = SchemaSet::from_texts(schema_files().iter().copied()).map_err(|e| e.to_string())?;
     let bundle = set.bundle_reachable(dialect_roots(dialect)).map_err(|e| e.to_string())?;
     serde_json::to_string_pretty(&bundle).map_err(|e| e.to_string())
 }

@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::bundle::SchemaSet;
-use crate::protocol::acp::{AcpMethodInfo, ACP_AGENT_METHODS, ACP_CLIENT_METHODS, ACP_SCHEMA_JSON};
-use crate::protocol::{EXAMPLE_FILES, SCHEMA_FILES};
+use crate::protocol::acp::{AcpMethodInfo, ACP_AGENT_METHODS, ACP_CLIENT_METHODS};
+use crate::protocol::embedded::{acp_schema_json, example_files, schema_files};
 
 struct Docs {
     /// Anchor prefix of type sections: `def-` for ours, `acp-def-` for ACP's.
@@ -30,11 +30,11 @@ struct Docs {
 
 /// The protocol reference in Markdown.
 pub fn protocol_markdown() -> Result<String, String> {
-    let set = SchemaSet::from_texts(SCHEMA_FILES.iter().copied()).map_err(|e| e.to_string())?;
+    let set = SchemaSet::from_texts(schema_files().iter().copied()).map_err(|e| e.to_string())?;
     let bundle = set.bundle().map_err(|e| e.to_string())?;
     let defs = bundle["$defs"].as_object().cloned().unwrap_or_default();
     let mut examples = Vec::new();
-    for (file, text) in EXAMPLE_FILES {
+    for (file, text) in example_files() {
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let v: Value = serde_json::from_str(line).map_err(|e| format!("{file}: {e}"))?;
             examples.push(((*file).to_owned(), v));
@@ -42,7 +42,7 @@ pub fn protocol_markdown() -> Result<String, String> {
     }
     let mut d = Docs { prefix: "def-", defs, examples, out: String::new(), written: BTreeSet::new(), referenced: BTreeSet::new() };
     d.render();
-    let acp: Value = serde_json::from_str(ACP_SCHEMA_JSON).map_err(|e| format!("schema/acp/schema.json: {e}"))?;
+    let acp: Value = serde_json::from_str(acp_schema_json()).map_err(|e| format!("schema/acp/schema.json: {e}"))?;
     let defs = acp["$defs"].as_object().cloned().unwrap_or_default();
     let mut a = Docs { prefix: "acp-def-", defs, examples: Vec::new(), out: d.out, written: BTreeSet::new(), referenced: BTreeSet::new() };
     a.render_acp();

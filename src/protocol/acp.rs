@@ -16,8 +16,6 @@ use super::validate::{run_check, FrameError};
 
 include!(concat!(env!("OUT_DIR"), "/acp.rs"));
 
-/// The vendored ACP v1 schema, as shipped in `@agentclientprotocol/sdk`.
-pub const ACP_SCHEMA_JSON: &str = include_str!("../../schema/acp/schema.json");
 /// The vendored ACP method names.
 pub const ACP_META_JSON: &str = include_str!("../../schema/acp/meta.json");
 /// The ACP protocol version agentwire speaks.
@@ -137,7 +135,7 @@ const CLIENT_MESSAGE: &str = "#client-message";
 impl AcpValidator {
     /// The vendored schema document.
     pub fn schema(&self) -> &Value {
-        self.doc.get_or_init(|| serde_json::from_str(ACP_SCHEMA_JSON).expect("the vendored ACP schema is JSON"))
+        self.doc.get_or_init(|| serde_json::from_str(super::embedded::acp_schema_json()).expect("the vendored ACP schema is JSON"))
     }
 
     fn check(&self, key: &str, value: &Value, at: &str, context: &str) -> Result<(), FrameError> {

@@ -11,6 +11,7 @@ pub mod check;
 pub mod doc;
 pub mod validate;
 pub mod acp;
+pub mod embedded;
 
 /// The validators `build.rs` generates from the rpc/wire bundle (`src/codegen/validators.rs`).
 #[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]

@@ -22,7 +22,8 @@ use serde_json::Value;
 
 use super::check::{CheckFn, Loc, Sink};
 use super::doc::Doc;
-use super::generated::{BUNDLE_JSON, DEFS_TSV, RPC_COMMANDS, WIRE_AGENT_REQUESTS, WIRE_METHODS};
+use super::embedded::{bundle_json, defs_tsv};
+use super::generated::{RPC_COMMANDS, WIRE_AGENT_REQUESTS, WIRE_METHODS};
 use super::UnionInfo;
 
 /// Which protocol a frame belongs to.
@@ -133,13 +134,13 @@ pub(crate) fn run_check(check: CheckFn, value: &Doc<'_>, at: &str, context: impl
 impl SchemaValidator {
     /// The bundled schema document.
     pub fn bundle(&self) -> &Value {
-        self.bundle.get_or_init(|| serde_json::from_str(BUNDLE_JSON).expect("the embedded bundle is JSON"))
+        self.bundle.get_or_init(|| serde_json::from_str(bundle_json()).expect("the embedded bundle is JSON"))
     }
 
     /// A def of the bundle, or a node below one (`UserContent/oneOf/1`).
     pub fn def(&self, key: &str) -> Option<&Value> {
         let (name, below) = key.split_once('/').map_or((key, None), |(n, rest)| (n, Some(rest)));
-        let defs = self.defs.get_or_init(|| DEFS_TSV.lines().filter_map(|line| line.split_once('\t')).map(|(name, text)| (name, (text, OnceLock::new()))).collect());
+        let defs = self.defs.get_or_init(|| defs_tsv().lines().filter_map(|line| line.split_once('\t')).map(|(name, text)| (name, (text, OnceLock::new()))).collect());
         let (text, parsed) = defs.get(name)?;
         let def = parsed.get_or_init(|| serde_json::from_str(text).expect("the embedded defs are JSON"));
         match below {

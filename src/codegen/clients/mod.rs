@@ -187,7 +187,7 @@ mod tests {
     use super::*;
 
     fn bundle() -> Value {
-        serde_json::from_str(crate::protocol::generated::BUNDLE_JSON).unwrap()
+        serde_json::from_str(crate::protocol::embedded::bundle_json()).unwrap()
     }
 
     #[test]
