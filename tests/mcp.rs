@@ -108,7 +108,13 @@ fn finished<'a>(frames: &'a [Value], call: &str) -> &'a Value {
 fn rpc_mcp_config_runs_get_sum() {
     let Some((node, entry)) = server() else { return };
     let (_config, path) = config_file(&json!({"mcpServers": {"everything": {"command": node, "args": [entry, "stdio"]}}}).to_string());
-    let script = [tool_call("s1", "mcp__everything__get-sum", json!({"a": 2, "b": 3})), common::text_reply("done")];
+    // The second call breaks the server's input schema: our own check answers it, with the
+    // pointer, before the server is asked (the schema is the server's, compiled at run time).
+    let script = [
+        tool_call("s1", "mcp__everything__get-sum", json!({"a": 2, "b": 3})),
+        tool_call("s2", "mcp__everything__get-sum", json!({"a": "two", "b": 3})),
+        common::text_reply("done"),
+    ];
     let mut agent = common::Agent::start(&["--mcp-config", path.as_str()], &script);
     // Asked for, the server's tools are listed with what the model is offered, under their MCP
     // names, with the server's description and input schema (a plain `get_state` lists none).
@@ -127,6 +133,10 @@ fn rpc_mcp_config_runs_get_sum() {
     assert_eq!(end["isError"], false, "{end}");
     let text = end["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains('5'), "{text}");
+    let refused = frames.iter().filter(|f| f["type"] == "tool_execution_end").nth(1).expect("the second tool_execution_end");
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Validation failed for tool \"mcp__everything__get-sum\":\n  - /a: "), "{text}");
     assert_eq!(frames.last().unwrap()["status"], "completed");
 }
 

@@ -68,7 +68,7 @@ fn get_state_shows_each_change_at_once() {
 #[test]
 fn get_state_sends_tools_and_system_prompt_only_on_request() {
     let mut a = Agent::start(&[], &[]);
-    let mut state = |a: &mut Agent, id: &str, extra: serde_json::Value| {
+    let state = |a: &mut Agent, id: &str, extra: serde_json::Value| {
         let mut cmd = json!({"id": id, "type": "get_state"});
         cmd.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         let r = a.request(cmd);

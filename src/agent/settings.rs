@@ -88,7 +88,7 @@ impl Agent {
             if tool.parameters.get("type").and_then(Value::as_str) != Some("object") {
                 return Err(CoreError::InvalidParams(format!("Host tool at index {i} (\"{name}\"): parameters must be a JSON Schema with \"type\": \"object\"")));
             }
-            if let Err(e) = jsonschema::validator_for(&Value::Object(tool.parameters.clone())) {
+            if let Err(e) = crate::tools::schema::ParameterSchema::compile(&tool.parameters) {
                 return Err(CoreError::InvalidParams(format!("Host tool \"{name}\": parameters is not a valid JSON Schema: {e}")));
             }
             names.push(name);

@@ -5,6 +5,7 @@
 
 pub mod files;
 pub mod host;
+pub mod schema;
 pub mod search;
 pub mod shell;
 
@@ -195,10 +196,8 @@ impl From<ArgumentsError> for String {
 
 /// Validates `args` against the tool's parameter schema.
 pub fn check_arguments(parameters: &Map<String, Value>, tool: &str, args: &Map<String, Value>) -> Result<(), ArgumentsError> {
-    let schema = Value::Object(parameters.clone());
-    let validator = jsonschema::validator_for(&schema).map_err(|e| ArgumentsError::BadSchema { tool: tool.to_owned(), reason: e.to_string() })?;
-    let problems: Vec<String> =
-        validator.iter_errors(&Value::Object(args.clone())).map(|e| format!("  - {}: {e}", e.instance_path())).collect();
+    let schema = schema::ParameterSchema::compile(parameters).map_err(|e| ArgumentsError::BadSchema { tool: tool.to_owned(), reason: e.to_string() })?;
+    let problems: Vec<String> = schema.problems(args).into_iter().map(|p| format!("  - {p}")).collect();
     if problems.is_empty() {
         Ok(())
     } else {
