@@ -14,8 +14,6 @@
 //! its arguments are passed to the tool unchecked, rather than refusing a tool the schema
 //! allows (docs/reliability.md, "Tool arguments").
 
-use std::error::Error as _;
-
 use boon::{CompileError, Compiler, Draft, ErrorKind, Schemas, UrlLoader, ValidationError};
 use serde_json::{Map, Value};
 
@@ -55,9 +53,10 @@ impl ParameterSchema {
         compiler.use_loader(Box::new(NoLoader));
         compiler.set_default_draft(Draft::V2020_12);
         let mut schemas = Schemas::new();
-        let compiled = compiler
-            .add_resource(LOCATION, Value::Object(parameters.clone()))
-            .and_then(|()| compiler.compile(LOCATION, &mut schemas));
+        let compiled = match compiler.add_resource(LOCATION, Value::Object(parameters.clone())) {
+            Ok(()) => compiler.compile(LOCATION, &mut schemas),
+            Err(e) => Err(e),
+        };
         match compiled {
             Ok(index) => Ok(ParameterSchema { compiled: Some((schemas, index)) }),
             Err(CompileError::InvalidRegex { regex, .. }) if regress::Regex::new(&regex).is_ok() => Ok(ParameterSchema::unchecked()),
@@ -106,15 +105,10 @@ fn only_ecmascript_patterns(error: &ValidationError<'_, '_>) -> bool {
     error.causes.iter().all(only_ecmascript_patterns)
 }
 
-/// A compile error in words that do not mention our internal location.
+/// A compile error with its cause (boon's alternate form), in words that do not mention our
+/// internal location.
 fn describe(error: &CompileError) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text = format!("{text}: {cause}");
-        source = cause.source();
-    }
-    text.replace(&format!("{LOCATION}#"), "the schema").replace(LOCATION, "the schema")
+    format!("{error:#}").replace(&format!("{LOCATION}#"), "the schema").replace(LOCATION, "the schema")
 }
 
 #[cfg(test)]
@@ -150,12 +144,14 @@ mod tests {
         for outside in ["file:///etc/passwd", "https://example.com/s.json", "other.json"] {
             let err = schema(json!({"type":"object","properties":{"a":{"$ref": outside}}})).unwrap_err();
             assert!(err.to_string().contains("does not fetch"), "{outside}: {err}");
+            assert!(!err.to_string().contains(LOCATION), "{err}");
         }
     }
 
     #[test]
     fn a_schema_that_breaks_its_meta_schema_is_refused() {
-        assert!(schema(json!({"type": 12})).is_err());
+        let err = schema(json!({"type": 12})).unwrap_err().to_string();
+        assert!(err.starts_with("the schema is not valid against metaschema") && err.contains("/type"), "{err}");
         assert!(schema(json!({"type":"object","properties":{"a":{"minLength":-1}}})).is_err());
         assert!(schema(json!({"type":"object","properties":{"a":{"type":"string","pattern":"("}}})).is_err());
     }
