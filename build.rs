@@ -34,6 +34,7 @@ fn main() {
     pack_relative_relocations();
     fold_identical_code();
     link_at_fixed_address();
+    order_startup_functions(&manifest);
 
     let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,
@@ -181,6 +182,48 @@ fn link_at_fixed_address() {
         if links(probe, b"fn main() {}\n") {
             println!("cargo:rustc-link-arg-bin=agentwire=-no-pie");
         }
+    }
+}
+
+/// Lays out the functions spawn → first answer runs at the start of the release binary's code,
+/// in the order `scripts/startup-symbols.txt` lists them (`--symbol-ordering-file`): spread
+/// over 15 MB of code, they touched about 90 of its 64 KiB windows, a page fault each; laid out
+/// together, about 20 (docs/performance.md, "Issue 24: the start-up code laid out together"). The linker
+/// skips the names the binary lacks, so a stale list costs speed, never a build; this warns
+/// when the list was written for another Cargo.lock or toolchain, whose symbol hashes differ.
+/// Only for a native release build, and only when rustc's linker takes the option (LLD).
+fn order_startup_functions(manifest: &Path) {
+    let list = manifest.join("scripts").join("startup-symbols.txt");
+    println!("cargo:rerun-if-changed={}", list.display());
+    println!("cargo:rerun-if-changed=Cargo.lock");
+    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
+    if !native || std::env::var("PROFILE").as_deref() != Ok("release") {
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(&list) else { return };
+    let arg = format!("link-arg=-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering", list.display());
+    let Some(probe) = rustc_probe(&arg) else { return };
+    if !links(probe, b"fn main() {}\n") {
+        return;
+    }
+    println!("cargo:rustc-link-arg-bin=agentwire=-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering", list.display());
+    let recorded = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim).unwrap_or_default().to_owned();
+    let lock = std::fs::read(manifest.join("Cargo.lock")).ok().map(|bytes| {
+        // FNV-1a, 64-bit: scripts/startup-symbols writes the same.
+        let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        format!("{hash:016x}")
+    });
+    let rustc = std::env::var_os("RUSTC")
+        .and_then(|rustc| std::process::Command::new(rustc).arg("-vV").output().ok())
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|out| out.lines().find_map(|l| l.strip_prefix("release:")).map(|v| v.trim().to_owned()));
+    let stale_lock = lock.is_some_and(|lock| lock != recorded("# Cargo.lock:"));
+    let stale_rustc = rustc.is_some_and(|rustc| rustc != recorded("# rustc:"));
+    if stale_lock || stale_rustc {
+        println!(
+            "cargo:warning=scripts/startup-symbols.txt was written for another {}: start-up is slower until `scripts/startup-symbols` rewrites it",
+            if stale_lock { "Cargo.lock" } else { "rustc" }
+        );
     }
 }
 
