@@ -40,37 +40,6 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// JSON text this encoder wrote, kept to be written again as it is (a cached answer): it
-/// serializes as a `RawValue` does, so serde_json writes it verbatim too, and it needs no
-/// parse to check it, since it was written here.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EncodedJson(Box<str>);
-
-impl EncodedJson {
-    /// Encodes `value`.
-    pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self> {
-        let mut out = Vec::with_capacity(1024);
-        write_json(&mut out, value)?;
-        // JSON text written from `&str`s and ASCII is UTF-8.
-        let text = String::from_utf8(out).map_err(|_| <Error as ser::Error>::custom("the encoder wrote invalid UTF-8"))?;
-        Ok(Self(text.into_boxed_str()))
-    }
-
-    /// The text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Serialize for EncodedJson {
-    fn serialize<S: ser::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        use ser::SerializeStruct as _;
-        let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-        raw.serialize_field(RAW_VALUE_TOKEN, &*self.0)?;
-        raw.end()
-    }
-}
-
 /// Bytes that may need an escape: `1` for `"`, `\`, bytes below 0x20 and 0xE2.
 static SPECIAL: [bool; 256] = {
     let mut table = [false; 256];

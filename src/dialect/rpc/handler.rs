@@ -12,7 +12,6 @@ use crate::agent::{Agent, AgentCore, AgentInfo, ApprovalPolicy, CoreError, Queue
 use crate::protocol::envelope::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
-use crate::transport::json::EncodedJson;
 use crate::transport::FrameBatch;
 
 /// One JSONL session: the core (the built-in [`Agent`], or any [`AgentCore`]) and this
@@ -22,8 +21,41 @@ pub struct RpcSession<A = Agent> {
     host: Arc<RpcHost>,
     max_line_bytes: usize,
     info: Arc<AgentInfo>,
-    /// The last `get_state` data and the core's state version it was built at.
-    state_cache: Arc<Mutex<Option<(StateVersion, EncodedJson)>>>,
+    /// The last plain `get_state` answer and the core's state version it was built at.
+    state_cache: Arc<Mutex<Option<(StateVersion, KeptState)>>>,
+}
+
+/// A plain `get_state` answer kept while the state is unchanged: the frame's text after its
+/// opening brace and `id` member (`"type":"response",…,"data":{…}}`), so that each answer is
+/// its id and one copy, byte for byte what the typed [`RpcSuccess`] encodes (the test below).
+#[derive(Debug)]
+struct KeptState(Box<[u8]>);
+
+impl KeptState {
+    /// The answer's text for `data`, without an id.
+    fn encode(data: &SessionState) -> Result<Self, serde_json::Error> {
+        let mut text = Vec::with_capacity(1024);
+        crate::transport::json::write_json(&mut text, &RpcSuccess { id: None, command: GetStateCommand::COMMAND, data: Some(data) })?;
+        // `{` + the members: the brace is written again per answer, with the id after it.
+        Ok(Self(text.get(1..).unwrap_or_default().into()))
+    }
+
+    /// Appends the answer to the request `id` (ids restored and LF added by `push_with`).
+    fn write(&self, id: Option<&Value>, batch: &mut FrameBatch) {
+        let _ = batch.push_with(|out| {
+            out.reserve(self.0.len() + 24);
+            match id {
+                Some(id) => {
+                    out.extend_from_slice(b"{\"id\":");
+                    crate::transport::json::write_json(out, id)?;
+                    out.push(b',');
+                }
+                None => out.push(b'{'),
+            }
+            out.extend_from_slice(&self.0);
+            Ok(())
+        });
+    }
 }
 
 impl<A> Clone for RpcSession<A> {
@@ -110,8 +142,8 @@ impl<A: AgentCore> RpcSession<A> {
             // Kept under the version it was built at (a change since `version` was read
             // makes it older than the state, and the next call builds it again).
             let (at, snapshot) = self.agent.versioned_state_snapshot();
-            match (at, EncodedJson::encode(&snapshot)) {
-                (Some(at), Ok(data)) => *cache = Some((at, data)),
+            match (at, KeptState::encode(&snapshot)) {
+                (Some(at), Ok(kept)) => *cache = Some((at, kept)),
                 // Not expected (the snapshot always encodes, a versioned core versions its
                 // snapshots): answered as the typed path would.
                 _ => {
@@ -120,8 +152,9 @@ impl<A: AgentCore> RpcSession<A> {
                 }
             }
         }
-        let Some((_, data)) = cache.as_ref() else { return };
-        let _ = batch.push(&RpcSuccess { id: id.as_ref(), command: GetStateCommand::COMMAND, data: Some(data) });
+        if let Some((_, kept)) = cache.as_ref() {
+            kept.write(id.as_ref(), batch);
+        }
     }
 
     /// Answers `get_messages_page` straight into `batch`, its messages as stored like
@@ -388,5 +421,46 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
 
     async fn get_tree(&self, _cmd: GetTreeCommand) -> Result<SessionTree, RpcError> {
         self.agent.tree().map_err(rpc_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state as the examples show it, with a string that needs escapes.
+    fn state() -> SessionState {
+        let line = crate::protocol::embedded::example_files()
+            .iter()
+            .find(|(name, _)| *name == "rpc-responses.jsonl")
+            .and_then(|(_, text)| text.lines().find(|l| l.contains(r#""command":"get_state","success":true"#)))
+            .expect("rpc-responses.jsonl has a get_state answer");
+        let frame: Value = serde_json::from_str(line).unwrap();
+        let mut state: SessionState = serde_json::from_value(frame["data"].clone()).unwrap();
+        state.session_name = Some("a \"quoted\" name\n\u{2028}".into());
+        state
+    }
+
+    /// The kept answer is byte for byte what the typed answer encodes, for every kind of id:
+    /// none, numbers, strings, and raw tokens a `Value` cannot hold (restored by the writer).
+    #[test]
+    fn kept_state_answers_as_the_typed_frame_does() {
+        let state = state();
+        let kept = KeptState::encode(&state).unwrap();
+        let raw = ["18446744073709551616", "1.0e3", r#""\u0041""#, r#""\ud800""#];
+        let ids: Vec<Option<Value>> = [None, Some(Value::from(7)), Some(Value::from(-1)), Some(Value::from("st1")), Some(Value::from("é \"q\""))]
+            .into_iter()
+            .chain(raw.iter().map(|r| Some(crate::transport::raw_id::exact_id(r))))
+            .collect();
+        for id in ids {
+            let mut fast = FrameBatch::default();
+            kept.write(id.as_ref(), &mut fast);
+            let mut typed = FrameBatch::default();
+            typed.push(&RpcSuccess { id: id.as_ref(), command: GetStateCommand::COMMAND, data: Some(&state) }).unwrap();
+            assert_eq!(String::from_utf8_lossy(fast.as_bytes()), String::from_utf8_lossy(typed.as_bytes()), "id {id:?}");
+        }
+        let mut one = FrameBatch::default();
+        kept.write(Some(&crate::transport::raw_id::exact_id("18446744073709551616")), &mut one);
+        assert!(one.as_bytes().starts_with(b"{\"id\":18446744073709551616,\"type\":\"response\""), "the raw id is restored");
     }
 }
