@@ -95,6 +95,18 @@ pub async fn run_shell(
     cwd: &Path,
     timeout: Option<Duration>,
     cancel: CancellationToken,
+    on_output: impl FnMut(&str),
+) -> std::io::Result<ShellOutcome> {
+    run_shell_spilling_to(&std::env::temp_dir(), command, cwd, timeout, cancel, on_output).await
+}
+
+/// [`run_shell`] with the full output spilled into `spill_dir` instead of the temp directory.
+async fn run_shell_spilling_to(
+    spill_dir: &Path,
+    command: &str,
+    cwd: &Path,
+    timeout: Option<Duration>,
+    cancel: CancellationToken,
     mut on_output: impl FnMut(&str),
 ) -> std::io::Result<ShellOutcome> {
     // `exec 2>&1` merges stderr into stdout inside the shell, so the two keep their real order
@@ -124,8 +136,10 @@ pub async fn run_shell(
     let mut watchdog = pgid.and_then(spawn_watchdog);
     let mut stdout = child.stdout.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");
-    let (full_file, full_path) = tempfile::Builder::new().prefix("agentwire-bash-").suffix(".log").tempfile()?.keep().map_err(|e| e.error)?;
-    let mut full = tokio::fs::File::from_std(full_file);
+    // The file is deleted when `spill` drops (an error, the task dropped mid-command, the agent
+    // shutting down) and kept only when the caller is given its path: a truncated output.
+    let spill = tempfile::Builder::new().prefix("agentwire-bash-").suffix(".log").tempfile_in(spill_dir)?;
+    let mut full = tokio::fs::File::from_std(spill.as_file().try_clone()?);
     let mut tail = Tail::default();
     let (mut out_buf, mut err_buf) = ([0u8; 8192], [0u8; 8192]);
     let (mut out_open, mut err_open) = (true, true);
@@ -188,16 +202,14 @@ pub async fn run_shell(
     }
     full.flush().await?;
     let truncated = tail.truncated;
-    if !truncated {
-        let _ = std::fs::remove_file(&full_path);
-    }
+    let full_path = if truncated { Some(spill.keep().map_err(|e| e.error)?.1) } else { None };
     Ok(ShellOutcome {
         output: tail.text(),
         exit_code: if stopped.is_some() { None } else { status.code() },
         cancelled: stopped == Some(Stop::Cancelled),
         timed_out: stopped == Some(Stop::TimedOut),
         truncated,
-        full_output_path: truncated.then_some(full_path),
+        full_output_path: full_path,
         total_lines: tail.total_lines,
         total_bytes: tail.total_bytes,
     })
@@ -309,9 +321,9 @@ mod tests {
     #[tokio::test]
     async fn progress_reports_are_spaced_out_however_much_is_printed() {
         let mut reports = Vec::new();
-        let o = run_shell("head -c 20000000 /dev/zero | tr '\\0' x; echo; echo end", Path::new("/tmp"), None, CancellationToken::new(), |tail| {
-            reports.push(tail.len())
-        })
+        let spill = tempfile::tempdir().unwrap();
+        let cmd = "head -c 20000000 /dev/zero | tr '\\0' x; echo; echo end";
+        let o = run_shell_spilling_to(spill.path(), cmd, Path::new("/tmp"), None, CancellationToken::new(), |tail| reports.push(tail.len()))
         .await
         .unwrap();
         assert_eq!(o.total_bytes, 20_000_005);
@@ -321,7 +333,8 @@ mod tests {
 
     #[tokio::test]
     async fn long_output_keeps_the_tail_and_the_full_text_on_disk() {
-        let o = run("seq 1 100000").await;
+        let spill = tempfile::tempdir().unwrap();
+        let o = run_shell_spilling_to(spill.path(), "seq 1 100000", Path::new("/tmp"), None, CancellationToken::new(), |_| {}).await.unwrap();
         assert!(o.truncated);
         assert!(o.output.ends_with("99999\n100000\n"), "{}", &o.output[o.output.len() - 20..]);
         assert!(o.output.lines().count() <= TAIL_LINES && o.output.len() <= TAIL_BYTES, "{} lines", o.output.lines().count());
@@ -329,6 +342,38 @@ mod tests {
         assert_eq!((o.total_lines, o.total_bytes), (100_000, 588_895));
         let full = std::fs::read_to_string(o.full_output_path.unwrap()).unwrap();
         assert_eq!(full.lines().count(), 100_000);
+    }
+
+    fn spilled(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
+    }
+
+    /// A short output is all in the answer, so its spill file goes.
+    #[tokio::test]
+    async fn short_output_leaves_no_file() {
+        let spill = tempfile::tempdir().unwrap();
+        let o = run_shell_spilling_to(spill.path(), "echo hi", Path::new("/tmp"), None, CancellationToken::new(), |_| {}).await.unwrap();
+        assert_eq!((o.output.as_str(), o.full_output_path), ("hi\n", None));
+        assert_eq!(spilled(spill.path()), Vec::<PathBuf>::new());
+    }
+
+    /// A command whose task is dropped while it runs (the turn aborted, the agent shutting down)
+    /// used to leave its empty spill file in the temp directory, one per command.
+    #[tokio::test]
+    async fn a_command_dropped_mid_run_leaves_no_file() {
+        let spill = tempfile::tempdir().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let mut tx = Some(tx);
+        let run = run_shell_spilling_to(spill.path(), "echo started; sleep 30", Path::new("/tmp"), None, CancellationToken::new(), move |_| {
+            if let Some(tx) = tx.take() {
+                let _ = tx.send(());
+            }
+        });
+        tokio::select! {
+            _ = run => panic!("the command ended"),
+            _ = rx => {}
+        }
+        assert_eq!(spilled(spill.path()), Vec::<PathBuf>::new());
     }
 
     #[tokio::test]

@@ -67,6 +67,9 @@ impl Agent {
         for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
             cmd.env_remove(var);
         }
+        // The full output of a long `bash` run is kept for the host to read; here it goes with
+        // the agent's temp directories.
+        cmd.env("TMPDIR", config.path());
         if !script.is_empty() {
             let path = dir.path().join(".model-script.jsonl");
             let text: String = script.iter().map(|v| format!("{v}\n")).collect();

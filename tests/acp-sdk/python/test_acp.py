@@ -5,8 +5,10 @@ script (`--model-script`) makes the tool calls happen."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -56,8 +58,15 @@ class Recorder:
         return [u.session_update for _, u in self.updates]
 
 
+CREATED: list[Path] = []
+atexit.register(lambda: [shutil.rmtree(d, ignore_errors=True) for d in CREATED])
+
+
 def dirs() -> tuple[Path, Path]:
-    return Path(tempfile.mkdtemp(prefix="acp-py-cwd-")), Path(tempfile.mkdtemp(prefix="acp-py-cfg-"))
+    """A working directory and a config directory, both removed when the tests end."""
+    made = Path(tempfile.mkdtemp(prefix="acp-py-cwd-")), Path(tempfile.mkdtemp(prefix="acp-py-cfg-"))
+    CREATED.extend(made)
+    return made
 
 
 def args(cwd: Path, config: Path, script: list[dict[str, Any]], *extra: str) -> list[str]:

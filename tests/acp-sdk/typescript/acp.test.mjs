@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync, existsSync, readFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -13,10 +13,18 @@ import { client, methods, ndJsonStream, RequestError, PROTOCOL_VERSION } from "@
 const BIN = process.env.AGENTWIRE_BIN;
 if (!BIN) throw new Error("set AGENTWIRE_BIN to the agentwire binary");
 
+/** The temp directories made here, removed when the tests end. */
+const created = [];
+process.on("exit", () => created.forEach((d) => rmSync(d, { recursive: true, force: true })));
+function made(dir) {
+  created.push(dir);
+  return dir;
+}
+
 /** Starts agentwire in ACP mode with a model script; returns the process and its dirs. */
 function start(script, { dir, config, extra = [] } = {}) {
-  dir ??= mkdtempSync(join(tmpdir(), "acp-ts-cwd-"));
-  config ??= mkdtempSync(join(tmpdir(), "acp-ts-cfg-"));
+  dir ??= made(mkdtempSync(join(tmpdir(), "acp-ts-cwd-")));
+  config ??= made(mkdtempSync(join(tmpdir(), "acp-ts-cfg-")));
   const scriptPath = join(config, `script-${Math.random().toString(36).slice(2)}.jsonl`);
   writeFileSync(scriptPath, script.map((l) => JSON.stringify(l) + "\n").join(""));
   const env = { ...process.env };

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,6 +60,7 @@ async function fakeModel(replies) {
 async function start(replies) {
   const model = await fakeModel(replies);
   const home = mkdtempSync(join(tmpdir(), "bridge-pi-"));
+  process.on("exit", () => rmSync(home, { recursive: true, force: true }));
   const agentDir = join(home, ".pi", "agent");
   mkdirSync(agentDir, { recursive: true });
   const fake = { id: "fake-model", name: "Fake Model", reasoning: false, input: ["text"], contextWindow: 128000, maxTokens: 4096, cost: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0 } };
