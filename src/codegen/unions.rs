@@ -118,7 +118,25 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
     }
     let expected = format!("{all_tags:?}");
     let from_text = FROM_TEXT.contains(&u.name.as_str()).then(|| {
+        // The members' optional `id` (a `RequestId`), for a decoder that reuses a parsed frame
+        // under another id.
+        let id_arms = u.members.iter().map(|(member, tags)| {
+            let v = variant_ident(member, tags, defs);
+            let def = &defs[member];
+            let has_id = def.get("oneOf").is_none()
+                && def.pointer("/properties/id/$ref").and_then(Value::as_str).is_some_and(|r| r.ends_with("/RequestId"))
+                && !def.get("required").and_then(Value::as_array).is_some_and(|req| req.iter().any(|r| r == "id"));
+            if has_id {
+                quote! { Self::#v(inner) => Some(&mut inner.id) }
+            } else {
+                quote! { Self::#v(_) => None }
+            }
+        });
         quote! {
+            /// The member's optional `id` field; `None` for a member without one.
+            pub fn id_mut(&mut self) -> Option<&mut Option<RequestId>> {
+                match self { #(#id_arms,)* }
+            }
             /// Parses the frame `text` whose tag the caller already read (`tag`), straight into
             /// the member: no `Value` tree. A key repeated in `text` is an error here where
             /// [`Self::from_value`] takes the last value, and error texts name the line and

@@ -13,7 +13,9 @@
 //! then from its text straight into the member struct its `type` names
 //! (`RpcCommand::from_tagged_str`), with no `serde_json::Value` tree. The few lines that path
 //! cannot answer the same way (see [`decode_doc`]) take the `Value` path, which defines the
-//! answers.
+//! answers. Lines of the form hosts write most, `{"id":…,"type":"…"}`, are read by a byte scan:
+//! an unknown `type` is answered from it, and a command with no other member is a copy of the
+//! one its kind decoded to the first time (`bare_command`).
 
 use std::borrow::Cow;
 
@@ -22,7 +24,7 @@ use serde_json::Value;
 pub use super::failure::RpcFailure;
 use crate::protocol::doc::{Doc, Parsed};
 use crate::protocol::validate::{validator, Dialect, Direction};
-use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RpcChunk, RpcCommand, RpcErrorCode, UnionInfo};
+use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RequestId, RpcChunk, RpcCommand, RpcErrorCode, UnionInfo};
 use crate::transport::raw_id::{exact_id, id_kind, IdKind};
 use crate::transport::InboundLine;
 
@@ -62,11 +64,23 @@ pub fn decode_line(line: &InboundLine, max_line_bytes: usize) -> Result<Inbound,
         }
     };
     let escapes = bytes.contains(&b'\\');
-    // Only a line that looks like an unknown command tries the short path (a known one would
-    // be read twice).
-    if !escapes && plain_type(&bytes).is_some_and(|t| known_tag(t).is_none()) {
-        if let Some(unknown) = unknown_command_fast(&bytes) {
-            return Err(unknown);
+    if !escapes {
+        // The form hosts write most: `{"id":…,"type":"…"}` and nothing else.
+        if let Some((id, kind)) = scan_plain_head(&bytes) {
+            match known_tag(kind) {
+                None => return Err(unknown_command(id, kind)),
+                Some(kind) => {
+                    if let Some(command) = bare_command(kind, id.as_ref()) {
+                        return Ok(Inbound::Command { id, command });
+                    }
+                }
+            }
+        // Only a line that looks like an unknown command tries the serde read of its head (a
+        // known one would be read twice).
+        } else if plain_type(&bytes).is_some_and(|t| known_tag(t).is_none()) {
+            if let Some(unknown) = unknown_command_fast(&bytes) {
+                return Err(unknown);
+            }
         }
     }
     let text = std::str::from_utf8(&bytes).map_err(|e| {
@@ -182,6 +196,57 @@ fn decode_value(text: &str, bytes: &[u8], escapes: bool) -> Result<Inbound, RpcF
         "rpc_chunk" => serde_json::from_value(value).map(Inbound::Chunk).map_err(parse_error),
         _ => RpcCommand::from_value(value).map(|command| Inbound::Command { id: id.clone(), command }).map_err(parse_error),
     }
+}
+
+/// The shape of a bare command's `id`, which is all that can change whether it is valid: any
+/// string, and any integer within `int64`, is a valid `RequestId`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum IdShape {
+    Absent,
+    String,
+    Integer,
+}
+
+/// A command with no member but `id` and `type` (`get_state`, `get_messages`, `abort`, …), as
+/// [`decode_doc`] decodes it, without reading the line again. Such a line can only be as valid
+/// as the kind's bare frame with an id of the same shape, so the first of each (kind, shape)
+/// goes the full path on a sample line, and its command is kept: a later one is a copy with
+/// its own id set. `None` when the full path must answer (the bare frame is invalid, the kind
+/// is not a command, the id is an integer out of `int64`).
+fn bare_command(kind: &'static str, id: Option<&Value>) -> Option<RpcCommand> {
+    type Kept = Vec<(&'static str, IdShape, Option<RpcCommand>)>;
+    thread_local! {
+        static KEPT: std::cell::RefCell<Kept> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let (shape, request_id) = match id {
+        None => (IdShape::Absent, None),
+        Some(Value::String(s)) => (IdShape::String, Some(RequestId::String(s.clone()))),
+        Some(Value::Number(n)) => (IdShape::Integer, Some(RequestId::Int64(n.as_i64()?))),
+        Some(_) => return None,
+    };
+    KEPT.with_borrow_mut(|kept| {
+        // Tags are the union's own `&'static str`s (`known_tag`), so their addresses identify them.
+        let found = kept.iter().find(|(k, s, _)| std::ptr::eq(*k, kind) && *s == shape);
+        let template = match found {
+            Some((_, _, template)) => template.as_ref()?,
+            None => {
+                let sample = match shape {
+                    IdShape::Absent => format!(r#"{{"type":"{kind}"}}"#),
+                    IdShape::String => format!(r#"{{"id":"s","type":"{kind}"}}"#),
+                    IdShape::Integer => format!(r#"{{"id":1,"type":"{kind}"}}"#),
+                };
+                let command = match decode_doc(&sample, false) {
+                    Some(Ok(Inbound::Command { command, .. })) => Some(command),
+                    _ => None,
+                };
+                kept.push((kind, shape, command));
+                kept.last().and_then(|(_, _, c)| c.as_ref())?
+            }
+        };
+        let mut command = template.clone();
+        *command.id_mut()? = request_id;
+        Some(command)
+    })
 }
 
 /// The union of every inbound frame (the commands and the sub-protocol answers).
@@ -378,11 +443,9 @@ fn scan_plain_head(bytes: &[u8]) -> Option<(Option<Value>, &str)> {
 /// little. Only the plain case is taken here — no `\` in the line, `type` a string, `id`
 /// absent or a string or non-zero integer, neither member twice — and the answer is the one the
 /// full path gives; anything else (`None`) goes the full path. The form hosts write is read by
-/// [`scan_plain_head`]; other plain lines (more members, odd spacing of values) by [`Head`].
+/// [`scan_plain_head`] before this is asked; other plain lines (more members, odd spacing of
+/// values) are read here by [`Head`].
 fn unknown_command_fast(bytes: &[u8]) -> Option<RpcFailure> {
-    if let Some((id, kind)) = scan_plain_head(bytes) {
-        return known_tag(kind).is_none().then(|| unknown_command(id, kind));
-    }
     let head: Head = serde_json::from_str(std::str::from_utf8(bytes).ok()?).ok()?;
     let Head { id, kind: Some(kind), repeated: false } = head else { return None };
     if known_tag(kind).is_some() {
@@ -669,6 +732,27 @@ mod tests {
             assert!(decode_doc(line, line.contains('\\')).is_some(), "{line}");
         }
         assert!(taken > lines.len() / 2, "{taken} of {}", lines.len());
+    }
+
+    /// Bare commands (`bare_command`) decode as the `Value` path decodes them, for every inbound
+    /// tag and every id shape, the first time (the kind's sample goes the full path) and again
+    /// (a kept copy under the line's id); kinds whose bare frame is invalid get its error.
+    #[test]
+    fn bare_commands_decode_as_the_value_path() {
+        let mut kept = 0;
+        for (tag, _) in inbound_union().members {
+            for id in ["", r#""id":"s","#, r#""id":"x é","#, r#""id":7,"#, r#""id":-3,"#, r#""id":9223372036854775807,"#, r#""id":9223372036854775808,"#, r#""id":"","#] {
+                for line in [format!(r#"{{{id}"type":"{tag}"}}"#), format!(r#"{{ "type" : "{tag}" {} }}"#, id.strip_suffix(',').map(|m| format!(", {m}")).unwrap_or_default())] {
+                    for _ in 0..2 {
+                        let got = decode_line(&InboundLine::Line(line.clone().into_bytes()), 1024);
+                        assert_eq!(got, decode_value(&line, line.as_bytes(), false), "{line}");
+                    }
+                    kept += usize::from(bare_command(known_tag(tag).unwrap(), scan_plain_head(line.as_bytes()).unwrap().0.as_ref()).is_some());
+                }
+            }
+        }
+        // Most commands have no required member, so most bare lines take the kept copy.
+        assert!(kept > 200, "{kept}");
     }
 
     #[test]
