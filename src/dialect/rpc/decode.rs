@@ -64,23 +64,27 @@ pub fn decode_line(line: &InboundLine, max_line_bytes: usize) -> Result<Inbound,
         }
     };
     let escapes = bytes.contains(&b'\\');
-    if !escapes {
-        // The form hosts write most: `{"id":…,"type":"…"}` and nothing else.
-        if let Some((id, kind)) = scan_plain_head(&bytes) {
-            match known_tag(kind) {
+    if let Some((kind, end)) = (!escapes).then(|| plain_type(&bytes)).flatten() {
+        // The form hosts write most, `{"id":…,"type":"…"}` and nothing else, is read by a byte
+        // scan; a glance after the type (`}` or `,"id"` must follow) keeps lines with more
+        // members from a scan bound to fail.
+        match may_end_plain(&bytes[end..]).then(|| scan_plain_head(&bytes)).flatten() {
+            Some((id, kind)) => match known_tag(kind) {
                 None => return Err(unknown_command(id, kind)),
                 Some(kind) => {
                     if let Some(command) = bare_command(kind, id.as_ref()) {
                         return Ok(Inbound::Command { id, command });
                     }
                 }
+            },
+            // Only a line that looks like an unknown command tries the serde read of its head
+            // (a known one would be read twice).
+            None if known_tag(kind).is_none() => {
+                if let Some(unknown) = unknown_command_fast(&bytes) {
+                    return Err(unknown);
+                }
             }
-        // Only a line that looks like an unknown command tries the serde read of its head (a
-        // known one would be read twice).
-        } else if plain_type(&bytes).is_some_and(|t| known_tag(t).is_none()) {
-            if let Some(unknown) = unknown_command_fast(&bytes) {
-                return Err(unknown);
-            }
+            None => {}
         }
     }
     let text = std::str::from_utf8(&bytes).map_err(|e| {
@@ -275,8 +279,9 @@ fn known_tag(kind: &str) -> Option<&'static str> {
 
 /// The `type` of a line as hosts write it (`"type":"…"`, no escapes), read without parsing the
 /// line: it only chooses which path reads the line, and is never trusted as the frame's type.
-/// Lines are short: plain loops beat setting up a vector search.
-fn plain_type(bytes: &[u8]) -> Option<&str> {
+/// Lines are short: plain loops beat setting up a vector search. Also where the string ended
+/// (the index after its closing quote).
+fn plain_type(bytes: &[u8]) -> Option<(&str, usize)> {
     const KEY: &[u8] = b"\"type\":\"";
     let mut from = 0;
     let at = loop {
@@ -287,7 +292,14 @@ fn plain_type(bytes: &[u8]) -> Option<&str> {
         from = quote + 1;
     };
     let len = bytes[at..].iter().position(|&b| b == b'"')?;
-    std::str::from_utf8(&bytes[at..at + len]).ok()
+    Some((std::str::from_utf8(&bytes[at..at + len]).ok()?, at + len + 1))
+}
+
+/// Whether `rest`, what follows a line's `type` string, can end the plain form: `}`, or `,`
+/// and then the `"id"` key (whitespace allowed between tokens).
+fn may_end_plain(rest: &[u8]) -> bool {
+    let mut tokens = Tokens { bytes: rest, at: 0 };
+    tokens.eat(b'}').is_some() || (tokens.eat(b',').is_some() && tokens.eat(b'"').is_some() && rest[tokens.at..].starts_with(b"id\""))
 }
 
 /// The `unknown_command` error for `kind`, with the closest known command when one is near
