@@ -226,6 +226,8 @@ pub(crate) struct Inner {
     /// Moves every time [`Agent::state`] hands the state out, so every change of it (see
     /// [`Agent::state_version`]).
     state_changes: AtomicU64,
+    /// A `TurnStart` was emitted and its `TurnEnd` not yet (a panicking run ends the turn).
+    turn_open: std::sync::atomic::AtomicBool,
 }
 
 /// The state locked only for reading ([`Agent::state_for_reading`]): no `DerefMut`, so nothing
@@ -304,6 +306,7 @@ impl Agent {
             settles: Mutex::new(std::collections::HashMap::new()),
             abort_and_prompt: tokio::sync::Mutex::new(()),
             state_changes: AtomicU64::new(0),
+            turn_open: std::sync::atomic::AtomicBool::new(false),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -522,6 +525,11 @@ impl Agent {
 
     /// Reports an event; returns once the dialect has queued its frames.
     pub(crate) async fn emit(&self, event: AgentEvent<'_>) {
+        match &event {
+            AgentEvent::TurnStart => self.inner.turn_open.store(true, Ordering::Relaxed),
+            AgentEvent::TurnEnd { .. } => self.inner.turn_open.store(false, Ordering::Relaxed),
+            _ => {}
+        }
         let settled = if let AgentEvent::PromptSettled { prompt: Some(prompt), outcome, .. } = &event { Some((*prompt, outcome.clone())) } else { None };
         self.inner.sink.emit(event).await;
         // The outcome is delivered once the dialect queued what the settled prompt sends.
@@ -530,6 +538,11 @@ impl Agent {
                 let _ = tx.send(outcome);
             }
         }
+    }
+
+    /// Whether a turn has started and not yet ended.
+    fn turn_open(&self) -> bool {
+        self.inner.turn_open.load(Ordering::Relaxed)
     }
 
     /// Tells the host something outside any run (a `notice` frame in the dialects that have
@@ -549,6 +562,11 @@ impl Agent {
     }
 
     /// A new prompt with its outcome's waiter registered.
+    /// Whether `prompt` has not been settled yet (its outcome is still to be delivered).
+    fn settle_pending(&self, prompt: PromptId) -> bool {
+        self.inner.settles.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&prompt)
+    }
+
     fn new_prompt(&self) -> Prompt {
         let id = PromptId(self.inner.next_prompt.fetch_add(1, Ordering::Relaxed));
         let (tx, settled) = oneshot::channel();

@@ -1,11 +1,12 @@
 //! Prompts and queues: starting a run, steering and follow-up queues, abort.
 
+use futures_util::FutureExt;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::events::{AgentEvent, PromptId};
+use super::events::{AgentEvent, PromptId, RunOutcome};
 use super::{run, Agent, CoreError, CoreResult, Queued, RunState, State};
-use crate::protocol::{ImageContent, InputKind, InterruptMode, QueueMode};
+use crate::protocol::{ImageContent, InputKind, InterruptMode, PromptError, QueueMode};
 
 /// Which queue a message goes to while a run is in progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +197,18 @@ impl Agent {
         let agent = Clone::clone(self);
         tokio::spawn(async move {
             let _ = gate.await;
-            run::run(agent, first, prompt, cancel, done_tx).await;
+            // `run` fails its prompt when its turns panic; a panic after them (in the host's
+            // sink, on the run's last events) still must not leave the run registered (waiting
+            // for it to settle would never end) nor its prompt without an outcome.
+            let ran = std::panic::AssertUnwindSafe(run::run(agent.clone(), first, prompt, cancel, done_tx)).catch_unwind().await;
+            if let Err(panic) = ran {
+                agent.state().run = None;
+                if let Some(prompt) = prompt.filter(|p| agent.settle_pending(*p)) {
+                    let error = PromptError { message: format!("the agent's run panicked: {}", run::panic_reason(panic)), http_status: None, retryable: false };
+                    let settled = AgentEvent::PromptSettled { prompt: Some(prompt), outcome: RunOutcome::Failed(error), model_invoked: true };
+                    let _ = std::panic::AssertUnwindSafe(agent.emit(settled)).catch_unwind().await;
+                }
+            }
         });
     }
 
@@ -336,6 +348,11 @@ mod tests {
 
     /// An agent on the offline model, in memory, reporting to `host`.
     fn agent(dir: &Path, host: Arc<HeldEnd>) -> Agent {
+        agent_with(dir, host.clone(), host)
+    }
+
+    /// [`agent`] with its events going to `sink`.
+    fn agent_with(dir: &Path, sink: Arc<dyn EventSink>, host: Arc<HeldEnd>) -> Agent {
         let catalogue = load(&Selection { config_dir: Some(dir.to_owned()), ..Selection::default() }).unwrap();
         let config = AgentConfig {
             cwd: dir.to_owned(),
@@ -350,7 +367,7 @@ mod tests {
             max_session_bytes: 1 << 20,
             thinking: None,
         };
-        Agent::new(config, catalogue, Session::create(None, dir, None), host.clone(), host)
+        Agent::new(config, catalogue, Session::create(None, dir, None), sink, host)
     }
 
     /// A host that sends `steer` / `follow_up` on `agent_end` talks to an idle agent (pi, omp):
@@ -379,6 +396,73 @@ mod tests {
             assert!(matches!(submitted, Ok(Submitted::Started(_))), "{kind:?}: {submitted:?}");
             assert_eq!(host.queue_updates.load(Ordering::SeqCst), 0, "{kind:?}: nothing was queued");
         }
+    }
+
+    /// A sink that panics the first time it is given a message (or, with `at_run_end`, the run's
+    /// end), and lists the run's events.
+    #[derive(Default)]
+    struct PanicsOnce {
+        at_run_end: bool,
+        fired: AtomicBool,
+        events: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl EventSink for PanicsOnce {
+        fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
+            Box::pin(async move {
+                let name = match &event {
+                    AgentEvent::MessageStart { .. } if !self.at_run_end && !self.fired.swap(true, Ordering::SeqCst) => panic!("the sink broke"),
+                    AgentEvent::RunEnd { .. } if self.at_run_end && !self.fired.swap(true, Ordering::SeqCst) => panic!("the sink broke"),
+                    AgentEvent::TurnStart => "turn_start".to_owned(),
+                    AgentEvent::TurnEnd { message: crate::protocol::AgentMessage::Assistant(m), .. } => format!("turn_end {:?}", m.stop_reason),
+                    AgentEvent::RunEnd { .. } => "run_end".to_owned(),
+                    AgentEvent::PromptSettled { .. } => "settled".to_owned(),
+                    _ => return,
+                };
+                self.events.lock().unwrap().push(name);
+            })
+        }
+        fn wants_snapshots(&self) -> bool {
+            false
+        }
+    }
+
+    /// A panic in a run of the built-in agent (here in the host's sink, inside the turn) fails
+    /// its prompt: the turn ends with an error message, the run ends, and the agent settles and
+    /// takes the next prompt. Before, the run's task died with the run still registered: the
+    /// prompt was never answered and waiting for the agent to settle (stdin EOF) spun for ever.
+    #[tokio::test]
+    async fn a_panicking_run_fails_its_prompt_and_the_agent_settles() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = Arc::new(PanicsOnce::default());
+        let host = Arc::new(HeldEnd::default());
+        let agent = agent_with(dir.path(), sink.clone(), host);
+        let Ok(Submitted::Started(prompt)) = agent.prompt("hello".into(), Vec::new(), None).await else { panic!("the prompt starts a run") };
+        agent.release_gates();
+        let outcome = tokio::time::timeout(Duration::from_secs(30), prompt.outcome()).await.expect("the prompt is answered");
+        assert!(matches!(&outcome, Some(RunOutcome::Failed(e)) if e.message == "the agent's run panicked: the sink broke"), "{outcome:?}");
+        tokio::time::timeout(Duration::from_secs(30), agent.settled()).await.expect("the agent settles");
+        assert_eq!(*sink.events.lock().unwrap(), ["turn_start", "turn_end Error", "run_end", "settled"]);
+        let Ok(Submitted::Started(next)) = agent.prompt("again".into(), Vec::new(), None).await else { panic!("the agent takes the next prompt") };
+        agent.release_gates();
+        assert_eq!(tokio::time::timeout(Duration::from_secs(30), next.outcome()).await.unwrap(), Some(RunOutcome::Completed));
+    }
+
+    /// A panic after the turns (the host's sink failing on `RunEnd`) still fails the prompt and
+    /// unregisters the run: the agent settles and takes the next prompt.
+    #[tokio::test]
+    async fn a_run_panicking_at_its_end_still_lets_the_agent_settle() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = Arc::new(PanicsOnce { at_run_end: true, ..PanicsOnce::default() });
+        let agent = agent_with(dir.path(), sink, Arc::new(HeldEnd::default()));
+        let Ok(Submitted::Started(prompt)) = agent.prompt("hello".into(), Vec::new(), None).await else { panic!("the prompt starts a run") };
+        agent.release_gates();
+        let outcome = tokio::time::timeout(Duration::from_secs(30), prompt.outcome()).await.expect("the prompt is answered");
+        assert!(matches!(&outcome, Some(RunOutcome::Failed(e)) if e.message == "the agent's run panicked: the sink broke"), "{outcome:?}");
+        tokio::time::timeout(Duration::from_secs(30), agent.settled()).await.expect("the agent settles");
+        let Ok(Submitted::Started(next)) = agent.prompt("again".into(), Vec::new(), None).await else { panic!("the agent takes the next prompt") };
+        agent.release_gates();
+        assert_eq!(tokio::time::timeout(Duration::from_secs(30), next.outcome()).await.unwrap(), Some(RunOutcome::Completed));
     }
 
     /// The core keeps the one map of prompts waiting for their outcome: the handle resolves

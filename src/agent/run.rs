@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use futures_util::future::BoxFuture;
+use futures_util::future::{BoxFuture, FutureExt};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use serde_json::{json, Map, Value};
@@ -99,7 +99,10 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
     let mut incoming: Vec<(Queued, bool)> = first.into_iter().map(|q| (q, false)).collect();
     let max_steps = agent.inner.config.max_steps_per_turn;
     let mut steps = 0u32;
-    let outcome = loop {
+    // A panic anywhere in the turns (a provider, a tool, compaction) fails the prompt like a
+    // model error: its turn ends, then the run. Before, the run's task died with `st.run` still
+    // set, the prompt was never answered, and EOF spun at 100 % CPU waiting for it.
+    let turns = std::panic::AssertUnwindSafe(async { loop {
         agent.emit(AgentEvent::TurnStart).await;
         for (q, from_queue) in incoming.drain(..) {
             if from_queue {
@@ -189,6 +192,12 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
             break Outcome::Completed;
         }
         incoming = next.into_iter().map(|q| (q, true)).collect();
+    } })
+    .catch_unwind()
+    .await;
+    let outcome = match turns {
+        Ok(outcome) => outcome,
+        Err(panic) => Outcome::Error(end_panicked_turn(&agent, &mut produced, panic_reason(panic)).await),
     };
 
     // A write that failed on the way out (a failed or aborted model call) still fails the prompt.
@@ -222,6 +231,32 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         }
     }
     let _ = done.send(true);
+}
+
+/// The error a panicking run fails its prompt with. When the panic came inside a turn, the turn
+/// ends as a failed model call's does: an assistant message with `stopReason: "error"`, then
+/// `TurnEnd`.
+async fn end_panicked_turn(agent: &Agent, produced: &mut Vec<AgentMessage>, reason: String) -> PromptError {
+    let error = PromptError { message: format!("the agent's run panicked: {reason}"), http_status: None, retryable: false };
+    if agent.turn_open() {
+        let sink = &*agent.inner.sink;
+        let mut builder = MessageBuilder::new(&agent.current().info);
+        builder.apply(ModelChunk::Error(ProviderError::fatal(error.message.clone())), sink).await;
+        let message = AgentMessage::Assistant(builder.into_message());
+        agent.emit(AgentEvent::MessageStart { message: &message }).await;
+        agent.emit(AgentEvent::MessageEnd { message: &message }).await;
+        agent.emit(AgentEvent::TurnEnd { message: &message, tool_results: &[] }).await;
+        produced.push(message);
+    }
+    error
+}
+
+/// The message a panic was raised with (`panic!("…")` gives a `&str` or a `String`).
+pub(super) fn panic_reason(panic: Box<dyn std::any::Any + Send>) -> String {
+    match panic.downcast::<String>() {
+        Ok(text) => *text,
+        Err(panic) => panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).unwrap_or_default(),
+    }
 }
 
 fn restart(agent: &Agent, st: &mut State, first: Vec<Queued>) {

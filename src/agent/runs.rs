@@ -193,7 +193,7 @@ impl Runs {
                 _ if cancel.is_cancelled() => RunOutcome::Aborted,
                 Ok(outcome) => outcome,
                 Err(panic) => {
-                    let reason = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+                    let reason = super::run::panic_reason(panic);
                     RunOutcome::Failed(PromptError { message: format!("the agent's run panicked: {reason}"), http_status: None, retryable: false })
                 }
             },
