@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, 
 
 /// Reverses the prompt; the prompt "hang" never answers (nor looks at the cancellation), so
 /// only the runs' own cancel can end it; the prompt "tool" reports a tool call it ran, then text;
-/// the prompt "panic" panics halfway.
+/// the prompt "panic" panics halfway; the prompt "crash" panics in the prompt command's handler.
 struct Reverse {
     runs: Runs,
 }
@@ -29,6 +29,9 @@ impl AgentCore for Reverse {
     }
     async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
         let reversed: String = text.chars().rev().collect();
+        if text == "crash" {
+            panic!("the test agent crashed");
+        }
         let (hang, tool, panics) = (text == "hang", text == "tool", text == "panic");
         self.runs
             .start(text, images, queue, move |reply| async move {
@@ -338,4 +341,40 @@ fn the_example_answers_an_rpc_prompt_reversed() {
     assert_eq!(end["message"]["content"][0]["text"], "desserts", "{frames:?}");
     assert_eq!(frames.last().unwrap()["status"], "completed");
     agent.finish();
+}
+
+/// A panic in a request's handler (the prompt "crash" panics before any run starts) is answered
+/// as an internal error with the request's id, in each dialect, and the server keeps serving.
+/// Before, the panic ended the serve loop: the process died with the request unanswered.
+#[tokio::test]
+async fn a_panicking_handler_is_answered_and_the_server_keeps_serving() {
+    let mut c = Client::start(Dialect::Rpc);
+    assert_eq!(c.next().await["type"], "ready");
+    c.send(json!({"id": "x", "type": "prompt", "message": "crash"})).await;
+    let answer = c.until(|f| f["id"] == "x").await.pop().unwrap();
+    assert_eq!((&answer["success"], &answer["code"], &answer["command"]), (&json!(false), &json!("internal"), &json!("prompt")), "{answer}");
+    assert_eq!(answer["error"], "the command's handler panicked: the test agent crashed");
+    c.send(json!({"id": "p", "type": "prompt", "message": "stressed"})).await;
+    assert_eq!(c.until(|f| f["type"] == "prompt_result").await.pop().unwrap()["status"], "completed");
+    assert!(answers(&c.finish().await, &json!("x")).is_empty(), "one answer per id");
+
+    let mut c = Client::start(Dialect::Wire);
+    c.send(json!({"jsonrpc": "2.0", "id": "x", "method": "prompt", "params": {"user_input": "crash"}})).await;
+    let answer = c.until(|f| f["id"] == "x").await.pop().unwrap();
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert_eq!(answer["error"]["message"], "Internal error: the request's handler panicked: the test agent crashed");
+    c.send(json!({"jsonrpc": "2.0", "id": "p", "method": "prompt", "params": {"user_input": "stressed"}})).await;
+    let answer = c.until(|f| f["id"] == "p").await.pop().unwrap();
+    assert_eq!(answer["result"]["status"], "finished", "{answer}");
+    assert!(answers(&c.finish().await, &json!("x")).is_empty(), "one answer per id");
+
+    let mut c = Client::start(Dialect::Acp);
+    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}})).await;
+    let session = c.until(|f| f["id"] == 1).await.pop().unwrap()["result"]["sessionId"].clone();
+    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "crash"}]}})).await;
+    let answer = c.until(|f| f["id"] == 2).await.pop().unwrap();
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "stressed"}]}})).await;
+    assert_eq!(c.until(|f| f["id"] == 3).await.pop().unwrap()["result"]["stopReason"], "end_turn");
+    assert!(c.finish().await.iter().all(|f| f.get("id").is_none()), "one answer per id");
 }

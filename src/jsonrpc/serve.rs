@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
 use serde_json::Value;
 use tokio::io::AsyncBufRead;
 use tokio_util::sync::CancellationToken;
@@ -97,6 +98,14 @@ pub fn claim_cancellation() -> CancellationToken {
             c.token.clone()
         })
         .unwrap_or_default()
+}
+
+/// The message a panic was raised with (`panic!("…")` gives a `&str` or a `String`).
+pub fn panic_reason(panic: Box<dyn std::any::Any + Send>) -> String {
+    match panic.downcast::<String>() {
+        Ok(text) => *text,
+        Err(panic) => panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).unwrap_or_default(),
+    }
 }
 
 /// The key of a request id in the table of requests in flight: its JSON text.
@@ -194,10 +203,16 @@ where
                         conn.running().insert(key.clone(), cancel.token.clone());
                         let refusal = Responder::new(id.clone(), null_data);
                         let (handled, answered) = scope(CANCEL.scope(cancel.clone(), service.dispatch(request, Responder::new(id, null_data))));
+                        // A handler that panics is answered -32603, and the loop goes on serving:
+                        // uncaught, the panic would end the loop and the process with it.
+                        let handled = std::panic::AssertUnwindSafe(handled).catch_unwind();
                         inflight.push(async move {
                             let answer = tokio::select! {
                                 biased;
-                                answer = handled => answer,
+                                answer = handled => match answer {
+                                    Ok(answer) => answer,
+                                    Err(panic) => refusal.answer::<()>(Err(Error::internal(format!("Internal error: the request's handler panicked: {}", panic_reason(panic))))),
+                                },
                                 () = cancel.unclaimed() => refusal.answer::<()>(Err(Error::request_cancelled("Request cancelled by $/cancel_request"))),
                             };
                             (answer, answered, key)
@@ -212,4 +227,75 @@ where
         }
     }
     reader.abort();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::Policy;
+    use serde_json::json;
+
+    /// A side whose every request is its method name.
+    enum Methods {}
+
+    impl Side for Methods {
+        type Request = String;
+        type Notification = ();
+        const POLICY: Policy = Policy::STRICT;
+        fn request(method: &str, _frame: Value) -> Result<String, Error> {
+            Ok(method.to_owned())
+        }
+        fn notification(_method: &str, _frame: Value) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    /// Answers `ok` with "fine" and panics on anything else.
+    struct Panicky(Connection);
+
+    impl Dispatch<String> for Panicky {
+        fn dispatch(&self, request: String, responder: Responder) -> impl Future<Output = Answer> + Send + '_ {
+            async move {
+                if request != "ok" {
+                    panic!("no handler for {request}");
+                }
+                responder.answer(Ok("fine"))
+            }
+        }
+    }
+
+    impl Service for Panicky {
+        type Side = Methods;
+        fn connection(&self) -> &Connection {
+            &self.0
+        }
+        fn notified(&self, _notification: ()) {}
+    }
+
+    /// A panicking handler used to take the serve loop, and the process, down with it: the
+    /// requests after it were never answered.
+    #[tokio::test]
+    async fn a_panicking_handler_is_answered_and_the_loop_goes_on() {
+        let (out, written) = tokio::io::duplex(1 << 16);
+        let (outbox, writer) = crate::transport::writer::spawn_writer(out, 1 << 20);
+        let service = Panicky(Connection::new(outbox));
+        let input = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"boom"}"#, "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"ok"}"#, "\n",
+        );
+        serve(&service, tokio::io::BufReader::new(input.as_bytes()), 1 << 20).await;
+        drop(service);
+        writer.await.unwrap().unwrap();
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut { written }, &mut text).await.unwrap();
+        let mut answers: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        answers.sort_by_key(|a| a["id"].as_i64());
+        assert_eq!(
+            answers,
+            [
+                json!({"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error: the request's handler panicked: no handler for boom"}}),
+                json!({"jsonrpc":"2.0","id":2,"result":"fine"}),
+            ]
+        );
+    }
 }

@@ -22,6 +22,7 @@
 use std::sync::Arc;
 use std::task::Poll;
 
+use futures_util::FutureExt;
 use tokio::io::AsyncBufRead;
 use tokio::task::JoinSet;
 
@@ -85,6 +86,20 @@ impl RpcAnswer for IntoBatch<'_> {
             Err(e) => {
                 let _ = self.0.push(&RpcReply { id, command, outcome: Err(e) });
             }
+        }
+    }
+}
+
+/// Runs one command's handler. A handler that panics is answered `internal` (with the command's
+/// id), and the loop goes on serving: uncaught, the panic would end the loop and the process
+/// with it, or leave a detached command without its answer.
+async fn handle<A: AgentCore>(session: &RpcSession<A>, id: Option<serde_json::Value>, command: RpcCommand) -> RpcReply {
+    let kind = command.tag();
+    match std::panic::AssertUnwindSafe(dispatch_rpc_command(session, id.clone(), command)).catch_unwind().await {
+        Ok(reply) => reply,
+        Err(panic) => {
+            let reason = crate::jsonrpc::serve::panic_reason(panic);
+            RpcReply { id, command: kind, outcome: Err(crate::protocol::RpcError::internal(format!("the command's handler panicked: {reason}"))) }
         }
     }
 }
@@ -189,12 +204,12 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
                 if is_detached(&command) {
                     let (session, out) = (session.clone(), out.clone());
                     detached.spawn(async move {
-                        let (handled, answered) = answer::scope(dispatch_rpc_command(&*session, id, command));
+                        let (handled, answered) = answer::scope(handle(&*session, id, command));
                         let _ = out.send(&handled.await).await;
                         answered.fire();
                     });
                 } else {
-                    let (handled, answered) = answer::scope(dispatch_rpc_command(&*session, id, command));
+                    let (handled, answered) = answer::scope(handle(&*session, id, command));
                     let _ = out.send(&handled.await).await;
                     answered.fire();
                 }

@@ -175,8 +175,12 @@ impl<A: AgentCore> WireHandler for WireSession<A> {
             }
             (t.active, t.implicit, t.step, t.interrupted, t.retrying) = (true, false, 0, false, false);
         }
+        let claim = TurnClaim { turn: &self.host.turn, armed: true };
         self.host.event(WireTurnBeginEvent::new(WireTurnBeginPayload { user_input: input }).into()).await;
-        match self.agent.prompt(text, images, None).await {
+        let submitted = self.agent.prompt(text, images, None).await;
+        // From here the run's events (or `turn_end` below) settle the turn.
+        claim.disarm();
+        match submitted {
             Ok(Submitted::Started(prompt)) => {
                 // The run may start now: TurnBegin is out (its outcome's waiter is the core's).
                 self.agent.release_gates();
@@ -276,3 +280,25 @@ impl<A: AgentCore> WireHandler for WireSession<A> {
     }
 }
 
+/// The turn a `prompt` claimed, released if the handler ends before the agent took the prompt
+/// (a panic unwinding through it, the future dropped): otherwise every later `prompt` would be
+/// refused as busy.
+struct TurnClaim<'a> {
+    turn: &'a std::sync::Mutex<super::Turn>,
+    armed: bool,
+}
+
+impl TurnClaim<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for TurnClaim<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut t = lock(self.turn);
+            (t.active, t.retrying) = (false, false);
+        }
+    }
+}
