@@ -10,7 +10,11 @@
 //! the agent leaves a tree behind, the shell gets `PR_SET_PDEATHSIG` (Linux) and a watchdog
 //! `sh` in a group of its own holds a pipe from us: when the agent dies, however it dies, the
 //! pipe closes and the watchdog kills the command's group. A command that finishes normally
-//! keeps what it deliberately left running (`server > log &`): the watchdog is told "done".
+//! keeps what it deliberately left running (`server > log &`) for as long as the agent lives: its
+//! watchdog's pipe is held in [`LEFT_RUNNING`] instead of being told "done", so that what it left
+//! goes with the agent, on a clean exit as on SIGKILL. A group found empty later (the server
+//! ended on its own) releases its watchdog, which is then told "done": a group id is never
+//! signalled after the kernel could have given it to another process.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -198,8 +202,15 @@ async fn run_shell_spilling_to(
     let status = child.wait().await?;
     guard.armed = false;
     if let Some(mut w) = watchdog.take() {
-        let _ = w.write_all(b"done\n").await;
+        match pgid {
+            // The shell is gone and its group is not: the command left something running.
+            Some(pgid) if stopped.is_none() && group_alive(pgid) => keep_watching(pgid, w),
+            _ => {
+                let _ = w.write_all(b"done\n").await;
+            }
+        }
     }
+    release_ended_groups();
     full.flush().await?;
     let truncated = tail.truncated;
     let full_path = if truncated { Some(spill.keep().map_err(|e| e.error)?.1) } else { None };
@@ -229,6 +240,44 @@ fn terminate(pgid: Option<u32>, grace: std::pin::Pin<&mut tokio::time::Sleep>) {
 
 fn far_future() -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_secs(86400 * 365)
+}
+
+/// The process groups that finished commands left running, each with its watchdog's pipe. The
+/// pipes stay open for the agent's life, so each watchdog kills its group when the agent goes
+/// (the process's exit closes them). Never dropped by hand while the group lives: a closed pipe
+/// without "done" is the watchdog's signal to kill.
+static LEFT_RUNNING: std::sync::Mutex<Vec<(u32, std::fs::File)>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether process group `pgid` still has a process in it.
+fn group_alive(pgid: u32) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks that the group exists and may be signalled.
+    i32::try_from(pgid).is_ok_and(|p| p > 0 && unsafe { libc::kill(-p, 0) } == 0)
+}
+
+/// Holds `watchdog` (the pipe to group `pgid`'s watchdog) until the agent exits or the group
+/// ends ([`release_ended_groups`]).
+fn keep_watching(pgid: u32, watchdog: tokio::process::ChildStdin) {
+    match watchdog.into_owned_fd() {
+        Ok(fd) => LEFT_RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((pgid, std::fs::File::from(fd))),
+        // Dropping the pipe would have the watchdog kill the group now; the command meant it
+        // to run, and it stays as it did before the registry existed.
+        Err(e) => tracing::debug!("cannot keep the watchdog of group {pgid} ({e}); what the command left running may outlive the agent"),
+    }
+}
+
+/// Tells the watchdogs of the groups that have ended "done" and forgets them, so that a group
+/// id the kernel may reuse is never killed later, and idle watchdogs do not pile up.
+fn release_ended_groups() {
+    use std::io::Write;
+    let mut left = LEFT_RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    left.retain_mut(|(pgid, watchdog)| {
+        if group_alive(*pgid) {
+            return true;
+        }
+        // Five bytes into an empty pipe: never blocks.
+        let _ = watchdog.write_all(b"done\n");
+        false
+    });
 }
 
 fn signal_group(pgid: Option<u32>, signal: libc::c_int) {
@@ -342,6 +391,28 @@ mod tests {
         assert_eq!((o.total_lines, o.total_bytes), (100_000, 588_895));
         let full = std::fs::read_to_string(o.full_output_path.unwrap()).unwrap();
         assert_eq!(full.lines().count(), 100_000);
+    }
+
+    fn watched(pgid: u32) -> bool {
+        LEFT_RUNNING.lock().unwrap().iter().any(|(g, _)| *g == pgid)
+    }
+
+    /// A group a finished command left running is watched until it ends on its own; then the
+    /// next command releases its watchdog, so the group id is never killed after its end.
+    #[tokio::test]
+    async fn a_group_left_running_is_watched_until_it_ends() {
+        // `$$` is the shell's pid, which is the group's id.
+        let o = run("sleep 0.5 > /dev/null 2>&1 & echo $$").await;
+        let pgid: u32 = o.output.trim().parse().unwrap();
+        assert!(group_alive(pgid) && watched(pgid), "{o:?}");
+        while group_alive(pgid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        run("true").await;
+        assert!(!watched(pgid), "an ended group's watchdog is released");
+        // A command that leaves nothing running is never watched.
+        let o = run("echo $$").await;
+        assert!(!watched(o.output.trim().parse().unwrap()));
     }
 
     fn spilled(dir: &Path) -> Vec<PathBuf> {
