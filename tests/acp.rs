@@ -129,6 +129,32 @@ fn cancel_mid_stream_resolves_cancelled_promptly() {
     assert_eq!(again["result"]["stopReason"], "end_turn");
 }
 
+/// An editor's "interrupt and send": `session/cancel` and the next `session/prompt` written back
+/// to back while the run winds down (here a `bash` that ignores SIGTERM, killed 2 s later). The
+/// new prompt waits for the cancelled one's answer and then runs; it used to be refused as busy
+/// (-32603) until the cancelled run had ended.
+#[test]
+fn a_prompt_right_behind_a_cancel_waits_for_the_cancelled_one() {
+    let (dir, config) = dirs();
+    let stubborn = "touch started; trap '' TERM; sleep 30";
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": stubborn}}]}), json!({"text": "the new answer"})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
+    let session = acp.init_and_new(dir.path());
+    let first = acp.request("session/prompt", prompt("run it", &session));
+    common::wait_for(|| dir.path().join("started").exists(), "the command to start");
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let second = acp.request("session/prompt", prompt("instead", &session));
+    let mut answers = Vec::new();
+    while answers.len() < 2 {
+        let f = acp.next();
+        if f.get("method").is_none() && (f["id"] == first || f["id"] == second) {
+            answers.push(f);
+        }
+    }
+    assert_eq!((&answers[0]["id"], &answers[0]["result"]["stopReason"]), (&first, &json!("cancelled")), "{answers:?}");
+    assert_eq!((&answers[1]["id"], &answers[1]["result"]["stopReason"]), (&second, &json!("end_turn")), "{answers:?}");
+}
+
 #[test]
 fn cancel_while_permission_pending_rejects_and_resolves_cancelled() {
     let (dir, config) = dirs();

@@ -22,6 +22,11 @@ use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp::*;
 use crate::protocol::ImageContent;
 
+/// How long a prompt sent right behind a `session/cancel` waits for the cancelled run to end
+/// before it is refused as busy. A cancelled run ends at once unless a tool ignores it: a
+/// `bash` gets SIGKILL 2 s after SIGTERM.
+const CANCEL_WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What the process provides to build sessions: an agent for a working directory (new, or
 /// resuming a session file), what the agents can do, and where session files are.
 pub trait SessionFactory<A = Agent>: Send + Sync {
@@ -216,6 +221,9 @@ impl<A: AgentCore> AcpServer<A> {
             // now is cancelled: a spawned `abort` ran whenever the runtime got to it and could
             // abort the *next* prompt's run instead (ACP queues nothing, so there is nothing
             // else for an abort to drop).
+            if live.agent.is_running() {
+                lock(&live.host.state).cancelled = true;
+            }
             live.agent.cancel_now();
         } else {
             tracing::warn!("session/cancel for an unknown session {session}");
@@ -543,11 +551,19 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         }
         let options_before = config::options(&*live.agent);
         let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
-        if live.agent.is_running() {
+        // An editor's "interrupt and send" writes `session/cancel` and the next prompt back to
+        // back: that prompt waits for the cancelled one to wind down (its tools are stopped, a
+        // `bash` within its kill grace) instead of being refused. A prompt with no cancel ahead
+        // of it is refused at once.
+        let winding_down = lock(&live.host.state).cancelled;
+        if live.agent.is_running() && !(winding_down && tokio::time::timeout(CANCEL_WIND_DOWN, live.agent.settled()).await.is_ok()) {
             return Err(busy());
         }
         let prompt = match live.agent.prompt(text, images, None).await {
-            Ok(Submitted::Started(prompt)) => prompt,
+            Ok(Submitted::Started(prompt)) => {
+                lock(&live.host.state).cancelled = false;
+                prompt
+            }
             Ok(Submitted::Queued) => return Err(busy()),
             Err(e) => return Err(Error::internal(e.to_string())),
         };

@@ -74,6 +74,9 @@ struct SessionState {
     /// Turns `true` once the answer of the session's latest `session/prompt` is queued
     /// (`session/close` answers after the prompt it cancelled).
     prompt_answered: Option<tokio::sync::watch::Receiver<bool>>,
+    /// The client sent `session/cancel` while the run in progress ran: it is winding down, and a
+    /// prompt arriving meanwhile waits for it. Reset when a prompt starts the next run.
+    cancelled: bool,
     /// Tool calls announced in this session, by id.
     calls: HashMap<String, CallInfo>,
     /// Tools the user answered `reject_always` for.
