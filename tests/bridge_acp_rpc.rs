@@ -6,7 +6,7 @@
 mod common;
 
 
-use common::bridge::{assert_bash_call, assert_streamed, bash_script, slow_script, updates, Bridge};
+use common::bridge::{assert_bash_call, assert_streamed, bash_script, slow_script, stubborn_script, updates, Bridge};
 use serde_json::json;
 
 #[test]
@@ -29,6 +29,15 @@ fn a_bash_tool_call_arrives_as_tool_call_then_a_completed_update_with_its_output
     let mut bridge = Bridge::start(&bash_script("bridged-output"), &[]);
     let session = bridge.open();
     assert_bash_call(&bridge.prompt(&session, "run it"), "bridged-output");
+}
+
+/// An editor's "interrupt and send": the prompt right behind `session/cancel` waits for the
+/// cancelled one instead of being refused as busy (as agentwire's own ACP mode does).
+#[test]
+fn a_prompt_right_behind_a_cancel_waits_for_the_cancelled_one() {
+    let mut bridge = Bridge::start(&stubborn_script(), &[]);
+    let session = bridge.open();
+    bridge.assert_prompt_behind_a_cancel_waits(&session);
 }
 
 #[test]

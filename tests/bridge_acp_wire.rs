@@ -6,7 +6,7 @@
 mod common;
 
 
-use common::bridge::{assert_bash_call, assert_streamed, bash_script, slow_script, updates, Bridge};
+use common::bridge::{assert_bash_call, assert_streamed, bash_script, slow_script, stubborn_script, updates, Bridge};
 use serde_json::json;
 
 #[test]
@@ -54,6 +54,15 @@ fn reject_in_the_permission_request_keeps_the_tool_from_running() {
     assert_eq!(ended.len(), 1, "{frames:#?}");
     assert!(!ended[0]["content"][0]["content"]["text"].as_str().unwrap().contains("approved-run"), "the command ran: {:#}", ended[0]);
     assert!(frames.last().unwrap().get("result").is_some(), "{frames:#?}");
+}
+
+/// An editor's "interrupt and send": the prompt right behind `session/cancel` waits for the
+/// cancelled one instead of being refused as busy (as agentwire's own ACP mode does).
+#[test]
+fn a_prompt_right_behind_a_cancel_waits_for_the_cancelled_one() {
+    let mut bridge = Bridge::start_wire_agent(&stubborn_script(), &[], &[]);
+    let session = bridge.open();
+    bridge.assert_prompt_behind_a_cancel_waits(&session);
 }
 
 #[test]

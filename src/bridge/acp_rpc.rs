@@ -36,8 +36,8 @@ use crate::protocol::{AbortCommand, NewSessionCommand, PromptCommand};
 /// What a prompt waits for.
 #[derive(Debug, Default)]
 struct Turn {
-    /// The running prompt's end (`agent_end`).
-    done: Option<oneshot::Sender<()>>,
+    /// The running prompt's end (`agent_end`), with whether it was cancelled.
+    done: Option<oneshot::Sender<bool>>,
     /// `session/cancel` came while it ran.
     cancelled: bool,
 }
@@ -61,6 +61,8 @@ pub struct AcpOverRpc {
     conn: Arc<Connection>,
     agent: RpcClient,
     state: Arc<Mutex<State>>,
+    /// Woken when a turn ends: a prompt sent right behind `session/cancel` waits for it.
+    turn_ended: tokio::sync::Notify,
 }
 
 /// The agent's dialogs, asked of the ACP host where ACP can ask.
@@ -146,6 +148,7 @@ impl AcpOverRpc {
             conn,
             agent,
             state: dialogs.state.clone(),
+            turn_ended: tokio::sync::Notify::new(),
         }
     }
 
@@ -155,16 +158,25 @@ impl AcpOverRpc {
         while let Some(frame) = events.next().await {
             self.forward(&frame).await;
         }
-        lock(&self.state).turn.done.take();
+        // A cancelled prompt still answers `cancelled`; any other fails (the agent is gone).
+        let turn = std::mem::take(&mut lock(&self.state).turn);
+        if let Some(done) = turn.done.filter(|_| turn.cancelled) {
+            let _ = done.send(true);
+        }
+        self.turn_ended.notify_waiters();
     }
 
     async fn forward(&self, frame: &RpcAgentFrame) {
         let Some(session) = lock(&self.state).session.clone() else { return };
         let Some(step) = step(frame) else { return };
         if step == Step::End {
-            if let Some(done) = lock(&self.state).turn.done.take() {
-                let _ = done.send(());
+            // Taken whole: the next prompt starts from a fresh turn, and this one's answer
+            // carries its own `cancelled`.
+            let turn = std::mem::take(&mut lock(&self.state).turn);
+            if let Some(done) = turn.done {
+                let _ = done.send(turn.cancelled);
             }
+            self.turn_ended.notify_waiters();
         }
         if let Some(update) = acp_update(step) {
             self.conn.peer().notify::<methods::SessionUpdate>(&SessionNotification::new(SessionId(session), update)).await;
@@ -232,11 +244,28 @@ impl AcpFront for AcpOverRpc {
     }
 
     async fn prompt(&self, text: String, cancelled: CancellationToken) -> Result<PromptResponse, Error> {
+        let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
+        // A prompt right behind a `session/cancel` (an editor's "interrupt and send") waits for
+        // the cancelled turn's end, as agentwire's own ACP mode does; the future is made under
+        // the lock, so an end between the check and the wait is not missed.
+        let behind_cancel = {
+            let state = lock(&self.state);
+            match (state.turn.done.is_some(), state.turn.cancelled) {
+                (false, _) => None,
+                (true, true) => Some(self.turn_ended.notified()),
+                (true, false) => return Err(busy()),
+            }
+        };
+        if let Some(ended) = behind_cancel {
+            if tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, ended).await.is_err() {
+                return Err(busy());
+            }
+        }
         let (tx, rx) = oneshot::channel();
         {
             let mut state = lock(&self.state);
             if state.turn.done.is_some() {
-                return Err(Error::internal("A prompt is already running in this session; wait for it or send session/cancel"));
+                return Err(busy());
             }
             state.turn = Turn {
                 done: Some(tx),
@@ -244,21 +273,21 @@ impl AcpFront for AcpOverRpc {
             };
         }
         if let Err(e) = self.agent.request(&PromptCommand::new(text)).await {
-            lock(&self.state).turn.done.take();
+            lock(&self.state).turn = Turn::default();
+            self.turn_ended.notify_waiters();
             return Err(agent_error(e));
         }
         let ended = tokio::select! {
-            ended = rx => ended.is_ok(),
+            ended = rx => ended,
             () = cancelled.cancelled() => {
                 self.cancel_turn();
                 return Ok(PromptResponse::new(StopReason::Cancelled));
             }
         };
-        let cancelled = std::mem::take(&mut lock(&self.state).turn.cancelled);
-        match (ended, cancelled) {
-            (_, true) => Ok(PromptResponse::new(StopReason::Cancelled)),
-            (true, false) => Ok(PromptResponse::new(StopReason::EndTurn)),
-            (false, false) => Err(Error::internal("The agent exited before the prompt ended")),
+        match ended {
+            Ok(true) => Ok(PromptResponse::new(StopReason::Cancelled)),
+            Ok(false) => Ok(PromptResponse::new(StopReason::EndTurn)),
+            Err(_) => Err(Error::internal("The agent exited before the prompt ended")),
         }
     }
 

@@ -38,6 +38,8 @@ struct State {
     session: Option<String>,
     /// A prompt is running.
     running: bool,
+    /// `session/cancel` came while it ran.
+    cancelled: bool,
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -96,6 +98,8 @@ pub struct AcpOverWire {
     state: Arc<Mutex<State>>,
     /// Asks the pump to forward every event already received, then to say so.
     flush: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    /// Woken when a prompt ends: a prompt sent right behind `session/cancel` waits for it.
+    turn_ended: tokio::sync::Notify,
 }
 
 /// A tool call whose arguments may still be streaming (`ToolCallPart`s).
@@ -111,7 +115,7 @@ impl AcpOverWire {
     /// receiver returned.
     pub fn new(conn: Arc<Connection>, agent: WireClient, approvals: &WireApprovals) -> (Self, mpsc::UnboundedReceiver<oneshot::Sender<()>>) {
         let (flush, flushes) = mpsc::unbounded_channel();
-        (Self { conn, agent, state: approvals.state.clone(), flush }, flushes)
+        (Self { conn, agent, state: approvals.state.clone(), flush, turn_ended: tokio::sync::Notify::new() }, flushes)
     }
 
     /// Forwards the agent's events to the host until its output ends; a flush request is
@@ -231,8 +235,12 @@ impl AcpOverWire {
 
     /// Asks the agent to cancel its running turn (its `prompt` then ends `cancelled`).
     fn cancel_turn(&self) {
-        if !lock(&self.state).running {
-            return;
+        {
+            let mut state = lock(&self.state);
+            if !state.running {
+                return;
+            }
+            state.cancelled = true;
         }
         let agent = self.agent.clone();
         tokio::spawn(async move {
@@ -281,12 +289,30 @@ impl AcpFront for AcpOverWire {
     async fn prompt(&self, text: String, cancelled: CancellationToken) -> Result<PromptResponse, Error> {
         // After a `$/cancel_request` the answer still waits for the agent's (so it comes
         // after the turn's updates).
+        let busy = || Error::invalid_request("A prompt is already running in this session; wait for it or send session/cancel");
+        // A prompt right behind a `session/cancel` (an editor's "interrupt and send") waits for
+        // the cancelled prompt's end, as agentwire's own ACP mode does; the future is made under
+        // the lock, so an end between the check and the wait is not missed.
+        let behind_cancel = {
+            let state = lock(&self.state);
+            match (state.running, state.cancelled) {
+                (false, _) => None,
+                (true, true) => Some(self.turn_ended.notified()),
+                (true, false) => return Err(busy()),
+            }
+        };
+        if let Some(ended) = behind_cancel {
+            if tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, ended).await.is_err() {
+                return Err(busy());
+            }
+        }
         {
             let mut state = lock(&self.state);
             if state.running {
-                return Err(Error::invalid_request("A prompt is already running in this session; wait for it or send session/cancel"));
+                return Err(busy());
             }
             state.running = true;
+            state.cancelled = false;
         }
         let request = WirePromptRequest::new(WirePromptParams { user_input: WireUserInput::String(text) });
         let answer = self.agent.request(&request);
@@ -300,6 +326,7 @@ impl AcpFront for AcpOverWire {
         };
         self.flushed().await;
         lock(&self.state).running = false;
+        self.turn_ended.notify_waiters();
         match answer {
             Ok(result) => Ok(PromptResponse::new(match result.status {
                 WirePromptResultStatus::Finished => StopReason::EndTurn,

@@ -194,6 +194,27 @@ impl Bridge {
         assert!(after < Duration::from_secs(5), "cancelled after {after:?}");
     }
 
+    /// Checks an editor's "interrupt and send" ([`stubborn_script`]): `session/cancel` and the
+    /// next prompt (id 4) written back to back while the cancelled prompt (id 3) winds down. The
+    /// first answers `cancelled`, then the second runs to `end_turn` instead of being refused.
+    pub fn assert_prompt_behind_a_cancel_waits(&mut self, session: &str) {
+        let prompt = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}});
+        self.send(prompt(3));
+        let started = self.dir.path().join("started");
+        super::wait_for(|| started.exists(), "the command to start");
+        self.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+        self.send(prompt(4));
+        let mut answers = Vec::new();
+        while answers.len() < 2 {
+            let frame = self.next().unwrap_or_else(|| panic!("no answers to both prompts; got {answers:#?}"));
+            if frame.get("method").is_none() && (frame["id"] == 3 || frame["id"] == 4) {
+                answers.push(frame);
+            }
+        }
+        assert_eq!((&answers[0]["id"], &answers[0]["result"]["stopReason"]), (&json!(3), &json!("cancelled")), "{answers:#?}");
+        assert_eq!((&answers[1]["id"], &answers[1]["result"]["stopReason"]), (&json!(4), &json!("end_turn")), "{answers:#?}");
+    }
+
     /// Checks that `session/load`, `session/list` and `session/resume` (ids 3 to 5) are refused
     /// -32601 naming the method and `dialect`, and an image prompt (id 6) as text only.
     pub fn assert_sessions_and_images_refused(&mut self, session: &str, dialect: &str) {
@@ -302,6 +323,15 @@ pub fn assert_bash_call(frames: &[Value], output: &str) {
     assert_eq!(done[0]["toolCallId"], "b1");
     assert!(done[0]["content"][0]["content"]["text"].as_str().unwrap().contains(output), "{:#}", done[0]);
     assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
+}
+
+/// The offline model's script for a `bash` that ignores SIGTERM (so a cancelled turn takes the
+/// 2 s until its SIGKILL to end), then a reply.
+pub fn stubborn_script() -> [Value; 2] {
+    [
+        json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "touch started; trap '' TERM; sleep 30"}}]}),
+        json!({"text": "the new answer"}),
+    ]
 }
 
 /// The offline model's script for a reply streamed one character every 200 ms.

@@ -22,11 +22,6 @@ use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp::*;
 use crate::protocol::ImageContent;
 
-/// How long a prompt sent right behind a `session/cancel` waits for the cancelled run to end
-/// before it is refused as busy. A cancelled run ends at once unless a tool ignores it: a
-/// `bash` gets SIGKILL 2 s after SIGTERM.
-const CANCEL_WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// What the process provides to build sessions: an agent for a working directory (new, or
 /// resuming a session file), what the agents can do, and where session files are.
 pub trait SessionFactory<A = Agent>: Send + Sync {
@@ -556,7 +551,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         // `bash` within its kill grace) instead of being refused. A prompt with no cancel ahead
         // of it is refused at once.
         let winding_down = lock(&live.host.state).cancelled;
-        if live.agent.is_running() && !(winding_down && tokio::time::timeout(CANCEL_WIND_DOWN, live.agent.settled()).await.is_ok()) {
+        if live.agent.is_running() && !(winding_down && tokio::time::timeout(super::CANCEL_WIND_DOWN, live.agent.settled()).await.is_ok()) {
             return Err(busy());
         }
         let prompt = match live.agent.prompt(text, images, None).await {

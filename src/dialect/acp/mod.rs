@@ -58,6 +58,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// How long a `session/prompt` sent right behind a `session/cancel` waits for the cancelled
+/// prompt to end before it is refused as busy (here and in the bridges that serve ACP). A
+/// cancelled run ends at once unless a tool ignores the cancel: a `bash` gets SIGKILL 2 s after
+/// SIGTERM.
+pub const CANCEL_WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What a tool call looked like when it was announced, for its later updates.
 #[derive(Debug, Clone, Default)]
 struct CallInfo {
