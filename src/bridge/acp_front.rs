@@ -49,6 +49,29 @@ pub trait AcpFront: Send + Sync {
 
 /// A prompt's text (resource links as their URI): the bridge advertises text prompts only
 /// (`promptCapabilities` all false), so images, audio and embedded resources are refused.
+/// What a new prompt waits for before it starts, decided from the front's state: nothing when no
+/// prompt runs; the running one's end (`ended`, woken when a prompt ends) when the client
+/// cancelled it, for a prompt right behind `session/cancel` (an editor's "interrupt and send");
+/// else it is refused as busy (`None`). Call it under the lock that guards `running`, so that an
+/// end between the check and the wait is not missed, and pass the wait to
+/// [`cancelled_prompt_ended`] once the lock is released.
+pub(super) fn wait_to_prompt(running: bool, cancelled: bool, ended: &tokio::sync::Notify) -> Option<Option<tokio::sync::futures::Notified<'_>>> {
+    match (running, cancelled) {
+        (false, _) => Some(None),
+        (true, true) => Some(Some(ended.notified())),
+        (true, false) => None,
+    }
+}
+
+/// Waits for what [`wait_to_prompt`] named, up to [`crate::dialect::acp::CANCEL_WIND_DOWN`]
+/// (the limit of agentwire's own ACP mode); whether the prompt may start.
+pub(super) async fn cancelled_prompt_ended(wait: Option<tokio::sync::futures::Notified<'_>>) -> bool {
+    match wait {
+        None => true,
+        Some(ended) => tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, ended).await.is_ok(),
+    }
+}
+
 fn prompt_text(prompt: &[ContentBlock]) -> Result<String, Error> {
     let mut text = String::new();
     for block in prompt {

@@ -245,21 +245,13 @@ impl AcpFront for AcpOverRpc {
 
     async fn prompt(&self, text: String, cancelled: CancellationToken) -> Result<PromptResponse, Error> {
         let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
-        // A prompt right behind a `session/cancel` (an editor's "interrupt and send") waits for
-        // the cancelled turn's end, as agentwire's own ACP mode does; the future is made under
-        // the lock, so an end between the check and the wait is not missed.
-        let behind_cancel = {
+        // A prompt right behind a `session/cancel` waits for the cancelled turn's end.
+        let wait = {
             let state = lock(&self.state);
-            match (state.turn.done.is_some(), state.turn.cancelled) {
-                (false, _) => None,
-                (true, true) => Some(self.turn_ended.notified()),
-                (true, false) => return Err(busy()),
-            }
+            super::acp_front::wait_to_prompt(state.turn.done.is_some(), state.turn.cancelled, &self.turn_ended).ok_or_else(busy)?
         };
-        if let Some(ended) = behind_cancel {
-            if tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, ended).await.is_err() {
-                return Err(busy());
-            }
+        if !super::acp_front::cancelled_prompt_ended(wait).await {
+            return Err(busy());
         }
         let (tx, rx) = oneshot::channel();
         {

@@ -290,21 +290,13 @@ impl AcpFront for AcpOverWire {
         // After a `$/cancel_request` the answer still waits for the agent's (so it comes
         // after the turn's updates).
         let busy = || Error::invalid_request("A prompt is already running in this session; wait for it or send session/cancel");
-        // A prompt right behind a `session/cancel` (an editor's "interrupt and send") waits for
-        // the cancelled prompt's end, as agentwire's own ACP mode does; the future is made under
-        // the lock, so an end between the check and the wait is not missed.
-        let behind_cancel = {
+        // A prompt right behind a `session/cancel` waits for the cancelled prompt's end.
+        let wait = {
             let state = lock(&self.state);
-            match (state.running, state.cancelled) {
-                (false, _) => None,
-                (true, true) => Some(self.turn_ended.notified()),
-                (true, false) => return Err(busy()),
-            }
+            super::acp_front::wait_to_prompt(state.running, state.cancelled, &self.turn_ended).ok_or_else(busy)?
         };
-        if let Some(ended) = behind_cancel {
-            if tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, ended).await.is_err() {
-                return Err(busy());
-            }
+        if !super::acp_front::cancelled_prompt_ended(wait).await {
+            return Err(busy());
         }
         {
             let mut state = lock(&self.state);
