@@ -47,31 +47,42 @@ pub trait AcpFront: Send + Sync {
     fn close_agent(&self);
 }
 
+/// What a new prompt waits for before it starts, decided from the front's state under the lock
+/// that guards it (so that a prompt's end between the check and the wait is not missed).
+pub(super) enum PromptWait<'a> {
+    /// No prompt runs: start now.
+    Now,
+    /// The running prompt was cancelled (a prompt right behind `session/cancel`, an editor's
+    /// "interrupt and send"): start once it ends, woken by the front's notify.
+    AfterCancelled(tokio::sync::futures::Notified<'a>),
+    /// A prompt runs and nobody cancelled it: refused as busy.
+    Busy,
+}
+
+impl<'a> PromptWait<'a> {
+    /// The wait for a front where a prompt is `running` and was `cancelled`; `ended` is woken
+    /// whenever a prompt ends.
+    pub(super) fn of(running: bool, cancelled: bool, ended: &'a tokio::sync::Notify) -> Self {
+        match (running, cancelled) {
+            (false, _) => Self::Now,
+            (true, true) => Self::AfterCancelled(ended.notified()),
+            (true, false) => Self::Busy,
+        }
+    }
+
+    /// Waits (a cancelled prompt's end up to [`crate::dialect::acp::CANCEL_WIND_DOWN`], the
+    /// limit of agentwire's own ACP mode); whether the new prompt may start.
+    pub(super) async fn ready(self) -> bool {
+        match self {
+            Self::Now => true,
+            Self::AfterCancelled(ended) => tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, ended).await.is_ok(),
+            Self::Busy => false,
+        }
+    }
+}
+
 /// A prompt's text (resource links as their URI): the bridge advertises text prompts only
 /// (`promptCapabilities` all false), so images, audio and embedded resources are refused.
-/// What a new prompt waits for before it starts, decided from the front's state: nothing when no
-/// prompt runs; the running one's end (`ended`, woken when a prompt ends) when the client
-/// cancelled it, for a prompt right behind `session/cancel` (an editor's "interrupt and send");
-/// else it is refused as busy (`None`). Call it under the lock that guards `running`, so that an
-/// end between the check and the wait is not missed, and pass the wait to
-/// [`cancelled_prompt_ended`] once the lock is released.
-pub(super) fn wait_to_prompt(running: bool, cancelled: bool, ended: &tokio::sync::Notify) -> Option<Option<tokio::sync::futures::Notified<'_>>> {
-    match (running, cancelled) {
-        (false, _) => Some(None),
-        (true, true) => Some(Some(ended.notified())),
-        (true, false) => None,
-    }
-}
-
-/// Waits for what [`wait_to_prompt`] named, up to [`crate::dialect::acp::CANCEL_WIND_DOWN`]
-/// (the limit of agentwire's own ACP mode); whether the prompt may start.
-pub(super) async fn cancelled_prompt_ended(wait: Option<tokio::sync::futures::Notified<'_>>) -> bool {
-    match wait {
-        None => true,
-        Some(ended) => tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, ended).await.is_ok(),
-    }
-}
-
 fn prompt_text(prompt: &[ContentBlock]) -> Result<String, Error> {
     let mut text = String::new();
     for block in prompt {

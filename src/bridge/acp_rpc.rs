@@ -248,9 +248,9 @@ impl AcpFront for AcpOverRpc {
         // A prompt right behind a `session/cancel` waits for the cancelled turn's end.
         let wait = {
             let state = lock(&self.state);
-            super::acp_front::wait_to_prompt(state.turn.done.is_some(), state.turn.cancelled, &self.turn_ended).ok_or_else(busy)?
+            super::acp_front::PromptWait::of(state.turn.done.is_some(), state.turn.cancelled, &self.turn_ended)
         };
-        if !super::acp_front::cancelled_prompt_ended(wait).await {
+        if !wait.ready().await {
             return Err(busy());
         }
         let (tx, rx) = oneshot::channel();

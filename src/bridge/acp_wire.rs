@@ -287,15 +287,13 @@ impl AcpFront for AcpOverWire {
     }
 
     async fn prompt(&self, text: String, cancelled: CancellationToken) -> Result<PromptResponse, Error> {
-        // After a `$/cancel_request` the answer still waits for the agent's (so it comes
-        // after the turn's updates).
         let busy = || Error::invalid_request("A prompt is already running in this session; wait for it or send session/cancel");
         // A prompt right behind a `session/cancel` waits for the cancelled prompt's end.
         let wait = {
             let state = lock(&self.state);
-            super::acp_front::wait_to_prompt(state.running, state.cancelled, &self.turn_ended).ok_or_else(busy)?
+            super::acp_front::PromptWait::of(state.running, state.cancelled, &self.turn_ended)
         };
-        if !super::acp_front::cancelled_prompt_ended(wait).await {
+        if !wait.ready().await {
             return Err(busy());
         }
         {
@@ -306,6 +304,8 @@ impl AcpFront for AcpOverWire {
             state.running = true;
             state.cancelled = false;
         }
+        // After a `$/cancel_request` the answer still waits for the agent's (so it comes
+        // after the turn's updates).
         let request = WirePromptRequest::new(WirePromptParams { user_input: WireUserInput::String(text) });
         let answer = self.agent.request(&request);
         tokio::pin!(answer);
