@@ -36,6 +36,8 @@ pub mod jsonrpc;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod protocol;
+#[cfg(any(feature = "agent", feature = "transport"))]
+mod panic;
 #[cfg(feature = "providers")]
 pub mod providers;
 #[cfg(feature = "server")]

@@ -197,7 +197,7 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
     .await;
     let outcome = match turns {
         Ok(outcome) => outcome,
-        Err(panic) => Outcome::Error(end_panicked_turn(&agent, &mut produced, panic_reason(panic)).await),
+        Err(panic) => Outcome::Error(end_panicked_turn(&agent, &mut produced, crate::panic::reason(panic)).await),
     };
 
     // A write that failed on the way out (a failed or aborted model call) still fails the prompt.
@@ -249,14 +249,6 @@ async fn end_panicked_turn(agent: &Agent, produced: &mut Vec<AgentMessage>, reas
         produced.push(message);
     }
     error
-}
-
-/// The message a panic was raised with (`panic!("…")` gives a `&str` or a `String`).
-pub(super) fn panic_reason(panic: Box<dyn std::any::Any + Send>) -> String {
-    match panic.downcast::<String>() {
-        Ok(text) => *text,
-        Err(panic) => panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).unwrap_or_default(),
-    }
 }
 
 fn restart(agent: &Agent, st: &mut State, first: Vec<Queued>) {

@@ -193,7 +193,7 @@ impl Runs {
                 _ if cancel.is_cancelled() => RunOutcome::Aborted,
                 Ok(outcome) => outcome,
                 Err(panic) => {
-                    let reason = super::run::panic_reason(panic);
+                    let reason = crate::panic::reason(panic);
                     RunOutcome::Failed(PromptError { message: format!("the agent's run panicked: {reason}"), http_status: None, retryable: false })
                 }
             },

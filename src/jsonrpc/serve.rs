@@ -100,14 +100,6 @@ pub fn claim_cancellation() -> CancellationToken {
         .unwrap_or_default()
 }
 
-/// The message a panic was raised with (`panic!("…")` gives a `&str` or a `String`).
-pub fn panic_reason(panic: Box<dyn std::any::Any + Send>) -> String {
-    match panic.downcast::<String>() {
-        Ok(text) => *text,
-        Err(panic) => panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).unwrap_or_default(),
-    }
-}
-
 /// The key of a request id in the table of requests in flight: its JSON text.
 fn id_key(id: &Value) -> String {
     id.to_string()
@@ -211,7 +203,7 @@ where
                                 biased;
                                 answer = handled => match answer {
                                     Ok(answer) => answer,
-                                    Err(panic) => refusal.answer::<()>(Err(Error::internal(format!("Internal error: the request's handler panicked: {}", panic_reason(panic))))),
+                                    Err(panic) => refusal.answer::<()>(Err(Error::internal(format!("Internal error: the request's handler panicked: {}", crate::panic::reason(panic))))),
                                 },
                                 () = cancel.unclaimed() => refusal.answer::<()>(Err(Error::request_cancelled("Request cancelled by $/cancel_request"))),
                             };

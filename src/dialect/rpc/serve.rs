@@ -98,7 +98,7 @@ async fn handle<A: AgentCore>(session: &RpcSession<A>, id: Option<serde_json::Va
     match std::panic::AssertUnwindSafe(dispatch_rpc_command(session, id.clone(), command)).catch_unwind().await {
         Ok(reply) => reply,
         Err(panic) => {
-            let reason = crate::jsonrpc::serve::panic_reason(panic);
+            let reason = crate::panic::reason(panic);
             RpcReply { id, command: kind, outcome: Err(crate::protocol::RpcError::internal(format!("the command's handler panicked: {reason}"))) }
         }
     }
