@@ -204,7 +204,7 @@ impl Agent {
             if let Err(panic) = ran {
                 agent.state().run = None;
                 if let Some(prompt) = prompt.filter(|p| agent.settle_pending(*p)) {
-                    let error = PromptError { message: format!("the agent's run panicked: {}", run::panic_reason(panic)), http_status: None, retryable: false };
+                    let error = PromptError { message: format!("the agent's run panicked: {}", crate::panic::reason(panic)), http_status: None, retryable: false };
                     let settled = AgentEvent::PromptSettled { prompt: Some(prompt), outcome: RunOutcome::Failed(error), model_invoked: true };
                     let _ = std::panic::AssertUnwindSafe(agent.emit(settled)).catch_unwind().await;
                 }
@@ -437,12 +437,21 @@ mod tests {
         let sink = Arc::new(PanicsOnce::default());
         let host = Arc::new(HeldEnd::default());
         let agent = agent_with(dir.path(), sink.clone(), host);
+        panic_fails_the_prompt_then_the_next_runs(&agent, || {
+            assert_eq!(*sink.events.lock().unwrap(), ["turn_start", "turn_end Error", "run_end", "settled"]);
+        })
+        .await;
+    }
+
+    /// Prompts `agent`, whose sink panics once: the prompt fails naming the panic, the agent
+    /// settles (then `settled` checks what it must), and the next prompt runs to completion.
+    async fn panic_fails_the_prompt_then_the_next_runs(agent: &Agent, settled: impl FnOnce()) {
         let Ok(Submitted::Started(prompt)) = agent.prompt("hello".into(), Vec::new(), None).await else { panic!("the prompt starts a run") };
         agent.release_gates();
         let outcome = tokio::time::timeout(Duration::from_secs(30), prompt.outcome()).await.expect("the prompt is answered");
         assert!(matches!(&outcome, Some(RunOutcome::Failed(e)) if e.message == "the agent's run panicked: the sink broke"), "{outcome:?}");
         tokio::time::timeout(Duration::from_secs(30), agent.settled()).await.expect("the agent settles");
-        assert_eq!(*sink.events.lock().unwrap(), ["turn_start", "turn_end Error", "run_end", "settled"]);
+        settled();
         let Ok(Submitted::Started(next)) = agent.prompt("again".into(), Vec::new(), None).await else { panic!("the agent takes the next prompt") };
         agent.release_gates();
         assert_eq!(tokio::time::timeout(Duration::from_secs(30), next.outcome()).await.unwrap(), Some(RunOutcome::Completed));
@@ -455,14 +464,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sink = Arc::new(PanicsOnce { at_run_end: true, ..PanicsOnce::default() });
         let agent = agent_with(dir.path(), sink, Arc::new(HeldEnd::default()));
-        let Ok(Submitted::Started(prompt)) = agent.prompt("hello".into(), Vec::new(), None).await else { panic!("the prompt starts a run") };
-        agent.release_gates();
-        let outcome = tokio::time::timeout(Duration::from_secs(30), prompt.outcome()).await.expect("the prompt is answered");
-        assert!(matches!(&outcome, Some(RunOutcome::Failed(e)) if e.message == "the agent's run panicked: the sink broke"), "{outcome:?}");
-        tokio::time::timeout(Duration::from_secs(30), agent.settled()).await.expect("the agent settles");
-        let Ok(Submitted::Started(next)) = agent.prompt("again".into(), Vec::new(), None).await else { panic!("the agent takes the next prompt") };
-        agent.release_gates();
-        assert_eq!(tokio::time::timeout(Duration::from_secs(30), next.outcome()).await.unwrap(), Some(RunOutcome::Completed));
+        panic_fails_the_prompt_then_the_next_runs(&agent, || {}).await;
     }
 
     /// The core keeps the one map of prompts waiting for their outcome: the handle resolves
