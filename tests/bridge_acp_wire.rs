@@ -38,8 +38,8 @@ fn approve_bash(choose: &str) -> (Vec<serde_json::Value>, Vec<String>) {
 
 #[test]
 fn a_wire_approval_is_a_permission_request_and_approve_runs_the_tool() {
-    let (frames, offered) = approve_bash("Approve");
-    assert_eq!(offered, ["Approve", "Approve for this session", "Reject"]);
+    let (frames, offered) = approve_bash("Allow");
+    assert_eq!(offered, ["Allow", "Always allow", "Reject", "Always reject"]);
     let asked = frames.iter().find(|f| f["method"] == "session/request_permission").unwrap();
     assert_eq!(asked["params"]["toolCall"]["toolCallId"], "b1", "the approval names the call the host saw");
     let done: Vec<_> = updates(&frames, "tool_call_update").into_iter().filter(|u| u["status"] == "completed").collect();
@@ -76,7 +76,9 @@ fn session_cancel_during_a_slow_reply_ends_the_prompt_cancelled() {
 fn what_the_wire_lacks_is_refused_naming_it() {
     let mut bridge = Bridge::start_wire_agent(&[], &[], &[]);
     let session = bridge.open();
-    bridge.assert_sessions_and_images_refused(&session, "wire");
+    bridge.assert_sessions_refused(&session);
+    let image = bridge.prompt_image(&session);
+    assert!(image["error"]["message"].as_str().unwrap().contains("images"), "{image}");
     let again = bridge.request(7, "session/new", json!({"cwd": "/", "mcpServers": []})).pop().unwrap();
     assert!(again["error"]["message"].as_str().unwrap().contains("one session per process"), "{again}");
 }

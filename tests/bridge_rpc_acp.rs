@@ -27,7 +27,8 @@ fn response<'a>(frames: &'a [Value], id: &str) -> &'a Value {
 fn a_prompt_streams_and_ends_with_message_end_and_prompt_result_completed() {
     let mut bridge = Bridge::start_acp_agent(&[json!({"text": "desserts are stressed"})], &[]);
     bridge.send(json!({"id": "p1", "type": "prompt", "message": "hi"}));
-    let frames = bridge.until(|f| is(f, "prompt_result"));
+    // The front's `ready` (agentwire's, before any command) is not part of the prompt.
+    let frames: Vec<Value> = bridge.until(|f| is(f, "prompt_result")).into_iter().filter(|f| !is(f, "ready")).collect();
     assert!(is(&frames[0], "response") && frames[0]["success"] == true, "the prompt is answered first: {frames:#?}");
     assert!(is(&frames[1], "agent_start"), "{frames:#?}");
     assert_eq!(streamed(&frames), "desserts are stressed");
@@ -59,10 +60,10 @@ fn a_tool_call_appears_as_tool_execution_and_its_permission_as_a_select_dialog()
     let dialog = asked.last().unwrap();
     assert_eq!(dialog["method"], "select");
     let options: Vec<&str> = dialog["options"].as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect();
-    assert!(options.contains(&"Allow") && options.contains(&"Reject"), "{dialog}");
+    assert_eq!(options, ["Approve", "Deny"], "{dialog}");
     let start = asked.iter().find(|f| is(f, "tool_execution_start")).expect("tool_execution_start before the permission");
     assert_eq!((&start["toolCallId"], &start["toolName"]), (&json!("b1"), &json!("bash")));
-    bridge.send(json!({"type": "extension_ui_response", "id": dialog["id"], "value": "Allow"}));
+    bridge.send(json!({"type": "extension_ui_response", "id": dialog["id"], "value": "Approve"}));
     let frames = bridge.until(|f| is(f, "prompt_result"));
     let end = frames.iter().find(|f| is(f, "tool_execution_end")).unwrap_or_else(|| panic!("{frames:#?}"));
     assert_eq!((&end["toolCallId"], &end["isError"]), (&json!("b1"), &json!(false)), "{end}");
@@ -109,9 +110,8 @@ fn what_acp_lacks_is_refused_naming_it_and_the_bridge_keeps_serving() {
     let mut bridge = Bridge::start_acp_agent(&[], &[]);
     for (id, command, says) in [
         ("1", json!({"id": "1", "type": "steer", "message": "x"}), "ACP has no message queue"),
-        ("2", json!({"id": "2", "type": "get_messages"}), "ACP does not hand the conversation"),
-        ("3", json!({"id": "3", "type": "bash", "command": "true"}), "ACP has no host-run shell command"),
-        ("4", json!({"id": "4", "type": "set_model", "provider": "p", "modelId": "m"}), "lists no models"),
+        ("2", json!({"id": "2", "type": "bash", "command": "true"}), "does not support `bash`"),
+        ("3", json!({"id": "3", "type": "set_model", "provider": "p", "modelId": "m"}), "does not support `set_model`"),
     ] {
         let kind = command["type"].as_str().unwrap().to_owned();
         bridge.send(command);
@@ -119,7 +119,7 @@ fn what_acp_lacks_is_refused_naming_it_and_the_bridge_keeps_serving() {
         let answer = frames.last().unwrap();
         assert_eq!((&answer["id"], &answer["command"], &answer["success"], &answer["code"]), (&json!(id), &json!(kind), &json!(false), &json!("unsupported")), "{answer}");
         let error = answer["error"].as_str().unwrap();
-        assert!(error.starts_with(&format!("{kind} is not available")) && error.contains(says), "{error}");
+        assert!(error.contains(says), "{error}");
     }
     bridge.send(json!({"id": "s", "type": "get_state"}));
     assert_eq!(bridge.until(|f| is(f, "response")).last().unwrap()["success"], true, "still serving");

@@ -58,14 +58,21 @@ fn cancel_during_a_slow_reply_ends_the_turn_cancelled() {
     assert!(asked.elapsed() < TIMEOUT);
 }
 
+/// The wire front keeps its own log and plan-mode flag, whatever agent is behind it: `replay`
+/// sends back what this session's host was sent, and `set_plan_mode` is acknowledged with a
+/// `StatusUpdate`.
 #[test]
-fn replay_and_plan_mode_are_refused_naming_what_is_missing() {
-    let mut bridge = Bridge::start_serving("wire", &[], &[]);
+fn replay_and_plan_mode_are_served_by_the_front() {
+    let mut bridge = Bridge::start_serving("wire", &[json!({"text": "logged"})], &[]);
     bridge.request(1, "initialize", json!({"protocol_version": "1.10"}));
-    let replay = bridge.request(2, "replay", json!({})).pop().unwrap();
-    assert!(replay["error"]["message"].as_str().unwrap().contains("replay is not available"), "{replay}");
-    let plan = bridge.request(3, "set_plan_mode", json!({"enabled": true})).pop().unwrap();
-    assert!(plan["error"]["message"].as_str().unwrap().contains("no plan mode"), "{plan}");
+    bridge.request(2, "prompt", json!({"user_input": "hi"}));
+    let replay = bridge.request(3, "replay", json!({}));
+    let answer = replay.last().unwrap();
+    assert_eq!(answer["result"]["status"], "finished", "{answer}");
+    assert!(answer["result"]["events"].as_u64().unwrap() > 0, "{replay:#?}");
+    assert!(replay.iter().any(|f| f["params"]["payload"]["text"] == "logged"), "the streamed text is replayed: {replay:#?}");
+    let plan = bridge.request(4, "set_plan_mode", json!({"enabled": true}));
+    assert_eq!(plan.last().unwrap()["result"]["plan_mode"], true, "{plan:#?}");
 }
 
 /// A prompt whose `bash` call the agent asks approval for (`--approval dangerous`), the host

@@ -139,6 +139,27 @@ impl Runs {
         F: FnOnce(Reply) -> Fut + Send + 'static,
         Fut: Future<Output = RunOutcome> + Send + 'static,
     {
+        self.start_run(text, images, queue, work, None).await
+    }
+
+    /// [`Runs::start`] for work that must wind down by itself when cancelled (an agent driven
+    /// over a connection: the cancel is forwarded, and the run ends once the other side says it
+    /// did, so its last events are not lost and the next prompt does not find it busy). On a
+    /// cancel the work is given `wind_down` to return, then dropped; the outcome is `Aborted`
+    /// either way.
+    pub async fn start_cooperative<F, Fut>(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>, wind_down: std::time::Duration, work: F) -> CoreResult<Submitted>
+    where
+        F: FnOnce(Reply) -> Fut + Send + 'static,
+        Fut: Future<Output = RunOutcome> + Send + 'static,
+    {
+        self.start_run(text, images, queue, work, Some(wind_down)).await
+    }
+
+    async fn start_run<F, Fut>(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>, work: F, wind_down: Option<std::time::Duration>) -> CoreResult<Submitted>
+    where
+        F: FnOnce(Reply) -> Fut + Send + 'static,
+        Fut: Future<Output = RunOutcome> + Send + 'static,
+    {
         // A run that already reported its end is over for the host: wait the moment it takes.
         let ending = self.state().run.as_ref().filter(|r| r.finishing).map(|r| r.done.clone());
         if let Some(mut done) = ending {
@@ -163,14 +184,15 @@ impl Runs {
         let runs = self.clone();
         tokio::spawn(async move {
             let _ = gate.await;
-            runs.run(id, text, images, cancel, work, settle).await;
+            runs.run(id, text, images, cancel, work, wind_down, settle).await;
             runs.state().run = None;
             let _ = done_tx.send(true);
         });
         Ok(Submitted::Started(Prompt::new(id, settled)))
     }
 
-    async fn run<F, Fut>(&self, id: PromptId, text: String, images: Vec<ImageContent>, cancel: CancellationToken, work: F, settle: oneshot::Sender<RunOutcome>)
+    #[allow(clippy::too_many_arguments)]
+    async fn run<F, Fut>(&self, id: PromptId, text: String, images: Vec<ImageContent>, cancel: CancellationToken, work: F, wind_down: Option<std::time::Duration>, settle: oneshot::Sender<RunOutcome>)
     where
         F: FnOnce(Reply) -> Fut,
         Fut: Future<Output = RunOutcome>,
@@ -183,21 +205,28 @@ impl Runs {
         let user = AgentMessage::User(UserMessage { role: Default::default(), content: UserContent::Array(content), timestamp: now_ms(), attribution: None, steering: None });
         sink.emit(AgentEvent::MessageStart { message: &user }).await;
         sink.emit(AgentEvent::MessageEnd { message: &user }).await;
-        let turn = Arc::new(tokio::sync::Mutex::new(Turn { builder: None, produced: vec![user], next_call: 0 }));
+        let turn = Arc::new(tokio::sync::Mutex::new(Turn { builder: None, produced: vec![user], next_call: 0, tools: None, closed: false }));
         let reply = Reply { turn: turn.clone(), sink: sink.clone(), name: self.inner.name.clone(), cancel: cancel.clone() };
         // A panicking run fails its prompt (the events still end in order) instead of leaving
         // it unanswered and the agent busy for ever.
         let work = std::panic::AssertUnwindSafe(work(reply)).catch_unwind();
+        tokio::pin!(work);
+        let finished = |outcome: Result<RunOutcome, Box<dyn std::any::Any + Send>>| match outcome {
+            _ if cancel.is_cancelled() => RunOutcome::Aborted,
+            Ok(outcome) => outcome,
+            Err(panic) => {
+                let reason = crate::panic::reason(panic);
+                RunOutcome::Failed(PromptError { message: format!("the agent's run panicked: {reason}"), http_status: None, retryable: false })
+            }
+        };
         let outcome = tokio::select! {
-            outcome = work => match outcome {
-                _ if cancel.is_cancelled() => RunOutcome::Aborted,
-                Ok(outcome) => outcome,
-                Err(panic) => {
-                    let reason = crate::panic::reason(panic);
-                    RunOutcome::Failed(PromptError { message: format!("the agent's run panicked: {reason}"), http_status: None, retryable: false })
+            outcome = &mut work => finished(outcome),
+            () = cancel.cancelled() => {
+                if let Some(wind_down) = wind_down {
+                    let _ = tokio::time::timeout(wind_down, &mut work).await;
                 }
-            },
-            () = cancel.cancelled() => RunOutcome::Aborted,
+                RunOutcome::Aborted
+            }
         };
         let mut turn = turn.lock().await;
         let aborted = outcome == RunOutcome::Aborted;
@@ -256,12 +285,39 @@ struct Turn {
     /// The run's messages so far.
     produced: Vec<AgentMessage>,
     next_call: u64,
+    /// The tool calls of this turn reported in parts ([`Reply::tool_started`]), until the turn
+    /// ends.
+    tools: Option<ToolTurn>,
+    /// The turn ended (`TurnEnd`) and the next has not begun: what streams next opens it.
+    closed: bool,
+}
+
+/// A turn's tool calls reported in parts: the assistant messages that made them, the calls by
+/// id, and their results so far.
+#[derive(Default)]
+struct ToolTurn {
+    message: Option<AgentMessage>,
+    calls: std::collections::HashMap<String, ToolCall>,
+    results: Vec<ToolResultMessage>,
 }
 
 impl Turn {
+    /// Ends the turn of tool calls, if one is open (`TurnEnd` with its results so far).
+    async fn close_tools(&mut self, sink: &dyn EventSink) {
+        let Some(tools) = self.tools.take() else { return };
+        if let Some(message) = &tools.message {
+            sink.emit(AgentEvent::TurnEnd { message, tool_results: &tools.results }).await;
+        }
+        self.closed = true;
+    }
+
     /// The assistant message streaming now, opened (`MessageStart`) if none is.
     async fn builder(&mut self, sink: &dyn EventSink, name: &str) -> &mut MessageBuilder {
         if self.builder.is_none() {
+            if self.closed {
+                sink.emit(AgentEvent::TurnStart).await;
+                self.closed = false;
+            }
             let builder = MessageBuilder::named(name);
             let message = AgentMessage::Assistant(builder.message().clone());
             sink.emit(AgentEvent::MessageStart { message: &message }).await;
@@ -272,6 +328,12 @@ impl Turn {
 
     /// Ends the turn: its assistant message (an empty one if nothing streamed) and `TurnEnd`.
     async fn end(&mut self, sink: &dyn EventSink, name: &str, aborted: bool) {
+        if self.builder.is_none() && self.tools.is_some() {
+            // The run ended on its tool calls: that turn is its last.
+            self.close_tools(sink).await;
+            return;
+        }
+        self.close_tools(sink).await;
         let builder = self.builder(sink, name).await;
         if aborted {
             builder.abort(sink).await;
@@ -304,12 +366,14 @@ impl Reply {
     /// Appends answer text.
     pub async fn text(&self, delta: impl Into<String>) {
         let mut turn = self.turn.lock().await;
+        turn.close_tools(&*self.sink).await;
         turn.builder(&*self.sink, &self.name).await.apply(ModelChunk::Text(delta.into()), &*self.sink).await;
     }
 
     /// Appends reasoning text.
     pub async fn thinking(&self, delta: impl Into<String>) {
         let mut turn = self.turn.lock().await;
+        turn.close_tools(&*self.sink).await;
         turn.builder(&*self.sink, &self.name).await.apply(ModelChunk::Thinking(delta.into()), &*self.sink).await;
     }
 
@@ -319,6 +383,7 @@ impl Reply {
     /// turn, as a model answering the tool's result would.
     pub async fn tool_call(&self, name: &str, arguments: Map<String, Value>, output: &str, is_error: bool) {
         let mut turn = self.turn.lock().await;
+        turn.close_tools(&*self.sink).await;
         let id = format!("call_{}", turn.next_call);
         turn.next_call += 1;
         let sink = &*self.sink;
@@ -349,6 +414,69 @@ impl Reply {
         turn.produced.push(message);
         turn.produced.push(tool_result);
         sink.emit(AgentEvent::TurnStart).await;
+    }
+
+    /// A tool call the agent starts running, known by the agent's own `id` (an agent driven
+    /// over a connection reports its calls so: started, progress, finished). The call streams
+    /// as part of an assistant message, which then ends, and the call runs (`ToolStart`).
+    /// Calls started before the turn's results come belong to the same turn; the turn ends
+    /// with the next text or thinking, or the run's end.
+    pub async fn tool_started(&self, id: &str, name: &str, arguments: Map<String, Value>) {
+        let mut turn = self.turn.lock().await;
+        if turn.tools.as_ref().is_some_and(|t| t.calls.contains_key(id)) {
+            return;
+        }
+        let sink = &*self.sink;
+        let builder = turn.builder(sink, &self.name).await;
+        builder.apply(ModelChunk::ToolCallStart { id: id.to_owned(), name: name.to_owned() }, sink).await;
+        builder.apply(ModelChunk::ToolCallArgs(Value::Object(arguments).to_string()), sink).await;
+        builder.apply(ModelChunk::Done { length_limited: false, usage: TokenUsage::default(), response_id: None }, sink).await;
+        let assistant = turn.builder.take().expect("opened above").into_message();
+        let call = assistant.content.iter().rev().find_map(|c| if let AssistantContent::ToolCall(tc) = c { Some(tc.clone()) } else { None }).expect("the call was streamed above");
+        let message = AgentMessage::Assistant(assistant);
+        sink.emit(AgentEvent::MessageEnd { message: &message }).await;
+        sink.emit(AgentEvent::ToolStart { call: &call }).await;
+        turn.produced.push(message.clone());
+        let tools = turn.tools.get_or_insert_with(ToolTurn::default);
+        tools.message = Some(message);
+        tools.calls.insert(id.to_owned(), call);
+    }
+
+    /// Output so far of the running call `id` (cumulative). Ignored for a call never started.
+    pub async fn tool_progress(&self, id: &str, output: &str) {
+        let turn = self.turn.lock().await;
+        let Some(call) = turn.tools.as_ref().and_then(|t| t.calls.get(id)) else { return };
+        let partial = AgentToolResult { content: vec![crate::tools::text_content(output)], details: None };
+        self.sink.emit(AgentEvent::ToolUpdate { call, partial: &partial }).await;
+    }
+
+    /// The call `id` finished with `output` (`details`: the result as the agent gave it).
+    /// A call never started is started first, with no arguments.
+    pub async fn tool_finished(&self, id: &str, name: &str, output: &str, details: Option<Value>, is_error: bool) {
+        let started = self.turn.lock().await.tools.as_ref().is_some_and(|t| t.calls.contains_key(id));
+        if !started {
+            self.tool_started(id, name, Map::new()).await;
+        }
+        let mut turn = self.turn.lock().await;
+        let sink = &*self.sink;
+        let Some(tools) = turn.tools.as_mut() else { return };
+        let Some(call) = tools.calls.get(id).cloned() else { return };
+        let result = AgentToolResult { content: vec![crate::tools::text_content(output)], details: details.clone() };
+        sink.emit(AgentEvent::ToolEnd { call: &call, result: &result, is_error }).await;
+        let tool_message = ToolResultMessage {
+            role: Default::default(),
+            tool_call_id: nonempty(id),
+            tool_name: call.name.to_string(),
+            content: result.content,
+            details,
+            is_error,
+            timestamp: now_ms(),
+        };
+        let tool_result = AgentMessage::ToolResult(tool_message.clone());
+        sink.emit(AgentEvent::MessageStart { message: &tool_result }).await;
+        sink.emit(AgentEvent::MessageEnd { message: &tool_result }).await;
+        tools.results.push(tool_message);
+        turn.produced.push(tool_result);
     }
 
     /// Whether the run was cancelled (its outcome is `Aborted` whatever the work returns).

@@ -1,50 +1,50 @@
-//! `agentwire bridge --serve <dialect> [--agent-dialect <dialect>] -- <agent command…>`: one
-//! dialect to the host on stdio, another to an agent subprocess (docs/bridge.md).
+//! `agentwire bridge --serve <dialect> [--agent-dialect <dialect>] [--record FILE] -- <agent
+//! command…>`: one dialect to the host on stdio, an agent subprocess behind it (docs/bridge.md).
 //!
-//! - [`acp_front`]: what the ACP fronts share (`initialize`, refusals, cancel routing);
-//! - [`acp_rpc`]: ACP to the host, the pi/omp JSONL dialect to the agent;
-//! - [`acp_wire`]: ACP to the host, kimi's wire dialect to the agent;
-//! - [`wire_rpc`]: kimi's wire to the host, the pi/omp JSONL dialect to the agent;
-//! - [`rpc_acp`]: the pi/omp JSONL dialect to the host, ACP to the agent;
-//! - [`rpc_events`]: a JSONL agent's events, read leniently.
+//! Composition, with no code per pair of dialects: the agent is driven by its dialect's remote
+//! agent (`crate::dialect::{rpc,wire,acp}::remote`), which implements the core, and the host
+//! is served by the front of its dialect ([`crate::server::serve_with`]), as for the built-in
+//! agent. An agent speaking the host's own dialect is proxied instead ([`proxy`]): its frames
+//! pass unchanged, checked against the schema, and `--record` writes them as a conformance
+//! transcript.
 //!
 //! Lifecycle: the agent runs in its own process group and dies with us
-//! ([`crate::client::process`]). Host EOF → the agent's input closes, it is waited for
-//! ([`crate::client::DEFAULT_EXIT_GRACE`]), then killed. SIGINT, SIGTERM and SIGHUP are
-//! forwarded to its group; SIGTERM and SIGHUP also end our input. The agent dying → every
-//! request in flight is answered with an error, and the bridge exits non-zero.
+//! ([`crate::client::process`]). Host EOF → what was asked is finished (bounded), the agent's
+//! input closes, it is waited for ([`crate::client::DEFAULT_EXIT_GRACE`]), then killed. SIGINT,
+//! SIGTERM and SIGHUP are forwarded to its group; SIGTERM and SIGHUP also end our input. The
+//! agent dying → every request in flight is answered with an error, and the bridge exits
+//! non-zero.
 
-pub mod acp_front;
-pub mod acp_rpc;
-pub mod acp_wire;
-pub mod rpc_acp;
-pub mod rpc_events;
-pub mod wire_rpc;
+pub mod proxy;
 
 use std::ffi::OsString;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::BufReader;
-use tokio::process::ChildStdout;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::{AgentInfo, Capabilities};
 use crate::client::detect::{connect, Handshake, DETECT_TIMEOUT};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
-use crate::client::{spawn_closable_writer, AcpClient, WireClient, AgentProcess, Detected, Dialect, InputCloser, RpcClient, RpcEvents, RpcHostHandler, DEFAULT_EXIT_GRACE};
-use crate::jsonrpc::{Connection, Service};
+use crate::client::{spawn_closable_writer, AgentProcess, Detected, Dialect, DEFAULT_EXIT_GRACE};
+use crate::dialect::acp::remote::AcpAgents;
+use crate::dialect::rpc::remote::RpcAgents;
+use crate::dialect::wire::remote::WireAgents;
 use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
 use crate::protocol::{WireClientInfo, WireInitializeParams};
-use crate::transport::until::UntilCancelled;
+use crate::server::{MakeAgent, ServeOptions};
 use crate::transport::stdio::Stdin;
-use crate::transport::{LineReader, Outbox};
+use crate::transport::until::UntilCancelled;
+use crate::transport::LineReader;
 
-/// Bytes of frames that may wait for a slow host or agent.
+/// Bytes of frames that may wait for a slow agent.
 const OUTBOUND_BUDGET: usize = 16 * 1024 * 1024;
-/// How long requests in flight have to be answered once the input ended.
-const ANSWER_GRACE: Duration = Duration::from_secs(1);
+/// How long what was asked may take to finish once the host's input ended.
+const EOF_GRACE: Duration = Duration::from_secs(10);
 
 /// What `agentwire bridge` was asked to do.
 #[derive(Debug, Clone)]
@@ -58,33 +58,24 @@ pub struct BridgeOptions {
     pub command: Vec<OsString>,
     /// Longest host line accepted.
     pub max_line_bytes: usize,
+    /// Where a proxied session is recorded as a conformance transcript.
+    pub record: Option<PathBuf>,
 }
 
 impl BridgeOptions {
     /// Serving `serve` in front of `command`.
     pub fn new(serve: Dialect, command: Vec<OsString>) -> Self {
-        Self {
-            serve,
-            agent_dialect: None,
-            command,
-            max_line_bytes: 16 * 1024 * 1024,
-        }
+        Self { serve, agent_dialect: None, command, max_line_bytes: 16 * 1024 * 1024, record: None }
     }
 }
 
 /// What the bridge offers a JSON-RPC agent in `initialize`: nothing it cannot carry (no file
 /// system, no terminal, no external tools).
 fn handshake() -> Handshake {
-    let acp = InitializeRequest::new(ProtocolVersion(1)).with_client_info(Implementation::new(
-        "agentwire-bridge",
-        env!("CARGO_PKG_VERSION"),
-    ));
+    let acp = InitializeRequest::new(ProtocolVersion(1)).with_client_info(Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION")));
     let wire = WireInitializeParams {
         protocol_version: "1.10".to_owned(),
-        client: Some(WireClientInfo {
-            name: "agentwire-bridge".to_owned(),
-            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
-        }),
+        client: Some(WireClientInfo { name: "agentwire-bridge".to_owned(), version: Some(env!("CARGO_PKG_VERSION").to_owned()) }),
         external_tools: None,
         hooks: None,
         capabilities: None,
@@ -93,25 +84,34 @@ fn handshake() -> Handshake {
     Handshake::new(acp, wire)
 }
 
-/// Runs the bridge; returns the process exit code.
-pub async fn run(options: BridgeOptions) -> u8 {
-    let mut agent = match AgentProcess::spawn_argv(&options.command) {
-        Ok(agent) => agent,
+fn spawn(options: &BridgeOptions) -> Option<AgentProcess> {
+    match AgentProcess::spawn_argv(&options.command) {
+        Ok(agent) => Some(agent),
         Err(e) => {
             eprintln!("agentwire bridge: {e}");
-            return 2;
+            None
         }
-    };
+    }
+}
+
+/// Runs the bridge; returns the process exit code.
+pub async fn run(options: BridgeOptions) -> u8 {
+    if options.record.is_some() && options.agent_dialect.is_some_and(|d| d != options.serve) {
+        eprintln!("agentwire bridge: --record needs the agent to speak the served dialect ({}): a translated session is no transcript of either side", options.serve.name());
+        return 2;
+    }
+    let Some(mut agent) = spawn(&options) else { return 2 };
+    if options.agent_dialect == Some(options.serve) {
+        return proxy::run(agent, &options).await;
+    }
     let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
         eprintln!("agentwire bridge: the agent's stdio is not piped");
         return 1;
     };
-    // The writer ends when the client closes the agent's input (or the agent is gone).
+    // The writer ends when the remote agent closes the agent's input (or the agent is gone).
     let (agent_out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
     let mut lines = LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES);
-    let handshake = handshake();
-    let detected = connect(&mut lines, &agent_out, &handshake, options.agent_dialect, DETECT_TIMEOUT).await;
-    let detected = match detected {
+    let detected = match connect(&mut lines, &agent_out, &handshake(), options.agent_dialect, DETECT_TIMEOUT).await {
         Ok(detected) => detected,
         Err(e) => {
             eprintln!("agentwire bridge: {}: {e}", agent.program());
@@ -121,66 +121,67 @@ pub async fn run(options: BridgeOptions) -> u8 {
         }
     };
     tracing::info!("the agent speaks {}", detected.dialect().name());
-    let (host_out, host_writer) = crate::transport::stdio::spawn_stdout_writer(OUTBOUND_BUDGET);
-    let link = Link { agent, lines, agent_out, max_line_bytes: options.max_line_bytes };
-    let code = match (options.serve, detected) {
-        (Dialect::Acp, Detected::Rpc { .. }) => {
+    if detected.dialect() == options.serve {
+        // Detection spoke to the agent; a proxy must hand it the host's own first frames, so it
+        // starts afresh.
+        drop((agent_out, closer, lines));
+        let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+        let Some(agent) = spawn(&options) else { return 2 };
+        return proxy::run(agent, &options).await;
+    }
+    if options.record.is_some() {
+        eprintln!("agentwire bridge: --record needs the agent to speak the served dialect ({}); it speaks {}", options.serve.name(), detected.dialect().name());
+        drop((agent_out, closer));
+        let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+        return 2;
+    }
+    match detected {
+        Detected::Rpc { .. } => {
             // The JSONL client closes the agent's input by dropping the last outbox.
             drop(closer);
-            let conn = Arc::new(Connection::new(host_out));
-            let dialogs = acp_rpc::AcpDialogs::new(conn.clone());
-            link.serve(dialogs.clone(), |client| acp_rpc::AcpOverRpc::new(conn, client, &dialogs)).await
+            let agents = RpcAgents::connect(lines, agent_out);
+            let close = agents.clone();
+            let capabilities = Capabilities::none().with_images(true);
+            compose(agent, &options, capabilities, move |host| agents.agent(host), async move { close.close() }).await
         }
-        (Dialect::Wire, Detected::Rpc { .. }) => {
-            drop(closer);
-            let conn = Arc::new(Connection::new(host_out));
-            let dialogs = wire_rpc::WireDialogs::new(conn.clone());
-            link.serve(dialogs.clone(), |client| wire_rpc::WireOverRpc::new(conn, client, &dialogs)).await
+        Detected::Wire(_) => {
+            let agents = WireAgents::connect(lines.into_inner(), agent_out, closer);
+            let close = agents.clone();
+            compose(agent, &options, Capabilities::none(), agents, async move { close.close().await }).await
         }
-        (Dialect::Rpc, Detected::Acp(initialized)) => link.serve_rpc_over_acp(host_out, closer, *initialized).await,
-        (Dialect::Acp, Detected::Wire(_)) => link.serve_acp_over_wire(host_out, closer).await,
-        (serve, detected) => {
-            eprintln!(
-                "agentwire bridge: serving {} in front of an agent speaking {} is not implemented yet (docs/bridge.md lists the pairs); available: --serve acp or --serve wire in front of an rpc (pi/omp) agent, --serve acp in front of a wire (kimi) agent, --serve rpc in front of an ACP agent",
-                serve.name(),
-                detected.dialect().name()
-            );
-            drop(host_out);
-            drop(link.agent_out);
-            drop(closer);
-            let _ = link.agent.shutdown(DEFAULT_EXIT_GRACE).await;
-            2
+        Detected::Acp(initialized) => {
+            let images = initialized.agent_capabilities.prompt_capabilities.image;
+            let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
+            let agents = AcpAgents::connect(lines.into_inner(), agent_out, closer, *initialized, cwd);
+            if let Err(e) = agents.open_first().await {
+                eprintln!("agentwire bridge: {}: session/new: {e}", agent.program());
+                agents.close().await;
+                let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+                return 1;
+            }
+            let close = agents.clone();
+            compose(agent, &options, Capabilities::none().with_images(images), move |host| agents.agent(host), async move { close.close().await }).await
+        }
+    }
+}
+
+/// Serves the front of `options.serve` in front of the remote agents `make` builds until host
+/// EOF, a signal or the agent's death; then closes the agent's input (`close`) and ends it.
+/// Returns the exit code.
+async fn compose(mut agent: AgentProcess, options: &BridgeOptions, capabilities: Capabilities, make: impl MakeAgent, close: impl Future<Output = ()>) -> u8 {
+    let serve_options = ServeOptions::default()
+        .with_max_line_bytes(options.max_line_bytes)
+        .with_acp_capabilities(capabilities)
+        .with_info(AgentInfo::new("agentwire-bridge", env!("CARGO_PKG_VERSION")));
+    let HostInput { input, stop, ended } = HostInput::new();
+    let serve = async {
+        if let Err(e) = crate::server::serve_with(options.serve, serve_options, make, input, tokio::io::stdout()).await {
+            tracing::warn!("writing to the host failed: {e}");
         }
     };
-    let _ = tokio::time::timeout(ANSWER_GRACE, host_writer).await;
-    code
-}
-
-/// A front the bridge serves to the host: a JSON-RPC service that also forwards the
-/// agent's events.
-trait Front: Service + Send + Sync + 'static {
-    /// Forwards the agent's events until its output ends.
-    fn pump(&self, events: RpcEvents) -> impl Future<Output = ()> + Send + '_;
-}
-
-impl Front for acp_rpc::AcpOverRpc {
-    fn pump(&self, events: RpcEvents) -> impl Future<Output = ()> + Send + '_ {
-        acp_rpc::AcpOverRpc::pump(self, events)
-    }
-}
-
-impl Front for wire_rpc::WireOverRpc {
-    fn pump(&self, events: RpcEvents) -> impl Future<Output = ()> + Send + '_ {
-        wire_rpc::WireOverRpc::pump(self, events)
-    }
-}
-
-/// The agent process and its detected JSONL connection.
-struct Link {
-    agent: AgentProcess,
-    lines: LineReader<BufReader<ChildStdout>>,
-    agent_out: Outbox,
-    max_line_bytes: usize,
+    let agent_died = supervise(&mut agent, &stop, &ended, serve).await;
+    close.await;
+    finish(agent, agent_died).await
 }
 
 /// The host's input (stdin) and what ends it early: `stop` (a forwarded SIGTERM or SIGHUP,
@@ -201,27 +202,33 @@ impl HostInput {
 }
 
 /// Runs `serve` (the host's side) while watching the agent and forwarding signals, until it
-/// returns, or [`ANSWER_GRACE`] after the host's input ended; returns how the agent died, if
+/// returns, or [`EOF_GRACE`] after the host's input ended; returns how the agent died, if
 /// it did (then `stop` was cancelled, so the host's input ended and what was in flight got
 /// its error).
 async fn supervise(agent: &mut AgentProcess, stop: &CancellationToken, ended: &CancellationToken, serve: impl Future<Output = ()>) -> Option<String> {
     let mut agent_died = None;
+    let mut exited = false;
     let alive = Arc::new(AtomicBool::new(true));
     let signals = forward_signals(agent.id(), alive.clone(), stop.clone());
     tokio::pin!(signals);
     tokio::pin!(serve);
-    // The requests in flight at host EOF have this long to be answered (the agent's input is
-    // closed then, so its prompts end when it does).
+    // What was asked before host EOF has this long to finish.
     let answer_grace = async {
         ended.cancelled().await;
-        tokio::time::sleep(ANSWER_GRACE).await;
+        tokio::time::sleep(EOF_GRACE).await;
     };
     tokio::pin!(answer_grace);
     loop {
         tokio::select! {
             () = &mut serve => break,
             () = &mut answer_grace => break,
-            status = agent.wait(), if agent_died.is_none() => {
+            status = agent.wait(), if !exited => {
+                exited = true;
+                alive.store(false, Ordering::SeqCst);
+                if ended.is_cancelled() {
+                    // Our input ended, so the agent's did: it finished, as it should.
+                    continue;
+                }
                 // The agent is gone: its output ended, so every prompt in flight ends with an
                 // error; our input ends so the serve loop answers what is left.
                 let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
@@ -246,75 +253,6 @@ async fn finish(agent: AgentProcess, agent_died: Option<String>) -> u8 {
             eprintln!("agentwire bridge: {e}");
             1
         }
-    }
-}
-
-impl Link {
-    /// Serves the front `make` builds over the agent's client until host EOF, a signal or the
-    /// agent's death; returns the exit code.
-    async fn serve<F: Front>(self, host: impl RpcHostHandler, make: impl FnOnce(RpcClient) -> F) -> u8 {
-        let Link { mut agent, lines, agent_out, max_line_bytes } = self;
-        let (client, events) = RpcClient::over(lines, agent_out, host);
-        let server = Arc::new(make(client.clone()));
-        let HostInput { input, stop, ended } = HostInput::new();
-        let pump = tokio::spawn({
-            let server = server.clone();
-            async move { server.pump(events).await }
-        });
-        let agent_died = supervise(&mut agent, &stop, &ended, crate::jsonrpc::serve(&*server, input, max_line_bytes)).await;
-        client.close();
-        drop(client);
-        let code = finish(agent, agent_died).await;
-        // The agent is gone, so its output has ended and the pump with it.
-        let _ = pump.await;
-        code
-    }
-
-    /// Serves ACP to the host in front of the wire agent (initialized during detection);
-    /// returns the exit code.
-    async fn serve_acp_over_wire(self, host_out: Outbox, closer: InputCloser) -> u8 {
-        let Link { mut agent, lines, agent_out, max_line_bytes } = self;
-        let conn = Arc::new(Connection::new(host_out));
-        let approvals = acp_wire::WireApprovals::new(conn.clone());
-        let (client, events) = WireClient::over(lines.into_inner(), agent_out, closer, approvals.clone());
-        let (server, flushes) = acp_wire::AcpOverWire::new(conn, client.clone(), &approvals);
-        let server = Arc::new(server);
-        let pump = tokio::spawn({
-            let server = server.clone();
-            async move { server.pump(events, flushes).await }
-        });
-        let HostInput { input, stop, ended } = HostInput::new();
-        let agent_died = supervise(&mut agent, &stop, &ended, crate::jsonrpc::serve(&*server, input, max_line_bytes)).await;
-        client.close().await;
-        drop(client);
-        let code = finish(agent, agent_died).await;
-        // The agent is gone, so its output has ended and the pump with it.
-        let _ = pump.await;
-        code
-    }
-
-    /// Serves the JSONL dialect to the host in front of the ACP agent (initialized during
-    /// detection); returns the exit code.
-    async fn serve_rpc_over_acp(self, host_out: Outbox, closer: InputCloser, initialized: crate::protocol::acp::InitializeResponse) -> u8 {
-        let Link { mut agent, lines, agent_out, max_line_bytes } = self;
-        let dialogs = rpc_acp::RpcDialogs::new(host_out.clone());
-        let (client, updates) = AcpClient::over(lines.into_inner(), agent_out, closer, dialogs.clone(), Some(initialized));
-        let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
-        let server = match rpc_acp::RpcOverAcp::start(host_out, client.clone(), updates, &dialogs, cwd).await {
-            Ok(server) => server,
-            Err(e) => {
-                eprintln!("agentwire bridge: {}: session/new: {e}", agent.program());
-                client.close().await;
-                let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
-                return 1;
-            }
-        };
-        drop(dialogs);
-        let HostInput { input, stop, ended } = HostInput::new();
-        let agent_died = supervise(&mut agent, &stop, &ended, server.serve(input, max_line_bytes)).await;
-        client.close().await;
-        drop(server);
-        finish(agent, agent_died).await
     }
 }
 

@@ -211,6 +211,11 @@ pub enum Command {
         /// wire `initialize`).
         #[arg(long, value_enum)]
         agent_dialect: Option<Mode>,
+        /// Write the session as a conformance transcript (the agent must speak the served
+        /// dialect: the bridge is then a validating proxy); `agentwire conformance run FILE`
+        /// replays it.
+        #[arg(long, value_name = "FILE")]
+        record: Option<std::path::PathBuf>,
         /// The agent's command line, after `--`.
         #[arg(last = true, required = true, value_name = "AGENT COMMAND")]
         command: Vec<std::ffi::OsString>,
@@ -440,8 +445,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Schema { action }) => run_schema(action),
         Some(Command::Login { provider }) => run_login(cli.config_dir.as_deref(), provider),
         Some(Command::Codegen { action, out }) => run_codegen(&action, out.as_deref()),
-        Some(Command::Bridge { serve, agent_dialect, command }) => {
+        Some(Command::Bridge { serve, agent_dialect, record, command }) => {
             let mut options = crate::bridge::BridgeOptions::new(serve.dialect(), command);
+            options.record = record;
             options.agent_dialect = agent_dialect.map(Mode::dialect);
             options.max_line_bytes = cli.max_line_bytes;
             let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {

@@ -114,6 +114,11 @@ impl RpcEvents {
     pub async fn next(&mut self) -> Option<RpcAgentFrame> {
         self.rx.recv().await
     }
+
+    /// The next frame already received, without waiting.
+    pub fn try_next(&mut self) -> Option<RpcAgentFrame> {
+        self.rx.try_recv().ok()
+    }
 }
 
 /// A dialog the agent opens (`extension_ui_request` with `select`, `confirm`, `input` or

@@ -16,6 +16,8 @@
 
 pub mod acp;
 pub mod pending;
+#[cfg(feature = "client")]
+pub mod remote;
 pub mod rpc;
 pub mod wire;
 

@@ -18,7 +18,7 @@
 
 mod serve;
 
-pub use serve::{serve, serve_with, Dialect, ServeOptions};
+pub use serve::{serve, serve_with, Dialect, MakeAgent, ServeOptions};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

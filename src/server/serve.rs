@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::agent::{AgentCore, AgentInfo, Capabilities, Host};
+use crate::agent::{AgentCore, AgentInfo, Capabilities, CoreError, Host};
 use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
@@ -69,14 +69,30 @@ impl ServeOptions {
     }
 }
 
+/// What builds the agents a front serves: once for rpc and wire, once per session for ACP. Any
+/// `Fn(Host) -> A` is one; a maker that can refuse (an agent with one session, asked for a
+/// second) implements it itself.
+pub trait MakeAgent: Send + Sync + 'static {
+    /// The agents it builds.
+    type Agent: AgentCore;
+    /// An agent reporting to `host`, or why there is none.
+    fn make(&self, host: Host) -> Result<Self::Agent, CoreError>;
+}
+
+impl<A: AgentCore, F: Fn(Host) -> A + Send + Sync + 'static> MakeAgent for F {
+    type Agent = A;
+    fn make(&self, host: Host) -> Result<A, CoreError> {
+        Ok(self(host))
+    }
+}
+
 /// Serves the agents `make` builds in `dialect`, reading requests from `input` and writing
 /// frames to `output`, with the default [`ServeOptions`]. Returns once the input ended, every
 /// request read was answered, every run settled and the output was flushed; `Err` when writing
 /// the output failed.
-pub async fn serve<A, F, R, W>(dialect: Dialect, make: F, input: R, output: W) -> std::io::Result<()>
+pub async fn serve<M, R, W>(dialect: Dialect, make: M, input: R, output: W) -> std::io::Result<()>
 where
-    A: AgentCore,
-    F: Fn(Host) -> A + Send + Sync + 'static,
+    M: MakeAgent,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
@@ -84,10 +100,9 @@ where
 }
 
 /// [`serve`] with the given limits and ACP advertisement.
-pub async fn serve_with<A, F, R, W>(dialect: Dialect, options: ServeOptions, make: F, input: R, output: W) -> std::io::Result<()>
+pub async fn serve_with<M, R, W>(dialect: Dialect, options: ServeOptions, make: M, input: R, output: W) -> std::io::Result<()>
 where
-    A: AgentCore,
-    F: Fn(Host) -> A + Send + Sync + 'static,
+    M: MakeAgent,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
@@ -97,7 +112,8 @@ where
     match dialect {
         Dialect::Rpc => {
             let host = Arc::new(RpcHost::new(out.clone()));
-            let session = RpcSession::new(make(Host::new(host.clone(), host.clone())), host, max_line_bytes).with_info(options.info);
+            let agent = make.make(Host::new(host.clone(), host.clone())).map_err(std::io::Error::other)?;
+            let session = RpcSession::new(agent, host, max_line_bytes).with_info(options.info);
             let _ = out.send(&session.ready_frame()).await;
             drop(out);
             serve_rpc(session.clone(), input, max_line_bytes).await;
@@ -105,7 +121,8 @@ where
         }
         Dialect::Wire => {
             let host = Arc::new(WireHost::new(out, None));
-            let session = WireSession::new(make(Host::new(host.clone(), host.clone())), host).with_info(options.info);
+            let agent = make.make(Host::new(host.clone(), host.clone())).map_err(std::io::Error::other)?;
+            let session = WireSession::new(agent, host).with_info(options.info);
             serve_wire(session.clone(), input, max_line_bytes).await;
             session.agent().settled().await;
         }
@@ -127,17 +144,13 @@ struct Made<F> {
     capabilities: Capabilities,
 }
 
-impl<A, F> SessionFactory<A> for Made<F>
-where
-    A: AgentCore,
-    F: Fn(Host) -> A + Send + Sync,
-{
-    fn create(&self, _cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<A, String> {
+impl<M: MakeAgent> SessionFactory<M::Agent> for Made<M> {
+    fn create(&self, _cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<M::Agent, String> {
         // Loading is refused before a factory is asked (no `sessions` capability).
         if let Some(path) = resume {
             return Err(format!("this agent does not load session files ({})", path.display()));
         }
-        Ok((self.make)(Host::new(host.clone(), host)))
+        self.make.make(Host::new(host.clone(), host)).map_err(|e| e.to_string())
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -41,6 +41,8 @@ pub mod modes;
 pub mod port;
 pub mod project;
 pub mod serve;
+#[cfg(feature = "client")]
+pub mod remote;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;

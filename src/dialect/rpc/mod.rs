@@ -16,6 +16,10 @@ pub mod host_tools;
 pub mod port;
 pub mod project;
 pub mod serve;
+#[cfg(feature = "client")]
+pub mod remote;
+#[cfg(feature = "client")]
+pub mod steps;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -29,6 +29,8 @@ pub mod log;
 pub mod port;
 pub mod project;
 pub mod serve;
+#[cfg(feature = "client")]
+pub mod remote;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,0 +1,121 @@
+//! An agent speaking the host's own dialect: a validating proxy. Every line passes unchanged,
+//! both ways; each is checked against the dialect's schema on the way, and what does not fit
+//! is reported on stderr, naming the side that sent it (the session goes on: a proxy that
+//! dropped a frame would change what it observes). `--record FILE` writes the session as a
+//! conformance transcript (`agentwire conformance run FILE` replays it).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader};
+
+use super::{finish, supervise, BridgeOptions, HostInput};
+use crate::client::rpc::MAX_AGENT_LINE_BYTES;
+use crate::client::{AgentProcess, Dialect};
+use crate::protocol::acp::{AcpAgentNotification, AcpAgentRequest, AcpClientNotification, AcpClientRequest, AcpReader};
+use crate::protocol::validate::{validator, Direction};
+use crate::transport::lines::InboundLine;
+use crate::transport::LineReader;
+
+/// Which side sent a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Host,
+    Agent,
+}
+
+impl Origin {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Host => "the host",
+            Self::Agent => "the agent",
+        }
+    }
+}
+
+/// Why a line does not fit the dialect's schema, if it does not.
+fn check(dialect: Dialect, from: Origin, line: &[u8]) -> Option<String> {
+    let frame: Value = match serde_json::from_slice(line) {
+        Ok(frame) => frame,
+        Err(e) => return Some(format!("not JSON: {e}")),
+    };
+    let direction = match from {
+        Origin::Host => Direction::Inbound,
+        Origin::Agent => Direction::Outbound,
+    };
+    match dialect {
+        Dialect::Rpc => validator().validate_frame(crate::protocol::validate::Dialect::Rpc, direction, &frame, None).err().map(|e| e.to_string()),
+        Dialect::Wire => validator().validate_frame(crate::protocol::validate::Dialect::Wire, direction, &frame, None).err().map(|e| e.to_string()),
+        Dialect::Acp => check_acp(from, frame),
+    }
+}
+
+/// An ACP frame: the JSON-RPC envelope, and a request's or notification's params against the
+/// schema of the side that reads it.
+fn check_acp(from: Origin, frame: Value) -> Option<String> {
+    if frame.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some("`jsonrpc` is not \"2.0\"".into());
+    }
+    let Some(method) = frame.get("method").and_then(Value::as_str).map(str::to_owned) else {
+        let answered = frame.get("result").is_some() != frame.get("error").is_some();
+        return (!answered || frame.get("id").is_none()).then(|| "a response needs an `id` and exactly one of `result` and `error`".into());
+    };
+    let request = frame.get("id").is_some();
+    let problem = match (from, request) {
+        (Origin::Host, true) => AcpReader::Agent.request(&method, frame, AcpAgentRequest::from_params).err().map(|e| e.message),
+        (Origin::Host, false) => AcpReader::Agent.notification(&method, frame, AcpAgentNotification::from_params).err(),
+        (Origin::Agent, true) => AcpReader::Client.request(&method, frame, AcpClientRequest::from_params).err().map(|e| e.message),
+        (Origin::Agent, false) => AcpReader::Client.notification(&method, frame, AcpClientNotification::from_params).err(),
+    };
+    problem.map(|p| format!("{method}: {p}"))
+}
+
+/// Copies `lines` to `out`, checking each; returns when the input ends or the output fails.
+async fn pump<R, W>(dialect: Dialect, from: Origin, mut lines: LineReader<R>, mut out: W, seen: &AtomicU64)
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(InboundLine::Line(line))) => line,
+            Ok(Some(InboundLine::TooLong { bytes, .. })) => {
+                eprintln!("agentwire bridge: {} sent a line of {bytes} bytes, over the limit: it is not passed on", from.name());
+                continue;
+            }
+            Ok(None) | Err(_) => break,
+        };
+        let n = seen.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(problem) = check(dialect, from, &line) {
+            eprintln!("agentwire bridge: line {n} from {} does not fit the {} schema: {problem}", from.name(), dialect.name());
+        }
+        let written = async {
+            out.write_all(&line).await?;
+            out.write_all(b"\n").await?;
+            out.flush().await
+        };
+        if written.await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Proxies the host's stdio to `agent` until host EOF (then the agent's input closes and it
+/// finishes), a signal or the agent's death; returns the exit code.
+pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions) -> u8 {
+    let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
+        eprintln!("agentwire bridge: the agent's stdio is not piped");
+        return 1;
+    };
+    let dialect = options.serve;
+    let seen = AtomicU64::new(0);
+    let HostInput { input, stop, ended } = HostInput::new();
+    let to_agent = pump(dialect, Origin::Host, LineReader::new(input, options.max_line_bytes), stdin, &seen);
+    let to_host = pump(dialect, Origin::Agent, LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES), tokio::io::stdout(), &seen);
+    // The agent's input closes when the host's ends (`to_agent` drops it).
+    let serve = async {
+        tokio::join!(to_agent, to_host);
+    };
+    let agent_died = supervise(&mut agent, &stop, &ended, serve).await;
+    finish(agent, agent_died).await
+}

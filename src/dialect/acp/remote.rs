@@ -1,0 +1,507 @@
+//! An ACP agent (an editor's agent: gemini-cli, opencode, codex-acp, `agentwire --mode acp`)
+//! driven as the core: the remote agent of this dialect ([`crate::dialect::remote`]).
+//! `initialize` was sent when the dialect was detected.
+//!
+//! | core | ACP (agent) |
+//! |---|---|
+//! | a front's session | `session/new` in the bridge's working directory (each front session its own) |
+//! | prompt | `session/prompt` (text and images); its answer ends the run (`end_turn`, `max_tokens` → completed; `max_turn_requests` → step limit; `cancelled`; `refusal` → failed) |
+//! | cancel | `session/cancel`; the run ends with the prompt's answer |
+//! | new session (rpc `new_session`) | `session/new`: the front's session goes on in a fresh agent session |
+//! | thinking level | the agent's `thought_level` config option (`session/set_config_option`) |
+//! | text / thinking | `agent_message_chunk` / `agent_thought_chunk` |
+//! | tool started, progress, finished | `tool_call` (once its `rawInput` is known) / `tool_call_update` with content / `completed` or `failed` |
+//! | approval | `session/request_permission`: the option of the decision's kind (allow once or always, reject) |
+//!
+//! `fs/*` and `terminal/*` are not offered in `initialize`, so the agent uses its own.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::agent::events::RunOutcome;
+use crate::agent::port::Decision;
+use crate::agent::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
+use crate::client::{AcpClient, AcpClientError, AcpUpdates};
+use crate::dialect::remote::{approve, failed, HostSlot, WIND_DOWN};
+use crate::jsonrpc::Error;
+use crate::protocol::acp::{
+    AcpClientHandler, ContentBlock, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
+    SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionUpdate, SetSessionConfigOptionRequest, StopReason, ToolCallContent, ToolCallStatus,
+};
+use crate::protocol::{ImageContent, ThinkingLevel};
+
+const NO_QUEUE: &str = "ACP has no message queue: a prompt runs alone (cancel it, then prompt)";
+
+/// How long the agent's request waits for its run to forward what came before it.
+const CATCH_UP: Duration = Duration::from_secs(1);
+
+type Catch = oneshot::Sender<()>;
+
+/// One agent session's updates and catch-up requests, and the host it reports to.
+#[derive(Debug)]
+struct Route {
+    updates: mpsc::UnboundedSender<SessionUpdate>,
+    catch_up: mpsc::UnboundedSender<Catch>,
+    host: HostSlot,
+}
+
+#[derive(Debug, Default)]
+struct Routes {
+    by_session: HashMap<String, Route>,
+    /// Each session's config options, as the agent last reported them.
+    config: HashMap<String, Vec<SessionConfigOption>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The connection to an ACP agent: one agent session per front session.
+#[derive(Debug, Clone)]
+pub struct AcpAgents {
+    client: AcpClient,
+    routes: Arc<Mutex<Routes>>,
+    /// Asks the router to route every update already received, then to say so.
+    flush: mpsc::UnboundedSender<Catch>,
+    cwd: String,
+    /// A session opened before the front asked (so its first session's config options are
+    /// known at once); the first front session takes it.
+    ready: Arc<Mutex<Option<Opened>>>,
+}
+
+/// An agent session and what a run of it reads.
+#[derive(Debug)]
+struct Opened {
+    id: SessionId,
+    /// Its updates and catch-up requests; a run holds them while it streams.
+    streams: tokio::sync::Mutex<(mpsc::UnboundedReceiver<SessionUpdate>, mpsc::UnboundedReceiver<Catch>)>,
+}
+
+impl AcpAgents {
+    /// Drives the ACP agent reading `input` (its stdout, `initialize` answered with
+    /// `initialized`) and writing `out` (its stdin, closed by `closer`); sessions open in `cwd`.
+    pub fn connect<R>(input: R, out: crate::transport::Outbox, closer: crate::client::InputCloser, initialized: crate::protocol::acp::InitializeResponse, cwd: String) -> Self
+    where
+        R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+    {
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        let (flush, flushes) = mpsc::unbounded_channel();
+        let (client, updates) = AcpClient::over(input, out, closer, Permissions { routes: routes.clone(), flush: flush.clone() }, Some(initialized));
+        tokio::spawn(route(updates, flushes, routes.clone()));
+        Self { client, routes, flush, cwd, ready: Arc::default() }
+    }
+
+    /// Opens the first session now (its refusal, an agent that wants authentication say, ends
+    /// the bridge before the host is served).
+    pub async fn open_first(&self) -> Result<(), AcpClientError> {
+        let opened = self.open().await?;
+        *lock(&self.ready) = Some(opened);
+        Ok(())
+    }
+
+    async fn open(&self) -> Result<Opened, AcpClientError> {
+        let session = self.client.new_session(&NewSessionRequest::new(self.cwd.clone(), Vec::new())).await?;
+        let (tx, updates) = mpsc::unbounded_channel();
+        let (catch_up, catch_ups) = mpsc::unbounded_channel();
+        let mut routes = lock(&self.routes);
+        routes.by_session.insert(session.session_id.0.clone(), Route { updates: tx, catch_up, host: HostSlot::default() });
+        routes.config.insert(session.session_id.0.clone(), session.config_options.unwrap_or_default());
+        Ok(Opened { id: session.session_id, streams: tokio::sync::Mutex::new((updates, catch_ups)) })
+    }
+
+    /// A session for a front, reporting to `host`.
+    pub fn agent(&self, host: Host) -> AcpRemote {
+        let opened = lock(&self.ready).take();
+        if let Some(opened) = &opened {
+            if let Some(route) = lock(&self.routes).by_session.get_mut(&opened.id.0) {
+                route.host.set(&host);
+            }
+        }
+        let name = self.client.agent().and_then(|a| a.agent_info).map_or_else(|| "acp-agent".to_owned(), |i| i.name);
+        AcpRemote { runs: Runs::new(name, host), agents: self.clone(), session: tokio::sync::Mutex::new(opened.map(Arc::new)), renewed: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// Closes the agent's input (it finishes what it was asked, then exits).
+    pub async fn close(&self) {
+        self.client.close().await;
+    }
+}
+
+/// Sends each update to its session's run; a flush routes every update already received first
+/// (a prompt's answer can overtake its updates on this extra hop).
+async fn route(mut updates: AcpUpdates, mut flushes: mpsc::UnboundedReceiver<Catch>, routes: Arc<Mutex<Routes>>) {
+    let deliver = |notification: crate::protocol::acp::SessionNotification| {
+        let mut routes = lock(&routes);
+        if let SessionUpdate::ConfigOptionUpdate { config_options, .. } = &notification.update {
+            routes.config.insert(notification.session_id.0.clone(), config_options.clone());
+            return;
+        }
+        if let Some(route) = routes.by_session.get(&notification.session_id.0) {
+            let _ = route.updates.send(notification.update);
+        }
+    };
+    loop {
+        tokio::select! {
+            biased;
+            Some(done) = flushes.recv() => {
+                while let Some(notification) = updates.try_next() {
+                    deliver(notification);
+                }
+                let _ = done.send(());
+            }
+            notification = updates.next() => match notification {
+                Some(notification) => deliver(notification),
+                None => break,
+            },
+        }
+    }
+    // The agent is gone: every run's stream ends, and flushes find nothing more.
+    lock(&routes).by_session.clear();
+    flushes.close();
+    while let Some(done) = flushes.recv().await {
+        let _ = done.send(());
+    }
+}
+
+/// Waits until the router has routed every update received so far.
+async fn flushed(flush: &mpsc::UnboundedSender<Catch>) {
+    let (done, routed) = oneshot::channel();
+    if flush.send(done).is_ok() {
+        let _ = tokio::time::timeout(CATCH_UP, routed).await;
+    }
+}
+
+/// One front session, as the core: an agent session of its own.
+#[derive(Debug)]
+pub struct AcpRemote {
+    runs: Runs,
+    agents: AcpAgents,
+    /// The agent session, once opened; a run holds it while it streams.
+    session: tokio::sync::Mutex<Option<Arc<Opened>>>,
+    /// How many times the front asked for a new session (each is a session of its own to it).
+    renewed: std::sync::atomic::AtomicU64,
+}
+
+/// The agent's `thought_level` config option.
+struct Thinking {
+    id: crate::protocol::acp::SessionConfigId,
+    current: String,
+    values: Vec<String>,
+}
+
+impl AcpRemote {
+    /// The agent session's id, opening it first if need be.
+    async fn session(&self) -> CoreResult<SessionId> {
+        let mut session = self.session.lock().await;
+        if let Some(opened) = session.as_ref() {
+            return Ok(opened.id.clone());
+        }
+        let opened = self.agents.open().await.map_err(|e| CoreError::Internal(format!("the agent refused `session/new`: {e}")))?;
+        if let Some(route) = lock(&self.agents.routes).by_session.get_mut(&opened.id.0) {
+            route.host.set(self.runs.host());
+        }
+        let id = opened.id.clone();
+        *session = Some(Arc::new(opened));
+        Ok(id)
+    }
+
+    fn current_id(&self) -> Option<String> {
+        self.session.try_lock().ok().and_then(|s| s.as_ref().map(|o| o.id.0.clone()))
+    }
+
+    fn thinking(&self) -> Option<Thinking> {
+        let id = self.current_id()?;
+        let routes = lock(&self.agents.routes);
+        routes.config.get(&id)?.iter().find_map(|option| match option {
+            SessionConfigOption::Variant0 { category: Some(c), id, current_value, options, .. } if c.0 == "thought_level" => {
+                let values = match options {
+                    SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(|o| o.value.0.clone()).collect(),
+                    SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(|o| o.value.0.clone())).collect(),
+                };
+                Some(Thinking { id: id.clone(), current: current_value.0.clone(), values })
+            }
+            SessionConfigOption::Variant0 { .. } | SessionConfigOption::Variant1 { .. } => None,
+        })
+    }
+}
+
+impl AgentCore for AcpRemote {
+    type Control = Runs;
+
+    fn control(&self) -> &Runs {
+        &self.runs
+    }
+
+    async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
+        if queue.is_some() && self.runs.is_running() {
+            return Err(CoreError::Unsupported(NO_QUEUE.into()));
+        }
+        self.check_input(&images)?;
+        self.session().await?;
+        let Some(opened) = self.session.lock().await.clone() else { return Err(CoreError::Internal("no agent session".into())) };
+        let mut blocks = vec![ContentBlock::Text { annotations: None, meta: None, text: text.clone() }];
+        blocks.extend(images.iter().map(|i| ContentBlock::Image { annotations: None, meta: None, data: i.data.clone(), mime_type: String::from(i.mime_type.clone()), uri: None }));
+        let request = PromptRequest::new(blocks, opened.id.clone());
+        let (client, flush) = (self.agents.client.clone(), self.agents.flush.clone());
+        self.runs.start_cooperative(text, images, None, WIND_DOWN, move |reply| run(client, flush, opened, request, reply)).await
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let images = self.agents.client.agent().is_some_and(|a| a.agent_capabilities.prompt_capabilities.image);
+        Capabilities { images, ..Capabilities::none() }
+    }
+
+    fn session_id(&self) -> String {
+        match self.renewed.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => self.runs.session_id(),
+            n => format!("{}-{n}", self.runs.session_id()),
+        }
+    }
+
+    async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        let _ = (text, images);
+        Err(CoreError::Unsupported(NO_QUEUE.into()))
+    }
+
+    async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        let _ = (text, images);
+        Err(CoreError::Unsupported(NO_QUEUE.into()))
+    }
+
+    async fn new_session(&self, parent: Option<String>) -> CoreResult<()> {
+        let _ = parent;
+        self.runs.abort().await;
+        self.renewed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let old = self.session.lock().await.take();
+        if let Some(old) = old {
+            lock(&self.agents.routes).by_session.remove(&old.id.0);
+        }
+        self.session().await.map(drop)
+    }
+
+    fn thinking_level(&self) -> Option<ThinkingLevel> {
+        self.thinking().and_then(|t| t.current.parse().ok())
+    }
+
+    fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        self.thinking().map(|t| t.values.iter().filter_map(|v| v.parse().ok()).collect()).unwrap_or_default()
+    }
+
+    async fn set_thinking_level(&self, level: ThinkingLevel) -> CoreResult<ThinkingLevel> {
+        let session = self.session().await?;
+        let thinking = self.thinking().ok_or_else(|| CoreError::Unsupported("thinking levels are not available: the ACP agent offers no `thought_level` config option".into()))?;
+        let value = level.to_string();
+        if !thinking.values.contains(&value) {
+            return Err(CoreError::InvalidParams(format!("Thinking level {value} is not offered by the agent (it offers {})", thinking.values.join(", "))));
+        }
+        let request = SetSessionConfigOptionRequest::Variant1 { config_id: thinking.id, meta: None, session_id: session.clone(), value: SessionConfigValueId(value) };
+        let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
+        lock(&self.agents.routes).config.insert(session.0, answer.config_options);
+        Ok(level)
+    }
+
+    async fn cycle_thinking_level(&self) -> CoreResult<Option<ThinkingLevel>> {
+        let levels = self.available_thinking_levels();
+        if levels.len() < 2 {
+            return Ok(None);
+        }
+        let current = self.thinking_level();
+        let at = levels.iter().position(|l| Some(*l) == current).map_or(0, |i| i + 1);
+        self.set_thinking_level(levels[at % levels.len()]).await.map(Some)
+    }
+
+    fn messages(&self) -> CoreResult<Vec<crate::protocol::AgentMessage>> {
+        Ok(self.runs.messages())
+    }
+}
+
+/// One run: the prompt sent, the session's updates streamed until the prompt's answer.
+async fn run(client: AcpClient, flush: mpsc::UnboundedSender<Catch>, opened: Arc<Opened>, request: PromptRequest, reply: Reply) -> RunOutcome {
+    let mut streams = opened.streams.lock().await;
+    let (updates, catch_ups) = &mut *streams;
+    let id = &opened.id;
+    while updates.try_recv().is_ok() {}
+    let answer = client.prompt(&request);
+    tokio::pin!(answer);
+    let mut stream = Stream::default();
+    let mut cancel_sent = false;
+    let answer = loop {
+        tokio::select! {
+            biased;
+            update = updates.recv() => match update {
+                Some(update) => stream.forward(update, &reply).await,
+                None => break answer.await,
+            },
+            Some(done) = catch_ups.recv() => {
+                while let Ok(update) = updates.try_recv() {
+                    stream.forward(update, &reply).await;
+                }
+                stream.start_pending(&reply).await;
+                let _ = done.send(());
+            }
+            answer = &mut answer => break answer,
+            () = reply.cancelled(), if !cancel_sent => {
+                cancel_sent = true;
+                client.cancel(id).await;
+            }
+        }
+    };
+    // Every update of the prompt came before its answer: once routed, they are all here.
+    flushed(&flush).await;
+    while let Ok(update) = updates.try_recv() {
+        stream.forward(update, &reply).await;
+    }
+    stream.start_pending(&reply).await;
+    match answer.map(|a| a.stop_reason) {
+        Ok(StopReason::EndTurn | StopReason::MaxTokens) => RunOutcome::Completed,
+        Ok(StopReason::MaxTurnRequests) => RunOutcome::StepLimit { steps: 0 },
+        Ok(StopReason::Cancelled) => RunOutcome::Aborted,
+        Ok(StopReason::Refusal) => failed("the agent refused the prompt (stopReason: refusal)"),
+        Err(crate::client::CallError::Closed { .. }) => failed("The agent exited before the prompt ended"),
+        Err(e) => failed(format!("agent: {e}")),
+    }
+}
+
+/// The text of ACP content (text blocks; other blocks are named, not carried).
+fn block_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text { text, .. } => text.clone(),
+        ContentBlock::ResourceLink { uri, .. } => uri.clone(),
+        ContentBlock::Image { .. } => "[image]".to_owned(),
+        ContentBlock::Audio { .. } => "[audio]".to_owned(),
+        ContentBlock::Resource { .. } => "[resource]".to_owned(),
+    }
+}
+
+fn call_text(content: &[ToolCallContent]) -> String {
+    content
+        .iter()
+        .map(|c| match c {
+            ToolCallContent::Content { content, .. } => block_text(content),
+            ToolCallContent::Diff { path, new_text, .. } => format!("{path}:\n{new_text}"),
+            ToolCallContent::Terminal { terminal_id, .. } => format!("[terminal {terminal_id}]"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The run's view of the agent's tool calls: one announced without its arguments waits for
+/// them (agentwire sends them in the next update), or for anything else to happen.
+#[derive(Default)]
+struct Stream {
+    pending: Option<(String, String, Map<String, Value>)>,
+    names: HashMap<String, String>,
+}
+
+impl Stream {
+    async fn start_pending(&mut self, reply: &Reply) {
+        if let Some((id, name, args)) = self.pending.take() {
+            reply.tool_started(&id, &name, args).await;
+        }
+    }
+
+    async fn forward(&mut self, update: SessionUpdate, reply: &Reply) {
+        // Arguments for the call waiting for them.
+        if let SessionUpdate::ToolCallUpdate { tool_call_id, raw_input: Some(Value::Object(args)), .. } = &update {
+            if let Some(pending) = self.pending.as_mut().filter(|p| p.0 == tool_call_id.0) {
+                pending.2.clone_from(args);
+            }
+        }
+        self.start_pending(reply).await;
+        match update {
+            SessionUpdate::AgentMessageChunk { content, .. } => reply.text(block_text(&content)).await,
+            SessionUpdate::AgentThoughtChunk { content, .. } => reply.thinking(block_text(&content)).await,
+            SessionUpdate::ToolCall { tool_call_id, title, name, raw_input, status, content, .. } => {
+                let name = name.unwrap_or(title);
+                let id = tool_call_id.0;
+                self.names.insert(id.clone(), name.clone());
+                let finished = matches!(status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed));
+                match raw_input {
+                    Some(Value::Object(args)) => reply.tool_started(&id, &name, args).await,
+                    Some(other) => reply.tool_started(&id, &name, Map::from_iter([("input".to_owned(), other)])).await,
+                    None if finished => reply.tool_started(&id, &name, Map::new()).await,
+                    None => self.pending = Some((id.clone(), name.clone(), Map::new())),
+                }
+                if finished {
+                    reply.tool_finished(&id, &name, &call_text(&content), None, status == Some(ToolCallStatus::Failed)).await;
+                }
+            }
+            SessionUpdate::ToolCallUpdate { tool_call_id, status, content, raw_output, .. } => {
+                let id = tool_call_id.0;
+                let name = self.names.get(&id).cloned().unwrap_or_default();
+                let text = content.as_deref().map(call_text);
+                match status {
+                    Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) => {
+                        reply.tool_finished(&id, &name, &text.unwrap_or_default(), raw_output, status == ToolCallStatus::Failed).await;
+                    }
+                    Some(ToolCallStatus::Pending | ToolCallStatus::InProgress) | None => {
+                        if let Some(text) = text {
+                            reply.tool_progress(&id, &text).await;
+                        }
+                    }
+                }
+            }
+            // Nothing the core reports (config options are kept by the router).
+            SessionUpdate::ConfigOptionUpdate { .. }
+            | SessionUpdate::UserMessageChunk { .. }
+            | SessionUpdate::Plan { .. }
+            | SessionUpdate::AvailableCommandsUpdate { .. }
+            | SessionUpdate::CurrentModeUpdate { .. }
+            | SessionUpdate::SessionInfoUpdate { .. }
+            | SessionUpdate::UsageUpdate { .. }
+            | SessionUpdate::Notice { .. }
+            | SessionUpdate::CompactionUpdate { .. }
+            | SessionUpdate::CompactionSummaryChunk { .. } => {}
+        }
+    }
+}
+
+/// The agent's permission requests, asked of the host of the session they name.
+struct Permissions {
+    routes: Arc<Mutex<Routes>>,
+    flush: mpsc::UnboundedSender<Catch>,
+}
+
+impl AcpClientHandler for Permissions {
+    async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
+        let cancelled = || Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
+        let (host, catch_up) = {
+            let routes = lock(&self.routes);
+            match routes.by_session.get(&request.session_id.0) {
+                Some(route) => (route.host.get(), route.catch_up.clone()),
+                None => return cancelled(),
+            }
+        };
+        let Some(host) = host else { return cancelled() };
+        // The tool call it is about reaches the host first.
+        flushed(&self.flush).await;
+        let (done, caught) = oneshot::channel();
+        if catch_up.send(done).is_ok() {
+            let _ = tokio::time::timeout(CATCH_UP, caught).await;
+        }
+        let call = &request.tool_call;
+        let name = call.name.clone().or_else(|| call.title.clone()).unwrap_or_else(|| "tool".to_owned());
+        let args = match &call.raw_input {
+            Some(Value::Object(args)) => args.clone(),
+            Some(other) => Map::from_iter([("input".to_owned(), other.clone())]),
+            None => Map::new(),
+        };
+        let summary = call.title.clone().unwrap_or_default();
+        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary).await;
+        let wanted: &[PermissionOptionKind] = match decision {
+            Decision::Approve => &[PermissionOptionKind::AllowOnce],
+            Decision::ApproveForSession => &[PermissionOptionKind::AllowAlways, PermissionOptionKind::AllowOnce],
+            Decision::Reject { .. } | Decision::RejectAndStop => &[PermissionOptionKind::RejectOnce, PermissionOptionKind::RejectAlways],
+            Decision::TimedOut | Decision::Abandoned | Decision::Unanswerable => return cancelled(),
+        };
+        let chosen = wanted.iter().find_map(|kind| request.options.iter().find(|o| o.kind == *kind));
+        match chosen {
+            Some(option) => Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Selected { option_id: option.option_id.clone(), meta: None })),
+            None => cancelled(),
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! What the remote agents share. A remote agent implements the core
+//! ([`crate::agent::AgentCore`]) by driving an agent over a connection in one dialect (an agent
+//! process, through [`crate::client`]): its events become the core's events through a
+//! [`Reply`], its requests (approvals, dialogs, questions) go to the [`Host`] the front gave
+//! it. Any front can then serve it: `agentwire bridge` is a front composed with a remote agent.
+//!
+//! - [`crate::dialect::rpc::remote`]: a pi / oh-my-pi / agentwire JSONL agent;
+//! - [`crate::dialect::wire::remote`]: a kimi-cli wire agent;
+//! - [`crate::dialect::acp::remote`]: an ACP agent.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::events::RunOutcome;
+use crate::agent::port::{ApprovalAsk, Decision};
+use crate::agent::{EventSink, Host, HostPort, Reply};
+use crate::protocol::{nonempty, PromptError, ToolCall};
+
+/// How long a cancelled run may take to wind down on the other side before it is ended here
+/// (a `bash` the agent runs gets its SIGKILL 2 s after SIGTERM).
+pub const WIND_DOWN: Duration = Duration::from_millis(2500);
+
+/// How long the agent's approvals and dialogs wait for the host. The front's own port bounds
+/// nothing here: a person at an editor may take minutes.
+pub const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The host of the session that speaks for a connection now: the agent's requests arrive on
+/// the connection, not on a session, and go to whoever prompted last. Held weakly: the front
+/// owns its hosts, and its output ends only once they are gone.
+#[derive(Clone, Default)]
+pub struct HostSlot(Arc<Mutex<Option<WeakHost>>>);
+
+type WeakHost = (Weak<dyn EventSink>, Weak<dyn HostPort>);
+
+impl std::fmt::Debug for HostSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostSlot").field("set", &self.get().is_some()).finish()
+    }
+}
+
+impl HostSlot {
+    /// `host` speaks for the connection from now on.
+    pub fn set(&self, host: &Host) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((Arc::downgrade(host.sink()), Arc::downgrade(host.port())));
+    }
+
+    /// The host that speaks for the connection, if any session has yet and it is still served.
+    pub fn get(&self) -> Option<Host> {
+        let slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (sink, port) = slot.as_ref()?;
+        Some(Host::new(sink.upgrade()?, port.upgrade()?))
+    }
+}
+
+/// A run that failed with `message`.
+pub fn failed(message: impl Into<String>) -> RunOutcome {
+    RunOutcome::Failed(PromptError { message: message.into(), http_status: None, retryable: false })
+}
+
+/// Asks `host` whether the agent's tool call `id` (`name`, `arguments`) may run.
+pub async fn approve(host: &Host, id: &str, name: &str, arguments: Map<String, Value>, summary: String) -> Decision {
+    let call = ToolCall::new(nonempty(id), nonempty(name), arguments);
+    let cancel = CancellationToken::new();
+    host.port().approve(ApprovalAsk { call: &call, summary, timeout: ASK_TIMEOUT, cancel: &cancel }).await
+}
+
+/// Whether a decision lets the call run.
+pub fn approved(decision: &Decision) -> bool {
+    match decision {
+        Decision::Approve | Decision::ApproveForSession => true,
+        Decision::Reject { .. } | Decision::RejectAndStop | Decision::TimedOut | Decision::Abandoned | Decision::Unanswerable => false,
+    }
+}
+
+/// A tool call whose arguments stream in parts (the wire's `ToolCallPart`, an ACP `tool_call`
+/// whose `rawInput` comes later): reported as started once they are complete.
+#[derive(Debug)]
+pub struct OpenCall {
+    /// The call's id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// The argument text so far.
+    pub arguments: String,
+}
+
+impl OpenCall {
+    /// Reports the call started, its arguments parsed (text that is no object is kept whole).
+    pub async fn start(self, reply: &Reply) {
+        let args = match serde_json::from_str::<Value>(&self.arguments) {
+            Ok(Value::Object(args)) => args,
+            Ok(_) | Err(_) if self.arguments.trim().is_empty() => Map::new(),
+            Ok(_) | Err(_) => Map::from_iter([("arguments".to_owned(), Value::String(self.arguments))]),
+        };
+        reply.tool_started(&self.id, &self.name, args).await;
+    }
+}

@@ -1,0 +1,337 @@
+//! A JSONL agent (pi, oh-my-pi, `agentwire --mode rpc`) driven as the core: the remote agent of
+//! this dialect ([`crate::dialect::remote`]).
+//!
+//! | core | JSONL (agent) |
+//! |---|---|
+//! | prompt | `prompt`; the run is streamed until `agent_end` (or, for a slash command that ran no model, its `prompt_result`) |
+//! | cancel | `abort`; the run ends once the agent says it did |
+//! | steer / follow-up while running | `steer` / `follow_up` |
+//! | text / thinking | `message_update` `text_delta` / `thinking_delta` |
+//! | tool started, progress, finished | `tool_execution_start` / `_update` / `_end` |
+//! | a second session (ACP `session/new`) | `new_session`: the agent has one session at a time, so the earlier one ends |
+//! | dialogs | the host's dialogs where its dialect has them; else `confirm` and `select` as approvals, `input` and `editor` dismissed with a warning |
+//!
+//! The agent's `message_update` snapshots, `message_end` and queue updates carry nothing the
+//! core does not rebuild from the deltas.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufRead;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::events::RunOutcome;
+use crate::agent::port::{DialogAsk, DialogKind, DialogOutcome};
+use crate::agent::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
+use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
+use crate::dialect::remote::{approve, approved, failed, HostSlot, ASK_TIMEOUT, WIND_DOWN};
+use crate::protocol::{AbortCommand, FollowUpCommand, ImageContent, NewSessionCommand, PromptCommand, SteerCommand};
+use crate::transport::{LineReader, Outbox};
+
+/// The connection to a JSONL agent: makes one [`RpcRemote`] per session a front opens.
+#[derive(Debug, Clone)]
+pub struct RpcAgents {
+    link: Arc<Link>,
+}
+
+#[derive(Debug)]
+struct Link {
+    client: RpcClient,
+    /// The agent's frames; a run holds them while it streams.
+    events: tokio::sync::Mutex<RpcEvents>,
+    slot: HostSlot,
+    sessions: Mutex<Sessions>,
+    /// A run is streaming (a session switch waits for none).
+    running: AtomicBool,
+    next: AtomicU64,
+}
+
+/// Which of the front's sessions holds the agent's one session.
+#[derive(Debug, Default)]
+struct Sessions {
+    owner: Option<u64>,
+    /// Sessions a later one replaced.
+    ended: HashSet<u64>,
+}
+
+impl RpcAgents {
+    /// Drives the agent reading `lines` (its stdout) and writing `out` (its stdin).
+    pub fn connect<R>(lines: LineReader<R>, out: Outbox) -> Self
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+    {
+        let slot = HostSlot::default();
+        let (client, events) = RpcClient::over(lines, out, Dialogs { slot: slot.clone() });
+        let link = Link { client, events: tokio::sync::Mutex::new(events), slot, sessions: Mutex::default(), running: AtomicBool::new(false), next: AtomicU64::new(1) };
+        Self { link: Arc::new(link) }
+    }
+
+    /// A session for a front, reporting to `host`.
+    pub fn agent(&self, host: Host) -> RpcRemote {
+        let me = self.link.next.fetch_add(1, Ordering::Relaxed);
+        RpcRemote { runs: Runs::new("rpc-agent", host), link: self.link.clone(), me }
+    }
+
+    /// Closes the agent's input (it finishes what it was asked, then exits).
+    pub fn close(&self) {
+        self.link.client.close();
+    }
+}
+
+/// One session of the JSONL agent, as the core.
+#[derive(Debug)]
+pub struct RpcRemote {
+    runs: Runs,
+    link: Arc<Link>,
+    me: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl RpcRemote {
+    /// Makes this session the agent's: the first takes the session the agent started with, a
+    /// later one asks for a new session (the earlier one ends).
+    async fn claim(&self) -> CoreResult<()> {
+        let previous = {
+            let sessions = lock(&self.link.sessions);
+            if sessions.ended.contains(&self.me) {
+                return Err(CoreError::NotFound("This session ended: the agent behind this bridge has one session at a time, and a later session replaced it".into()));
+            }
+            match sessions.owner {
+                Some(owner) if owner == self.me => return Ok(()),
+                Some(_) if self.link.running.load(Ordering::SeqCst) => {
+                    return Err(CoreError::Busy("Another session's prompt is running; the agent behind this bridge has one session at a time".into()));
+                }
+                owner => owner,
+            }
+        };
+        if previous.is_some() {
+            self.link.client.request(&NewSessionCommand::default()).await.map_err(|e| CoreError::Internal(format!("the agent refused `new_session`: {e}")))?;
+        }
+        let mut sessions = lock(&self.link.sessions);
+        if let Some(previous) = previous {
+            sessions.ended.insert(previous);
+        }
+        sessions.owner = Some(self.me);
+        self.link.slot.set(self.runs.host());
+        Ok(())
+    }
+
+    /// Sends a queued message while this session's run streams; `None` when none does.
+    async fn queue(&self, kind: QueueKind, text: &str) -> Option<CoreResult<Submitted>> {
+        if !self.runs.is_running() || lock(&self.link.sessions).owner != Some(self.me) {
+            return None;
+        }
+        let sent = match kind {
+            QueueKind::Steer => self.link.client.request(&SteerCommand::new(text)).await,
+            QueueKind::FollowUp => self.link.client.request(&FollowUpCommand::new(text)).await,
+        };
+        Some(sent.map(|_| Submitted::Queued).map_err(|e| CoreError::Internal(format!("agent: {e}"))))
+    }
+}
+
+impl AgentCore for RpcRemote {
+    type Control = Runs;
+
+    fn control(&self) -> &Runs {
+        &self.runs
+    }
+
+    async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
+        if let Some(kind) = queue {
+            if let Some(queued) = self.queue(kind, &text).await {
+                return queued;
+            }
+        }
+        self.claim().await?;
+        let link = self.link.clone();
+        let command = PromptCommand::new(text.clone()).with_images(Some(images.clone()).filter(|i| !i.is_empty()));
+        self.runs.start_cooperative(text, images, None, WIND_DOWN, move |reply| run(link, command, reply)).await
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { images: true, dialogs: true, ..Capabilities::none() }
+    }
+
+    async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        match self.queue(QueueKind::Steer, &text).await {
+            Some(queued) => queued,
+            None => self.prompt(text, images, None).await,
+        }
+    }
+
+    async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        match self.queue(QueueKind::FollowUp, &text).await {
+            Some(queued) => queued,
+            None => self.prompt(text, images, None).await,
+        }
+    }
+
+    fn messages(&self) -> CoreResult<Vec<crate::protocol::AgentMessage>> {
+        Ok(self.runs.messages())
+    }
+}
+
+/// Clears `running` when the run ends, however it ends.
+struct Running<'a>(&'a AtomicBool);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// One run: the prompt sent, the agent's frames streamed until its run ends.
+async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcome {
+    let mut events = link.events.lock().await;
+    link.running.store(true, Ordering::SeqCst);
+    let _running = Running(&link.running);
+    // What an earlier run left (its `prompt_result`, a notice) is not this run's.
+    while events.try_next().is_some() {}
+    if let Err(e) = link.client.request(&command).await {
+        return failed(format!("the agent refused the prompt: {e}"));
+    }
+    let mut started = false;
+    let mut abort_sent = false;
+    loop {
+        let frame = tokio::select! {
+            frame = events.next() => frame,
+            () = reply.cancelled(), if !abort_sent => {
+                abort_sent = true;
+                let client = link.client.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = client.request(&AbortCommand::default()).await {
+                        tracing::warn!("cancel: the agent refused `abort`: {e}");
+                    }
+                });
+                continue;
+            }
+        };
+        let Some(frame) = frame else { return failed("the agent exited before the prompt ended") };
+        match frame.kind() {
+            "agent_start" => started = true,
+            "agent_end" => return outcome_of_run(&frame),
+            // A slash command that ran no model settles with this alone.
+            "prompt_result" if !started => return outcome_of_result(&frame),
+            _ => {}
+        }
+        if let Some(step) = super::steps::step(&frame) {
+            forward(step, &reply).await;
+        }
+    }
+}
+
+async fn forward(step: super::steps::Step, reply: &Reply) {
+    use super::steps::Step;
+    match step {
+        Step::Text(text) => reply.text(text).await,
+        Step::Thinking(text) => reply.thinking(text).await,
+        Step::ToolStart { id, name, args } => reply.tool_started(&id, &name, args).await,
+        Step::ToolProgress { id, text } => reply.tool_progress(&id, &text).await,
+        Step::ToolEnd { id, text, result, is_error } => reply.tool_finished(&id, "", &text, Some(result), is_error).await,
+        // The core opens turns as the run streams, and ends the run itself.
+        Step::TurnStart | Step::End => {}
+    }
+}
+
+#[derive(Deserialize)]
+struct AgentEnd {
+    #[serde(default)]
+    messages: Vec<Value>,
+}
+
+/// How a run ended, from its `agent_end`: the last assistant message's stop reason.
+fn outcome_of_run(frame: &RpcAgentFrame) -> RunOutcome {
+    let messages = frame.parse::<AgentEnd>().map(|e| e.messages).unwrap_or_default();
+    let last = messages.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
+    match last.and_then(|m| m.get("stopReason")).and_then(Value::as_str) {
+        Some("error") => failed(last.and_then(|m| m.get("errorMessage")).and_then(Value::as_str).unwrap_or("the agent's run failed")),
+        Some("aborted") => RunOutcome::Aborted,
+        _ => RunOutcome::Completed,
+    }
+}
+
+/// How a prompt that ran no model ended, from its `prompt_result`.
+fn outcome_of_result(frame: &RpcAgentFrame) -> RunOutcome {
+    let json = frame.json();
+    match json.get("status").and_then(Value::as_str) {
+        Some("aborted") => RunOutcome::Aborted,
+        Some("error") => failed(json.pointer("/error/message").and_then(Value::as_str).unwrap_or("the prompt failed")),
+        _ => RunOutcome::Completed,
+    }
+}
+
+/// The agent's dialogs, asked of the host that speaks for the connection.
+struct Dialogs {
+    slot: HostSlot,
+}
+
+/// Whether an option label reads as a refusal.
+fn refuses(label: &str) -> bool {
+    let lower = label.to_lowercase();
+    ["deny", "reject", "no", "cancel", "abort", "don't", "do not"].iter().any(|w| lower.starts_with(w))
+}
+
+impl RpcHostHandler for Dialogs {
+    fn dialog(&self, dialog: RpcDialog) -> BoxFuture<'_, DialogAnswer> {
+        async move {
+            let Some(host) = self.slot.get() else { return DialogAnswer::Cancelled };
+            let kind = match dialog.method.as_str() {
+                "select" => DialogKind::Select { title: dialog.title.clone(), options: dialog.options.clone() },
+                "confirm" => DialogKind::Confirm { title: dialog.title.clone(), message: dialog.message.clone().unwrap_or_default() },
+                "input" => DialogKind::Input { title: dialog.title.clone(), placeholder: dialog.placeholder.clone() },
+                "editor" => DialogKind::Editor { title: dialog.title.clone(), prefill: dialog.prefill.clone() },
+                other => {
+                    tracing::warn!("the agent opened a `{other}` dialog ({}), which no host is asked; it is dismissed", dialog.title);
+                    return DialogAnswer::Cancelled;
+                }
+            };
+            if host.port().supports_dialogs() {
+                let cancel = CancellationToken::new();
+                return match host.port().dialog(DialogAsk { kind, timeout: ASK_TIMEOUT, cancel: &cancel }).await {
+                    DialogOutcome::Value(value) => DialogAnswer::Value(value),
+                    DialogOutcome::Confirmed(yes) => DialogAnswer::Confirmed(yes),
+                    DialogOutcome::Unsupported(reason) => {
+                        tracing::warn!("the agent's `{}` dialog ({}) could not be shown: {reason}", dialog.method, dialog.title);
+                        DialogAnswer::Cancelled
+                    }
+                    DialogOutcome::Dismissed | DialogOutcome::TimedOut | DialogOutcome::Abandoned => DialogAnswer::Cancelled,
+                };
+            }
+            // A host with approvals but no dialogs (ACP): a confirm or a select between allowing
+            // and refusing is an approval. agentwire and omp title a tool's approval
+            // "Allow tool: NAME\nCommand: …".
+            let (name, summary) = match dialog.title.strip_prefix("Allow tool: ").and_then(|t| t.split_once('\n')) {
+                Some((name, rest)) => (name.to_owned(), rest.strip_prefix("Command: ").unwrap_or(rest).to_owned()),
+                None => (dialog.title.clone(), dialog.message.clone().unwrap_or_default()),
+            };
+            let mut args = Map::new();
+            if !summary.is_empty() {
+                args.insert("command".to_owned(), Value::String(summary.clone()));
+            }
+            match kind {
+                DialogKind::Confirm { .. } => {
+                    let decision = approve(&host, &format!("dialog-{}", dialog.id), &name, args, summary).await;
+                    DialogAnswer::Confirmed(approved(&decision))
+                }
+                DialogKind::Select { options, .. } if options.iter().any(|o| refuses(o)) && options.iter().any(|o| !refuses(o)) => {
+                    let decision = approve(&host, &format!("dialog-{}", dialog.id), &name, args, summary).await;
+                    let allow = approved(&decision);
+                    options.into_iter().find(|o| refuses(o) != allow).map_or(DialogAnswer::Cancelled, DialogAnswer::Value)
+                }
+                DialogKind::Select { .. } | DialogKind::Input { .. } | DialogKind::Editor { .. } => {
+                    tracing::warn!("the agent opened a `{}` dialog ({}); the host's dialect has no dialogs, so it is dismissed", dialog.method, dialog.title);
+                    DialogAnswer::Cancelled
+                }
+            }
+        }
+        .boxed()
+    }
+}
