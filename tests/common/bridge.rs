@@ -50,7 +50,7 @@ impl Bridge {
     }
 
     /// The bridge serving `serve` in front of `agentwire --mode <mode>` playing `script`.
-    fn start_mode(serve: &str, mode: &str, script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
+    pub fn start_mode(serve: &str, mode: &str, script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("script.jsonl");
         std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();

@@ -1,0 +1,150 @@
+//! All nine `agentwire bridge --serve X --agent-dialect Y -- agentwire --mode Y` pairs, through
+//! one scenario table: a prompt answered with the offline model's reply and ended the front's
+//! way (rpc `agent_end`, wire `finished`, ACP `end_turn`), a cancel that ends a slow reply within
+//! 3 s, and host EOF leaving no process behind. Every frame the bridge writes is checked against
+//! the served dialect's schema (tests/common/bridge.rs).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::bridge::{slow_script, Bridge};
+use serde_json::{json, Value};
+
+const DIALECTS: [&str; 3] = ["rpc", "wire", "acp"];
+const REPLY: &str = "desserts are stressed";
+
+fn start(serve: &str, agent: &str, script: &[Value]) -> Bridge {
+    Bridge::start_mode(serve, agent, script, &["--agent-dialect", agent], &[])
+}
+
+fn is(frame: &Value, kind: &str) -> bool {
+    frame["type"] == kind
+}
+
+/// The host's side of one front dialect.
+struct Front {
+    serve: &'static str,
+    /// Opens what a prompt needs (`initialize`, a session); the ACP session id.
+    open: fn(&mut Bridge) -> String,
+    /// Prompts "hi": the streamed reply, and whether it ended the front's way.
+    prompt: fn(&mut Bridge, &str) -> (String, bool),
+    /// Prompts, cancels at the first streamed text: whether it ended cancelled, and how long
+    /// after the cancel.
+    cancel: fn(&mut Bridge, &str) -> (bool, Duration),
+}
+
+fn open_acp(bridge: &mut Bridge) -> String {
+    bridge.open()
+}
+
+fn open_wire(bridge: &mut Bridge) -> String {
+    let init = bridge.request(1, "initialize", json!({"protocol_version": "1.10"}));
+    assert!(init.last().unwrap().get("result").is_some(), "{init:#?}");
+    String::new()
+}
+
+fn open_rpc(_: &mut Bridge) -> String {
+    String::new()
+}
+
+fn acp_text(frames: &[Value]) -> String {
+    frames.iter().filter(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk").filter_map(|f| f["params"]["update"]["content"]["text"].as_str()).collect()
+}
+
+fn prompt_acp(bridge: &mut Bridge, session: &str) -> (String, bool) {
+    let frames = bridge.prompt(session, "hi");
+    (acp_text(&frames), frames.last().unwrap()["result"]["stopReason"] == "end_turn")
+}
+
+fn cancel_acp(bridge: &mut Bridge, session: &str) -> (bool, Duration) {
+    let (frames, after) = bridge.cancel_after_first_chunk(session);
+    (frames.last().unwrap()["result"]["stopReason"] == "cancelled", after)
+}
+
+fn wire_text(frames: &[Value]) -> String {
+    frames.iter().filter(|f| f["params"]["type"] == "ContentPart" && f["params"]["payload"]["type"] == "text").filter_map(|f| f["params"]["payload"]["text"].as_str()).collect()
+}
+
+fn prompt_wire(bridge: &mut Bridge, _: &str) -> (String, bool) {
+    let frames = bridge.request(2, "prompt", json!({"user_input": "hi"}));
+    (wire_text(&frames), frames.last().unwrap()["result"]["status"] == "finished")
+}
+
+fn cancel_wire(bridge: &mut Bridge, _: &str) -> (bool, Duration) {
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "prompt", "params": {"user_input": "hi"}}));
+    while bridge.next().expect("a content part")["params"]["type"] != "ContentPart" {}
+    let asked = Instant::now();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "cancel", "params": {}}));
+    let frames = bridge.until_answer(2);
+    (frames.last().unwrap()["result"]["status"] == "cancelled", asked.elapsed())
+}
+
+fn rpc_text(frames: &[Value]) -> String {
+    frames.iter().filter(|f| is(f, "message_update") && f["assistantMessageEvent"]["type"] == "text_delta").filter_map(|f| f["assistantMessageEvent"]["delta"].as_str()).collect()
+}
+
+fn prompt_rpc(bridge: &mut Bridge, _: &str) -> (String, bool) {
+    bridge.send(json!({"id": "p1", "type": "prompt", "message": "hi"}));
+    let frames = bridge.until(|f| is(f, "agent_end"));
+    let answered = frames.iter().any(|f| is(f, "response") && f["id"] == "p1" && f["success"] == true);
+    (rpc_text(&frames), answered)
+}
+
+fn cancel_rpc(bridge: &mut Bridge, _: &str) -> (bool, Duration) {
+    bridge.send(json!({"id": "p1", "type": "prompt", "message": "hi"}));
+    bridge.until(|f| is(f, "message_update") && f["assistantMessageEvent"]["type"] == "text_delta");
+    let asked = Instant::now();
+    bridge.send(json!({"id": "a1", "type": "abort"}));
+    let frames = bridge.until(|f| is(f, "agent_end"));
+    let last = frames.last().unwrap()["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+    (last["stopReason"] == "aborted", asked.elapsed())
+}
+
+const FRONTS: [Front; 3] = [
+    Front { serve: "rpc", open: open_rpc, prompt: prompt_rpc, cancel: cancel_rpc },
+    Front { serve: "wire", open: open_wire, prompt: prompt_wire, cancel: cancel_wire },
+    Front { serve: "acp", open: open_acp, prompt: prompt_acp, cancel: cancel_acp },
+];
+
+/// Runs `scenario` for every pair, each in a thread of its own.
+fn every_pair(scenario: fn(&Front, &'static str)) {
+    std::thread::scope(|scope| {
+        for front in &FRONTS {
+            for agent in DIALECTS {
+                scope.spawn(move || scenario(front, agent));
+            }
+        }
+    });
+}
+
+#[test]
+fn every_pair_answers_a_prompt_with_the_agents_reply_ended_the_fronts_way() {
+    every_pair(|front, agent| {
+        let mut bridge = start(front.serve, agent, &[json!({"text": REPLY})]);
+        let session = (front.open)(&mut bridge);
+        let (text, ended) = (front.prompt)(&mut bridge, &session);
+        assert_eq!(text, REPLY, "--serve {} before {agent}", front.serve);
+        assert!(ended, "--serve {} before {agent}: not ended the front's way", front.serve);
+    });
+}
+
+#[test]
+fn every_pair_cancels_a_slow_reply_within_3_s() {
+    every_pair(|front, agent| {
+        let mut bridge = start(front.serve, agent, &slow_script());
+        let session = (front.open)(&mut bridge);
+        let (cancelled, after) = (front.cancel)(&mut bridge, &session);
+        assert!(cancelled, "--serve {} before {agent}: not ended cancelled", front.serve);
+        assert!(after < Duration::from_secs(3), "--serve {} before {agent}: cancelled after {after:?}", front.serve);
+    });
+}
+
+#[test]
+fn every_pair_ends_with_its_agent_at_host_eof() {
+    every_pair(|front, agent| {
+        let mut bridge = start(front.serve, agent, &[json!({"text": REPLY})]);
+        (front.open)(&mut bridge);
+        bridge.assert_host_eof_ends_both_within_3_s();
+    });
+}
