@@ -42,7 +42,7 @@ pub struct RecordOptions {
 }
 
 /// Keys whose values are timestamps (numbers or RFC 3339 strings).
-const TIME_KEYS: &[&str] = &["timestamp", "created", "modified", "startedAt", "completedAt"];
+const TIME_KEYS: &[&str] = &["timestamp", "created", "modified", "startedAt", "completedAt", "updatedAt"];
 /// Keys whose values vary from run to run without meaning (durations).
 const VOLATILE_NUMBER_KEYS: &[&str] = &["durationMs", "duration", "ttft", "wait_s", "duration_ms", "delayMs"];
 /// Keys holding ids the agent chose: captured the first time, required equal afterwards.
@@ -51,7 +51,11 @@ const ID_KEYS: &[&str] = &["id", "entryId", "parentId", "sessionId", "targetId",
 /// Turns live frames into patterns: placeholders for volatile values, captures for ids.
 #[derive(Debug, Default)]
 pub struct Normalizer {
+    /// The live session's directory…
     tmp: String,
+    /// …and what it becomes inside a string (`{{tmp}}`, or `{{tmp}}/work` for a working
+    /// directory).
+    tmp_as: String,
     /// Agent-chosen id value → capture name.
     captures: HashMap<String, String>,
     counters: HashMap<String, usize>,
@@ -60,7 +64,18 @@ pub struct Normalizer {
 impl Normalizer {
     /// A normalizer for a run whose temporary directory is `tmp`.
     pub fn new(tmp: &Path) -> Self {
-        Self { tmp: tmp.display().to_string(), ..Self::default() }
+        Self::mapping(tmp, TMP_PLACEHOLDER)
+    }
+
+    /// A normalizer for a session in directory `dir`, which the replay's `placeholder` stands
+    /// for inside strings (`{{tmp}}/work`: the working directory a replayed agent runs in).
+    pub fn mapping(dir: &Path, placeholder: &str) -> Self {
+        Self { tmp: dir.display().to_string(), tmp_as: placeholder.to_owned(), ..Self::default() }
+    }
+
+    /// Whether `s` names the session's directory (an empty one names nothing).
+    fn mentions_dir(&self, s: &str) -> bool {
+        !self.tmp.is_empty() && s.contains(&self.tmp)
     }
 
     fn capture_name(&mut self, key: &str, value: &str) -> String {
@@ -90,6 +105,7 @@ impl Normalizer {
         match frame {
             Value::String(s) => match self.captures.get(s) {
                 Some(name) => Value::String(format!("{{{{capture:{name}}}}}")),
+                None if self.mentions_dir(s) => Value::String(s.replace(&self.tmp, &self.tmp_as)),
                 None => frame.clone(),
             },
             Value::Array(a) => Value::Array(a.iter().map(|v| self.inbound(v)).collect()),
@@ -121,8 +137,8 @@ impl Normalizer {
                 let name = self.capture_name(key.unwrap_or("id"), s);
                 Value::String(format!("{{{{capture:{name}}}}}"))
             }
-            Value::String(s) if s.starts_with(&self.tmp) && !s.contains(char::is_whitespace) => json!("{{path}}"),
-            Value::String(s) if s.contains(&self.tmp) => Value::String(s.replace(&self.tmp, TMP_PLACEHOLDER)),
+            Value::String(s) if self.mentions_dir(s) && s.starts_with(&self.tmp) && !s.contains(char::is_whitespace) => json!("{{path}}"),
+            Value::String(s) if self.mentions_dir(s) => Value::String(s.replace(&self.tmp, &self.tmp_as)),
             Value::String(s) => match self.captures.get(s) {
                 // An id seen before, now under another key (a session id inside a file name…).
                 Some(name) if looks_generated(s) => Value::String(format!("{{{{capture:{name}}}}}")),
@@ -131,6 +147,106 @@ impl Normalizer {
             other => other.clone(),
         }
     }
+}
+
+/// A session turned into transcript lines as its frames pass, in that order: host frames become
+/// `in` lines (ids the agent chose replaced by their captures), agent frames `out` patterns; the
+/// assistant messages of the rpc dialect are kept as the model replies that replay them.
+#[derive(Debug)]
+pub struct Recording {
+    normalizer: Normalizer,
+    lines: Vec<Value>,
+    /// Request ids the host chose: literal in the agent's answers, never captures.
+    host_ids: Vec<Value>,
+    /// Model replies rebuilt from the assistant messages (rpc `message_end`).
+    replies: Vec<Value>,
+    /// Streamed chunks are `optional` and the frame after them a `wait` (see [`Self::loose_streams`]).
+    loose_streams: bool,
+    /// The last agent frame recorded was such a chunk.
+    in_stream: bool,
+}
+
+impl Recording {
+    /// An empty recording normalizing frames with `normalizer`.
+    pub fn new(normalizer: Normalizer) -> Self {
+        Self { normalizer, lines: Vec::new(), host_ids: Vec::new(), replies: Vec::new(), loose_streams: false, in_stream: false }
+    }
+
+    /// Streamed chunks (ACP message and thought chunks, rpc `message_update` and
+    /// `tool_execution_update`, wire `ContentPart` and `ToolCallPart`) become `optional` lines
+    /// and the agent frame after them a `wait`: how a reply is cut into chunks, and where a host
+    /// frame falls among them, is timing, not protocol, so the replay tolerates other cuts.
+    pub fn loose_streams(mut self) -> Self {
+        self.loose_streams = true;
+        self
+    }
+
+    /// A line the host sent: an `in` line (`raw` when it is not a JSON object); returns the
+    /// frame when it is one.
+    pub fn host(&mut self, line: &str) -> Option<Value> {
+        let frame: Option<Value> = serde_json::from_str(line).ok().filter(Value::is_object);
+        match &frame {
+            Some(frame) => {
+                if let Some(id) = frame.get("id") {
+                    self.host_ids.push(id.clone());
+                }
+                self.lines.push(json!({"kind": "in", "frame": self.normalizer.inbound(frame)}));
+            }
+            None => self.lines.push(json!({"kind": "in", "raw": line})),
+        }
+        frame
+    }
+
+    /// A frame the agent sent.
+    pub fn agent(&mut self, frame: &Value) {
+        if frame["type"] == "message_end" && frame["message"]["role"] == "assistant" {
+            self.replies.push(reply_from_message(&frame["message"]));
+        }
+        let pattern = self.normalizer.outbound(frame, &self.host_ids);
+        let chunk = self.loose_streams && is_stream_chunk(frame);
+        let line = if chunk {
+            json!({"kind": "out", "frame": pattern, "optional": true})
+        } else if self.in_stream {
+            json!({"kind": "wait", "frame": pattern})
+        } else {
+            json!({"kind": "out", "frame": pattern})
+        };
+        self.in_stream = chunk;
+        self.lines.push(line);
+    }
+
+    /// The host's input ended: a `close_stdin` line.
+    pub fn close_stdin(&mut self) {
+        self.lines.push(json!({"kind": "close_stdin"}));
+    }
+
+    /// The agent exited with `code`: an `exit` line.
+    pub fn exit(&mut self, code: i32) {
+        self.lines.push(json!({"kind": "exit", "code": code}));
+    }
+
+    /// The transcript: `header`, a `model` line per reply (`scripted`, or when there is none the
+    /// replies rebuilt from the assistant messages), then the recorded lines.
+    pub fn transcript(&self, header: &Value, scripted: &[Value]) -> String {
+        let models = if scripted.is_empty() { &self.replies } else { scripted };
+        let mut out = format!("{header}\n");
+        for reply in models {
+            out.push_str(&format!("{}\n", json!({"kind": "model", "reply": reply})));
+        }
+        for line in &self.lines {
+            out.push_str(&format!("{line}\n"));
+        }
+        out
+    }
+}
+
+/// Whether an agent frame is one chunk of a stream whose cut is timing (see
+/// [`Recording::loose_streams`]).
+fn is_stream_chunk(frame: &Value) -> bool {
+    let acp = frame["method"] == "session/update" && matches!(frame["params"]["update"]["sessionUpdate"].as_str(), Some("agent_message_chunk" | "agent_thought_chunk"));
+    let rpc = matches!(frame["type"].as_str(), Some("message_update" | "tool_execution_update"));
+    let wire = frame["method"] == "event" && matches!(frame["params"]["type"].as_str(), Some("ContentPart" | "ToolCallPart"));
+    acp || rpc || wire
 }
 
 /// UUIDs, hex entry ids and other opaque tokens an agent generates.
@@ -284,10 +400,7 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
         let _ = tx.send(Event::HostEof);
     });
 
-    let mut normalizer = Normalizer::new(temp.path());
-    let mut lines: Vec<Value> = Vec::new();
-    let mut host_ids: Vec<Value> = Vec::new();
-    let mut replies: Vec<Value> = Vec::new();
+    let mut recording = Recording::new(Normalizer::new(temp.path()));
     let mut queued: std::collections::VecDeque<Option<String>> = Default::default();
     let mut stdin = child.stdin.take();
     let mut last_frame = Instant::now();
@@ -307,25 +420,17 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
         if ready {
             match queued.pop_front().flatten() {
                 Some(line) => {
-                    let parsed: Option<Value> = serde_json::from_str(&line).ok().filter(Value::is_object);
-                    match parsed {
-                        Some(frame) => {
-                            if let Some(id) = frame.get("id") {
-                                host_ids.push(id.clone());
-                                if starts_prompt(&frame) {
-                                    prompts.push(id.clone());
-                                }
-                            }
-                            lines.push(json!({"kind": "in", "frame": normalizer.inbound(&frame)}));
+                    if let Some(frame) = recording.host(&line).filter(starts_prompt) {
+                        if let Some(id) = frame.get("id") {
+                            prompts.push(id.clone());
                         }
-                        None => lines.push(json!({"kind": "in", "raw": line})),
                     }
                     if let Some(s) = stdin.as_mut() {
                         let _ = s.write_all(format!("{line}\n").as_bytes()).and_then(|()| s.flush());
                     }
                 }
                 None => {
-                    lines.push(json!({"kind": "close_stdin"}));
+                    recording.close_stdin();
                     stdin.take();
                 }
             }
@@ -339,12 +444,9 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
             Ok(Event::HostEof) => queued.push_back(None),
             Ok(Event::Agent(frame)) => {
                 let _ = writeln!(echo, "{frame}").and_then(|()| echo.flush());
-                if scripted.is_empty() && frame["type"] == "message_end" && frame["message"]["role"] == "assistant" {
-                    replies.push(reply_from_message(&frame["message"]));
-                }
                 runs += run_delta(&frame);
                 prompts.retain(|id| !ends_prompt(&frame, id));
-                lines.push(json!({"kind": "out", "frame": normalizer.outbound(&frame, &host_ids)}));
+                recording.agent(&frame);
                 last_frame = Instant::now();
             }
             Ok(Event::AgentRaw(line)) => return Err(format!("the agent wrote a line that is not JSON: {line}")),
@@ -355,22 +457,14 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
     }
     let code = child.wait().map_err(|e| e.to_string())?.code();
     if let Some(code) = code {
-        lines.push(json!({"kind": "exit", "code": code}));
+        recording.exit(code);
     }
 
     let mut header = json!({"kind": "header", "name": options.name, "dialect": mode, "description": options.description, "requirements": options.requirements});
     if !args.is_empty() {
         header["args"] = json!(args);
     }
-    let models = if scripted.is_empty() { replies } else { scripted };
-    let mut out = format!("{header}\n");
-    for reply in models {
-        out.push_str(&format!("{}\n", json!({"kind": "model", "reply": reply})));
-    }
-    for line in lines {
-        out.push_str(&format!("{line}\n"));
-    }
-    Ok(out)
+    Ok(recording.transcript(&header, &scripted))
 }
 
 #[cfg(test)]
