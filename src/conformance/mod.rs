@@ -21,6 +21,7 @@ pub mod record;
 pub mod requirements;
 pub mod runner;
 pub mod suite;
+pub mod tap;
 
 use std::collections::HashMap;
 
