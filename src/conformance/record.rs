@@ -56,6 +56,9 @@ pub struct Normalizer {
     /// …and what it becomes inside a string (`{{tmp}}`, or `{{tmp}}/work` for a working
     /// directory).
     tmp_as: String,
+    /// A mapped directory ([`Normalizer::mapping`]): replaced in host frames too, and only
+    /// where its name ends (`/w/work` is not in `/w/work2`).
+    mapped: bool,
     /// Agent-chosen id value → capture name.
     captures: HashMap<String, String>,
     counters: HashMap<String, usize>,
@@ -64,18 +67,34 @@ pub struct Normalizer {
 impl Normalizer {
     /// A normalizer for a run whose temporary directory is `tmp`.
     pub fn new(tmp: &Path) -> Self {
-        Self::mapping(tmp, TMP_PLACEHOLDER)
+        Self { mapped: false, ..Self::mapping(tmp, TMP_PLACEHOLDER) }
     }
 
     /// A normalizer for a session in directory `dir`, which the replay's `placeholder` stands
     /// for inside strings (`{{tmp}}/work`: the working directory a replayed agent runs in).
     pub fn mapping(dir: &Path, placeholder: &str) -> Self {
-        Self { tmp: dir.display().to_string(), tmp_as: placeholder.to_owned(), ..Self::default() }
+        Self { tmp: dir.display().to_string(), tmp_as: placeholder.to_owned(), mapped: true, ..Self::default() }
     }
 
-    /// Whether `s` names the session's directory (an empty one names nothing).
-    fn mentions_dir(&self, s: &str) -> bool {
-        !self.tmp.is_empty() && s.contains(&self.tmp)
+    /// `s` with the session's directory replaced by its placeholder, when it names it.
+    fn replace_dir(&self, s: &str) -> Option<String> {
+        if self.tmp.is_empty() || !s.contains(&self.tmp) {
+            return None;
+        }
+        if !self.mapped {
+            return Some(s.replace(&self.tmp, &self.tmp_as));
+        }
+        let (mut out, mut rest, mut hit) = (String::new(), s, false);
+        while let Some(i) = rest.find(&self.tmp) {
+            let end = i + self.tmp.len();
+            let whole = rest[end..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '-' || c == '_'));
+            out.push_str(&rest[..i]);
+            out.push_str(if whole { &self.tmp_as } else { &self.tmp });
+            hit |= whole;
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        hit.then_some(out)
     }
 
     fn capture_name(&mut self, key: &str, value: &str) -> String {
@@ -105,7 +124,7 @@ impl Normalizer {
         match frame {
             Value::String(s) => match self.captures.get(s) {
                 Some(name) => Value::String(format!("{{{{capture:{name}}}}}")),
-                None if self.mentions_dir(s) => Value::String(s.replace(&self.tmp, &self.tmp_as)),
+                None if self.mapped => self.replace_dir(s).map_or_else(|| frame.clone(), Value::String),
                 None => frame.clone(),
             },
             Value::Array(a) => Value::Array(a.iter().map(|v| self.inbound(v)).collect()),
@@ -137,11 +156,11 @@ impl Normalizer {
                 let name = self.capture_name(key.unwrap_or("id"), s);
                 Value::String(format!("{{{{capture:{name}}}}}"))
             }
-            Value::String(s) if self.mentions_dir(s) && s.starts_with(&self.tmp) && !s.contains(char::is_whitespace) => json!("{{path}}"),
-            Value::String(s) if self.mentions_dir(s) => Value::String(s.replace(&self.tmp, &self.tmp_as)),
-            Value::String(s) => match self.captures.get(s) {
+            Value::String(s) => match (self.replace_dir(s), self.captures.get(s)) {
+                (Some(r), _) if r.starts_with(&self.tmp_as) && !s.contains(char::is_whitespace) => json!("{{path}}"),
+                (Some(r), _) => Value::String(r),
                 // An id seen before, now under another key (a session id inside a file name…).
-                Some(name) if looks_generated(s) => Value::String(format!("{{{{capture:{name}}}}}")),
+                (None, Some(name)) if looks_generated(s) => Value::String(format!("{{{{capture:{name}}}}}")),
                 _ => v.clone(),
             },
             other => other.clone(),

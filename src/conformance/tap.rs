@@ -137,7 +137,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("t.jsonl");
         let tap = Tap::create(&file, Dialect::Acp, Path::new("/home/u/project")).unwrap();
-        tap.host_line(br#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/u/project","mcpServers":[]}}"#);
+        tap.host_line(br#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/u/project","mcpServers":[],"_meta":{"also":"/home/u/project2"}}}"#);
         tap.agent_line(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"0192f3a4-7b1c-7d2e-9f00-1234567890ab\"}}\n");
         for chunk in ["Hel", "lo"] {
             tap.agent_line(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "0192f3a4-7b1c-7d2e-9f00-1234567890ab",
@@ -151,6 +151,7 @@ mod tests {
         assert_eq!(lines[0]["name"], "t");
         assert_eq!(lines[0]["dialect"], "acp");
         assert_eq!(lines[1]["frame"]["params"]["cwd"], "{{tmp}}/work");
+        assert_eq!(lines[1]["frame"]["params"]["_meta"]["also"], "/home/u/project2", "only the directory itself is mapped");
         assert_eq!(lines[2], json!({"kind": "out", "frame": {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "{{capture:session1}}"}}}));
         assert_eq!(lines[3]["optional"], true);
         assert_eq!(lines[4]["frame"]["params"]["update"]["content"]["text"], "lo");
