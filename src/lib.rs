@@ -21,7 +21,7 @@
 
 #[cfg(feature = "agent")]
 pub mod agent;
-#[cfg(all(feature = "client", feature = "server"))]
+#[cfg(all(feature = "client", feature = "server", feature = "conformance"))]
 pub mod bridge;
 #[cfg(feature = "client")]
 pub mod client;

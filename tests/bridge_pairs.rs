@@ -44,7 +44,9 @@ fn open_wire(bridge: &mut Bridge) -> String {
     String::new()
 }
 
-fn open_rpc(_: &mut Bridge) -> String {
+fn open_rpc(bridge: &mut Bridge) -> String {
+    // The front's `ready` (agentwire's own, passed on by the proxy) says the agent is up.
+    bridge.until(|f| is(f, "ready"));
     String::new()
 }
 
@@ -147,4 +149,29 @@ fn every_pair_ends_with_its_agent_at_host_eof() {
         (front.open)(&mut bridge);
         bridge.assert_host_eof_ends_both_within_3_s();
     });
+}
+
+/// `bridge --serve acp --record FILE -- agentwire --mode acp`: the proxied session (initialize,
+/// session/new, a prompt) replays with `agentwire conformance run FILE`.
+#[test]
+fn the_acp_proxy_records_a_session_that_conformance_run_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("recorded.jsonl");
+    let bin = env!("CARGO_BIN_EXE_agentwire");
+    let agent: Vec<std::ffi::OsString> = vec![bin.into(), "--mode".into(), "acp".into(), "--config-dir".into(), dir.path().join("config").into()];
+    let cwd = dir.path().to_str().unwrap().to_owned();
+    let extra = ["--agent-dialect", "acp", "--record", record.to_str().unwrap()];
+    let mut bridge = Bridge::spawn("acp", &extra, &agent, &[], dir);
+    bridge.request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let new = bridge.request(2, "session/new", json!({"cwd": cwd, "mcpServers": []}));
+    let session = new.last().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned();
+    let frames = bridge.prompt(&session, "hello");
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn", "{frames:#?}");
+    drop(bridge.stdin.take());
+    let status = bridge.exit_within(Instant::now(), Duration::from_secs(5), "host EOF");
+    assert!(status.success(), "{status}");
+    let transcript = std::fs::read_to_string(&record).unwrap();
+    assert!(!transcript.contains(&session), "the session id is a capture: {transcript}");
+    let run = std::process::Command::new(bin).args(["conformance", "run"]).arg(&record).output().unwrap();
+    assert!(run.status.success(), "{}\n{}\n{transcript}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
 }

@@ -60,17 +60,20 @@ async fn a_given_dialect_is_connected_without_probing() {
 }
 
 #[test]
-fn the_bridge_refuses_a_pair_it_cannot_serve_naming_both_dialects() {
+fn record_is_refused_for_an_agent_of_another_dialect_naming_both() {
+    // A translated session is no transcript of either side: only a proxied one is recorded.
     let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_agentwire");
     let out = Command::new(bin)
-        .args(["bridge", "--serve", "wire", "--", bin, "--mode", "acp", "--no-session", "--config-dir"])
+        .args(["bridge", "--serve", "wire", "--record"])
+        .arg(dir.path().join("t.jsonl"))
+        .args(["--", bin, "--mode", "acp", "--no-session", "--config-dir"])
         .arg(dir.path())
         .stdin(Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("serving wire in front of an agent speaking acp is not implemented yet"), "{stderr}");
+    assert!(stderr.contains("--record needs the agent to speak the served dialect (wire); it speaks acp"), "{stderr}");
     assert!(out.stdout.is_empty());
 }

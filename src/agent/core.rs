@@ -556,6 +556,23 @@ pub trait AgentCore: Send + Sync + 'static {
     }
 }
 
+/// What builds the agents a front serves: once for rpc and wire, once per session for ACP. Any
+/// `Fn(Host) -> A` is one; a maker that can refuse (an agent with one session, asked for a
+/// second) implements it itself.
+pub trait MakeAgent: Send + Sync + 'static {
+    /// The agents it builds.
+    type Agent: AgentCore;
+    /// An agent reporting to `host`, or why there is none.
+    fn make(&self, host: super::Host) -> CoreResult<Self::Agent>;
+}
+
+impl<A: AgentCore, F: Fn(super::Host) -> A + Send + Sync + 'static> MakeAgent for F {
+    type Agent = A;
+    fn make(&self, host: super::Host) -> CoreResult<A> {
+        Ok(self(host))
+    }
+}
+
 /// The built-in agent controls its own runs.
 impl RunControl for Agent {
     async fn abort(&self) {

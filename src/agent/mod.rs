@@ -53,7 +53,7 @@ pub use events::{AgentEvent, EventSink, PromptId};
 pub use port::HostPort;
 pub use prompting::{Prompt, QueueKind, Submitted};
 pub use run::QUESTION_TOOL;
-pub use self::core::{unsupported, AgentCore, AgentInfo, Capabilities, RunControl, StateExtras};
+pub use self::core::{unsupported, AgentCore, AgentInfo, Capabilities, MakeAgent, RunControl, StateExtras};
 pub use runs::{Host, Reply, Runs};
 
 /// When tool calls need the host's approval.

@@ -12,6 +12,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader};
 use super::{finish, supervise, BridgeOptions, HostInput};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
 use crate::client::{AgentProcess, Dialect};
+use crate::conformance::tap::Tap;
 use crate::protocol::acp::{AcpAgentNotification, AcpAgentRequest, AcpClientNotification, AcpClientRequest, AcpReader};
 use crate::protocol::validate::{validator, Direction};
 use crate::transport::lines::InboundLine;
@@ -70,8 +71,9 @@ fn check_acp(from: Origin, frame: Value) -> Option<String> {
     problem.map(|p| format!("{method}: {p}"))
 }
 
-/// Copies `lines` to `out`, checking each; returns when the input ends or the output fails.
-async fn pump<R, W>(dialect: Dialect, from: Origin, mut lines: LineReader<R>, mut out: W, seen: &AtomicU64)
+/// Copies `lines` to `out`, checking each (and recording it on `tap`); returns when the input
+/// ends or the output fails.
+async fn pump<R, W>(dialect: Dialect, from: Origin, mut lines: LineReader<R>, mut out: W, seen: &AtomicU64, tap: Option<&Tap>)
 where
     R: tokio::io::AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -88,6 +90,11 @@ where
         let n = seen.fetch_add(1, Ordering::Relaxed) + 1;
         if let Some(problem) = check(dialect, from, &line) {
             eprintln!("agentwire bridge: line {n} from {} does not fit the {} schema: {problem}", from.name(), dialect.name());
+        }
+        match (tap, from) {
+            (Some(tap), Origin::Host) => tap.host_line(&line),
+            (Some(tap), Origin::Agent) => tap.agent_line(&line),
+            (None, _) => {}
         }
         let written = async {
             out.write_all(&line).await?;
@@ -108,14 +115,56 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions) -> u8 
         return 1;
     };
     let dialect = options.serve;
+    let tap = match &options.record {
+        Some(path) => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+            match Tap::create(path, transcript_dialect(dialect), &cwd) {
+                Ok(tap) => Some(tap),
+                Err(e) => {
+                    eprintln!("agentwire bridge: --record {}: {e}", path.display());
+                    drop((stdin, stdout));
+                    let _ = agent.shutdown(crate::client::DEFAULT_EXIT_GRACE).await;
+                    return 2;
+                }
+            }
+        }
+        None => None,
+    };
     let seen = AtomicU64::new(0);
     let HostInput { input, stop, ended } = HostInput::new();
-    let to_agent = pump(dialect, Origin::Host, LineReader::new(input, options.max_line_bytes), stdin, &seen);
-    let to_host = pump(dialect, Origin::Agent, LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES), tokio::io::stdout(), &seen);
-    // The agent's input closes when the host's ends (`to_agent` drops it).
+    let to_agent = async {
+        pump(dialect, Origin::Host, LineReader::new(input, options.max_line_bytes), stdin, &seen, tap.as_ref()).await;
+        // The host's input ended here (the agent's closes as `stdin` drops).
+        if let Some(tap) = &tap {
+            if let Err(e) = tap.finish() {
+                eprintln!("agentwire bridge: --record: {e}");
+            }
+        }
+    };
+    let to_host = pump(dialect, Origin::Agent, LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES), tokio::io::stdout(), &seen, tap.as_ref());
     let serve = async {
         tokio::join!(to_agent, to_host);
     };
     let agent_died = supervise(&mut agent, &stop, &ended, serve).await;
-    finish(agent, agent_died).await
+    let pid_gone = agent_died.is_some();
+    let code = finish(agent, agent_died).await;
+    if let Some(tap) = &tap {
+        // What came after the host's input ended, and how the agent ended.
+        if !pid_gone {
+            tap.agent_exit(0);
+        }
+        if let Err(e) = tap.finish() {
+            eprintln!("agentwire bridge: --record: {e}");
+            return 1;
+        }
+    }
+    code
+}
+
+fn transcript_dialect(dialect: Dialect) -> crate::protocol::TranscriptHeaderDialect {
+    match dialect {
+        Dialect::Rpc => crate::protocol::TranscriptHeaderDialect::Rpc,
+        Dialect::Wire => crate::protocol::TranscriptHeaderDialect::Wire,
+        Dialect::Acp => crate::protocol::TranscriptHeaderDialect::Acp,
+    }
 }

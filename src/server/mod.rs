@@ -18,7 +18,8 @@
 
 mod serve;
 
-pub use serve::{serve, serve_with, Dialect, MakeAgent, ServeOptions};
+pub use crate::agent::MakeAgent;
+pub use serve::{serve, serve_with, Dialect, ServeOptions};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

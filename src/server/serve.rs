@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::agent::{AgentCore, AgentInfo, Capabilities, CoreError, Host};
+use crate::agent::{AgentCore, AgentInfo, Capabilities, Host, MakeAgent};
 use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
@@ -66,23 +66,6 @@ impl ServeOptions {
     pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
         self.max_line_bytes = bytes.max(1);
         self
-    }
-}
-
-/// What builds the agents a front serves: once for rpc and wire, once per session for ACP. Any
-/// `Fn(Host) -> A` is one; a maker that can refuse (an agent with one session, asked for a
-/// second) implements it itself.
-pub trait MakeAgent: Send + Sync + 'static {
-    /// The agents it builds.
-    type Agent: AgentCore;
-    /// An agent reporting to `host`, or why there is none.
-    fn make(&self, host: Host) -> Result<Self::Agent, CoreError>;
-}
-
-impl<A: AgentCore, F: Fn(Host) -> A + Send + Sync + 'static> MakeAgent for F {
-    type Agent = A;
-    fn make(&self, host: Host) -> Result<A, CoreError> {
-        Ok(self(host))
     }
 }
 

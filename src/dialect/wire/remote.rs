@@ -84,7 +84,7 @@ impl WireAgents {
 }
 
 /// The wire agent has one session: a front's first session is it, a second is refused.
-impl crate::server::MakeAgent for WireAgents {
+impl crate::agent::MakeAgent for WireAgents {
     type Agent = WireRemote;
 
     fn make(&self, host: Host) -> CoreResult<WireRemote> {
