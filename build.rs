@@ -1,4 +1,6 @@
 //! Generates the protocol types from `schema/*.schema.json` into `$OUT_DIR/protocol.rs`.
+//! Beyond code, it adds only two link arguments to the release binaries, each when the linker
+//! takes it: packed relative relocations and identical code folding (both below).
 //!
 //! The schema files are bundled first (so a duplicate name or a dangling `$ref` is a readable
 //! build error naming the file and pointer, not a typify panic), then handed to the generator
@@ -33,8 +35,6 @@ fn main() {
 
     pack_relative_relocations();
     fold_identical_code();
-    link_at_fixed_address();
-    order_startup_functions(&manifest);
 
     let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,
@@ -127,11 +127,13 @@ fn pack_texts(bundle: &str, defs: &str, acp_schema: &str, schema_files: &[(Strin
 }
 
 /// Links the `agentwire` binary with its relative relocations packed (`-z pack-relative-relocs`,
-/// `DT_RELR`): the position-independent binary has about 41,000 of them, 24 bytes each in
-/// `.rela.dyn` (1 MB of the file) and each one a loop iteration of the dynamic loader at every
-/// start (docs/performance.md, "Issue 24: size and start-up"). Only on Linux/glibc, and only when
-/// the C toolchain links a program with it (binutils >= 2.38 and glibc >= 2.36); otherwise the
-/// binary is linked as before.
+/// `DT_RELR`). The binary is position-independent, so its image is randomized like the rest of
+/// the process (it runs model-chosen commands and reads untrusted frames), and it has about
+/// 40,000 relative relocations. Packed, they take about 11 KB of the file instead of 1 MB of
+/// 24-byte `.rela.dyn` entries; the dynamic loader still writes each pointer at start
+/// (docs/performance.md, "Release profile"). Only on Linux/glibc, and only when the C toolchain
+/// links a program with it (binutils >= 2.38 and glibc >= 2.36); otherwise the binary is linked
+/// without it.
 fn pack_relative_relocations() {
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
@@ -159,115 +161,6 @@ fn fold_identical_code() {
     if links(probe, b"fn main() {}\n") {
         println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
     }
-}
-
-/// Links the release `agentwire` binary at a fixed address (`-no-pie`): a position-independent
-/// binary has about 41,000 pointers the dynamic loader rewrites at every start, and each page of
-/// `.data.rel.ro` and the GOT they sit on is copied on write (about 180 page faults of the 480 of
-/// spawn + one `get_state` + EOF, and 0.8M of its 1.8M instructions). Fixed, there is nothing to
-/// relocate: -0.5 ms of start-up (docs/performance.md, "Issue 24: one thread and no
-/// relocations"). The price is address-space randomization of the binary's own image (the
-/// libraries, stack, heap and mappings stay randomized); `AGENTWIRE_PIE=1` at build time keeps
-/// the binary position-independent. Only for a native release build, and only when rustc's
-/// linker links a program with the flag.
-fn link_at_fixed_address() {
-    println!("cargo:rerun-if-env-changed=AGENTWIRE_PIE");
-    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
-    let linux = std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux");
-    let wanted = std::env::var_os("AGENTWIRE_PIE").is_none_or(|v| v.is_empty() || v == "0");
-    if !native || !linux || !wanted || std::env::var("PROFILE").as_deref() != Ok("release") {
-        return;
-    }
-    if let Some(probe) = rustc_probe("link-arg=-no-pie") {
-        if links(probe, b"fn main() {}\n") {
-            println!("cargo:rustc-link-arg-bin=agentwire=-no-pie");
-        }
-    }
-}
-
-/// Lays out the functions spawn → first answer runs at the start of the release binary's code,
-/// in the order `scripts/startup-symbols.txt` lists them: spread over 15 MB of code, they
-/// touched about 120 of its 64 KiB windows, a page fault each; laid out together, about 30
-/// (docs/performance.md, "Issue 24: the start-up code laid out together").
-///
-/// Two inputs to the linker, written to `OUT_DIR`:
-/// - the names, for `--symbol-ordering-file`, which places those functions first, in order;
-/// - a linker script for the names listed as `<name>.llvm.*`: ThinLTO gives the local functions
-///   it promotes the suffix `.llvm.<hash of their unit's code>`, which changes with any change to
-///   that code, so these are matched by their section (`.text.<name>.llvm.<any>`) and placed
-///   first of all. A pattern per name costs the linker time on each of the binary's 100,000
-///   sections (6.5 s for all 1,584 names), so only these have one.
-///
-/// The names themselves depend on Cargo.lock, the toolchain and the features, not on the code.
-/// A name the binary lacks matches nothing, so a stale list costs speed, never a build; this
-/// warns when the list was written for another Cargo.lock or rustc. Only for a native release
-/// build, and only when rustc's linker takes both (LLD).
-fn order_startup_functions(manifest: &Path) {
-    let list = manifest.join("scripts").join("startup-symbols.txt");
-    println!("cargo:rerun-if-changed={}", list.display());
-    println!("cargo:rerun-if-changed=Cargo.lock");
-    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
-    if !native || std::env::var("PROFILE").as_deref() != Ok("release") {
-        return;
-    }
-    let (Ok(text), Some(out_dir)) = (std::fs::read_to_string(&list), std::env::var_os("OUT_DIR")) else { return };
-    let (order, script) = (PathBuf::from(&out_dir).join("startup.order"), PathBuf::from(&out_dir).join("startup.ld"));
-    let (order_text, script_text) = startup_layout(&text);
-    if std::fs::write(&order, order_text).is_err() || std::fs::write(&script, script_text).is_err() {
-        return;
-    }
-    let arg = format!("-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering,-T,{}", order.display(), script.display());
-    let Some(probe) = rustc_probe(&format!("link-arg={arg}")) else { return };
-    if !links(probe, b"fn main() {}\n") {
-        return;
-    }
-    println!("cargo:rustc-link-arg-bin=agentwire={arg}");
-    let recorded = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim).unwrap_or_default().to_owned();
-    let lock = std::fs::read(manifest.join("Cargo.lock")).ok().map(|bytes| {
-        // FNV-1a, 64-bit: scripts/startup-symbols writes the same.
-        let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-        format!("{hash:016x}")
-    });
-    let rustc = std::env::var_os("RUSTC")
-        .and_then(|rustc| std::process::Command::new(rustc).arg("-vV").output().ok())
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|out| out.lines().find_map(|l| l.strip_prefix("release:")).map(|v| v.trim().to_owned()));
-    let stale_lock = lock.is_some_and(|lock| lock != recorded("# Cargo.lock:"));
-    let stale_rustc = rustc.is_some_and(|rustc| rustc != recorded("# rustc:"));
-    if stale_lock || stale_rustc {
-        println!(
-            "cargo:warning=scripts/startup-symbols.txt was written for another {}: start-up is slower until `scripts/startup-symbols` rewrites it",
-            if stale_lock { "Cargo.lock" } else { "rustc" }
-        );
-    }
-}
-
-/// The symbol ordering file and the linker script of [`order_startup_functions`] for the list
-/// `list`. The script adds one input-section line to `.text`, inserted after `.fini`, for the
-/// names with a `.llvm.*` suffix, then takes every other function as the linker would without a
-/// script (the ordering file sorts those): one output section, since the linker folds identical
-/// functions (`--icf=all`) only within one. Names with a character a linker script would read as
-/// syntax are left out of it (mangled names have none).
-fn startup_layout(list: &str) -> (String, String) {
-    let mut order = String::new();
-    let mut promoted = Vec::new();
-    for name in list.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        let (plain, suffixed) = match name.strip_suffix(".llvm.*") {
-            Some(plain) => (plain, true),
-            None => (name, false),
-        };
-        order += plain;
-        order.push('\n');
-        if suffixed && plain.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.') {
-            promoted.push(format!(".text.{plain}.llvm.*"));
-        }
-    }
-    let mut script = String::from("/* @generated by build.rs from scripts/startup-symbols.txt */\nSECTIONS {\n  .text : {\n");
-    if !promoted.is_empty() {
-        script += &format!("    *({})\n", promoted.join("\n      "));
-    }
-    script += "    *(.text .text.*)\n  }\n}\nINSERT AFTER .fini;\n";
-    (order, script)
 }
 
 /// `rustc` with the build's flags and linker, ready to link a probe program with the codegen

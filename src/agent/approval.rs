@@ -36,7 +36,8 @@ pub fn summary(call: &ToolCall, outside: Option<&Path>) -> String {
     }
 }
 
-/// The result of a call rejected with [`Decision::RejectAndStop`] (kimi's words, notes §3.6.1).
+/// The result of a call rejected with [`Decision::RejectAndStop`] (kimi's words, so the
+/// model and the host read what kimi would send them).
 pub const REJECTED_STOP: &str = "The tool call is rejected by the user. Stop what you are doing and wait for the user to tell you how to proceed.";
 
 /// Why a call may not run: the tool result that says so, and whether the turn ends after the

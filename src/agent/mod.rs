@@ -4,7 +4,7 @@
 //! (`crate::dialect::rpc`, `crate::dialect::wire`) implements both and maps its own requests
 //! onto the methods here. Nothing in this module knows a frame, a request id or JSON text.
 //!
-//! Ordering rules kept here (see `../shared/protocol-notes.md` §2.15): a request's events come
+//! Ordering rules kept here, which every host relies on: a request's events come
 //! before its answer (events are queued by the sink before `emit` returns); a run starts only
 //! after the request that started it has been answered (the dialect opens the run's gate with
 //! [`Agent::release_gates`] once its answer is queued); `abort` returns after the run's last event.

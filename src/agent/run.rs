@@ -79,8 +79,9 @@ fn write_failed(message: String) -> PromptError {
     PromptError { message, http_status: None, retryable: false }
 }
 
-/// The prompt's error detail for a provider failure (notes §2.9.10): the HTTP status when there
-/// was one and whether retrying could help (408/409/429/5xx and connection errors).
+/// The prompt's error detail for a provider failure, so a host can tell a bad key from an outage
+/// without parsing the message: the HTTP status when there was one and whether retrying could help
+/// (408/409/429/5xx and connection errors).
 fn prompt_error(error: ProviderError) -> PromptError {
     PromptError { message: error.message, http_status: error.http_status, retryable: error.retryable }
 }
@@ -442,8 +443,9 @@ async fn stream_assistant(agent: &Agent, cancel: &CancellationToken, tools: &mut
 /// refusal ends the turn.
 type Finished = (usize, ToolResultMessage, bool);
 
-/// The tool calls of one assistant message, run in parallel as pi does (notes §2.9.4), each
-/// started as soon as its arguments are complete, as kimi does: while the message streams when
+/// The tool calls of one assistant message, run in parallel as pi does (one slow
+/// call does not hold up the others), each started as soon as its arguments are complete, as
+/// kimi does: while the message streams when
 /// the provider has moved on to the next block ([`MessageBuilder::apply`]), the others once the
 /// message has ended. Calls start in call order, so `ToolStart`s come in call order; each
 /// `ToolEnd` as its call finishes (completion order); the results in call order — the order of

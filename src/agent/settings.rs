@@ -136,7 +136,8 @@ impl Agent {
     }
 
     /// Selects the model at `index` of [`Agent::available_models`]. Switching to a reasoning
-    /// model while thinking is off turns it on at `medium`, as pi and omp do (notes §2.6.7).
+    /// model while thinking is off turns it on at `medium`, as pi and omp do, so a host
+    /// sees the same level after the switch as it would with them.
     /// The model is selected even when the change cannot be saved; the error says so.
     pub(super) async fn select_model(&self, index: usize) -> CoreResult<ThinkingLevel> {
         let spec = &self.inner.models[index];

@@ -11,7 +11,7 @@ use crate::tools;
 
 impl Agent {
     /// Runs `command`. Several may run at once, as in pi and omp, where every command is its
-    /// own task (notes §1.4); `abort_bash` cancels all of them.
+    /// own task: a host can start a second while the first runs; `abort_bash` cancels all of them.
     pub async fn bash(&self, command: &str, timeout: Option<Duration>) -> CoreResult<BashResult> {
         let cancel = CancellationToken::new();
         let key = {

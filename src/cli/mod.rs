@@ -166,8 +166,7 @@ impl From<DialectArg> for Dialect {
 /// Subcommands.
 // Each subcommand's arguments are built only when it is invoked or its help shown (`defer`): the
 // agent itself (no subcommand) is served without building the tools' argument trees, a quarter
-// of the instructions of spawn → first answer (docs/performance.md, "Issue 24: one thread and no
-// relocations").
+// of the instructions of spawn → first answer (docs/performance.md, "Start-up").
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum Command {
@@ -611,7 +610,7 @@ fn run_agent(cli: &Cli, mode: Mode) -> ExitCode {
         },
     };
     // rpc and wire serve one session: one thread runs it, which answers the first frame ~0.3 ms
-    // sooner than two workers started up front (docs/performance.md, "Start-up: the runtime");
+    // sooner than two workers started up front (docs/performance.md, "Start-up");
     // throughput measured the same. A piped stdin and stdout are read and written on that
     // thread too (`transport::stdio`); the file and search tools use the blocking pool. ACP
     // serves any number of sessions, whose work (a session loaded, a tool run) keeps running on

@@ -69,7 +69,8 @@ pub(super) fn variant_ident(member: &str, tags: &[String], defs: &Map<String, Va
 
 /// The unions that also get `from_tagged_str` (the typed parse straight from a line's text,
 /// once the tag is known): only those a decoder reads that way. Each instantiates serde_json's
-/// text parser for every member struct, so it is not generated for all (binary size, issue 24).
+/// text parser for every member struct, so it is not generated for all: each would add
+/// code to the binary that no decoder runs.
 const FROM_TEXT: &[&str] = &["RpcCommand"];
 
 pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union]) -> TokenStream {

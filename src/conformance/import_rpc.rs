@@ -22,8 +22,8 @@
 //!   provider's wording), omp's model `compat`, `thinking`, `identity`, `requiresGlyphTokenization` and
 //!   `supportsComputerUse` (its provider layer, which agentwire does not have);
 //! - every expected frame is a subset match: agentwire speaks the union of pi's and omp's
-//!   fields (notes §2.6 "We:"), so each key the peer wrote is checked and the other peer's
-//!   additions are allowed;
+//!   fields (a host of either finds what it reads), so each key the peer wrote is checked
+//!   and the other peer's additions are allowed;
 //! - omp's unprompted noise (`setWidget autoresearch`, `advisor_cost_changed`,
 //!   `available_commands_update`; reference-transcripts README §6) is dropped;
 //! - stdin closing and the exit code become `close_stdin` and `exit`.
@@ -81,17 +81,19 @@ const OMP_DROPPED_KEYS: &[&str] = &["compat", "thinking", "identity", "requiresG
 
 /// omp fields agentwire deliberately leaves out (docs/rpc-mode.md, "Where we differ"): on user
 /// messages `attribution` and `steering` (pi's message shape); in `get_state` the system prompt
-/// and tool dump (notes §2.7.3 "We:": only on request, `get_state` with `systemPrompt` /
-/// `dumpTools`, which omp's hosts never send), fast mode and `tokensPerSecond`.
+/// and tool dump (agentwire sends them only on request, `get_state` with `systemPrompt` /
+/// `dumpTools`, which omp's hosts never send, to keep the frequent answer short), fast mode and
+/// `tokensPerSecond`.
 const OMP_USER_MESSAGE_KEYS: &[&str] = &["attribution", "steering"];
 const OMP_STATE_KEYS: &[&str] = &["systemPrompt", "dumpTools", "fastModeEnabled", "fastModeActive", "tokensPerSecond"];
 
 /// One frame as agentwire's documented decisions shape it: omp-only parts left out (see
 /// [`OMP_USER_MESSAGE_KEYS`]); the thinking level omp reports for a model without reasoning
-/// (its configured default, `high`) replaced by the effective one, `off` (notes §2.6.10 "We:":
-/// clamp to what the model supports); the `sessionFile` of a session without messages (state, stats)
-/// left out (both peers name the path up front; agentwire's is absent until the file exists,
-/// docs/rpc-mode.md "Where we differ").
+/// (its configured default, `high`) replaced by the effective one, `off` (agentwire
+/// reports the level clamped to what the model supports, the one that takes effect); the
+/// `sessionFile` of a session without messages (state, stats) left out (both peers name the
+/// path up front; agentwire's is absent until the file exists, docs/rpc-mode.md "Where we
+/// differ").
 fn as_we_decided(v: &Value, peer: Peer) -> Value {
     match v {
         Value::Object(o) if peer == Peer::Omp && BUILTIN_TOOLS.contains(&o.get("toolName").and_then(Value::as_str).unwrap_or_default()) => {
@@ -374,8 +376,8 @@ fn model_lines(replies: &[ScriptedReply], exhausted: &ScriptedReply, streamed: &
 }
 
 /// omp writes `host_tool_call` before the call's `tool_execution_start` (sometimes after the
-/// host already answered); agentwire writes the start first, so the host knows the call (notes
-/// §2.13.3 "We:"): the start moves up to right before the call.
+/// host already answered); agentwire writes the start first, so the host knows the call
+/// before it is asked to run it: the start moves up to right before the call.
 fn start_before_host_call(lines: &mut Vec<Recorded>) {
     let mut i = 0;
     while i < lines.len() {
@@ -503,17 +505,19 @@ fn loosen(v: &Value, peer: Peer) -> Value {
 /// agentwire drops them at `toolcall_end` (pi) — left out of the patterns.
 const STREAMING_TOOL_CALL_KEYS: &[&str] = &["partialArgs", "streamIndex"];
 
-/// pi's and omp's snapshots run ahead of their events (notes §2.9.3, §2.10.1): omp's
+/// pi's and omp's snapshots run ahead of their events: omp's
 /// `message_start` and both peers' update snapshots already hold text not yet sent as a delta,
 /// and the response id of the first chunk. agentwire's snapshots are the state right after the
-/// event ("We:" in §2.9.3), the response id applied when the response is complete. So each
+/// event (a host that applies the events in order gets the snapshot), the response id applied when
+/// the response is complete. So each
 /// assistant message's snapshots are rebuilt from the recorded events: a text or thinking block
 /// holds the deltas so far, a tool call still streaming has `{{any}}` arguments (agentwire
 /// shows them once they parse), `responseId` is left out of `message_start` and the updates
 /// (it is still checked from `message_end` on).
 ///
 /// omp emits no `*_end` for the block an abort cut; agentwire closes every open block before
-/// `message_end`, abort included ("We:" in §2.9.3): [`Snapshots::closing`] gives the `*_end`
+/// `message_end`, abort included, so a host never
+/// holds a block that did not end: [`Snapshots::closing`] gives the `*_end`
 /// events to expect first.
 #[derive(Default)]
 struct Snapshots {
@@ -722,7 +726,8 @@ pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, St
                 let frame = session_files.outbound(&as_we_decided(&snapshots.apply(&replace_strings(frame, &recorded_work, &our_work)), peer));
                 let line = json!({"kind": "out", "frame": normalizer.outbound(&loosen(&frame, peer), &host_ids), "subset": true});
                 if peer == Peer::Omp && frame["type"] == "agent_end" {
-                    // agentwire ends every prompt with `prompt_result` (notes §2.9.10 "We:"); omp
+                    // agentwire ends every prompt with `prompt_result`, so a host knows
+                    // when it is over whatever the prompt was; omp
                     // 18.2.3 sends one only for extension commands.
                     before.push(line);
                     json!({"kind": "out", "frame": {"type": "prompt_result"}, "subset": true, "optional": true})

@@ -4,7 +4,7 @@
 //! (the JSONL dialect's dialogs, the wire's and ACP's requests) goes through the peer, which
 //! closes the same way ([`crate::jsonrpc::Peer::close`]).
 //!
-//! stdin EOF means "no more requests" (`../shared/protocol-notes.md` §1.6): the host can no
+//! stdin EOF means "no more requests", not "cancel": the host can no
 //! longer answer anything either. The serve loop calls [`HostRequests::close`] once it has
 //! handled every line read before the end: each waiting entry is dropped, so its receiver
 //! resolves at once and the port gives its fail-closed outcome, and a request made afterwards is

@@ -6,7 +6,8 @@
 //! (reject, error, decline) is the caller's fail-closed decision, made on [`Reply`].
 //!
 //! **End of input.** When the other side closes its input to us (stdin EOF: "no more
-//! requests", notes §1.6) it can no longer answer anything either. The serve loop then calls
+//! requests", as every peer reads it) it can no longer answer anything either. The serve loop then
+//! calls
 //! [`Peer::close`], once every line read before the end is handled: each waiting request
 //! settles [`Reply::InputEnded`] at once, and a request made afterwards is not sent and settles
 //! the same way.

@@ -17,7 +17,8 @@
 //! ends itself (a prompt cancels its run and answers `cancelled`). An id not in flight is
 //! ignored.
 //!
-//! **End of input** means "no more requests" (notes §1.6), not "cancel": once every line read
+//! **End of input** means "no more requests", not "cancel" (a host that
+//! pipes its commands in and closes stdin expects every one answered): once every line read
 //! is handled, the peer is closed ([`Peer::close`]: our requests waiting for the other side's
 //! answer fail closed, later ones are not sent), the requests in flight are answered as they
 //! would have been (a prompt when its run ends), and the loop returns. Bounding that wait

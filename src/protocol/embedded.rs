@@ -5,8 +5,7 @@
 //! since the validators and types are generated code. So `build.rs` deflates the 1.2 MB of JSON
 //! into one stream of about 0.1 MB (`embedded.deflate`, with `embedded_index.rs` giving each
 //! text's place), and the first call here inflates it once for the life of the process
-//! (docs/performance.md, "Issue 24: codegen units and LTO, the schema texts deflated, no
-//! jsonschema").
+//! (docs/performance.md, "Binary size").
 
 use std::ops::Range;
 use std::sync::OnceLock;

@@ -35,7 +35,7 @@ pub fn config_dir(flag: Option<&Path>) -> Option<PathBuf> {
 /// Built-in providers, used when their key variable is set (prices are defaults; a models file
 /// entry of the same provider name replaces them). JSON text parsed straight into the typed
 /// configs: building it with `json!` and converting the `Value` cost 176k instructions of every
-/// start (docs/performance.md, "Issue 24: size and start-up").
+/// start (docs/performance.md, "Start-up").
 const BUILTINS: &str = r#"[
         ["openai", {"api": "openai-completions", "baseUrl": "https://api.openai.com/v1", "apiKeyEnv": "OPENAI_API_KEY", "models": [
             {"id": "gpt-4.1", "name": "GPT-4.1", "contextWindow": 1047576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 2.0, "output": 8.0, "cacheRead": 0.5, "cacheWrite": 0}},

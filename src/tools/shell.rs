@@ -364,9 +364,9 @@ mod tests {
         assert!(o.output.contains("1: nonexistent_cmd_xyz:"), "{o:?}");
     }
 
-    /// Issue 17, goal 5: 20 MB of output is ~2,400 reads; each used to report the 50 KB tail.
-    /// Reports are now spaced by UPDATE_INTERVAL, so there are a handful (the bound allows a
-    /// 20-second run).
+    /// 20 MB of output is ~2,400 reads; a report per read would send the 50 KB tail each
+    /// time (120 MB to the host). Reports are spaced by UPDATE_INTERVAL, so there are a handful
+    /// (the bound allows a 20-second run).
     #[tokio::test]
     async fn progress_reports_are_spaced_out_however_much_is_printed() {
         let mut reports = Vec::new();

@@ -1,4 +1,4 @@
-//! omp protocol v2 framing (notes §1.3, §2.9.11): a logical frame longer than the physical
+//! omp protocol v2 framing: a logical frame longer than the physical
 //! frame limit travels as `rpc_chunk` frames — `{type, chunkId, index, count, byteLength, data}`,
 //! `data` the base64 of at most [`CHUNK_DATA_BYTES`] of the frame's UTF-8 text — sent in order
 //! and back to back. Only used after `negotiate_protocol` with `protocolVersion: 2`.

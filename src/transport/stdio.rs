@@ -11,7 +11,7 @@
 //! status flags are left alone: `O_NONBLOCK` would be set on the open file description, which
 //! the host (or a shell pipeline) may share, and would outlive this process.
 //!
-//! What this buys (docs/performance.md, "Issue 24: one thread and no relocations"): spawn →
+//! What this buys (docs/performance.md, "Start-up"): spawn →
 //! first answer no longer waits for three threads to be created (the stdin reader, the stdout
 //! writer, the hang-up watcher), and frames are read without a hand-off between threads.
 //!

@@ -409,8 +409,8 @@ mod tests {
         assert_eq!(next, [200; 4]);
     }
 
-    /// Issue 15, defect 8: a host that stops reading holds the agent to its byte budget however
-    /// large the frames; nothing is dropped once it reads again.
+    /// A host that stops reading must not make the agent grow without bound: it holds the agent
+    /// to its byte budget however large the frames; nothing is dropped once it reads again.
     #[tokio::test]
     async fn a_paused_reader_bounds_queued_bytes_and_loses_nothing() {
         const BUDGET: usize = 64 * 1024;

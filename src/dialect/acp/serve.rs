@@ -6,7 +6,7 @@
 //! `session/cancel` (it answers `cancelled`); any other request answers -32800 at once. An id
 //! not in flight (already answered, or never sent) is ignored.
 //!
-//! stdin EOF means "no more requests" (notes §1.6): permission requests and client calls waiting
+//! stdin EOF means "no more requests", not "cancel": permission requests and client calls waiting
 //! for the client fail closed, the requests in flight are answered — a `session/prompt` when its
 //! run ends, as it would have — and the loop returns. Bounding that wait (`--eof-timeout`, a
 //! signal) is the process runner's (`crate::server`): it cancels the runs.

@@ -1,7 +1,7 @@
 //! The JSONL RPC dialect's inbound side: one line → a command, a sub-protocol answer, or the
 //! one error response that line gets.
 //!
-//! Rules (see `../shared/protocol-notes.md` §2.3–2.4, "We:"):
+//! Rules (where agentwire is stricter or more helpful than pi and omp):
 //! - the request's `id` is echoed whenever the line was an object with an `id` key, whatever
 //!   else is wrong (pi and omp drop it for unknown commands, and their hosts wait forever);
 //! - `command` is always a string: the request's `type`, `parse` for lines that are not JSON
@@ -9,7 +9,8 @@
 //! - every frame is validated against the schema before anything acts on it, and the error
 //!   names the field (`set_model: /modelId: "modelId" is a required property`).
 //!
-//! A line is read once (issue 24): into a borrowed [`Doc`] that the generated validators check,
+//! A line is read once, as a host's commands are small and frequent: into a borrowed [`Doc`] that
+//! the generated validators check,
 //! then from its text straight into the member struct its `type` names
 //! (`RpcCommand::from_tagged_str`), with no `serde_json::Value` tree. The few lines that path
 //! cannot answer the same way (see [`decode_doc`]) take the `Value` path, which defines the

@@ -19,7 +19,8 @@ struct Pending {
     updates: mpsc::Sender<AgentToolResult>,
 }
 
-/// omp's words for a host tool call the host can no longer answer (notes §1.6).
+/// omp's words for a host tool call the host can no longer answer (its input ended), so
+/// a host written against omp recognizes it.
 const DISCONNECTED: &str = "RPC client disconnected before host tool execution completed";
 
 /// Calls waiting for the host, by `host_tool_call` id.

@@ -82,7 +82,8 @@ impl RpcHost {
     }
 
     /// The host's input ended (stdin EOF): dialogs and host tool calls waiting for it fail
-    /// closed now, and later ones fail without being asked (notes §1.6).
+    /// closed now, and later ones fail without being asked: nobody is
+    /// left to answer them.
     pub fn input_ended(&self) {
         self.dialogs.close();
         self.tools.close();

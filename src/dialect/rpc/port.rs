@@ -81,7 +81,7 @@ impl RpcHost {
         let _ = self.out.send(&request(&new_id())).await;
     }
 
-    /// The approval dialog omp sends (notes §2.14): a `select` titled
+    /// The approval dialog omp sends, so an omp host shows it as its own: a `select` titled
     /// `"Allow tool: <name>\nCommand: <summary>"` with the options `Approve` and `Deny`.
     async fn approve_call(&self, ask: ApprovalAsk<'_>) -> Decision {
         let title = format!("Allow tool: {}\nCommand: {}", ask.call.name.as_str(), short(&ask.summary));

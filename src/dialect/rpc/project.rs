@@ -95,8 +95,8 @@ impl RpcHost {
                 pushed.and(sent)
             }
             AgentEvent::QueueChanged { steering, follow_up } => out.send(&QueueUpdateEvent::new(steering, follow_up)).await,
-            // pi's names for manual and automatic compaction alike (notes §2.9.5); omp's
-            // `auto_compaction_*` are not sent.
+            // pi's names for manual and automatic compaction alike, which both peers' hosts
+            // read; omp's `auto_compaction_*` are not sent.
             AgentEvent::CompactionStart { reason } => out.send(&CompactionStartEvent::new(start_reason(reason))).await,
             AgentEvent::CompactionEnd { reason, result, aborted, will_retry } => {
                 let (result, error) = match result {

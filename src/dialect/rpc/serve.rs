@@ -13,7 +13,7 @@
 //! it is queued: the command's handler opens the run's gate (`Agent::release_gates`) through
 //! the answer hook every dialect shares ([`crate::jsonrpc::answer`]).
 //!
-//! stdin EOF means "no more requests" (notes §1.6): stop reading, fail closed every dialog and
+//! stdin EOF means "no more requests", not "cancel": stop reading, fail closed every dialog and
 //! host tool call waiting for the host (nobody can answer them now), let every command already
 //! read finish and answer — a running `bash` completes with its output — and return. The run
 //! itself goes on: the process runner (`crate::server`) waits for it, and bounds the wait only

@@ -1,7 +1,7 @@
 //! The JSON-RPC 2.0 wire dialect's inbound side: its rules for the runtime's one envelope
 //! decoder ([`crate::jsonrpc::decode`]) and its typed requests.
 //!
-//! Rules (`../shared/protocol-notes.md` §3.1–3.2, "We:"): string **and integer** ids, echoed with
+//! Rules (JSON-RPC 2.0 as written, where kimi-cli is looser): string **and integer** ids, echoed with
 //! their type; error responses carry the id whenever it could be read, `null` otherwise;
 //! notifications are never answered; batches get one -32600; `{}` is -32600; a `jsonrpc` other
 //! than "2.0" is -32600 (missing is accepted); unknown methods -32601; params failing the schema

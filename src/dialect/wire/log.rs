@@ -207,7 +207,8 @@ mod memory_tests {
     use super::*;
     use serde_json::json;
 
-    /// Issue 15, defect 8: the in-memory log is bounded; the newest records stay for `replay`.
+    /// A long session must not make the process grow without bound: the in-memory log is
+    /// bounded; the newest records stay for `replay`.
     #[test]
     fn memory_holds_only_the_newest_records_within_the_bound() {
         let mut log = WireLog::open(None);

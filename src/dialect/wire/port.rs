@@ -23,7 +23,8 @@ use crate::tools::ToolOutput;
 /// [`Decision::RejectAndStop`] result).
 const REJECTED_STOP: &str = crate::agent::approval::REJECTED_STOP;
 
-/// kimi's words for an external tool call the client can no longer answer (notes §1.6).
+/// kimi's words for an external tool call the client can no longer answer (its input
+/// ended), so a client written against kimi recognizes it.
 const CONNECTION_CLOSED: &str = "Wire connection closed before tool result was received.";
 
 /// Questions as the client gets them: every optional field present with its default, as kimi
@@ -79,7 +80,7 @@ impl WireHost {
                         WireApprovalDecision::Approve => (Decision::Approve, "approve", feedback),
                         WireApprovalDecision::ApproveForSession => (Decision::ApproveForSession, "approve_for_session", feedback),
                         // With feedback the model hears it and the turn goes on; without, the
-                        // user takes over and the turn ends (kimi, notes §3.6.1).
+                        // user takes over and the turn ends, as in kimi.
                         WireApprovalDecision::Reject if !feedback.trim().is_empty() => (Decision::Reject { feedback: Some(feedback.clone()) }, "reject", feedback),
                         WireApprovalDecision::Reject => (Decision::RejectAndStop, "reject", feedback),
                     }
@@ -134,7 +135,8 @@ impl WireHost {
                 }
                 Err(e) => ToolOutput::error(format!("External tool \"{name}\" answered with an invalid result: {e}")),
             },
-            // kimi (notes §3.6.2): `output:""`, the client's words in `message`; the loop goes on.
+            // As kimi answers a failed external tool: `output:""`, the client's words in
+            // `message`; the loop goes on.
             Reply::Answered(Err(e)) => {
                 lock(&self.returns).insert(id, ReturnExtras::failed(e.message.clone(), "External tool error"));
                 ToolOutput::error(e.message)

@@ -2,7 +2,7 @@
 //! cheap requests answer at once, a `prompt` answers when its turn ends, and the loop keeps
 //! serving `steer`, `cancel` and the client's answers meanwhile.
 //!
-//! stdin EOF means "no more requests" (notes §1.6): requests waiting for the client's answer
+//! stdin EOF means "no more requests", not "cancel": requests waiting for the client's answer
 //! fail closed, the requests in flight are answered — a `prompt` when its turn ends, as it would
 //! have — and the loop returns. Bounding that wait (`--eof-timeout`, a signal) is the process
 //! runner's (`crate::server`): it cancels the run.
