@@ -13,15 +13,6 @@ use std::path::{Path, PathBuf};
 
 const MAX_README_CELL: usize = 300;
 
-/// Lines that still break the `src/` rule in files being restructured on another branch
-/// (`src/server/`), left as they are there to avoid a conflict: `(path, the trimmed line)`.
-/// An entry whose line is gone makes the test fail, so the list only shrinks.
-const PENDING: &[(&str, &str)] = &[
-    ("src/server/mod.rs", "//! One process runner serves all three dialects ([`run_process`]; notes §1.6, §1.7):"),
-    ("src/server/mod.rs", "/// (issue 25: 1.5 s, with room for the runtime to stop)."),
-    ("src/server/mod.rs", "/// The one process runner of all three dialects (notes §1.6, §1.7). `serve` is the dialect's"),
-];
-
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -157,26 +148,20 @@ fn src_points_to_no_notes_and_no_issue() {
     rust_files(&root.join("src"), &mut files);
     assert!(!files.is_empty(), "no src/**/*.rs found");
     let mut bad = Vec::new();
-    let mut pending_seen = vec![false; PENDING.len()];
     for path in files {
         let relative = path.strip_prefix(&root).expect("under the root").to_string_lossy().replace('\\', "/");
         for (i, line) in read(&path).lines().enumerate() {
             if !(line.contains("notes §") || names_an_issue(line)) {
                 continue;
             }
-            match PENDING.iter().position(|&(file, text)| file == relative && text == line.trim()) {
-                Some(p) => pending_seen[p] = true,
-                None => bad.push(format!("{relative}:{}: {}", i + 1, line.trim())),
-            }
+            bad.push(format!("{relative}:{}: {}", i + 1, line.trim()));
         }
     }
-    let fixed: Vec<_> = PENDING.iter().zip(&pending_seen).filter(|(_, seen)| !**seen).map(|((file, text), _)| format!("{file}: {text}")).collect();
     assert!(
         bad.is_empty(),
         "comments that point to notes outside the repository or to an issue number (say why, in their own words):\n{}",
         bad.join("\n")
     );
-    assert!(fixed.is_empty(), "these PENDING lines are gone: remove them from tests/docs_hygiene.rs:\n{}", fixed.join("\n"));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! and handles signals and the end of output. Which frames mean what lives in the dialects
 //! (`crate::dialect::rpc`, `crate::dialect::wire`); the agent in `crate::agent`.
 //!
-//! One process runner serves all three dialects ([`run_process`]; notes §1.6, §1.7):
+//! One process runner serves all three dialects ([`run_process`]), so they end alike:
 //! - stdin EOF means "no more requests": the dialect's loop stops reading, what waits for the
 //!   host's answer fails closed ([`crate::dialect::HostRequests`]), every request read is
 //!   answered and every run goes on to its end; then the output is flushed and the exit code is
@@ -178,7 +178,7 @@ impl Prepared {
 const FLUSH_GRACE: Duration = Duration::from_secs(5);
 
 /// From a signal to the exit: the process answers what was read, flushes and exits within this
-/// (issue 25: 1.5 s, with room for the runtime to stop).
+/// (a host is promised 1.5 s; the rest is room for the runtime to stop).
 const SIGNAL_EXIT: Duration = Duration::from_millis(1300);
 
 /// Of [`SIGNAL_EXIT`], the part the cancelled work has to write its answers; the rest is for
@@ -227,7 +227,7 @@ async fn cancel_all(agents: Vec<Agent>) {
     futures_util::future::join_all(agents.iter().map(Agent::shutdown)).await;
 }
 
-/// The one process runner of all three dialects (notes §1.6, §1.7). `serve` is the dialect's
+/// The one process runner of all three dialects. `serve` is the dialect's
 /// loop: it reads requests until its input ends and returns once every request it read is
 /// answered. `agents` lists the agents whose runs the end of input waits for and whose work a
 /// signal cancels. Returns the exit code:
