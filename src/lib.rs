@@ -21,6 +21,8 @@
 
 #[cfg(feature = "agent")]
 pub mod agent;
+#[cfg(feature = "core")]
+pub mod core;
 #[cfg(all(feature = "client", feature = "server", feature = "conformance"))]
 pub mod bridge;
 #[cfg(feature = "client")]

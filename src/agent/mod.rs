@@ -19,19 +19,14 @@
 //! the defaults, which refuse what it does not implement.
 
 pub mod approval;
+mod as_core;
 pub mod compaction;
-mod core;
-pub mod error;
-pub mod events;
 mod mcp;
-pub mod port;
 mod prompting;
 mod run;
-mod runs;
 mod session_ops;
 mod settings;
 mod slash;
-pub mod stream;
 mod user_bash;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -48,45 +43,14 @@ use crate::providers::config::Catalogue;
 use crate::providers::ModelSpec;
 use crate::sessions::{Payload, Session};
 
-pub use error::{CoreError, CoreResult};
-pub use events::{AgentEvent, EventSink, PromptId};
-pub use port::HostPort;
-pub use prompting::{Prompt, QueueKind, Submitted};
 pub use run::QUESTION_TOOL;
-pub use self::core::{unsupported, AgentCore, AgentInfo, Capabilities, MakeAgent, RunControl, StateExtras};
-pub use runs::{Host, Reply, Runs};
-
-/// When tool calls need the host's approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ApprovalPolicy {
-    /// Never ask.
-    #[default]
-    Never,
-    /// Ask before bash, write, edit, paths outside the working directory, and MCP tools not
-    /// annotated read-only.
-    Dangerous,
-    /// Ask before every tool call.
-    Always,
-}
+// The core interface the built-in agent implements, under the names this module always had.
+pub use crate::core::{
+    error, events, port, stream, unsupported, AgentCore, AgentEvent, AgentInfo, ApprovalPolicy, Capabilities, CoreError, CoreResult, EventSink, Host, HostPort, MakeAgent, Prompt,
+    PromptId, QueueKind, Reply, RunControl, Runs, StateExtras, StateVersion, Submitted,
+};
 
 impl ApprovalPolicy {
-    /// Every policy, for lookups by name.
-    const ALL: [ApprovalPolicy; 3] = [ApprovalPolicy::Never, ApprovalPolicy::Dangerous, ApprovalPolicy::Always];
-
-    /// The policy's name as `--approval` spells it (and the session file records it).
-    pub fn name(self) -> &'static str {
-        match self {
-            ApprovalPolicy::Never => "never",
-            ApprovalPolicy::Dangerous => "dangerous",
-            ApprovalPolicy::Always => "always",
-        }
-    }
-
-    /// The policy named `name` ([`ApprovalPolicy::name`]).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.name() == name)
-    }
-
     /// The policy a session file recorded (its last [`crate::sessions::APPROVAL_ENTRY`]).
     fn saved(session: &Session) -> Option<Self> {
         session.custom_data(crate::sessions::APPROVAL_ENTRY)?.get("policy")?.as_str().and_then(Self::from_name)
@@ -240,10 +204,6 @@ impl std::ops::Deref for ReadState<'_> {
         &self.0
     }
 }
-
-/// What [`Agent::state_version`] returns: equal versions mean an unchanged snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StateVersion(u64);
 
 /// The agent; cheap to clone.
 #[derive(Clone)]

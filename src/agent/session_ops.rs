@@ -119,14 +119,21 @@ impl Agent {
 
     /// A page of the branch's messages, parsed: `cursor` is the index to start at.
     pub fn messages_page(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPage> {
-        let page = self.messages_page_json(cursor, limit)?;
-        let messages = page.messages.iter().filter_map(ContextItem::message).collect();
-        Ok(MessagesPage { messages, total_messages: page.total_messages, next_cursor: page.next_cursor })
+        let (page, total, next_cursor) = self.context_page(cursor, limit)?;
+        let messages = page.iter().filter_map(ContextItem::message).collect();
+        Ok(MessagesPage { messages, total_messages: total, next_cursor })
     }
 
     /// A page of the branch's messages as stored (serialized from their text when written):
     /// `cursor` is the index to start at. Costs the page, not the branch.
     pub fn messages_page_json(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPageJson> {
+        let (page, total_messages, next_cursor) = self.context_page(cursor, limit)?;
+        Ok(MessagesPageJson { messages: page.into_iter().map(Into::into).collect(), total_messages, next_cursor })
+    }
+
+    /// The branch's messages from `cursor` (the index to start at), at most `limit` of them; the
+    /// whole branch's count and the next page's cursor.
+    fn context_page(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<(Vec<ContextItem>, u64, Option<String>)> {
         let st = self.state();
         let start = match cursor {
             None => 0,
@@ -136,7 +143,7 @@ impl Agent {
         let total = st.session.context().len();
         let end = start.saturating_add(limit).min(total);
         let messages = st.session.context_page(start..end).to_vec();
-        Ok(MessagesPageJson { messages, total_messages: total as u64, next_cursor: (end < total).then(|| end.to_string()) })
+        Ok((messages, total as u64, (end < total).then(|| end.to_string())))
     }
 
     /// Token, cost and message counts of the branch.

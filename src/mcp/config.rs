@@ -11,54 +11,12 @@
 //!
 //! Every error names the server and the field, so a host can say exactly what to fix.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
-/// One MCP server to connect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum McpServerConfig {
-    /// A local process spoken to over its stdin/stdout.
-    Stdio(StdioServer),
-    /// A remote server over MCP's streamable HTTP transport.
-    Http(HttpServer),
-}
+pub use crate::core::mcp::{HttpServer, McpServerConfig, StdioServer};
 
-impl McpServerConfig {
-    /// The server's name (the `<server>` of `mcp__<server>__<tool>`).
-    pub fn name(&self) -> &str {
-        match self {
-            Self::Stdio(s) => &s.name,
-            Self::Http(h) => &h.name,
-        }
-    }
-}
-
-/// A stdio server: the program, its arguments and extra environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StdioServer {
-    /// The server's name.
-    pub name: String,
-    /// The program (a path, or a name looked up on `PATH`).
-    pub command: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Variables added to the agent's environment.
-    pub env: Vec<(String, String)>,
-    /// Where it runs (`None`: the session's working directory).
-    pub cwd: Option<PathBuf>,
-}
-
-/// A streamable HTTP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpServer {
-    /// The server's name.
-    pub name: String,
-    /// The endpoint (e.g. `http://127.0.0.1:3001/mcp`).
-    pub url: String,
-    /// Headers sent with every request (e.g. `Authorization`).
-    pub headers: Vec<(String, String)>,
-}
 
 /// Why an MCP configuration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 pub use config::{McpConfigError, McpServerConfig};
+pub use crate::core::mcp::StartFailure;
 
 use crate::protocol::{AgentToolResult, ToolInfo};
 use crate::tools::{text_content, ToolOutput};
@@ -72,21 +73,6 @@ pub struct McpTool {
     /// The server's `readOnlyHint` annotation: the call changes nothing (a hint; it only
     /// decides whether to ask).
     pub read_only: bool,
-}
-
-/// A server that could not be connected, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StartFailure {
-    /// The server's name.
-    pub server: String,
-    /// What went wrong (spawn error, crash with its last stderr line, timeout).
-    pub reason: String,
-}
-
-impl std::fmt::Display for StartFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "MCP server \"{}\" is not available: {}", self.server, self.reason)
-    }
 }
 
 /// What the rmcp client loop of one server shares with the manager: its tool list (replaced on

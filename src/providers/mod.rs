@@ -40,6 +40,8 @@ pub struct ModelRequest {
     pub purpose: Purpose,
 }
 
+pub use crate::core::model::{ModelChunk, ProviderError, TokenUsage};
+
 /// Why the model is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Purpose {
@@ -48,34 +50,6 @@ pub enum Purpose {
     Turn,
     /// Summarising older messages for compaction (no tools; the summary is the answer).
     Compaction,
-}
-
-/// Token counts of one response.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TokenUsage {
-    /// Input tokens, cache reads and writes excluded.
-    pub input: u64,
-    /// Output tokens.
-    pub output: u64,
-    /// Input tokens read from the prompt cache.
-    pub cache_read: u64,
-    /// Input tokens written to the prompt cache.
-    pub cache_write: u64,
-}
-
-/// Why a request failed, and whether trying again may help.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProviderError {
-    /// What the server (or the connection) said; never contains the API key.
-    pub message: String,
-    /// 429, 5xx, overloaded, connection failures, streams cut before their end.
-    pub retryable: bool,
-    /// HTTP status, when there was one.
-    pub http_status: Option<u16>,
-    /// The server's `Retry-After`, when it sent one.
-    pub retry_after: Option<Duration>,
-    /// The context window was exceeded (compaction may help).
-    pub context_overflow: bool,
 }
 
 impl ProviderError {
@@ -96,41 +70,6 @@ impl ProviderError {
     pub fn transient(message: impl Into<String>) -> Self {
         Self { retryable: true, ..Self::fatal(message) }
     }
-}
-
-/// One piece of a streamed reply.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ModelChunk {
-    /// Reasoning text.
-    Thinking(String),
-    /// Signature of the current thinking block (Anthropic), or the provider field the
-    /// reasoning came from (OpenAI-compatible).
-    ThinkingSignature(String),
-    /// Answer text.
-    Text(String),
-    /// A tool call starts.
-    ToolCallStart {
-        /// Call id.
-        id: String,
-        /// Tool name.
-        name: String,
-    },
-    /// Raw JSON argument text of the current tool call.
-    ToolCallArgs(String),
-    /// The provider's response id, as soon as the stream names it (an aborted message keeps it,
-    /// as pi's and omp's do).
-    ResponseId(String),
-    /// The reply failed (after whatever streamed before).
-    Error(ProviderError),
-    /// The reply finished.
-    Done {
-        /// Cut by the output token limit.
-        length_limited: bool,
-        /// Token usage.
-        usage: TokenUsage,
-        /// The provider's response id.
-        response_id: Option<String>,
-    },
 }
 
 /// A streaming reply; dropping it cancels the request.

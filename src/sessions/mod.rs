@@ -16,7 +16,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use context::{ContextItem, MessagesJson, MessagesPageJson};
+pub use context::ContextItem;
+pub use crate::core::messages::{MessagesJson, MessagesPageJson};
 pub use entry::{EntryKind, Role, StoredEntry};
 
 use crate::protocol::*;
@@ -531,7 +532,7 @@ impl Session {
     /// A snapshot of the model's messages that serializes as `get_messages`'s data straight
     /// from the stored text.
     pub fn messages_json(&self) -> MessagesJson {
-        MessagesJson(self.context.clone())
+        MessagesJson(self.context.iter().cloned().map(Into::into).collect())
     }
 
     /// What a new compaction would summarise: the previous summary (if the branch was compacted
@@ -908,7 +909,7 @@ mod tests {
         assert_eq!(typed.iter().map(message_text).collect::<Vec<_>>(), (950..1000).map(|i| if i % 2 == 0 { format!("q{i}") } else { format!("a{i}") }).collect::<Vec<_>>());
         assert!(loaded.context_page(990..5000).len() == 10 && loaded.context_page(2000..2100).is_empty(), "ranges past the end are clamped");
         let before = typed_parses();
-        let page_json = MessagesPageJson { messages: page.to_vec(), total_messages: 1000, next_cursor: None };
+        let page_json = MessagesPageJson { messages: page.iter().cloned().map(Into::into).collect(), total_messages: 1000, next_cursor: None };
         let page_value: serde_json::Value = serde_json::from_str(&serde_json::to_string(&page_json).unwrap()).unwrap();
         assert_eq!(typed_parses(), before, "the page's JSON is the stored text");
         assert_eq!(page_value, json!({"messages": typed, "totalMessages": 1000}));

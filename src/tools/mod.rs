@@ -4,7 +4,10 @@
 //! [`ToolOutput`] with `is_error: true` and a message the model can act on.
 
 pub mod files;
-pub mod host;
+/// The host's file and command access, for the built-in tools.
+pub mod host {
+    pub use crate::core::tools::{HostCommandOutcome, HostTools};
+}
 pub mod schema;
 pub mod search;
 pub mod shell;
@@ -15,18 +18,10 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{AgentToolResult, TextContent, TextOrImageContent, ToolInfo};
+use crate::protocol::{AgentToolResult, ToolInfo};
 
-/// What a tool produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutput {
-    /// Content for the model.
-    pub content: Vec<TextOrImageContent>,
-    /// Structured details for hosts (diffs, exit codes); not sent to the model.
-    pub details: Option<Value>,
-    /// Whether the tool failed.
-    pub is_error: bool,
-}
+pub use crate::core::tools::{text_content, ToolOutput};
+
 
 impl ToolOutput {
     /// A successful text result.
@@ -49,10 +44,6 @@ impl ToolOutput {
     }
 }
 
-/// A text content block.
-pub fn text_content(text: impl Into<String>) -> TextOrImageContent {
-    TextOrImageContent::Text(TextContent::new(text))
-}
 
 /// What a running tool can use.
 #[derive(Debug, Clone)]

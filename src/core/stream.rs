@@ -6,9 +6,9 @@
 use serde_json::{Map, Value};
 
 use super::events::{AgentEvent, EventSink, StreamDelta};
-use super::{nonempty, now_ms};
+use crate::protocol::{nonempty, now_ms};
 use crate::protocol::*;
-use crate::providers::ModelChunk;
+use super::model::ModelChunk;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Open {
@@ -268,7 +268,7 @@ impl MessageBuilder {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "providers"))]
 mod tests {
     use super::*;
     use futures_util::future::BoxFuture;

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{AgentToolResult, HostToolDefinition, ToolCall};
-use crate::tools::ToolOutput;
+use super::tools::ToolOutput;
 
 /// A tool call that needs the user's approval.
 #[derive(Debug)]
@@ -199,7 +199,7 @@ pub trait HostPort: Send + Sync {
     fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()>;
     /// File and command access the host offers the built-in tools instead of the disk and the
     /// local shell (an editor's buffers and terminal); `None`, the default, when it offers none.
-    fn tools(&self) -> Option<std::sync::Arc<dyn crate::tools::host::HostTools>> {
+    fn tools(&self) -> Option<std::sync::Arc<dyn super::tools::HostTools>> {
         None
     }
 }

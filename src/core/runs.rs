@@ -22,10 +22,10 @@ use tokio_util::sync::CancellationToken;
 use super::events::{AgentEvent, EventSink, PromptId, RunOutcome};
 use super::port::HostPort;
 use super::stream::MessageBuilder;
-use super::core::RunControl;
+use super::agent_core::RunControl;
 use super::{CoreError, CoreResult, Prompt, QueueKind, Submitted};
 use crate::protocol::*;
-use crate::providers::{ModelChunk, TokenUsage};
+use super::model::{ModelChunk, TokenUsage};
 
 /// What a dialect gives an agent it serves: where its events go and how it asks the host.
 /// A custom agent is built from one (per ACP session, one per session).
@@ -168,8 +168,8 @@ impl Runs {
         let mut st = self.state();
         if st.run.is_some() {
             return Err(match queue {
-                Some(QueueKind::Steer) => super::core::unsupported("steer"),
-                Some(QueueKind::FollowUp) => super::core::unsupported("follow_up"),
+                Some(QueueKind::Steer) => super::agent_core::unsupported("steer"),
+                Some(QueueKind::FollowUp) => super::agent_core::unsupported("follow_up"),
                 None => busy(),
             });
         }
@@ -200,7 +200,7 @@ impl Runs {
         let sink = self.inner.host.sink.clone();
         sink.emit(AgentEvent::RunStart { prompt: Some(id) }).await;
         sink.emit(AgentEvent::TurnStart).await;
-        let mut content = vec![crate::tools::text_content(text)];
+        let mut content = vec![super::tools::text_content(text)];
         content.extend(images.into_iter().map(TextOrImageContent::Image));
         let user = AgentMessage::User(UserMessage { role: Default::default(), content: UserContent::Array(content), timestamp: now_ms(), attribution: None, steering: None });
         sink.emit(AgentEvent::MessageStart { message: &user }).await;
@@ -396,7 +396,7 @@ impl Reply {
         let message = AgentMessage::Assistant(assistant);
         sink.emit(AgentEvent::MessageEnd { message: &message }).await;
         sink.emit(AgentEvent::ToolStart { call: &call }).await;
-        let result = AgentToolResult { content: vec![crate::tools::text_content(output)], details: None };
+        let result = AgentToolResult { content: vec![super::tools::text_content(output)], details: None };
         sink.emit(AgentEvent::ToolEnd { call: &call, result: &result, is_error }).await;
         let tool_message = ToolResultMessage {
             role: Default::default(),
@@ -446,7 +446,7 @@ impl Reply {
     pub async fn tool_progress(&self, id: &str, output: &str) {
         let turn = self.turn.lock().await;
         let Some(call) = turn.tools.as_ref().and_then(|t| t.calls.get(id)) else { return };
-        let partial = AgentToolResult { content: vec![crate::tools::text_content(output)], details: None };
+        let partial = AgentToolResult { content: vec![super::tools::text_content(output)], details: None };
         self.sink.emit(AgentEvent::ToolUpdate { call, partial: &partial }).await;
     }
 
@@ -461,7 +461,7 @@ impl Reply {
         let sink = &*self.sink;
         let Some(tools) = turn.tools.as_mut() else { return };
         let Some(call) = tools.calls.get(id).cloned() else { return };
-        let result = AgentToolResult { content: vec![crate::tools::text_content(output)], details: details.clone() };
+        let result = AgentToolResult { content: vec![super::tools::text_content(output)], details: details.clone() };
         sink.emit(AgentEvent::ToolEnd { call: &call, result: &result, is_error }).await;
         let tool_message = ToolResultMessage {
             role: Default::default(),

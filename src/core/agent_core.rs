@@ -17,10 +17,10 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Agent, ApprovalPolicy, CoreError, CoreResult, QueueKind, StateVersion, Submitted};
-use crate::mcp::{McpServerConfig, StartFailure};
+use super::{CoreError, CoreResult, Host, QueueKind, Submitted};
+use super::mcp::{McpServerConfig, StartFailure};
 use crate::protocol::*;
-use crate::sessions::{ContextItem, MessagesJson, MessagesPageJson};
+use super::messages::{MessageJson, MessagesJson, MessagesPageJson};
 
 /// The refusal of a command this agent does not implement, naming it.
 pub fn unsupported(command: &str) -> CoreError {
@@ -529,7 +529,7 @@ pub trait AgentCore: Send + Sync + 'static {
     /// The conversation's messages as stored (rpc `get_messages` writes them as they are). The
     /// default serializes [`AgentCore::messages`].
     fn messages_json(&self) -> CoreResult<MessagesJson> {
-        self.messages().map(|m| MessagesJson(m.into_iter().map(|m| ContextItem::Summary(std::sync::Arc::new(m))).collect()))
+        self.messages().map(|m| MessagesJson(m.into_iter().map(|m| MessageJson::Typed(std::sync::Arc::new(m))).collect()))
     }
 
     /// A page of the conversation's messages.
@@ -563,225 +563,50 @@ pub trait MakeAgent: Send + Sync + 'static {
     /// The agents it builds.
     type Agent: AgentCore;
     /// An agent reporting to `host`, or why there is none.
-    fn make(&self, host: super::Host) -> CoreResult<Self::Agent>;
+    fn make(&self, host: Host) -> CoreResult<Self::Agent>;
 }
 
-impl<A: AgentCore, F: Fn(super::Host) -> A + Send + Sync + 'static> MakeAgent for F {
+impl<A: AgentCore, F: Fn(Host) -> A + Send + Sync + 'static> MakeAgent for F {
     type Agent = A;
-    fn make(&self, host: super::Host) -> CoreResult<A> {
+    fn make(&self, host: Host) -> CoreResult<A> {
         Ok(self(host))
     }
 }
 
-/// The built-in agent controls its own runs.
-impl RunControl for Agent {
-    async fn abort(&self) {
-        Agent::abort(self).await;
+
+/// When tool calls need the host's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApprovalPolicy {
+    /// Never ask.
+    #[default]
+    Never,
+    /// Ask before bash, write, edit, paths outside the working directory, and MCP tools not
+    /// annotated read-only.
+    Dangerous,
+    /// Ask before every tool call.
+    Always,
+}
+
+impl ApprovalPolicy {
+    /// Every policy, for lookups by name.
+    const ALL: [ApprovalPolicy; 3] = [ApprovalPolicy::Never, ApprovalPolicy::Dangerous, ApprovalPolicy::Always];
+
+    /// The policy's name as `--approval` spells it (and the session file records it).
+    pub fn name(self) -> &'static str {
+        match self {
+            ApprovalPolicy::Never => "never",
+            ApprovalPolicy::Dangerous => "dangerous",
+            ApprovalPolicy::Always => "always",
+        }
     }
-    fn cancel_now(&self) {
-        Agent::cancel_now(self);
-    }
-    fn release_gates(&self) {
-        Agent::release_gates(self);
-    }
-    fn is_running(&self) -> bool {
-        Agent::is_running(self)
-    }
-    async fn settled(&self) {
-        Agent::settled(self).await;
-    }
-    fn session_id(&self) -> String {
-        Agent::session_id(self)
+
+    /// The policy named `name` ([`ApprovalPolicy::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
     }
 }
 
-/// The built-in agent implements every method.
-impl AgentCore for Agent {
-    type Control = Agent;
-    fn control(&self) -> &Agent {
-        self
-    }
-    async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
-        Agent::prompt(self, text, images, queue).await
-    }
-    fn capabilities(&self) -> Capabilities {
-        let images = self.current_model().input.contains(&InputKind::Image);
-        Capabilities {
-            sessions: Agent::session_path(self).is_some(),
-            images,
-            host_tools: true,
-            dialogs: true,
-            mcp: true,
-            additional_directories: true,
-            auth: true,
-            approval: Some(self.config().approval),
-        }
-    }
-    async fn shutdown(&self) {
-        Agent::shutdown(self).await;
-    }
-    async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
-        Agent::steer(self, text, images).await
-    }
-    async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
-        Agent::follow_up(self, text, images).await
-    }
-    async fn abort_and_prompt(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
-        Ok(Agent::abort_and_prompt(self, text, images).await)
-    }
-    fn check_input(&self, images: &[ImageContent]) -> CoreResult<()> {
-        Agent::check_input(self, images)
-    }
-    fn refuse_as_run(&self, reason: String) -> CoreResult<Submitted> {
-        Agent::refuse_as_run(self, reason)
-    }
-    fn commands(&self) -> CommandsResult {
-        Agent::commands(self)
-    }
-    fn state_snapshot(&self) -> SessionState {
-        Agent::state_snapshot(self)
-    }
-    fn state_snapshot_with(&self, extras: StateExtras) -> CoreResult<SessionState> {
-        Ok(Agent::state_snapshot_with(self, extras))
-    }
-    fn state_version(&self) -> Option<StateVersion> {
-        Some(Agent::state_version(self))
-    }
-    fn versioned_state_snapshot(&self) -> (Option<StateVersion>, SessionState) {
-        let (version, snapshot) = Agent::versioned_state_snapshot(self);
-        (Some(version), snapshot)
-    }
-    fn current_model(&self) -> Option<Model> {
-        Some(Agent::current_model(self))
-    }
-    fn available_models(&self) -> Vec<Model> {
-        Agent::available_models(self)
-    }
-    async fn set_model(&self, provider: &str, model_id: &str) -> CoreResult<Model> {
-        Agent::set_model(self, provider, model_id).await
-    }
-    async fn cycle_model(&self) -> CoreResult<Option<CycleModelResult>> {
-        Ok(Agent::cycle_model(self).await)
-    }
-    fn thinking_level(&self) -> Option<ThinkingLevel> {
-        Some(Agent::thinking_level(self))
-    }
-    fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
-        Agent::available_thinking_levels(self)
-    }
-    async fn set_thinking_level(&self, level: ThinkingLevel) -> CoreResult<ThinkingLevel> {
-        Ok(Agent::set_thinking_level(self, level).await)
-    }
-    async fn cycle_thinking_level(&self) -> CoreResult<Option<ThinkingLevel>> {
-        Ok(Agent::cycle_thinking_level(self).await)
-    }
-    fn set_steering_mode(&self, mode: QueueMode) -> CoreResult<()> {
-        Agent::set_steering_mode(self, mode);
-        Ok(())
-    }
-    fn set_follow_up_mode(&self, mode: QueueMode) -> CoreResult<()> {
-        Agent::set_follow_up_mode(self, mode);
-        Ok(())
-    }
-    fn set_interrupt_mode(&self, mode: InterruptMode) -> CoreResult<()> {
-        Agent::set_interrupt_mode(self, mode);
-        Ok(())
-    }
-    fn set_auto_compaction(&self, enabled: bool) -> CoreResult<()> {
-        Agent::set_auto_compaction(self, enabled);
-        Ok(())
-    }
-    fn set_auto_retry(&self, enabled: bool) -> CoreResult<()> {
-        Agent::set_auto_retry(self, enabled);
-        Ok(())
-    }
-    async fn abort_retry(&self) -> CoreResult<()> {
-        Agent::abort_retry(self).await;
-        Ok(())
-    }
-    async fn set_todos(&self, phases: Vec<TodoPhase>) -> CoreResult<()> {
-        Agent::set_todos(self, phases).await;
-        Ok(())
-    }
-    fn set_host_tools(&self, tools: Vec<HostToolDefinition>) -> CoreResult<Vec<String>> {
-        Agent::set_host_tools(self, tools)
-    }
-    fn approval_policy(&self) -> Option<ApprovalPolicy> {
-        Some(Agent::approval_policy(self))
-    }
-    fn set_approval_policy(&self, policy: ApprovalPolicy) -> CoreResult<()> {
-        Agent::set_approval_policy(self, policy)
-    }
-    fn set_additional_roots(&self, roots: Vec<PathBuf>) -> CoreResult<()> {
-        Agent::set_additional_roots(self, roots);
-        Ok(())
-    }
-    async fn start_mcp(&self, configs: &[McpServerConfig], bound: Duration) -> Vec<StartFailure> {
-        Agent::start_mcp(self, configs, bound).await
-    }
-    async fn compact(&self, custom_instructions: Option<&str>) -> CoreResult<CompactionResult> {
-        Agent::compact(self, custom_instructions).await
-    }
-    async fn bash(&self, command: &str, timeout: Option<Duration>) -> CoreResult<BashResult> {
-        Agent::bash(self, command, timeout).await
-    }
-    fn abort_bash(&self) -> CoreResult<()> {
-        Agent::abort_bash(self);
-        Ok(())
-    }
-    fn session_name(&self) -> Option<String> {
-        Agent::session_name(self)
-    }
-    fn session_path(&self) -> Option<PathBuf> {
-        Agent::session_path(self)
-    }
-    fn save_session(&self) -> CoreResult<()> {
-        Agent::save_session(self)
-    }
-    async fn new_session(&self, parent: Option<String>) -> CoreResult<()> {
-        Agent::new_session(self, parent).await;
-        Ok(())
-    }
-    async fn switch_session(&self, path: &str) -> CoreResult<()> {
-        Agent::switch_session(self, path).await
-    }
-    async fn branch(&self, entry_id: &str, verb: &str) -> CoreResult<String> {
-        Agent::branch(self, entry_id, verb).await
-    }
-    async fn clone_session(&self) -> CoreResult<()> {
-        Agent::clone_session(self).await
-    }
-    fn branch_points(&self) -> CoreResult<BranchMessages> {
-        Ok(Agent::branch_points(self))
-    }
-    fn last_assistant_text(&self) -> CoreResult<Option<String>> {
-        Ok(Agent::last_assistant_text(self))
-    }
-    async fn set_session_name(&self, name: &str) -> CoreResult<()> {
-        Agent::set_session_name(self, name).await
-    }
-    fn session_stats(&self) -> CoreResult<SessionStats> {
-        Ok(Agent::session_stats(self))
-    }
-    async fn export_html(&self, output: Option<&str>) -> CoreResult<PathBuf> {
-        Agent::export_html(self, output).await
-    }
-    fn messages(&self) -> CoreResult<Vec<AgentMessage>> {
-        Ok(Agent::messages(self))
-    }
-    fn messages_json(&self) -> CoreResult<MessagesJson> {
-        Ok(Agent::messages_json(self))
-    }
-    fn messages_page(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPage> {
-        Agent::messages_page(self, cursor, limit)
-    }
-    fn messages_page_json(&self, cursor: Option<&str>, limit: Option<u64>) -> CoreResult<MessagesPageJson> {
-        Agent::messages_page_json(self, cursor, limit)
-    }
-    async fn list_sessions(&self, all: bool) -> CoreResult<SessionList> {
-        Agent::list_sessions(self, all).await
-    }
-    fn tree(&self) -> CoreResult<SessionTree> {
-        Ok(Agent::tree(self))
-    }
-}
+/// A mark that moves whenever an agent's state snapshot may have changed: equal versions mean an
+/// unchanged snapshot ([`AgentCore::state_version`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateVersion(pub u64);

@@ -1,3 +1,6 @@
+//! What a tool produced ([`ToolOutput`]), and the file and command access a host may lend the
+//! built-in tools ([`HostTools`]).
+//!
 //! File and command access through the host instead of the local disk and shell. A host that
 //! offers it (an ACP client advertising `fs.readTextFile`, `fs.writeTextFile` or `terminal`)
 //! makes the built-in `read`, `write` and `edit` see and change the editor's buffers, unsaved
@@ -8,7 +11,26 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use crate::protocol::{TextContent, TextOrImageContent};
+
+/// What a tool produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// Content for the model.
+    pub content: Vec<TextOrImageContent>,
+    /// Structured details for hosts (diffs, exit codes); not sent to the model.
+    pub details: Option<Value>,
+    /// Whether the tool failed.
+    pub is_error: bool,
+}
+
+/// A text content block.
+pub fn text_content(text: impl Into<String>) -> TextOrImageContent {
+    TextOrImageContent::Text(TextContent::new(text))
+}
 
 /// How a command run by the host ended.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
