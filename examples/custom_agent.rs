@@ -8,8 +8,8 @@
 //! takes the defaults for the rest: `compact`, `bash`, models, sessions on disk … are refused
 //! with "this agent does not support `…`" and advertised as absent.
 
-use agentwire::agent::events::RunOutcome;
-use agentwire::agent::{AgentCore, AgentInfo, CoreResult, Host, QueueKind, Runs, Submitted};
+use agentwire::core::events::RunOutcome;
+use agentwire::core::{AgentCore, AgentInfo, CoreResult, Host, QueueKind, Runs, Submitted};
 use agentwire::protocol::{AgentMessage, ImageContent};
 use agentwire::server::{serve_with, Dialect, ServeOptions};
 

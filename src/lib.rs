@@ -1,19 +1,24 @@
-//! agentwire: a protocol-first agent speaking the pi/omp JSONL RPC dialect and the kimi-cli
-//! JSON-RPC 2.0 wire dialect over stdio.
+//! agentwire: a protocol-first agent speaking the pi/omp JSONL RPC dialect, the kimi-cli
+//! JSON-RPC 2.0 wire dialect and ACP over stdio, in both directions.
 //!
 //! Layers, each knowing only the ones below it:
 //! - [`protocol`]: types generated from `schema/` by `build.rs`, envelopes, validators;
 //! - [`transport`]: LF-only bounded line reading and the single stdout writer;
 //! - [`jsonrpc`]: the JSON-RPC 2.0 runtime of the wire and ACP dialects (error object,
 //!   envelopes, decoding, our requests to the peer, the serve loop);
-//! - [`dialect`]: how inbound lines become commands, and failures error frames, per dialect;
+//! - [`core`]: the core interface: the trait a front serves, its events, port, errors and the
+//!   value types they name, [`core::Runs`] for a custom agent;
+//! - [`dialect`]: per dialect, its front (decode, the handler trait mapped onto the core, the
+//!   event projection, the host port) and its remote agent (an agent in that dialect, driven as
+//!   the core);
 //! - [`codegen`]: schema bundling and documentation generation (shared with `build.rs`);
 //! - [`server`]: serves a dialect on stdin/stdout (reader loop, dispatch, shutdown);
-//! - [`agent`]: the agent loop, state and command handlers (implements the generated trait);
+//! - [`agent`]: the built-in agent: the loop, state, sessions, models and tools (implements the
+//!   core interface);
 //! - [`providers`]: model providers (the built-in offline model);
 //! - [`sessions`]: session files on disk (append-only JSONL tree), HTML export;
 //! - [`tools`]: the built-in tools (read, write, edit, bash, ls, grep, find);
-//! - [`bridge`]: `agentwire bridge`, one dialect to the host and another to an agent process;
+//! - [`bridge`]: `agentwire bridge`, a front composed with a remote agent;
 //! - [`client`]: the host side: an agent subprocess, driven in any dialect;
 //! - [`mcp`]: MCP servers as a source of tools (rmcp: start, list, call, shut down);
 //! - [`conformance`]: the transcript harness (beside the layers: it drives any agent binary);
@@ -38,7 +43,7 @@ pub mod jsonrpc;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod protocol;
-#[cfg(any(feature = "agent", feature = "transport"))]
+#[cfg(any(feature = "core", feature = "transport"))]
 mod panic;
 #[cfg(feature = "providers")]
 pub mod providers;

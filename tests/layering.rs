@@ -1,7 +1,8 @@
 //! The layers know only the layers below them (docs/architecture.md). One crate cannot make the
-//! compiler refuse an upward `use`, so this test reads the sources: the agent core names no
-//! dialect, no transport and no process code; providers, tools, MCP servers and sessions name
-//! no agent; the JSON-RPC runtime names nothing but the transport.
+//! compiler refuse an upward `use`, so this test reads the sources: the core interface names no
+//! implementation; the built-in agent names no dialect, no transport and no process code;
+//! providers, tools, MCP servers and sessions name no agent; the dialects name the core, never
+//! the built-in agent; the JSON-RPC runtime names nothing but the transport.
 
 use std::path::Path;
 
@@ -42,7 +43,15 @@ fn violations(layer: &str, forbidden: &[&str]) -> Vec<String> {
 }
 
 #[test]
-fn the_core_knows_no_dialect_transport_or_process() {
+fn the_core_interface_names_no_implementation() {
+    // A custom agent compiles the core, the transport and the fronts only (no provider, tool,
+    // MCP or session crate): the interface names none of them.
+    let found = violations("core", &["agent", "dialect", "transport", "jsonrpc", "server", "client", "bridge", "cli", "conformance", "codegen", "providers", "tools", "sessions", "mcp"]);
+    assert!(found.is_empty(), "the core interface names an implementation:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_built_in_agent_knows_no_dialect_transport_or_process() {
     let found = violations("agent", &["dialect", "transport", "server", "cli", "conformance", "codegen"]);
     assert!(found.is_empty(), "the agent core must stay dialect-neutral:\n{}", found.join("\n"));
 }
@@ -64,9 +73,12 @@ fn the_jsonrpc_runtime_knows_only_the_transport() {
 
 #[test]
 fn dialects_do_not_reach_into_each_other_or_the_process() {
-    let mut found = violations("dialect/wire", &["server", "cli", "dialect::rpc", "dialect::acp"]);
-    found.extend(violations("dialect/rpc", &["server", "cli", "dialect::wire", "dialect::acp"]));
-    found.extend(violations("dialect/acp", &["server", "cli", "dialect::rpc", "dialect::wire"]));
+    // A dialect serves the core interface and drives its own dialect's agents: the built-in
+    // agent and what it is made of are not its business.
+    let built_in = ["agent", "providers", "tools", "sessions", "mcp"];
+    let mut found = violations("dialect/wire", &[&["server", "cli", "dialect::rpc", "dialect::acp"][..], &built_in].concat());
+    found.extend(violations("dialect/rpc", &[&["server", "cli", "dialect::wire", "dialect::acp"][..], &built_in].concat()));
+    found.extend(violations("dialect/acp", &[&["server", "cli", "dialect::rpc", "dialect::wire"][..], &built_in].concat()));
     assert!(found.is_empty(), "a dialect is one module of its own:\n{}", found.join("\n"));
 }
 

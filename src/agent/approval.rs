@@ -36,9 +36,7 @@ pub fn summary(call: &ToolCall, outside: Option<&Path>) -> String {
     }
 }
 
-/// The result of a call rejected with [`Decision::RejectAndStop`] (kimi's words, so the
-/// model and the host read what kimi would send them).
-pub const REJECTED_STOP: &str = "The tool call is rejected by the user. Stop what you are doing and wait for the user to tell you how to proceed.";
+pub use crate::core::port::REJECTED_STOP;
 
 /// Why a call may not run: the tool result that says so, and whether the turn ends after the
 /// message's calls (the user takes over).

@@ -23,9 +23,7 @@ use crate::protocol::*;
 use crate::providers::{ModelChunk, ModelRequest, ProviderError};
 use crate::tools::{self, ToolContext, ToolOutput};
 
-/// The tool that asks the user questions; offered to the model only when the host port can
-/// ask ([`super::HostPort::supports_questions`]). kimi's name, so prompts written for kimi work.
-pub const QUESTION_TOOL: &str = "AskUserQuestion";
+pub use crate::core::port::QUESTION_TOOL;
 
 /// The question tool's definition: its parameters are a list of [`Question`]s.
 fn question_tool() -> &'static ToolInfo {

@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio::io::BufReader;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{AgentInfo, Capabilities};
+use crate::core::{AgentInfo, Capabilities};
 use crate::client::detect::{connect, Handshake, DETECT_TIMEOUT};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
 use crate::client::{spawn_closable_writer, AgentProcess, Detected, Dialect, DEFAULT_EXIT_GRACE};

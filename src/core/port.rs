@@ -15,6 +15,14 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::{AgentToolResult, HostToolDefinition, ToolCall};
 use super::tools::ToolOutput;
 
+/// The tool that asks the user questions; an agent offers it to the model only when the host
+/// port can ask ([`HostPort::supports_questions`]). kimi's name, so prompts written for kimi work.
+pub const QUESTION_TOOL: &str = "AskUserQuestion";
+
+/// The result of a call rejected with [`Decision::RejectAndStop`] (kimi's words, so the model and
+/// the host read what kimi would send them).
+pub const REJECTED_STOP: &str = "The tool call is rejected by the user. Stop what you are doing and wait for the user to tell you how to proceed.";
+
 /// A tool call that needs the user's approval.
 #[derive(Debug)]
 pub struct ApprovalAsk<'a> {

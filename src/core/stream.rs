@@ -268,9 +268,20 @@ impl MessageBuilder {
     }
 }
 
-#[cfg(all(test, feature = "providers"))]
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A model of the offline kind: no cost, text only.
+    fn test_model() -> Model {
+        serde_json::from_value(serde_json::json!({
+            "id": "offline", "name": "offline", "api": "offline", "provider": "agentwire", "baseUrl": "",
+            "reasoning": true, "input": ["text"],
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+            "contextWindow": 128_000, "maxTokens": 8192
+        }))
+        .expect("the model object matches the schema")
+    }
     use futures_util::future::BoxFuture;
     use std::sync::Mutex;
 
@@ -313,7 +324,7 @@ mod tests {
     #[tokio::test]
     async fn blocks_close_when_the_next_starts_and_snapshots_match_the_deltas() {
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        let mut b = MessageBuilder::new(&test_model());
         for c in [
             ModelChunk::Thinking("hm".into()),
             ModelChunk::Text("He".into()),
@@ -321,7 +332,7 @@ mod tests {
             ModelChunk::ToolCallStart { id: "c1".into(), name: "ls".into() },
             ModelChunk::ToolCallArgs("{\"path\"".into()),
             ModelChunk::ToolCallArgs(":\".\"}".into()),
-            ModelChunk::Done { length_limited: false, usage: crate::providers::TokenUsage { input: 10, output: 5, cache_read: 0, cache_write: 0 }, response_id: None },
+            ModelChunk::Done { length_limited: false, usage: crate::core::model::TokenUsage { input: 10, output: 5, cache_read: 0, cache_write: 0 }, response_id: None },
         ] {
             b.apply(c, &steps).await;
         }
@@ -340,7 +351,7 @@ mod tests {
     #[tokio::test]
     async fn a_tool_call_is_ready_when_the_next_block_starts_and_its_arguments_parse() {
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        let mut b = MessageBuilder::new(&test_model());
         let mut ready = Vec::new();
         for c in [
             ModelChunk::ToolCallStart { id: "c1".into(), name: "ls".into() },
@@ -353,7 +364,7 @@ mod tests {
             ModelChunk::Thinking("no arguments at all parse as {}".into()),
             ModelChunk::ToolCallStart { id: "c4".into(), name: "ls".into() },
             ModelChunk::ToolCallArgs("{}".into()),
-            ModelChunk::Done { length_limited: false, usage: crate::providers::TokenUsage::default(), response_id: None },
+            ModelChunk::Done { length_limited: false, usage: crate::core::model::TokenUsage::default(), response_id: None },
         ] {
             if let Some((index, call)) = b.apply(c, &steps).await {
                 assert!(call.partial_args.is_none() && call.stream_index.is_none(), "a ready call is final: {call:?}");
@@ -367,14 +378,14 @@ mod tests {
     #[tokio::test]
     async fn abort_closes_the_open_block_and_drops_tool_calls() {
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        let mut b = MessageBuilder::new(&test_model());
         b.apply(ModelChunk::Text("partial".into()), &steps).await;
         steps.0.lock().unwrap().clear();
         b.abort(&steps).await;
         assert_eq!(tags(&steps), ["text_end"]);
         assert_eq!(b.message().stop_reason, StopReason::Aborted);
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        let mut b = MessageBuilder::new(&test_model());
         b.apply(ModelChunk::ToolCallStart { id: "c".into(), name: "ls".into() }, &steps).await;
         b.apply(ModelChunk::ToolCallArgs("{\"pa".into()), &steps).await;
         steps.0.lock().unwrap().clear();
@@ -386,7 +397,7 @@ mod tests {
     #[tokio::test]
     async fn a_signature_and_response_id_named_up_front_show_from_the_first_snapshot_and_abort_says_why() {
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&crate::providers::offline_model_info());
+        let mut b = MessageBuilder::new(&test_model());
         for c in [ModelChunk::ResponseId("chatcmpl-1".into()), ModelChunk::ThinkingSignature("reasoning_content".into()), ModelChunk::Thinking("hm".into())] {
             b.apply(c, &steps).await;
         }

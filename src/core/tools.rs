@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{TextContent, TextOrImageContent};
+use crate::protocol::{AgentToolResult, TextContent, TextOrImageContent};
 
 /// What a tool produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +26,28 @@ pub struct ToolOutput {
     /// Whether the tool failed.
     pub is_error: bool,
 }
+
+impl ToolOutput {
+    /// A successful text result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { content: vec![text_content(text)], details: None, is_error: false }
+    }
+    /// A failed result with a message for the model.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self { content: vec![text_content(text)], details: None, is_error: true }
+    }
+    /// The same result with details.
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+    /// As the protocol's tool result payload.
+    pub fn to_result(&self) -> AgentToolResult {
+        AgentToolResult { content: self.content.clone(), details: self.details.clone() }
+    }
+}
+
 
 /// A text content block.
 pub fn text_content(text: impl Into<String>) -> TextOrImageContent {

@@ -1,7 +1,7 @@
 //! The dialects: each is a projection of the agent core onto one protocol. A dialect decodes
 //! its inbound lines, implements its generated handler trait by calling the core, projects the
-//! core's [`crate::agent::AgentEvent`]s onto its generated frame types with an exhaustive match,
-//! and answers the core's [`crate::agent::HostPort`] questions with its own requests. Adding a
+//! core's [`crate::core::AgentEvent`]s onto its generated frame types with an exhaustive match,
+//! and answers the core's [`crate::core::HostPort`] questions with its own requests. Adding a
 //! dialect is adding one module here (see `docs/architecture.md`).
 //!
 //! - [`rpc`]: the pi / omp JSONL RPC dialect.

@@ -1,5 +1,5 @@
 //! What the remote agents share. A remote agent implements the core
-//! ([`crate::agent::AgentCore`]) by driving an agent over a connection in one dialect (an agent
+//! ([`crate::core::AgentCore`]) by driving an agent over a connection in one dialect (an agent
 //! process, through [`crate::client`]): its events become the core's events through a
 //! [`Reply`], its requests (approvals, dialogs, questions) go to the [`Host`] the front gave
 //! it. Any front can then serve it: `agentwire bridge` is a front composed with a remote agent.
@@ -14,9 +14,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::events::RunOutcome;
-use crate::agent::port::{ApprovalAsk, Decision};
-use crate::agent::{EventSink, Host, HostPort, Reply};
+use crate::core::events::RunOutcome;
+use crate::core::port::{ApprovalAsk, Decision};
+use crate::core::{EventSink, Host, HostPort, Reply};
 use crate::protocol::{nonempty, PromptError, ToolCall};
 
 /// How long a cancelled run may take to wind down on the other side before it is ended here

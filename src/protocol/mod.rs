@@ -58,6 +58,18 @@ pub fn nonempty<T: std::str::FromStr>(s: &str) -> T {
     s.parse().ok().or_else(|| "-".parse().ok()).expect("\"-\" satisfies minLength 1")
 }
 
+/// The text of a user message's content.
+pub fn user_text(content: &UserContent) -> String {
+    match content {
+        UserContent::String(s) => s.clone(),
+        UserContent::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| if let TextOrImageContent::Text(t) = b { Some(t.text.as_str()) } else { None })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
 /// Milliseconds since the Unix epoch (message timestamps).
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

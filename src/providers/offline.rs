@@ -14,7 +14,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use super::{ChunkStream, ModelChunk, ModelRequest, Provider, ProviderError, TokenUsage};
-use crate::protocol::{AgentMessage, ModelScriptEntry, ModelScriptEntryStopReason, TextOrImageContent, ThinkingLevel, UserContent};
+use crate::protocol::{AgentMessage, ModelScriptEntry, ModelScriptEntryStopReason, TextOrImageContent, ThinkingLevel};
 
 /// Default characters per delta.
 const DEFAULT_CHUNK: usize = 8;
@@ -119,17 +119,7 @@ fn default_reply(request: &ModelRequest) -> ModelScriptEntry {
     }
 }
 
-/// The text of a user message's content.
-pub fn user_text(content: &UserContent) -> String {
-    match content {
-        UserContent::String(s) => s.clone(),
-        UserContent::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| if let TextOrImageContent::Text(t) = b { Some(t.text.as_str()) } else { None })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
+pub use crate::protocol::user_text;
 
 fn chunks(text: &str, size: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::agent::{AgentCore, AgentInfo, Capabilities, Host, MakeAgent};
+use crate::core::{AgentCore, AgentInfo, Capabilities, Host, MakeAgent};
 use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
@@ -140,12 +140,12 @@ impl<M: MakeAgent> SessionFactory<M::Agent> for Made<M> {
         Capabilities { sessions: false, auth: false, ..self.capabilities.clone() }
     }
 
-    fn session_dirs(&self, _cwd: Option<&Path>) -> Vec<std::path::PathBuf> {
-        Vec::new()
+    fn find_session_file(&self, _session: &str, _cwd: Option<&Path>) -> Option<std::path::PathBuf> {
+        None
     }
 
-    fn max_session_bytes(&self) -> u64 {
-        0
+    fn list_sessions(&self, _cwd: Option<&Path>) -> Vec<crate::protocol::acp::SessionInfo> {
+        Vec::new()
     }
 
     fn provider_configured(&self) -> bool {

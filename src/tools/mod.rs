@@ -23,28 +23,6 @@ use crate::protocol::{AgentToolResult, ToolInfo};
 pub use crate::core::tools::{text_content, ToolOutput};
 
 
-impl ToolOutput {
-    /// A successful text result.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![text_content(text)], details: None, is_error: false }
-    }
-    /// A failed result with a message for the model.
-    pub fn error(text: impl Into<String>) -> Self {
-        Self { content: vec![text_content(text)], details: None, is_error: true }
-    }
-    /// The same result with details.
-    #[must_use]
-    pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
-        self
-    }
-    /// As the protocol's tool result payload.
-    pub fn to_result(&self) -> AgentToolResult {
-        AgentToolResult { content: self.content.clone(), details: self.details.clone() }
-    }
-}
-
-
 /// What a running tool can use.
 #[derive(Debug, Clone)]
 pub struct ToolContext {

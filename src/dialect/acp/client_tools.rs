@@ -23,7 +23,7 @@ use crate::protocol::acp::{
     acp_validator, AcpMethodInfo, CreateTerminalRequest, KillTerminalRequest, ReadTextFileRequest, ReleaseTerminalRequest, SessionId, TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest,
     WriteTextFileRequest,
 };
-use crate::tools::host::{HostCommandOutcome, HostTools};
+use crate::core::tools::{HostCommandOutcome, HostTools};
 
 /// The most output a terminal keeps for one `bash` call (the client truncates from the start).
 const OUTPUT_BYTE_LIMIT: u64 = 256 * 1024;

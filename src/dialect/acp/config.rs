@@ -9,7 +9,7 @@
 //! | `mode` | `mode` | the session modes of [`super::modes`] |
 
 use super::modes;
-use crate::agent::AgentCore;
+use crate::core::AgentCore;
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{SessionConfigId, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId};
 use crate::protocol::ThinkingLevel;
@@ -80,7 +80,7 @@ pub enum Change {
     /// The thinking level.
     ThoughtLevel(ThinkingLevel),
     /// The approval mode.
-    Mode(crate::agent::ApprovalPolicy),
+    Mode(crate::core::ApprovalPolicy),
 }
 
 /// The change `config` = `given` stands for in `agent`'s session; -32602 naming `/configId`

@@ -16,24 +16,25 @@ use std::sync::{Arc, Mutex};
 
 use super::client_tools::ClientTools;
 use super::{auth, config, lock, modes, AcpSessionHost};
-use crate::agent::events::RunOutcome;
-use crate::agent::{Agent, AgentCore, AgentInfo, Capabilities, CoreError, Submitted};
+use crate::core::events::RunOutcome;
+use crate::core::{AgentCore, AgentInfo, Capabilities, CoreError, Submitted};
 use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp::*;
 use crate::protocol::ImageContent;
 
 /// What the process provides to build sessions: an agent for a working directory (new, or
 /// resuming a session file), what the agents can do, and where session files are.
-pub trait SessionFactory<A = Agent>: Send + Sync {
+pub trait SessionFactory<A>: Send + Sync {
     /// A new agent for `cwd` reporting to `host`, continuing the session file `resume` if given.
     fn create(&self, cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<A, String>;
     /// What the sessions' agents can do (`initialize` advertises it before any session exists).
     fn capabilities(&self) -> Capabilities;
-    /// Directories holding session files: those of `cwd` first, then every other one (all of
-    /// them when `cwd` is `None`).
-    fn session_dirs(&self, cwd: Option<&Path>) -> Vec<PathBuf>;
-    /// The largest session file read (`--max-session-bytes`): listings skip larger files.
-    fn max_session_bytes(&self) -> u64;
+    /// The file of the stored session `session`, looked for among those of `cwd` first (among
+    /// all of them without one); `None` when there is none (or sessions are not stored).
+    fn find_session_file(&self, session: &str, cwd: Option<&Path>) -> Option<PathBuf>;
+    /// The stored sessions, newest first; only those of `cwd` when given. Reads files: called
+    /// on the blocking pool.
+    fn list_sessions(&self, cwd: Option<&Path>) -> Vec<SessionInfo>;
     /// Whether a provider other than the offline model can be used: its key is in the
     /// environment, `models.json` or the key store (`agentwire login`), or it needs none.
     fn provider_configured(&self) -> bool;
@@ -57,7 +58,7 @@ impl<A> Clone for Live<A> {
 
 /// The ACP agent: the connection, the session factory and the live sessions, each served by
 /// one core (the built-in [`Agent`], or any [`AgentCore`]).
-pub struct AcpServer<A = Agent> {
+pub struct AcpServer<A> {
     conn: Arc<Connection>,
     factory: Arc<dyn SessionFactory<A>>,
     sessions: Mutex<HashMap<String, Live<A>>>,
@@ -237,7 +238,7 @@ impl<A: AgentCore> AcpServer<A> {
             Some(client) => ClientTools::offered(self.conn.clone(), id.clone(), client.fs.read_text_file, client.fs.write_text_file, client.terminal),
             None => None,
         };
-        *lock(&host.tools) = offered.map(|t| Arc::new(t) as Arc<dyn crate::tools::host::HostTools>);
+        *lock(&host.tools) = offered.map(|t| Arc::new(t) as Arc<dyn crate::core::tools::HostTools>);
         let live = Live { agent, host };
         lock(&self.closed).remove(&id);
         lock(&self.sessions).insert(id, live.clone());
@@ -247,7 +248,7 @@ impl<A: AgentCore> AcpServer<A> {
     /// Connects the session's MCP servers (replacing those it had). Servers that cannot start
     /// are told to the client: before the answer when `before_answer` (load, resume: the client
     /// knows the session), else right after it (new: the answer introduces the session).
-    async fn connect_mcp(&self, live: &Live<A>, configs: &[crate::mcp::McpServerConfig], before_answer: bool) {
+    async fn connect_mcp(&self, live: &Live<A>, configs: &[crate::core::mcp::McpServerConfig], before_answer: bool) {
         let failures = live.agent.start_mcp(configs, self.factory.mcp_startup_timeout()).await;
         if failures.is_empty() {
             return;
@@ -276,27 +277,6 @@ impl<A: AgentCore> AcpServer<A> {
         });
     }
 
-    /// The session file of `session`, looked for in the directories of `cwd` first (in all of
-    /// them without one).
-    fn find_session_file(&self, session: &str, cwd: Option<&Path>) -> Option<PathBuf> {
-        self.factory
-            .session_dirs(cwd)
-            .iter()
-            .flat_map(|d| crate::sessions::files_in(d))
-            .find(|p| {
-                let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-                if !stem.ends_with(session) {
-                    return false;
-                }
-                match crate::sessions::listing_limited(p, self.factory.max_session_bytes()) {
-                    Some(l) => *l.id == *session,
-                    // A file over the size limit is not read to check its id: it is found by
-                    // its name (`<time>_<id>`), and loading it says that it is too large.
-                    None => stem.strip_suffix(session).is_some_and(|rest| rest.ends_with('_')),
-                }
-            })
-    }
-
     /// An open session or one loaded from its file; its commands (and its title, when it has
     /// one) are announced before the answer (the client named the session, so it knows it).
     async fn open_existing(&self, session: &str, cwd: &str) -> Result<Live<A>, Error> {
@@ -306,7 +286,7 @@ impl<A: AgentCore> AcpServer<A> {
             Some(live) => live,
             None => {
                 let cwd = absolute(cwd)?;
-                let path = self.find_session_file(session, Some(&cwd)).ok_or_else(|| not_found(session))?;
+                let path = self.factory.find_session_file(session, Some(&cwd)).ok_or_else(|| not_found(session))?;
                 self.open(&cwd, Some(&path))?
             }
         };
@@ -338,7 +318,7 @@ async fn announce_commands<A: AgentCore>(live: &Live<A>) {
 }
 
 /// `session/set_mode` and `set_config_option`'s mode: the policy, saved with the session.
-fn set_policy<A: AgentCore>(live: &Live<A>, policy: crate::agent::ApprovalPolicy) -> Result<(), Error> {
+fn set_policy<A: AgentCore>(live: &Live<A>, policy: crate::core::ApprovalPolicy) -> Result<(), Error> {
     live.agent.set_approval_policy(policy).map_err(core_error)
 }
 
@@ -413,28 +393,10 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         self.require(|can| can.sessions, "session/list")?;
         let cwd = params.cwd.as_deref().map(absolute).transpose()?;
         // Every file is read whole: on the blocking pool, not on a worker other sessions share.
-        let (dirs, limit) = (self.factory.session_dirs(cwd.as_deref()), self.factory.max_session_bytes());
-        let mut listings = tokio::task::spawn_blocking(move || crate::sessions::listings_in(&dirs, limit))
+        let factory = self.factory.clone();
+        let sessions = tokio::task::spawn_blocking(move || factory.list_sessions(cwd.as_deref()))
             .await
             .map_err(|e| Error::internal(format!("listing the sessions failed: {e}")))?;
-        if let Some(cwd) = &cwd {
-            listings.retain(|l| Path::new(&l.cwd) == cwd.as_path());
-        }
-        listings.sort_by(|a, b| b.modified.cmp(&a.modified));
-        let sessions = listings
-            .into_iter()
-            .map(|l| {
-                let info = SessionInfo::new(l.cwd.clone(), SessionId(l.id.to_string()));
-                let info = match l.name.clone().or_else(|| l.first_message.clone()) {
-                    Some(title) => info.with_title(title),
-                    None => info,
-                };
-                match Some(l.modified.clone()).filter(|m| !m.is_empty()) {
-                    Some(updated) => info.with_updated_at(updated),
-                    None => info,
-                }
-            })
-            .collect();
         Ok(ListSessionsResponse::new(sessions))
     }
 
@@ -494,7 +456,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         let live = self.end(&session).await;
         let path = match live.as_ref().and_then(|l| l.agent.session_path()) {
             Some(path) => Some(path).filter(|p| p.exists()),
-            None => self.find_session_file(&session, None),
+            None => self.factory.find_session_file(&session, None),
         };
         match (path, live) {
             (Some(path), _) => {

@@ -8,8 +8,8 @@
 use super::project::text_block;
 use super::AcpSessionHost;
 use crate::jsonrpc::Error;
-use crate::mcp::config::{HttpServer, StdioServer};
-use crate::mcp::{McpServerConfig, StartFailure};
+use crate::core::mcp::{HttpServer, StdioServer};
+use crate::core::mcp::{McpServerConfig, StartFailure};
 use crate::protocol::acp::{McpServer, SessionUpdate};
 
 /// -32602 with `data.path` pointing at the entry's field.

@@ -4,7 +4,7 @@
 //!
 //! - [`decode`]: one inbound line → a request, a notification, a client response, or its error;
 //! - [`handler`]: the generated `AcpAgentHandler` trait, implemented by mapping each method onto
-//!   the core (one [`crate::agent::AgentCore`] per ACP session — the built-in
+//!   the core (one [`crate::core::AgentCore`] per ACP session — the built-in
 //!   [`crate::agent::Agent`] or a custom one — each with its own [`AcpSessionHost`]);
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
@@ -105,7 +105,7 @@ pub struct AcpSessionHost {
     /// The model's context window, for `usage_update`.
     context_window: Mutex<Option<u64>>,
     /// The client's `fs` / `terminal` methods for the built-in tools, when it offers any.
-    tools: Mutex<Option<std::sync::Arc<dyn crate::tools::host::HostTools>>>,
+    tools: Mutex<Option<std::sync::Arc<dyn crate::core::tools::HostTools>>>,
 }
 
 impl AcpSessionHost {

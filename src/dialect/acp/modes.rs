@@ -7,7 +7,7 @@
 //! | `default` | `dangerous` | `bash`, `write`, `edit`, MCP tools not annotated `readOnlyHint` |
 //! | `auto` | `never` | nothing |
 
-use crate::agent::ApprovalPolicy;
+use crate::core::ApprovalPolicy;
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{SessionMode, SessionModeId, SessionModeState};
 

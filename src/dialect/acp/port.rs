@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use super::project::{call_update, tool_kind, tool_locations, tool_title};
 use super::{lock, AcpSessionHost};
-use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
+use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
 use crate::jsonrpc::Reply;
 use crate::protocol::acp::{methods, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallId, ToolCallUpdate};
-use crate::tools::ToolOutput;
+use crate::core::tools::ToolOutput;
 
 const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
     ("allow_once", "Allow", PermissionOptionKind::AllowOnce),
@@ -83,7 +83,7 @@ impl AcpSessionHost {
 }
 
 impl HostPort for AcpSessionHost {
-    fn tools(&self) -> Option<std::sync::Arc<dyn crate::tools::host::HostTools>> {
+    fn tools(&self) -> Option<std::sync::Arc<dyn crate::core::tools::HostTools>> {
         lock(&self.tools).clone()
     }
 

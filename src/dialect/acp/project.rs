@@ -8,7 +8,7 @@ use futures_util::FutureExt;
 use serde_json::{Map, Value};
 
 use super::{lock, AcpSessionHost, CallInfo};
-use crate::agent::events::{AgentEvent, EventSink, StreamDelta};
+use crate::core::events::{AgentEvent, EventSink, StreamDelta};
 use crate::protocol::acp::{ContentBlock, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus, ToolKind};
 use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, TodoStatus, UserContent};
 

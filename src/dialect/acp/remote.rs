@@ -22,9 +22,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::agent::events::RunOutcome;
-use crate::agent::port::Decision;
-use crate::agent::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
+use crate::core::events::RunOutcome;
+use crate::core::port::Decision;
+use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{AcpClient, AcpClientError, AcpUpdates};
 use crate::dialect::remote::{approve, failed, HostSlot, WIND_DOWN};
 use crate::jsonrpc::Error;

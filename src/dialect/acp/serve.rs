@@ -14,7 +14,7 @@
 use tokio::io::AsyncBufRead;
 
 use super::{AcpAgentSide, AcpServer};
-use crate::agent::AgentCore;
+use crate::core::AgentCore;
 use crate::jsonrpc::{Connection, Service};
 use crate::protocol::acp::{AcpAgentNotification, SessionId};
 

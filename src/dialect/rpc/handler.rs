@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
-use crate::agent::{Agent, AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, StateExtras, StateVersion, Submitted};
+use crate::core::{AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, StateExtras, StateVersion, Submitted};
 use crate::protocol::envelope::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
@@ -16,7 +16,7 @@ use crate::transport::FrameBatch;
 
 /// One JSONL session: the core (the built-in [`Agent`], or any [`AgentCore`]) and this
 /// dialect's host side.
-pub struct RpcSession<A = Agent> {
+pub struct RpcSession<A> {
     agent: Arc<A>,
     host: Arc<RpcHost>,
     max_line_bytes: usize,
@@ -360,7 +360,7 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
 
     async fn export_html(&self, cmd: ExportHtmlCommand) -> Result<ExportResult, RpcError> {
         let path = self.agent.export_html(cmd.output_path.as_deref()).await.map_err(rpc_error)?;
-        Ok(ExportResult { path: crate::agent::nonempty(&path.display().to_string()) })
+        Ok(ExportResult { path: crate::protocol::nonempty(&path.display().to_string()) })
     }
 
     async fn switch_session(&self, cmd: SwitchSessionCommand) -> Result<CancelledResult, RpcError> {

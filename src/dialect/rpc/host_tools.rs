@@ -7,11 +7,11 @@
 use tokio::sync::{mpsc, oneshot};
 
 use super::port::new_id;
-use crate::agent::nonempty;
-use crate::agent::port::ToolAsk;
+use crate::protocol::nonempty;
+use crate::core::port::ToolAsk;
 use crate::dialect::HostRequests;
 use crate::protocol::{AgentToolResult, HostToolCall, HostToolCancel, HostToolResult, HostToolUpdate};
-use crate::tools::ToolOutput;
+use crate::core::tools::ToolOutput;
 use crate::transport::Outbox;
 
 struct Pending {

@@ -27,7 +27,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::agent::{CoreError, PromptId};
+use crate::core::{CoreError, PromptId};
 use crate::protocol::{RpcError, RpcErrorCode};
 use crate::transport::{FrameBatch, Outbox};
 

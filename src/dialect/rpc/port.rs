@@ -14,10 +14,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::host_tools::HostToolCalls;
 use super::RpcHost;
-use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, QuestionAsk, ToolAsk, UiNotice};
+use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, QuestionAsk, ToolAsk, UiNotice};
 use crate::jsonrpc::{Peer, Reply};
 use crate::protocol::*;
-use crate::tools::ToolOutput;
+use crate::core::tools::ToolOutput;
 
 /// A fresh 16-hex-digit id for sub-protocol requests.
 pub(crate) fn new_id() -> String {
@@ -163,4 +163,4 @@ impl HostPort for RpcHost {
     }
 }
 
-use crate::agent::nonempty;
+use crate::protocol::nonempty;

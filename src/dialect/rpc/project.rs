@@ -10,8 +10,8 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
 use super::RpcHost;
-use crate::agent::events::{AgentEvent, CompactionReason, EventSink, NoticeLevel, RunOutcome, StreamDelta};
-use crate::agent::nonempty;
+use crate::core::events::{AgentEvent, CompactionReason, EventSink, NoticeLevel, RunOutcome, StreamDelta};
+use crate::protocol::nonempty;
 use crate::protocol::*;
 use crate::transport::FrameBatch;
 
@@ -144,7 +144,7 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     use super::*;
-    use crate::agent::PromptId;
+    use crate::core::PromptId;
 
     /// A command answered while a run ends (the reader's task is not the run's) goes before
     /// `agent_end` or after `prompt_result`, never between them: hosts (and the conformance

@@ -25,9 +25,9 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufRead;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::events::RunOutcome;
-use crate::agent::port::{DialogAsk, DialogKind, DialogOutcome};
-use crate::agent::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
+use crate::core::events::RunOutcome;
+use crate::core::port::{DialogAsk, DialogKind, DialogOutcome};
+use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
 use crate::dialect::remote::{approve, approved, failed, HostSlot, ASK_TIMEOUT, WIND_DOWN};
 use crate::protocol::{AbortCommand, FollowUpCommand, ImageContent, NewSessionCommand, PromptCommand, SteerCommand};

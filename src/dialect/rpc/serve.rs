@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use super::chunks::InboundChunks;
 use super::decode::{decode_line, Inbound};
 use super::RpcSession;
-use crate::agent::AgentCore;
+use crate::core::AgentCore;
 use crate::jsonrpc::answer;
 use crate::protocol::envelope::{rpc_response, RpcAnswer, RpcError, RpcReply, RpcSuccess};
 use crate::protocol::{dispatch_rpc_command, dispatch_rpc_command_to, RpcCommand};

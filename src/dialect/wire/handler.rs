@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use super::project::prompt_result;
 use super::{codes, lock, wire_error, WireHost, WIRE_PROTOCOL_VERSION};
-use crate::agent::{Agent, AgentCore, AgentInfo, Submitted};
+use crate::core::{AgentCore, AgentInfo, Submitted};
 use crate::jsonrpc::Error;
 use crate::protocol::*;
 
 /// One wire session: the core (the built-in [`Agent`], or any [`AgentCore`]) and this
 /// dialect's host side.
-pub struct WireSession<A = Agent> {
+pub struct WireSession<A> {
     agent: Arc<A>,
     host: Arc<WireHost>,
     info: Arc<AgentInfo>,
@@ -99,7 +99,7 @@ impl<A: AgentCore> WireSession<A> {
         for t in tools {
             let name = t.name.to_string();
             let reject = |reason: String| WireRejectedTool { name: name.clone(), reason };
-            if name == crate::agent::QUESTION_TOOL && self.host.questions_supported() {
+            if name == crate::core::port::QUESTION_TOOL && self.host.questions_supported() {
                 rejected.push(reject("reserved for the question tool (supports_question)".into()));
                 continue;
             }
@@ -111,7 +111,7 @@ impl<A: AgentCore> WireSession<A> {
             let def = HostToolDefinition {
                 name: tool_name,
                 label: None,
-                description: crate::agent::nonempty(&description),
+                description: crate::protocol::nonempty(&description),
                 parameters: t.parameters.clone(),
                 hidden: None,
                 load_mode: None,
@@ -226,7 +226,7 @@ impl<A: AgentCore> WireHandler for WireSession<A> {
                 let id = message["payload"]["id"].as_str().unwrap_or_default().to_owned();
                 match WireAgentRequestParams::from_value(message) {
                     Ok(params) => {
-                        let mut frame = WireAgentRequest::new(crate::agent::nonempty(&id), params);
+                        let mut frame = WireAgentRequest::new(crate::protocol::nonempty(&id), params);
                         frame.replayed = Some(true);
                         let _ = out.send(&frame).await;
                         requests += 1;

@@ -38,7 +38,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::agent::CoreError;
+use crate::core::CoreError;
 use crate::jsonrpc::{Connection, Error, ErrorCode, Pending};
 use crate::protocol::*;
 use crate::transport::Outbox;
@@ -162,7 +162,7 @@ impl WireHost {
         if !self.conn.peer().is_closed() {
             lock(&self.log).record_request(id, &params);
         }
-        self.conn.peer().send(Value::String(id.to_owned()), &WireAgentRequest::new(crate::agent::nonempty(id), params)).await
+        self.conn.peer().send(Value::String(id.to_owned()), &WireAgentRequest::new(crate::protocol::nonempty(id), params)).await
     }
 }
 

@@ -14,14 +14,14 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::{lock, ReturnExtras, WireHost};
-use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, Question, QuestionAsk, ToolAsk, UiNotice};
+use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, Question, QuestionAsk, ToolAsk, UiNotice};
 use crate::jsonrpc::Reply;
 use crate::protocol::*;
-use crate::tools::ToolOutput;
+use crate::core::tools::ToolOutput;
 
 /// kimi's words for a rejection without feedback; the model hears them too (the core's
 /// [`Decision::RejectAndStop`] result).
-const REJECTED_STOP: &str = crate::agent::approval::REJECTED_STOP;
+const REJECTED_STOP: &str = crate::core::port::REJECTED_STOP;
 
 /// kimi's words for an external tool call the client can no longer answer (its input
 /// ended), so a client written against kimi recognizes it.

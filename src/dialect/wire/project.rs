@@ -7,13 +7,13 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
 use super::{lock, ReturnExtras, WireHost};
-use crate::agent::events::{AgentEvent, EventSink, RunOutcome, StreamDelta};
+use crate::core::events::{AgentEvent, EventSink, RunOutcome, StreamDelta};
 use crate::protocol::*;
 
 /// The text of a user message as the wire echoes it.
 fn user_text(message: &AgentMessage) -> String {
     match message {
-        AgentMessage::User(u) => crate::providers::offline::user_text(&u.content),
+        AgentMessage::User(u) => crate::protocol::user_text(&u.content),
         _ => String::new(),
     }
 }

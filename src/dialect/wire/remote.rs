@@ -24,9 +24,9 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::events::RunOutcome;
-use crate::agent::port::{Decision, Question, QuestionAsk};
-use crate::agent::{AgentCore, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
+use crate::core::events::RunOutcome;
+use crate::core::port::{Decision, Question, QuestionAsk};
+use crate::core::{AgentCore, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{CallError, InputCloser, WireClient, WireEvents, WireHostHandler};
 use crate::dialect::remote::{approve, failed, HostSlot, OpenCall, WIND_DOWN};
 use crate::jsonrpc::Error;
@@ -84,7 +84,7 @@ impl WireAgents {
 }
 
 /// The wire agent has one session: a front's first session is it, a second is refused.
-impl crate::agent::MakeAgent for WireAgents {
+impl crate::core::MakeAgent for WireAgents {
     type Agent = WireRemote;
 
     fn make(&self, host: Host) -> CoreResult<WireRemote> {

@@ -12,7 +12,7 @@ use std::convert::Infallible;
 use tokio::io::AsyncBufRead;
 
 use super::{WireSession, WireSide};
-use crate::agent::AgentCore;
+use crate::core::AgentCore;
 use crate::jsonrpc::{Connection, Service};
 
 impl<A: AgentCore> Service for WireSession<A> {
