@@ -4,13 +4,14 @@
 //! cargo run --example custom_agent -- --mode acp    # or rpc, wire
 //! ```
 //!
-//! It implements the core's required methods (the run, with `Runs` keeping the bookkeeping) and
-//! takes the defaults for the rest: `compact`, `bash`, models, sessions on disk … are refused
-//! with "this agent does not support `…`" and advertised as absent.
+//! It implements only the core's required part (`control` and `prompt`: the run, with `Runs`
+//! keeping the bookkeeping and the conversation) and takes the defaults for the rest: the
+//! messages come from `Runs`; `compact`, `bash`, models, sessions on disk … are refused with
+//! "this agent does not support `…`" and advertised as absent.
 
 use agentwire::core::events::RunOutcome;
 use agentwire::core::{AgentCore, AgentInfo, CoreResult, Host, QueueKind, Runs, Submitted};
-use agentwire::protocol::{AgentMessage, ImageContent};
+use agentwire::protocol::ImageContent;
 use agentwire::server::{serve_with, Dialect, ServeOptions};
 
 /// Answers every prompt with its text reversed.
@@ -30,9 +31,6 @@ impl AgentCore for Reverse {
             reply.text(reversed).await;
             RunOutcome::Completed
         }).await
-    }
-    fn messages(&self) -> CoreResult<Vec<AgentMessage>> {
-        Ok(self.runs.messages())
     }
 }
 

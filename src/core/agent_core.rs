@@ -148,6 +148,12 @@ pub trait RunControl: Send + Sync {
 
     /// The current session's id.
     fn session_id(&self) -> String;
+
+    /// Every message of the conversation so far, when the runs keep them; `None` (the default)
+    /// when they do not.
+    fn messages(&self) -> Option<Vec<AgentMessage>> {
+        None
+    }
 }
 
 /// The core's interface: what the dialects call. Implement the required items — the run
@@ -523,7 +529,7 @@ pub trait AgentCore: Send + Sync + 'static {
 
     /// The conversation's messages.
     fn messages(&self) -> CoreResult<Vec<AgentMessage>> {
-        Err(unsupported("get_messages"))
+        self.control().messages().ok_or_else(|| unsupported("get_messages"))
     }
 
     /// The conversation's messages as stored (rpc `get_messages` writes them as they are). The

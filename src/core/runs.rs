@@ -276,6 +276,10 @@ impl RunControl for Runs {
     fn session_id(&self) -> String {
         self.inner.session_id.clone()
     }
+
+    fn messages(&self) -> Option<Vec<AgentMessage>> {
+        Some(Runs::messages(self))
+    }
 }
 
 /// The turn being streamed.

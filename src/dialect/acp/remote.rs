@@ -314,9 +314,6 @@ impl AgentCore for AcpRemote {
         self.set_thinking_level(levels[at % levels.len()]).await.map(Some)
     }
 
-    fn messages(&self) -> CoreResult<Vec<crate::protocol::AgentMessage>> {
-        Ok(self.runs.messages())
-    }
 }
 
 /// One run: the prompt sent, the session's updates streamed until the prompt's answer.

@@ -174,9 +174,6 @@ impl AgentCore for RpcRemote {
         }
     }
 
-    fn messages(&self) -> CoreResult<Vec<crate::protocol::AgentMessage>> {
-        Ok(self.runs.messages())
-    }
 }
 
 /// Clears `running` when the run ends, however it ends.

@@ -157,9 +157,6 @@ impl AgentCore for WireRemote {
         }
     }
 
-    fn messages(&self) -> CoreResult<Vec<crate::protocol::AgentMessage>> {
-        Ok(self.runs.messages())
-    }
 }
 
 /// One run: the prompt sent, the agent's events streamed until the prompt's answer.
