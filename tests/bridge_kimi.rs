@@ -120,6 +120,24 @@ fn kimi_behind_serve_rpc_streams_the_models_reply_ending_agent_end_and_a_success
 }
 
 #[test]
+fn kimi_behind_serve_rpc_asks_approval_as_the_extension_ui_select_its_ready_frame_announces() {
+    let Some(kimi) = kimi() else { return eprintln!("{SKIP}") };
+    let call = json!({"toolCalls": [{"id": "call_sh_1", "name": "Shell", "arguments": {"command": "echo from-kimi-shell"}}]});
+    let (mut bridge, _llm) = start("rpc", &kimi, vec![call, json!({"text": "ran it"})]);
+    let ready = bridge.until(|f| is(f, "ready")).pop().unwrap();
+    assert_eq!(ready["capabilities"]["extensionUi"], true, "{ready}");
+    bridge.send(json!({"id": "p1", "type": "prompt", "message": "run it"}));
+    let asked = bridge.until(|f| is(f, "extension_ui_request")).pop().unwrap();
+    assert_eq!((&asked["method"], &asked["options"]), (&json!("select"), &json!(["Approve", "Deny"])), "{asked}");
+    bridge.send(json!({"type": "extension_ui_response", "id": asked["id"], "value": "Approve"}));
+    let frames = bridge.until(|f| is(f, "agent_end"));
+    let end = frames.iter().find(|f| is(f, "tool_execution_end")).unwrap_or_else(|| panic!("{frames:#?}"));
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(end["result"]["content"][0]["text"], "from-kimi-shell\n", "{end}");
+    assert_eq!(rpc_text(&frames), "ran it", "{frames:#?}");
+}
+
+#[test]
 fn kimi_behind_serve_rpc_abort_during_a_slow_reply_ends_aborted_within_5_s() {
     let Some(kimi) = kimi() else { return eprintln!("{SKIP}") };
     let (mut bridge, _llm) = start("rpc", &kimi, slow());
