@@ -88,6 +88,34 @@ fn opencode_behind_serve_rpc_streams_the_models_reply_ending_agent_end_and_a_suc
 }
 
 #[test]
+fn opencode_behind_serve_rpc_bash_call_starts_with_its_arguments_and_ends_with_its_output() {
+    let Some(opencode) = opencode() else { return eprintln!("{SKIP}") };
+    let call = json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo from-opencode-bash", "description": "Echoes"}}]});
+    let (mut bridge, _llm) = start("rpc", &opencode, vec![call, json!({"text": "ran it"})]);
+    bridge.until(|f| is(f, "ready"));
+    bridge.send(json!({"id": "p1", "type": "prompt", "message": "run it"}));
+    let mut frames = Vec::new();
+    loop {
+        let frame = bridge.next().unwrap_or_else(|| panic!("no agent_end; seen: {frames:#?}"));
+        if is(&frame, "extension_ui_request") {
+            bridge.send(json!({"type": "extension_ui_response", "id": frame["id"], "value": "Approve"}));
+        }
+        let end = is(&frame, "agent_end");
+        frames.push(frame);
+        if end {
+            break;
+        }
+    }
+    let start = frames.iter().find(|f| is(f, "tool_execution_start")).unwrap_or_else(|| panic!("{frames:#?}"));
+    // opencode announces the call with `{cwd}` and sends the arguments in an update.
+    assert_eq!(start["args"]["command"], "echo from-opencode-bash", "{start}");
+    let end = frames.iter().find(|f| is(f, "tool_execution_end")).unwrap_or_else(|| panic!("{frames:#?}"));
+    assert_eq!(end["isError"], false, "{end}");
+    assert!(end["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("from-opencode-bash"), "{end}");
+    assert_eq!(text_deltas(&frames).concat(), "ran it", "{frames:#?}");
+}
+
+#[test]
 fn opencode_behind_serve_rpc_abort_during_a_slow_reply_ends_aborted_within_5_s() {
     let Some(opencode) = opencode() else { return eprintln!("{SKIP}") };
     let (mut bridge, _llm) = start("rpc", &opencode, slow());
