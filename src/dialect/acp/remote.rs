@@ -417,7 +417,11 @@ impl Stream {
                 let id = tool_call_id.0;
                 self.names.insert(id.clone(), name.clone());
                 let finished = matches!(status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed));
+                // A pending call's input may still change (opencode announces `{cwd}`, then the
+                // arguments in an update): it starts at the next update, with the latest input.
+                let pending = matches!(status, None | Some(ToolCallStatus::Pending));
                 match raw_input {
+                    Some(Value::Object(args)) if pending => self.pending = Some((id.clone(), name.clone(), args)),
                     Some(Value::Object(args)) => reply.tool_started(&id, &name, args).await,
                     Some(other) => reply.tool_started(&id, &name, Map::from_iter([("input".to_owned(), other)])).await,
                     None if finished => reply.tool_started(&id, &name, Map::new()).await,

@@ -181,7 +181,10 @@ impl<A: AgentCore> RpcSession<A> {
             ApprovalPolicy::Always => ReadyCapabilitiesApproval::Always,
         });
         // `sessions`: whether this process keeps the session on disk (off with --no-session).
-        let capabilities = ReadyCapabilities { host_tools: can.host_tools, extension_ui: can.dialogs, prompt_result: true, sessions: can.sessions, approval };
+        // `extensionUi` is on whatever the core: its approvals reach this host as
+        // `extension_ui_request` selects even when it has no dialogs of its own (a wire or ACP
+        // agent behind the bridge).
+        let capabilities = ReadyCapabilities { host_tools: can.host_tools, extension_ui: true, prompt_result: true, sessions: can.sessions, approval };
         // omp's figures: protocol 1 until `negotiate_protocol`, 1 MiB physical frames after it,
         // 64 MiB reassembled; the inbound line limit is a figure of its own.
         ReadyEvent::new(1, MAX_FRAME_BYTES as u64)
