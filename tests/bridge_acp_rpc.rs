@@ -96,3 +96,13 @@ fn deny_in_the_permission_request_keeps_the_tool_from_running() {
     assert!(!ended[0]["content"][0]["content"]["text"].as_str().unwrap().contains("approved-run"), "the command ran: {:#}", ended[0]);
     assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn");
 }
+
+/// The slash commands of the JSONL agent (`get_commands`) are offered to the ACP host; typed, they reach the agent
+/// as its own prompt text.
+#[test]
+fn the_agents_slash_commands_are_offered_to_the_host() {
+    let mut bridge = Bridge::start(&[], &[]);
+    bridge.open();
+    let offered = bridge.commands_offered();
+    assert!(offered.iter().any(|c| c == "name") && offered.iter().any(|c| c == "model"), "{offered:?}");
+}

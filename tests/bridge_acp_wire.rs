@@ -96,3 +96,13 @@ fn the_agent_dying_answers_the_prompt_in_flight_with_an_error_and_exits_non_zero
     let session = bridge.open();
     bridge.assert_agent_death_fails_the_acp_prompt(&session);
 }
+
+/// The slash commands of the wire agent (its `initialize` answer) are offered to the ACP host; typed, they reach the agent
+/// as its own prompt text.
+#[test]
+fn the_agents_slash_commands_are_offered_to_the_host() {
+    let mut bridge = Bridge::start_wire_agent(&[], &[], &[]);
+    bridge.open();
+    let offered = bridge.commands_offered();
+    assert!(offered.iter().any(|c| c == "name") && offered.iter().any(|c| c == "model"), "{offered:?}");
+}

@@ -140,12 +140,14 @@ pub async fn run(options: BridgeOptions) -> u8 {
             // The JSONL client closes the agent's input by dropping the last outbox.
             drop(closer);
             let agents = RpcAgents::connect(lines, agent_out);
+            // Known before the host asks (ACP offers them right after `session/new`).
+            let _ = tokio::time::timeout(Duration::from_secs(2), agents.list_commands()).await;
             let close = agents.clone();
             let capabilities = Capabilities::none().with_images(true);
             compose(agent, &options, capabilities, move |host| agents.agent(host), async move { close.close() }).await
         }
-        Detected::Wire(_) => {
-            let agents = WireAgents::connect(lines.into_inner(), agent_out, closer);
+        Detected::Wire(initialized) => {
+            let agents = WireAgents::connect(lines.into_inner(), agent_out, closer, &initialized);
             let close = agents.clone();
             compose(agent, &options, Capabilities::none(), agents, async move { close.close().await }).await
         }
@@ -160,7 +162,7 @@ pub async fn run(options: BridgeOptions) -> u8 {
                 return 1;
             }
             let close = agents.clone();
-            compose(agent, &options, Capabilities::none().with_images(images), move |host| agents.agent(host), async move { close.close().await }).await
+            compose(agent, &options, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, agents, async move { close.close().await }).await
         }
     }
 }

@@ -570,6 +570,13 @@ pub trait MakeAgent: Send + Sync + 'static {
     type Agent: AgentCore;
     /// An agent reporting to `host`, or why there is none.
     fn make(&self, host: Host) -> CoreResult<Self::Agent>;
+
+    /// An agent for a session in `cwd` (ACP's `session/new` names one); by default
+    /// [`MakeAgent::make`], which works where the process does.
+    fn make_in(&self, host: Host, cwd: &std::path::Path) -> CoreResult<Self::Agent> {
+        let _ = cwd;
+        self.make(host)
+    }
 }
 
 impl<A: AgentCore, F: Fn(Host) -> A + Send + Sync + 'static> MakeAgent for F {

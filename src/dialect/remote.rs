@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::core::events::RunOutcome;
 use crate::core::port::{ApprovalAsk, Decision};
 use crate::core::{EventSink, Host, HostPort, Reply};
-use crate::protocol::{nonempty, PromptError, ToolCall};
+use crate::protocol::{nonempty, PromptError, SlashCommand, ToolCall};
 
 /// How long a cancelled run may take to wind down on the other side before it is ended here
 /// (a `bash` the agent runs gets its SIGKILL 2 s after SIGTERM).
@@ -97,4 +97,18 @@ impl OpenCall {
         };
         reply.tool_started(&self.id, &self.name, args).await;
     }
+}
+
+/// A slash command of the agent behind, as the core lists it (the host's dialect names it to
+/// the user; typed as a prompt, it reaches the agent as text); `None` for a name the schema
+/// does not take.
+pub fn slash_command(name: &str, description: Option<String>, aliases: Vec<String>) -> Option<SlashCommand> {
+    let mut command = serde_json::json!({"name": name, "source": "extension"});
+    if let Some(description) = description.filter(|d| !d.is_empty()) {
+        command["description"] = Value::String(description);
+    }
+    if !aliases.is_empty() {
+        command["aliases"] = Value::from(aliases);
+    }
+    serde_json::from_value(command).map_err(|e| tracing::warn!("the agent's slash command `{name}` is not listed: {e}")).ok()
 }

@@ -128,12 +128,12 @@ struct Made<F> {
 }
 
 impl<M: MakeAgent> SessionFactory<M::Agent> for Made<M> {
-    fn create(&self, _cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<M::Agent, String> {
+    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<M::Agent, String> {
         // Loading is refused before a factory is asked (no `sessions` capability).
         if let Some(path) = resume {
             return Err(format!("this agent does not load session files ({})", path.display()));
         }
-        self.make.make(Host::new(host.clone(), host)).map_err(|e| e.to_string())
+        self.make.make_in(Host::new(host.clone(), host), cwd).map_err(|e| e.to_string())
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -231,6 +231,18 @@ impl Bridge {
         }
     }
 
+    /// The names of the slash commands the bridge offers after `session/new` (its
+    /// `available_commands_update`).
+    pub fn commands_offered(&mut self) -> Vec<String> {
+        loop {
+            let frame = self.next().expect("available_commands_update after session/new");
+            let update = &frame["params"]["update"];
+            if update["sessionUpdate"] == "available_commands_update" {
+                return update["availableCommands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_owned()).collect();
+            }
+        }
+    }
+
     /// Sends an image prompt (id 6): the answer, once it comes.
     pub fn prompt_image(&mut self, session: &str) -> Value {
         self.request(6, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]})).pop().unwrap()

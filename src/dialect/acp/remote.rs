@@ -29,10 +29,13 @@ use crate::client::{AcpClient, AcpClientError, AcpUpdates};
 use crate::dialect::remote::{approve, failed, HostSlot, WIND_DOWN};
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{
-    AcpClientHandler, ContentBlock, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
+    AcpClientHandler, AvailableCommand, ContentBlock, McpServer, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
     SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionUpdate, SetSessionConfigOptionRequest, StopReason, ToolCallContent, ToolCallStatus,
 };
-use crate::protocol::{ImageContent, ThinkingLevel};
+use crate::core::mcp::{McpServerConfig, StartFailure};
+use crate::dialect::remote::slash_command;
+use crate::protocol::{CommandsResult, ImageContent, ThinkingLevel};
+use std::path::Path;
 
 const NO_QUEUE: &str = "ACP has no message queue: a prompt runs alone (cancel it, then prompt)";
 
@@ -54,6 +57,8 @@ struct Routes {
     by_session: HashMap<String, Route>,
     /// Each session's config options, as the agent last reported them.
     config: HashMap<String, Vec<SessionConfigOption>>,
+    /// Each session's slash commands, as the agent last reported them.
+    commands: HashMap<String, Vec<AvailableCommand>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -98,13 +103,14 @@ impl AcpAgents {
     /// Opens the first session now (its refusal, an agent that wants authentication say, ends
     /// the bridge before the host is served).
     pub async fn open_first(&self) -> Result<(), AcpClientError> {
-        let opened = self.open().await?;
+        let opened = self.open(&self.cwd, Vec::new()).await?;
         *lock(&self.ready) = Some(opened);
         Ok(())
     }
 
-    async fn open(&self) -> Result<Opened, AcpClientError> {
-        let session = self.client.new_session(&NewSessionRequest::new(self.cwd.clone(), Vec::new())).await?;
+    /// Opens an agent session in `cwd` with the host's MCP `servers`.
+    async fn open(&self, cwd: &str, servers: Vec<McpServer>) -> Result<Opened, AcpClientError> {
+        let session = self.client.new_session(&NewSessionRequest::new(cwd.to_owned(), servers)).await?;
         let (tx, updates) = mpsc::unbounded_channel();
         let (catch_up, catch_ups) = mpsc::unbounded_channel();
         let mut routes = lock(&self.routes);
@@ -113,16 +119,18 @@ impl AcpAgents {
         Ok(Opened { id: session.session_id, streams: tokio::sync::Mutex::new((updates, catch_ups)) })
     }
 
-    /// A session for a front, reporting to `host`.
-    pub fn agent(&self, host: Host) -> AcpRemote {
-        let opened = lock(&self.ready).take();
+    /// A session for a front, reporting to `host`, in `cwd` (the bridge's when `None`). The
+    /// session opened at start is its if it works in the same directory.
+    pub fn agent(&self, host: Host, cwd: Option<&Path>) -> AcpRemote {
+        let cwd = cwd.map_or_else(|| self.cwd.clone(), |c| c.to_string_lossy().into_owned());
+        let opened = if cwd == self.cwd { lock(&self.ready).take() } else { None };
         if let Some(opened) = &opened {
             if let Some(route) = lock(&self.routes).by_session.get_mut(&opened.id.0) {
                 route.host.set(&host);
             }
         }
         let name = self.client.agent().and_then(|a| a.agent_info).map_or_else(|| "acp-agent".to_owned(), |i| i.name);
-        AcpRemote { runs: Runs::new(name, host), agents: self.clone(), session: tokio::sync::Mutex::new(opened.map(Arc::new)), renewed: std::sync::atomic::AtomicU64::new(0) }
+        AcpRemote { runs: Runs::new(name, host), agents: self.clone(), session: tokio::sync::Mutex::new(opened.map(Arc::new)), renewed: std::sync::atomic::AtomicU64::new(0), cwd, servers: Mutex::new(Vec::new()) }
     }
 
     /// Closes the agent's input (it finishes what it was asked, then exits).
@@ -138,6 +146,10 @@ async fn route(mut updates: AcpUpdates, mut flushes: mpsc::UnboundedReceiver<Cat
         let mut routes = lock(&routes);
         if let SessionUpdate::ConfigOptionUpdate { config_options, .. } = &notification.update {
             routes.config.insert(notification.session_id.0.clone(), config_options.clone());
+            return;
+        }
+        if let SessionUpdate::AvailableCommandsUpdate { available_commands, .. } = &notification.update {
+            routes.commands.insert(notification.session_id.0.clone(), available_commands.clone());
             return;
         }
         if let Some(route) = routes.by_session.get(&notification.session_id.0) {
@@ -184,6 +196,10 @@ pub struct AcpRemote {
     session: tokio::sync::Mutex<Option<Arc<Opened>>>,
     /// How many times the front asked for a new session (each is a session of its own to it).
     renewed: std::sync::atomic::AtomicU64,
+    /// Where the agent session works.
+    cwd: String,
+    /// The host's MCP servers, handed to the agent session when it opens.
+    servers: Mutex<Vec<McpServer>>,
 }
 
 /// The agent's `thought_level` config option.
@@ -200,7 +216,8 @@ impl AcpRemote {
         if let Some(opened) = session.as_ref() {
             return Ok(opened.id.clone());
         }
-        let opened = self.agents.open().await.map_err(|e| CoreError::Internal(format!("the agent refused `session/new`: {e}")))?;
+        let servers = lock(&self.servers).clone();
+        let opened = self.agents.open(&self.cwd, servers).await.map_err(|e| CoreError::Internal(format!("the agent refused `session/new`: {e}")))?;
         if let Some(route) = lock(&self.agents.routes).by_session.get_mut(&opened.id.0) {
             route.host.set(self.runs.host());
         }
@@ -252,7 +269,30 @@ impl AgentCore for AcpRemote {
 
     fn capabilities(&self) -> Capabilities {
         let images = self.agents.client.agent().is_some_and(|a| a.agent_capabilities.prompt_capabilities.image);
-        Capabilities { images, ..Capabilities::none() }
+        // Every ACP agent takes stdio servers; the host learns of http ones from `initialize`.
+        Capabilities { images, mcp: true, ..Capabilities::none() }
+    }
+
+    fn commands(&self) -> CommandsResult {
+        let Some(id) = self.current_id() else { return CommandsResult { commands: Vec::new() } };
+        let routes = lock(&self.agents.routes);
+        let commands = routes.commands.get(&id).into_iter().flatten().filter_map(|c| slash_command(&c.name, Some(c.description.clone()), Vec::new())).collect();
+        CommandsResult { commands }
+    }
+
+    /// The host's MCP servers go to the agent with its session: opened already (the one opened
+    /// at start, which had none), it is left for a new one that has them. The agent reports
+    /// what cannot start itself.
+    async fn start_mcp(&self, configs: &[McpServerConfig], bound: std::time::Duration) -> Vec<StartFailure> {
+        let _ = bound;
+        if configs.is_empty() {
+            return Vec::new();
+        }
+        *lock(&self.servers) = configs.iter().filter_map(acp_server).collect();
+        if let Some(old) = self.session.lock().await.take() {
+            lock(&self.agents.routes).by_session.remove(&old.id.0);
+        }
+        Vec::new()
     }
 
     fn session_id(&self) -> String {
@@ -314,6 +354,16 @@ impl AgentCore for AcpRemote {
         self.set_thinking_level(levels[at % levels.len()]).await.map(Some)
     }
 
+}
+
+/// A server config as ACP's `McpServer` (the inverse of what the ACP front reads).
+fn acp_server(config: &McpServerConfig) -> Option<McpServer> {
+    let pairs = |list: &[(String, String)]| list.iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect::<Vec<_>>();
+    let json = match config {
+        McpServerConfig::Stdio(s) => serde_json::json!({"name": s.name, "command": s.command, "args": s.args, "env": pairs(&s.env)}),
+        McpServerConfig::Http(h) => serde_json::json!({"type": "http", "name": h.name, "url": h.url, "headers": pairs(&h.headers)}),
+    };
+    serde_json::from_value(json).map_err(|e| tracing::warn!("MCP server \"{}\" could not be handed to the agent: {e}", config.name())).ok()
 }
 
 /// One run: the prompt sent, the session's updates streamed until the prompt's answer.
@@ -504,5 +554,37 @@ impl AcpClientHandler for Permissions {
             Some(option) => Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Selected { option_id: option.option_id.clone(), meta: None })),
             None => cancelled(),
         }
+    }
+}
+
+/// Any front's ACP sessions: each in the directory the host names.
+impl crate::core::MakeAgent for AcpAgents {
+    type Agent = AcpRemote;
+
+    fn make(&self, host: Host) -> CoreResult<AcpRemote> {
+        Ok(self.agent(host, None))
+    }
+
+    fn make_in(&self, host: Host, cwd: &Path) -> CoreResult<AcpRemote> {
+        Ok(self.agent(host, Some(cwd)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's servers reach the agent as the host wrote them: ACP's `mcpServers`, read by the
+    /// front into the core's configs, written back by the remote agent.
+    #[test]
+    fn mcp_servers_go_to_the_agent_as_the_host_wrote_them() {
+        let written = serde_json::json!([
+            {"name": "files", "command": "npx", "args": ["-y", "server"], "env": [{"name": "K", "value": "v"}]},
+            {"type": "http", "name": "remote", "url": "http://127.0.0.1:3001/mcp", "headers": [{"name": "Authorization", "value": "Bearer x"}]}
+        ]);
+        let servers: Vec<McpServer> = serde_json::from_value(written.clone()).unwrap();
+        let configs = super::super::mcp::configs(&servers).unwrap();
+        let back: Vec<McpServer> = configs.iter().filter_map(acp_server).collect();
+        assert_eq!(serde_json::to_value(&back).unwrap(), written);
     }
 }

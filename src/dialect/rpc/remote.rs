@@ -29,8 +29,8 @@ use crate::core::events::RunOutcome;
 use crate::core::port::{DialogAsk, DialogKind, DialogOutcome};
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
-use crate::dialect::remote::{approve, approved, failed, HostSlot, ASK_TIMEOUT, WIND_DOWN};
-use crate::protocol::{AbortCommand, FollowUpCommand, ImageContent, NewSessionCommand, PromptCommand, SteerCommand};
+use crate::dialect::remote::{approve, approved, failed, slash_command, HostSlot, ASK_TIMEOUT, WIND_DOWN};
+use crate::protocol::{AbortCommand, CommandsResult, FollowUpCommand, GetCommandsCommand, ImageContent, NewSessionCommand, PromptCommand, SteerCommand};
 use crate::transport::{LineReader, Outbox};
 
 /// The connection to a JSONL agent: makes one [`RpcRemote`] per session a front opens.
@@ -49,6 +49,8 @@ struct Link {
     /// A run is streaming (a session switch waits for none).
     running: AtomicBool,
     next: AtomicU64,
+    /// The agent's slash commands (`get_commands`).
+    commands: Mutex<CommandsResult>,
 }
 
 /// Which of the front's sessions holds the agent's one session.
@@ -67,8 +69,21 @@ impl RpcAgents {
     {
         let slot = HostSlot::default();
         let (client, events) = RpcClient::over(lines, out, Dialogs { slot: slot.clone() });
-        let link = Link { client, events: tokio::sync::Mutex::new(events), slot, sessions: Mutex::default(), running: AtomicBool::new(false), next: AtomicU64::new(1) };
-        Self { link: Arc::new(link) }
+        let link = Link { client, events: tokio::sync::Mutex::new(events), slot, sessions: Mutex::default(), running: AtomicBool::new(false), next: AtomicU64::new(1), commands: Mutex::new(CommandsResult { commands: Vec::new() }) };
+        let link = Arc::new(link);
+        Self { link }
+    }
+
+    /// Asks the agent for its slash commands (pi and oh-my-pi answer `get_commands`), which
+    /// the front then offers its host; an agent that has none, or refuses, offers none.
+    pub async fn list_commands(&self) {
+        match self.link.client.request(&GetCommandsCommand::default()).await {
+            Ok(listed) => {
+                let commands = listed.commands.into_iter().filter_map(|c| slash_command(c.name.as_str(), c.description, c.aliases.unwrap_or_default())).collect();
+                *lock(&self.link.commands) = CommandsResult { commands };
+            }
+            Err(e) => tracing::debug!("the agent lists no slash commands: {e}"),
+        }
     }
 
     /// A session for a front, reporting to `host`.
@@ -158,6 +173,10 @@ impl AgentCore for RpcRemote {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities { images: true, dialogs: true, ..Capabilities::none() }
+    }
+
+    fn commands(&self) -> CommandsResult {
+        lock(&self.link.commands).clone()
     }
 
     async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {

@@ -28,10 +28,10 @@ use crate::core::events::RunOutcome;
 use crate::core::port::{Decision, Question, QuestionAsk};
 use crate::core::{AgentCore, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{CallError, InputCloser, WireClient, WireEvents, WireHostHandler};
-use crate::dialect::remote::{approve, failed, HostSlot, OpenCall, WIND_DOWN};
+use crate::dialect::remote::{approve, failed, slash_command, HostSlot, OpenCall, WIND_DOWN};
 use crate::jsonrpc::Error;
 use crate::protocol::{
-    nonempty, ImageContent, ToolCall, WireApprovalDecision, WireApprovalRequestPayload, WireApprovalResult, WireCancelRequest, WireContentPart, WireEvent, WirePromptParams, WirePromptRequest,
+    nonempty, CommandsResult, ImageContent, ToolCall, WireInitializeResult, WireApprovalDecision, WireApprovalRequestPayload, WireApprovalResult, WireCancelRequest, WireContentPart, WireEvent, WirePromptParams, WirePromptRequest,
     WirePromptResultStatus, WireQuestionRequestPayload, WireQuestionResult, WireSteerRequest, WireUserInput,
 };
 use crate::transport::Outbox;
@@ -55,19 +55,22 @@ struct Link {
     slot: HostSlot,
     owner: Mutex<Option<u64>>,
     next: AtomicU64,
+    /// The slash commands the agent listed in `initialize`.
+    commands: CommandsResult,
 }
 
 impl WireAgents {
     /// Drives the wire agent reading `input` (its stdout, `initialize` already answered) and
     /// writing `out` (its stdin, closed by `closer`).
-    pub fn connect<R>(input: R, out: Outbox, closer: InputCloser) -> Self
+    pub fn connect<R>(input: R, out: Outbox, closer: InputCloser, initialized: &WireInitializeResult) -> Self
     where
         R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
     {
         let slot = HostSlot::default();
         let (catch_up, caught) = mpsc::unbounded_channel();
         let (client, events) = WireClient::over(input, out, closer, Requests { slot: slot.clone(), catch_up });
-        let link = Link { client, events: tokio::sync::Mutex::new((events, caught)), slot, owner: Mutex::new(None), next: AtomicU64::new(1) };
+        let commands = initialized.slash_commands.iter().filter_map(|c| slash_command(&c.name, Some(c.description.clone()), c.aliases.clone())).collect();
+        let link = Link { client, events: tokio::sync::Mutex::new((events, caught)), slot, owner: Mutex::new(None), next: AtomicU64::new(1), commands: CommandsResult { commands } };
         Self { link: Arc::new(link) }
     }
 
@@ -140,6 +143,10 @@ impl AgentCore for WireRemote {
 
     fn control(&self) -> &Runs {
         &self.runs
+    }
+
+    fn commands(&self) -> CommandsResult {
+        self.link.commands.clone()
     }
 
     async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
