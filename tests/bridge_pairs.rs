@@ -175,3 +175,23 @@ fn the_acp_proxy_records_a_session_that_conformance_run_replays() {
     let run = std::process::Command::new(bin).args(["conformance", "run"]).arg(&record).output().unwrap();
     assert!(run.status.success(), "{}\n{}\n{transcript}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
 }
+
+/// What the model used travels with the reply: the wire agent's `StatusUpdate.token_usage`
+/// becomes the usage of the assistant message a pi-style host reads, and a JSONL agent's
+/// `message_end` usage the wire host's `StatusUpdate`.
+#[test]
+fn the_models_usage_reaches_the_host_through_the_remote_agent() {
+    let mut bridge = start("rpc", "wire", &[json!({"text": REPLY})]);
+    open_rpc(&mut bridge);
+    bridge.send(json!({"id": "p1", "type": "prompt", "message": "hi"}));
+    let frames = bridge.until(|f| is(f, "agent_end"));
+    let end = frames.iter().find(|f| is(f, "message_end") && f["message"]["role"] == "assistant").unwrap_or_else(|| panic!("{frames:#?}"));
+    let usage = &end["message"]["usage"];
+    assert!(usage["input"].as_u64() > Some(0) && usage["output"].as_u64() > Some(0), "{usage}");
+
+    let mut bridge = start("wire", "rpc", &[json!({"text": REPLY})]);
+    open_wire(&mut bridge);
+    let frames = bridge.request(2, "prompt", json!({"user_input": "hi"}));
+    let used = frames.iter().find_map(|f| (f["params"]["type"] == "StatusUpdate").then(|| &f["params"]["payload"]["token_usage"]).filter(|u| !u.is_null()));
+    assert!(used.is_some_and(|u| u["input_other"].as_u64() > Some(0) && u["output"].as_u64() > Some(0)), "{frames:#?}");
+}

@@ -205,7 +205,7 @@ impl Runs {
         let user = AgentMessage::User(UserMessage { role: Default::default(), content: UserContent::Array(content), timestamp: now_ms(), attribution: None, steering: None });
         sink.emit(AgentEvent::MessageStart { message: &user }).await;
         sink.emit(AgentEvent::MessageEnd { message: &user }).await;
-        let turn = Arc::new(tokio::sync::Mutex::new(Turn { builder: None, produced: vec![user], next_call: 0, tools: None, closed: false }));
+        let turn = Arc::new(tokio::sync::Mutex::new(Turn { builder: None, produced: vec![user], next_call: 0, tools: None, closed: false, usage: TokenUsage::default() }));
         let reply = Reply { turn: turn.clone(), sink: sink.clone(), name: self.inner.name.clone(), cancel: cancel.clone() };
         // A panicking run fails its prompt (the events still end in order) instead of leaving
         // it unanswered and the agent busy for ever.
@@ -294,6 +294,8 @@ struct Turn {
     tools: Option<ToolTurn>,
     /// The turn ended (`TurnEnd`) and the next has not begun: what streams next opens it.
     closed: bool,
+    /// What the agent reported the model used for the assistant message that ends next.
+    usage: TokenUsage,
 }
 
 /// A turn's tool calls reported in parts: the assistant messages that made them, the calls by
@@ -342,7 +344,9 @@ impl Turn {
         if aborted {
             builder.abort(sink).await;
         } else {
-            builder.apply(ModelChunk::Done { length_limited: false, usage: TokenUsage::default(), response_id: None }, sink).await;
+            let usage = std::mem::take(&mut self.usage);
+            let builder = self.builder.as_mut().expect("opened above");
+            builder.apply(ModelChunk::Done { length_limited: false, usage, response_id: None }, sink).await;
         }
         let message = AgentMessage::Assistant(self.builder.take().expect("opened above").into_message());
         sink.emit(AgentEvent::MessageEnd { message: &message }).await;
@@ -431,10 +435,11 @@ impl Reply {
             return;
         }
         let sink = &*self.sink;
+        let usage = std::mem::take(&mut turn.usage);
         let builder = turn.builder(sink, &self.name).await;
         builder.apply(ModelChunk::ToolCallStart { id: id.to_owned(), name: name.to_owned() }, sink).await;
         builder.apply(ModelChunk::ToolCallArgs(Value::Object(arguments).to_string()), sink).await;
-        builder.apply(ModelChunk::Done { length_limited: false, usage: TokenUsage::default(), response_id: None }, sink).await;
+        builder.apply(ModelChunk::Done { length_limited: false, usage, response_id: None }, sink).await;
         let assistant = turn.builder.take().expect("opened above").into_message();
         let call = assistant.content.iter().rev().find_map(|c| if let AssistantContent::ToolCall(tc) = c { Some(tc.clone()) } else { None }).expect("the call was streamed above");
         let message = AgentMessage::Assistant(assistant);
@@ -444,6 +449,12 @@ impl Reply {
         let tools = turn.tools.get_or_insert_with(ToolTurn::default);
         tools.message = Some(message);
         tools.calls.insert(id.to_owned(), call);
+    }
+
+    /// What the model used for the assistant message being streamed (as the agent reports it):
+    /// it goes into that message when it ends, with its cost.
+    pub async fn usage(&self, usage: TokenUsage) {
+        self.turn.lock().await.usage = usage;
     }
 
     /// Output so far of the running call `id` (cumulative). Ignored for a call never started.

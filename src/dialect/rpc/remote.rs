@@ -26,6 +26,7 @@ use tokio::io::AsyncBufRead;
 use tokio_util::sync::CancellationToken;
 
 use crate::core::events::RunOutcome;
+use crate::core::model::TokenUsage;
 use crate::core::port::{DialogAsk, DialogKind, DialogOutcome};
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
@@ -233,6 +234,11 @@ async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcom
         let Some(frame) = frame else { return failed("the agent exited before the prompt ended") };
         match frame.kind() {
             "agent_start" => started = true,
+            "message_end" => {
+                if let Some(usage) = assistant_usage(&frame) {
+                    reply.usage(usage).await;
+                }
+            }
             "agent_end" => return outcome_of_run(&frame),
             // A slash command that ran no model settles with this alone.
             "prompt_result" if !started => return outcome_of_result(&frame),
@@ -255,6 +261,18 @@ async fn forward(step: super::steps::Step, reply: &Reply) {
         // The core opens turns as the run streams, and ends the run itself.
         Step::TurnStart | Step::End => {}
     }
+}
+
+/// The token counts of an assistant `message_end` (pi's `usage`: input, output, cacheRead,
+/// cacheWrite).
+fn assistant_usage(frame: &RpcAgentFrame) -> Option<TokenUsage> {
+    let message = frame.json().get("message")?;
+    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+        return None;
+    }
+    let usage = message.get("usage")?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Some(TokenUsage { input: count("input"), output: count("output"), cache_read: count("cacheRead"), cache_write: count("cacheWrite") })
 }
 
 #[derive(Deserialize)]

@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::core::events::RunOutcome;
+use crate::core::model::TokenUsage;
 use crate::core::port::{Decision, Question, QuestionAsk};
 use crate::core::{AgentCore, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{CallError, InputCloser, WireClient, WireEvents, WireHostHandler};
@@ -247,6 +248,12 @@ async fn forward(event: WireEvent, open: &mut Option<OpenCall>, reply: &Reply) {
             let call = call.payload;
             *open = Some(OpenCall { id: call.id, name: call.function.name, arguments: call.function.arguments.unwrap_or_default() });
         }
+        WireEvent::StatusUpdate(status) => {
+            if let Some(used) = status.payload.token_usage {
+                let usage = TokenUsage { input: used.input_other, output: used.output, cache_read: used.input_cache_read.unwrap_or(0), cache_write: used.input_cache_creation.unwrap_or(0) };
+                reply.usage(usage).await;
+            }
+        }
         WireEvent::ToolResult(result) => {
             let value = result.payload.return_value;
             let text = match &value.output {
@@ -257,8 +264,7 @@ async fn forward(event: WireEvent, open: &mut Option<OpenCall>, reply: &Reply) {
             let details = serde_json::to_value(&value).ok();
             reply.tool_finished(&result.payload.tool_call_id, "", &text, details, value.is_error).await;
         }
-        // Turn and step boundaries (the core opens turns as the run streams), status,
-        // compaction, MCP loading, hooks, sub-agents, plans and side questions: nothing the
+        // Turn and step boundaries (the core opens turns as the run streams), compaction, MCP loading, hooks, sub-agents, plans and side questions: nothing the
         // core reports.
         WireEvent::ToolCallPart(_)
         | WireEvent::TurnBegin(_)
@@ -271,7 +277,6 @@ async fn forward(event: WireEvent, open: &mut Option<OpenCall>, reply: &Reply) {
         | WireEvent::CompactionEnd(_)
         | WireEvent::McpLoadingBegin(_)
         | WireEvent::McpLoadingEnd(_)
-        | WireEvent::StatusUpdate(_)
         | WireEvent::Notification(_)
         | WireEvent::ApprovalResponse(_)
         | WireEvent::HookTriggered(_)
