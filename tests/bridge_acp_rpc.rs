@@ -106,3 +106,21 @@ fn the_agents_slash_commands_are_offered_to_the_host() {
     let offered = bridge.commands_offered();
     assert!(offered.iter().any(|c| c == "name") && offered.iter().any(|c| c == "model"), "{offered:?}");
 }
+
+/// An editor's model and thinking pickers drive the JSONL agent: `session/new` offers the
+/// agent's model and thinking levels as config options, and choosing a level sets the agent's.
+#[test]
+fn the_agents_model_and_thinking_level_are_config_options() {
+    let mut bridge = Bridge::start(&[], &[]);
+    bridge.request(1, "initialize", serde_json::json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let new = bridge.request(2, "session/new", serde_json::json!({"cwd": "/", "mcpServers": []}));
+    let result = &new.last().unwrap()["result"];
+    let option = |options: &serde_json::Value, id: &str| options.as_array().unwrap().iter().find(|o| o["id"] == id).cloned().unwrap_or_else(|| panic!("no {id}: {options}"));
+    assert_eq!(option(&result["configOptions"], "model")["currentValue"], "agentwire/offline", "{result}");
+    let thinking = option(&result["configOptions"], "thought_level");
+    assert!(thinking["options"].as_array().unwrap().iter().any(|o| o["value"] == "high"), "{thinking}");
+    let session = result["sessionId"].as_str().unwrap();
+    let set = bridge.request(3, "session/set_config_option", serde_json::json!({"sessionId": session, "configId": "thought_level", "value": "high"}));
+    let answer = set.last().unwrap();
+    assert_eq!(option(&answer["result"]["configOptions"], "thought_level")["currentValue"], "high", "{answer}");
+}

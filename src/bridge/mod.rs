@@ -136,12 +136,12 @@ pub async fn run(options: BridgeOptions) -> u8 {
         return 2;
     }
     match detected {
-        Detected::Rpc { .. } => {
+        Detected::Rpc { state, .. } => {
             // The JSONL client closes the agent's input by dropping the last outbox.
             drop(closer);
             let agents = RpcAgents::connect(lines, agent_out);
             // Known before the host asks (ACP offers them right after `session/new`).
-            let _ = tokio::time::timeout(Duration::from_secs(2), agents.list_commands()).await;
+            let _ = tokio::time::timeout(Duration::from_secs(3), agents.learn(&state)).await;
             let close = agents.clone();
             let capabilities = Capabilities::none().with_images(true);
             compose(agent, &options, capabilities, move |host| agents.agent(host), async move { close.close() }).await

@@ -31,7 +31,10 @@ use crate::core::port::{DialogAsk, DialogKind, DialogOutcome};
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
 use crate::dialect::remote::{approve, approved, failed, slash_command, HostSlot, ASK_TIMEOUT, WIND_DOWN};
-use crate::protocol::{AbortCommand, CommandsResult, FollowUpCommand, GetCommandsCommand, ImageContent, NewSessionCommand, PromptCommand, SteerCommand};
+use crate::protocol::{
+    AbortCommand, CommandsResult, CycleModelCommand, CycleModelResult, CycleThinkingLevelCommand, FollowUpCommand, GetAvailableModelsCommand, GetAvailableThinkingLevelsCommand,
+    GetCommandsCommand, GetStateCommand, ImageContent, Model, NewSessionCommand, PromptCommand, SetModelCommand, SetThinkingLevelCommand, SteerCommand, ThinkingLevel,
+};
 use crate::transport::{LineReader, Outbox};
 
 /// The connection to a JSONL agent: makes one [`RpcRemote`] per session a front opens.
@@ -52,6 +55,17 @@ struct Link {
     next: AtomicU64,
     /// The agent's slash commands (`get_commands`).
     commands: Mutex<CommandsResult>,
+    /// Its model and thinking level as last reported, and what it offers.
+    settings: Mutex<Settings>,
+}
+
+/// What a JSONL agent said of its model and thinking level.
+#[derive(Debug, Default)]
+struct Settings {
+    model: Option<Model>,
+    thinking: Option<ThinkingLevel>,
+    models: Vec<Model>,
+    levels: Vec<ThinkingLevel>,
 }
 
 /// Which of the front's sessions holds the agent's one session.
@@ -70,14 +84,37 @@ impl RpcAgents {
     {
         let slot = HostSlot::default();
         let (client, events) = RpcClient::over(lines, out, Dialogs { slot: slot.clone() });
-        let link = Link { client, events: tokio::sync::Mutex::new(events), slot, sessions: Mutex::default(), running: AtomicBool::new(false), next: AtomicU64::new(1), commands: Mutex::new(CommandsResult { commands: Vec::new() }) };
+        let link = Link { client, events: tokio::sync::Mutex::new(events), slot, sessions: Mutex::default(), running: AtomicBool::new(false), next: AtomicU64::new(1), commands: Mutex::new(CommandsResult { commands: Vec::new() }), settings: Mutex::default() };
         let link = Arc::new(link);
         Self { link }
     }
 
+    /// Asks the agent what it offers before the host is served: its slash commands, its model
+    /// and thinking level (`state`: the `get_state` data read when the dialect was detected) and
+    /// the models and levels to choose from. What an agent refuses to say is offered as absent.
+    pub async fn learn(&self, state: &Value) {
+        {
+            let mut settings = lock(&self.link.settings);
+            settings.model = state.get("model").cloned().and_then(|m| serde_json::from_value(m).ok());
+            settings.thinking = state.get("thinkingLevel").cloned().and_then(|l| serde_json::from_value(l).ok());
+        }
+        self.list_commands().await;
+        if let Ok(listed) = self.link.client.request(&GetAvailableModelsCommand::default()).await {
+            lock(&self.link.settings).models = listed.models;
+        }
+        match self.link.client.request(&GetAvailableThinkingLevelsCommand::default()).await {
+            Ok(listed) => lock(&self.link.settings).levels = listed.levels,
+            // pi has no such command: a reasoning model takes pi's levels.
+            Err(_) if lock(&self.link.settings).model.as_ref().is_some_and(|m| m.reasoning) => {
+                lock(&self.link.settings).levels = [ThinkingLevel::Off, ThinkingLevel::Minimal, ThinkingLevel::Low, ThinkingLevel::Medium, ThinkingLevel::High].into();
+            }
+            Err(_) => {}
+        }
+    }
+
     /// Asks the agent for its slash commands (pi and oh-my-pi answer `get_commands`), which
     /// the front then offers its host; an agent that has none, or refuses, offers none.
-    pub async fn list_commands(&self) {
+    async fn list_commands(&self) {
         match self.link.client.request(&GetCommandsCommand::default()).await {
             Ok(listed) => {
                 let commands = listed.commands.into_iter().filter_map(|c| slash_command(c.name.as_str(), c.description, c.aliases.unwrap_or_default())).collect();
@@ -180,6 +217,60 @@ impl AgentCore for RpcRemote {
         lock(&self.link.commands).clone()
     }
 
+    fn current_model(&self) -> Option<Model> {
+        lock(&self.link.settings).model.clone()
+    }
+
+    fn available_models(&self) -> Vec<Model> {
+        lock(&self.link.settings).models.clone()
+    }
+
+    async fn set_model(&self, provider: &str, model_id: &str) -> CoreResult<Model> {
+        let (Ok(provider), Ok(model_id)) = (provider.parse(), model_id.parse()) else {
+            return Err(CoreError::InvalidParams(format!("no model {provider}/{model_id}")));
+        };
+        let model = self.link.client.request(&SetModelCommand::new(provider, model_id)).await.map_err(agent_error)?;
+        lock(&self.link.settings).model = Some(model.clone());
+        Ok(model)
+    }
+
+    async fn cycle_model(&self) -> CoreResult<Option<CycleModelResult>> {
+        let cycled = self.link.client.request(&CycleModelCommand::default()).await.map_err(agent_error)?;
+        if let Some(result) = &cycled {
+            let mut settings = lock(&self.link.settings);
+            settings.model = Some(result.model.clone());
+            settings.thinking = result.thinking_level.or(settings.thinking);
+        }
+        Ok(cycled)
+    }
+
+    fn thinking_level(&self) -> Option<ThinkingLevel> {
+        lock(&self.link.settings).thinking
+    }
+
+    fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        lock(&self.link.settings).levels.clone()
+    }
+
+    async fn set_thinking_level(&self, level: ThinkingLevel) -> CoreResult<ThinkingLevel> {
+        self.link.client.request(&SetThinkingLevelCommand::new(level)).await.map_err(agent_error)?;
+        // The agent may clamp it to the model: what it now says is the level in force.
+        let level = match self.link.client.request(&GetStateCommand::default()).await {
+            Ok(state) => state.thinking_level.unwrap_or(level),
+            Err(_) => level,
+        };
+        lock(&self.link.settings).thinking = Some(level);
+        Ok(level)
+    }
+
+    async fn cycle_thinking_level(&self) -> CoreResult<Option<ThinkingLevel>> {
+        let cycled = self.link.client.request(&CycleThinkingLevelCommand::default()).await.map_err(agent_error)?.map(|r| r.level);
+        if cycled.is_some() {
+            lock(&self.link.settings).thinking = cycled;
+        }
+        Ok(cycled)
+    }
+
     async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
         match self.queue(QueueKind::Steer, &text).await {
             Some(queued) => queued,
@@ -194,6 +285,11 @@ impl AgentCore for RpcRemote {
         }
     }
 
+}
+
+/// The agent's refusal, as the core's error.
+fn agent_error(e: crate::client::ClientError) -> CoreError {
+    CoreError::Internal(format!("agent: {e}"))
 }
 
 /// Clears `running` when the run ends, however it ends.
