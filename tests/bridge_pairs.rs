@@ -94,13 +94,7 @@ fn prompt_rpc(bridge: &mut Bridge, _: &str) -> (String, bool) {
 }
 
 fn cancel_rpc(bridge: &mut Bridge, _: &str) -> (bool, Duration) {
-    bridge.send(json!({"id": "p1", "type": "prompt", "message": "hi"}));
-    bridge.until(|f| is(f, "message_update") && f["assistantMessageEvent"]["type"] == "text_delta");
-    let asked = Instant::now();
-    bridge.send(json!({"id": "a1", "type": "abort"}));
-    let frames = bridge.until(|f| is(f, "agent_end"));
-    let last = frames.last().unwrap()["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-    (last["stopReason"] == "aborted", asked.elapsed())
+    bridge.rpc_abort_after_first_delta()
 }
 
 const FRONTS: [Front; 3] = [

@@ -243,6 +243,21 @@ impl Bridge {
         }
     }
 
+    /// Sends a JSONL prompt (`p1`), waits for its first text delta, then sends `abort` (`a1`):
+    /// whether the run ended aborted (its `agent_end`'s last message), and how long after the
+    /// abort it ended.
+    pub fn rpc_abort_after_first_delta(&mut self) -> (bool, Duration) {
+        let is = |f: &Value, kind: &str| f["type"] == kind;
+        self.send(json!({"id": "p1", "type": "prompt", "message": "hi"}));
+        self.until(|f| is(f, "message_update") && f["assistantMessageEvent"]["type"] == "text_delta");
+        let asked = std::time::Instant::now();
+        self.send(json!({"id": "a1", "type": "abort"}));
+        let frames = self.until(|f| is(f, "agent_end"));
+        let after = asked.elapsed();
+        let last = frames.last().unwrap()["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+        (last["stopReason"] == "aborted", after)
+    }
+
     /// Sends an image prompt (id 6): the answer, once it comes.
     pub fn prompt_image(&mut self, session: &str) -> Value {
         self.request(6, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]})).pop().unwrap()
