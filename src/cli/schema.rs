@@ -2,9 +2,11 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
+use std::process::ExitCode;
 
 use serde_json::Value;
 
+use super::{fail, BundleDialectArg, SchemaAction};
 use crate::codegen::bundle::SchemaSet;
 use crate::protocol::validate::{validator, Dialect, Direction, FrameError};
 use crate::protocol::embedded::schema_files;
@@ -173,4 +175,35 @@ pub fn validate_files(paths: &[String], dialect: Option<Dialect>, out: &mut dyn 
         }
     }
     Ok(invalid)
+}
+
+/// Runs `agentwire schema …` and returns the process exit code.
+pub(super) fn run(action: SchemaAction) -> ExitCode {
+    let stdout = std::io::stdout();
+    match action {
+        SchemaAction::Bundle { dialect } => match match dialect {
+            Some(BundleDialectArg::Acp) => Ok(crate::protocol::embedded::acp_schema_json().trim_end().to_owned()),
+            Some(BundleDialectArg::Rpc) => bundle_text(Some(Dialect::Rpc)),
+            Some(BundleDialectArg::Wire) => bundle_text(Some(Dialect::Wire)),
+            None => bundle_text(None),
+        } {
+            Ok(text) => {
+                println!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+        SchemaAction::Validate { dialect, files } => match validate_files(&files, dialect.map(Dialect::from), &mut stdout.lock()) {
+            Ok(0) => ExitCode::SUCCESS,
+            Ok(_) => ExitCode::from(1),
+            Err(e) => fail(&e),
+        },
+        SchemaAction::Docs => match crate::codegen::docs::protocol_markdown() {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+    }
 }
