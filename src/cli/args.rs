@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::protocol::validate::Dialect;
+use crate::protocol::validate::SchemaDialect;
 
 /// agentwire: a protocol-first coding agent for stdio hosts.
 #[derive(Debug, Parser)]
@@ -148,11 +148,11 @@ pub enum BundleDialectArg {
     Acp,
 }
 
-impl From<DialectArg> for Dialect {
+impl From<DialectArg> for SchemaDialect {
     fn from(d: DialectArg) -> Self {
         match d {
-            DialectArg::Rpc => Dialect::Rpc,
-            DialectArg::Wire => Dialect::Wire,
+            DialectArg::Rpc => SchemaDialect::Rpc,
+            DialectArg::Wire => SchemaDialect::Wire,
         }
     }
 }
