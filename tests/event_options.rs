@@ -8,7 +8,7 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-use agentwire::protocol::validate::{validator, Dialect, Direction};
+use agentwire::protocol::validate::{validator, SchemaDialect, Direction};
 use common::{types, Agent};
 use serde_json::{json, Value};
 
@@ -151,7 +151,7 @@ fn a_twenty_thousand_delta_reply_stays_within_the_byte_budget() {
         line.clear();
         assert!(out.read_line(&mut line).unwrap() > 0, "stdout ended before prompt_result");
         let frame: Value = serde_json::from_str(&line).unwrap();
-        validator().validate_frame(Dialect::Rpc, Direction::Outbound, &frame, None).unwrap_or_else(|e| panic!("{e}: {line}"));
+        validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, &frame, None).unwrap_or_else(|e| panic!("{e}: {line}"));
         if frame["id"] == "eo" {
             assert_eq!(frame["success"], true);
             options_answered = true;

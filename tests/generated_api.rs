@@ -127,7 +127,7 @@ fn every_dispatched_response_validates() {
         let response = dispatch(&h, serde_json::from_str(line).unwrap());
         assert_eq!(response["success"], false);
         agentwire::protocol::validate::validator()
-            .validate_frame(agentwire::protocol::validate::Dialect::Rpc, agentwire::protocol::validate::Direction::Outbound, &response, None)
+            .validate_frame(agentwire::protocol::validate::SchemaDialect::Rpc, agentwire::protocol::validate::Direction::Outbound, &response, None)
             .unwrap_or_else(|e| panic!("{response}: {e}"));
     }
 }
@@ -229,8 +229,8 @@ fn built<T: serde::Serialize>(def: &str, frame: &T, expected: Value) -> Value {
 
 #[test]
 fn constructors_set_the_constant_tags_and_leave_optional_fields_out() {
-    use agentwire::protocol::validate::{validator, Dialect, Direction};
-    let outbound = |frame: &Value| validator().validate_frame(Dialect::Rpc, Direction::Outbound, frame, None).unwrap_or_else(|e| panic!("{frame}: {e}"));
+    use agentwire::protocol::validate::{validator, SchemaDialect, Direction};
+    let outbound = |frame: &Value| validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, frame, None).unwrap_or_else(|e| panic!("{frame}: {e}"));
 
     outbound(&built("TurnStartEvent", &TurnStartEvent::new(), json!({"type": "turn_start"})));
     // Two constants (`type` and `method`), a constrained id, `impl Into<String>` text, and the
@@ -247,7 +247,7 @@ fn constructors_set_the_constant_tags_and_leave_optional_fields_out() {
     // A command and a response: tags set, `id` (optional) left out.
     let cmd = SetModelCommand::new("openai".parse().unwrap(), "gpt".parse().unwrap());
     let cmd = built("SetModelCommand", &cmd, json!({"type": "set_model", "provider": "openai", "modelId": "gpt"}));
-    validator().validate_frame(Dialect::Rpc, Direction::Inbound, &cmd, None).unwrap();
+    validator().validate_frame(SchemaDialect::Rpc, Direction::Inbound, &cmd, None).unwrap();
     outbound(&built("RpcResponse", &RpcResponse::new("abort", true), json!({"type": "response", "command": "abort", "success": true})));
 
     // Wire: an event notification (`jsonrpc` and `method` constants) around an event (`type`)
@@ -259,7 +259,7 @@ fn constructors_set_the_constant_tags_and_leave_optional_fields_out() {
         &step,
         json!({"jsonrpc": "2.0", "method": "event", "params": {"type": "StepBegin", "payload": {"n": 2}}}),
     );
-    validator().validate_frame(Dialect::Wire, Direction::Outbound, &step, None).unwrap_or_else(|e| panic!("{step}: {e}"));
+    validator().validate_frame(SchemaDialect::Wire, Direction::Outbound, &step, None).unwrap_or_else(|e| panic!("{step}: {e}"));
     built("WireSetPlanModeResult", &WireSetPlanModeResult::new(true), json!({"status": "ok", "plan_mode": true}));
 }
 

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use agentwire::cli::schema::{detect_dialect, detect_direction, FrameChecker};
-use agentwire::protocol::validate::{validator, Dialect, Direction};
+use agentwire::protocol::validate::{validator, SchemaDialect, Direction};
 use agentwire::protocol::{
     normalize_rpc_response_data, normalize_wire_result, RpcInboundFrame, RpcOutboundFrame, UnionInfo, WireAgentMessage,
     WireErrorResponse, WireRequest, WireSuccessResponse,
@@ -18,7 +18,7 @@ struct Example {
     file: String,
     line: usize,
     frame: Value,
-    dialect: Dialect,
+    dialect: SchemaDialect,
     direction: Direction,
 }
 
@@ -55,8 +55,8 @@ fn typed_roundtrip(ex: &Example, method_of: &BTreeMap<String, String>) -> Result
     let f = ex.frame.clone();
     let e = |e: serde_json::Error| e.to_string();
     let v = match (ex.dialect, ex.direction) {
-        (Dialect::Rpc, Direction::Inbound) => serde_json::to_value(RpcInboundFrame::from_value(f).map_err(e)?),
-        (Dialect::Rpc, Direction::Outbound) => {
+        (SchemaDialect::Rpc, Direction::Inbound) => serde_json::to_value(RpcInboundFrame::from_value(f).map_err(e)?),
+        (SchemaDialect::Rpc, Direction::Outbound) => {
             let mut v = serde_json::to_value(RpcOutboundFrame::from_value(f).map_err(e)?).map_err(e)?;
             if v["type"] == "response" && v.get("data").is_some() {
                 let command = v["command"].as_str().unwrap_or_default().to_owned();
@@ -64,12 +64,12 @@ fn typed_roundtrip(ex: &Example, method_of: &BTreeMap<String, String>) -> Result
             }
             Ok(v)
         }
-        (Dialect::Wire, _) if f.get("method").is_some() => match ex.direction {
+        (SchemaDialect::Wire, _) if f.get("method").is_some() => match ex.direction {
             Direction::Inbound => serde_json::to_value(WireRequest::from_value(f).map_err(e)?),
             Direction::Outbound => serde_json::to_value(WireAgentMessage::from_value(f).map_err(e)?),
         },
-        (Dialect::Wire, _) if f.get("error").is_some() => serde_json::to_value(serde_json::from_value::<WireErrorResponse>(f).map_err(e)?),
-        (Dialect::Wire, _) => {
+        (SchemaDialect::Wire, _) if f.get("error").is_some() => serde_json::to_value(serde_json::from_value::<WireErrorResponse>(f).map_err(e)?),
+        (SchemaDialect::Wire, _) => {
             let mut v = serde_json::to_value(serde_json::from_value::<WireSuccessResponse>(f).map_err(e)?).map_err(e)?;
             if let Some(method) = method_of.get(&v["id"].to_string()) {
                 v["result"] = normalize_wire_result(method, v["result"].take()).map_err(e)?;
@@ -92,7 +92,7 @@ fn every_example_validates_and_round_trips() {
             failures.push(format!("{}:{}: invalid: {err}", ex.file, ex.line));
             continue;
         }
-        if ex.dialect == Dialect::Wire {
+        if ex.dialect == SchemaDialect::Wire {
             if let (Some(id), Some(m)) = (ex.frame.get("id"), ex.frame.get("method").and_then(Value::as_str)) {
                 let name = if m == "request" { ex.frame.pointer("/params/type").and_then(Value::as_str).unwrap_or(m) } else { m };
                 method_of.insert(id.to_string(), name.to_owned());
@@ -110,10 +110,10 @@ fn every_example_validates_and_round_trips() {
 /// The tagged union a frame belongs to (wire responses have none).
 fn root_union(ex: &Example) -> Option<&'static str> {
     match (ex.dialect, ex.direction) {
-        (Dialect::Rpc, Direction::Inbound) => Some("RpcInboundFrame"),
-        (Dialect::Rpc, Direction::Outbound) => Some("RpcOutboundFrame"),
-        (Dialect::Wire, Direction::Inbound) if ex.frame.get("method").is_some() => Some("WireRequest"),
-        (Dialect::Wire, Direction::Outbound) if ex.frame.get("method").is_some() => Some("WireAgentMessage"),
+        (SchemaDialect::Rpc, Direction::Inbound) => Some("RpcInboundFrame"),
+        (SchemaDialect::Rpc, Direction::Outbound) => Some("RpcOutboundFrame"),
+        (SchemaDialect::Wire, Direction::Inbound) if ex.frame.get("method").is_some() => Some("WireRequest"),
+        (SchemaDialect::Wire, Direction::Outbound) if ex.frame.get("method").is_some() => Some("WireAgentMessage"),
         _ => None,
     }
 }
@@ -185,7 +185,7 @@ fn every_tag_of_every_union_has_an_example() {
         // A frame both sides send (`rpc_chunk`) is detected as outbound; it is an inbound example too.
         let tag = ex.frame["type"].as_str().unwrap_or_default();
         if root == "RpcOutboundFrame" && UnionInfo::get("RpcInboundFrame").unwrap().member(tag).is_some() {
-            validator().validate_frame(Dialect::Rpc, Direction::Inbound, &ex.frame, None).unwrap_or_else(|e| panic!("{}:{}: {e}", ex.file, ex.line));
+            validator().validate_frame(SchemaDialect::Rpc, Direction::Inbound, &ex.frame, None).unwrap_or_else(|e| panic!("{}:{}: {e}", ex.file, ex.line));
             record_tags("RpcInboundFrame", &ex.frame, &mut seen);
         }
         if ex.frame["type"] == "response" && ex.frame["success"] == true {

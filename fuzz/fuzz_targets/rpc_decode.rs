@@ -4,7 +4,7 @@
 #![no_main]
 
 use agentwire::dialect::rpc::{decode_line, Inbound};
-use agentwire::protocol::validate::{validator, Dialect, Direction};
+use agentwire::protocol::validate::{validator, SchemaDialect, Direction};
 use agentwire::transport::InboundLine;
 use agentwire::transport::raw_id::{id_kind, restore, IdKind};
 use libfuzzer_sys::fuzz_target;
@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
     match decode_line(&line, MAX_LINE_BYTES) {
         Err(response) => {
             let frame = serde_json::to_value(&response).expect("an error response serializes");
-            if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Outbound, &frame, None) {
+            if let Err(e) = validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, &frame, None) {
                 panic!("invalid error response {frame}: {e}");
             }
             if let Some(raw) = expected_id {

@@ -4,7 +4,7 @@
 #![no_main]
 
 use agentwire::dialect::wire::{decode_wire_line, WireInbound};
-use agentwire::protocol::validate::{validator, Dialect, Direction};
+use agentwire::protocol::validate::{validator, SchemaDialect, Direction};
 use agentwire::transport::InboundLine;
 use agentwire::transport::raw_id::{id_kind, restore, IdKind};
 use libfuzzer_sys::fuzz_target;
@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
     match decode_wire_line(line) {
         Err(response) => {
             let frame = serde_json::to_value(&*response).expect("an error response serializes");
-            if let Err(e) = validator().validate_frame(Dialect::Wire, Direction::Outbound, &frame, None) {
+            if let Err(e) = validator().validate_frame(SchemaDialect::Wire, Direction::Outbound, &frame, None) {
                 panic!("invalid error response {frame}: {e}");
             }
             if let Some(raw) = expected_id {

@@ -11,8 +11,8 @@
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{AgentEvent, RunOutcome};
-use super::port::{DialogAsk, DialogKind, DialogOutcome, NotifyLevel, UiNotice};
+use super::events::{AgentEvent, NoticeLevel, RunOutcome};
+use super::port::{DialogAsk, DialogKind, DialogOutcome, UiNotice};
 use super::{Agent, Queued, RunState};
 use crate::protocol::*;
 use crate::sessions::{ContextItem, Role, Session};
@@ -110,7 +110,7 @@ impl Agent {
         Some(handle)
     }
 
-    async fn notify(&self, level: NotifyLevel, message: String) {
+    async fn notify(&self, level: NoticeLevel, message: String) {
         self.port().notify(UiNotice::Notify { level, message }).await;
     }
 
@@ -127,7 +127,7 @@ impl Agent {
         match self.port().dialog(ask).await {
             DialogOutcome::Abandoned => Err(Outcome::Aborted),
             DialogOutcome::Unsupported(reason) => {
-                self.notify(NotifyLevel::Error, reason).await;
+                self.notify(NoticeLevel::Error, reason).await;
                 Err(Outcome::Done)
             }
             other => Ok(other),
@@ -153,18 +153,18 @@ impl Agent {
                     Some(arg.to_owned())
                 };
                 let Some(chosen) = chosen else {
-                    self.notify(NotifyLevel::Info, "Model unchanged".into()).await;
+                    self.notify(NoticeLevel::Info, "Model unchanged".into()).await;
                     return Ok(Outcome::Done);
                 };
                 let index = labels.iter().position(|l| *l == chosen).or_else(|| self.inner.models.iter().position(|m| *m.info.id == chosen));
                 match index {
                     Some(i) => {
                         match self.select_model(i).await {
-                            Ok(_) => self.notify(NotifyLevel::Info, format!("Model: {}", labels[i])).await,
-                            Err(e) => self.notify(NotifyLevel::Error, e.to_string()).await,
+                            Ok(_) => self.notify(NoticeLevel::Info, format!("Model: {}", labels[i])).await,
+                            Err(e) => self.notify(NoticeLevel::Error, e.to_string()).await,
                         }
                     }
-                    None => self.notify(NotifyLevel::Error, format!("Model not found: {chosen}")).await,
+                    None => self.notify(NoticeLevel::Error, format!("Model not found: {chosen}")).await,
                 }
                 Ok(Outcome::Done)
             }
@@ -180,7 +180,7 @@ impl Agent {
                 };
                 let Some(name) = name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()) else { return Ok(Outcome::Done) };
                 if let Err(e) = self.set_session_name(&name).await {
-                    self.notify(NotifyLevel::Error, e.to_string()).await;
+                    self.notify(NoticeLevel::Error, e.to_string()).await;
                 }
                 self.port().notify(UiNotice::Title { title: format!("agentwire: {name}") }).await;
                 Ok(Outcome::Done)
@@ -197,7 +197,7 @@ impl Agent {
                 if self.ask(DialogKind::Confirm { title: "New session".into(), message }, cancel).await? == DialogOutcome::Confirmed(true) {
                     let session = Session::create(self.inner.config.session_dir.as_deref(), &self.inner.config.cwd, None);
                     self.adopt_session(session);
-                    self.notify(NotifyLevel::Info, "New session started".into()).await;
+                    self.notify(NoticeLevel::Info, "New session started".into()).await;
                 }
                 Ok(Outcome::Done)
             }
@@ -237,7 +237,7 @@ impl Agent {
             "recall" => {
                 match self.last_user_text() {
                     Some(text) => self.port().notify(UiNotice::EditorText { text }).await,
-                    None => self.notify(NotifyLevel::Warning, "Nothing to recall yet".into()).await,
+                    None => self.notify(NoticeLevel::Warning, "Nothing to recall yet".into()).await,
                 }
                 Ok(Outcome::Done)
             }
@@ -248,7 +248,7 @@ impl Agent {
                     .iter()
                     .map(|c| format!("/{}{} — {}", *c.name, c.input.as_ref().and_then(|i| i.hint.as_deref()).map(|h| format!(" {h}")).unwrap_or_default(), c.description.as_deref().unwrap_or_default()))
                     .collect();
-                self.notify(NotifyLevel::Info, list.join("\n")).await;
+                self.notify(NoticeLevel::Info, list.join("\n")).await;
                 Ok(Outcome::Done)
             }
         }

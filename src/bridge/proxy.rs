@@ -45,8 +45,8 @@ fn check(dialect: Dialect, from: Origin, line: &[u8]) -> Option<String> {
         Origin::Agent => Direction::Outbound,
     };
     match dialect {
-        Dialect::Rpc => validator().validate_frame(crate::protocol::validate::Dialect::Rpc, direction, &frame, None).err().map(|e| e.to_string()),
-        Dialect::Wire => validator().validate_frame(crate::protocol::validate::Dialect::Wire, direction, &frame, None).err().map(|e| e.to_string()),
+        Dialect::Rpc => validator().validate_frame(crate::protocol::validate::SchemaDialect::Rpc, direction, &frame, None).err().map(|e| e.to_string()),
+        Dialect::Wire => validator().validate_frame(crate::protocol::validate::SchemaDialect::Wire, direction, &frame, None).err().map(|e| e.to_string()),
         Dialect::Acp => check_acp(from, frame),
     }
 }

@@ -1,9 +1,9 @@
-//! `agentwire conformance requirements | serve-model | matrix`.
+//! `agentwire conformance run | record | import | requirements | serve-model | matrix`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::{fail, RequirementsFormat};
+use super::{fail, ConformanceAction, ImportFrom, ReportFormat, RequirementsFormat};
 use crate::conformance::fake_llm::FakeLlm;
 use crate::conformance::matrix::{json_path, markdown, run_matrix, MatrixOptions};
 use crate::conformance::requirements::{corpus_files, json_lines, text, transcripts_by_id, Registry};
@@ -118,4 +118,163 @@ pub fn matrix(adapters: Vec<PathBuf>, out: Option<&Path>, frame_timeout: u64, jo
         }
     }
     if columns.iter().all(|c| c.report.passed()) { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// Runs `agentwire conformance …` and returns the process exit code.
+pub(super) fn run(action: ConformanceAction) -> ExitCode {
+    match action {
+        ConformanceAction::Record { out, name, description, requirements, dialect, settle_ms, args } => {
+            let name = name.unwrap_or_else(|| out.file_stem().map_or_else(|| "recorded".to_owned(), |s| s.to_string_lossy().into_owned()));
+            let exe = match std::env::current_exe() {
+                Ok(exe) => exe,
+                Err(e) => return fail(&e.to_string()),
+            };
+            let options = crate::conformance::record::RecordOptions {
+                name,
+                description,
+                requirements,
+                dialect: dialect.into(),
+                agentwire: exe,
+                args,
+                settle: std::time::Duration::from_millis(settle_ms),
+            };
+            let stdin = std::io::BufReader::new(std::io::stdin());
+            match crate::conformance::record::record(&options, stdin, &mut std::io::stdout()) {
+                Ok(text) => match std::fs::write(&out, text) {
+                    Ok(()) => {
+                        tracing::info!("wrote {}", out.display());
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => fail(&format!("{}: {e}", out.display())),
+                },
+                Err(e) => fail(&e),
+            }
+        }
+        ConformanceAction::Import { from, out, recordings } => {
+            use crate::conformance::import_rpc::{import_rpc, Peer};
+            let mut failed = false;
+            // A shell glob over a recordings directory also names the companion files.
+            let is_companion = |p: &std::path::Path| [".http.jsonl", ".wire_file.jsonl"].iter().any(|s| p.to_string_lossy().ends_with(s));
+            for recording in recordings.iter().filter(|r| !is_companion(r)) {
+                let scripts = recording.with_file_name("scripts.json");
+                let converted = std::fs::read_to_string(&scripts)
+                    .map_err(|e| format!("{}: {e}", scripts.display()))
+                    .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{}: {e}", scripts.display())))
+                    .and_then(|scripts| match from {
+                        ImportFrom::Kimi => crate::conformance::import::import_kimi(recording, &scripts),
+                        ImportFrom::Pi => import_rpc(Peer::Pi, recording, &scripts),
+                        ImportFrom::Omp => import_rpc(Peer::Omp, recording, &scripts),
+                    });
+                let prefix = match from {
+                    ImportFrom::Kimi => "kimi",
+                    ImportFrom::Pi => Peer::Pi.name(),
+                    ImportFrom::Omp => Peer::Omp.name(),
+                };
+                let stem = recording.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+                let target = out.join(format!("{prefix}-{}.jsonl", stem.replace(['.', '_'], "-")));
+                match converted.and_then(|text| std::fs::write(&target, text).map_err(|e| format!("{}: {e}", target.display()))) {
+                    Ok(()) => tracing::info!("wrote {}", target.display()),
+                    Err(e) => {
+                        tracing::error!("{e}");
+                        failed = true;
+                    }
+                }
+            }
+            if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        ConformanceAction::Run { bin, adapter, baseline, no_baseline, filter, format, frame_timeout, jobs, paths } => {
+            let run = ConformanceRun { bin, adapter, baseline, no_baseline, filter, format, frame_timeout, jobs };
+            run_conformance(&run, &paths)
+        }
+        ConformanceAction::Requirements { format, dir } => requirements(format, &dir),
+        ConformanceAction::ServeModel { listen, script } => serve_model(&listen, &script),
+        ConformanceAction::Matrix { adapters, out, frame_timeout, jobs, dir } => {
+            matrix(adapters, out.as_deref(), frame_timeout, jobs, dir)
+        }
+    }
+}
+
+/// The options of `agentwire conformance run`.
+struct ConformanceRun {
+    bin: Option<String>,
+    adapter: Option<std::path::PathBuf>,
+    baseline: Option<std::path::PathBuf>,
+    no_baseline: bool,
+    filter: Option<String>,
+    format: ReportFormat,
+    frame_timeout: u64,
+    jobs: usize,
+}
+
+fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitCode {
+    use crate::conformance::runner::{load_adapter, AgentUnderTest, RunOptions};
+    use crate::conformance::suite::{collect, find_baseline, run_suite_with_progress, transcript_name, Baseline};
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let bin: Option<Vec<String>> = opts.bin.as_ref().map(|b| b.split_whitespace().map(str::to_owned).collect());
+    let agent = match (&opts.adapter, bin) {
+        (Some(path), bin) => match load_adapter(path) {
+            Ok(mut adapter) => {
+                if let Some(bin) = bin.filter(|b| !b.is_empty()) {
+                    adapter.command = bin;
+                }
+                AgentUnderTest::Adapted { adapter: Box::new(adapter), agentwire: exe }
+            }
+            Err(e) => return fail(&e),
+        },
+        (None, Some(bin)) => match AgentUnderTest::command(bin, exe) {
+            Ok(a) => a,
+            Err(e) => return fail(&e),
+        },
+        (None, None) => AgentUnderTest::Agentwire(exe),
+    };
+    // One directory given and no --baseline: its baseline for this agent, if it has one, so
+    // `conformance run tests/conformance/kimi` judges known differences as such.
+    let baseline_path = match (&opts.baseline, paths) {
+        (Some(path), _) => Some(path.clone()),
+        (None, [dir]) if dir.is_dir() && !opts.no_baseline => find_baseline(dir, &agent.name()).inspect(|found| {
+            tracing::info!("using the baseline {} (--no-baseline to run without it)", found.display());
+        }),
+        (None, _) => None,
+    };
+    let mut baseline = match baseline_path.as_deref().map(Baseline::load).transpose() {
+        Ok(b) => b,
+        Err(e) => return fail(&e),
+    };
+    let files = collect(paths, opts.filter.as_deref());
+    if let (Some(b), Some(_)) = (baseline.as_mut(), &opts.filter) {
+        // Entries for transcripts the filter left out are not stale, just not run.
+        let run: std::collections::BTreeSet<std::path::PathBuf> = files.iter().cloned().collect();
+        let left_out = collect(paths, None).into_iter().filter(|f| !run.contains(f)).filter_map(|f| transcript_name(&f)).collect();
+        b.without(&left_out);
+    }
+    if files.is_empty() {
+        return fail("no transcripts found");
+    }
+    let options = RunOptions { agent, frame_timeout: std::time::Duration::from_secs(opts.frame_timeout) };
+    // A progress bar on a terminal (stderr); nothing when stderr is a pipe or a file.
+    let bar = indicatif::ProgressBar::with_draw_target(Some(files.len() as u64), indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    let report = run_suite_with_progress(&files, &options, baseline.as_ref(), opts.jobs, &|outcome| {
+        bar.set_message(outcome.name.clone());
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    let registry = match crate::conformance::requirements::Registry::embedded() {
+        Ok(r) => r,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let text = match opts.format {
+        ReportFormat::Text => report.text() + &report.requirements_text(registry),
+        ReportFormat::Json => report.json_lines_with_requirements(registry),
+        ReportFormat::Junit => report.junit(),
+    };
+    print!("{text}");
+    if report.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }

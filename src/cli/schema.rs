@@ -2,21 +2,23 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
+use std::process::ExitCode;
 
 use serde_json::Value;
 
+use super::{fail, BundleDialectArg, SchemaAction};
 use crate::codegen::bundle::SchemaSet;
-use crate::protocol::validate::{validator, Dialect, Direction, FrameError};
+use crate::protocol::validate::{validator, SchemaDialect, Direction, FrameError};
 use crate::protocol::embedded::schema_files;
 use crate::protocol::UnionInfo;
 
 /// Roots of each dialect's bundle: the frame unions (their `x-response` / `x-result` links
 /// pull in the payload types).
-pub fn dialect_roots(dialect: Option<Dialect>) -> Option<&'static [&'static str]> {
+pub fn dialect_roots(dialect: Option<SchemaDialect>) -> Option<&'static [&'static str]> {
     match dialect {
         None => None,
-        Some(Dialect::Rpc) => Some(&["RpcInboundFrame", "RpcOutboundFrame"]),
-        Some(Dialect::Wire) => Some(&["WireInboundFrame", "WireOutboundFrame", "WireAgentRequestParams"]),
+        Some(SchemaDialect::Rpc) => Some(&["RpcInboundFrame", "RpcOutboundFrame"]),
+        Some(SchemaDialect::Wire) => Some(&["WireInboundFrame", "WireOutboundFrame", "WireAgentRequestParams"]),
     }
 }
 
@@ -25,7 +27,7 @@ pub fn dialect_roots(dialect: Option<Dialect>) -> Option<&'static [&'static str]
 pub const FILE_FORMAT_ROOTS: &[&str] = &["ConformanceAdapter", "ConformanceRequirements", "ModelScriptEntry", "ModelsFile", "SessionFileLine", "TranscriptLine"];
 
 /// The bundled schema (one dialect's or all of it) as pretty JSON text.
-pub fn bundle_text(dialect: Option<Dialect>) -> Result<String, String> {
+pub fn bundle_text(dialect: Option<SchemaDialect>) -> Result<String, String> {
     let set = SchemaSet::from_texts(schema_files().iter().copied()).map_err(|e| e.to_string())?;
     let bundle = set.bundle_reachable(dialect_roots(dialect)).map_err(|e| e.to_string())?;
     serde_json::to_string_pretty(&bundle).map_err(|e| e.to_string())
@@ -72,12 +74,12 @@ pub struct FrameChecker {
     client_requests: HashMap<String, String>,
     /// wire: agent request id → request type (for the client's responses).
     agent_requests: HashMap<String, String>,
-    forced: Option<Dialect>,
+    forced: Option<SchemaDialect>,
 }
 
 impl FrameChecker {
     /// A checker; `dialect` forces the dialect, otherwise it is detected per frame.
-    pub fn new(dialect: Option<Dialect>) -> Self {
+    pub fn new(dialect: Option<SchemaDialect>) -> Self {
         Self { forced: dialect, ..Self::default() }
     }
 
@@ -87,7 +89,7 @@ impl FrameChecker {
         let direction = direction.unwrap_or_else(|| detect_direction(dialect, frame));
         let id_key = frame.get("id").map(Value::to_string);
         let mut method_for_response = None;
-        if dialect == Dialect::Wire {
+        if dialect == SchemaDialect::Wire {
             let method = frame.get("method").and_then(Value::as_str);
             match (direction, method, &id_key) {
                 (Direction::Inbound, Some(m), Some(id)) => {
@@ -108,24 +110,24 @@ impl FrameChecker {
 }
 
 /// `jsonrpc` or `method` → wire; anything else → JSONL RPC.
-pub fn detect_dialect(frame: &Value) -> Dialect {
+pub fn detect_dialect(frame: &Value) -> SchemaDialect {
     let has_method = frame.get("method").and_then(Value::as_str).is_some_and(|m| !m.is_empty());
     if frame.get("jsonrpc").is_some() || (has_method && frame.get("type").is_none()) {
-        Dialect::Wire
+        SchemaDialect::Wire
     } else {
-        Dialect::Rpc
+        SchemaDialect::Rpc
     }
 }
 
 /// Picks the union whose tags include the frame's discriminator.
-pub fn detect_direction(dialect: Dialect, frame: &Value) -> Direction {
+pub fn detect_direction(dialect: SchemaDialect, frame: &Value) -> Direction {
     match dialect {
-        Dialect::Rpc => {
+        SchemaDialect::Rpc => {
             let tag = frame.get("type").and_then(Value::as_str).unwrap_or_default();
             let outbound = UnionInfo::get("RpcOutboundFrame").is_some_and(|u| u.member(tag).is_some());
             if outbound { Direction::Outbound } else { Direction::Inbound }
         }
-        Dialect::Wire => match frame.get("method").and_then(Value::as_str) {
+        SchemaDialect::Wire => match frame.get("method").and_then(Value::as_str) {
             Some("event" | "request") => Direction::Outbound,
             Some(_) => Direction::Inbound,
             None => Direction::Outbound,
@@ -134,7 +136,7 @@ pub fn detect_direction(dialect: Dialect, frame: &Value) -> Direction {
 }
 
 /// Checks every line of a JSONL stream; returns (1-based line, problem) per invalid frame.
-pub fn check_lines(reader: impl BufRead, dialect: Option<Dialect>) -> std::io::Result<Vec<(usize, String)>> {
+pub fn check_lines(reader: impl BufRead, dialect: Option<SchemaDialect>) -> std::io::Result<Vec<(usize, String)>> {
     let mut checker = FrameChecker::new(dialect);
     let mut problems = Vec::new();
     for (index, line) in reader.lines().enumerate() {
@@ -157,7 +159,7 @@ pub fn check_lines(reader: impl BufRead, dialect: Option<Dialect>) -> std::io::R
 
 /// `schema validate`: checks every line of every file (`-` is stdin), prints one line per
 /// invalid frame to `out`, and returns how many were invalid. Unreadable files are `Err`.
-pub fn validate_files(paths: &[String], dialect: Option<Dialect>, out: &mut dyn Write) -> Result<usize, String> {
+pub fn validate_files(paths: &[String], dialect: Option<SchemaDialect>, out: &mut dyn Write) -> Result<usize, String> {
     let mut invalid = 0;
     for path in paths {
         let problems = if path == "-" {
@@ -173,4 +175,35 @@ pub fn validate_files(paths: &[String], dialect: Option<Dialect>, out: &mut dyn 
         }
     }
     Ok(invalid)
+}
+
+/// Runs `agentwire schema …` and returns the process exit code.
+pub(super) fn run(action: SchemaAction) -> ExitCode {
+    let stdout = std::io::stdout();
+    match action {
+        SchemaAction::Bundle { dialect } => match match dialect {
+            Some(BundleDialectArg::Acp) => Ok(crate::protocol::embedded::acp_schema_json().trim_end().to_owned()),
+            Some(BundleDialectArg::Rpc) => bundle_text(Some(SchemaDialect::Rpc)),
+            Some(BundleDialectArg::Wire) => bundle_text(Some(SchemaDialect::Wire)),
+            None => bundle_text(None),
+        } {
+            Ok(text) => {
+                println!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+        SchemaAction::Validate { dialect, files } => match validate_files(&files, dialect.map(SchemaDialect::from), &mut stdout.lock()) {
+            Ok(0) => ExitCode::SUCCESS,
+            Ok(_) => ExitCode::from(1),
+            Err(e) => fail(&e),
+        },
+        SchemaAction::Docs => match crate::codegen::docs::protocol_markdown() {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+    }
 }

@@ -187,12 +187,12 @@ pub fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
             handler: &H,
             id: ::std::option::Option<::serde_json::Value>,
             command: RpcCommand,
-        ) -> crate::protocol::envelope::RpcReply {
-            dispatch_rpc_command_to(handler, id, command, crate::protocol::envelope::ToReply).await
+        ) -> crate::protocol::rpc_reply::RpcReply {
+            dispatch_rpc_command_to(handler, id, command, crate::protocol::rpc_reply::ToReply).await
         }
         /// Runs one parsed command on `handler` and hands its typed outcome to `answer` (which
         /// may serialize it straight into the output, with no intermediate text).
-        pub async fn dispatch_rpc_command_to<H: RpcHandler + ?Sized, A: crate::protocol::envelope::RpcAnswer>(
+        pub async fn dispatch_rpc_command_to<H: RpcHandler + ?Sized, A: crate::protocol::rpc_reply::RpcAnswer>(
             handler: &H,
             id: ::std::option::Option<::serde_json::Value>,
             command: RpcCommand,

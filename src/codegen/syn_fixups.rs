@@ -211,7 +211,7 @@ pub(super) fn keep_explicit_null(f: &mut syn::Field) {
     for attr in &mut f.attrs {
         let text = quote!(#attr).to_string();
         if text.contains("skip_serializing_if") && !text.contains("deserialize_with") {
-            let patched = text.replacen("serde (", "serde (default , deserialize_with = \"crate::protocol::envelope::deserialize_present\" , ", 1);
+            let patched = text.replacen("serde (", "serde (default , deserialize_with = \"crate::protocol::rpc_reply::deserialize_present\" , ", 1);
             *attr = reparse_attr(&patched);
         }
     }

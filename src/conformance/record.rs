@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::TMP_PLACEHOLDER;
 use crate::client::process::{isolate, GroupGuard};
-use crate::protocol::validate::Dialect;
+use crate::protocol::validate::SchemaDialect;
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -32,7 +32,7 @@ pub struct RecordOptions {
     /// Requirement ids it covers.
     pub requirements: Vec<String>,
     /// The dialect spoken.
-    pub dialect: Dialect,
+    pub dialect: SchemaDialect,
     /// The agentwire binary to run.
     pub agentwire: PathBuf,
     /// Extra agentwire arguments (kept in the header); `--model-script FILE` becomes `model` lines.
@@ -381,7 +381,7 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
     for d in [&home, &config, &work] {
         std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
     }
-    let mode = if options.dialect == Dialect::Rpc { "rpc" } else { "wire" };
+    let mode = if options.dialect == SchemaDialect::Rpc { "rpc" } else { "wire" };
     let mut command = Command::new(&options.agentwire);
     command.arg("--mode").arg(mode).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
     if !scripted.is_empty() {

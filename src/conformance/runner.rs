@@ -19,7 +19,7 @@ use super::fake_llm::{FakeLlm, FAKE_MODEL};
 use super::Matcher;
 use crate::client::process::{isolate, signal_group};
 use crate::protocol::acp::acp_validator;
-use crate::protocol::validate::{validator, Dialect, Direction, FrameError};
+use crate::protocol::validate::{validator, SchemaDialect, Direction, FrameError};
 use crate::protocol::{ConformanceAdapter, ConformanceAdapterDialectsItem, TranscriptHeaderDialect, TranscriptLine};
 
 /// The agent under test.
@@ -115,8 +115,8 @@ fn mode_name(dialect: TranscriptHeaderDialect) -> &'static str {
 /// response answers: ACP results are typed per method, so they are checked against it.
 fn validate_outbound(dialect: TranscriptHeaderDialect, frame: &Value, answered: Option<&str>) -> Result<(), FrameError> {
     match dialect {
-        TranscriptHeaderDialect::Rpc => validator().validate_frame(Dialect::Rpc, Direction::Outbound, frame, None),
-        TranscriptHeaderDialect::Wire => validator().validate_frame(Dialect::Wire, Direction::Outbound, frame, None),
+        TranscriptHeaderDialect::Rpc => validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, frame, None),
+        TranscriptHeaderDialect::Wire => validator().validate_frame(SchemaDialect::Wire, Direction::Outbound, frame, None),
         TranscriptHeaderDialect::Acp => acp_validator().validate_outbound(frame, answered),
     }
 }

@@ -71,7 +71,8 @@ pub enum RunOutcome {
     Failed(PromptError),
 }
 
-/// Severity of a notice.
+/// Severity of a notice: an [`AgentEvent::Notice`] or a UI notification
+/// ([`super::port::UiNotice::Notify`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoticeLevel {
     /// Informational.

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{AgentToolResult, HostToolDefinition, ToolCall};
+use super::events::NoticeLevel;
 use super::tools::ToolOutput;
 
 /// The tool that asks the user questions; an agent offers it to the model only when the host
@@ -157,22 +158,11 @@ pub enum DialogOutcome {
     Unsupported(String),
 }
 
-/// Severity of a UI notification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotifyLevel {
-    /// Informational.
-    Info,
-    /// A warning.
-    Warning,
-    /// An error.
-    Error,
-}
-
 /// Fire-and-forget UI: nothing is waited for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UiNotice {
     /// A notification.
-    Notify { level: NotifyLevel, message: String },
+    Notify { level: NoticeLevel, message: String },
     /// A status-bar entry (`None` clears it).
     Status { key: String, text: Option<String> },
     /// A widget's lines (`None` removes it).

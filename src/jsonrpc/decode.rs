@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::envelope::ErrorFrame;
+use super::frames::ErrorFrame;
 use super::error::{Error, ErrorCode};
 use crate::transport::raw_id::{exact_id, id_kind, marked_id, peek_id_and_type, raw_id, IdKind};
 use crate::transport::InboundLine;

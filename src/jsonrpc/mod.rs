@@ -4,7 +4,7 @@
 //! `RpcConnection<Local, Remote>`; rmcp's model / service / handler / transport split).
 //!
 //! - [`error`]: the one error object (`code`, `message`, `data`), its [`ErrorCode`] enum;
-//! - [`envelope`]: typed request, notification, success and error frames, serialized once
+//! - [`frames`]: typed request, notification, success and error frames, serialized once
 //!   straight into the frame bytes; the [`Request`] / [`Notification`] method traits; the
 //!   [`Responder`] a generated dispatch answers through;
 //! - [`decode`]: envelope decoding with each dialect's [`Policy`] (ids byte-exact, see
@@ -25,8 +25,8 @@
 pub mod answer;
 #[cfg(feature = "transport")]
 pub mod decode;
-pub mod envelope;
 pub mod error;
+pub mod frames;
 #[cfg(feature = "transport")]
 pub mod peer;
 #[cfg(feature = "transport")]
@@ -35,8 +35,8 @@ pub mod serve;
 #[cfg(feature = "transport")]
 pub use decode::{decode, Decoded, Inbound, Policy, Side, Words};
 #[cfg(feature = "transport")]
-pub use envelope::{Answer, Responder};
-pub use envelope::{ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, SuccessFrame};
+pub use frames::{Answer, Responder};
+pub use frames::{ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, SuccessFrame};
 pub use error::{Error, ErrorCode};
 #[cfg(feature = "transport")]
 pub use peer::{Outcome, Peer, Pending, Reply};

@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::envelope::{Notification, NotificationFrame, Request, RequestFrame};
+use super::frames::{Notification, NotificationFrame, Request, RequestFrame};
 use super::error::Error;
 use crate::transport::Outbox;
 

@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::answer::{scope, Answered};
 use super::decode::{decode, Inbound, Side};
-use super::envelope::{Answer, Responder};
+use super::frames::{Answer, Responder};
 use super::error::Error;
 use super::peer::Peer;
 use crate::transport::lines::spawn_line_channel;

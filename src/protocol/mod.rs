@@ -1,12 +1,14 @@
-//! The protocol layer: generated types, envelopes and validators. No I/O, no async runtime.
+//! The protocol layer: generated types, the JSONL replies and validators. No I/O, no async
+//! runtime.
 //!
 //! Everything here comes from `schema/`: [`generated`] is written by `build.rs`, and so are the
 //! checks [`validate`] runs ([`check`] is their runtime half). The hand-written parts are the
-//! envelopes and error types ([`envelope`]), the [`Dialect`] names, and the method traits
-//! below, which the generated code implements for every command and wire method.
+//! JSONL dialect's command replies and their error ([`rpc_reply`]), the [`Dialect`] names, and
+//! the method traits below, which the generated code implements for every command and wire
+//! method.
 
-pub mod envelope;
 pub mod generated;
+pub mod rpc_reply;
 pub mod check;
 pub mod doc;
 pub mod validate;
@@ -25,7 +27,7 @@ pub(crate) mod acp_checks {
     include!(concat!(env!("OUT_DIR"), "/acp_validators.rs"));
 }
 
-pub use envelope::RpcError;
+pub use rpc_reply::RpcError;
 pub use generated::*;
 
 /// A stdio agent dialect: what the server side serves (`server::serve`) and the

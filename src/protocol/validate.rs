@@ -26,9 +26,11 @@ use super::embedded::{bundle_json, defs_tsv};
 use super::generated::{RPC_COMMANDS, WIRE_AGENT_REQUESTS, WIRE_METHODS};
 use super::UnionInfo;
 
-/// Which protocol a frame belongs to.
+/// A dialect whose frames our schema (`schema/*.schema.json`) describes, so this validator checks
+/// them. ACP's frames are checked against the vendored official schema ([`super::acp`]); the
+/// three dialects a process speaks are [`super::Dialect`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Dialect {
+pub enum SchemaDialect {
     /// The pi / omp JSONL RPC dialect.
     Rpc,
     /// The kimi-cli JSON-RPC 2.0 wire dialect.
@@ -166,21 +168,21 @@ impl SchemaValidator {
     /// `request_method` names the method a wire response answers, when the caller tracks it.
     pub fn validate_frame(
         &self,
-        dialect: Dialect,
+        dialect: SchemaDialect,
         direction: Direction,
         frame: &Value,
         request_method: Option<&str>,
     ) -> Result<(), FrameError> {
         match (dialect, direction) {
-            (Dialect::Rpc, Direction::Inbound) => self.validate_def("RpcInboundFrame", frame),
-            (Dialect::Rpc, Direction::Outbound) => {
+            (SchemaDialect::Rpc, Direction::Inbound) => self.validate_def("RpcInboundFrame", frame),
+            (SchemaDialect::Rpc, Direction::Outbound) => {
                 self.validate_def("RpcOutboundFrame", frame)?;
                 if frame.get("type").and_then(Value::as_str) == Some("response") {
                     self.check_rpc_response_data(frame)?;
                 }
                 Ok(())
             }
-            (Dialect::Wire, Direction::Inbound) => {
+            (SchemaDialect::Wire, Direction::Inbound) => {
                 if frame.get("method").is_some() {
                     self.validate_def("WireRequest", frame)
                 } else {
@@ -188,7 +190,7 @@ impl SchemaValidator {
                     self.check_wire_response(frame, request_method, result)
                 }
             }
-            (Dialect::Wire, Direction::Outbound) => {
+            (SchemaDialect::Wire, Direction::Outbound) => {
                 if frame.get("method").is_some() {
                     self.validate_def("WireAgentMessage", frame)?;
                     self.check_subagent_event(frame.get("params"), "/params")
@@ -353,7 +355,7 @@ mod tests {
     }
 
     fn rpc_in(v: Value) -> String {
-        validator().validate_frame(Dialect::Rpc, Direction::Inbound, &v, None).unwrap_err().to_string()
+        validator().validate_frame(SchemaDialect::Rpc, Direction::Inbound, &v, None).unwrap_err().to_string()
     }
 
     #[test]
@@ -368,7 +370,7 @@ mod tests {
 
     #[test]
     fn nested_unions_are_resolved_by_tag() {
-        let check = |frame: Value| validator().validate_frame(Dialect::Rpc, Direction::Outbound, &frame, None).unwrap_err().to_string();
+        let check = |frame: Value| validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, &frame, None).unwrap_err().to_string();
         let e = check(json!({"type":"message_end","message":{"role":"user","content":[{"type":"text"}],"timestamp":1}}));
         assert_eq!(e, r#"message_end: /message/content/0/text: "text" is a required property"#);
         let e = check(json!({"type":"message_end","message":{"role":"robot"}}));
@@ -380,12 +382,12 @@ mod tests {
     #[test]
     fn response_data_is_checked_against_x_response() {
         let ok = json!({"id":"a","type":"response","command":"get_last_assistant_text","success":true,"data":{"text":null}});
-        validator().validate_frame(Dialect::Rpc, Direction::Outbound, &ok, None).unwrap();
+        validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, &ok, None).unwrap();
         let bad = json!({"type":"response","command":"get_last_assistant_text","success":true,"data":{}});
-        let e = validator().validate_frame(Dialect::Rpc, Direction::Outbound, &bad, None).unwrap_err().to_string();
+        let e = validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, &bad, None).unwrap_err().to_string();
         assert_eq!(e, r#"get_last_assistant_text: /data/text: "text" is a required property"#);
         let extra = json!({"type":"response","command":"abort","success":true,"data":{}});
-        assert!(validator().validate_frame(Dialect::Rpc, Direction::Outbound, &extra, None).is_err());
+        assert!(validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, &extra, None).is_err());
     }
 }
 

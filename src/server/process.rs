@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::core::events::NoticeLevel;
-use crate::core::port::{NotifyLevel, UiNotice};
+use crate::core::port::UiNotice;
 use crate::agent::{Agent, AgentConfig, ApprovalPolicy, Capabilities, EventSink, HostPort, RetryPolicy};
 use crate::protocol::acp::{SessionId, SessionInfo};
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
@@ -337,11 +337,6 @@ pub async fn run_wire_process(options: ProcessOptions) -> u8 {
     let agent = prepared.build(host.clone());
     // The wire's own notices are `Notification` events.
     for (level, message) in start_mcp_servers(&agent, &options).await {
-        let level = match level {
-            NoticeLevel::Info => NotifyLevel::Info,
-            NoticeLevel::Warning => NotifyLevel::Warning,
-            NoticeLevel::Error => NotifyLevel::Error,
-        };
         host.notify(UiNotice::Notify { level, message }).await;
     }
     let session = WireSession::new(agent.clone(), host);

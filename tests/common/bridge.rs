@@ -9,7 +9,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 use agentwire::protocol::acp::acp_validator;
-use agentwire::protocol::validate::{validator, Dialect, Direction};
+use agentwire::protocol::validate::{validator, SchemaDialect, Direction};
 use serde_json::{json, Value};
 
 pub const TIMEOUT: Duration = Duration::from_secs(30);
@@ -74,8 +74,8 @@ impl Bridge {
         let (tx, rx) = mpsc::channel();
         let served = match serve {
             "acp" => None,
-            "rpc" => Some(Dialect::Rpc),
-            _ => Some(Dialect::Wire),
+            "rpc" => Some(SchemaDialect::Rpc),
+            _ => Some(SchemaDialect::Wire),
         };
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {

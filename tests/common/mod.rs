@@ -15,7 +15,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use agentwire::protocol::validate::{validator, Dialect, Direction};
+use agentwire::protocol::validate::{validator, SchemaDialect, Direction};
 use serde_json::{json, Value};
 
 /// The JSON frames of an agent's stdout, read on a thread; `check` sees each (and its line)
@@ -79,7 +79,7 @@ impl Agent {
         configure(&mut cmd);
         let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let rx = frames_of(child.stdout.take().unwrap(), |frame, line| {
-            if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Outbound, frame, None) {
+            if let Err(e) = validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, frame, None) {
                 panic!("invalid frame from agentwire: {e}\n{line}");
             }
         });

@@ -7,7 +7,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 use agentwire::cli::schema::FrameChecker;
-use agentwire::protocol::validate::{Dialect, Direction};
+use agentwire::protocol::validate::{SchemaDialect, Direction};
 use serde_json::Value;
 
 /// A running `agentwire --mode wire` with its own working and config directory.
@@ -51,7 +51,7 @@ impl Wire {
             }
         });
         let stdin = child.stdin.take();
-        Wire { child, stdin, rx, checker: FrameChecker::new(Some(Dialect::Wire)), dir, seen: Vec::new() }
+        Wire { child, stdin, rx, checker: FrameChecker::new(Some(SchemaDialect::Wire)), dir, seen: Vec::new() }
     }
 
     pub fn send(&mut self, frame: Value) {

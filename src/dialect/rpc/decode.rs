@@ -24,7 +24,7 @@ use serde_json::Value;
 
 pub use super::failure::RpcFailure;
 use crate::protocol::doc::{Doc, Parsed};
-use crate::protocol::validate::{validator, Dialect, Direction};
+use crate::protocol::validate::{validator, SchemaDialect, Direction};
 use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RequestId, RpcChunk, RpcCommand, RpcErrorCode, UnionInfo};
 use crate::transport::raw_id::{exact_id, id_kind, IdKind};
 use crate::transport::InboundLine;
@@ -190,7 +190,7 @@ fn decode_value(text: &str, bytes: &[u8], escapes: bool) -> Result<Inbound, RpcF
     let Some(kind) = known_tag(kind) else {
         return Err(unknown_command(id, kind));
     };
-    if let Err(e) = validator().validate_frame(Dialect::Rpc, Direction::Inbound, &value, None) {
+    if let Err(e) = validator().validate_frame(SchemaDialect::Rpc, Direction::Inbound, &value, None) {
         return Err(invalid(id, kind, &e));
     }
     let parse_error = |e: serde_json::Error| failure(id.clone(), kind, RpcErrorCode::InvalidParams, format!("{kind}: {e}"));
@@ -509,7 +509,7 @@ mod tests {
         decode_line(&InboundLine::Line(text.as_bytes().to_vec()), 1024).map_err(|r| {
             let v = serde_json::to_value(r).unwrap();
             // Every error frame is itself a valid outbound frame.
-            validator().validate_frame(Dialect::Rpc, Direction::Outbound, &v, None).unwrap_or_else(|e| panic!("{v}: {e}"));
+            validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, &v, None).unwrap_or_else(|e| panic!("{v}: {e}"));
             v
         })
     }

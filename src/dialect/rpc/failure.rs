@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::protocol::envelope::{rpc_failure, RpcError};
+use crate::protocol::rpc_reply::{rpc_failure, RpcError};
 use crate::protocol::{RpcErrorCode, RpcResponse};
 use crate::transport::json::{write_json, write_str};
 use crate::transport::{FrameBatch, WriterClosed};

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
 use crate::core::{AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, StateExtras, StateVersion, Submitted};
-use crate::protocol::envelope::{self, RpcSuccess};
+use crate::protocol::rpc_reply::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
 use crate::transport::FrameBatch;
@@ -110,7 +110,7 @@ impl<A: AgentCore> RpcSession<A> {
         let data = match self.agent.messages_json() {
             Ok(data) => data,
             Err(e) => {
-                let _ = batch.push(&envelope::rpc_response::<()>(id, GetMessagesCommand::COMMAND, Err(rpc_error(e))));
+                let _ = batch.push(&rpc_reply::rpc_response::<()>(id, GetMessagesCommand::COMMAND, Err(rpc_error(e))));
                 return;
             }
         };
@@ -129,7 +129,7 @@ impl<A: AgentCore> RpcSession<A> {
     pub fn write_state(&self, id: Option<Value>, cmd: &GetStateCommand, batch: &mut FrameBatch) {
         let extras = state_extras(cmd);
         if extras.any() {
-            let _ = batch.push(&envelope::rpc_response(id, GetStateCommand::COMMAND, self.agent.state_snapshot_with(extras).map(Some).map_err(rpc_error)));
+            let _ = batch.push(&rpc_reply::rpc_response(id, GetStateCommand::COMMAND, self.agent.state_snapshot_with(extras).map(Some).map_err(rpc_error)));
             return;
         }
         let Some(version) = self.agent.state_version() else {
@@ -147,7 +147,7 @@ impl<A: AgentCore> RpcSession<A> {
                 // Not expected (the snapshot always encodes, a versioned core versions its
                 // snapshots): answered as the typed path would.
                 _ => {
-                    let _ = batch.push(&envelope::rpc_response(id, GetStateCommand::COMMAND, Ok(Some(snapshot))));
+                    let _ = batch.push(&rpc_reply::rpc_response(id, GetStateCommand::COMMAND, Ok(Some(snapshot))));
                     return;
                 }
             }
@@ -163,7 +163,7 @@ impl<A: AgentCore> RpcSession<A> {
     pub fn write_messages_page(&self, id: Option<Value>, cmd: &GetMessagesPageCommand, batch: &mut FrameBatch) {
         let _ = match self.agent.messages_page_json(cmd.cursor.as_deref(), cmd.limit.map(u64::from)) {
             Ok(page) => batch.push(&RpcSuccess { id: id.as_ref(), command: GetMessagesPageCommand::COMMAND, data: Some(&page) }),
-            Err(e) => batch.push(&envelope::rpc_response::<()>(id, GetMessagesPageCommand::COMMAND, Err(rpc_error(e)))),
+            Err(e) => batch.push(&rpc_reply::rpc_response::<()>(id, GetMessagesPageCommand::COMMAND, Err(rpc_error(e)))),
         };
     }
 

@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::host_tools::HostToolCalls;
 use super::RpcHost;
-use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, QuestionAsk, ToolAsk, UiNotice};
+use crate::core::events::NoticeLevel;
+use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
 use crate::jsonrpc::{Peer, Reply};
 use crate::protocol::*;
 use crate::core::tools::ToolOutput;
@@ -122,9 +123,9 @@ impl RpcHost {
         match notice {
             UiNotice::Notify { level, message } => {
                 let level = match level {
-                    NotifyLevel::Info => UiNotifyRequestNotifyType::Info,
-                    NotifyLevel::Warning => UiNotifyRequestNotifyType::Warning,
-                    NotifyLevel::Error => UiNotifyRequestNotifyType::Error,
+                    NoticeLevel::Info => UiNotifyRequestNotifyType::Info,
+                    NoticeLevel::Warning => UiNotifyRequestNotifyType::Warning,
+                    NoticeLevel::Error => UiNotifyRequestNotifyType::Error,
                 };
                 self.fire(|id| UiNotifyRequest::new(nonempty(id), message).with_notify_type(Some(level)).into()).await;
             }

@@ -31,7 +31,7 @@ use super::decode::{decode_line, Inbound};
 use super::RpcSession;
 use crate::core::AgentCore;
 use crate::jsonrpc::answer;
-use crate::protocol::envelope::{rpc_response, RpcAnswer, RpcError, RpcReply, RpcSuccess};
+use crate::protocol::rpc_reply::{rpc_response, RpcAnswer, RpcError, RpcReply, RpcSuccess};
 use crate::protocol::{dispatch_rpc_command, dispatch_rpc_command_to, RpcCommand};
 use crate::transport::{FrameBatch, InboundLine, LineReader, Outbox};
 
@@ -112,7 +112,7 @@ async fn unknown_answer(out: &Outbox, id: String, command: &str) {
         "host tool call id (never made, finished, cancelled or timed out)"
     };
     let error = crate::protocol::RpcError::not_found(format!("Unknown {what}: {id}"));
-    let _ = out.send(&crate::protocol::envelope::rpc_failure(Some(serde_json::Value::String(id)), command, error)).await;
+    let _ = out.send(&crate::protocol::rpc_reply::rpc_failure(Some(serde_json::Value::String(id)), command, error)).await;
 }
 
 /// Serves one JSONL session on `input`; returns when input ends and every command read is

@@ -15,7 +15,7 @@ use std::convert::Infallible;
 use serde_json::Value;
 
 use crate::jsonrpc::{Decoded, Error, Inbound, Policy, Side, Words};
-use crate::protocol::validate::{validator, Dialect, Direction};
+use crate::protocol::validate::{validator, SchemaDialect, Direction};
 use crate::protocol::{UnionInfo, WireRequest};
 use crate::transport::InboundLine;
 
@@ -58,7 +58,7 @@ impl Side for WireSide {
             return Err(Error::method_not_found(format!("Unexpected method received: {method}{hint}")));
         }
         let invalid_params = |field: &str, reason: &str| Error::invalid_params(format!("Invalid parameters for method `{method}`")).with_details([("field", field), ("reason", reason)]);
-        if let Err(e) = validator().validate_frame(Dialect::Wire, Direction::Inbound, &frame, None) {
+        if let Err(e) = validator().validate_frame(SchemaDialect::Wire, Direction::Inbound, &frame, None) {
             // Every violation goes into `reason`, so one reply names all the problems.
             let reason = std::iter::once(e.message).chain(e.also).collect::<Vec<_>>().join("; ");
             return Err(invalid_params(&e.path.trim_start_matches('/').replace('/', "."), &reason));
@@ -84,7 +84,7 @@ mod tests {
     fn decode(text: &str) -> Result<WireInbound, Value> {
         decode_wire_line(InboundLine::Line(text.as_bytes().to_vec())).map_err(|e| {
             let v = serde_json::to_value(*e).unwrap();
-            validator().validate_frame(Dialect::Wire, Direction::Outbound, &v, None).unwrap_or_else(|err| panic!("{v}: {err}"));
+            validator().validate_frame(SchemaDialect::Wire, Direction::Outbound, &v, None).unwrap_or_else(|err| panic!("{v}: {err}"));
             v
         })
     }

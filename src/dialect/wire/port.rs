@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::{lock, ReturnExtras, WireHost};
-use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, NotifyLevel, Question, QuestionAsk, ToolAsk, UiNotice};
+use crate::core::events::NoticeLevel;
+use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogKind, DialogOutcome, HostPort, Question, QuestionAsk, ToolAsk, UiNotice};
 use crate::jsonrpc::Reply;
 use crate::protocol::*;
 use crate::core::tools::ToolOutput;
@@ -203,9 +204,9 @@ impl WireHost {
         match notice {
             UiNotice::Notify { level, message } => {
                 let severity = match level {
-                    NotifyLevel::Info => "info",
-                    NotifyLevel::Warning => "warning",
-                    NotifyLevel::Error => "error",
+                    NoticeLevel::Info => "info",
+                    NoticeLevel::Warning => "warning",
+                    NoticeLevel::Error => "error",
                 };
                 let created_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
                 let payload = WireNotificationPayload {

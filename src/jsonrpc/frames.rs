@@ -1,5 +1,6 @@
-//! Typed JSON-RPC 2.0 envelopes, serialized once, straight into the frame's bytes (no
-//! `serde_json::Value` tree in between), and the method traits tying a method's name to its
+//! Typed JSON-RPC 2.0 frames (request, notification, success, error), serialized once,
+//! straight into the frame's bytes (no `serde_json::Value` tree in between); the [`Responder`]
+//! a generated dispatch answers through; and the method traits tying a method's name to its
 //! params and result (lsp-types' `Request` / `Notification`, one zero-sized type per method).
 
 use serde::ser::{SerializeMap, Serializer};
