@@ -36,7 +36,8 @@ use crate::dialect::rpc::remote::RpcAgents;
 use crate::dialect::wire::remote::WireAgents;
 use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
 use crate::protocol::{WireClientInfo, WireInitializeParams};
-use crate::server::{MakeAgent, ServeOptions};
+use crate::dialect::remote::RemoteAgents;
+use crate::server::ServeOptions;
 use crate::transport::stdio::Stdin;
 use crate::transport::until::UntilCancelled;
 use crate::transport::LineReader;
@@ -142,14 +143,12 @@ pub async fn run(options: BridgeOptions) -> u8 {
             let agents = RpcAgents::connect(lines, agent_out);
             // Known before the host asks (ACP offers them right after `session/new`).
             let _ = tokio::time::timeout(Duration::from_secs(3), agents.learn(&state)).await;
-            let close = agents.clone();
             let capabilities = Capabilities::none().with_images(true);
-            compose(agent, &options, capabilities, move |host| agents.agent(host), async move { close.close() }).await
+            compose(agent, &options, capabilities, RemoteAgents::Rpc(agents)).await
         }
         Detected::Wire(initialized) => {
             let agents = WireAgents::connect(lines.into_inner(), agent_out, closer, &initialized);
-            let close = agents.clone();
-            compose(agent, &options, Capabilities::none(), agents, async move { close.close().await }).await
+            compose(agent, &options, Capabilities::none(), RemoteAgents::Wire(agents)).await
         }
         Detected::Acp(initialized) => {
             let images = initialized.agent_capabilities.prompt_capabilities.image;
@@ -161,28 +160,28 @@ pub async fn run(options: BridgeOptions) -> u8 {
                 let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
                 return 1;
             }
-            let close = agents.clone();
-            compose(agent, &options, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, agents, async move { close.close().await }).await
+            compose(agent, &options, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, RemoteAgents::Acp(agents)).await
         }
     }
 }
 
-/// Serves the front of `options.serve` in front of the remote agents `make` builds until host
-/// EOF, a signal or the agent's death; then closes the agent's input (`close`) and ends it.
+/// Serves the front of `options.serve` in front of the remote `agents` until host
+/// EOF, a signal or the agent's death; then closes the agent's input and ends it.
 /// Returns the exit code.
-async fn compose(mut agent: AgentProcess, options: &BridgeOptions, capabilities: Capabilities, make: impl MakeAgent, close: impl Future<Output = ()>) -> u8 {
+async fn compose(mut agent: AgentProcess, options: &BridgeOptions, capabilities: Capabilities, agents: RemoteAgents) -> u8 {
     let serve_options = ServeOptions::default()
         .with_max_line_bytes(options.max_line_bytes)
         .with_acp_capabilities(capabilities)
         .with_info(AgentInfo::new("agentwire-bridge", env!("CARGO_PKG_VERSION")));
     let HostInput { input, stop, ended } = HostInput::new();
+    let close = agents.clone();
     let serve = async {
-        if let Err(e) = crate::server::serve_with(options.serve, serve_options, make, input, tokio::io::stdout()).await {
+        if let Err(e) = crate::server::serve_with(options.serve, serve_options, agents, input, tokio::io::stdout()).await {
             tracing::warn!("writing to the host failed: {e}");
         }
     };
     let agent_died = supervise(&mut agent, &stop, &ended, serve).await;
-    close.await;
+    close.close().await;
     finish(agent, agent_died).await
 }
 

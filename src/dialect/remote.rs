@@ -7,6 +7,9 @@
 //! - [`crate::dialect::rpc::remote`]: a pi / oh-my-pi / agentwire JSONL agent;
 //! - [`crate::dialect::wire::remote`]: a kimi-cli wire agent;
 //! - [`crate::dialect::acp::remote`]: an ACP agent.
+//!
+//! [`RemoteAgents`] is any of the three: a front serving it is compiled once, whatever the
+//! agent behind speaks (served once per remote type, each front was three times the code).
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -16,8 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::events::RunOutcome;
 use crate::core::port::{ApprovalAsk, Decision};
-use crate::core::{EventSink, Host, HostPort, Reply};
-use crate::protocol::{nonempty, PromptError, SlashCommand, ToolCall};
+use crate::core::mcp::{McpServerConfig, StartFailure};
+use crate::core::{AgentCore, Capabilities, CoreResult, EventSink, Host, HostPort, MakeAgent, QueueKind, Reply, Runs, Submitted};
+use crate::protocol::{nonempty, CommandsResult, CycleModelResult, ImageContent, Model, PromptError, SlashCommand, ThinkingLevel, ToolCall};
 
 /// How long a cancelled run may take to wind down on the other side before it is ended here
 /// (a `bash` the agent runs gets its SIGKILL 2 s after SIGTERM).
@@ -111,4 +115,139 @@ pub fn slash_command(name: &str, description: Option<String>, aliases: Vec<Strin
         command["aliases"] = Value::from(aliases);
     }
     serde_json::from_value(command).map_err(|e| tracing::warn!("the agent's slash command `{name}` is not listed: {e}")).ok()
+}
+
+/// The connection to an agent in any dialect: makes its sessions ([`RemoteAgent`]).
+#[derive(Debug, Clone)]
+pub enum RemoteAgents {
+    /// A JSONL agent.
+    Rpc(crate::dialect::rpc::remote::RpcAgents),
+    /// A kimi-wire agent.
+    Wire(crate::dialect::wire::remote::WireAgents),
+    /// An ACP agent.
+    Acp(crate::dialect::acp::remote::AcpAgents),
+}
+
+impl RemoteAgents {
+    /// Closes the agent's input (it finishes what it was asked, then exits).
+    pub async fn close(&self) {
+        match self {
+            Self::Rpc(a) => a.close(),
+            Self::Wire(a) => a.close().await,
+            Self::Acp(a) => a.close().await,
+        }
+    }
+}
+
+impl MakeAgent for RemoteAgents {
+    type Agent = RemoteAgent;
+
+    fn make(&self, host: Host) -> CoreResult<RemoteAgent> {
+        Ok(match self {
+            Self::Rpc(a) => RemoteAgent::Rpc(a.agent(host)),
+            Self::Wire(a) => RemoteAgent::Wire(a.make(host)?),
+            Self::Acp(a) => RemoteAgent::Acp(a.agent(host, None)),
+        })
+    }
+
+    fn make_in(&self, host: Host, cwd: &std::path::Path) -> CoreResult<RemoteAgent> {
+        match self {
+            Self::Acp(a) => Ok(RemoteAgent::Acp(a.agent(host, Some(cwd)))),
+            Self::Rpc(_) | Self::Wire(_) => self.make(host),
+        }
+    }
+}
+
+/// One session of an agent in any dialect, as the core.
+#[derive(Debug)]
+pub enum RemoteAgent {
+    /// Of a JSONL agent.
+    Rpc(crate::dialect::rpc::remote::RpcRemote),
+    /// Of a kimi-wire agent.
+    Wire(crate::dialect::wire::remote::WireRemote),
+    /// Of an ACP agent.
+    Acp(crate::dialect::acp::remote::AcpRemote),
+}
+
+/// `$e` with `$a` bound to whichever remote agent this is.
+macro_rules! each {
+    ($self:ident, $a:ident => $e:expr) => {
+        match $self {
+            RemoteAgent::Rpc($a) => $e,
+            RemoteAgent::Wire($a) => $e,
+            RemoteAgent::Acp($a) => $e,
+        }
+    };
+}
+
+impl AgentCore for RemoteAgent {
+    type Control = Runs;
+
+    fn control(&self) -> &Runs {
+        each!(self, a => a.control())
+    }
+
+    async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
+        each!(self, a => a.prompt(text, images, queue).await)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        each!(self, a => a.capabilities())
+    }
+
+    fn commands(&self) -> CommandsResult {
+        each!(self, a => a.commands())
+    }
+
+    fn session_id(&self) -> String {
+        each!(self, a => a.session_id())
+    }
+
+    async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        each!(self, a => a.steer(text, images).await)
+    }
+
+    async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        each!(self, a => a.follow_up(text, images).await)
+    }
+
+    async fn new_session(&self, parent: Option<String>) -> CoreResult<()> {
+        each!(self, a => a.new_session(parent).await)
+    }
+
+    async fn start_mcp(&self, configs: &[McpServerConfig], bound: Duration) -> Vec<StartFailure> {
+        each!(self, a => a.start_mcp(configs, bound).await)
+    }
+
+    fn current_model(&self) -> Option<Model> {
+        each!(self, a => a.current_model())
+    }
+
+    fn available_models(&self) -> Vec<Model> {
+        each!(self, a => a.available_models())
+    }
+
+    async fn set_model(&self, provider: &str, model_id: &str) -> CoreResult<Model> {
+        each!(self, a => a.set_model(provider, model_id).await)
+    }
+
+    async fn cycle_model(&self) -> CoreResult<Option<CycleModelResult>> {
+        each!(self, a => a.cycle_model().await)
+    }
+
+    fn thinking_level(&self) -> Option<ThinkingLevel> {
+        each!(self, a => a.thinking_level())
+    }
+
+    fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        each!(self, a => a.available_thinking_levels())
+    }
+
+    async fn set_thinking_level(&self, level: ThinkingLevel) -> CoreResult<ThinkingLevel> {
+        each!(self, a => a.set_thinking_level(level).await)
+    }
+
+    async fn cycle_thinking_level(&self) -> CoreResult<Option<ThinkingLevel>> {
+        each!(self, a => a.cycle_thinking_level().await)
+    }
 }
