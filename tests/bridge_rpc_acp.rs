@@ -204,3 +204,23 @@ fn thinking_levels_are_the_agents_thought_level_config_option() {
     assert_eq!((&refused["success"], &refused["code"]), (&json!(false), &json!("invalid_params")), "{refused}");
     assert!(refused["error"].as_str().unwrap().contains("not offered by the agent"), "{refused}");
 }
+
+/// A permission the ACP agent asked while its prompt runs is withdrawn when the host aborts:
+/// the host's dialog is cancelled (`extension_ui_request` `cancel` naming it), not left open
+/// for minutes, and the next prompt runs.
+#[test]
+fn abort_withdraws_the_permission_dialog_the_agent_asked() {
+    let script = [json!({"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo never"}}]}), json!({"text": "ok"})];
+    let mut bridge = Bridge::start_mode("rpc", "acp", &script, &[], &["--approval", "always"]);
+    bridge.send(json!({"id": "p1", "type": "prompt", "message": "run it"}));
+    let dialog = bridge.until(|f| is(f, "extension_ui_request") && f["method"] == "select").pop().unwrap();
+    let asked = Instant::now();
+    bridge.send(json!({"id": "a1", "type": "abort"}));
+    let frames = bridge.until(|f| is(f, "extension_ui_request") && f["method"] == "cancel");
+    assert_eq!(frames.last().unwrap()["targetId"], dialog["id"], "{frames:#?}");
+    assert!(asked.elapsed() < Duration::from_secs(3), "withdrawn after {:?}", asked.elapsed());
+    bridge.until(|f| is(f, "response") && f["id"] == "a1");
+    bridge.send(json!({"id": "p2", "type": "prompt", "message": "again"}));
+    let frames = bridge.until(|f| is(f, "prompt_result") && f["id"] == "p2");
+    assert_eq!(frames.last().unwrap()["status"], "completed", "{frames:#?}");
+}

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader};
 
-use super::{finish, supervise, BridgeOptions, HostInput};
+use super::{supervise, BridgeOptions, HostInput};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
 use crate::client::{AgentProcess, Dialect};
 use crate::conformance::tap::Tap;
@@ -146,19 +146,26 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions) -> u8 
         tokio::join!(to_agent, to_host);
     };
     let agent_died = supervise(&mut agent, &stop, &ended, serve).await;
-    let pid_gone = agent_died.is_some();
-    let code = finish(agent, agent_died).await;
+    let status = agent.shutdown(crate::client::DEFAULT_EXIT_GRACE).await;
     if let Some(tap) = &tap {
-        // What came after the host's input ended, and how the agent ended.
-        if !pid_gone {
-            tap.agent_exit(0);
+        // What came after the host's input ended, and how the agent ended (a replay expects the
+        // same exit; one killed by a signal has no code to expect).
+        if let Some(code) = status.as_ref().ok().and_then(std::process::ExitStatus::code) {
+            tap.agent_exit(code);
         }
         if let Err(e) = tap.finish() {
             eprintln!("agentwire bridge: --record: {e}");
             return 1;
         }
     }
-    code
+    match (agent_died, status) {
+        (Some(_), _) => 1,
+        (None, Ok(_)) => 0,
+        (None, Err(e)) => {
+            eprintln!("agentwire bridge: {e}");
+            1
+        }
+    }
 }
 
 fn transcript_dialect(dialect: Dialect) -> crate::protocol::TranscriptHeaderDialect {

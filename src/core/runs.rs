@@ -205,12 +205,13 @@ impl Runs {
         let user = AgentMessage::User(UserMessage { role: Default::default(), content: UserContent::Array(content), timestamp: now_ms(), attribution: None, steering: None });
         sink.emit(AgentEvent::MessageStart { message: &user }).await;
         sink.emit(AgentEvent::MessageEnd { message: &user }).await;
-        let turn = Arc::new(tokio::sync::Mutex::new(Turn { builder: None, produced: vec![user], next_call: 0, tools: None, closed: false, usage: TokenUsage::default() }));
+        let turn = Arc::new(tokio::sync::Mutex::new(Turn { builder: None, produced: vec![user], next_call: 0, tools: None, closed: false, usage: TokenUsage::default(), open_calls: std::collections::HashMap::new(), done_calls: std::collections::HashSet::new() }));
         let reply = Reply { turn: turn.clone(), sink: sink.clone(), name: self.inner.name.clone(), cancel: cancel.clone() };
         // A panicking run fails its prompt (the events still end in order) instead of leaving
         // it unanswered and the agent busy for ever.
-        let work = std::panic::AssertUnwindSafe(work(reply)).catch_unwind();
-        tokio::pin!(work);
+        // Boxed so it can be dropped before the turn is locked below: a work stopped while it
+        // held the turn (waiting for a slow host inside `emit`) would otherwise keep it for ever.
+        let mut work = Box::pin(std::panic::AssertUnwindSafe(work(reply)).catch_unwind());
         let finished = |outcome: Result<RunOutcome, Box<dyn std::any::Any + Send>>| match outcome {
             _ if cancel.is_cancelled() => RunOutcome::Aborted,
             Ok(outcome) => outcome,
@@ -228,6 +229,7 @@ impl Runs {
                 RunOutcome::Aborted
             }
         };
+        drop(work);
         let mut turn = turn.lock().await;
         let aborted = outcome == RunOutcome::Aborted;
         turn.end(&*sink, &self.inner.name, aborted).await;
@@ -296,6 +298,11 @@ struct Turn {
     closed: bool,
     /// What the agent reported the model used for the assistant message that ends next.
     usage: TokenUsage,
+    /// Calls started in parts and not finished yet, by id, whatever turn they were started in
+    /// (text streamed while a call runs ends its turn, not the call).
+    open_calls: std::collections::HashMap<String, ToolCall>,
+    /// Calls finished in this run: a repeated report of their end (or start) is ignored.
+    done_calls: std::collections::HashSet<String>,
 }
 
 /// A turn's tool calls reported in parts: the assistant messages that made them, the calls by
@@ -317,6 +324,29 @@ impl Turn {
         self.closed = true;
     }
 
+    /// `call`'s end: `ToolEnd`, its result message, and the result in its turn if that is
+    /// still open.
+    async fn finish_call(&mut self, sink: &dyn EventSink, call: &ToolCall, output: &str, details: Option<Value>, is_error: bool) {
+        let result = AgentToolResult { content: vec![super::tools::text_content(output)], details: details.clone() };
+        sink.emit(AgentEvent::ToolEnd { call, result: &result, is_error }).await;
+        let tool_message = ToolResultMessage {
+            role: Default::default(),
+            tool_call_id: nonempty(call.id.as_str()),
+            tool_name: call.name.to_string(),
+            content: result.content,
+            details,
+            is_error,
+            timestamp: now_ms(),
+        };
+        let tool_result = AgentMessage::ToolResult(tool_message.clone());
+        sink.emit(AgentEvent::MessageStart { message: &tool_result }).await;
+        sink.emit(AgentEvent::MessageEnd { message: &tool_result }).await;
+        if let Some(tools) = self.tools.as_mut().filter(|t| t.calls.contains_key(call.id.as_str())) {
+            tools.results.push(tool_message);
+        }
+        self.produced.push(tool_result);
+    }
+
     /// The assistant message streaming now, opened (`MessageStart`) if none is.
     async fn builder(&mut self, sink: &dyn EventSink, name: &str) -> &mut MessageBuilder {
         if self.builder.is_none() {
@@ -334,6 +364,13 @@ impl Turn {
 
     /// Ends the turn: its assistant message (an empty one if nothing streamed) and `TurnEnd`.
     async fn end(&mut self, sink: &dyn EventSink, name: &str, aborted: bool) {
+        // A call the agent never finished (the run was cancelled or ended here, or the agent
+        // went away) ends as failed: a host must not show it running for ever.
+        let unfinished: Vec<ToolCall> = self.open_calls.drain().map(|(_, call)| call).collect();
+        for call in unfinished {
+            let why = if aborted { "The tool call was cancelled with its run." } else { "The run ended before the tool call did." };
+            self.finish_call(sink, &call, why, None, true).await;
+        }
         if self.builder.is_none() && self.tools.is_some() {
             // The run ended on its tool calls: that turn is its last.
             self.close_tools(sink).await;
@@ -431,7 +468,7 @@ impl Reply {
     /// with the next text or thinking, or the run's end.
     pub async fn tool_started(&self, id: &str, name: &str, arguments: Map<String, Value>) {
         let mut turn = self.turn.lock().await;
-        if turn.tools.as_ref().is_some_and(|t| t.calls.contains_key(id)) {
+        if turn.open_calls.contains_key(id) || turn.done_calls.contains(id) {
             return;
         }
         let sink = &*self.sink;
@@ -446,6 +483,7 @@ impl Reply {
         sink.emit(AgentEvent::MessageEnd { message: &message }).await;
         sink.emit(AgentEvent::ToolStart { call: &call }).await;
         turn.produced.push(message.clone());
+        turn.open_calls.insert(id.to_owned(), call.clone());
         let tools = turn.tools.get_or_insert_with(ToolTurn::default);
         tools.message = Some(message);
         tools.calls.insert(id.to_owned(), call);
@@ -460,7 +498,7 @@ impl Reply {
     /// Output so far of the running call `id` (cumulative). Ignored for a call never started.
     pub async fn tool_progress(&self, id: &str, output: &str) {
         let turn = self.turn.lock().await;
-        let Some(call) = turn.tools.as_ref().and_then(|t| t.calls.get(id)) else { return };
+        let Some(call) = turn.open_calls.get(id) else { return };
         let partial = AgentToolResult { content: vec![super::tools::text_content(output)], details: None };
         self.sink.emit(AgentEvent::ToolUpdate { call, partial: &partial }).await;
     }
@@ -468,30 +506,20 @@ impl Reply {
     /// The call `id` finished with `output` (`details`: the result as the agent gave it).
     /// A call never started is started first, with no arguments.
     pub async fn tool_finished(&self, id: &str, name: &str, output: &str, details: Option<Value>, is_error: bool) {
-        let started = self.turn.lock().await.tools.as_ref().is_some_and(|t| t.calls.contains_key(id));
+        let (started, done) = {
+            let turn = self.turn.lock().await;
+            (turn.open_calls.contains_key(id), turn.done_calls.contains(id))
+        };
+        if done {
+            return;
+        }
         if !started {
             self.tool_started(id, name, Map::new()).await;
         }
         let mut turn = self.turn.lock().await;
-        let sink = &*self.sink;
-        let Some(tools) = turn.tools.as_mut() else { return };
-        let Some(call) = tools.calls.get(id).cloned() else { return };
-        let result = AgentToolResult { content: vec![super::tools::text_content(output)], details: details.clone() };
-        sink.emit(AgentEvent::ToolEnd { call: &call, result: &result, is_error }).await;
-        let tool_message = ToolResultMessage {
-            role: Default::default(),
-            tool_call_id: nonempty(id),
-            tool_name: call.name.to_string(),
-            content: result.content,
-            details,
-            is_error,
-            timestamp: now_ms(),
-        };
-        let tool_result = AgentMessage::ToolResult(tool_message.clone());
-        sink.emit(AgentEvent::MessageStart { message: &tool_result }).await;
-        sink.emit(AgentEvent::MessageEnd { message: &tool_result }).await;
-        tools.results.push(tool_message);
-        turn.produced.push(tool_result);
+        let Some(call) = turn.open_calls.remove(id) else { return };
+        turn.done_calls.insert(id.to_owned());
+        turn.finish_call(&*self.sink, &call, output, details, is_error).await;
     }
 
     /// Whether the run was cancelled (its outcome is `Aborted` whatever the work returns).
@@ -502,5 +530,93 @@ impl Reply {
     /// Resolves when the run is cancelled.
     pub async fn cancelled(&self) {
         self.cancel.cancelled().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, QuestionAsk, ToolAsk, UiNotice};
+    use crate::core::tools::ToolOutput;
+    use futures_util::future::BoxFuture;
+
+    /// Records the tool events it sees: `start <id>`, `end <id> <is_error>`.
+    #[derive(Default)]
+    struct Calls(Mutex<Vec<String>>);
+
+    impl EventSink for Calls {
+        fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
+            let seen = match event {
+                AgentEvent::ToolStart { call } => Some(format!("start {}", call.id.as_str())),
+                AgentEvent::ToolEnd { call, is_error, .. } => Some(format!("end {} {is_error}", call.id.as_str())),
+                _ => None,
+            };
+            if let Some(seen) = seen {
+                self.0.lock().unwrap().push(seen);
+            }
+            Box::pin(async {})
+        }
+    }
+
+    impl HostPort for Calls {
+        fn approve<'a>(&'a self, _ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+            Box::pin(async { Decision::Unanswerable })
+        }
+        fn call_tool<'a>(&'a self, _ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
+            Box::pin(async { ToolOutput::error("none") })
+        }
+        fn supports_questions(&self) -> bool {
+            false
+        }
+        fn ask_questions<'a>(&'a self, _ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
+            Box::pin(async { None })
+        }
+        fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
+            Box::pin(async { DialogOutcome::Dismissed })
+        }
+        fn notify(&self, _notice: UiNotice) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    /// Runs `work` as one prompt of a fresh `Runs`; the tool events seen.
+    async fn tool_events<F, Fut>(work: F) -> Vec<String>
+    where
+        F: FnOnce(Reply) -> Fut + Send + 'static,
+        Fut: Future<Output = RunOutcome> + Send + 'static,
+    {
+        let calls = Arc::new(Calls::default());
+        let runs = Runs::new("test", Host::new(calls.clone(), calls.clone()));
+        let Ok(Submitted::Started(prompt)) = runs.start("go".into(), Vec::new(), None, work).await else { panic!("not started") };
+        runs.release_gates();
+        prompt.outcome().await;
+        let seen = calls.0.lock().unwrap().clone();
+        seen
+    }
+
+    /// Text streamed while a call runs ends the turn, not the call: its end is the same call's.
+    #[tokio::test]
+    async fn text_while_a_call_runs_does_not_start_it_again() {
+        let seen = tool_events(|reply| async move {
+            reply.tool_started("c1", "bash", Map::new()).await;
+            reply.text("still working").await;
+            reply.tool_progress("c1", "half").await;
+            reply.tool_finished("c1", "", "done", None, false).await;
+            reply.tool_finished("c1", "", "done again", None, false).await;
+            RunOutcome::Completed
+        })
+        .await;
+        assert_eq!(seen, ["start c1", "end c1 false"]);
+    }
+
+    /// A call the agent never finished ends failed with its run.
+    #[tokio::test]
+    async fn a_call_left_running_ends_failed_with_the_run() {
+        let seen = tool_events(|reply| async move {
+            reply.tool_started("c1", "bash", Map::new()).await;
+            RunOutcome::Completed
+        })
+        .await;
+        assert_eq!(seen, ["start c1", "end c1 true"]);
     }
 }

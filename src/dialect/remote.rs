@@ -31,11 +31,20 @@ pub const WIND_DOWN: Duration = Duration::from_millis(2500);
 /// nothing here: a person at an editor may take minutes.
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The host of the session that speaks for a connection now: the agent's requests arrive on
-/// the connection, not on a session, and go to whoever prompted last. Held weakly: the front
-/// owns its hosts, and its output ends only once they are gone.
+/// The host of the session that speaks for a connection now, and the run in progress there:
+/// the agent's requests arrive on the connection, not on a session, and go to whoever prompted
+/// last. The host is held weakly: the front owns its hosts, and its output ends only once they
+/// are gone.
 #[derive(Clone, Default)]
-pub struct HostSlot(Arc<Mutex<Option<WeakHost>>>);
+pub struct HostSlot(Arc<Mutex<Slot>>);
+
+#[derive(Default)]
+struct Slot {
+    host: Option<WeakHost>,
+    /// Cancelled when the run in progress is cancelled or ends: what it asked the host is
+    /// withdrawn.
+    run: CancellationToken,
+}
 
 type WeakHost = (Weak<dyn EventSink>, Weak<dyn HostPort>);
 
@@ -46,16 +55,118 @@ impl std::fmt::Debug for HostSlot {
 }
 
 impl HostSlot {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// `host` speaks for the connection from now on.
     pub fn set(&self, host: &Host) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((Arc::downgrade(host.sink()), Arc::downgrade(host.port())));
+        self.slot().host = Some((Arc::downgrade(host.sink()), Arc::downgrade(host.port())));
     }
 
     /// The host that speaks for the connection, if any session has yet and it is still served.
     pub fn get(&self) -> Option<Host> {
-        let slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (sink, port) = slot.as_ref()?;
+        let slot = self.slot();
+        let (sink, port) = slot.host.as_ref()?;
         Some(Host::new(sink.upgrade()?, port.upgrade()?))
+    }
+
+    /// A run begins: what the agent asks the host during it is withdrawn once the guard is
+    /// cancelled or dropped (the run cancelled, or over).
+    pub fn begin_run(&self) -> RunGuard {
+        let token = CancellationToken::new();
+        self.slot().run = token.clone();
+        RunGuard(token)
+    }
+
+    /// The token of the run in progress (cancelled when there is none).
+    pub fn run_token(&self) -> CancellationToken {
+        self.slot().run.clone()
+    }
+}
+
+/// The run in progress, for [`HostSlot::begin_run`]: cancelled on drop.
+#[derive(Debug)]
+pub struct RunGuard(CancellationToken);
+
+impl RunGuard {
+    /// The run was cancelled: withdraw what it asked.
+    pub fn cancel(&self) {
+        self.0.cancel();
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// How long a run waits for the answer an earlier, abandoned run still owes before it refuses to
+/// start.
+pub const OWED_END: Duration = Duration::from_secs(5);
+
+/// The answer to a prompt a run ended here before the agent answered it (its wind-down ran out):
+/// owed, and the next run of the session waits for it first, so the agent is not busy and the
+/// old prompt's late events are not taken for the new one's.
+#[derive(Debug)]
+pub struct Owed<T>(Mutex<Option<tokio::task::JoinHandle<T>>>);
+
+impl<T> Default for Owed<T> {
+    fn default() -> Self {
+        Self(Mutex::new(None))
+    }
+}
+
+impl<T> Owed<T> {
+    /// Waits (at most [`OWED_END`]) for what an earlier run still owes; `false` when it does not
+    /// come in time (it stays owed).
+    pub async fn settle(&self) -> bool {
+        let Some(mut handle) = self.0.lock().unwrap_or_else(|e| e.into_inner()).take() else { return true };
+        match tokio::time::timeout(OWED_END, &mut handle).await {
+            Ok(_) => true,
+            Err(_) => {
+                *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+                false
+            }
+        }
+    }
+}
+
+/// A prompt's answer being awaited by a run: dropped before it came, it is left [`Owed`].
+#[derive(Debug)]
+pub struct Answer<'a, T> {
+    handle: Option<tokio::task::JoinHandle<T>>,
+    owed: &'a Owed<T>,
+}
+
+impl<'a, T: Send + 'static> Answer<'a, T> {
+    /// Sends the prompt (`request`) as a task of its own.
+    pub fn spawn(request: impl std::future::Future<Output = T> + Send + 'static, owed: &'a Owed<T>) -> Self {
+        Self { handle: Some(tokio::spawn(request)), owed }
+    }
+}
+
+impl<T> std::future::Future for Answer<'_, T> {
+    type Output = Option<T>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<T>> {
+        let Some(handle) = self.handle.as_mut() else { return std::task::Poll::Ready(None) };
+        match std::pin::Pin::new(handle).poll(cx) {
+            std::task::Poll::Ready(answer) => {
+                self.handle = None;
+                std::task::Poll::Ready(answer.ok())
+            }
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl<T> Drop for Answer<'_, T> {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            *self.owed.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        }
     }
 }
 
@@ -64,11 +175,11 @@ pub fn failed(message: impl Into<String>) -> RunOutcome {
     RunOutcome::Failed(PromptError { message: message.into(), http_status: None, retryable: false })
 }
 
-/// Asks `host` whether the agent's tool call `id` (`name`, `arguments`) may run.
-pub async fn approve(host: &Host, id: &str, name: &str, arguments: Map<String, Value>, summary: String) -> Decision {
+/// Asks `host` whether the agent's tool call `id` (`name`, `arguments`) may run; withdrawn
+/// (`Abandoned`) when `cancel` fires (the run was cancelled).
+pub async fn approve(host: &Host, id: &str, name: &str, arguments: Map<String, Value>, summary: String, cancel: &CancellationToken) -> Decision {
     let call = ToolCall::new(nonempty(id), nonempty(name), arguments);
-    let cancel = CancellationToken::new();
-    host.port().approve(ApprovalAsk { call: &call, summary, timeout: ASK_TIMEOUT, cancel: &cancel }).await
+    host.port().approve(ApprovalAsk { call: &call, summary, timeout: ASK_TIMEOUT, cancel }).await
 }
 
 /// Whether a decision lets the call run.

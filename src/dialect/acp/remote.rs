@@ -26,7 +26,7 @@ use crate::core::events::RunOutcome;
 use crate::core::port::Decision;
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{AcpClient, AcpClientError, AcpUpdates};
-use crate::dialect::remote::{approve, failed, HostSlot, WIND_DOWN};
+use crate::dialect::remote::{approve, failed, Answer, HostSlot, Owed, WIND_DOWN};
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{
     AcpClientHandler, AvailableCommand, ContentBlock, McpServer, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
@@ -84,6 +84,10 @@ struct Opened {
     id: SessionId,
     /// Its updates and catch-up requests; a run holds them while it streams.
     streams: tokio::sync::Mutex<(mpsc::UnboundedReceiver<SessionUpdate>, mpsc::UnboundedReceiver<Catch>)>,
+    /// Its host and the run in progress (what the agent asks during a run is withdrawn with it).
+    slot: HostSlot,
+    /// The answer of a prompt a run ended before it came.
+    owed: Owed<Result<crate::protocol::acp::PromptResponse, AcpClientError>>,
 }
 
 impl AcpAgents {
@@ -113,10 +117,11 @@ impl AcpAgents {
         let session = self.client.new_session(&NewSessionRequest::new(cwd.to_owned(), servers)).await?;
         let (tx, updates) = mpsc::unbounded_channel();
         let (catch_up, catch_ups) = mpsc::unbounded_channel();
+        let slot = HostSlot::default();
         let mut routes = lock(&self.routes);
-        routes.by_session.insert(session.session_id.0.clone(), Route { updates: tx, catch_up, host: HostSlot::default() });
+        routes.by_session.insert(session.session_id.0.clone(), Route { updates: tx, catch_up, host: slot.clone() });
         routes.config.insert(session.session_id.0.clone(), session.config_options.unwrap_or_default());
-        Ok(Opened { id: session.session_id, streams: tokio::sync::Mutex::new((updates, catch_ups)) })
+        Ok(Opened { id: session.session_id, streams: tokio::sync::Mutex::new((updates, catch_ups)), slot, owed: Owed::default() })
     }
 
     /// A session for a front, reporting to `host`, in `cwd` (the bridge's when `None`). The
@@ -371,8 +376,16 @@ async fn run(client: AcpClient, flush: mpsc::UnboundedSender<Catch>, opened: Arc
     let mut streams = opened.streams.lock().await;
     let (updates, catch_ups) = &mut *streams;
     let id = &opened.id;
+    // An earlier run ended here before its prompt was answered: its updates come before its
+    // answer, so once it is answered (and they are routed) what is queued is its, and dropped.
+    if !opened.owed.settle().await {
+        return failed("the agent is still ending the cancelled prompt; try again");
+    }
+    flushed(&flush).await;
     while updates.try_recv().is_ok() {}
-    let answer = client.prompt(&request);
+    let run_guard = opened.slot.begin_run();
+    let prompting = client.clone();
+    let answer = Answer::spawn(async move { prompting.prompt(&request).await }, &opened.owed);
     tokio::pin!(answer);
     let mut stream = Stream::default();
     let mut cancel_sent = false;
@@ -393,6 +406,8 @@ async fn run(client: AcpClient, flush: mpsc::UnboundedSender<Catch>, opened: Arc
             answer = &mut answer => break answer,
             () = reply.cancelled(), if !cancel_sent => {
                 cancel_sent = true;
+                // ACP: the client answers the permission requests it has open `cancelled`.
+                run_guard.cancel();
                 client.cancel(id).await;
             }
         }
@@ -403,7 +418,7 @@ async fn run(client: AcpClient, flush: mpsc::UnboundedSender<Catch>, opened: Arc
         stream.forward(update, &reply).await;
     }
     stream.start_pending(&reply).await;
-    match answer.map(|a| a.stop_reason) {
+    match answer.unwrap_or(Err(crate::client::CallError::Closed { method: "session/prompt" })).map(|a| a.stop_reason) {
         Ok(StopReason::EndTurn | StopReason::MaxTokens) => RunOutcome::Completed,
         Ok(StopReason::MaxTurnRequests) => RunOutcome::StepLimit { steps: 0 },
         Ok(StopReason::Cancelled) => RunOutcome::Aborted,
@@ -520,10 +535,10 @@ struct Permissions {
 impl AcpClientHandler for Permissions {
     async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
         let cancelled = || Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
-        let (host, catch_up) = {
+        let (host, catch_up, cancel) = {
             let routes = lock(&self.routes);
             match routes.by_session.get(&request.session_id.0) {
-                Some(route) => (route.host.get(), route.catch_up.clone()),
+                Some(route) => (route.host.get(), route.catch_up.clone(), route.host.run_token()),
                 None => return cancelled(),
             }
         };
@@ -542,7 +557,7 @@ impl AcpClientHandler for Permissions {
             None => Map::new(),
         };
         let summary = call.title.clone().unwrap_or_default();
-        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary).await;
+        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary, &cancel).await;
         let wanted: &[PermissionOptionKind] = match decision {
             Decision::Approve => &[PermissionOptionKind::AllowOnce],
             Decision::ApproveForSession => &[PermissionOptionKind::AllowAlways, PermissionOptionKind::AllowOnce],

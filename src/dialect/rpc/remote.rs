@@ -23,7 +23,7 @@ use futures_util::FutureExt;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufRead;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::core::events::RunOutcome;
 use crate::core::model::TokenUsage;
@@ -46,8 +46,13 @@ pub struct RpcAgents {
 #[derive(Debug)]
 struct Link {
     client: RpcClient,
-    /// The agent's frames; a run holds them while it streams.
-    events: tokio::sync::Mutex<RpcEvents>,
+    /// The agent's frames, and its dialogs' catch-up requests; a run holds them while it streams.
+    events: tokio::sync::Mutex<(RpcEvents, mpsc::UnboundedReceiver<oneshot::Sender<()>>)>,
+    /// The tool calls started and not yet finished, in order (an approval names the last).
+    open_calls: Arc<Mutex<Vec<(String, String, Map<String, Value>)>>>,
+    /// A run was ended here before the agent said it ended (`agent_end`): its end is owed, and
+    /// the next run reads up to it first.
+    owed_end: AtomicBool,
     slot: HostSlot,
     sessions: Mutex<Sessions>,
     /// A run is streaming (a session switch waits for none).
@@ -83,8 +88,10 @@ impl RpcAgents {
         R: AsyncBufRead + Unpin + Send + 'static,
     {
         let slot = HostSlot::default();
-        let (client, events) = RpcClient::over(lines, out, Dialogs { slot: slot.clone() });
-        let link = Link { client, events: tokio::sync::Mutex::new(events), slot, sessions: Mutex::default(), running: AtomicBool::new(false), next: AtomicU64::new(1), commands: Mutex::new(CommandsResult { commands: Vec::new() }), settings: Mutex::default() };
+        let (catch_up, catch_ups) = mpsc::unbounded_channel();
+        let open_calls = Arc::new(Mutex::new(Vec::new()));
+        let (client, events) = RpcClient::over(lines, out, Dialogs { slot: slot.clone(), catch_up, open_calls: open_calls.clone() });
+        let link = Link { client, events: tokio::sync::Mutex::new((events, catch_ups)), open_calls, owed_end: AtomicBool::new(false), slot, sessions: Mutex::default(), running: AtomicBool::new(false), next: AtomicU64::new(1), commands: Mutex::new(CommandsResult { commands: Vec::new() }), settings: Mutex::default() };
         let link = Arc::new(link);
         Self { link }
     }
@@ -301,23 +308,76 @@ impl Drop for Running<'_> {
     }
 }
 
+/// How long a run waits for the end an abandoned run still owes before it refuses to start.
+/// How long a dialog waits for the run to forward what came before it.
+const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a run waits for the end an abandoned run still owes before it refuses to start.
+const OWED_END: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Marks the run's end as owed unless it saw it (the work dropped at the wind-down's end).
+struct Owed<'a> {
+    flag: &'a AtomicBool,
+    seen: bool,
+}
+
+impl Drop for Owed<'_> {
+    fn drop(&mut self) {
+        if !self.seen {
+            self.flag.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
 /// One run: the prompt sent, the agent's frames streamed until its run ends.
 async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcome {
-    let mut events = link.events.lock().await;
+    let mut guard = link.events.lock().await;
+    let (events, catch_ups) = &mut *guard;
     link.running.store(true, Ordering::SeqCst);
     let _running = Running(&link.running);
+    // An earlier run ended here before the agent ended it: its last frames are read (and
+    // dropped) up to its `agent_end`, or this prompt would find the agent busy and take them
+    // for its own.
+    if link.owed_end.swap(false, Ordering::SeqCst) {
+        let ended = tokio::time::timeout(OWED_END, async {
+            while let Some(frame) = events.next().await {
+                if frame.kind() == "agent_end" {
+                    return true;
+                }
+            }
+            false
+        });
+        if !matches!(ended.await, Ok(true)) {
+            link.owed_end.store(true, Ordering::SeqCst);
+            return failed("the agent is still ending the cancelled prompt; try again");
+        }
+    }
     // What an earlier run left (its `prompt_result`, a notice) is not this run's.
     while events.try_next().is_some() {}
+    lock(&link.open_calls).clear();
+    let run_guard = link.slot.begin_run();
     if let Err(e) = link.client.request(&command).await {
         return failed(format!("the agent refused the prompt: {e}"));
     }
+    let mut owed = Owed { flag: &link.owed_end, seen: false };
     let mut started = false;
     let mut abort_sent = false;
     loop {
         let frame = tokio::select! {
+            biased;
             frame = events.next() => frame,
+            Some(done) = catch_ups.recv() => {
+                while let Some(frame) = events.try_next() {
+                    if let Some(step) = super::steps::step(&frame) {
+                        forward(step, &reply, &link.open_calls).await;
+                    }
+                }
+                let _ = done.send(());
+                continue;
+            }
             () = reply.cancelled(), if !abort_sent => {
                 abort_sent = true;
+                run_guard.cancel();
                 let client = link.client.clone();
                 tokio::spawn(async move {
                     if let Err(e) = client.request(&AbortCommand::default()).await {
@@ -327,7 +387,10 @@ async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcom
                 continue;
             }
         };
-        let Some(frame) = frame else { return failed("the agent exited before the prompt ended") };
+        let Some(frame) = frame else {
+            owed.seen = true;
+            return failed("the agent exited before the prompt ended");
+        };
         match frame.kind() {
             "agent_start" => started = true,
             "message_end" => {
@@ -335,25 +398,37 @@ async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcom
                     reply.usage(usage).await;
                 }
             }
-            "agent_end" => return outcome_of_run(&frame),
+            "agent_end" => {
+                owed.seen = true;
+                return outcome_of_run(&frame);
+            }
             // A slash command that ran no model settles with this alone.
-            "prompt_result" if !started => return outcome_of_result(&frame),
+            "prompt_result" if !started => {
+                owed.seen = true;
+                return outcome_of_result(&frame);
+            }
             _ => {}
         }
         if let Some(step) = super::steps::step(&frame) {
-            forward(step, &reply).await;
+            forward(step, &reply, &link.open_calls).await;
         }
     }
 }
 
-async fn forward(step: super::steps::Step, reply: &Reply) {
+async fn forward(step: super::steps::Step, reply: &Reply, open_calls: &Mutex<Vec<(String, String, Map<String, Value>)>>) {
     use super::steps::Step;
     match step {
         Step::Text(text) => reply.text(text).await,
         Step::Thinking(text) => reply.thinking(text).await,
-        Step::ToolStart { id, name, args } => reply.tool_started(&id, &name, args).await,
+        Step::ToolStart { id, name, args } => {
+            lock(open_calls).push((id.clone(), name.clone(), args.clone()));
+            reply.tool_started(&id, &name, args).await;
+        }
         Step::ToolProgress { id, text } => reply.tool_progress(&id, &text).await,
-        Step::ToolEnd { id, text, result, is_error } => reply.tool_finished(&id, "", &text, Some(result), is_error).await,
+        Step::ToolEnd { id, text, result, is_error } => {
+            lock(open_calls).retain(|(open, _, _)| *open != id);
+            reply.tool_finished(&id, "", &text, Some(result), is_error).await;
+        }
         // The core opens turns as the run streams, and ends the run itself.
         Step::TurnStart | Step::End => {}
     }
@@ -401,6 +476,10 @@ fn outcome_of_result(frame: &RpcAgentFrame) -> RunOutcome {
 /// The agent's dialogs, asked of the host that speaks for the connection.
 struct Dialogs {
     slot: HostSlot,
+    /// Asks the run to forward every frame that came before the dialog (the tool call an
+    /// approval is about reaches the host first).
+    catch_up: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    open_calls: Arc<Mutex<Vec<(String, String, Map<String, Value>)>>>,
 }
 
 /// Whether an option label reads as a refusal.
@@ -413,6 +492,11 @@ impl RpcHostHandler for Dialogs {
     fn dialog(&self, dialog: RpcDialog) -> BoxFuture<'_, DialogAnswer> {
         async move {
             let Some(host) = self.slot.get() else { return DialogAnswer::Cancelled };
+            let (done, caught) = oneshot::channel();
+            if self.catch_up.send(done).is_ok() {
+                let _ = tokio::time::timeout(CATCH_UP, caught).await;
+            }
+            let cancel = self.slot.run_token();
             let kind = match dialog.method.as_str() {
                 "select" => DialogKind::Select { title: dialog.title.clone(), options: dialog.options.clone() },
                 "confirm" => DialogKind::Confirm { title: dialog.title.clone(), message: dialog.message.clone().unwrap_or_default() },
@@ -424,7 +508,6 @@ impl RpcHostHandler for Dialogs {
                 }
             };
             if host.port().supports_dialogs() {
-                let cancel = CancellationToken::new();
                 return match host.port().dialog(DialogAsk { kind, timeout: ASK_TIMEOUT, cancel: &cancel }).await {
                     DialogOutcome::Value(value) => DialogAnswer::Value(value),
                     DialogOutcome::Confirmed(yes) => DialogAnswer::Confirmed(yes),
@@ -442,17 +525,25 @@ impl RpcHostHandler for Dialogs {
                 Some((name, rest)) => (name.to_owned(), rest.strip_prefix("Command: ").unwrap_or(rest).to_owned()),
                 None => (dialog.title.clone(), dialog.message.clone().unwrap_or_default()),
             };
-            let mut args = Map::new();
-            if !summary.is_empty() {
-                args.insert("command".to_owned(), Value::String(summary.clone()));
-            }
+            // The call it is about is the last one started and not finished, when the agent
+            // reports its calls before asking (else the dialog stands for itself).
+            let (id, name, args) = match lock(&self.open_calls).last().cloned() {
+                Some(call) => call,
+                None => {
+                    let mut args = Map::new();
+                    if !summary.is_empty() {
+                        args.insert("command".to_owned(), Value::String(summary.clone()));
+                    }
+                    (format!("dialog-{}", dialog.id), name, args)
+                }
+            };
             match kind {
                 DialogKind::Confirm { .. } => {
-                    let decision = approve(&host, &format!("dialog-{}", dialog.id), &name, args, summary).await;
+                    let decision = approve(&host, &id, &name, args, summary, &cancel).await;
                     DialogAnswer::Confirmed(approved(&decision))
                 }
                 DialogKind::Select { options, .. } if options.iter().any(|o| refuses(o)) && options.iter().any(|o| !refuses(o)) => {
-                    let decision = approve(&host, &format!("dialog-{}", dialog.id), &name, args, summary).await;
+                    let decision = approve(&host, &id, &name, args, summary, &cancel).await;
                     let allow = approved(&decision);
                     options.into_iter().find(|o| refuses(o) != allow).map_or(DialogAnswer::Cancelled, DialogAnswer::Value)
                 }

@@ -29,7 +29,7 @@ use crate::core::model::TokenUsage;
 use crate::core::port::{Decision, Question, QuestionAsk};
 use crate::core::{AgentCore, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{CallError, InputCloser, WireClient, WireEvents, WireHostHandler};
-use crate::dialect::remote::{approve, failed, slash_command, HostSlot, OpenCall, WIND_DOWN};
+use crate::dialect::remote::{approve, failed, slash_command, Answer, HostSlot, OpenCall, Owed, WIND_DOWN};
 use crate::jsonrpc::Error;
 use crate::protocol::{
     nonempty, CommandsResult, ImageContent, ToolCall, WireInitializeResult, WireApprovalDecision, WireApprovalRequestPayload, WireApprovalResult, WireCancelRequest, WireContentPart, WireEvent, WirePromptParams, WirePromptRequest,
@@ -56,6 +56,8 @@ struct Link {
     slot: HostSlot,
     owner: Mutex<Option<u64>>,
     next: AtomicU64,
+    /// The answer of a prompt a run ended before it came.
+    owed: Owed<Result<crate::protocol::WirePromptResult, CallError>>,
     /// The slash commands the agent listed in `initialize`.
     commands: CommandsResult,
 }
@@ -71,7 +73,7 @@ impl WireAgents {
         let (catch_up, caught) = mpsc::unbounded_channel();
         let (client, events) = WireClient::over(input, out, closer, Requests { slot: slot.clone(), catch_up });
         let commands = initialized.slash_commands.iter().filter_map(|c| slash_command(&c.name, Some(c.description.clone()), c.aliases.clone())).collect();
-        let link = Link { client, events: tokio::sync::Mutex::new((events, caught)), slot, owner: Mutex::new(None), next: AtomicU64::new(1), commands: CommandsResult { commands } };
+        let link = Link { client, events: tokio::sync::Mutex::new((events, caught)), slot, owner: Mutex::new(None), next: AtomicU64::new(1), commands: CommandsResult { commands }, owed: Owed::default() };
         Self { link: Arc::new(link) }
     }
 
@@ -171,8 +173,15 @@ impl AgentCore for WireRemote {
 async fn run(link: Arc<Link>, request: WirePromptRequest, reply: Reply) -> RunOutcome {
     let mut guard = link.events.lock().await;
     let (events, catch_ups) = &mut *guard;
+    // An earlier run ended here before its prompt was answered: every event of that prompt
+    // comes before its answer, so once it is answered what is queued is its, and dropped.
+    if !link.owed.settle().await {
+        return failed("the agent is still ending the cancelled prompt; try again");
+    }
     while events.try_next().is_some() {}
-    let answer = link.client.request(&request);
+    let run_guard = link.slot.begin_run();
+    let client = link.client.clone();
+    let answer = Answer::spawn(async move { client.request(&request).await }, &link.owed);
     tokio::pin!(answer);
     let mut open: Option<OpenCall> = None;
     let mut cancel_sent = false;
@@ -196,6 +205,7 @@ async fn run(link: Arc<Link>, request: WirePromptRequest, reply: Reply) -> RunOu
             answer = &mut answer => break answer,
             () = reply.cancelled(), if !cancel_sent => {
                 cancel_sent = true;
+                run_guard.cancel();
                 let client = link.client.clone();
                 tokio::spawn(async move {
                     // kimi reads `params` as an object: an empty one, never absent.
@@ -214,7 +224,7 @@ async fn run(link: Arc<Link>, request: WirePromptRequest, reply: Reply) -> RunOu
     if let Some(call) = open.take() {
         call.start(&reply).await;
     }
-    match answer {
+    match answer.unwrap_or(Err(CallError::Closed { method: "prompt" })) {
         Ok(result) => match result.status {
             WirePromptResultStatus::Finished => RunOutcome::Completed,
             WirePromptResultStatus::Cancelled => RunOutcome::Aborted,
@@ -310,7 +320,7 @@ impl WireHostHandler for Requests {
         self.caught_up().await;
         // Nobody to ask: rejected, as the wire does when unanswered.
         let decision = match self.slot.get() {
-            Some(host) => approve(&host, &request.tool_call_id, &request.sender, Map::new(), request.description.clone()).await,
+            Some(host) => approve(&host, &request.tool_call_id, &request.sender, Map::new(), request.description.clone(), &self.slot.run_token()).await,
             None => Decision::Unanswerable,
         };
         let (response, feedback) = match decision {
