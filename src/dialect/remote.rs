@@ -21,7 +21,7 @@ use crate::core::events::RunOutcome;
 use crate::core::port::{ApprovalAsk, Decision};
 use crate::core::mcp::{McpServerConfig, StartFailure};
 use crate::core::{AgentCore, Capabilities, CoreResult, EventSink, Host, HostPort, MakeAgent, QueueKind, Reply, Runs, Submitted};
-use crate::protocol::{nonempty, CommandsResult, CycleModelResult, ImageContent, Model, PromptError, SlashCommand, ThinkingLevel, ToolCall};
+use crate::protocol::{nonempty, CommandsResult, CycleModelResult, ImageContent, Model, PromptError, SlashCommand, SlashCommandSource, ThinkingLevel, ToolCall};
 
 /// How long a cancelled run may take to wind down on the other side before it is ended here
 /// (a `bash` the agent runs gets its SIGKILL 2 s after SIGTERM).
@@ -216,16 +216,21 @@ impl OpenCall {
 
 /// A slash command of the agent behind, as the core lists it (the host's dialect names it to
 /// the user; typed as a prompt, it reaches the agent as text); `None` for a name the schema
-/// does not take.
+/// does not take (an empty one).
 pub fn slash_command(name: &str, description: Option<String>, aliases: Vec<String>) -> Option<SlashCommand> {
-    let mut command = serde_json::json!({"name": name, "source": "extension"});
-    if let Some(description) = description.filter(|d| !d.is_empty()) {
-        command["description"] = Value::String(description);
-    }
-    if !aliases.is_empty() {
-        command["aliases"] = Value::from(aliases);
-    }
-    serde_json::from_value(command).map_err(|e| tracing::warn!("the agent's slash command `{name}` is not listed: {e}")).ok()
+    let Ok(name) = name.parse() else {
+        tracing::warn!("the agent's slash command `{name}` is not listed: its name does not fit the schema");
+        return None;
+    };
+    Some(SlashCommand {
+        name,
+        description: description.filter(|d| !d.is_empty()),
+        source: Some(SlashCommandSource::Extension),
+        aliases: Some(aliases).filter(|a| !a.is_empty()),
+        input: None,
+        subcommands: None,
+        source_info: None,
+    })
 }
 
 /// The connection to an agent in any dialect: makes its sessions ([`RemoteAgent`]).

@@ -29,7 +29,7 @@ use crate::client::{AcpClient, AcpClientError, AcpUpdates};
 use crate::dialect::remote::{approve, failed, Answer, HostSlot, Owed, WIND_DOWN};
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{
-    AcpClientHandler, AvailableCommand, ContentBlock, McpServer, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
+    AcpClientHandler, AvailableCommand, ContentBlock, EnvVariable, HttpHeader, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
     SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionUpdate, SetSessionConfigOptionRequest, StopReason, ToolCallContent, ToolCallStatus,
 };
 use crate::core::mcp::{McpServerConfig, StartFailure};
@@ -293,7 +293,7 @@ impl AgentCore for AcpRemote {
         if configs.is_empty() {
             return Vec::new();
         }
-        *lock(&self.servers) = configs.iter().filter_map(acp_server).collect();
+        *lock(&self.servers) = configs.iter().map(acp_server).collect();
         if let Some(old) = self.session.lock().await.take() {
             lock(&self.agents.routes).by_session.remove(&old.id.0);
         }
@@ -362,13 +362,20 @@ impl AgentCore for AcpRemote {
 }
 
 /// A server config as ACP's `McpServer` (the inverse of what the ACP front reads).
-fn acp_server(config: &McpServerConfig) -> Option<McpServer> {
-    let pairs = |list: &[(String, String)]| list.iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect::<Vec<_>>();
-    let json = match config {
-        McpServerConfig::Stdio(s) => serde_json::json!({"name": s.name, "command": s.command, "args": s.args, "env": pairs(&s.env)}),
-        McpServerConfig::Http(h) => serde_json::json!({"type": "http", "name": h.name, "url": h.url, "headers": pairs(&h.headers)}),
-    };
-    serde_json::from_value(json).map_err(|e| tracing::warn!("MCP server \"{}\" could not be handed to the agent: {e}", config.name())).ok()
+fn acp_server(config: &McpServerConfig) -> McpServer {
+    match config {
+        McpServerConfig::Stdio(s) => {
+            let env = s.env.iter().map(|(name, value)| EnvVariable::new(name.clone(), value.clone())).collect();
+            McpServer::Variant2(McpServerStdio::new(s.args.clone(), s.command.clone(), env, s.name.clone()))
+        }
+        McpServerConfig::Http(h) => McpServer::Variant0 {
+            headers: h.headers.iter().map(|(name, value)| HttpHeader::new(name.clone(), value.clone())).collect(),
+            meta: None,
+            name: h.name.clone(),
+            type_: "http".to_owned(),
+            url: h.url.clone(),
+        },
+    }
 }
 
 /// One run: the prompt sent, the session's updates streamed until the prompt's answer.
@@ -599,7 +606,7 @@ mod tests {
         ]);
         let servers: Vec<McpServer> = serde_json::from_value(written.clone()).unwrap();
         let configs = super::super::mcp::configs(&servers).unwrap();
-        let back: Vec<McpServer> = configs.iter().filter_map(acp_server).collect();
+        let back: Vec<McpServer> = configs.iter().map(acp_server).collect();
         assert_eq!(serde_json::to_value(&back).unwrap(), written);
     }
 }
