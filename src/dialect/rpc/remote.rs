@@ -20,16 +20,15 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufRead;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::core::events::RunOutcome;
-use crate::core::model::TokenUsage;
+use super::steps::Step;
 use crate::core::port::{DialogAsk, DialogKind, DialogOutcome};
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
-use crate::client::{DialogAnswer, RpcAgentFrame, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
+use crate::client::{DialogAnswer, RpcClient, RpcDialog, RpcEvents, RpcHostHandler};
 use crate::dialect::remote::{approve, approved, failed, slash_command, HostSlot, ASK_TIMEOUT, WIND_DOWN};
 use crate::protocol::{
     AbortCommand, CommandsResult, CycleModelCommand, CycleModelResult, CycleThinkingLevelCommand, FollowUpCommand, GetAvailableModelsCommand, GetAvailableThinkingLevelsCommand,
@@ -366,12 +365,9 @@ async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcom
         let frame = tokio::select! {
             biased;
             frame = events.next() => frame,
+            // Polled after the frames (`biased`): none is waiting, so every frame that came
+            // before the dialog has been forwarded.
             Some(done) = catch_ups.recv() => {
-                while let Some(frame) = events.try_next() {
-                    if let Some(step) = super::steps::step(&frame) {
-                        forward(step, &reply, &link.open_calls).await;
-                    }
-                }
                 let _ = done.send(());
                 continue;
             }
@@ -391,32 +387,33 @@ async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcom
             owed.seen = true;
             return failed("the agent exited before the prompt ended");
         };
-        match frame.kind() {
-            "agent_start" => started = true,
-            "message_end" => {
-                if let Some(usage) = assistant_usage(&frame) {
-                    reply.usage(usage).await;
-                }
-            }
-            "agent_end" => {
+        let Some(step) = super::steps::step(&frame) else { continue };
+        match step {
+            Step::RunStart => started = true,
+            Step::Usage(usage) => reply.usage(usage).await,
+            Step::End { stop_reason, error } => {
                 owed.seen = true;
-                return outcome_of_run(&frame);
+                return match stop_reason.as_deref() {
+                    Some("error") => failed(error.unwrap_or_else(|| "the agent's run failed".to_owned())),
+                    Some("aborted") => RunOutcome::Aborted,
+                    _ => RunOutcome::Completed,
+                };
             }
             // A slash command that ran no model settles with this alone.
-            "prompt_result" if !started => {
+            Step::Settled { status, error } if !started => {
                 owed.seen = true;
-                return outcome_of_result(&frame);
+                return match status.as_str() {
+                    "aborted" => RunOutcome::Aborted,
+                    "error" => failed(error.unwrap_or_else(|| "the prompt failed".to_owned())),
+                    _ => RunOutcome::Completed,
+                };
             }
-            _ => {}
-        }
-        if let Some(step) = super::steps::step(&frame) {
-            forward(step, &reply, &link.open_calls).await;
+            step => forward(step, &reply, &link.open_calls).await,
         }
     }
 }
 
-async fn forward(step: super::steps::Step, reply: &Reply, open_calls: &Mutex<Vec<(String, String, Map<String, Value>)>>) {
-    use super::steps::Step;
+async fn forward(step: Step, reply: &Reply, open_calls: &Mutex<Vec<(String, String, Map<String, Value>)>>) {
     match step {
         Step::Text(text) => reply.text(text).await,
         Step::Thinking(text) => reply.thinking(text).await,
@@ -429,47 +426,9 @@ async fn forward(step: super::steps::Step, reply: &Reply, open_calls: &Mutex<Vec
             lock(open_calls).retain(|(open, _, _)| *open != id);
             reply.tool_finished(&id, "", &text, Some(result), is_error).await;
         }
-        // The core opens turns as the run streams, and ends the run itself.
-        Step::TurnStart | Step::End => {}
-    }
-}
-
-/// The token counts of an assistant `message_end` (pi's `usage`: input, output, cacheRead,
-/// cacheWrite).
-fn assistant_usage(frame: &RpcAgentFrame) -> Option<TokenUsage> {
-    let message = frame.json().get("message")?;
-    if message.get("role").and_then(Value::as_str) != Some("assistant") {
-        return None;
-    }
-    let usage = message.get("usage")?;
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-    Some(TokenUsage { input: count("input"), output: count("output"), cache_read: count("cacheRead"), cache_write: count("cacheWrite") })
-}
-
-#[derive(Deserialize)]
-struct AgentEnd {
-    #[serde(default)]
-    messages: Vec<Value>,
-}
-
-/// How a run ended, from its `agent_end`: the last assistant message's stop reason.
-fn outcome_of_run(frame: &RpcAgentFrame) -> RunOutcome {
-    let messages = frame.parse::<AgentEnd>().map(|e| e.messages).unwrap_or_default();
-    let last = messages.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
-    match last.and_then(|m| m.get("stopReason")).and_then(Value::as_str) {
-        Some("error") => failed(last.and_then(|m| m.get("errorMessage")).and_then(Value::as_str).unwrap_or("the agent's run failed")),
-        Some("aborted") => RunOutcome::Aborted,
-        _ => RunOutcome::Completed,
-    }
-}
-
-/// How a prompt that ran no model ended, from its `prompt_result`.
-fn outcome_of_result(frame: &RpcAgentFrame) -> RunOutcome {
-    let json = frame.json();
-    match json.get("status").and_then(Value::as_str) {
-        Some("aborted") => RunOutcome::Aborted,
-        Some("error") => failed(json.pointer("/error/message").and_then(Value::as_str).unwrap_or("the prompt failed")),
-        _ => RunOutcome::Completed,
+        // The core opens turns as the run streams, and ends the run itself; the run's loop
+        // reads the rest.
+        Step::TurnStart | Step::RunStart | Step::Usage(_) | Step::End { .. } | Step::Settled { .. } => {}
     }
 }
 

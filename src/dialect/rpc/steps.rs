@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::client::RpcAgentFrame;
+use crate::core::model::TokenUsage;
 
 /// One step of a run, as far as a bridged host can be told.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,8 +43,25 @@ pub enum Step {
         /// It failed.
         is_error: bool,
     },
-    /// The run ended (`agent_end`).
-    End,
+    /// The run began (`agent_start`).
+    RunStart,
+    /// An assistant message ended, with what the model used (`message_end`'s `usage`).
+    Usage(TokenUsage),
+    /// The run ended (`agent_end`): its last assistant message's stop reason and error.
+    End {
+        /// `stop`, `length`, `toolUse`, `error`, `aborted`, …
+        stop_reason: Option<String>,
+        /// The error message of a run that failed.
+        error: Option<String>,
+    },
+    /// A prompt settled (`prompt_result`, agentwire's): alone for a slash command that ran no
+    /// model.
+    Settled {
+        /// `completed`, `error`, `aborted`.
+        status: String,
+        /// Why it failed.
+        error: Option<String>,
+    },
 }
 
 /// The step `frame` reports, if any. Messages' starts and ends (their text was streamed),
@@ -51,7 +69,18 @@ pub enum Step {
 pub fn step(frame: &RpcAgentFrame) -> Option<Step> {
     match frame.kind() {
         "turn_start" => Some(Step::TurnStart),
-        "agent_end" => Some(Step::End),
+        "agent_start" => Some(Step::RunStart),
+        "agent_end" => {
+            let end = frame.parse::<AgentEnd>().ok()?;
+            let last = end.messages.into_iter().rev().find(|m| m.role == "assistant");
+            Some(Step::End { stop_reason: last.as_ref().and_then(|m| m.stop_reason.clone()), error: last.and_then(|m| m.error_message) })
+        }
+        "message_end" => {
+            let message = frame.parse::<MessageEnd>().ok()?.message;
+            let usage = message.usage.filter(|_| message.role == "assistant")?;
+            Some(Step::Usage(TokenUsage { input: usage.input, output: usage.output, cache_read: usage.cache_read, cache_write: usage.cache_write }))
+        }
+        "prompt_result" => frame.parse::<PromptResult>().ok().map(|r| Step::Settled { status: r.status, error: r.error.map(|e| e.message) }),
         "message_update" => {
             let update = frame.parse::<MessageUpdate>().ok()?.event?;
             match update.kind.as_str() {
@@ -112,4 +141,53 @@ struct ToolEnd {
     result: Value,
     #[serde(rename = "isError", default)]
     is_error: bool,
+}
+
+/// A message as an `agent_end` or `message_end` carries it, as far as a run's end needs it.
+#[derive(Deserialize)]
+struct Message {
+    #[serde(default)]
+    role: String,
+    #[serde(rename = "stopReason", default)]
+    stop_reason: Option<String>,
+    #[serde(rename = "errorMessage", default)]
+    error_message: Option<String>,
+    #[serde(default)]
+    usage: Option<MessageUsage>,
+}
+
+/// pi's token counts of a message.
+#[derive(Deserialize)]
+struct MessageUsage {
+    #[serde(default)]
+    input: u64,
+    #[serde(default)]
+    output: u64,
+    #[serde(rename = "cacheRead", default)]
+    cache_read: u64,
+    #[serde(rename = "cacheWrite", default)]
+    cache_write: u64,
+}
+
+#[derive(Deserialize)]
+struct AgentEnd {
+    #[serde(default)]
+    messages: Vec<Message>,
+}
+
+#[derive(Deserialize)]
+struct MessageEnd {
+    message: Message,
+}
+
+#[derive(Deserialize)]
+struct PromptResult {
+    status: String,
+    #[serde(default)]
+    error: Option<PromptResultError>,
+}
+
+#[derive(Deserialize)]
+struct PromptResultError {
+    message: String,
 }
