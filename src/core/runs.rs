@@ -422,43 +422,19 @@ impl Reply {
         turn.builder(&*self.sink, &self.name).await.apply(ModelChunk::Thinking(delta.into()), &*self.sink).await;
     }
 
-    /// A tool call the agent made and ran itself, with its result: the call streams as part of
-    /// the assistant message, which then ends; the call runs (`ToolStart`, `ToolEnd`), its
-    /// result is a message of its own and the turn ends. What is streamed next opens the next
-    /// turn, as a model answering the tool's result would.
+    /// A tool call the agent made and ran itself, with its result ([`Reply::tool_started`] and
+    /// [`Reply::tool_finished`] at once, under an id of its own): the call streams as part of
+    /// the assistant message, which then ends; the call runs (`ToolStart`, `ToolEnd`) and its
+    /// result is a message of its own. What is streamed next opens the next turn, as a model
+    /// answering the tool's result would.
     pub async fn tool_call(&self, name: &str, arguments: Map<String, Value>, output: &str, is_error: bool) {
-        let mut turn = self.turn.lock().await;
-        turn.close_tools(&*self.sink).await;
-        let id = format!("call_{}", turn.next_call);
-        turn.next_call += 1;
-        let sink = &*self.sink;
-        let builder = turn.builder(sink, &self.name).await;
-        builder.apply(ModelChunk::ToolCallStart { id: id.clone(), name: name.to_owned() }, sink).await;
-        builder.apply(ModelChunk::ToolCallArgs(Value::Object(arguments).to_string()), sink).await;
-        builder.apply(ModelChunk::Done { length_limited: false, usage: TokenUsage::default(), response_id: None }, sink).await;
-        let assistant = turn.builder.take().expect("opened above").into_message();
-        let call = assistant.content.iter().rev().find_map(|c| if let AssistantContent::ToolCall(tc) = c { Some(tc.clone()) } else { None }).expect("the call was streamed above");
-        let message = AgentMessage::Assistant(assistant);
-        sink.emit(AgentEvent::MessageEnd { message: &message }).await;
-        sink.emit(AgentEvent::ToolStart { call: &call }).await;
-        let result = AgentToolResult { content: vec![super::tools::text_content(output)], details: None };
-        sink.emit(AgentEvent::ToolEnd { call: &call, result: &result, is_error }).await;
-        let tool_message = ToolResultMessage {
-            role: Default::default(),
-            tool_call_id: nonempty(&id),
-            tool_name: name.to_owned(),
-            content: result.content,
-            details: None,
-            is_error,
-            timestamp: now_ms(),
+        let id = {
+            let mut turn = self.turn.lock().await;
+            turn.next_call += 1;
+            format!("call_{}", turn.next_call - 1)
         };
-        let tool_result = AgentMessage::ToolResult(tool_message.clone());
-        sink.emit(AgentEvent::MessageStart { message: &tool_result }).await;
-        sink.emit(AgentEvent::MessageEnd { message: &tool_result }).await;
-        sink.emit(AgentEvent::TurnEnd { message: &message, tool_results: std::slice::from_ref(&tool_message) }).await;
-        turn.produced.push(message);
-        turn.produced.push(tool_result);
-        sink.emit(AgentEvent::TurnStart).await;
+        self.tool_started(&id, name, arguments).await;
+        self.tool_finished(&id, name, output, None, is_error).await;
     }
 
     /// A tool call the agent starts running, known by the agent's own `id` (an agent driven
