@@ -245,11 +245,9 @@ mod tests {
 
     use super::*;
     use crate::agent::events::{EventSink, RunOutcome};
-    use crate::agent::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
     use crate::agent::{compaction::CompactionPolicy, AgentConfig, ApprovalPolicy, RetryPolicy};
     use crate::providers::config::{load, Selection};
     use crate::sessions::Session;
-    use crate::tools::ToolOutput;
 
     /// A host that holds the first run's `RunEnd` (pi's and omp's `agent_end`) until the test
     /// releases it, so the run stays in the moment between reporting its end and settling its
@@ -282,34 +280,13 @@ mod tests {
         }
     }
 
-    impl HostPort for HeldEnd {
-        fn approve<'a>(&'a self, _ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
-            Box::pin(async { Decision::Approve })
-        }
-        fn call_tool<'a>(&'a self, _ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
-            Box::pin(async { ToolOutput::error("no host tools here") })
-        }
-        fn supports_questions(&self) -> bool {
-            false
-        }
-        fn ask_questions<'a>(&'a self, _ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
-            Box::pin(async { None })
-        }
-        fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
-            Box::pin(async { DialogOutcome::Dismissed })
-        }
-        fn notify(&self, _notice: UiNotice) -> BoxFuture<'_, ()> {
-            Box::pin(async {})
-        }
-    }
-
     /// An agent on the offline model, in memory, reporting to `host`.
     fn agent(dir: &Path, host: Arc<HeldEnd>) -> Agent {
-        agent_with(dir, host.clone(), host)
+        agent_with(dir, host)
     }
 
     /// [`agent`] with its events going to `sink`.
-    fn agent_with(dir: &Path, sink: Arc<dyn EventSink>, host: Arc<HeldEnd>) -> Agent {
+    fn agent_with(dir: &Path, sink: Arc<dyn EventSink>) -> Agent {
         let catalogue = load(&Selection { config_dir: Some(dir.to_owned()), ..Selection::default() }).unwrap();
         let config = AgentConfig {
             cwd: dir.to_owned(),
@@ -324,7 +301,7 @@ mod tests {
             max_session_bytes: 1 << 20,
             thinking: None,
         };
-        Agent::new(config, catalogue, Session::create(None, dir, None), sink, host)
+        Agent::new(config, catalogue, Session::create(None, dir, None), sink, Arc::new(crate::core::port::NoHost))
     }
 
     /// A host that sends `steer` / `follow_up` on `agent_end` talks to an idle agent (pi, omp):
@@ -392,8 +369,7 @@ mod tests {
     async fn a_panicking_run_fails_its_prompt_and_the_agent_settles() {
         let dir = tempfile::tempdir().unwrap();
         let sink = Arc::new(PanicsOnce::default());
-        let host = Arc::new(HeldEnd::default());
-        let agent = agent_with(dir.path(), sink.clone(), host);
+        let agent = agent_with(dir.path(), sink.clone());
         panic_fails_the_prompt_then_the_next_runs(&agent, || {
             assert_eq!(*sink.events.lock().unwrap(), ["turn_start", "turn_end Error", "run_end", "settled"]);
         })
@@ -420,7 +396,7 @@ mod tests {
     async fn a_run_panicking_at_its_end_still_lets_the_agent_settle() {
         let dir = tempfile::tempdir().unwrap();
         let sink = Arc::new(PanicsOnce { at_run_end: true, ..PanicsOnce::default() });
-        let agent = agent_with(dir.path(), sink, Arc::new(HeldEnd::default()));
+        let agent = agent_with(dir.path(), sink);
         panic_fails_the_prompt_then_the_next_runs(&agent, || {}).await;
     }
 

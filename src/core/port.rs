@@ -201,3 +201,33 @@ pub trait HostPort: Send + Sync {
         None
     }
 }
+
+/// The host of an agent nobody answers (a test, a run with no front): every call fails closed,
+/// nothing is shown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHost;
+
+impl HostPort for NoHost {
+    fn approve<'a>(&'a self, _ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+        Box::pin(async { Decision::Unanswerable })
+    }
+    fn call_tool<'a>(&'a self, ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
+        let name = ask.def.name.to_string();
+        Box::pin(async move { ToolOutput::error(format!("Host tool \"{name}\" is not available: no host answers")) })
+    }
+    fn supports_questions(&self) -> bool {
+        false
+    }
+    fn ask_questions<'a>(&'a self, _ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
+        Box::pin(async { None })
+    }
+    fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
+        Box::pin(async { DialogOutcome::Unsupported("no host answers dialogs".into()) })
+    }
+    fn supports_dialogs(&self) -> bool {
+        false
+    }
+    fn notify(&self, _notice: UiNotice) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}

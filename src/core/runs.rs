@@ -512,8 +512,6 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, QuestionAsk, ToolAsk, UiNotice};
-    use crate::core::tools::ToolOutput;
     use futures_util::future::BoxFuture;
 
     /// Records the tool events it sees: `start <id>`, `end <id> <is_error>`.
@@ -534,27 +532,6 @@ mod tests {
         }
     }
 
-    impl HostPort for Calls {
-        fn approve<'a>(&'a self, _ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
-            Box::pin(async { Decision::Unanswerable })
-        }
-        fn call_tool<'a>(&'a self, _ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
-            Box::pin(async { ToolOutput::error("none") })
-        }
-        fn supports_questions(&self) -> bool {
-            false
-        }
-        fn ask_questions<'a>(&'a self, _ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
-            Box::pin(async { None })
-        }
-        fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
-            Box::pin(async { DialogOutcome::Dismissed })
-        }
-        fn notify(&self, _notice: UiNotice) -> BoxFuture<'_, ()> {
-            Box::pin(async {})
-        }
-    }
-
     /// Runs `work` as one prompt of a fresh `Runs`; the tool events seen.
     async fn tool_events<F, Fut>(work: F) -> Vec<String>
     where
@@ -562,7 +539,7 @@ mod tests {
         Fut: Future<Output = RunOutcome> + Send + 'static,
     {
         let calls = Arc::new(Calls::default());
-        let runs = Runs::new("test", Host::new(calls.clone(), calls.clone()));
+        let runs = Runs::new("test", Host::new(calls.clone(), Arc::new(crate::core::port::NoHost)));
         let Ok(Submitted::Started(prompt)) = runs.start("go".into(), Vec::new(), None, work).await else { panic!("not started") };
         runs.release_gates();
         prompt.outcome().await;
