@@ -272,16 +272,6 @@ impl MessageBuilder {
 mod tests {
     use super::*;
 
-    /// A model of the offline kind: no cost, text only.
-    fn test_model() -> Model {
-        serde_json::from_value(serde_json::json!({
-            "id": "offline", "name": "offline", "api": "offline", "provider": "agentwire", "baseUrl": "",
-            "reasoning": true, "input": ["text"],
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-            "contextWindow": 128_000, "maxTokens": 8192
-        }))
-        .expect("the model object matches the schema")
-    }
     use futures_util::future::BoxFuture;
     use std::sync::Mutex;
 
@@ -324,7 +314,7 @@ mod tests {
     #[tokio::test]
     async fn blocks_close_when_the_next_starts_and_snapshots_match_the_deltas() {
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&test_model());
+        let mut b = MessageBuilder::named("offline");
         for c in [
             ModelChunk::Thinking("hm".into()),
             ModelChunk::Text("He".into()),
@@ -351,7 +341,7 @@ mod tests {
     #[tokio::test]
     async fn a_tool_call_is_ready_when_the_next_block_starts_and_its_arguments_parse() {
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&test_model());
+        let mut b = MessageBuilder::named("offline");
         let mut ready = Vec::new();
         for c in [
             ModelChunk::ToolCallStart { id: "c1".into(), name: "ls".into() },
@@ -378,14 +368,14 @@ mod tests {
     #[tokio::test]
     async fn abort_closes_the_open_block_and_drops_tool_calls() {
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&test_model());
+        let mut b = MessageBuilder::named("offline");
         b.apply(ModelChunk::Text("partial".into()), &steps).await;
         steps.0.lock().unwrap().clear();
         b.abort(&steps).await;
         assert_eq!(tags(&steps), ["text_end"]);
         assert_eq!(b.message().stop_reason, StopReason::Aborted);
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&test_model());
+        let mut b = MessageBuilder::named("offline");
         b.apply(ModelChunk::ToolCallStart { id: "c".into(), name: "ls".into() }, &steps).await;
         b.apply(ModelChunk::ToolCallArgs("{\"pa".into()), &steps).await;
         steps.0.lock().unwrap().clear();
@@ -397,7 +387,7 @@ mod tests {
     #[tokio::test]
     async fn a_signature_and_response_id_named_up_front_show_from_the_first_snapshot_and_abort_says_why() {
         let steps = Steps::default();
-        let mut b = MessageBuilder::new(&test_model());
+        let mut b = MessageBuilder::named("offline");
         for c in [ModelChunk::ResponseId("chatcmpl-1".into()), ModelChunk::ThinkingSignature("reasoning_content".into()), ModelChunk::Thinking("hm".into())] {
             b.apply(c, &steps).await;
         }
