@@ -99,35 +99,27 @@ impl RpcAgents {
     /// and thinking level (`state`: the `get_state` data read when the dialect was detected) and
     /// the models and levels to choose from. What an agent refuses to say is offered as absent.
     pub async fn learn(&self, state: &Value) {
-        {
-            let mut settings = lock(&self.link.settings);
-            settings.model = state.get("model").cloned().and_then(|m| serde_json::from_value(m).ok());
-            settings.thinking = state.get("thinkingLevel").cloned().and_then(|l| serde_json::from_value(l).ok());
-        }
-        self.list_commands().await;
-        if let Ok(listed) = self.link.client.request(&GetAvailableModelsCommand::default()).await {
-            lock(&self.link.settings).models = listed.models;
-        }
-        match self.link.client.request(&GetAvailableThinkingLevelsCommand::default()).await {
-            Ok(listed) => lock(&self.link.settings).levels = listed.levels,
-            // pi has no such command: a reasoning model takes pi's levels.
-            Err(_) if lock(&self.link.settings).model.as_ref().is_some_and(|m| m.reasoning) => {
-                lock(&self.link.settings).levels = [ThinkingLevel::Off, ThinkingLevel::Minimal, ThinkingLevel::Low, ThinkingLevel::Medium, ThinkingLevel::High].into();
-            }
-            Err(_) => {}
-        }
-    }
-
-    /// Asks the agent for its slash commands (pi and oh-my-pi answer `get_commands`), which
-    /// the front then offers its host; an agent that has none, or refuses, offers none.
-    async fn list_commands(&self) {
-        match self.link.client.request(&GetCommandsCommand::default()).await {
+        let client = &self.link.client;
+        // Asked together: the host is served once all three are answered.
+        let (ask_commands, ask_models, ask_levels) = (GetCommandsCommand::default(), GetAvailableModelsCommand::default(), GetAvailableThinkingLevelsCommand::default());
+        let (commands, models, levels) = tokio::join!(client.request(&ask_commands), client.request(&ask_models), client.request(&ask_levels));
+        match commands {
             Ok(listed) => {
                 let commands = listed.commands.into_iter().filter_map(|c| slash_command(c.name.as_str(), c.description, c.aliases.unwrap_or_default())).collect();
                 *lock(&self.link.commands) = CommandsResult { commands };
             }
             Err(e) => tracing::debug!("the agent lists no slash commands: {e}"),
         }
+        let mut settings = lock(&self.link.settings);
+        settings.model = state.get("model").cloned().and_then(|m| serde_json::from_value(m).ok());
+        settings.thinking = state.get("thinkingLevel").cloned().and_then(|l| serde_json::from_value(l).ok());
+        settings.models = models.map(|listed| listed.models).unwrap_or_default();
+        settings.levels = match levels {
+            Ok(listed) => listed.levels,
+            // pi has no such command: a reasoning model takes pi's levels.
+            Err(_) if settings.model.as_ref().is_some_and(|m| m.reasoning) => [ThinkingLevel::Off, ThinkingLevel::Minimal, ThinkingLevel::Low, ThinkingLevel::Medium, ThinkingLevel::High].into(),
+            Err(_) => Vec::new(),
+        };
     }
 
     /// A session for a front, reporting to `host`.
