@@ -189,3 +189,32 @@ fn the_models_usage_reaches_the_host_through_the_remote_agent() {
     let used = frames.iter().find_map(|f| (f["params"]["type"] == "StatusUpdate").then(|| &f["params"]["payload"]["token_usage"]).filter(|u| !u.is_null()));
     assert!(used.is_some_and(|u| u["input_other"].as_u64() > Some(0) && u["output"].as_u64() > Some(0)), "{frames:#?}");
 }
+
+/// The same-dialect proxy passes a frame that does not fit the schema on unchanged (the agent
+/// answers it), and says on stderr which side sent it and what is wrong.
+#[test]
+fn the_proxy_passes_a_bad_frame_on_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_agentwire");
+    let mut child = std::process::Command::new(bin)
+        .args(["bridge", "--serve", "acp", "--agent-dialect", "acp", "--", bin, "--mode", "acp", "--no-session", "--config-dir"])
+        .arg(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#, "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"mcpServers":[]}}"#, "\n",
+    );
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), lines.as_bytes()).unwrap();
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let answer: Value = stdout.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|f| f["id"] == 2).unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(answer["error"]["code"], -32602, "the agent answered it: {answer}");
+    assert!(stderr.contains("line 2 from the host does not fit the acp schema"), "{stderr}");
+    assert!(out.status.success(), "{stderr}");
+}

@@ -4,17 +4,16 @@
 //! dropped a frame would change what it observes). `--record FILE` writes the session as a
 //! conformance transcript (`agentwire conformance run FILE` replays it).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use serde_json::Value;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader};
 
 use super::{supervise, BridgeOptions, HostInput};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
-use crate::client::{AgentProcess, Dialect};
+use crate::client::{AcpClientSide, AgentProcess, Dialect};
 use crate::conformance::tap::Tap;
-use crate::protocol::acp::{AcpAgentNotification, AcpAgentRequest, AcpClientNotification, AcpClientRequest, AcpReader};
-use crate::protocol::validate::{validator, Direction};
+use crate::dialect::acp::AcpAgentSide;
+use crate::jsonrpc::{decode, Decoded, Inbound, Side};
+use crate::protocol::validate::{validator, Direction, SchemaDialect};
 use crate::transport::lines::InboundLine;
 use crate::transport::LineReader;
 
@@ -34,8 +33,15 @@ impl Origin {
     }
 }
 
-/// Why a line does not fit the dialect's schema, if it does not.
+/// Why a line does not fit the dialect's schema, if it does not. ACP lines go through the
+/// JSON-RPC runtime's own decoder, with the rules of the side that reads them.
 fn check(dialect: Dialect, from: Origin, line: &[u8]) -> Option<String> {
+    let schema = match (dialect, from) {
+        (Dialect::Acp, Origin::Host) => return problem::<AcpAgentSide>(decode::<AcpAgentSide>(InboundLine::Line(line.to_vec()))),
+        (Dialect::Acp, Origin::Agent) => return problem::<AcpClientSide>(decode::<AcpClientSide>(InboundLine::Line(line.to_vec()))),
+        (Dialect::Rpc, _) => SchemaDialect::Rpc,
+        (Dialect::Wire, _) => SchemaDialect::Wire,
+    };
     let frame: Value = match serde_json::from_slice(line) {
         Ok(frame) => frame,
         Err(e) => return Some(format!("not JSON: {e}")),
@@ -44,40 +50,26 @@ fn check(dialect: Dialect, from: Origin, line: &[u8]) -> Option<String> {
         Origin::Host => Direction::Inbound,
         Origin::Agent => Direction::Outbound,
     };
-    match dialect {
-        Dialect::Rpc => validator().validate_frame(crate::protocol::validate::SchemaDialect::Rpc, direction, &frame, None).err().map(|e| e.to_string()),
-        Dialect::Wire => validator().validate_frame(crate::protocol::validate::SchemaDialect::Wire, direction, &frame, None).err().map(|e| e.to_string()),
-        Dialect::Acp => check_acp(from, frame),
-    }
+    validator().validate_frame(schema, direction, &frame, None).err().map(|e| e.to_string())
 }
 
-/// An ACP frame: the JSON-RPC envelope, and a request's or notification's params against the
-/// schema of the side that reads it.
-fn check_acp(from: Origin, frame: Value) -> Option<String> {
-    if frame.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Some("`jsonrpc` is not \"2.0\"".into());
+/// What the decoder refused or ignored in a line.
+fn problem<S: Side>(decoded: Decoded<S>) -> Option<String> {
+    match decoded {
+        Ok(Inbound::Ignored { method, reason }) => Some(format!("{method}: {reason}")),
+        Ok(Inbound::Request { .. } | Inbound::Notification(_) | Inbound::Response { .. }) => None,
+        Err(frame) => Some(frame.error.message),
     }
-    let Some(method) = frame.get("method").and_then(Value::as_str).map(str::to_owned) else {
-        let answered = frame.get("result").is_some() != frame.get("error").is_some();
-        return (!answered || frame.get("id").is_none()).then(|| "a response needs an `id` and exactly one of `result` and `error`".into());
-    };
-    let request = frame.get("id").is_some();
-    let problem = match (from, request) {
-        (Origin::Host, true) => AcpReader::Agent.request(&method, frame, AcpAgentRequest::from_params).err().map(|e| e.message),
-        (Origin::Host, false) => AcpReader::Agent.notification(&method, frame, AcpAgentNotification::from_params).err(),
-        (Origin::Agent, true) => AcpReader::Client.request(&method, frame, AcpClientRequest::from_params).err().map(|e| e.message),
-        (Origin::Agent, false) => AcpReader::Client.notification(&method, frame, AcpClientNotification::from_params).err(),
-    };
-    problem.map(|p| format!("{method}: {p}"))
 }
 
 /// Copies `lines` to `out`, checking each (and recording it on `tap`); returns when the input
 /// ends or the output fails.
-async fn pump<R, W>(dialect: Dialect, from: Origin, mut lines: LineReader<R>, mut out: W, seen: &AtomicU64, tap: Option<&Tap>)
+async fn pump<R, W>(dialect: Dialect, from: Origin, mut lines: LineReader<R>, mut out: W, tap: Option<&Tap>)
 where
     R: tokio::io::AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let mut seen: u64 = 0;
     loop {
         let line = match lines.next_line().await {
             Ok(Some(InboundLine::Line(line))) => line,
@@ -87,7 +79,9 @@ where
             }
             Ok(None) | Err(_) => break,
         };
-        let n = seen.fetch_add(1, Ordering::Relaxed) + 1;
+        // Lines are counted per side: `line 3 from the host` is the host's third.
+        seen += 1;
+        let n = seen;
         if let Some(problem) = check(dialect, from, &line) {
             eprintln!("agentwire bridge: line {n} from {} does not fit the {} schema: {problem}", from.name(), dialect.name());
         }
@@ -130,10 +124,9 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions) -> u8 
         }
         None => None,
     };
-    let seen = AtomicU64::new(0);
     let HostInput { input, stop, ended } = HostInput::new();
     let to_agent = async {
-        pump(dialect, Origin::Host, LineReader::new(input, options.max_line_bytes), stdin, &seen, tap.as_ref()).await;
+        pump(dialect, Origin::Host, LineReader::new(input, options.max_line_bytes), stdin, tap.as_ref()).await;
         // The host's input ended here (the agent's closes as `stdin` drops).
         if let Some(tap) = &tap {
             if let Err(e) = tap.finish() {
@@ -141,7 +134,7 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions) -> u8 
             }
         }
     };
-    let to_host = pump(dialect, Origin::Agent, LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES), tokio::io::stdout(), &seen, tap.as_ref());
+    let to_host = pump(dialect, Origin::Agent, LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES), tokio::io::stdout(), tap.as_ref());
     let serve = async {
         tokio::join!(to_agent, to_host);
     };
