@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::events::RunOutcome;
 use crate::core::model::TokenUsage;
-use crate::core::port::{Decision, Question, QuestionAsk};
+use crate::core::port::{Decision, Question, QuestionAsk, QuestionOption};
 use crate::core::{AgentCore, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
 use crate::client::{CallError, InputCloser, WireClient, WireEvents, WireHostHandler};
 use crate::dialect::remote::{approve, failed, slash_command, Answer, HostSlot, OpenCall, Owed, WIND_DOWN};
@@ -338,7 +338,16 @@ impl WireHostHandler for Requests {
             tracing::warn!("the agent asked {} question(s) (QuestionRequest {}); the host's dialect cannot be asked, so they are dismissed", request.questions.len(), request.id);
             return dismissed(request.id);
         };
-        let questions: Vec<Question> = request.questions.iter().filter_map(|q| serde_json::to_value(q).ok().and_then(|v| serde_json::from_value(v).ok())).collect();
+        let questions = request
+            .questions
+            .iter()
+            .map(|q| Question {
+                question: q.question.clone(),
+                header: q.header.clone(),
+                options: q.options.iter().map(|o| QuestionOption { label: o.label.clone(), description: o.description.clone() }).collect(),
+                multi_select: q.multi_select,
+            })
+            .collect();
         let call = ToolCall::new(nonempty(&request.tool_call_id), nonempty("AskUserQuestion"), Map::new());
         let cancel = CancellationToken::new();
         let Some(answers) = host.port().ask_questions(QuestionAsk { call: &call, questions, cancel: &cancel }).await else {
