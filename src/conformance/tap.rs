@@ -19,11 +19,11 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::record::{Normalizer, Recording};
 use super::TMP_PLACEHOLDER;
-use crate::protocol::TranscriptHeaderDialect as Dialect;
+use crate::protocol::{nonempty, TranscriptHeader, TranscriptHeaderDialect as Dialect};
 
 /// Records the lines passing between a host and an agent; thread-safe (one mutex), so the
 /// proxy's two directions can call it from their own threads.
@@ -49,13 +49,9 @@ impl Tap {
     pub fn create(path: &Path, dialect: Dialect, cwd: &Path) -> io::Result<Self> {
         std::fs::File::create(path)?;
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty()).unwrap_or_else(|| "recording".into());
-        let header = json!({
-            "kind": "header",
-            "name": name,
-            "dialect": dialect.to_string(),
-            "description": format!("A session in the {dialect} dialect, recorded by a proxy between a host and the agent: the agent must answer the host's frames as it did then."),
-            "requirements": [],
-        });
+        let description = format!("A session in the {dialect} dialect, recorded by a proxy between a host and the agent: the agent must answer the host's frames as it did then.");
+        let header = TranscriptHeader::new(nonempty(&name), dialect, description, Vec::new());
+        let header = serde_json::to_value(&header).map_err(io::Error::other)?;
         let work = format!("{TMP_PLACEHOLDER}/work");
         let recording = Recording::new(Normalizer::mapping(cwd, &work)).loose_streams();
         Ok(Self { path: path.to_path_buf(), header, inner: Mutex::new(Inner { recording, closed: false, not_json: None }) })
@@ -131,6 +127,7 @@ fn trim(line: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_working_directory_becomes_the_replays_and_agent_ids_captures() {
