@@ -19,6 +19,16 @@
 //!   arrays (`SessionConfigSelectOptions`) a `oneOf`: typify turns such an `anyOf` into a
 //!   struct of flattened options that serde cannot serialize.
 //!
+//! - an open union (v2: known members plus an "other" member defined by `not` them) loses the
+//!   "other" member and becomes a `oneOf` of the known ones: an unknown value passes
+//!   validation and then fails to read, so a request carrying one is -32602 naming it, a
+//!   notification carrying one is ignored (logged), and an unknown permission outcome is no
+//!   approval;
+//! - a union member that refers to another union (v2's `state_update`: `StateUpdate`) gets
+//!   that union's fields flattened in, its discriminator a string (typify has no nested
+//!   internally tagged enums);
+//! - a `format: date-time` string stays a plain string (typify would type it with chrono).
+//!
 //! Empty arrays are serialized (typify would skip them).
 //!
 //! Only the defs reachable from the methods agentwire implements are generated (the rest of
@@ -41,14 +51,14 @@ struct Method {
     result: Option<String>,
 }
 
-fn methods(table: &Value, side: &str) -> Result<Vec<Method>, String> {
-    let list = table.get(side).and_then(Value::as_array).ok_or_else(|| format!("methods.json: no `{side}` list"))?;
+fn methods(table: &Value, side: &str, dir: &str) -> Result<Vec<Method>, String> {
+    let list = table.get(side).and_then(Value::as_array).ok_or_else(|| format!("{dir}/methods.json: no `{side}` list"))?;
     list.iter()
         .map(|m| {
             let field = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
             Ok(Method {
-                method: field("method").ok_or("methods.json: an entry has no `method`")?,
-                params: field("params").ok_or("methods.json: an entry has no `params`")?,
+                method: field("method").ok_or_else(|| format!("{dir}/methods.json: an entry has no `method`"))?,
+                params: field("params").ok_or_else(|| format!("{dir}/methods.json: an entry has no `params`"))?,
                 result: field("result"),
             })
         })
@@ -73,14 +83,14 @@ fn refs(v: &Value, out: &mut BTreeSet<String>) {
 }
 
 /// The def names reachable from `roots`.
-fn reachable(defs: &Map<String, Value>, roots: &[String]) -> Result<BTreeSet<String>, String> {
+fn reachable(defs: &Map<String, Value>, roots: &[String], dir: &str) -> Result<BTreeSet<String>, String> {
     let mut keep: BTreeSet<String> = BTreeSet::new();
     let mut todo: Vec<String> = roots.to_vec();
     while let Some(name) = todo.pop() {
         if !keep.insert(name.clone()) {
             continue;
         }
-        let def = defs.get(&name).ok_or_else(|| format!("schema/acp/schema.json has no $defs `{name}`"))?;
+        let def = defs.get(&name).ok_or_else(|| format!("{dir}/schema.json has no $defs `{name}`"))?;
         let mut found = BTreeSet::new();
         refs(def, &mut found);
         todo.extend(found.into_iter().filter(|n| !keep.contains(n)));
@@ -95,6 +105,23 @@ fn normalize(v: &mut Value, defs: &Map<String, Value>) {
         Value::Object(m) => {
             for x in m.values_mut() {
                 normalize(x, defs);
+            }
+            // An open union's "any other value" member (`title: "other"`, defined by `not` the
+            // known ones) is left to validation: typify would turn the union into a struct of
+            // flattened options. The known members then form a tagged `oneOf`.
+            for keyword in ["anyOf", "oneOf"] {
+                let Some(members) = m.get_mut(keyword).and_then(Value::as_array_mut) else { continue };
+                let before = members.len();
+                members.retain(|b| !(b.get("title").and_then(Value::as_str) == Some("other") && b.get("not").is_some()));
+                if members.len() != before && keyword == "anyOf" {
+                    let members = m.remove("anyOf").unwrap_or_default();
+                    m.insert("oneOf".into(), members);
+                }
+                break;
+            }
+            // A date-time stays the string it is on the wire (typify would want chrono).
+            if m.get("format").and_then(Value::as_str) == Some("date-time") {
+                m.remove("format");
             }
             let any_of_type = |m: &Map<String, Value>, ty: &str| {
                 m.get("anyOf").and_then(Value::as_array).is_some_and(|a| !a.is_empty() && a.iter().all(|b| b.get("type").and_then(Value::as_str) == Some(ty)))
@@ -119,16 +146,34 @@ fn normalize(v: &mut Value, defs: &Map<String, Value>) {
             let Some(reference) = single_ref else { return };
             m.remove("allOf");
             let target = defs.get(reference.trim_start_matches("#/$defs/"));
+            let mut required: Vec<Value> = m.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
             match (m.get_mut("properties").and_then(Value::as_object_mut), target) {
                 (Some(props), Some(target)) => {
                     let mut target = target.clone();
                     normalize(&mut target, defs);
+                    if target.get("properties").is_none() && union_members(&target).is_some() {
+                        // A union inside a union member (v2's `state_update` holds the
+                        // `StateUpdate` union): its members' fields, flattened, with its own
+                        // discriminator a plain string; validation checks the combinations.
+                        for (k, p) in union_fields(&target) {
+                            props.entry(k).or_insert(p);
+                        }
+                        for tag in union_members(&target).into_iter().flatten().flat_map(|b| b.get("required").and_then(Value::as_array).cloned().unwrap_or_default()) {
+                            if !required.contains(&tag) && target.get("oneOf").or_else(|| target.get("anyOf")).and_then(Value::as_array).is_some_and(|all| all.iter().all(|b| b.get("required").and_then(Value::as_array).is_some_and(|r| r.contains(&tag)))) {
+                                required.push(tag);
+                            }
+                        }
+                    }
                     if let Some(tp) = target.get("properties").and_then(Value::as_object) {
                         for (k, p) in tp {
                             props.insert(k.clone(), p.clone());
                         }
+                        // An object with variants of its own (v2's idle state by stop reason):
+                        // the variants' extra fields too.
+                        for (k, p) in union_fields(&target) {
+                            props.entry(k).or_insert(p);
+                        }
                     }
-                    let mut required: Vec<Value> = m.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
                     for r in target.get("required").and_then(Value::as_array).into_iter().flatten() {
                         if !required.contains(r) {
                             required.push(r.clone());
@@ -145,32 +190,71 @@ fn normalize(v: &mut Value, defs: &Map<String, Value>) {
     }
 }
 
+/// The members of a union node (`oneOf` or `anyOf`).
+fn union_members(node: &Value) -> Option<&Vec<Value>> {
+    node.get("oneOf").or_else(|| node.get("anyOf")).and_then(Value::as_array)
+}
+
+/// Every field of a (normalized) union's members and of the unions nested in them, each once:
+/// a discriminator (`const`) as a plain string, every field optional.
+fn union_fields(node: &Value) -> Vec<(String, Value)> {
+    let mut fields: Vec<(String, Value)> = Vec::new();
+    let mut add = |k: &str, p: &Value| {
+        let p = if p.get("const").is_some() { serde_json::json!({"type": "string"}) } else { p.clone() };
+        match fields.iter_mut().find(|(name, _)| name == k) {
+            // A member's own typing of the field wins over a nested union's tag.
+            Some((_, existing)) if existing == &serde_json::json!({"type": "string"}) && p.get("const").is_none() => *existing = p,
+            Some(_) => {}
+            None => fields.push((k.to_owned(), p)),
+        }
+    };
+    for member in union_members(node).into_iter().flatten() {
+        for (k, p) in member.get("properties").and_then(Value::as_object).into_iter().flatten() {
+            add(k, p);
+        }
+        for (k, p) in union_fields(member) {
+            add(&k, &p);
+        }
+    }
+    fields
+}
+
 /// `session/new` → `session_new`.
 fn fn_name(method: &str) -> String {
     method.replace(['/', '$'], "_").trim_start_matches('_').to_snake_case()
 }
 
-/// Generates `acp.rs`: the types, `ACP_AGENT_METHODS` / `ACP_CLIENT_METHODS`, the
-/// `AcpAgentRequest` enum, the `AcpAgentHandler` trait and `dispatch_acp_request`.
-pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str) -> Result<String, String> {
-    let schema: Value = serde_json::from_str(schema_text).map_err(|e| format!("schema/acp/schema.json: {e}"))?;
-    let meta: Value = serde_json::from_str(meta_text).map_err(|e| format!("schema/acp/meta.json: {e}"))?;
-    let table: Value = serde_json::from_str(methods_text).map_err(|e| format!("schema/acp/methods.json: {e}"))?;
-    let defs = schema.get("$defs").and_then(Value::as_object).ok_or("schema/acp/schema.json: no $defs")?;
-    let agent = methods(&table, "agent")?;
-    let client = methods(&table, "client")?;
+/// Generates one ACP version's module (`acp.rs` from `schema/acp/`, `acp_v2.rs` from
+/// `schema/acp/v2/`; `dir` names the folder in errors): the types, `ACP_AGENT_METHODS` /
+/// `ACP_CLIENT_METHODS`, the request enums, the `AcpAgentHandler` / `AcpClientHandler` traits
+/// and their dispatch. Every method of `methods.json` must be in the official `meta.json`, and,
+/// where the schema names its methods on its defs (`x-method`, v2), its params and result must
+/// be the defs the schema names for it.
+pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str, dir: &str) -> Result<String, String> {
+    let schema: Value = serde_json::from_str(schema_text).map_err(|e| format!("{dir}/schema.json: {e}"))?;
+    let meta: Value = serde_json::from_str(meta_text).map_err(|e| format!("{dir}/meta.json: {e}"))?;
+    let table: Value = serde_json::from_str(methods_text).map_err(|e| format!("{dir}/methods.json: {e}"))?;
+    let defs = schema.get("$defs").and_then(Value::as_object).ok_or_else(|| format!("{dir}/schema.json: no $defs"))?;
+    let agent = methods(&table, "agent", dir)?;
+    let client = methods(&table, "client", dir)?;
     // Every method we implement must be an official one; the protocol's own methods
     // (`$/cancel_request`) are received like the agent's.
     for (list, keys) in [(&agent, ["agentMethods", "protocolMethods"]), (&client, ["clientMethods", "clientMethods"])] {
         let official: Vec<&str> = keys.iter().filter_map(|k| meta.get(*k).and_then(Value::as_object)).flat_map(|m| m.values().filter_map(Value::as_str)).collect();
         for m in list.iter() {
             if !official.contains(&m.method.as_str()) {
-                return Err(format!("schema/acp/methods.json: `{}` is not in meta.json's {}", m.method, keys[0]));
+                return Err(format!("{dir}/methods.json: `{}` is not in meta.json's {}", m.method, keys[0]));
+            }
+            for def in std::iter::once(&m.params).chain(m.result.as_ref()) {
+                let named = defs.get(def).and_then(|d| d.get("x-method")).and_then(Value::as_str);
+                if named.is_some_and(|named| named != m.method) {
+                    return Err(format!("{dir}/methods.json: `{}` takes `{def}`, which the schema gives to `{}`", m.method, named.unwrap_or_default()));
+                }
             }
         }
     }
     let roots: Vec<String> = agent.iter().chain(client.iter()).flat_map(|m| std::iter::once(m.params.clone()).chain(m.result.clone())).collect();
-    let keep = reachable(defs, &roots)?;
+    let keep = reachable(defs, &roots, dir)?;
 
     let mut settings = typify::TypeSpaceSettings::default();
     settings.with_derive("PartialEq".to_owned()).with_struct_builder(false);
@@ -187,7 +271,7 @@ pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str) -> Resul
     // `new(required…)` + `with_*` for every struct, as for our own schema's frames.
     let constructors = crate::rust_types::constructors(&file, defs, &Default::default(), true)?;
     let constructors: syn::File = syn::parse2(constructors).map_err(|e| format!("the ACP constructors do not parse: {e}"))?;
-    let mut out = String::from("// Generated by build.rs from schema/acp/ (src/codegen/acp_types.rs). Do not edit.\n\n");
+    let mut out = format!("// Generated by build.rs from {dir}/ (src/codegen/acp_types.rs). Do not edit.\n\n");
     // Empty arrays are sent, not omitted: `authMethods: []` says "no authentication" in so
     // many words, and `[]` is always valid where the schema defaults to it.
     let types = prettyplease::unparse(&file).replace(", skip_serializing_if = \"::std::vec::Vec::is_empty\"", "").replace("skip_serializing_if = \"::std::vec::Vec::is_empty\"", "");
@@ -249,8 +333,14 @@ pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str) -> Resul
         .iter()
         .map(|m| {
             let (params, result) = (format_ident!("{}", m.params), format_ident!("{}", m.result.as_deref().unwrap_or_default()));
+            // v1's `cancelled` outcome is a unit variant; v2's carries `_meta`.
+            let cancelled = if defs.get("CancelledPermissionOutcome").and_then(|d| d.get("properties")).is_some() {
+                quote! { RequestPermissionOutcome::Cancelled { meta: None } }
+            } else {
+                quote! { RequestPermissionOutcome::Cancelled }
+            };
             let default = if m.method == "session/request_permission" {
-                quote! { let _ = request; Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled)) }
+                quote! { let _ = request; Ok(RequestPermissionResponse::new(#cancelled)) }
             } else {
                 let message = format!("{} is not offered by this client (its clientCapabilities leave it out)", m.method);
                 quote! { let _ = request; Err(crate::jsonrpc::Error::method_not_found(#message)) }

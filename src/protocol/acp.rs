@@ -33,13 +33,13 @@ pub struct AcpMethodInfo {
 }
 
 impl AcpMethodInfo {
-    /// An agent-side method by name.
+    /// An agent-side method of ACP v1 by name.
     pub fn agent(method: &str) -> Option<&'static AcpMethodInfo> {
-        ACP_AGENT_METHODS.iter().find(|m| m.method == method)
+        acp_validator().agent_method(method)
     }
-    /// A client-side method by name.
+    /// A client-side method of ACP v1 by name.
     pub fn client(method: &str) -> Option<&'static AcpMethodInfo> {
-        ACP_CLIENT_METHODS.iter().find(|m| m.method == method)
+        acp_validator().client_method(method)
     }
 }
 
@@ -55,17 +55,17 @@ pub enum AcpReader {
 }
 
 impl AcpReader {
-    fn info(self, method: &str) -> Option<&'static AcpMethodInfo> {
+    fn info(self, schema: &AcpValidator, method: &str) -> Option<&'static AcpMethodInfo> {
         match self {
-            Self::Agent => AcpMethodInfo::agent(method),
-            Self::Client => AcpMethodInfo::client(method),
+            Self::Agent => schema.agent_method(method),
+            Self::Client => schema.client_method(method),
         }
     }
 
-    fn validate(self, method: &str, params: &Value) -> Result<(), FrameError> {
+    fn validate(self, schema: &AcpValidator, method: &str, params: &Value) -> Result<(), FrameError> {
         match self {
-            Self::Agent => acp_validator().validate_agent_params(method, params),
-            Self::Client => acp_validator().validate_client_params(method, params),
+            Self::Agent => schema.validate_agent_params(method, params),
+            Self::Client => schema.validate_client_params(method, params),
         }
     }
 
@@ -73,15 +73,20 @@ impl AcpReader {
     /// `from_params`): -32601 for a method this side does not answer, -32602 with `data.path`
     /// (the JSON pointer into `params`) and `data.reason` for params that do not fit the schema.
     pub fn request<T>(self, method: &str, frame: Value, typed: impl FnOnce(&str, Value) -> Option<Result<T, serde_json::Error>>) -> Result<T, crate::jsonrpc::Error> {
+        self.request_in(acp_validator(), method, frame, typed)
+    }
+
+    /// [`Self::request`] against the schema of `schema`'s ACP version.
+    pub fn request_in<T>(self, schema: &AcpValidator, method: &str, frame: Value, typed: impl FnOnce(&str, Value) -> Option<Result<T, serde_json::Error>>) -> Result<T, crate::jsonrpc::Error> {
         let not_found = || crate::jsonrpc::Error::method_not_found(format!("Method not found: {method}"));
-        if self.info(method).and_then(|i| i.result).is_none() {
+        if self.info(schema, method).and_then(|i| i.result).is_none() {
             return Err(not_found());
         }
         let invalid_params = |path: &str, reason: &str| {
             crate::jsonrpc::Error::invalid_params(format!("Invalid params for `{method}`: {}: {reason}", if path.is_empty() { "/" } else { path })).with_details([("path", path), ("reason", reason)])
         };
         let params = params_of(frame);
-        if let Err(e) = self.validate(method, &params) {
+        if let Err(e) = self.validate(schema, method, &params) {
             return Err(invalid_params(e.path.strip_prefix("/params").unwrap_or(&e.path), &e.message));
         }
         match typed(method, params) {
@@ -93,11 +98,16 @@ impl AcpReader {
 
     /// The typed notification `method` of `frame`; `Err` says why it is ignored.
     pub fn notification<T>(self, method: &str, frame: Value, typed: impl FnOnce(&str, Value) -> Option<Result<T, serde_json::Error>>) -> Result<T, String> {
-        if self.info(method).is_none_or(|i| i.result.is_some()) {
+        self.notification_in(acp_validator(), method, frame, typed)
+    }
+
+    /// [`Self::notification`] against the schema of `schema`'s ACP version.
+    pub fn notification_in<T>(self, schema: &AcpValidator, method: &str, frame: Value, typed: impl FnOnce(&str, Value) -> Option<Result<T, serde_json::Error>>) -> Result<T, String> {
+        if self.info(schema, method).is_none_or(|i| i.result.is_some()) {
             return Err("unknown notification".into());
         }
         let params = params_of(frame);
-        self.validate(method, &params).map_err(|e| e.to_string())?;
+        self.validate(schema, method, &params).map_err(|e| e.to_string())?;
         match typed(method, params) {
             Some(n) => n.map_err(|e| e.to_string()),
             None => Err("unknown notification".into()),
@@ -110,21 +120,38 @@ fn params_of(mut frame: Value) -> Value {
     frame.get_mut("params").map(Value::take).unwrap_or(Value::Null)
 }
 
-/// The vendored schema's validators (generated at build time).
+/// One ACP version's vendored schema: its method tables and its validators (generated at
+/// build time).
 pub struct AcpValidator {
+    /// The protocol version.
+    version: u16,
+    /// The methods agentwire answers and those it sends, in this version.
+    agent: &'static [AcpMethodInfo],
+    client: &'static [AcpMethodInfo],
+    /// The generated check of a def (or of a root message shape) by name.
+    checks: fn(&str) -> Option<super::check::CheckFn>,
+    /// The vendored schema's text.
+    text: fn() -> &'static str,
     /// The schema document, parsed only when asked for ([`Self::schema`]).
     doc: OnceLock<Value>,
 }
 
 impl std::fmt::Debug for AcpValidator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AcpValidator").finish_non_exhaustive()
+        f.debug_struct("AcpValidator").field("version", &self.version).finish_non_exhaustive()
     }
 }
 
-/// The process-wide ACP validator.
+impl AcpValidator {
+    /// The validator of one version's generated tables and checks.
+    pub(crate) const fn new(version: u16, agent: &'static [AcpMethodInfo], client: &'static [AcpMethodInfo], checks: fn(&str) -> Option<super::check::CheckFn>, text: fn() -> &'static str) -> Self {
+        Self { version, agent, client, checks, text, doc: OnceLock::new() }
+    }
+}
+
+/// The process-wide ACP v1 validator.
 pub fn acp_validator() -> &'static AcpValidator {
-    static GLOBAL: AcpValidator = AcpValidator { doc: OnceLock::new() };
+    static GLOBAL: AcpValidator = AcpValidator::new(ACP_PROTOCOL_VERSION, ACP_AGENT_METHODS, ACP_CLIENT_METHODS, super::acp_checks::check_fn, super::embedded::acp_schema_json);
     &GLOBAL
 }
 
@@ -133,9 +160,24 @@ const AGENT_MESSAGE: &str = "#agent-message";
 const CLIENT_MESSAGE: &str = "#client-message";
 
 impl AcpValidator {
+    /// The protocol version this schema is.
+    pub fn version(&self) -> u16 {
+        self.version
+    }
+
+    /// An agent-side method (one a client sends) by name.
+    pub fn agent_method(&self, method: &str) -> Option<&'static AcpMethodInfo> {
+        self.agent.iter().find(|m| m.method == method)
+    }
+
+    /// A client-side method (one the agent sends) by name.
+    pub fn client_method(&self, method: &str) -> Option<&'static AcpMethodInfo> {
+        self.client.iter().find(|m| m.method == method)
+    }
+
     /// The vendored schema document.
     pub fn schema(&self) -> &Value {
-        self.doc.get_or_init(|| serde_json::from_str(super::embedded::acp_schema_json()).expect("the vendored ACP schema is JSON"))
+        self.doc.get_or_init(|| serde_json::from_str((self.text)()).expect("the vendored ACP schema is JSON"))
     }
 
     fn check(&self, key: &str, value: &Value, at: &str, context: &str) -> Result<(), FrameError> {
@@ -143,7 +185,7 @@ impl AcpValidator {
     }
 
     fn check_doc(&self, key: &str, value: &Doc<'_>, at: &str, context: &str) -> Result<(), FrameError> {
-        let check = super::acp_checks::check_fn(key).ok_or_else(|| FrameError { context: String::new(), path: String::new(), message: format!("the ACP schema has no definition `{key}`"), also: Vec::new() })?;
+        let check = (self.checks)(key).ok_or_else(|| FrameError { context: String::new(), path: String::new(), message: format!("the ACP v{} schema has no definition `{key}`", self.version), also: Vec::new() })?;
         run_check(check, value, at, || context.to_owned())
     }
 
@@ -160,7 +202,7 @@ impl AcpValidator {
     /// Validates the params of an agent-side method (what a client sends); `Ok` for methods
     /// agentwire does not implement (they are answered -32601 before this).
     pub fn validate_agent_params(&self, method: &str, params: &Value) -> Result<(), FrameError> {
-        match AcpMethodInfo::agent(method) {
+        match self.agent_method(method) {
             Some(info) => self.check(info.params, params, "/params", method),
             None => Ok(()),
         }
@@ -169,7 +211,7 @@ impl AcpValidator {
     /// Validates the params of a client-side method (what an agent asks a client, or tells it);
     /// `Ok` for methods not in the table (they are answered -32601 before this).
     pub fn validate_client_params(&self, method: &str, params: &Value) -> Result<(), FrameError> {
-        match AcpMethodInfo::client(method) {
+        match self.client_method(method) {
             Some(info) => self.check(info.params, params, "/params", method),
             None => Ok(()),
         }
@@ -182,7 +224,7 @@ impl AcpValidator {
         let method = frame.get("method").and_then(Value::as_str);
         self.check(AGENT_MESSAGE, frame, "", method.or(answered).unwrap_or_default())?;
         if let Some(method) = method {
-            let info = AcpMethodInfo::client(method).ok_or_else(|| FrameError { also: Vec::new(), context: method.into(), path: "/method".into(), message: format!("`{method}` is not a client method agentwire sends") })?;
+            let info = self.client_method(method).ok_or_else(|| FrameError { also: Vec::new(), context: method.into(), path: "/method".into(), message: format!("`{method}` is not a client method agentwire sends") })?;
             return self.check(info.params, frame.get("params").unwrap_or(&Value::Null), "/params", method);
         }
         if let Some(error) = frame.get("error") {
@@ -191,7 +233,7 @@ impl AcpValidator {
             }
             return self.check("Error", error, "/error", answered.unwrap_or_default());
         }
-        match answered.and_then(AcpMethodInfo::agent).and_then(|i| i.result) {
+        match answered.and_then(|m| self.agent_method(m)).and_then(|i| i.result) {
             Some(result) => self.check(result, frame.get("result").unwrap_or(&Value::Null), "/result", answered.unwrap_or_default()),
             None => Ok(()),
         }
@@ -209,7 +251,7 @@ impl AcpValidator {
         if frame.get("error").is_some() {
             return Ok(());
         }
-        match answered.and_then(AcpMethodInfo::client).and_then(|i| i.result) {
+        match answered.and_then(|m| self.client_method(m)).and_then(|i| i.result) {
             Some(result) => self.check(result, frame.get("result").unwrap_or(&Value::Null), "/result", answered.unwrap_or_default()),
             None => Ok(()),
         }

@@ -60,6 +60,11 @@ pub fn acp_schema_json() -> &'static str {
     text(ACP_SCHEMA_RANGE)
 }
 
+/// The vendored ACP v2 schema (`schema/acp/v2/schema.json`), as shipped in `@agentclientprotocol/sdk`.
+pub fn acp_v2_schema_json() -> &'static str {
+    text(ACP_V2_SCHEMA_RANGE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub mod check;
 pub mod doc;
 pub mod validate;
 pub mod acp;
+pub mod acp_v2;
 pub mod embedded;
 
 /// The validators `build.rs` generates from the rpc/wire bundle (`src/codegen/validators.rs`).
@@ -25,6 +26,12 @@ pub(crate) mod bundle_checks {
 #[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
 pub(crate) mod acp_checks {
     include!(concat!(env!("OUT_DIR"), "/acp_validators.rs"));
+}
+
+/// The validators `build.rs` generates from the vendored ACP v2 schema.
+#[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
+pub(crate) mod acp_v2_checks {
+    include!(concat!(env!("OUT_DIR"), "/acp_v2_validators.rs"));
 }
 
 pub use rpc_reply::RpcError;
