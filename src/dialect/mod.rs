@@ -6,7 +6,9 @@
 //!
 //! - [`rpc`]: the pi / omp JSONL RPC dialect.
 //! - [`wire`]: the kimi-cli JSON-RPC 2.0 wire dialect.
-//! - [`acp`]: the Agent Client Protocol (agent side), for Zed and other ACP editors.
+//! - [`acp`]: the Agent Client Protocol v1 (agent side), for Zed and other ACP editors;
+//!   [`acp_v2`]: ACP v2 (Preview) beside it; [`acp_version`]: which of the two a connection
+//!   speaks, from its `initialize`.
 //!
 //! [`peek_id_and_type`] and [`raw_id`] (from `transport::raw_id`) serve every dialect: an
 //! oversized line's error still carries its id. [`HostRequests`] is the JSONL dialect's table
@@ -15,6 +17,8 @@
 //! [`crate::jsonrpc::Peer`].
 
 pub mod acp;
+pub mod acp_v2;
+pub mod acp_version;
 pub mod pending;
 #[cfg(feature = "client")]
 pub mod remote;

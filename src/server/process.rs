@@ -12,7 +12,9 @@ use crate::agent::{Agent, AgentConfig, ApprovalPolicy, Capabilities, EventSink, 
 use crate::protocol::acp::{SessionId, SessionInfo};
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
-use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
+use crate::dialect::acp::{serve_acp, AcpServer, SessionFactory};
+use crate::dialect::acp_v2::{serve_acp_v2, AcpV2Server};
+use crate::dialect::acp_version::AcpVersion;
 use crate::providers::offline::OfflineModel;
 use crate::sessions::Session;
 use crate::transport::until::UntilCancelled;
@@ -152,7 +154,11 @@ fn prepare_or_explain(options: &ProcessOptions) -> Result<Prepared, String> {
 
 impl Prepared {
     fn build(self, host: Arc<impl EventSink + HostPort + 'static>) -> Agent {
-        Agent::new(self.config, self.catalogue, self.session, host.clone(), host)
+        self.build_in(crate::core::Host::new(host.clone(), host))
+    }
+
+    fn build_in(self, host: crate::core::Host) -> Agent {
+        Agent::new(self.config, self.catalogue, self.session, host.sink().clone(), host.port().clone())
     }
 }
 
@@ -389,12 +395,12 @@ impl AcpSessions {
 }
 
 impl SessionFactory<Agent> for AcpSessions {
-    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<Agent, String> {
+    fn create(&self, cwd: &Path, resume: Option<&Path>, host: crate::core::Host) -> Result<Agent, String> {
         let mut options = self.options.clone();
         options.cwd = cwd.to_path_buf();
         options.sessions.resume = resume.map(Path::to_path_buf);
         options.sessions.continue_recent = false;
-        Ok(prepare_or_explain(&options)?.build(host))
+        Ok(prepare_or_explain(&options)?.build_in(host))
     }
 
     /// The session file of `session`, looked for in the directories of `cwd` first (in all of
@@ -485,13 +491,46 @@ pub async fn run_acp_process(options: ProcessOptions) -> u8 {
     let (out, writer) = crate::transport::stdio::spawn_stdout_writer(options.max_outbound_bytes);
     let conn = Arc::new(crate::jsonrpc::Connection::new(out));
     let (eof_timeout, max_line_bytes) = (options.eof_timeout, options.max_line_bytes);
-    let server = Arc::new(AcpServer::new(conn, Arc::new(AcpSessions { options, accepts_images })));
+    let factory: Arc<dyn SessionFactory<Agent>> = Arc::new(AcpSessions { options, accepts_images });
     drop(prepared);
     let input = Input::new();
     let reader = input.reader();
-    let serving = server.clone();
-    let serve = async move { serve_acp(&serving, reader, max_line_bytes).await };
-    run_process(move || server.agents().iter().map(|a| Agent::clone(a)).collect(), serve, writer, input, eof_timeout).await
+    // The connection's `initialize` picks the version; until then there are no sessions.
+    let front: Arc<std::sync::OnceLock<AcpFront>> = Arc::default();
+    let serving = front.clone();
+    let serve = async move {
+        match crate::dialect::acp_version::route(reader, max_line_bytes).await {
+            (AcpVersion::V1, input) => {
+                let server = serving.get_or_init(|| AcpFront::V1(AcpServer::new(conn, factory)));
+                if let AcpFront::V1(server) = server {
+                    serve_acp(server, input, max_line_bytes).await;
+                }
+            }
+            (AcpVersion::V2, input) => {
+                let server = serving.get_or_init(|| AcpFront::V2(AcpV2Server::new(conn, factory)));
+                if let AcpFront::V2(server) = server {
+                    serve_acp_v2(server, input, max_line_bytes).await;
+                }
+            }
+        }
+    };
+    run_process(move || front.get().map(AcpFront::agents).unwrap_or_default(), serve, writer, input, eof_timeout).await
+}
+
+/// The ACP front a connection speaks.
+enum AcpFront {
+    V1(AcpServer<Agent>),
+    V2(AcpV2Server<Agent>),
+}
+
+impl AcpFront {
+    fn agents(&self) -> Vec<Agent> {
+        let agents = match self {
+            Self::V1(server) => server.agents(),
+            Self::V2(server) => server.agents(),
+        };
+        agents.iter().map(|a| Agent::clone(a)).collect()
+    }
 }
 
 /// The first of SIGINT, SIGTERM and SIGHUP, as the exit code it asks for (128+n).

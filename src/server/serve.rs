@@ -16,7 +16,9 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::core::{AgentCore, AgentInfo, Capabilities, Host, MakeAgent};
-use crate::dialect::acp::{serve_acp, AcpServer, AcpSessionHost, SessionFactory};
+use crate::dialect::acp::{serve_acp, AcpServer, SessionFactory};
+use crate::dialect::acp_v2::{serve_acp_v2, AcpV2Server};
+use crate::dialect::acp_version::AcpVersion;
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
 use crate::jsonrpc::Connection;
@@ -110,10 +112,22 @@ where
             session.agent().settled().await;
         }
         Dialect::Acp => {
-            let factory = Arc::new(Made { make, capabilities: options.acp_capabilities });
-            let server = AcpServer::new(Arc::new(Connection::new(out)), factory).with_info(options.info);
-            serve_acp(&server, input, max_line_bytes).await;
-            futures_util::future::join_all(server.agents().iter().map(|a| a.settled())).await;
+            let factory: Arc<dyn SessionFactory<M::Agent>> = Arc::new(Made { make, capabilities: options.acp_capabilities });
+            let conn = Arc::new(Connection::new(out));
+            // The connection's `initialize` picks the version.
+            let agents = match crate::dialect::acp_version::route(input, max_line_bytes).await {
+                (AcpVersion::V1, input) => {
+                    let server = AcpServer::new(conn, factory).with_info(options.info);
+                    serve_acp(&server, input, max_line_bytes).await;
+                    server.agents()
+                }
+                (AcpVersion::V2, input) => {
+                    let server = AcpV2Server::new(conn, factory).with_info(options.info);
+                    serve_acp_v2(&server, input, max_line_bytes).await;
+                    server.agents()
+                }
+            };
+            futures_util::future::join_all(agents.iter().map(|a| a.settled())).await;
         }
     }
     // Every frame is queued once the agents and the hosts holding the outbox are gone; the
@@ -128,12 +142,12 @@ struct Made<F> {
 }
 
 impl<M: MakeAgent> SessionFactory<M::Agent> for Made<M> {
-    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<M::Agent, String> {
+    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Host) -> Result<M::Agent, String> {
         // Loading is refused before a factory is asked (no `sessions` capability).
         if let Some(path) = resume {
             return Err(format!("this agent does not load session files ({})", path.display()));
         }
-        self.make.make_in(Host::new(host.clone(), host), cwd).map_err(|e| e.to_string())
+        self.make.make_in(host, cwd).map_err(|e| e.to_string())
     }
 
     fn capabilities(&self) -> Capabilities {

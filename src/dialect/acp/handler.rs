@@ -25,8 +25,8 @@ use crate::protocol::ImageContent;
 /// What the process provides to build sessions: an agent for a working directory (new, or
 /// resuming a session file), what the agents can do, and where session files are.
 pub trait SessionFactory<A>: Send + Sync {
-    /// A new agent for `cwd` reporting to `host`, continuing the session file `resume` if given.
-    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Arc<AcpSessionHost>) -> Result<A, String>;
+    /// A new agent for `cwd` reporting to `host` (the front's projection and port), continuing the session file `resume` if given.
+    fn create(&self, cwd: &Path, resume: Option<&Path>, host: crate::core::Host) -> Result<A, String>;
     /// What the sessions' agents can do (`initialize` advertises it before any session exists).
     fn capabilities(&self) -> Capabilities;
     /// The file of the stored session `session`, looked for among those of `cwd` first (among
@@ -105,7 +105,7 @@ fn additional_roots(dirs: &[String]) -> Result<Vec<PathBuf>, Error> {
 }
 
 /// The prompt's text and images. Text resources are inlined with their URI; links are named.
-fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), Error> {
+pub(crate) fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageContent>), Error> {
     let mut text = Vec::new();
     let mut images = Vec::new();
     for (i, block) in blocks.iter().enumerate() {
@@ -229,7 +229,7 @@ impl<A: AgentCore> AcpServer<A> {
     /// Builds and registers a session.
     fn open(&self, cwd: &Path, resume: Option<&Path>) -> Result<Live<A>, Error> {
         let host = Arc::new(AcpSessionHost::new(self.conn.clone()));
-        let agent = Arc::new(self.factory.create(cwd, resume, host.clone()).map_err(Error::internal)?);
+        let agent = Arc::new(self.factory.create(cwd, resume, crate::core::Host::new(host.clone(), host.clone())).map_err(Error::internal)?);
         let id = agent.session_id();
         host.set_session_id(&id);
         *lock(&host.cwd) = Some(cwd.to_path_buf());

@@ -19,7 +19,7 @@ fn refused(index: usize, field: &str, message: String) -> Error {
 }
 
 /// The servers to connect, or the error naming the entry and field that cannot be.
-pub(super) fn configs(servers: &[McpServer]) -> Result<Vec<McpServerConfig>, Error> {
+pub(crate) fn configs(servers: &[McpServer]) -> Result<Vec<McpServerConfig>, Error> {
     let mut out: Vec<McpServerConfig> = Vec::with_capacity(servers.len());
     for (i, server) in servers.iter().enumerate() {
         let config = match server {

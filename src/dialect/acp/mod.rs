@@ -55,6 +55,7 @@ use crate::protocol::acp::{methods, SessionId, SessionNotification, SessionUpdat
 pub use decode::{decode_acp_line, AcpAgentSide, AcpInbound};
 pub use handler::{AcpServer, SessionFactory};
 pub use serve::serve_acp;
+pub(crate) use mcp::configs as mcp_configs;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

@@ -54,16 +54,22 @@ pub fn tool_locations(cwd: Option<&std::path::Path>, arguments: &Map<String, Val
     vec![ToolCallLocation::new(full.display().to_string()).with_line(line)]
 }
 
-fn result_text(content: &[TextOrImageContent]) -> String {
+/// The text parts of a tool result, joined by newlines.
+pub fn result_text(content: &[TextOrImageContent]) -> String {
     content.iter().filter_map(|c| if let TextOrImageContent::Text(t) = c { Some(t.text.as_str()) } else { None }).collect::<Vec<_>>().join("\n")
 }
 
 /// What a finished tool call shows: a diff for `edit` / `write` that succeeded, the output
 /// otherwise (bash output in a fenced block, as terminals render it).
 pub(super) fn tool_content(info: &CallInfo, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
-    let arg = |k: &str| info.arguments.get(k).and_then(Value::as_str);
+    tool_content_of(&info.name, &info.arguments, content, is_error)
+}
+
+/// [`tool_content`] of the call of tool `name` with `arguments` (ACP v2 shows the same).
+pub fn tool_content_of(name: &str, arguments: &Map<String, Value>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
+    let arg = |k: &str| arguments.get(k).and_then(Value::as_str);
     if !is_error {
-        match (info.name.as_str(), arg("path")) {
+        match (name, arg("path")) {
             ("edit", Some(path)) => {
                 if let (Some(old), Some(new)) = (arg("oldText"), arg("newText")) {
                     return vec![ToolCallContent::Diff { meta: None, new_text: new.to_owned(), old_text: Some(old.to_owned()), path: path.to_owned() }];
@@ -80,7 +86,7 @@ pub(super) fn tool_content(info: &CallInfo, content: &[TextOrImageContent], is_e
     let mut out = Vec::new();
     let text = result_text(content);
     if !text.is_empty() {
-        let text = if info.name == "bash" { format!("```\n{}\n```", text.trim_end_matches('\n')) } else { text };
+        let text = if name == "bash" { format!("```\n{}\n```", text.trim_end_matches('\n')) } else { text };
         out.push(ToolCallContent::Content { content: text_block(text), meta: None });
     }
     for c in content {

@@ -1,0 +1,434 @@
+//! The generated v2 [`AcpAgentHandler`] trait, implemented by mapping each method onto the
+//! core, as v1's handler does ([`crate::dialect::acp::handler`]), with the same
+//! [`SessionFactory`]: one core per session, each with its own [`AcpV2SessionHost`].
+//!
+//! A prompt is answered once its user message is inserted (its `messageId`); the run goes on
+//! and reports itself through `state_update`. `session/close` answers after the cancelled run
+//! reported `idle`. Closing or deleting a session that does not exist succeeds, as the spec
+//! asks.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::{lock, same_shape, AcpV2SessionHost};
+use crate::core::events::RunOutcome;
+use crate::core::{AgentCore, AgentInfo, Capabilities, CoreError, Host, Submitted};
+use crate::dialect::acp::{auth, config, SessionFactory};
+use crate::jsonrpc::{Connection, Error};
+use crate::protocol::acp_v2::*;
+
+/// One live session.
+struct Live<A> {
+    agent: Arc<A>,
+    host: Arc<AcpV2SessionHost>,
+}
+
+impl<A> Clone for Live<A> {
+    fn clone(&self) -> Self {
+        Self { agent: self.agent.clone(), host: self.host.clone() }
+    }
+}
+
+/// The ACP v2 agent: the connection, the session factory and the live sessions.
+pub struct AcpV2Server<A> {
+    conn: Arc<Connection>,
+    factory: Arc<dyn SessionFactory<A>>,
+    sessions: Mutex<HashMap<String, Live<A>>>,
+    info: AgentInfo,
+}
+
+impl<A> std::fmt::Debug for AcpV2Server<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpV2Server").finish_non_exhaustive()
+    }
+}
+
+fn not_found(session: &str) -> Error {
+    Error::resource_not_found(format!("Session not found: {session}")).with_details([("sessionId", session)])
+}
+
+fn absolute(cwd: &str) -> Result<PathBuf, Error> {
+    let path = PathBuf::from(cwd);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(Error::invalid_params(format!("cwd must be an absolute path: {cwd}")).at("/cwd", "not an absolute path"))
+    }
+}
+
+fn core_error(e: CoreError) -> Error {
+    match e {
+        CoreError::Unsupported(message) => Error::method_not_found(message),
+        CoreError::InvalidParams(_) | CoreError::NotFound(_) | CoreError::Busy(_) | CoreError::Conflict(_) | CoreError::SessionWrite(_) | CoreError::Internal(_) => Error::internal(e.to_string()),
+    }
+}
+
+/// v1's config options in v2's shape (v2 names the id `configId`).
+fn config_options(agent: &impl AgentCore) -> Vec<SessionConfigOption> {
+    config::options(agent)
+        .iter()
+        .filter_map(|o| {
+            let mut v = serde_json::to_value(o).ok()?;
+            let id = v.as_object_mut()?.remove("id")?;
+            v.as_object_mut()?.insert("configId".into(), id);
+            serde_json::from_value(v).ok()
+        })
+        .collect()
+}
+
+/// The session's slash commands; those that take text carry it as their `input` hint.
+fn commands(agent: &impl AgentCore) -> Vec<AvailableCommand> {
+    agent
+        .commands()
+        .commands
+        .into_iter()
+        .map(|c| {
+            let input = c.input.and_then(|i| i.hint).map(|hint| AvailableCommandInput::Text { hint, meta: None });
+            AvailableCommand::Command { description: c.description.clone().unwrap_or_default(), input, meta: None, name: c.name.to_string() }
+        })
+        .collect()
+}
+
+/// The MCP servers of a v2 request as the core's configs (v2 tags stdio servers, v1 does not).
+fn mcp_configs(servers: &[McpServer]) -> Result<Vec<crate::core::mcp::McpServerConfig>, Error> {
+    let v1: Vec<crate::protocol::acp::McpServer> = servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut v = serde_json::to_value(s).unwrap_or_default();
+            if let Some(o) = v.as_object_mut().filter(|o| o.get("type").and_then(Value::as_str) == Some("stdio")) {
+                o.remove("type");
+            }
+            serde_json::from_value(v).map_err(|e| Error::invalid_params(format!("MCP server {i}: {e}")).at(format!("/mcpServers/{i}"), "not a server agentwire can start"))
+        })
+        .collect::<Result<_, _>>()?;
+    crate::dialect::acp::mcp_configs(&v1)
+}
+
+impl<A: AgentCore> AcpV2Server<A> {
+    /// A server on `conn` building sessions with `factory`.
+    pub fn new(conn: Arc<Connection>, factory: Arc<dyn SessionFactory<A>>) -> Self {
+        Self { conn, factory, sessions: Mutex::new(HashMap::new()), info: AgentInfo::default() }
+    }
+
+    /// The same, naming the agent `info` in `initialize`.
+    #[must_use]
+    pub fn with_info(mut self, info: AgentInfo) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// The connection.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Every live session's agent.
+    pub fn agents(&self) -> Vec<Arc<A>> {
+        lock(&self.sessions).values().map(|l| l.agent.clone()).collect()
+    }
+
+    fn can(&self) -> Capabilities {
+        self.factory.capabilities()
+    }
+
+    fn live(&self, session: &str) -> Result<Live<A>, Error> {
+        lock(&self.sessions).get(session).cloned().ok_or_else(|| not_found(session))
+    }
+
+    /// `session/cancel`: cancels the session's foreground run (it reports `idle`, `cancelled`).
+    pub fn cancel(&self, session: &str) {
+        match self.live(session) {
+            Ok(live) => {
+                if live.agent.is_running() {
+                    lock(&live.host.state).cancelled = true;
+                }
+                live.agent.cancel_now();
+            }
+            Err(_) => tracing::warn!("session/cancel for an unknown session {session}"),
+        }
+    }
+
+    fn open(&self, cwd: &std::path::Path, resume: Option<&std::path::Path>) -> Result<Live<A>, Error> {
+        let host = Arc::new(AcpV2SessionHost::new(self.conn.clone()));
+        let agent = Arc::new(self.factory.create(cwd, resume, Host::new(host.clone(), host.clone())).map_err(Error::internal)?);
+        let id = agent.session_id();
+        *lock(&host.session_id) = id.clone();
+        *lock(&host.cwd) = Some(cwd.to_path_buf());
+        *lock(&host.context_window) = agent.current_model().map(|m| m.context_window);
+        let live = Live { agent, host };
+        lock(&self.sessions).insert(id, live.clone());
+        Ok(live)
+    }
+
+    /// Ends a live session: its run is cancelled and has reported `idle` when this returns.
+    async fn end(&self, session: &str) -> Option<Live<A>> {
+        let live = lock(&self.sessions).remove(session)?;
+        let idle = lock(&live.host.state).idle.clone();
+        live.agent.cancel_now();
+        live.agent.shutdown().await;
+        if let Some(mut idle) = idle {
+            let _ = idle.wait_for(|idle| *idle).await;
+        }
+        Some(live)
+    }
+
+    async fn connect_mcp(&self, live: &Live<A>, servers: &[McpServer]) -> Result<(), Error> {
+        let configs = mcp_configs(servers)?;
+        let failures = live.agent.start_mcp(&configs, self.factory.mcp_startup_timeout()).await;
+        for failure in failures {
+            live.host.notice("warning", &format!("MCP server \"{}\" did not start\n{}", failure.server, failure.reason)).await;
+        }
+        Ok(())
+    }
+
+    /// The prompt's run, once started: reports `idle` with its stop reason when it ends.
+    fn report_end(&self, live: &Live<A>, prompt: crate::core::Prompt) {
+        let (idle, idle_rx) = tokio::sync::watch::channel(false);
+        lock(&live.host.state).idle = Some(idle_rx);
+        let live = live.clone();
+        let answered = self.conn.after_answer();
+        tokio::spawn(async move {
+            // The run starts once the prompt's answer (its message id) is queued.
+            let _ = answered.await;
+            live.agent.release_gates();
+            let outcome = prompt.outcome().await;
+            let hit_length = lock(&live.host.state).hit_length;
+            let (reason, error) = match outcome {
+                Some(RunOutcome::Completed) if hit_length => ("max_tokens", None),
+                Some(RunOutcome::Completed) => ("end_turn", None),
+                Some(RunOutcome::StepLimit { .. }) => ("max_turn_requests", None),
+                Some(RunOutcome::Aborted) => ("cancelled", None),
+                Some(RunOutcome::Failed(e)) => ("error", same_shape(&auth::prompt_failure(&e))),
+                None => ("error", same_shape(&Error::internal("The prompt ended without an outcome"))),
+            };
+            live.host.state("idle", Some(reason), error).await;
+            let _ = idle.send(true);
+        });
+    }
+}
+
+impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
+    async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, Error> {
+        if params.protocol_version.0 < ACP_V2_PROTOCOL_VERSION {
+            // A repeated `initialize` asking for v1 on a connection that negotiated v2.
+            let data = serde_json::json!({"requested": params.protocol_version.0, "supported": [1, 2]});
+            return Err(Error::new(-32022, "Unsupported protocol version: this connection speaks ACP v2; reconnect and ask for version 1").with_data(data));
+        }
+        let can = self.can();
+        let terminal_auth = params.capabilities.auth.as_ref().is_some_and(|a| a.terminal.is_some());
+        let mut prompt = PromptCapabilities::new().with_embedded_context(PromptEmbeddedContextCapabilities::new());
+        if can.images {
+            prompt = prompt.with_image(PromptImageCapabilities::new());
+        }
+        let mut mcp = McpCapabilities::new().with_stdio(McpStdioCapabilities::new());
+        if can.mcp {
+            mcp = mcp.with_http(McpHttpCapabilities::new());
+        }
+        let mut session = SessionCapabilities::new().with_prompt(prompt).with_mcp(mcp);
+        if can.sessions {
+            session = session.with_delete(SessionDeleteCapabilities::new());
+        }
+        if can.additional_directories {
+            session = session.with_additional_directories(SessionAdditionalDirectoriesCapabilities::new());
+        }
+        let capabilities = AgentCapabilities::new().with_session(session);
+        let auth_methods: Vec<AuthMethod> = if can.auth {
+            auth::methods(terminal_auth)
+                .iter()
+                .filter_map(|m| {
+                    let mut v = serde_json::to_value(m).ok()?;
+                    let o = v.as_object_mut()?;
+                    let id = o.remove("id")?;
+                    o.insert("methodId".into(), id);
+                    o.entry("type").or_insert_with(|| Value::String("agent".into()));
+                    if o.get("type").and_then(Value::as_str) == Some("terminal") {
+                        o.insert("env".into(), Value::Array(Vec::new()));
+                    }
+                    o.remove("description");
+                    serde_json::from_value(v).ok()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let info = Implementation::new(self.info.name.clone(), self.info.version.clone()).with_title(self.info.name.clone());
+        let mut response = InitializeResponse::new(info, ProtocolVersion(ACP_V2_PROTOCOL_VERSION));
+        response.capabilities = capabilities;
+        response.auth_methods = auth_methods;
+        Ok(response)
+    }
+
+    async fn auth_login(&self, params: LoginAuthRequest) -> Result<LoginAuthResponse, Error> {
+        if !self.can().auth {
+            return Err(Error::method_not_found("this agent does not support `auth/login`"));
+        }
+        auth::check_method(&params.method_id.0)?;
+        if self.factory.provider_configured() {
+            Ok(LoginAuthResponse::new())
+        } else {
+            Err(auth::required())
+        }
+    }
+
+    async fn auth_logout(&self, _params: LogoutAuthRequest) -> Result<LogoutAuthResponse, Error> {
+        if !self.can().auth {
+            return Err(Error::method_not_found("this agent does not support `auth/logout`"));
+        }
+        self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
+        Ok(LogoutAuthResponse::new())
+    }
+
+    async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+        let cwd = absolute(&params.cwd.0)?;
+        let roots = params.additional_directories.iter().map(|d| absolute(&d.0)).collect::<Result<Vec<_>, _>>()?;
+        mcp_configs(&params.mcp_servers)?;
+        let live = self.open(&cwd, None)?;
+        let id = live.agent.session_id();
+        let saved = live.agent.set_additional_roots(roots).map_err(core_error).and_then(|()| live.agent.save_session().map_err(|e| Error::internal(e.to_string())));
+        if let Err(e) = saved {
+            lock(&self.sessions).remove(&id);
+            return Err(e);
+        }
+        self.connect_mcp(&live, &params.mcp_servers).await?;
+        let mut response = NewSessionResponse::new(SessionId(id));
+        response.config_options = config_options(&*live.agent);
+        response.available_commands = commands(&*live.agent);
+        Ok(response)
+    }
+
+    async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+        if !self.can().sessions {
+            return Ok(ListSessionsResponse::new(Vec::new()));
+        }
+        let cwd = params.cwd.as_ref().map(|c| absolute(&c.0)).transpose()?;
+        let factory = self.factory.clone();
+        let sessions = tokio::task::spawn_blocking(move || factory.list_sessions(cwd.as_deref())).await.map_err(|e| Error::internal(format!("listing the sessions failed: {e}")))?;
+        Ok(ListSessionsResponse::new(sessions.iter().filter_map(same_shape).collect()))
+    }
+
+    async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
+        let session = params.session_id.0.clone();
+        let cwd = absolute(&params.cwd.0)?;
+        let roots = params.additional_directories.iter().map(|d| absolute(&d.0)).collect::<Result<Vec<_>, _>>()?;
+        mcp_configs(&params.mcp_servers)?;
+        let open = lock(&self.sessions).get(&session).cloned();
+        let live = match open {
+            Some(live) if live.agent.is_running() => return Err(Error::internal("The session is running a prompt; cancel it first")),
+            Some(live) => live,
+            None if self.can().sessions => {
+                let path = self.factory.find_session_file(&session, Some(&cwd)).ok_or_else(|| not_found(&session))?;
+                self.open(&cwd, Some(&path))?
+            }
+            None => return Err(not_found(&session)),
+        };
+        live.agent.set_additional_roots(roots).map_err(core_error)?;
+        let messages = live.agent.messages().map_err(core_error)?;
+        if params.replay_from.is_some() {
+            live.host.replay(&messages).await;
+        } else {
+            let mut st = lock(&live.host.state);
+            st.next_message = st.next_message.max(messages.len() as u64);
+        }
+        if let Some(title) = live.agent.session_name() {
+            live.host.update(SessionUpdate::SessionInfoUpdate { meta: None, title: Some(title), updated_at: None }).await;
+        }
+        // Resume reports the session's current state.
+        live.host.state("idle", None, None).await;
+        self.connect_mcp(&live, &params.mcp_servers).await?;
+        let mut response = ResumeSessionResponse::new();
+        response.config_options = config_options(&*live.agent);
+        response.available_commands = commands(&*live.agent);
+        Ok(response)
+    }
+
+    async fn session_close(&self, params: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
+        // Closing a session that does not exist succeeds (the spec's SHOULD).
+        self.end(&params.session_id.0).await;
+        Ok(CloseSessionResponse::new())
+    }
+
+    async fn session_delete(&self, params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
+        let session = params.session_id.0;
+        let live = self.end(&session).await;
+        let path = match live.as_ref().and_then(|l| l.agent.session_path()) {
+            Some(path) => Some(path).filter(|p| p.exists()),
+            None if self.can().sessions => self.factory.find_session_file(&session, None),
+            None => None,
+        };
+        if let Some(path) = path {
+            std::fs::remove_file(&path).map_err(|e| Error::internal(format!("Cannot delete {}: {e}", path.display())))?;
+        }
+        // A session that never existed is deleted already.
+        Ok(DeleteSessionResponse::new())
+    }
+
+    async fn session_set_config_option(&self, params: SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, Error> {
+        let (session, config_id, value) = match params {
+            SetSessionConfigOptionRequest::Variant0 { config_id, session_id, value, .. } => (session_id, config_id, value),
+            SetSessionConfigOptionRequest::Variant1 { config_id, .. } => {
+                return Err(Error::invalid_params(format!("The config option {:?} is a select, not a boolean", config_id.0)).at("/type", "agentwire has no boolean config options"));
+            }
+        };
+        let live = self.live(&session.0)?;
+        match config::change(&*live.agent, &config_id.0, &value.0)? {
+            config::Change::Model(provider, id) => {
+                live.agent.set_model(&provider, &id).await.map_err(|e| Error::internal(e.to_string()))?;
+                *lock(&live.host.context_window) = live.agent.current_model().map(|m| m.context_window);
+            }
+            config::Change::ThoughtLevel(level) => {
+                live.agent.set_thinking_level(level).await.map_err(core_error)?;
+            }
+            config::Change::Mode(policy) => {
+                live.agent.set_approval_policy(policy).map_err(core_error)?;
+            }
+        }
+        Ok(SetSessionConfigOptionResponse::new(config_options(&*live.agent)))
+    }
+
+    async fn tool_call_cancel(&self, params: CancelToolCallRequest) -> Result<CancelToolCallResponse, Error> {
+        self.live(&params.session_id.0)?;
+        // No tool call advertises `capabilities.cancel`: a call is stopped with its run.
+        Err(Error::invalid_params(format!("Tool call {} cannot be cancelled on its own (it does not advertise capabilities.cancel); send session/cancel", params.tool_call_id.0)).at("/toolCallId", "not cancellable"))
+    }
+
+    async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
+        let live = self.live(&params.session_id.0)?;
+        let v1_blocks: Vec<crate::protocol::acp::ContentBlock> = params.prompt.iter().map(same_shape).collect::<Option<_>>().ok_or_else(|| Error::invalid_params("A prompt block has no ACP v1 equivalent"))?;
+        let (text, images) = crate::dialect::acp::handler::prompt_input(&v1_blocks)?;
+        if !images.is_empty() {
+            let at = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
+            match live.agent.current_model() {
+                Some(model) if !model.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)) => {
+                    return Err(Error::invalid_params(format!("The session's model {}/{} does not take images", *model.provider, *model.id)).at(format!("/prompt/{at}"), "the model does not take images"));
+                }
+                Some(_) => {}
+                None => live.agent.check_input(&images).map_err(|e| Error::invalid_params(e.to_string()).at(format!("/prompt/{at}"), "the agent does not take images"))?,
+            }
+        }
+        let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
+        let winding_down = lock(&live.host.state).cancelled;
+        if live.agent.is_running() && !(winding_down && tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, live.agent.settled()).await.is_ok()) {
+            return Err(busy());
+        }
+        // The previous run's `idle` goes out before this prompt's `running`.
+        let previous = lock(&live.host.state).idle.clone();
+        if let Some(mut idle) = previous {
+            let _ = idle.wait_for(|idle| *idle).await;
+        }
+        let message_id = live.host.next_message_id();
+        let prompt = match live.agent.prompt(text, images, None).await {
+            Ok(Submitted::Started(prompt)) => prompt,
+            Ok(Submitted::Queued) => return Err(busy()),
+            Err(e) => return Err(Error::internal(e.to_string())),
+        };
+        lock(&live.host.state).cancelled = false;
+        live.host.state("running", None, None).await;
+        live.host.user_message(&message_id, params.prompt.clone()).await;
+        self.report_end(&live, prompt);
+        Ok(PromptResponse::new(MessageId(message_id)))
+    }
+}

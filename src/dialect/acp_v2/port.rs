@@ -1,0 +1,157 @@
+//! The core's host port over ACP v2: approvals as `session/request_permission` with a
+//! `tool_call` subject (the call, with a diff for `edit` / `write`) and v1's four standard
+//! options, under the same fail-closed rules as v1 ([`crate::dialect::acp::port`]). While a
+//! request waits the session reports `requires_action`, and `running` once it is answered.
+//!
+//! v2 has no host tools, and agentwire asks no elicitations: questions are not offered to the
+//! model, and slash-command dialogs are refused with a reason.
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+
+use super::project::{call_update, described, diff, text_block};
+use super::{lock, AcpV2SessionHost};
+use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
+use crate::core::tools::ToolOutput;
+use crate::jsonrpc::Reply;
+use crate::protocol::acp_v2::{methods, MessageId, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate};
+
+/// The options: id, label, and kind (v2's kinds are an open string union; the ids are the kinds).
+const OPTIONS: [(&str, &str); 4] = [("allow_once", "Allow"), ("allow_always", "Always allow"), ("reject_once", "Reject"), ("reject_always", "Always reject")];
+
+impl AcpV2SessionHost {
+    /// What a `write` or `edit` would change, as a diff the user approves (`None` for other
+    /// tools, or when the change cannot be computed without running the tool).
+    fn proposed_diff(&self, name: &str, arguments: &serde_json::Map<String, serde_json::Value>) -> Option<crate::protocol::acp_v2::ToolCallContent> {
+        let arg = |k: &str| arguments.get(k).and_then(serde_json::Value::as_str);
+        let path = arg("path")?;
+        let full = match lock(&self.cwd).as_deref() {
+            Some(cwd) => cwd.join(path),
+            None => std::path::PathBuf::from(path),
+        };
+        let shown = full.display().to_string();
+        let current = std::fs::read_to_string(&full).ok();
+        match name {
+            "write" => Some(diff(&shown, current.as_deref(), arg("content")?)),
+            "edit" => {
+                let current = current?;
+                let after = current.replacen(arg("oldText")?, arg("newText")?, 1);
+                Some(diff(&shown, Some(&current), &after))
+            }
+            _ => None,
+        }
+    }
+
+    async fn request_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
+        let tool = ask.call.name.to_string();
+        {
+            let st = lock(&self.state);
+            if st.rejected_tools.contains(&tool) {
+                return Decision::Reject { feedback: Some(format!("The user always rejects `{tool}` in this session.")) };
+            }
+            if st.allowed_tools.contains(&tool) {
+                return Decision::ApproveForSession;
+            }
+        }
+        let cwd = lock(&self.cwd).clone();
+        let mut tool_call = described(call_update(&ask.call.id), cwd.as_deref(), &tool, &ask.call.arguments);
+        if let Some(diff) = self.proposed_diff(&tool, &ask.call.arguments) {
+            tool_call = tool_call.with_content(vec![diff]);
+        }
+        let title = super::super::acp::project::tool_title(&tool, &ask.call.arguments);
+        let options = OPTIONS.iter().map(|(id, name)| PermissionOption::new(PermissionOptionKind((*id).to_owned()), *name, PermissionOptionId((*id).to_owned()))).collect();
+        let params = RequestPermissionRequest::new(options, SessionId(self.session_id()), format!("Allow {title}?")).with_subject(RequestPermissionSubject::ToolCall { meta: None, tool_call });
+        let first = {
+            let mut st = lock(&self.state);
+            st.waiting += 1;
+            st.waiting == 1
+        };
+        if first {
+            self.state("requires_action", None, None).await;
+        }
+        let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
+        let reply = pending.wait(Some(ask.timeout), Some(ask.cancel)).await;
+        let last = {
+            let mut st = lock(&self.state);
+            st.waiting = st.waiting.saturating_sub(1);
+            st.waiting == 0
+        };
+        let outcome = match reply {
+            Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),
+            Reply::TimedOut => return Decision::TimedOut,
+            // The run was cancelled: it reports `idle` itself.
+            Reply::Abandoned => return Decision::Abandoned,
+            Reply::InputEnded => return Decision::Unanswerable,
+        };
+        if last {
+            self.state("running", None, None).await;
+        }
+        let chosen = match outcome {
+            Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0,
+            Some(RequestPermissionOutcome::Cancelled { .. }) => return Decision::Abandoned,
+            // An unknown outcome (or an unreadable answer) is no approval.
+            None => return Decision::Reject { feedback: None },
+        };
+        match chosen.as_str() {
+            "allow_once" => Decision::Approve,
+            "allow_always" => {
+                lock(&self.state).allowed_tools.insert(tool);
+                Decision::ApproveForSession
+            }
+            "reject_always" => {
+                lock(&self.state).rejected_tools.insert(tool);
+                Decision::Reject { feedback: None }
+            }
+            _ => Decision::Reject { feedback: None },
+        }
+    }
+}
+
+impl HostPort for AcpV2SessionHost {
+    fn approve<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+        self.request_permission(ask).boxed()
+    }
+
+    fn call_tool<'a>(&'a self, ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
+        // v2 has no host tools; none are ever registered, so this is not reached.
+        let name = ask.def.name.to_string();
+        async move { ToolOutput::error(format!("Host tool \"{name}\" is not available over ACP")) }.boxed()
+    }
+
+    fn supports_questions(&self) -> bool {
+        false
+    }
+
+    fn ask_questions<'a>(&'a self, _ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
+        async { None }.boxed()
+    }
+
+    fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
+        async { DialogOutcome::Unsupported("ACP has no dialogs: give the command its input after its name".into()) }.boxed()
+    }
+
+    fn supports_dialogs(&self) -> bool {
+        false
+    }
+
+    /// A notification as a `notice`; status, widgets and the last prompt as agent text; the
+    /// title goes out as `session_info_update`.
+    fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
+        async move {
+            let text = match notice {
+                UiNotice::Notify { message, .. } => return self.notice("info", &message).await,
+                UiNotice::Status { text, .. } => text.unwrap_or_default(),
+                UiNotice::Widget { lines: Some(lines), .. } => lines.join("\n"),
+                UiNotice::Widget { key, lines: None } => format!("No {key}."),
+                UiNotice::EditorText { text } => format!("Last prompt:\n\n{text}"),
+                UiNotice::Title { .. } => return,
+            };
+            if text.is_empty() {
+                return;
+            }
+            let id = self.next_message_id();
+            self.update(SessionUpdate::AgentMessageChunk { content: text_block(text), message_id: MessageId(id), meta: None }).await;
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,265 @@
+//! The core's events as ACP v2 `session/update` upserts (one exhaustive `match`, as v1's), and
+//! the replay of a session's history for `session/resume` with `replayFrom`.
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde_json::{Map, Value};
+
+use super::{lock, same_shape, AcpV2SessionHost, CallInfo};
+use crate::core::events::{AgentEvent, EventSink, NoticeLevel, StreamDelta};
+use crate::dialect::acp::project as v1;
+use crate::protocol::acp_v2::{ContentBlock, DiffChange, DiffPatch, DiffPatchFormat, MessageId, NoticeSeverity, PlanEntry, PlanEntryPriority, PlanEntryStatus, PlanId, PlanUpdateContent, SessionUpdate, SessionUpdateTitle, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate};
+use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, TodoStatus, UserContent};
+
+/// A tool call status (v2's statuses are an open string union).
+pub(super) fn status(status: &str) -> ToolCallStatus {
+    ToolCallStatus(status.to_owned())
+}
+
+/// A text content block.
+pub(super) fn text_block(text: impl Into<String>) -> ContentBlock {
+    ContentBlock::Text { annotations: None, meta: None, text: text.into() }
+}
+
+fn image_block(data: &str, mime: &str) -> ContentBlock {
+    ContentBlock::Image { annotations: None, data: data.to_owned(), meta: None, mime_type: crate::protocol::acp_v2::MediaType(mime.to_owned()), uri: None }
+}
+
+/// A unified diff of `path` from `old` (`None`: a new file) to `new`, as v2's diff content.
+pub(super) fn diff(path: &str, old: Option<&str>, new: &str) -> ToolCallContent {
+    let text = similar::TextDiff::from_lines(old.unwrap_or_default(), new).unified_diff().context_radius(3).header(&format!("a/{path}"), &format!("b/{path}")).to_string();
+    // typify names the change's variants by position: read it from its wire form.
+    let change: Option<DiffChange> = serde_json::from_value(serde_json::json!({"operation": if old.is_some() { "modify" } else { "add" }, "path": path})).ok();
+    ToolCallContent::Diff { changes: change.into_iter().collect(), meta: None, patch: Some(DiffPatch::new(DiffPatchFormat("git_patch".to_owned()), text)) }
+}
+
+/// v1's content of a finished call (text, images, or a diff for `edit` / `write`) in v2's shapes.
+fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
+    let absolute = |p: &str| cwd.map_or_else(|| p.to_owned(), |c| c.join(p).display().to_string());
+    v1::tool_content_of(&info.name, &info.arguments, content, is_error)
+        .into_iter()
+        .filter_map(|c| match c {
+            crate::protocol::acp::ToolCallContent::Diff { new_text, old_text, path, .. } => Some(diff(&absolute(&path), old_text.as_deref(), &new_text)),
+            other => same_shape(&other),
+        })
+        .collect()
+}
+
+/// A `tool_call_update` with only the id set.
+pub(super) fn call_update(id: &str) -> ToolCallUpdate {
+    ToolCallUpdate::new(ToolCallId(id.to_owned()))
+}
+
+/// A call's title, kind, locations and raw input.
+pub(super) fn described(update: ToolCallUpdate, cwd: Option<&std::path::Path>, name: &str, arguments: &Map<String, Value>) -> ToolCallUpdate {
+    let update = update.with_title(v1::tool_title(name, arguments)).with_name(name.to_owned()).with_raw_input(Value::Object(arguments.clone()));
+    let update = match same_shape::<_, crate::protocol::acp_v2::ToolKind>(&v1::tool_kind(name)) {
+        Some(kind) => update.with_kind(kind),
+        None => update,
+    };
+    match same_shape::<_, Vec<crate::protocol::acp_v2::ToolCallLocation>>(&v1::tool_locations(cwd, arguments)) {
+        Some(locations) => update.with_locations(locations),
+        None => update,
+    }
+}
+
+fn as_update(u: ToolCallUpdate) -> SessionUpdate {
+    let ToolCallUpdate { capabilities, content, kind, locations, meta, name, raw_input, raw_output, status, title, tool_call_id } = u;
+    SessionUpdate::ToolCallUpdate { capabilities, content, kind, locations, meta, name, raw_input, raw_output, status, title, tool_call_id }
+}
+
+/// The todo list as a v2 plan.
+fn plan(phases: &[TodoPhase]) -> SessionUpdate {
+    let entries = phases
+        .iter()
+        .flat_map(|p| p.tasks.iter())
+        .filter(|t| !matches!(t.status, TodoStatus::Abandoned))
+        .map(|t| {
+            let status = match t.status {
+                TodoStatus::Completed => "completed",
+                TodoStatus::InProgress => "in_progress",
+                TodoStatus::Pending | TodoStatus::Blocked | TodoStatus::Abandoned => "pending",
+            };
+            PlanEntry::new(t.content.to_string(), PlanEntryPriority("medium".to_owned()), PlanEntryStatus(status.to_owned()))
+        })
+        .collect();
+    SessionUpdate::PlanUpdate { meta: None, plan: PlanUpdateContent::Items { entries, meta: None, plan_id: PlanId("todos".to_owned()) } }
+}
+
+impl AcpV2SessionHost {
+    fn cwd(&self) -> Option<std::path::PathBuf> {
+        lock(&self.cwd).clone()
+    }
+
+    /// The assistant message being streamed (a new id when none is).
+    fn agent_message(&self) -> String {
+        if let Some(id) = lock(&self.state).agent_message.clone() {
+            return id;
+        }
+        let id = self.next_message_id();
+        lock(&self.state).agent_message = Some(id.clone());
+        id
+    }
+
+    async fn agent_text(&self, text: String) {
+        let id = self.agent_message();
+        self.update(SessionUpdate::AgentMessageChunk { content: text_block(text), message_id: MessageId(id), meta: None }).await;
+    }
+
+    /// Announces a tool call, remembering it for its updates.
+    async fn announce(&self, id: &str, name: &str, arguments: &Map<String, Value>, status: ToolCallStatus) {
+        lock(&self.state).calls.insert(id.to_owned(), CallInfo { name: name.to_owned(), arguments: arguments.clone() });
+        let update = described(call_update(id), self.cwd().as_deref(), name, arguments).with_status(status);
+        self.update(as_update(update)).await;
+    }
+
+    /// A tool call's end: status, content and raw output.
+    async fn finish(&self, id: &str, content: &[TextOrImageContent], details: Option<&Value>, is_error: bool) {
+        let info = lock(&self.state).calls.get(id).cloned().unwrap_or_default();
+        let raw_output = [("output".to_owned(), Value::String(v1::result_text(content))), ("details".to_owned(), details.cloned().unwrap_or(Value::Null))];
+        let update = call_update(id)
+            .with_status(if is_error { status("failed") } else { status("completed") })
+            .with_content(tool_content(&info, self.cwd().as_deref(), content, is_error))
+            .with_raw_output(Value::Object(Map::from_iter(raw_output)));
+        self.update(as_update(update)).await;
+    }
+
+    /// Replays a session's messages as upserts, each message named by its index in the history;
+    /// live messages continue from there.
+    pub(super) async fn replay(&self, messages: &[AgentMessage]) {
+        for (index, message) in messages.iter().enumerate() {
+            let id = MessageId(format!("m{index}"));
+            match message {
+                AgentMessage::User(u) => {
+                    let content = match &u.content {
+                        UserContent::String(s) => vec![text_block(s.clone())],
+                        UserContent::Array(blocks) => blocks
+                            .iter()
+                            .map(|b| match b {
+                                TextOrImageContent::Text(t) => text_block(t.text.clone()),
+                                TextOrImageContent::Image(i) => image_block(&i.data, &i.mime_type),
+                            })
+                            .collect(),
+                    };
+                    self.update(SessionUpdate::UserMessage { content: Some(content), message_id: id, meta: None }).await;
+                }
+                AgentMessage::Assistant(a) => {
+                    let text: Vec<ContentBlock> = a.content.iter().filter_map(|c| if let AssistantContent::Text(t) = c { Some(text_block(t.text.clone())) } else { None }).collect();
+                    let thinking: Vec<ContentBlock> = a.content.iter().filter_map(|c| if let AssistantContent::Thinking(t) = c { Some(text_block(t.thinking.clone())) } else { None }).collect();
+                    if !thinking.is_empty() {
+                        self.update(SessionUpdate::AgentThought { content: Some(thinking), message_id: id.clone(), meta: None }).await;
+                    }
+                    if !text.is_empty() {
+                        self.update(SessionUpdate::AgentMessage { content: Some(text), message_id: id, meta: None }).await;
+                    }
+                    for c in &a.content {
+                        if let AssistantContent::ToolCall(call) = c {
+                            self.announce(&call.id, &call.name, &call.arguments, status("pending")).await;
+                        }
+                    }
+                }
+                AgentMessage::ToolResult(r) => self.finish(&r.tool_call_id, &r.content, r.details.as_ref(), r.is_error).await,
+                AgentMessage::BashExecution(b) => {
+                    let text = format!("`$ {}`\n```\n{}\n```", b.command, b.output.trim_end_matches('\n'));
+                    self.update(SessionUpdate::AgentMessage { content: Some(vec![text_block(text)]), message_id: id, meta: None }).await;
+                }
+                AgentMessage::CompactionSummary(s) => {
+                    let text = format!("(Earlier conversation, compacted)\n\n{}", s.summary);
+                    self.update(SessionUpdate::AgentMessage { content: Some(vec![text_block(text)]), message_id: id, meta: None }).await;
+                }
+                AgentMessage::BranchSummary(s) => {
+                    let text = format!("(Branch summary)\n\n{}", s.summary);
+                    self.update(SessionUpdate::AgentMessage { content: Some(vec![text_block(text)]), message_id: id, meta: None }).await;
+                }
+                AgentMessage::Custom(_) => {}
+            }
+        }
+        let mut st = lock(&self.state);
+        st.next_message = st.next_message.max(messages.len() as u64);
+    }
+
+    async fn project(&self, event: AgentEvent<'_>) {
+        match event {
+            AgentEvent::RunStart { .. } => lock(&self.state).hit_length = false,
+            AgentEvent::TurnStart => {}
+            // The user message was upserted by `session/prompt` with the id it answered.
+            AgentEvent::MessageStart { message } => {
+                if let AgentMessage::Assistant(_) = message {
+                    let id = self.next_message_id();
+                    lock(&self.state).agent_message = Some(id);
+                }
+            }
+            AgentEvent::MessageDelta { delta, partial: _ } => match delta {
+                StreamDelta::TextDelta { delta, .. } => self.agent_text(delta).await,
+                StreamDelta::ThinkingDelta { delta, .. } => {
+                    let id = self.agent_message();
+                    self.update(SessionUpdate::AgentThoughtChunk { content: text_block(delta), message_id: MessageId(id), meta: None }).await;
+                }
+                StreamDelta::ToolCallStart { id, name, .. } => self.announce(&id, &name, &Map::new(), status("pending")).await,
+                StreamDelta::ToolCallEnd { call, .. } => {
+                    lock(&self.state).calls.insert(call.id.to_string(), CallInfo { name: call.name.to_string(), arguments: call.arguments.clone() });
+                    let update = described(call_update(&call.id), self.cwd().as_deref(), &call.name, &call.arguments);
+                    self.update(as_update(update)).await;
+                }
+                StreamDelta::TextStart { .. } | StreamDelta::TextEnd { .. } | StreamDelta::ThinkingStart { .. } | StreamDelta::ThinkingEnd { .. } | StreamDelta::ToolCallDelta { .. } => {}
+            },
+            AgentEvent::MessageEnd { message } => {
+                let AgentMessage::Assistant(m) = message else { return };
+                lock(&self.state).agent_message = None;
+                if m.stop_reason == StopReason::Length {
+                    lock(&self.state).hit_length = true;
+                }
+                if matches!(m.stop_reason, StopReason::Stop | StopReason::Length | StopReason::ToolUse) {
+                    let used = m.usage.input + m.usage.cache_read + m.usage.cache_write + m.usage.output;
+                    let size = lock(&self.context_window).unwrap_or(0);
+                    if size > 0 {
+                        self.update(SessionUpdate::UsageUpdate { cost: None, meta: None, size, used }).await;
+                    }
+                }
+            }
+            AgentEvent::ToolStart { .. } => {}
+            AgentEvent::ToolUpdate { call, partial } => {
+                let info = lock(&self.state).calls.get(call.id.as_str()).cloned().unwrap_or_default();
+                let info = CallInfo { name: info.name, arguments: Map::new() };
+                let update = call_update(&call.id).with_status(status("in_progress")).with_content(tool_content(&info, None, &partial.content, false));
+                self.update(as_update(update)).await;
+            }
+            AgentEvent::ToolEnd { call, result, is_error } => {
+                let AgentToolResult { content, details, .. } = result;
+                self.finish(&call.id, content, details.as_ref(), is_error).await;
+            }
+            AgentEvent::TurnEnd { .. } | AgentEvent::RunEnd { .. } => {}
+            // The handler reports the outcome as the idle `state_update`.
+            AgentEvent::PromptSettled { .. } => {}
+            AgentEvent::QueueChanged { .. } => {}
+            AgentEvent::CompactionStart { .. } | AgentEvent::CompactionEnd { .. } | AgentEvent::RetryStart { .. } | AgentEvent::RetryEnd { .. } => {}
+            AgentEvent::ThinkingLevelChanged { .. } => {}
+            AgentEvent::SessionNameChanged { name } => {
+                self.update(SessionUpdate::SessionInfoUpdate { meta: None, title: Some(name), updated_at: None }).await;
+            }
+            AgentEvent::TodosChanged { phases } => self.update(plan(phases)).await,
+            AgentEvent::Notice { level, message } => {
+                let severity = match level {
+                    NoticeLevel::Info => "info",
+                    NoticeLevel::Warning => "warning",
+                    NoticeLevel::Error => "error",
+                };
+                self.notice(severity, &message).await;
+            }
+        }
+    }
+
+    /// A `notice` update: its first line the title, the rest the description.
+    pub(super) async fn notice(&self, severity: &str, message: &str) {
+        let (title, rest) = message.split_once('\n').unwrap_or((message, ""));
+        let title = if title.trim().is_empty() { "Notice" } else { title };
+        let description = Some(rest.trim().to_owned()).filter(|d| !d.is_empty());
+        self.update(SessionUpdate::Notice { description, meta: None, severity: NoticeSeverity(severity.to_owned()), title: crate::protocol::nonempty::<SessionUpdateTitle>(title) }).await;
+    }
+}
+
+impl EventSink for AcpV2SessionHost {
+    fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
+        self.project(event).boxed()
+    }
+}
