@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use agentwire::protocol::acp::acp_validator;
+use agentwire::protocol::acp::{acp_validator, AcpValidator};
 use serde_json::{json, Value};
 
 /// Wait for one frame.
@@ -25,6 +25,8 @@ pub struct Acp {
     /// Our request ids → method, so responses are checked against the method's result.
     methods: HashMap<String, String>,
     next_id: u64,
+    /// The vendored schema of the version spoken (v1 unless [`Acp::v2`]).
+    schema: &'static AcpValidator,
 }
 
 fn key(id: &Value) -> String {
@@ -47,7 +49,14 @@ impl Acp {
         // Frames are validated when a test takes them (`next`), against the method they answer.
         let rx = super::frames_of(child.stdout.take().unwrap(), |_, _| {});
         let stdin = child.stdin.take();
-        Acp { child, stdin, frames: rx, methods: HashMap::new(), next_id: 100 }
+        Acp { child, stdin, frames: rx, methods: HashMap::new(), next_id: 100, schema: acp_validator() }
+    }
+
+    /// The same, its frames checked against the vendored ACP v2 schema (the test initializes
+    /// with protocol version 2).
+    pub fn v2(mut self) -> Acp {
+        self.schema = agentwire::protocol::acp_v2::acp_v2_validator();
+        self
     }
 
     pub fn send_raw(&mut self, line: &str) {
@@ -58,7 +67,7 @@ impl Acp {
     }
 
     pub fn send(&mut self, frame: &Value) {
-        acp_validator().validate_inbound(frame, None).unwrap_or_else(|e| panic!("test sends an invalid frame: {e}\n{frame}"));
+        self.schema.validate_inbound(frame, None).unwrap_or_else(|e| panic!("test sends an invalid frame: {e}\n{frame}"));
         self.send_raw(&frame.to_string());
     }
 
@@ -79,7 +88,7 @@ impl Acp {
     pub fn next(&mut self) -> Value {
         let frame = self.frames.recv_timeout(TIMEOUT).expect("a frame from agentwire in time");
         let answered = frame.get("id").filter(|_| frame.get("method").is_none()).and_then(|id| self.methods.get(&key(id))).map(String::as_str);
-        acp_validator().validate_outbound(&frame, answered).unwrap_or_else(|e| panic!("agentwire sent an invalid frame: {e}\n{frame}"));
+        self.schema.validate_outbound(&frame, answered).unwrap_or_else(|e| panic!("agentwire sent an invalid frame: {e}\n{frame}"));
         frame
     }
 

@@ -1,0 +1,136 @@
+//! ACP v2 through the binary, with raw frames: every frame agentwire writes is validated
+//! against the vendored v2 schema (`schema/acp/v2/schema.json`) by the harness — message shape,
+//! params, and each result against the method it answers. Version routing: `initialize` with 2
+//! (or later) gets v2, and a connection asking for 1 keeps v1.
+
+mod common;
+
+use common::acp::*;
+use serde_json::{json, Value};
+
+fn init_v2(acp: &mut Acp, version: u64) -> Value {
+    acp.call("initialize", json!({"protocolVersion": version, "info": {"name": "test", "version": "1"}, "capabilities": {}}))
+}
+
+fn new_session(acp: &mut Acp, cwd: &std::path::Path) -> String {
+    let new = acp.call("session/new", json!({"cwd": cwd.display().to_string(), "mcpServers": []}));
+    new["result"]["sessionId"].as_str().expect("a session id").to_owned()
+}
+
+/// Frames up to and including the idle `state_update`; returns them and its stop reason.
+fn until_idle(acp: &mut Acp) -> (Vec<Value>, String) {
+    let mut frames = Vec::new();
+    loop {
+        let f = acp.next();
+        let update = &f["params"]["update"];
+        let idle = update["sessionUpdate"] == "state_update" && update["state"] == "idle";
+        let reason = update["stopReason"].as_str().unwrap_or_default().to_owned();
+        frames.push(f);
+        if idle {
+            return (frames, reason);
+        }
+    }
+}
+
+#[test]
+fn version_two_is_answered_two_and_a_later_version_too() {
+    let (dir, config) = dirs();
+    for asked in [2, 3] {
+        let mut acp = Acp::start(dir.path(), config.path(), &[], &[]).v2();
+        let init = init_v2(&mut acp, asked);
+        assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+        assert!(init["result"]["capabilities"]["session"]["delete"].is_object(), "{init}");
+        assert!(init["result"]["capabilities"]["session"]["prompt"]["image"].is_null(), "the offline model takes no images: {init}");
+        assert!(acp.close().success());
+    }
+}
+
+#[test]
+fn a_prompt_is_acknowledged_then_reported_by_state_updates_with_message_ids() {
+    let (dir, config) = dirs();
+    let script = [json!({"thinking": "hmm", "text": "Hello there", "chunkSize": 3})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]).v2();
+    init_v2(&mut acp, 2);
+    let session = new_session(&mut acp, dir.path());
+    let id = acp.request("session/prompt", prompt("hi", &session));
+    let (before, answer) = acp.until_response(&id);
+    let message_id = answer["result"]["messageId"].as_str().expect("a message id").to_owned();
+    let (after, reason) = until_idle(&mut acp);
+    assert_eq!(reason, "end_turn");
+    let all: Vec<Value> = before.into_iter().chain(after).collect();
+    let ups = updates(&all);
+    assert_eq!((ups[0]["sessionUpdate"].as_str(), ups[0]["state"].as_str()), (Some("state_update"), Some("running")));
+    let user = ups.iter().find(|u| u["sessionUpdate"] == "user_message").expect("the user message");
+    assert_eq!(user["messageId"], message_id.as_str());
+    let chunks: Vec<&&Value> = ups.iter().filter(|u| u["sessionUpdate"] == "agent_message_chunk").collect();
+    assert_eq!(chunks.iter().map(|u| u["content"]["text"].as_str().unwrap()).collect::<String>(), "Hello there");
+    assert!(chunks.iter().all(|u| u["messageId"] == chunks[0]["messageId"]));
+    assert_ne!(chunks[0]["messageId"], message_id.as_str(), "the reply is a message of its own");
+    assert!(ups.iter().any(|u| u["sessionUpdate"] == "agent_thought_chunk" && u["content"]["text"] == "hmm"));
+    assert!(acp.close().success());
+}
+
+#[test]
+fn a_rejected_write_asks_with_a_diff_and_does_not_run() {
+    let (dir, config) = dirs();
+    let script = [json!({"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "no.txt", "content": "nope\n"}}]}), json!({"text": "ok"})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]).v2();
+    init_v2(&mut acp, 2);
+    let session = new_session(&mut acp, dir.path());
+    acp.request("session/prompt", prompt("write", &session));
+    let (before, ask) = acp.until_request("session/request_permission");
+    assert!(updates(&before).iter().any(|u| u["sessionUpdate"] == "state_update" && u["state"] == "requires_action"));
+    let subject = &ask["params"]["subject"];
+    assert_eq!(subject["type"], "tool_call");
+    let diff = subject["toolCall"]["content"].as_array().unwrap().iter().find(|c| c["type"] == "diff").expect("a diff");
+    assert_eq!(diff["changes"][0]["operation"], "add");
+    assert!(diff["patch"]["text"].as_str().unwrap().contains("+nope"));
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
+    let (after, reason) = until_idle(&mut acp);
+    assert_eq!(reason, "end_turn");
+    assert!(updates(&after).iter().any(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == "w1" && u["status"] == "failed"));
+    assert!(!dir.path().join("no.txt").exists());
+    assert!(acp.close().success());
+}
+
+#[test]
+fn cancel_ends_the_turn_idle_cancelled_and_close_answers_after_it() {
+    let (dir, config) = dirs();
+    let mut acp = Acp::start(dir.path(), config.path(), &[slow_reply(), slow_reply()], &[]).v2();
+    init_v2(&mut acp, 2);
+    let session = new_session(&mut acp, dir.path());
+    acp.call("session/prompt", prompt("go", &session));
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let (_, reason) = until_idle(&mut acp);
+    assert_eq!(reason, "cancelled");
+    acp.call("session/prompt", prompt("again", &session));
+    let close = acp.request("session/close", json!({"sessionId": session}));
+    let (before, answer) = acp.until_response(&close);
+    assert!(answer.get("result").is_some(), "{answer}");
+    let last = updates(&before).last().copied().cloned().expect("the run's updates");
+    assert_eq!((last["state"].as_str(), last["stopReason"].as_str()), (Some("idle"), Some("cancelled")));
+    // Closing or deleting what does not exist succeeds.
+    assert!(acp.call("session/close", json!({"sessionId": "never"})).get("result").is_some());
+    assert!(acp.call("session/delete", json!({"sessionId": "never"})).get("result").is_some());
+    assert!(acp.close().success());
+}
+
+#[test]
+fn an_unsupported_replay_cursor_is_invalid_params() {
+    let (dir, config) = dirs();
+    let mut acp = Acp::start(dir.path(), config.path(), &[], &[]).v2();
+    init_v2(&mut acp, 2);
+    let session = new_session(&mut acp, dir.path());
+    let answer = acp.call("session/resume", json!({"sessionId": session, "cwd": dir.path().display().to_string(), "replayFrom": {"type": "_somewhere"}}));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(acp.close().success());
+}
+
+#[test]
+fn version_one_keeps_v1() {
+    let (dir, config) = dirs();
+    let mut acp = Acp::start(dir.path(), config.path(), &[], &[]);
+    let session = acp.init_and_new(dir.path());
+    assert!(!session.is_empty());
+    assert!(acp.close().success());
+}
