@@ -32,13 +32,14 @@ use crate::client::detect::{connect, Handshake, DETECT_TIMEOUT};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
 use crate::client::{spawn_closable_writer, AgentProcess, Detected, Dialect, DEFAULT_EXIT_GRACE};
 use crate::dialect::acp::remote::AcpAgents;
+use crate::dialect::acp_v2::remote::AcpV2Agents;
+use crate::dialect::acp_version::AcpVersion;
 use crate::dialect::rpc::remote::RpcAgents;
 use crate::dialect::wire::remote::WireAgents;
 use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
 use crate::protocol::{WireClientInfo, WireInitializeParams};
 use crate::dialect::remote::RemoteAgents;
 use crate::server::ServeOptions;
-use crate::transport::stdio::Stdin;
 use crate::transport::until::UntilCancelled;
 use crate::transport::LineReader;
 
@@ -61,12 +62,14 @@ pub struct BridgeOptions {
     pub max_line_bytes: usize,
     /// Where a proxied session is recorded as a conformance transcript.
     pub record: Option<PathBuf>,
+    /// The ACP version spoken to an ACP agent; the host's own when `None` (ACP hosts), else 1.
+    pub agent_acp_version: Option<u16>,
 }
 
 impl BridgeOptions {
     /// Serving `serve` in front of `command`.
     pub fn new(serve: Dialect, command: Vec<OsString>) -> Self {
-        Self { serve, agent_dialect: None, command, max_line_bytes: 16 * 1024 * 1024, record: None }
+        Self { serve, agent_dialect: None, command, max_line_bytes: 16 * 1024 * 1024, record: None, agent_acp_version: None }
     }
 }
 
@@ -102,8 +105,37 @@ pub async fn run(options: BridgeOptions) -> u8 {
         return 2;
     }
     let Some(mut agent) = spawn(&options) else { return 2 };
-    if options.agent_dialect == Some(options.serve) {
-        return proxy::run(agent, &options).await;
+    // An ACP host's version is read off its first line; the agent is spoken to in the same
+    // one unless `--agent-acp-version` says otherwise.
+    let mut host = HostInput::new();
+    let host_acp = match options.serve {
+        Dialect::Acp => host.route(options.max_line_bytes).await,
+        Dialect::Rpc | Dialect::Wire => AcpVersion::V1,
+    };
+    let agent_acp = match options.agent_acp_version {
+        Some(2) => AcpVersion::V2,
+        Some(_) => AcpVersion::V1,
+        None => host_acp,
+    };
+    if options.record.is_some() && (options.serve == Dialect::Acp && (host_acp, agent_acp) != (AcpVersion::V1, AcpVersion::V1)) {
+        eprintln!("agentwire bridge: --record writes ACP v1 transcripts; this session speaks ACP v2");
+        let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+        return 2;
+    }
+    let translated = options.serve == Dialect::Acp && host_acp != agent_acp;
+    if options.agent_dialect == Some(options.serve) && !translated {
+        return proxy::run(agent, &options, host, host_acp).await;
+    }
+    if agent_acp == AcpVersion::V2 {
+        if options.agent_dialect.is_some_and(|d| d != Dialect::Acp) {
+            eprintln!("agentwire bridge: --agent-acp-version is for an ACP agent; --agent-dialect says {}", options.agent_dialect.map_or("", Dialect::name));
+            let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+            return 2;
+        }
+        if options.serve == Dialect::Acp && host_acp == AcpVersion::V2 {
+            return proxy::run(agent, &options, host, AcpVersion::V2).await;
+        }
+        return bridge_v2_agent(agent, &options, host).await;
     }
     let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
         eprintln!("agentwire bridge: the agent's stdio is not piped");
@@ -122,13 +154,13 @@ pub async fn run(options: BridgeOptions) -> u8 {
         }
     };
     tracing::info!("the agent speaks {}", detected.dialect().name());
-    if detected.dialect() == options.serve {
+    if detected.dialect() == options.serve && !translated {
         // Detection spoke to the agent; a proxy must hand it the host's own first frames, so it
         // starts afresh.
         drop((agent_out, closer, lines));
         let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
         let Some(agent) = spawn(&options) else { return 2 };
-        return proxy::run(agent, &options).await;
+        return proxy::run(agent, &options, host, host_acp).await;
     }
     if options.record.is_some() {
         eprintln!("agentwire bridge: --record needs the agent to speak the served dialect ({}); it speaks {}", options.serve.name(), detected.dialect().name());
@@ -144,11 +176,11 @@ pub async fn run(options: BridgeOptions) -> u8 {
             // Known before the host asks (ACP offers them right after `session/new`).
             let _ = tokio::time::timeout(Duration::from_secs(3), agents.learn(&state)).await;
             let capabilities = Capabilities::none().with_images(true);
-            compose(agent, &options, capabilities, RemoteAgents::Rpc(agents)).await
+            compose(agent, &options, host, capabilities, RemoteAgents::Rpc(agents)).await
         }
         Detected::Wire(initialized) => {
             let agents = WireAgents::connect(lines.into_inner(), agent_out, closer, &initialized);
-            compose(agent, &options, Capabilities::none(), RemoteAgents::Wire(agents)).await
+            compose(agent, &options, host, Capabilities::none(), RemoteAgents::Wire(agents)).await
         }
         Detected::Acp(initialized) => {
             let images = initialized.agent_capabilities.prompt_capabilities.image;
@@ -160,7 +192,7 @@ pub async fn run(options: BridgeOptions) -> u8 {
                 let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
                 return 1;
             }
-            compose(agent, &options, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, RemoteAgents::Acp(agents)).await
+            compose(agent, &options, host, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, RemoteAgents::Acp(agents)).await
         }
     }
 }
@@ -168,12 +200,12 @@ pub async fn run(options: BridgeOptions) -> u8 {
 /// Serves the front of `options.serve` in front of the remote `agents` until host
 /// EOF, a signal or the agent's death; then closes the agent's input and ends it.
 /// Returns the exit code.
-async fn compose(mut agent: AgentProcess, options: &BridgeOptions, capabilities: Capabilities, agents: RemoteAgents) -> u8 {
+async fn compose(mut agent: AgentProcess, options: &BridgeOptions, host: HostInput, capabilities: Capabilities, agents: RemoteAgents) -> u8 {
     let serve_options = ServeOptions::default()
         .with_max_line_bytes(options.max_line_bytes)
         .with_acp_capabilities(capabilities)
         .with_info(AgentInfo::new("agentwire-bridge", env!("CARGO_PKG_VERSION")));
-    let HostInput { input, stop, ended } = HostInput::new();
+    let HostInput { input, stop, ended } = host;
     let close = agents.clone();
     let serve = async {
         if let Err(e) = crate::server::serve_with(options.serve, serve_options, agents, input, tokio::io::stdout()).await {
@@ -186,9 +218,11 @@ async fn compose(mut agent: AgentProcess, options: &BridgeOptions, capabilities:
 }
 
 /// The host's input (stdin) and what ends it early: `stop` (a forwarded SIGTERM or SIGHUP,
-/// the agent's death) ends it as EOF would; `ended` fires once it ended.
+/// the agent's death) ends it as EOF would; `ended` fires once it ended. An ACP host's first
+/// line may have been read already to learn its version ([`HostInput::route`]): it is read
+/// again from here, first.
 struct HostInput {
-    input: UntilCancelled<BufReader<Stdin>>,
+    input: Box<dyn tokio::io::AsyncBufRead + Unpin + Send>,
     stop: CancellationToken,
     ended: CancellationToken,
 }
@@ -198,8 +232,47 @@ impl HostInput {
         let stop = CancellationToken::new();
         let ended = CancellationToken::new();
         let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, crate::transport::stdio::stdin()), stop.clone()).noting_end(ended.clone());
-        Self { input, stop, ended }
+        Self { input: Box::new(input), stop, ended }
     }
+
+    /// Reads the host's first line: the ACP version it asks for.
+    async fn route(&mut self, max_line_bytes: usize) -> AcpVersion {
+        let input = std::mem::replace(&mut self.input, Box::new(tokio::io::empty()));
+        let (version, routed) = crate::dialect::acp_version::route(input, max_line_bytes).await;
+        self.input = Box::new(routed);
+        version
+    }
+}
+
+/// An ACP agent spoken to in v2: `initialize` with version 2 (it must answer 2), then its
+/// remote agent served to the host.
+async fn bridge_v2_agent(mut agent: AgentProcess, options: &BridgeOptions, host: HostInput) -> u8 {
+    let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
+        eprintln!("agentwire bridge: the agent's stdio is not piped");
+        return 1;
+    };
+    let (agent_out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
+    let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
+    let agents = AcpV2Agents::connect(BufReader::new(stdout), agent_out, closer, cwd);
+    let request = crate::protocol::acp_v2::InitializeRequest::new(crate::protocol::acp_v2::Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION")), crate::protocol::acp_v2::ProtocolVersion(2));
+    let refused = match tokio::time::timeout(DETECT_TIMEOUT, agents.client().initialize(&request)).await {
+        Ok(Ok(answer)) if answer.protocol_version.0 == 2 => Ok(answer),
+        // A v1 agent answers 1 in v1's shape, which does not read as v2's.
+        Ok(Ok(answer)) => Err(format!("it answered protocol version {}", answer.protocol_version.0)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer to initialize in {} s", DETECT_TIMEOUT.as_secs())),
+    };
+    let initialized = match refused {
+        Ok(answer) => answer,
+        Err(e) => {
+            eprintln!("agentwire bridge: {}: does not speak ACP v2 (--agent-acp-version 2): {e}", agent.program());
+            agents.close().await;
+            let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+            return 1;
+        }
+    };
+    let images = initialized.capabilities.session.as_ref().and_then(|s| s.prompt.as_ref()).is_some_and(|p| p.image.is_some());
+    compose(agent, options, host, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, RemoteAgents::AcpV2(agents)).await
 }
 
 /// Runs `serve` (the host's side) while watching the agent and forwarding signals, until it

@@ -9,9 +9,11 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader};
 
 use super::{supervise, BridgeOptions, HostInput};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
-use crate::client::{AcpClientSide, AgentProcess, Dialect};
+use crate::client::{AcpClientSide, AcpV2ClientSide, AgentProcess, Dialect};
 use crate::conformance::tap::Tap;
 use crate::dialect::acp::AcpAgentSide;
+use crate::dialect::acp_v2::AcpV2AgentSide;
+use crate::dialect::acp_version::AcpVersion;
 use crate::jsonrpc::{decode, Decoded, Inbound, Side};
 use crate::protocol::validate::{validator, Direction, SchemaDialect};
 use crate::transport::lines::InboundLine;
@@ -35,12 +37,15 @@ impl Origin {
 
 /// Why a line does not fit the dialect's schema, if it does not. ACP lines go through the
 /// JSON-RPC runtime's own decoder, with the rules of the side that reads them.
-fn check(dialect: Dialect, from: Origin, line: &[u8]) -> Option<String> {
-    let schema = match (dialect, from) {
-        (Dialect::Acp, Origin::Host) => return problem::<AcpAgentSide>(decode::<AcpAgentSide>(InboundLine::Line(line.to_vec()))),
-        (Dialect::Acp, Origin::Agent) => return problem::<AcpClientSide>(decode::<AcpClientSide>(InboundLine::Line(line.to_vec()))),
-        (Dialect::Rpc, _) => SchemaDialect::Rpc,
-        (Dialect::Wire, _) => SchemaDialect::Wire,
+fn check(dialect: Dialect, acp: AcpVersion, from: Origin, line: &[u8]) -> Option<String> {
+    let inbound = || InboundLine::Line(line.to_vec());
+    let schema = match (dialect, acp, from) {
+        (Dialect::Acp, AcpVersion::V1, Origin::Host) => return problem::<AcpAgentSide>(decode::<AcpAgentSide>(inbound())),
+        (Dialect::Acp, AcpVersion::V1, Origin::Agent) => return problem::<AcpClientSide>(decode::<AcpClientSide>(inbound())),
+        (Dialect::Acp, AcpVersion::V2, Origin::Host) => return problem::<AcpV2AgentSide>(decode::<AcpV2AgentSide>(inbound())),
+        (Dialect::Acp, AcpVersion::V2, Origin::Agent) => return problem::<AcpV2ClientSide>(decode::<AcpV2ClientSide>(inbound())),
+        (Dialect::Rpc, _, _) => SchemaDialect::Rpc,
+        (Dialect::Wire, _, _) => SchemaDialect::Wire,
     };
     let frame: Value = match serde_json::from_slice(line) {
         Ok(frame) => frame,
@@ -64,7 +69,7 @@ fn problem<S: Side>(decoded: Decoded<S>) -> Option<String> {
 
 /// Copies `lines` to `out`, checking each (and recording it on `tap`); returns when the input
 /// ends or the output fails.
-async fn pump<R, W>(dialect: Dialect, from: Origin, mut lines: LineReader<R>, mut out: W, tap: Option<&Tap>)
+async fn pump<R, W>(dialect: Dialect, acp: AcpVersion, from: Origin, mut lines: LineReader<R>, mut out: W, tap: Option<&Tap>)
 where
     R: tokio::io::AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -82,7 +87,7 @@ where
         // Lines are counted per side: `line 3 from the host` is the host's third.
         seen += 1;
         let n = seen;
-        if let Some(problem) = check(dialect, from, &line) {
+        if let Some(problem) = check(dialect, acp, from, &line) {
             eprintln!("agentwire bridge: line {n} from {} does not fit the {} schema: {problem}", from.name(), dialect.name());
         }
         match (tap, from) {
@@ -103,7 +108,7 @@ where
 
 /// Proxies the host's stdio to `agent` until host EOF (then the agent's input closes and it
 /// finishes), a signal or the agent's death; returns the exit code.
-pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions) -> u8 {
+pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions, host: HostInput, acp: AcpVersion) -> u8 {
     let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
         eprintln!("agentwire bridge: the agent's stdio is not piped");
         return 1;
@@ -124,9 +129,9 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions) -> u8 
         }
         None => None,
     };
-    let HostInput { input, stop, ended } = HostInput::new();
+    let HostInput { input, stop, ended } = host;
     let to_agent = async {
-        pump(dialect, Origin::Host, LineReader::new(input, options.max_line_bytes), stdin, tap.as_ref()).await;
+        pump(dialect, acp, Origin::Host, LineReader::new(input, options.max_line_bytes), stdin, tap.as_ref()).await;
         // The host's input ended here (the agent's closes as `stdin` drops).
         if let Some(tap) = &tap {
             if let Err(e) = tap.finish() {
@@ -134,7 +139,7 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions) -> u8 
             }
         }
     };
-    let to_host = pump(dialect, Origin::Agent, LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES), tokio::io::stdout(), tap.as_ref());
+    let to_host = pump(dialect, acp, Origin::Agent, LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES), tokio::io::stdout(), tap.as_ref());
     let serve = async {
         tokio::join!(to_agent, to_host);
     };

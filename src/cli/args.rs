@@ -204,6 +204,11 @@ pub enum Command {
         /// wire `initialize`).
         #[arg(long, value_enum)]
         agent_dialect: Option<Mode>,
+        /// The ACP version spoken to an ACP agent (1 or 2). By default the host's own: its
+        /// frames pass through unchanged when the agent speaks it too; a v2 host in front of a
+        /// v1-only agent is translated. Set it to translate between the versions anyway.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=2))]
+        agent_acp_version: Option<u16>,
         /// Write the session as a conformance transcript (the agent must speak the served
         /// dialect: the bridge is then a validating proxy); `agentwire conformance run FILE`
         /// replays it.

@@ -25,8 +25,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Schema { action }) => schema::run(action),
         Some(Command::Login { provider }) => login::run(cli.config_dir.as_deref(), provider),
         Some(Command::Codegen { action, out }) => codegen::run(&action, out.as_deref()),
-        Some(Command::Bridge { serve, agent_dialect, record, command }) => {
+        Some(Command::Bridge { serve, agent_dialect, agent_acp_version, record, command }) => {
             let mut options = crate::bridge::BridgeOptions::new(serve.dialect(), command);
+            options.agent_acp_version = agent_acp_version;
             options.record = record;
             options.agent_dialect = agent_dialect.map(Mode::dialect);
             options.max_line_bytes = cli.max_line_bytes;

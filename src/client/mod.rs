@@ -12,6 +12,7 @@
 //! - [`input`]: the agent's input, closable while the connection still answers through it.
 
 pub mod acp;
+pub mod acp_v2;
 pub mod call;
 pub mod detect;
 pub mod inbox;
@@ -21,6 +22,7 @@ pub mod rpc;
 pub mod wire;
 
 pub use acp::{AcpClient, AcpClientError, AcpClientSide, AcpUpdates, NoAcpHost};
+pub use acp_v2::{AcpV2Client, AcpV2ClientSide, AcpV2Updates};
 pub use call::CallError;
 pub use inbox::Notifications;
 pub use input::{spawn_closable_writer, InputCloser};

@@ -240,8 +240,10 @@ pub enum RemoteAgents {
     Rpc(crate::dialect::rpc::remote::RpcAgents),
     /// A kimi-wire agent.
     Wire(crate::dialect::wire::remote::WireAgents),
-    /// An ACP agent.
+    /// An ACP v1 agent.
     Acp(crate::dialect::acp::remote::AcpAgents),
+    /// An ACP v2 agent.
+    AcpV2(crate::dialect::acp_v2::remote::AcpV2Agents),
 }
 
 impl RemoteAgents {
@@ -251,6 +253,7 @@ impl RemoteAgents {
             Self::Rpc(a) => a.close(),
             Self::Wire(a) => a.close().await,
             Self::Acp(a) => a.close().await,
+            Self::AcpV2(a) => a.close().await,
         }
     }
 }
@@ -263,12 +266,14 @@ impl MakeAgent for RemoteAgents {
             Self::Rpc(a) => RemoteAgent::Rpc(a.agent(host)),
             Self::Wire(a) => RemoteAgent::Wire(a.make(host)?),
             Self::Acp(a) => RemoteAgent::Acp(a.agent(host, None)),
+            Self::AcpV2(a) => RemoteAgent::AcpV2(a.agent(host, None)),
         })
     }
 
     fn make_in(&self, host: Host, cwd: &std::path::Path) -> CoreResult<RemoteAgent> {
         match self {
             Self::Acp(a) => Ok(RemoteAgent::Acp(a.agent(host, Some(cwd)))),
+            Self::AcpV2(a) => Ok(RemoteAgent::AcpV2(a.agent(host, Some(cwd)))),
             Self::Rpc(_) | Self::Wire(_) => self.make(host),
         }
     }
@@ -281,8 +286,10 @@ pub enum RemoteAgent {
     Rpc(crate::dialect::rpc::remote::RpcRemote),
     /// Of a kimi-wire agent.
     Wire(crate::dialect::wire::remote::WireRemote),
-    /// Of an ACP agent.
+    /// Of an ACP v1 agent.
     Acp(crate::dialect::acp::remote::AcpRemote),
+    /// Of an ACP v2 agent.
+    AcpV2(crate::dialect::acp_v2::remote::AcpV2Remote),
 }
 
 /// `$e` with `$a` bound to whichever remote agent this is.
@@ -292,6 +299,7 @@ macro_rules! each {
             RemoteAgent::Rpc($a) => $e,
             RemoteAgent::Wire($a) => $e,
             RemoteAgent::Acp($a) => $e,
+            RemoteAgent::AcpV2($a) => $e,
         }
     };
 }

@@ -8,7 +8,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-use agentwire::protocol::acp::acp_validator;
+use agentwire::protocol::acp::{acp_validator, AcpValidator};
 use agentwire::protocol::validate::{validator, SchemaDialect, Direction};
 use serde_json::{json, Value};
 
@@ -51,6 +51,19 @@ impl Bridge {
 
     /// The bridge serving `serve` in front of `agentwire --mode <mode>` playing `script`.
     pub fn start_mode(serve: &str, mode: &str, script: &[Value], extra: &[&str], agent_args: &[&str]) -> Bridge {
+        let (dir, agent) = Self::agent_command(mode, script, agent_args);
+        Self::spawn(serve, extra, &agent, &[], dir)
+    }
+
+    /// The bridge serving ACP to a host speaking `host` (its frames checked against that
+    /// version's schema) in front of `agentwire --mode acp` playing `script`.
+    pub fn start_acp_versions(host: &'static AcpValidator, script: &[Value], extra: &[&str]) -> Bridge {
+        let (dir, agent) = Self::agent_command("acp", script, &[]);
+        Self::spawn_checked("acp", extra, &agent, &[], dir, host)
+    }
+
+    /// `agentwire --mode <mode>` playing `script` in a directory of its own.
+    fn agent_command(mode: &str, script: &[Value], agent_args: &[&str]) -> (tempfile::TempDir, Vec<OsString>) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("script.jsonl");
         std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
@@ -58,11 +71,16 @@ impl Bridge {
         let mut agent: Vec<OsString> = vec![bin.into(), "--mode".into(), mode.into(), "--no-session".into(), "--cwd".into(), dir.path().into()];
         agent.extend(["--config-dir".into(), dir.path().into(), "--model-script".into(), path.into()]);
         agent.extend(agent_args.iter().map(OsString::from));
-        Self::spawn(serve, extra, &agent, &[], dir)
+        (dir, agent)
     }
 
     /// The bridge (with `extra` bridge arguments) in front of `agent`, run with `env` in `dir`.
     pub fn spawn(serve: &str, extra: &[&str], agent: &[OsString], env: &[(&str, OsString)], dir: tempfile::TempDir) -> Bridge {
+        Self::spawn_checked(serve, extra, agent, env, dir, acp_validator())
+    }
+
+    /// [`Bridge::spawn`], ACP frames checked against `acp`'s schema.
+    fn spawn_checked(serve: &str, extra: &[&str], agent: &[OsString], env: &[(&str, OsString)], dir: tempfile::TempDir, acp: &'static AcpValidator) -> Bridge {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
         cmd.arg("bridge").arg("--serve").arg(serve).args(extra).arg("--").args(agent).current_dir(dir.path());
         for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
@@ -82,7 +100,7 @@ impl Bridge {
                 let Ok(line) = line else { break };
                 let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
                 let checked = match served {
-                    None => acp_validator().validate_outbound(&frame, None),
+                    None => acp.validate_outbound(&frame, None),
                     Some(dialect) => validator().validate_frame(dialect, Direction::Outbound, &frame, None),
                 };
                 if let Err(e) = checked {

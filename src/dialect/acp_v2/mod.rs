@@ -24,6 +24,8 @@ pub mod decode;
 pub mod handler;
 mod port;
 mod project;
+#[cfg(feature = "client")]
+pub mod remote;
 pub mod serve;
 
 use std::collections::{HashMap, HashSet};

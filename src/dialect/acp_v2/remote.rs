@@ -1,0 +1,579 @@
+//! An ACP v2 agent driven as the core: the remote agent of v2, so `agentwire bridge` puts a v1
+//! editor (or an rpc or wire host) in front of a v2 agent.
+//!
+//! | core | ACP v2 (agent) |
+//! |---|---|
+//! | a front's session | `session/new` (each front session its own), with the host's MCP servers |
+//! | prompt | `session/prompt` (text and images); the turn runs until the session's `idle` `state_update` (`end_turn`, `max_tokens`, or none → completed; `max_turn_requests` → step limit; `cancelled`; `refusal`, `error` → failed with the agent's error) |
+//! | cancel | `session/cancel`; the run ends with the `idle` update |
+//! | text / thinking | `agent_message_chunk` / `agent_thought_chunk`, or a whole `agent_message` / `agent_thought` for a message that came without chunks |
+//! | tool started, progress, finished | `tool_call_update` upserts: started once past `pending` (with the latest `rawInput`), progress with content, finished `completed` / `failed` |
+//! | approval | `session/request_permission`: the option of the decision's kind |
+//! | slash commands | `availableCommands` of `session/new` and `available_commands_update` |
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::client::{AcpV2Client, AcpV2Updates, CallError};
+use crate::core::events::RunOutcome;
+use crate::core::mcp::{McpServerConfig, StartFailure};
+use crate::core::port::Decision;
+use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
+use crate::dialect::remote::{approve, failed, slash_command, HostSlot, WIND_DOWN};
+use crate::jsonrpc::Error;
+use crate::protocol::acp_v2::{
+    AbsolutePath, AcpClientHandler, AvailableCommand, ContentBlock, McpServer, MediaType, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate,
+    ToolCallContent, ToolCallUpdate,
+};
+use crate::protocol::{CommandsResult, ImageContent};
+
+const NO_QUEUE: &str = "ACP has no message queue: a prompt runs alone (cancel it, then prompt)";
+
+/// How long the agent's request waits for its run to forward what came before it.
+const CATCH_UP: Duration = Duration::from_secs(1);
+
+/// How long a run waits for the `idle` of a turn an earlier run left before it ended.
+const LEFT_TURN: Duration = Duration::from_secs(5);
+
+type Catch = oneshot::Sender<()>;
+
+#[derive(Debug)]
+struct Route {
+    updates: mpsc::UnboundedSender<SessionUpdate>,
+    catch_up: mpsc::UnboundedSender<Catch>,
+    host: HostSlot,
+}
+
+#[derive(Debug, Default)]
+struct Routes {
+    by_session: HashMap<String, Route>,
+    /// Each session's slash commands, as the agent last reported them.
+    commands: HashMap<String, Vec<AvailableCommand>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The connection to an ACP v2 agent: one agent session per front session.
+#[derive(Debug, Clone)]
+pub struct AcpV2Agents {
+    client: AcpV2Client,
+    routes: Arc<Mutex<Routes>>,
+    flush: mpsc::UnboundedSender<Catch>,
+    cwd: String,
+}
+
+/// An agent session and what a run of it reads.
+#[derive(Debug)]
+struct Opened {
+    id: SessionId,
+    streams: tokio::sync::Mutex<(mpsc::UnboundedReceiver<SessionUpdate>, mpsc::UnboundedReceiver<Catch>)>,
+    slot: HostSlot,
+    /// A run ended (cancelled, bounded) before the agent reported the turn `idle`.
+    turn_left: std::sync::atomic::AtomicBool,
+}
+
+impl AcpV2Agents {
+    /// Drives the v2 agent behind `client` (initialized with protocol version 2), its updates
+    /// `updates`; sessions open in `cwd`.
+    pub fn connect(input: impl tokio::io::AsyncBufRead + Unpin + Send + 'static, out: crate::transport::Outbox, closer: crate::client::InputCloser, cwd: String) -> Self {
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        let (flush, flushes) = mpsc::unbounded_channel();
+        let (client, updates) = AcpV2Client::over(input, out, closer, Permissions { routes: routes.clone(), flush: flush.clone() });
+        tokio::spawn(route(updates, flushes, routes.clone()));
+        Self { client, routes, flush, cwd }
+    }
+
+    /// The client (to send `initialize`).
+    pub fn client(&self) -> &AcpV2Client {
+        &self.client
+    }
+
+    async fn open(&self, cwd: &str, servers: Vec<McpServer>) -> Result<Opened, CallError> {
+        let mut request = NewSessionRequest::new(AbsolutePath(cwd.to_owned()));
+        request.mcp_servers = servers;
+        let session = self.client.new_session(&request).await?;
+        let (tx, updates) = mpsc::unbounded_channel();
+        let (catch_up, catch_ups) = mpsc::unbounded_channel();
+        let slot = HostSlot::default();
+        let mut routes = lock(&self.routes);
+        routes.by_session.insert(session.session_id.0.clone(), Route { updates: tx, catch_up, host: slot.clone() });
+        routes.commands.insert(session.session_id.0.clone(), session.available_commands);
+        Ok(Opened { id: session.session_id, streams: tokio::sync::Mutex::new((updates, catch_ups)), slot, turn_left: Default::default() })
+    }
+
+    /// A session for a front, reporting to `host`, in `cwd` (the bridge's when `None`).
+    pub fn agent(&self, host: Host, cwd: Option<&Path>) -> AcpV2Remote {
+        let cwd = cwd.map_or_else(|| self.cwd.clone(), |c| c.to_string_lossy().into_owned());
+        let name = self.client.agent().map_or_else(|| "acp-agent".to_owned(), |a| a.info.name);
+        AcpV2Remote { runs: Runs::new(name, host), agents: self.clone(), session: tokio::sync::Mutex::new(None), cwd, servers: Mutex::new(Vec::new()) }
+    }
+
+    /// Closes the agent's input (it finishes what it was asked, then exits).
+    pub async fn close(&self) {
+        self.client.close().await;
+    }
+}
+
+/// Sends each update to its session's run; a flush routes every update already received first.
+async fn route(mut updates: AcpV2Updates, mut flushes: mpsc::UnboundedReceiver<Catch>, routes: Arc<Mutex<Routes>>) {
+    let deliver = |notification: crate::protocol::acp_v2::UpdateSessionNotification| {
+        let mut routes = lock(&routes);
+        if let SessionUpdate::AvailableCommandsUpdate { available_commands, .. } = &notification.update {
+            routes.commands.insert(notification.session_id.0.clone(), available_commands.clone());
+            return;
+        }
+        if let Some(route) = routes.by_session.get(&notification.session_id.0) {
+            let _ = route.updates.send(notification.update);
+        }
+    };
+    loop {
+        tokio::select! {
+            biased;
+            Some(done) = flushes.recv() => {
+                while let Some(notification) = updates.try_next() {
+                    deliver(notification);
+                }
+                let _ = done.send(());
+            }
+            notification = updates.next() => match notification {
+                Some(notification) => deliver(notification),
+                None => break,
+            },
+        }
+    }
+    lock(&routes).by_session.clear();
+    flushes.close();
+    while let Some(done) = flushes.recv().await {
+        let _ = done.send(());
+    }
+}
+
+async fn flushed(flush: &mpsc::UnboundedSender<Catch>) {
+    let (done, routed) = oneshot::channel();
+    if flush.send(done).is_ok() {
+        let _ = tokio::time::timeout(CATCH_UP, routed).await;
+    }
+}
+
+/// One front session, as the core: an agent session of its own.
+#[derive(Debug)]
+pub struct AcpV2Remote {
+    runs: Runs,
+    agents: AcpV2Agents,
+    session: tokio::sync::Mutex<Option<Arc<Opened>>>,
+    cwd: String,
+    servers: Mutex<Vec<McpServer>>,
+}
+
+impl AcpV2Remote {
+    async fn opened(&self) -> CoreResult<Arc<Opened>> {
+        let mut session = self.session.lock().await;
+        if let Some(opened) = session.as_ref() {
+            return Ok(opened.clone());
+        }
+        let servers = lock(&self.servers).clone();
+        let opened = Arc::new(self.agents.open(&self.cwd, servers).await.map_err(|e| CoreError::Internal(format!("the agent refused `session/new`: {e}")))?);
+        if let Some(route) = lock(&self.agents.routes).by_session.get_mut(&opened.id.0) {
+            route.host.set(self.runs.host());
+        }
+        *session = Some(opened.clone());
+        Ok(opened)
+    }
+
+    fn current_id(&self) -> Option<String> {
+        self.session.try_lock().ok().and_then(|s| s.as_ref().map(|o| o.id.0.clone()))
+    }
+}
+
+/// A server config as v2's `McpServer` (v2 tags stdio servers).
+fn v2_server(config: &McpServerConfig) -> Option<McpServer> {
+    let value = match config {
+        McpServerConfig::Stdio(s) => serde_json::json!({
+            "type": "stdio", "name": s.name, "command": s.command, "args": s.args,
+            "env": s.env.iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect::<Vec<_>>(),
+        }),
+        McpServerConfig::Http(h) => serde_json::json!({
+            "type": "http", "name": h.name, "url": h.url,
+            "headers": h.headers.iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect::<Vec<_>>(),
+        }),
+    };
+    serde_json::from_value(value).ok()
+}
+
+impl AgentCore for AcpV2Remote {
+    type Control = Runs;
+
+    fn control(&self) -> &Runs {
+        &self.runs
+    }
+
+    async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
+        if queue.is_some() && self.runs.is_running() {
+            return Err(CoreError::Unsupported(NO_QUEUE.into()));
+        }
+        self.check_input(&images)?;
+        let opened = self.opened().await?;
+        let mut blocks = vec![ContentBlock::Text { annotations: None, meta: None, text: text.clone() }];
+        blocks.extend(images.iter().map(|i| ContentBlock::Image { annotations: None, meta: None, data: i.data.clone(), mime_type: MediaType(String::from(i.mime_type.clone())), uri: None }));
+        let request = PromptRequest::new(blocks, opened.id.clone());
+        let (client, flush) = (self.agents.client.clone(), self.agents.flush.clone());
+        self.runs.start_cooperative(text, images, None, WIND_DOWN, move |reply| run(client, flush, opened, request, reply)).await
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let images = self.agents.client.agent().is_some_and(|a| a.capabilities.session.as_ref().and_then(|s| s.prompt.as_ref()).is_some_and(|p| p.image.is_some()));
+        Capabilities { images, mcp: true, ..Capabilities::none() }
+    }
+
+    fn commands(&self) -> CommandsResult {
+        let Some(id) = self.current_id() else { return CommandsResult { commands: Vec::new() } };
+        let routes = lock(&self.agents.routes);
+        let commands = routes
+            .commands
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| match c {
+                AvailableCommand::Command { name, description, .. } => slash_command(name, Some(description.clone()), Vec::new()),
+            })
+            .collect();
+        CommandsResult { commands }
+    }
+
+    /// The host's MCP servers go to the agent with its session (opened when first prompted).
+    async fn start_mcp(&self, configs: &[McpServerConfig], bound: Duration) -> Vec<StartFailure> {
+        let _ = bound;
+        *lock(&self.servers) = configs.iter().filter_map(v2_server).collect();
+        if let Some(old) = self.session.lock().await.take() {
+            lock(&self.agents.routes).by_session.remove(&old.id.0);
+        }
+        Vec::new()
+    }
+
+    fn session_id(&self) -> String {
+        self.runs.session_id()
+    }
+
+    async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        let _ = (text, images);
+        Err(CoreError::Unsupported(NO_QUEUE.into()))
+    }
+
+    async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        let _ = (text, images);
+        Err(CoreError::Unsupported(NO_QUEUE.into()))
+    }
+
+    async fn new_session(&self, parent: Option<String>) -> CoreResult<()> {
+        let _ = parent;
+        self.runs.abort().await;
+        let old = self.session.lock().await.take();
+        if let Some(old) = old {
+            lock(&self.agents.routes).by_session.remove(&old.id.0);
+            let _ = self.agents.client.close_session(&old.id).await;
+        }
+        self.opened().await.map(drop)
+    }
+}
+
+/// The `idle` state update's outcome.
+fn outcome(stop_reason: Option<&str>, error: Option<&crate::protocol::acp_v2::Error>) -> RunOutcome {
+    match stop_reason {
+        None | Some("end_turn" | "max_tokens") => RunOutcome::Completed,
+        Some("max_turn_requests") => RunOutcome::StepLimit { steps: 0 },
+        Some("cancelled") => RunOutcome::Aborted,
+        Some("refusal") => failed("the agent refused the prompt (stopReason: refusal)"),
+        Some(other) => failed(error.map_or_else(|| format!("the agent ended the turn with stopReason {other:?}"), |e| format!("agent: {}", e.message))),
+    }
+}
+
+/// One run: the prompt sent, the session's updates streamed until the turn is `idle`.
+async fn run(client: AcpV2Client, flush: mpsc::UnboundedSender<Catch>, opened: Arc<Opened>, request: PromptRequest, reply: Reply) -> RunOutcome {
+    let mut streams = opened.streams.lock().await;
+    let (updates, catch_ups) = &mut *streams;
+    flushed(&flush).await;
+    // A turn an earlier run left (cancelled, then ended before the agent said so) ends first.
+    if opened.turn_left.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        let left = async {
+            while let Some(update) = updates.recv().await {
+                if matches!(&update, SessionUpdate::StateUpdate { state, .. } if state == "idle") {
+                    return true;
+                }
+            }
+            false
+        };
+        if !tokio::time::timeout(LEFT_TURN, left).await.unwrap_or(false) {
+            opened.turn_left.store(true, std::sync::atomic::Ordering::SeqCst);
+            return failed("the agent is still ending the cancelled prompt; try again");
+        }
+    }
+    while updates.try_recv().is_ok() {}
+    let run_guard = opened.slot.begin_run();
+    // Marked until the turn's `idle` is read: a run cut short leaves it to the next.
+    opened.turn_left.store(true, std::sync::atomic::Ordering::SeqCst);
+    let prompting = client.clone();
+    let ack = tokio::spawn(async move { prompting.prompt(&request).await });
+    tokio::pin!(ack);
+    let mut acked = false;
+    let mut running = false;
+    let mut stream = Stream::default();
+    let mut cancel_sent = false;
+    loop {
+        tokio::select! {
+            biased;
+            update = updates.recv() => match update {
+                Some(SessionUpdate::StateUpdate { state, stop_reason, error, .. }) => match state.as_str() {
+                    "idle" if acked || running => {
+                        opened.turn_left.store(false, std::sync::atomic::Ordering::SeqCst);
+                        stream.start_pending(&reply).await;
+                        return outcome(stop_reason.as_deref(), error.as_ref());
+                    }
+                    "running" | "requires_action" => running = true,
+                    _ => {}
+                },
+                Some(update) => stream.forward(update, &reply).await,
+                None => return failed("The agent exited before the prompt ended"),
+            },
+            Some(done) = catch_ups.recv() => {
+                while let Ok(update) = updates.try_recv() {
+                    match update {
+                        SessionUpdate::StateUpdate { .. } => {}
+                        update => stream.forward(update, &reply).await,
+                    }
+                }
+                stream.start_pending(&reply).await;
+                let _ = done.send(());
+            }
+            answer = &mut ack, if !acked => match answer {
+                Ok(Ok(_)) => acked = true,
+                Ok(Err(CallError::Closed { .. })) | Err(_) => {
+                    opened.turn_left.store(false, std::sync::atomic::Ordering::SeqCst);
+                    return failed("The agent exited before the prompt ended");
+                }
+                // Refused: no turn started.
+                Ok(Err(e)) => {
+                    opened.turn_left.store(false, std::sync::atomic::Ordering::SeqCst);
+                    return failed(format!("agent: {e}"));
+                }
+            },
+            () = reply.cancelled(), if !cancel_sent => {
+                cancel_sent = true;
+                run_guard.cancel();
+                client.cancel(&opened.id).await;
+            }
+        }
+    }
+}
+
+fn block_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text { text, .. } => text.clone(),
+        ContentBlock::ResourceLink { uri, .. } => uri.clone(),
+        ContentBlock::Image { .. } => "[image]".to_owned(),
+        ContentBlock::Audio { .. } => "[audio]".to_owned(),
+        ContentBlock::Resource { .. } => "[resource]".to_owned(),
+    }
+}
+
+fn call_text(content: &[ToolCallContent]) -> String {
+    content
+        .iter()
+        .map(|c| match c {
+            ToolCallContent::Content { content, .. } => block_text(content),
+            ToolCallContent::Diff { patch: Some(patch), .. } => patch.text.clone(),
+            ToolCallContent::Diff { changes, patch: None, .. } => format!("[{} changed file(s)]", changes.len()),
+            ToolCallContent::Terminal { terminal_id, .. } => format!("[terminal {}]", terminal_id.0),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What a run knows of the agent's tool calls and messages.
+#[derive(Default)]
+struct Stream {
+    /// A call announced `pending`: it starts at the next other update, with its latest input.
+    pending: Option<String>,
+    calls: HashMap<String, Call>,
+    /// Messages (and thoughts) that came as chunks: a whole upsert of one repeats them.
+    chunked: HashSet<String>,
+}
+
+#[derive(Default)]
+struct Call {
+    name: String,
+    args: Map<String, Value>,
+    started: bool,
+    finished: bool,
+}
+
+impl Stream {
+    async fn start_pending(&mut self, reply: &Reply) {
+        if let Some(id) = self.pending.take() {
+            self.start(&id, reply).await;
+        }
+    }
+
+    async fn start(&mut self, id: &str, reply: &Reply) {
+        if let Some(call) = self.calls.get_mut(id).filter(|c| !c.started) {
+            call.started = true;
+            let (name, args) = (call.name.clone(), call.args.clone());
+            reply.tool_started(id, &name, args).await;
+        }
+    }
+
+    async fn forward(&mut self, update: SessionUpdate, reply: &Reply) {
+        let SessionUpdate::ToolCallUpdate { tool_call_id, name, title, raw_input, status, content, raw_output, .. } = update else {
+            self.start_pending(reply).await;
+            return self.forward_message(update, reply).await;
+        };
+        let id = tool_call_id.0;
+        if self.pending.as_ref().is_some_and(|p| *p != id) {
+            self.start_pending(reply).await;
+        }
+        let call = self.calls.entry(id.clone()).or_default();
+        if let Some(name) = name.or(title).filter(|_| !call.started) {
+            if call.name.is_empty() || call.name != name {
+                call.name = name;
+            }
+        }
+        match raw_input {
+            Some(Value::Object(args)) if !call.started => call.args = args,
+            Some(other) if !call.started => call.args = Map::from_iter([("input".to_owned(), other)]),
+            Some(_) | None => {}
+        }
+        if call.name.is_empty() {
+            call.name = "tool".to_owned();
+        }
+        let status = status.map(|s| s.0);
+        let waiting = matches!(status.as_deref(), None | Some("pending")) && content.is_none();
+        if !call.started && waiting {
+            self.pending = Some(id);
+            return;
+        }
+        if self.pending.as_deref() == Some(id.as_str()) {
+            self.pending = None;
+        }
+        self.start(&id, reply).await;
+        let text = content.as_deref().map(call_text);
+        let Some(call) = self.calls.get_mut(&id) else { return };
+        match status.as_deref() {
+            Some(done @ ("completed" | "failed")) if !call.finished => {
+                call.finished = true;
+                let name = call.name.clone();
+                reply.tool_finished(&id, &name, &text.unwrap_or_default(), raw_output, done == "failed").await;
+            }
+            _ => {
+                if let Some(text) = text.filter(|_| !call.finished) {
+                    reply.tool_progress(&id, &text).await;
+                }
+            }
+        }
+    }
+
+    async fn forward_message(&mut self, update: SessionUpdate, reply: &Reply) {
+        match update {
+            SessionUpdate::AgentMessageChunk { content, message_id, .. } => {
+                self.chunked.insert(format!("a{}", message_id.0));
+                reply.text(block_text(&content)).await;
+            }
+            SessionUpdate::AgentThoughtChunk { content, message_id, .. } => {
+                self.chunked.insert(format!("t{}", message_id.0));
+                reply.thinking(block_text(&content)).await;
+            }
+            SessionUpdate::AgentMessage { content: Some(content), message_id, .. } if !self.chunked.contains(&format!("a{}", message_id.0)) => {
+                reply.text(content.iter().map(block_text).collect::<String>()).await;
+            }
+            SessionUpdate::AgentThought { content: Some(content), message_id, .. } if !self.chunked.contains(&format!("t{}", message_id.0)) => {
+                reply.thinking(content.iter().map(block_text).collect::<String>()).await;
+            }
+            // What the core does not report.
+            SessionUpdate::AgentMessage { .. }
+            | SessionUpdate::AgentThought { .. }
+            | SessionUpdate::UserMessage { .. }
+            | SessionUpdate::UserMessageChunk { .. }
+            | SessionUpdate::StateUpdate { .. }
+            | SessionUpdate::ToolCallUpdate { .. }
+            | SessionUpdate::ToolCallContentChunk { .. }
+            | SessionUpdate::TerminalUpdate { .. }
+            | SessionUpdate::TerminalOutputChunk { .. }
+            | SessionUpdate::PlanUpdate { .. }
+            | SessionUpdate::AvailableCommandsUpdate { .. }
+            | SessionUpdate::ConfigOptionUpdate { .. }
+            | SessionUpdate::SessionInfoUpdate { .. }
+            | SessionUpdate::UsageUpdate { .. }
+            | SessionUpdate::Notice { .. }
+            | SessionUpdate::CompactionUpdate { .. }
+            | SessionUpdate::CompactionSummaryChunk { .. } => {}
+        }
+    }
+}
+
+/// The agent's permission requests, asked of the host of the session they name.
+struct Permissions {
+    routes: Arc<Mutex<Routes>>,
+    flush: mpsc::UnboundedSender<Catch>,
+}
+
+impl AcpClientHandler for Permissions {
+    async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
+        let cancelled = || Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled { meta: None }));
+        let (host, catch_up, cancel) = {
+            let routes = lock(&self.routes);
+            match routes.by_session.get(&request.session_id.0) {
+                Some(route) => (route.host.get(), route.catch_up.clone(), route.host.run_token()),
+                None => return cancelled(),
+            }
+        };
+        let Some(host) = host else { return cancelled() };
+        // The tool call it is about reaches the host first.
+        flushed(&self.flush).await;
+        let (done, caught) = oneshot::channel();
+        if catch_up.send(done).is_ok() {
+            let _ = tokio::time::timeout(CATCH_UP, caught).await;
+        }
+        let empty = ToolCallUpdate::new(crate::protocol::acp_v2::ToolCallId(String::new()));
+        let call = match &request.subject {
+            Some(RequestPermissionSubject::ToolCall { tool_call, .. }) => tool_call,
+            Some(RequestPermissionSubject::Command { .. }) | None => &empty,
+        };
+        let name = call.name.clone().or_else(|| call.title.clone()).unwrap_or_else(|| "tool".to_owned());
+        let args = match (&call.raw_input, &request.subject) {
+            (Some(Value::Object(args)), _) => args.clone(),
+            (Some(other), _) => Map::from_iter([("input".to_owned(), other.clone())]),
+            (None, Some(RequestPermissionSubject::Command { command, cwd, .. })) => Map::from_iter([("command".to_owned(), Value::String(command.clone())), ("cwd".to_owned(), Value::String(cwd.0.clone()))]),
+            (None, _) => Map::new(),
+        };
+        let summary = call.title.clone().unwrap_or_else(|| request.title.clone());
+        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary, &cancel).await;
+        let wanted: &[&str] = match decision {
+            Decision::Approve => &["allow_once"],
+            Decision::ApproveForSession => &["allow_always", "allow_once"],
+            Decision::Reject { .. } | Decision::RejectAndStop => &["reject_once", "reject_always"],
+            Decision::TimedOut | Decision::Abandoned | Decision::Unanswerable => return cancelled(),
+        };
+        match wanted.iter().find_map(|kind| request.options.iter().find(|o| o.kind.0 == *kind)) {
+            Some(option) => Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Selected { option_id: option.option_id.clone(), meta: None })),
+            None => cancelled(),
+        }
+    }
+}
+
+/// Any front's v2 sessions: each in the directory the host names.
+impl crate::core::MakeAgent for AcpV2Agents {
+    type Agent = AcpV2Remote;
+
+    fn make(&self, host: Host) -> CoreResult<AcpV2Remote> {
+        Ok(self.agent(host, None))
+    }
+
+    fn make_in(&self, host: Host, cwd: &Path) -> CoreResult<AcpV2Remote> {
+        Ok(self.agent(host, Some(cwd)))
+    }
+}

@@ -1,0 +1,99 @@
+//! `agentwire bridge --serve acp` between ACP versions: a v2 host in front of a v1 agent and a
+//! v1 host in front of a v2 agent (`--agent-acp-version`), each through the v2 front or remote
+//! agent, with every frame the bridge writes validated against the host's version's schema;
+//! and a v2 host in front of a v2 agent proxied unchanged.
+
+mod common;
+
+use agentwire::protocol::acp::acp_validator;
+use agentwire::protocol::acp_v2::acp_v2_validator;
+use common::bridge::Bridge;
+use serde_json::{json, Value};
+
+fn init_v2(bridge: &mut Bridge) -> Value {
+    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}}));
+    bridge.until(|f| f["id"] == 0).pop().unwrap()
+}
+
+fn new_session(bridge: &mut Bridge) -> String {
+    let cwd = bridge.dir.path().display().to_string();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let answer = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    answer["result"]["sessionId"].as_str().expect("a session id").to_owned()
+}
+
+/// Host EOF: the bridge and its agent end, exit 0.
+fn finish(bridge: &mut Bridge) {
+    drop(bridge.stdin.take());
+    let status = bridge.exit_within(std::time::Instant::now(), std::time::Duration::from_secs(10), "the bridge at host EOF");
+    assert!(status.success(), "{status}");
+}
+
+fn is_idle(f: &Value) -> bool {
+    f["params"]["update"]["sessionUpdate"] == "state_update" && f["params"]["update"]["state"] == "idle"
+}
+
+fn text_of(frames: &[Value]) -> String {
+    frames.iter().filter(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk").map(|f| f["params"]["update"]["content"]["text"].as_str().unwrap_or_default()).collect()
+}
+
+#[test]
+fn a_v2_host_in_front_of_a_v1_agent() {
+    let script = [json!({"text": "hello from a v1 agent", "chunkSize": 4}), json!({"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "w.txt", "content": "x\n"}}]}), json!({"text": "done"})];
+    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), &script, &["--agent-acp-version", "1"]);
+    let init = init_v2(&mut bridge);
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let session = new_session(&mut bridge);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    let frames = bridge.until(is_idle);
+    assert!(frames.iter().any(|f| f["id"] == 2 && f["result"]["messageId"].is_string()), "{frames:#?}");
+    assert_eq!(text_of(&frames), "hello from a v1 agent");
+    assert_eq!(frames.last().unwrap()["params"]["update"]["stopReason"], "end_turn");
+    // The v1 agent's permission request reaches the v2 host as v2's.
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "write"}]}}));
+    let asked = bridge.until(|f| f["method"] == "session/request_permission");
+    let ask = asked.last().unwrap().clone();
+    assert_eq!(ask["params"]["subject"]["toolCall"]["toolCallId"], "w1", "{ask}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}));
+    let frames = bridge.until(is_idle);
+    assert!(frames.iter().any(|f| f["params"]["update"]["toolCallId"] == "w1" && f["params"]["update"]["status"] == "completed"), "{frames:#?}");
+    assert_eq!(std::fs::read_to_string(bridge.dir.path().join("w.txt")).unwrap(), "x\n");
+    finish(&mut bridge);
+}
+
+#[test]
+fn a_v1_host_in_front_of_a_v2_agent() {
+    let script = [json!({"text": "hello from a v2 agent", "chunkSize": 4}), json!({"text": "a slow one streamed two at a time for a while", "chunkSize": 2, "delayMs": 40})];
+    let mut bridge = Bridge::start_acp_versions(acp_validator(), &script, &["--agent-acp-version", "2"]);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}));
+    let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    let session = new_session(&mut bridge);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    let frames = bridge.until(|f| f["id"] == 2);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn", "{frames:#?}");
+    assert_eq!(text_of(&frames), "hello from a v2 agent");
+    // Cancel reaches the v2 agent; its idle `cancelled` ends the v1 prompt `cancelled`.
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "slow"}]}}));
+    bridge.until(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk");
+    let started = std::time::Instant::now();
+    bridge.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+    let frames = bridge.until(|f| f["id"] == 3);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled", "{frames:#?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    finish(&mut bridge);
+}
+
+#[test]
+fn a_v2_host_in_front_of_a_v2_agent_is_proxied() {
+    let script = [json!({"text": "unchanged", "chunkSize": 3})];
+    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), &script, &[]);
+    let init = init_v2(&mut bridge);
+    // The agent's own answer passes through: its name, not the bridge's.
+    assert_eq!(init["result"]["info"]["name"], "agentwire", "{init}");
+    let session = new_session(&mut bridge);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    let frames = bridge.until(is_idle);
+    assert_eq!(text_of(&frames), "unchanged");
+    finish(&mut bridge);
+}
