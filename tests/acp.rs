@@ -387,6 +387,41 @@ fn fs_and_terminal_capabilities_route_the_tools_through_the_client() {
     assert!(failed["content"][0]["content"]["text"].as_str().unwrap().contains("the editor failed"), "{failed}");
 }
 
+/// Toad answers `fs/write_text_file` with `"result": null`. The result def is void (only
+/// `_meta`), so `null` can only mean "written": the write and the edit complete. A result of the
+/// wrong shape still fails the tool.
+#[test]
+fn a_null_answer_to_a_void_client_method_is_success_and_a_wrong_shape_is_not() {
+    let (dir, config) = dirs();
+    let call = |id: &str, name: &str, args: Value| json!({"toolCalls": [{"id": id, "name": name, "arguments": args}]});
+    let script = [
+        call("w1", "write", json!({"path": "toad.txt", "content": "hello toad\n"})),
+        call("e1", "edit", json!({"path": "toad.txt", "oldText": "toad", "newText": "frog"})),
+        call("w2", "write", json!({"path": "bad.txt", "content": "never\n"})),
+        json!({"text": "done"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
+    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false}}));
+    let new = acp.call("session/new", json!({"cwd": dir.path().display().to_string(), "mcpServers": []}));
+    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    let id = acp.request("session/prompt", prompt("write", &session));
+    let (asked, frames, response) = serve_client(&mut acp, &id, |method, params| match method {
+        "fs/read_text_file" => Some(json!({"content": "hello toad\n"})),
+        "fs/write_text_file" if params["path"].as_str().unwrap().ends_with("bad.txt") => Some(json!("written")),
+        "fs/write_text_file" => Some(Value::Null),
+        other => panic!("unexpected client request {other}"),
+    });
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let methods: Vec<&str> = asked.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["fs/write_text_file", "fs/read_text_file", "fs/write_text_file", "fs/write_text_file"]);
+    let end = |id: &str| updates(&frames).into_iter().find(|u| u["toolCallId"] == id && (u["status"] == "completed" || u["status"] == "failed")).unwrap_or_else(|| panic!("{id} ended")).clone();
+    assert_eq!(end("w1")["status"], "completed", "{:?}", end("w1"));
+    assert_eq!(end("e1")["status"], "completed", "{:?}", end("e1"));
+    let bad = end("w2");
+    assert_eq!(bad["status"], "failed", "{bad}");
+    assert!(bad["content"][0]["content"]["text"].as_str().unwrap().contains("does not fit the schema"), "{bad}");
+}
+
 #[test]
 fn without_the_capabilities_the_tools_use_the_disk_and_cancel_kills_the_terminal() {
     let (dir, config) = dirs();
