@@ -86,6 +86,41 @@ fn permission_granted_runs_the_tool_and_rejected_does_not() {
     assert!(!dir.path().join("no.txt").exists(), "a rejected tool does not run");
 }
 
+/// The user sees what they approve: a `write` or `edit` permission request carries a `diff`
+/// content block with the absolute path, the file's text now (absent for a new file) and after,
+/// worked out without touching the file.
+#[test]
+fn write_and_edit_permission_requests_show_the_change() {
+    let (dir, config) = dirs();
+    std::fs::write(dir.path().join("old.txt"), "one\ntwo\nthree\n").unwrap();
+    let call = |id: &str, name: &str, args: Value| json!({"toolCalls": [{"id": id, "name": name, "arguments": args}]});
+    let script = [
+        call("w1", "write", json!({"path": "fresh.txt", "content": "brand new\n"})),
+        json!({"text": "wrote"}),
+        call("e1", "edit", json!({"path": "old.txt", "oldText": "two", "newText": "2"})),
+        json!({"text": "edited"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let session = acp.init_and_new(dir.path());
+    let path = |name: &str| dir.path().join(name).display().to_string();
+
+    let id = acp.request("session/prompt", prompt("write", &session));
+    let (_, ask) = acp.until_request("session/request_permission");
+    assert_eq!(ask["params"]["toolCall"]["content"], json!([{"type": "diff", "path": path("fresh.txt"), "newText": "brand new\n"}]), "{ask}");
+    assert!(!dir.path().join("fresh.txt").exists(), "nothing is written before the answer");
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}));
+    assert_eq!(acp.until_response(&id).1["result"]["stopReason"], "end_turn");
+    assert_eq!(std::fs::read_to_string(dir.path().join("fresh.txt")).unwrap(), "brand new\n");
+
+    let id = acp.request("session/prompt", prompt("edit", &session));
+    let (_, ask) = acp.until_request("session/request_permission");
+    let diff = json!({"type": "diff", "path": path("old.txt"), "oldText": "one\ntwo\nthree\n", "newText": "one\n2\nthree\n"});
+    assert_eq!(ask["params"]["toolCall"]["content"], json!([diff]), "{ask}");
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
+    assert_eq!(acp.until_response(&id).1["result"]["stopReason"], "end_turn");
+    assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "one\ntwo\nthree\n", "a rejected edit changes nothing");
+}
+
 #[test]
 fn allow_always_is_remembered_and_unknown_answers_fail_closed() {
     let (dir, config) = dirs();

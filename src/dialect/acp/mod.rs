@@ -29,7 +29,7 @@
 //! | assistant `MessageEnd` | `usage_update` (context tokens used of the model's window) |
 //! | `TodosChanged` | `plan` |
 //! | `PromptSettled` | the `session/prompt` result: `end_turn`, `max_tokens` (the model stopped on length), `max_turn_requests` (`--max-steps-per-turn`), `cancelled`; a provider failure is a -32603 error |
-//! | approval (`HostPort::approve`) | `session/request_permission` with `allow_once`, `allow_always`, `reject_once`, `reject_always` |
+//! | approval (`HostPort::approve`) | `session/request_permission` with `allow_once`, `allow_always`, `reject_once`, `reject_always`; a `diff` of the change for `write` / `edit` |
 
 pub mod auth;
 pub mod client_tools;
