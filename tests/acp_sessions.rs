@@ -287,9 +287,22 @@ fn every_advertised_slash_command_shows_its_result() {
         assert!(!text.trim().is_empty(), "/{name} shows something: {frames:?}");
         assert!(!text.contains("arguments"), "/{name}: {text}");
     }
+    let shown = |frames: &[Value]| -> String { updates(frames).iter().filter(|u| u["sessionUpdate"] == "agent_message_chunk").map(|u| u["content"]["text"].as_str().unwrap()).collect() };
     let id = acp.request("session/prompt", prompt("/name Release notes", &session));
     let (frames, _) = acp.until_response(&id);
     assert!(updates(&frames).iter().any(|u| u["sessionUpdate"] == "session_info_update" && u["title"] == "Release notes"), "{frames:?}");
+    // Also said as text, for a client that ignores `session_info_update`.
+    assert!(shown(&frames).contains("Session named: Release notes"), "{frames:?}");
+    // Commands that need a dialog, typed by hand, say what to do instead: only those that take
+    // input are told to take it after their name.
+    for (typed, advice) in [("/compose", "send the prompt itself"), ("/new", "start a new session from the client"), ("/model", "/model <provider/id>")] {
+        let id = acp.request("session/prompt", prompt(typed, &session));
+        let (frames, r) = acp.until_response(&id);
+        assert_eq!(r["result"]["stopReason"], "end_turn", "{typed}: {r}");
+        let text = shown(&frames);
+        assert!(text.contains("ACP clients show no dialogs") && text.contains(advice), "{typed}: {text}");
+        assert_eq!(text.contains("after its name"), typed == "/model", "{typed}: {text}");
+    }
     assert!(acp.close().success());
     // The title is part of the session: a new process resuming it says so before answering.
     let mut acp = Acp::start(dir.path(), config.path(), &[], &[]);

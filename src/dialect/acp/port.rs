@@ -113,9 +113,9 @@ impl HostPort for AcpSessionHost {
     }
 
     fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
-        // Only commands that take their input as text are offered (`supports_dialogs`), so
-        // this is reached by one sent without it.
-        async { DialogOutcome::Unsupported("ACP has no dialogs: give the command its input after its name".into()) }.boxed()
+        // Only commands that work without a dialog are offered (`supports_dialogs`), so this is
+        // reached by one typed by hand; the agent says what to do instead.
+        async { DialogOutcome::Unsupported("ACP clients show no dialogs".into()) }.boxed()
     }
 
     fn supports_dialogs(&self) -> bool {
