@@ -153,8 +153,12 @@ fn delete_removes_the_file_and_the_listing_and_load_fails() {
     assert_eq!(session_files(config.path()).len(), 1);
     let prompt_after = acp.call("session/prompt", prompt("hello?", &session));
     assert_eq!(prompt_after["error"]["code"], -32002, "{prompt_after}");
+    // A session that never existed is deleted silently (the spec asks for success), and so is
+    // one deleted already.
     let unknown = acp.call("session/delete", json!({"sessionId": "no-such-session"}));
-    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    assert_eq!(unknown["result"], json!({}), "{unknown}");
+    let again = acp.call("session/delete", json!({"sessionId": session}));
+    assert_eq!(again["result"], json!({}), "{again}");
     assert!(acp.close().success());
 
     // Another process cannot load it either; the other session it can.

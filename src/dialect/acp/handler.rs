@@ -458,14 +458,11 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
             Some(path) => Some(path).filter(|p| p.exists()),
             None => self.factory.find_session_file(&session, None),
         };
-        match (path, live) {
-            (Some(path), _) => {
-                std::fs::remove_file(&path).map_err(|e| Error::internal(format!("Cannot delete {}: {e}", path.display())))?;
-                lock(&self.closed).insert(session);
-            }
-            // A session kept in memory only (`--no-session`) is gone once closed.
-            (None, Some(_)) => {}
-            (None, None) => return Err(not_found(&session)),
+        // A session kept in memory only (`--no-session`) is gone once closed; one that never
+        // existed is as deleted as it can be (the spec asks for silent success).
+        if let Some(path) = path {
+            std::fs::remove_file(&path).map_err(|e| Error::internal(format!("Cannot delete {}: {e}", path.display())))?;
+            lock(&self.closed).insert(session);
         }
         Ok(DeleteSessionResponse::new())
     }
