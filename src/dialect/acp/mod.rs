@@ -8,6 +8,7 @@
 //!   [`crate::agent::Agent`] or a custom one — each with its own [`AcpSessionHost`]);
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
+//! - [`images`]: whether a prompt's images can go to the session's model;
 //! - [`mcp`]: the sessions' `mcpServers` as the core's MCP server configs (sse refused);
 //! - [`modes`]: the core's approval policy as ACP session modes (`session/set_mode`);
 //! - [`config`]: model, thinking level and mode as config options (`session/set_config_option`);
@@ -36,6 +37,7 @@ pub mod client_tools;
 pub mod config;
 pub mod decode;
 pub mod handler;
+pub mod images;
 mod mcp;
 pub mod modes;
 pub mod port;
