@@ -110,15 +110,23 @@ fn replaced(before: &str, path: &str, old: &str, new: &str) -> Result<String, St
     }
 }
 
+/// The largest file [`planned_change`] reads to show its whole text: a question about a bigger
+/// one goes without the change (a log of gigabytes is not read into memory to ask about it).
+const MAX_PLANNED_BYTES: u64 = 1 << 20;
+
 /// What `write` or `edit` with `args` would change, worked out without changing anything: the
 /// file's text now (through the host when it offers it, as the tool reads it) and after.
 /// `write` of a file that cannot be read is a new file (`old_text` `None`). An edit that would
 /// not apply (the file unreadable, the text not found once) shows the replacement it asks for,
-/// the texts of its arguments; it fails with the reason when it runs. `None` for other tools.
+/// the texts of its arguments; it fails with the reason when it runs. `None` for other tools and
+/// for a file over [`MAX_PLANNED_BYTES`] on the disk.
 pub async fn planned_change(ctx: &ToolContext, tool: &str, args: &Map<String, Value>) -> Option<FileChange> {
     let arg = |k: &str| args.get(k).and_then(Value::as_str);
     let path = arg("path")?;
     let full = ctx.resolve(path);
+    if tokio::fs::metadata(&full).await.is_ok_and(|m| m.len() > MAX_PLANNED_BYTES) {
+        return None;
+    }
     match tool {
         "write" => {
             let new_text = arg("content")?.to_owned();
@@ -230,5 +238,8 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "one\ntwo\n");
         assert!(!dir.path().join("sub").exists());
         assert_eq!(planned_change(&c, "read", &args(json!({"path": "f.txt"}))).await, None);
+        let big = "x".repeat(usize::try_from(MAX_PLANNED_BYTES).unwrap() + 1);
+        std::fs::write(dir.path().join("big.txt"), &big).unwrap();
+        assert_eq!(planned_change(&c, "write", &args(json!({"path": "big.txt", "content": "small"}))).await, None, "not read whole to ask");
     }
 }
