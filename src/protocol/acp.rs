@@ -181,10 +181,11 @@ impl AcpValidator {
     /// the error.
     pub fn check_client_result(&self, method: &str, result: Value) -> Result<Value, FrameError> {
         let Some(def) = AcpMethodInfo::client(method).and_then(|m| m.result) else { return Ok(result) };
-        // The schema document is read only for a `null`: a result that fits needs no def text.
-        let result = match self.schema().pointer(&format!("/$defs/{def}")) {
-            Some(def_json) if result.is_null() => super::validate::null_as_void(method, def_json, result),
-            _ => result,
+        // The schema document is parsed only for a `null`: a result that fits needs no def text.
+        let def_text = if result.is_null() { self.schema().pointer(&format!("/$defs/{def}")) } else { None };
+        let result = match def_text {
+            Some(def_json) => super::validate::null_as_void(method, def_json, result),
+            None => result,
         };
         self.check(def, &result, "", method)?;
         Ok(result)
