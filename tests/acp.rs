@@ -11,6 +11,11 @@ use std::time::Duration;
 use common::acp::*;
 use serde_json::{json, Value};
 
+/// A scripted model reply that calls the tool `name` with `args`.
+fn tool_call(id: &str, name: &str, args: Value) -> Value {
+    json!({"toolCalls": [{"id": id, "name": name, "arguments": args}]})
+}
+
 #[test]
 fn initialize_tells_the_truth_and_stdout_has_only_frames() {
     let (dir, config) = dirs();
@@ -84,6 +89,40 @@ fn permission_granted_runs_the_tool_and_rejected_does_not() {
     let failed = updates(&frames).into_iter().find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"].is_string()).expect("a final status").clone();
     assert_eq!((&failed["toolCallId"], &failed["status"]), (&json!("w2"), &json!("failed")));
     assert!(!dir.path().join("no.txt").exists(), "a rejected tool does not run");
+}
+
+/// The user sees what they approve: a `write` or `edit` permission request carries a `diff`
+/// content block with the absolute path, the file's text now (absent for a new file) and after,
+/// worked out without touching the file.
+#[test]
+fn write_and_edit_permission_requests_show_the_change() {
+    let (dir, config) = dirs();
+    std::fs::write(dir.path().join("old.txt"), "one\ntwo\nthree\n").unwrap();
+    let script = [
+        tool_call("w1", "write", json!({"path": "fresh.txt", "content": "brand new\n"})),
+        json!({"text": "wrote"}),
+        tool_call("e1", "edit", json!({"path": "old.txt", "oldText": "two", "newText": "2"})),
+        json!({"text": "edited"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let session = acp.init_and_new(dir.path());
+    let path = |name: &str| dir.path().join(name).display().to_string();
+
+    let id = acp.request("session/prompt", prompt("write", &session));
+    let (_, ask) = acp.until_request("session/request_permission");
+    assert_eq!(ask["params"]["toolCall"]["content"], json!([{"type": "diff", "path": path("fresh.txt"), "newText": "brand new\n"}]), "{ask}");
+    assert!(!dir.path().join("fresh.txt").exists(), "nothing is written before the answer");
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}));
+    assert_eq!(acp.until_response(&id).1["result"]["stopReason"], "end_turn");
+    assert_eq!(std::fs::read_to_string(dir.path().join("fresh.txt")).unwrap(), "brand new\n");
+
+    let id = acp.request("session/prompt", prompt("edit", &session));
+    let (_, ask) = acp.until_request("session/request_permission");
+    let diff = json!({"type": "diff", "path": path("old.txt"), "oldText": "one\ntwo\nthree\n", "newText": "one\n2\nthree\n"});
+    assert_eq!(ask["params"]["toolCall"]["content"], json!([diff]), "{ask}");
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
+    assert_eq!(acp.until_response(&id).1["result"]["stopReason"], "end_turn");
+    assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "one\ntwo\nthree\n", "a rejected edit changes nothing");
 }
 
 #[test]
@@ -318,6 +357,14 @@ fn approval_modes_are_advertised_and_set_mode_switches_the_policy() {
     assert_eq!(resumed["result"]["modes"]["currentModeId"], "ask", "{resumed}");
 }
 
+/// `initialize` for a client offering `fs` (read and write) and `terminal` as told, then a
+/// session in `cwd`; its id.
+fn with_client_tools(acp: &mut Acp, cwd: &std::path::Path, fs: bool, terminal: bool) -> String {
+    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": fs, "writeTextFile": fs}, "terminal": terminal}}));
+    let new = acp.call("session/new", json!({"cwd": cwd.display().to_string(), "mcpServers": []}));
+    new["result"]["sessionId"].as_str().unwrap().to_owned()
+}
+
 /// Answers the client-side requests agentwire sends while a prompt runs, by method, until the
 /// prompt's response; returns the requests (method, params) in order and the frames.
 fn serve_client(acp: &mut Acp, prompt: &Value, mut answer: impl FnMut(&str, &Value) -> Option<Value>) -> (Vec<(String, Value)>, Vec<Value>, Value) {
@@ -342,19 +389,16 @@ fn serve_client(acp: &mut Acp, prompt: &Value, mut answer: impl FnMut(&str, &Val
 fn fs_and_terminal_capabilities_route_the_tools_through_the_client() {
     let (dir, config) = dirs();
     std::fs::write(dir.path().join("notes.txt"), "on disk\n").unwrap();
-    let call = |id: &str, name: &str, args: Value| json!({"toolCalls": [{"id": id, "name": name, "arguments": args}]});
     let script = [
-        call("r1", "read", json!({"path": "notes.txt"})),
-        call("w1", "write", json!({"path": "out.txt", "content": "new\n"})),
-        call("e1", "edit", json!({"path": "notes.txt", "oldText": "buffer", "newText": "edited"})),
-        call("b1", "bash", json!({"command": "echo hi"})),
-        call("r2", "read", json!({"path": "broken.txt"})),
+        tool_call("r1", "read", json!({"path": "notes.txt"})),
+        tool_call("w1", "write", json!({"path": "out.txt", "content": "new\n"})),
+        tool_call("e1", "edit", json!({"path": "notes.txt", "oldText": "buffer", "newText": "edited"})),
+        tool_call("b1", "bash", json!({"command": "echo hi"})),
+        tool_call("r2", "read", json!({"path": "broken.txt"})),
         json!({"text": "done"}),
     ];
     let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
-    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}));
-    let new = acp.call("session/new", json!({"cwd": dir.path().display().to_string(), "mcpServers": []}));
-    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    let session = with_client_tools(&mut acp, dir.path(), true, true);
     let notes = dir.path().join("notes.txt").display().to_string();
     let id = acp.request("session/prompt", prompt("work", &session));
     let (asked, frames, response) = serve_client(&mut acp, &id, |method, params| match method {
@@ -387,6 +431,38 @@ fn fs_and_terminal_capabilities_route_the_tools_through_the_client() {
     assert!(failed["content"][0]["content"]["text"].as_str().unwrap().contains("the editor failed"), "{failed}");
 }
 
+/// Toad answers `fs/write_text_file` with `"result": null`. The result def is void (only
+/// `_meta`), so `null` can only mean "written": the write and the edit complete. A result of the
+/// wrong shape still fails the tool.
+#[test]
+fn a_null_answer_to_a_void_client_method_is_success_and_a_wrong_shape_is_not() {
+    let (dir, config) = dirs();
+    let script = [
+        tool_call("w1", "write", json!({"path": "toad.txt", "content": "hello toad\n"})),
+        tool_call("e1", "edit", json!({"path": "toad.txt", "oldText": "toad", "newText": "frog"})),
+        tool_call("w2", "write", json!({"path": "bad.txt", "content": "never\n"})),
+        json!({"text": "done"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
+    let session = with_client_tools(&mut acp, dir.path(), true, false);
+    let id = acp.request("session/prompt", prompt("write", &session));
+    let (asked, frames, response) = serve_client(&mut acp, &id, |method, params| match method {
+        "fs/read_text_file" => Some(json!({"content": "hello toad\n"})),
+        "fs/write_text_file" if params["path"].as_str().unwrap().ends_with("bad.txt") => Some(json!("written")),
+        "fs/write_text_file" => Some(Value::Null),
+        other => panic!("unexpected client request {other}"),
+    });
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let methods: Vec<&str> = asked.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["fs/write_text_file", "fs/read_text_file", "fs/write_text_file", "fs/write_text_file"]);
+    let end = |id: &str| updates(&frames).into_iter().find(|u| u["toolCallId"] == id && (u["status"] == "completed" || u["status"] == "failed")).unwrap_or_else(|| panic!("{id} ended")).clone();
+    assert_eq!(end("w1")["status"], "completed", "{:?}", end("w1"));
+    assert_eq!(end("e1")["status"], "completed", "{:?}", end("e1"));
+    let bad = end("w2");
+    assert_eq!(bad["status"], "failed", "{bad}");
+    assert!(bad["content"][0]["content"]["text"].as_str().unwrap().contains("does not fit the schema"), "{bad}");
+}
+
 #[test]
 fn without_the_capabilities_the_tools_use_the_disk_and_cancel_kills_the_terminal() {
     let (dir, config) = dirs();
@@ -398,9 +474,7 @@ fn without_the_capabilities_the_tools_use_the_disk_and_cancel_kills_the_terminal
     ];
     // fs not offered: write goes to the disk without asking the client.
     let mut acp = Acp::start(dir.path(), config.path(), &script, &["--approval", "never"]);
-    acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": true}}));
-    let new = acp.call("session/new", json!({"cwd": dir.path().display().to_string(), "mcpServers": []}));
-    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    let session = with_client_tools(&mut acp, dir.path(), false, true);
     let id = acp.request("session/prompt", prompt("write", &session));
     let (asked, _, response) = serve_client(&mut acp, &id, |m, _| panic!("unexpected client request {m}"));
     assert!(asked.is_empty());

@@ -153,8 +153,12 @@ fn delete_removes_the_file_and_the_listing_and_load_fails() {
     assert_eq!(session_files(config.path()).len(), 1);
     let prompt_after = acp.call("session/prompt", prompt("hello?", &session));
     assert_eq!(prompt_after["error"]["code"], -32002, "{prompt_after}");
+    // A session that never existed is deleted silently (the spec asks for success), and so is
+    // one deleted already.
     let unknown = acp.call("session/delete", json!({"sessionId": "no-such-session"}));
-    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    assert_eq!(unknown["result"], json!({}), "{unknown}");
+    let again = acp.call("session/delete", json!({"sessionId": session}));
+    assert_eq!(again["result"], json!({}), "{again}");
     assert!(acp.close().success());
 
     // Another process cannot load it either; the other session it can.
@@ -287,9 +291,22 @@ fn every_advertised_slash_command_shows_its_result() {
         assert!(!text.trim().is_empty(), "/{name} shows something: {frames:?}");
         assert!(!text.contains("arguments"), "/{name}: {text}");
     }
+    let shown = |frames: &[Value]| -> String { updates(frames).iter().filter(|u| u["sessionUpdate"] == "agent_message_chunk").map(|u| u["content"]["text"].as_str().unwrap()).collect() };
     let id = acp.request("session/prompt", prompt("/name Release notes", &session));
     let (frames, _) = acp.until_response(&id);
     assert!(updates(&frames).iter().any(|u| u["sessionUpdate"] == "session_info_update" && u["title"] == "Release notes"), "{frames:?}");
+    // Also said as text, for a client that ignores `session_info_update`.
+    assert!(shown(&frames).contains("Session named: Release notes"), "{frames:?}");
+    // Commands that need a dialog, typed by hand, say what to do instead: only those that take
+    // input are told to take it after their name.
+    for (typed, advice) in [("/compose", "send the prompt itself"), ("/new", "start a new session from the client"), ("/model", "/model <provider/id>")] {
+        let id = acp.request("session/prompt", prompt(typed, &session));
+        let (frames, r) = acp.until_response(&id);
+        assert_eq!(r["result"]["stopReason"], "end_turn", "{typed}: {r}");
+        let text = shown(&frames);
+        assert!(text.contains("ACP clients show no dialogs") && text.contains(advice), "{typed}: {text}");
+        assert_eq!(text.contains("after its name"), typed == "/model", "{typed}: {text}");
+    }
     assert!(acp.close().success());
     // The title is part of the session: a new process resuming it says so before answering.
     let mut acp = Acp::start(dir.path(), config.path(), &[], &[]);
@@ -310,13 +327,15 @@ fn images_reach_a_model_that_takes_them_and_are_refused_otherwise() {
     let image = json!({"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="});
     let with_image = |session: &str| json!({"sessionId": session, "prompt": [{"type": "text", "text": "what is this?"}, image]});
 
-    // The offline model takes text only: no image capability, and an image is refused by name.
+    // The offline model takes text only and the fake one takes images: both selectable, so
+    // images are advertised; while the offline model is current an image is refused naming it.
     let mut acp = Acp::start(dir.path(), config.path(), &[], &[]);
     let init = acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
-    assert_eq!(init["result"]["agentCapabilities"]["promptCapabilities"]["image"], false, "{init}");
+    assert_eq!(init["result"]["agentCapabilities"]["promptCapabilities"]["image"], true, "{init}");
     let session = acp.call("session/new", json!({"cwd": cwd(dir.path()), "mcpServers": []}))["result"]["sessionId"].as_str().unwrap().to_owned();
     let r = acp.call("session/prompt", with_image(&session));
     assert_eq!((&r["error"]["code"], &r["error"]["data"]["path"]), (&json!(-32602), &json!("/prompt/1")), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("model agentwire/offline does not take images"), "{r}");
     assert!(acp.close().success());
 
     // A model that takes images: advertised, and the image is in the provider request.
@@ -328,6 +347,33 @@ fn images_reach_a_model_that_takes_them_and_are_refused_otherwise() {
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
     let sent = fake.requests().last().cloned().unwrap_or_default().to_string();
     assert!(sent.contains("data:image/png;base64,iVBORw0KGgo="), "{sent}");
+}
+
+/// `promptCapabilities.image` follows the models the client can select: none that takes images
+/// (the offline model alone) → false; a built-in provider's key in the environment makes its
+/// models selectable, and they take images → true, while an image prompt to the offline model,
+/// still current, is -32602 naming it.
+#[test]
+fn the_image_capability_follows_the_selectable_models() {
+    let (dir, config) = dirs();
+    let image = json!({"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="});
+    let mut acp = Acp::start(dir.path(), config.path(), &[], &[]);
+    let init = acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    assert_eq!(init["result"]["agentCapabilities"]["promptCapabilities"]["image"], false, "{init}");
+    assert!(acp.close().success());
+
+    let mut acp = Acp::start_with_env(dir.path(), config.path(), &[], &[], &[("ANTHROPIC_API_KEY", "dummy")]);
+    let init = acp.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    assert_eq!(init["result"]["agentCapabilities"]["promptCapabilities"]["image"], true, "{init}");
+    let new = acp.call("session/new", json!({"cwd": cwd(dir.path()), "mcpServers": []}));
+    let models = option(&new["result"]["configOptions"], "model").unwrap();
+    assert!(models["options"].to_string().contains("anthropic/"), "{models}");
+    let offline = models["currentValue"].as_str().unwrap().to_owned();
+    assert_eq!(offline, "agentwire/offline", "the offline model is still current");
+    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    let r = acp.call("session/prompt", json!({"sessionId": session, "prompt": [image]}));
+    assert_eq!((&r["error"]["code"], &r["error"]["data"]["path"]), (&json!(-32602), &json!("/prompt/0")), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains(&format!("model {offline} does not take images")), "{r}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Approvals: whether a tool call needs the user's yes (the `--approval` policy), remembering
 //! "approve for session" per session and per tool, and asking the host through the port.
-//! Fail closed: only an explicit approve lets the call run.
+//! Fail closed: only an explicit approve lets the call run. A `write` or `edit` is asked about
+//! with the change it would make (the file's text before and after, worked out without writing).
 //!
 //! MCP tools: under `dangerous` a tool whose server annotates it `readOnlyHint: true` runs at
 //! once and any other asks (annotations are hints; they decide only whether to ask).
@@ -94,7 +95,12 @@ impl Agent {
             }
             st.session.id().to_owned()
         };
-        let ask = ApprovalAsk { call, summary: summary(call, outside.as_deref()), timeout: self.inner.config.approval_timeout, cancel };
+        // The user sees what a file tool would write before approving it.
+        let change = match kind {
+            CallKind::Builtin => tools::files::planned_change(&self.tool_context(cancel), &name, &call.arguments).await,
+            CallKind::Host | CallKind::Mcp { .. } => None,
+        };
+        let ask = ApprovalAsk { call, summary: summary(call, outside.as_deref()), change, timeout: self.inner.config.approval_timeout, cancel };
         match self.port().approve(ask).await {
             Decision::Approve => Ok(()),
             Decision::ApproveForSession => {

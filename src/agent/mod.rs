@@ -515,6 +515,12 @@ impl Agent {
         &*self.inner.port
     }
 
+    /// What the built-in tools work with: the working directory, the run's cancellation, and
+    /// the host's file and command access when it offers any.
+    pub(crate) fn tool_context(&self, cancel: &CancellationToken) -> crate::tools::ToolContext {
+        crate::tools::ToolContext { cwd: self.inner.config.cwd.clone(), cancel: cancel.clone(), host: self.port().tools() }
+    }
+
     /// The selected model.
     pub(crate) fn current(&self) -> ModelSpec {
         let index = self.state().current_model;

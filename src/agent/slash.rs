@@ -50,6 +50,19 @@ pub fn listing(dialogs: bool) -> CommandsResult {
     CommandsResult { commands }
 }
 
+/// What to do instead of a command's dialog on a host that shows none: `/model` and `/name`
+/// take their input after the name; `/compose` and `/new` have nothing to take it.
+fn instead_of_dialog(command: &str) -> String {
+    match command {
+        "compose" => "send the prompt itself as the message".into(),
+        "new" => "start a new session from the client".into(),
+        _ => match COMMANDS.iter().find(|(n, _, _, _)| *n == command).and_then(|(_, hint, _, _)| *hint) {
+            Some(hint) => format!("give /{command} its input after its name: /{command} <{}>", hint.trim_start_matches('[').trim_end_matches(']')),
+            None => format!("use /{command} in a host that shows dialogs"),
+        },
+    }
+}
+
 /// `/name rest` → (`name`, `rest`), for built-in names only.
 fn parse(text: &str) -> Option<(&'static str, String)> {
     let body = text.trim().strip_prefix('/')?;
@@ -120,14 +133,14 @@ impl Agent {
         if let Some(AgentMessage::User(u)) = last { Some(crate::providers::offline::user_text(&u.content)) } else { None }
     }
 
-    /// Shows a dialog; `Err(Outcome)` ends the command (aborted, or the host cannot show it:
-    /// then it is told why).
-    async fn ask(&self, kind: DialogKind, cancel: &CancellationToken) -> Result<DialogOutcome, Outcome> {
+    /// Shows the dialog of the command `command`; `Err(Outcome)` ends the command (aborted, or
+    /// the host cannot show it: then it is told why and what to do instead).
+    async fn ask(&self, command: &str, kind: DialogKind, cancel: &CancellationToken) -> Result<DialogOutcome, Outcome> {
         let ask = DialogAsk { kind, timeout: self.inner.config.approval_timeout, cancel };
         match self.port().dialog(ask).await {
             DialogOutcome::Abandoned => Err(Outcome::Aborted),
             DialogOutcome::Unsupported(reason) => {
-                self.notify(NoticeLevel::Error, reason).await;
+                self.notify(NoticeLevel::Error, format!("{reason}; instead, {}", instead_of_dialog(command))).await;
                 Err(Outcome::Done)
             }
             other => Ok(other),
@@ -145,7 +158,7 @@ impl Agent {
             "model" => {
                 let labels = self.model_labels();
                 let chosen = if arg.is_empty() {
-                    match self.ask(DialogKind::Select { title: "Model".into(), options: labels.clone() }, cancel).await? {
+                    match self.ask("model", DialogKind::Select { title: "Model".into(), options: labels.clone() }, cancel).await? {
                         DialogOutcome::Value(v) => Some(v),
                         _ => None,
                     }
@@ -171,7 +184,7 @@ impl Agent {
             "name" => {
                 let name = if arg.is_empty() {
                     let placeholder = self.state().session_name.clone();
-                    match self.ask(DialogKind::Input { title: "Session name".into(), placeholder }, cancel).await? {
+                    match self.ask("name", DialogKind::Input { title: "Session name".into(), placeholder }, cancel).await? {
                         DialogOutcome::Value(v) => Some(v),
                         _ => None,
                     }
@@ -179,22 +192,28 @@ impl Agent {
                     Some(arg.to_owned())
                 };
                 let Some(name) = name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()) else { return Ok(Outcome::Done) };
-                if let Err(e) = self.set_session_name(&name).await {
+                let named = self.set_session_name(&name).await;
+                if let Err(e) = &named {
                     self.notify(NoticeLevel::Error, e.to_string()).await;
                 }
                 self.port().notify(UiNotice::Title { title: format!("agentwire: {name}") }).await;
+                // A host without dialogs shows notices as text: it says so there too (an ACP
+                // client may ignore the session's new title).
+                if named.is_ok() && !self.port().supports_dialogs() {
+                    self.notify(NoticeLevel::Info, format!("Session named: {name}")).await;
+                }
                 Ok(Outcome::Done)
             }
             "compose" => {
                 let prefill = self.last_user_text();
-                match self.ask(DialogKind::Editor { title: "Compose the prompt".into(), prefill }, cancel).await? {
+                match self.ask("compose", DialogKind::Editor { title: "Compose the prompt".into(), prefill }, cancel).await? {
                     DialogOutcome::Value(text) if !text.trim().is_empty() => Ok(Outcome::Prompt(text)),
                     _ => Ok(Outcome::Done),
                 }
             }
             "new" => {
                 let message = "Start a new session? The current one stays on disk.".to_owned();
-                if self.ask(DialogKind::Confirm { title: "New session".into(), message }, cancel).await? == DialogOutcome::Confirmed(true) {
+                if self.ask("new", DialogKind::Confirm { title: "New session".into(), message }, cancel).await? == DialogOutcome::Confirmed(true) {
                     let session = Session::create(self.inner.config.session_dir.as_deref(), &self.inner.config.cwd, None);
                     self.adopt_session(session);
                     self.notify(NoticeLevel::Info, "New session started".into()).await;
@@ -268,5 +287,13 @@ mod tests {
         assert_eq!(listing(true).commands.len(), COMMANDS.len());
         let plain: Vec<String> = listing(false).commands.iter().map(|c| c.name.to_string()).collect();
         assert_eq!(plain, ["model", "name", "todos", "status", "recall", "help"]);
+    }
+
+    #[test]
+    fn a_refused_dialog_says_what_to_do_instead() {
+        assert_eq!(instead_of_dialog("model"), "give /model its input after its name: /model <provider/id>");
+        assert_eq!(instead_of_dialog("name"), "give /name its input after its name: /name <name>");
+        assert!(!instead_of_dialog("compose").contains("after its name"));
+        assert!(!instead_of_dialog("new").contains("after its name"));
     }
 }

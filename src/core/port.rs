@@ -32,10 +32,24 @@ pub struct ApprovalAsk<'a> {
     /// A one-line summary of what it does: the command line for `bash`, the path for file
     /// tools, the arguments otherwise.
     pub summary: String,
+    /// What the call would change in a file (`write`, `edit`), worked out without changing it,
+    /// so the user sees what they approve; `None` for other calls.
+    pub change: Option<FileChange>,
     /// How long to wait before rejecting.
     pub timeout: Duration,
     /// Cancelled when the run is aborted.
     pub cancel: &'a CancellationToken,
+}
+
+/// A file's text before and after a tool call that would change it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// The file (absolute).
+    pub path: std::path::PathBuf,
+    /// Its text now; `None` when it does not exist yet.
+    pub old_text: Option<String>,
+    /// Its text after the call.
+    pub new_text: String,
 }
 
 /// The user's decision on an approval. Only the two approve variants let the tool run.

@@ -179,7 +179,7 @@ pub fn failed(message: impl Into<String>) -> RunOutcome {
 /// (`Abandoned`) when `cancel` fires (the run was cancelled).
 pub async fn approve(host: &Host, id: &str, name: &str, arguments: Map<String, Value>, summary: String, cancel: &CancellationToken) -> Decision {
     let call = ToolCall::new(nonempty(id), nonempty(name), arguments);
-    host.port().approve(ApprovalAsk { call: &call, summary, timeout: ASK_TIMEOUT, cancel }).await
+    host.port().approve(ApprovalAsk { call: &call, summary, change: None, timeout: ASK_TIMEOUT, cancel }).await
 }
 
 /// Whether a decision lets the call run.

@@ -217,6 +217,22 @@ impl AcpValidator {
         }
     }
 
+    /// A client's `result` for the agent's request `method`, checked against the method's
+    /// result def and returned as it is then read: a `null` where that def is void is read as
+    /// `{}` with a warning ([`super::validate::null_as_void`]); a result that does not fit is
+    /// the error.
+    pub fn check_client_result(&self, method: &str, result: Value) -> Result<Value, FrameError> {
+        let Some(def) = AcpMethodInfo::client(method).and_then(|m| m.result) else { return Ok(result) };
+        // The schema document is parsed only for a `null`: a result that fits needs no def text.
+        let def_text = if result.is_null() { self.schema().pointer(&format!("/$defs/{def}")) } else { None };
+        let result = match def_text {
+            Some(def_json) => super::validate::null_as_void(method, def_json, result),
+            None => result,
+        };
+        self.check(def, &result, "", method)?;
+        Ok(result)
+    }
+
     /// Validates a frame the agent sends: against the schema's agent-message shape, then its
     /// params (requests and notifications to the client) or, when `answered` names the method a
     /// response answers, its result.

@@ -289,6 +289,29 @@ fn def_context(def: &str, value: &Doc<'_>) -> String {
         .unwrap_or_else(|| def.to_owned())
 }
 
+/// Whether the schema def `def` is a void result: an object that carries nothing but `_meta`
+/// (ACP's `WriteTextFileResponse`, `KillTerminalResponse`, …). A `null` in its place can only mean
+/// "done, nothing to say"; a def with any other property (even an optional one, as a terminal's
+/// exit status) is not void, for `null` there could mean something else.
+pub fn is_void_def(def: &Value) -> bool {
+    def.get("type").and_then(Value::as_str) == Some("object")
+        && ["oneOf", "anyOf", "allOf", "$ref"].iter().all(|k| def.get(k).is_none())
+        && def.get("required").and_then(Value::as_array).is_none_or(Vec::is_empty)
+        && def.get("properties").and_then(Value::as_object).is_none_or(|p| p.keys().all(|k| k == "_meta"))
+}
+
+/// A peer's `result` for `method`, whose result def is `def`, as it is then validated: `null`
+/// where the def is void ([`is_void_def`]) is read as `{}` and logged as a warning (Toad answers
+/// `fs/write_text_file` so); any other value is returned as it is, for validation to judge (a
+/// `null` for a result with content still fails).
+pub fn null_as_void(method: &str, def: &Value, result: Value) -> Value {
+    if result.is_null() && is_void_def(def) {
+        tracing::warn!(method, "the peer answered {method} with a null result where the schema asks for an empty object; read as {{}}");
+        return Value::Object(serde_json::Map::new());
+    }
+    result
+}
+
 /// The candidate closest to `name` when it is a plausible typo of it (for "did you mean").
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     candidates
@@ -356,6 +379,23 @@ mod tests {
 
     fn rpc_in(v: Value) -> String {
         validator().validate_frame(SchemaDialect::Rpc, Direction::Inbound, &v, None).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn only_a_null_for_a_void_def_is_read_as_empty() {
+        let void = json!({"type": "object", "properties": {"_meta": {"type": ["object", "null"]}}});
+        assert!(is_void_def(&void) && is_void_def(&json!({"type": "object"})));
+        assert_eq!(null_as_void("fs/write_text_file", &void, Value::Null), json!({}));
+        assert_eq!(null_as_void("fs/write_text_file", &void, json!(5)), json!(5), "a wrong shape is left for validation to refuse");
+        for not_void in [
+            json!({"type": "object", "properties": {"exitCode": {"type": "integer"}, "_meta": {}}}),
+            json!({"type": "object", "properties": {"outcome": {}}, "required": ["outcome"]}),
+            json!({"oneOf": [{"type": "object"}]}),
+            json!({"type": "string"}),
+        ] {
+            assert!(!is_void_def(&not_void), "{not_void}");
+            assert_eq!(null_as_void("m", &not_void, Value::Null), Value::Null, "{not_void}");
+        }
     }
 
     #[test]

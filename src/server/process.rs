@@ -477,7 +477,9 @@ pub async fn run_acp_process(options: ProcessOptions) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let accepts_images = prepared.catalogue.models.get(prepared.catalogue.current).is_some_and(|m| m.info.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)));
+    // Any model the client can select (`session/set_config_option`) may be the one an image
+    // prompt goes to; a prompt while the current one takes none is refused naming it.
+    let accepts_images = prepared.catalogue.models.iter().any(|m| m.info.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)));
     let mut options = options;
     if let Some(path) = options.model_script.take() {
         match OfflineModel::from_script_file(&path) {

@@ -1,9 +1,10 @@
 //! read, write and edit.
 
 use base64::Engine as _;
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use super::{ToolContext, ToolOutput};
+use crate::core::port::FileChange;
 use crate::protocol::{ImageContent, TextOrImageContent};
 
 /// Lines returned by `read` when no limit is given.
@@ -96,6 +97,55 @@ pub async fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolOutput {
     }
 }
 
+/// `before` with `old` replaced by `new`, once: `old` must occur exactly once. `Err` says why
+/// not (it names `path`).
+fn replaced(before: &str, path: &str, old: &str, new: &str) -> Result<String, String> {
+    if old.is_empty() {
+        return Err("oldText is empty; give the exact text to replace".into());
+    }
+    match before.matches(old).count() {
+        0 => Err(format!("Could not find the text to replace in {path}; oldText must match the file exactly, whitespace included")),
+        1 => Ok(before.replacen(old, new, 1)),
+        n => Err(format!("The text to replace occurs {n} times in {path}; include more surrounding lines to make it unique")),
+    }
+}
+
+/// The largest file [`planned_change`] reads to show its whole text: a question about a bigger
+/// one goes without the change (a log of gigabytes is not read into memory to ask about it).
+const MAX_PLANNED_BYTES: u64 = 1 << 20;
+
+/// What `write` or `edit` with `args` would change, worked out without changing anything: the
+/// file's text now (through the host when it offers it, as the tool reads it) and after.
+/// `write` of a file that cannot be read is a new file (`old_text` `None`). An edit that would
+/// not apply (the file unreadable, the text not found once) shows the replacement it asks for,
+/// the texts of its arguments; it fails with the reason when it runs. `None` for other tools and
+/// for a file over [`MAX_PLANNED_BYTES`] on the disk.
+pub async fn planned_change(ctx: &ToolContext, tool: &str, args: &Map<String, Value>) -> Option<FileChange> {
+    let arg = |k: &str| args.get(k).and_then(Value::as_str);
+    let path = arg("path")?;
+    let full = ctx.resolve(path);
+    if tokio::fs::metadata(&full).await.is_ok_and(|m| m.len() > MAX_PLANNED_BYTES) {
+        return None;
+    }
+    match tool {
+        "write" => {
+            let new_text = arg("content")?.to_owned();
+            let old_text = load(ctx, &full).await.ok();
+            Some(FileChange { path: full, old_text, new_text })
+        }
+        "edit" => {
+            let (old, new) = (arg("oldText")?, arg("newText")?);
+            let whole = match load(ctx, &full).await {
+                Ok(before) => replaced(&before, path, old, new).ok().map(|after| (before, after)),
+                Err(_) => None,
+            };
+            let (old_text, new_text) = whole.unwrap_or_else(|| (old.to_owned(), new.to_owned()));
+            Some(FileChange { path: full, old_text: Some(old_text), new_text })
+        }
+        _ => None,
+    }
+}
+
 /// `edit`: one exact, unique replacement, with a unified diff in the details.
 pub async fn edit(ctx: &ToolContext, path: &str, old: &str, new: &str) -> ToolOutput {
     let full = ctx.resolve(path);
@@ -103,15 +153,10 @@ pub async fn edit(ctx: &ToolContext, path: &str, old: &str, new: &str) -> ToolOu
         Ok(t) => t,
         Err(e) => return ToolOutput::error(format!("Could not read {path}: {e}")),
     };
-    if old.is_empty() {
-        return ToolOutput::error("oldText is empty; give the exact text to replace");
-    }
-    match before.matches(old).count() {
-        0 => return ToolOutput::error(format!("Could not find the text to replace in {path}; oldText must match the file exactly, whitespace included")),
-        1 => {}
-        n => return ToolOutput::error(format!("The text to replace occurs {n} times in {path}; include more surrounding lines to make it unique")),
-    }
-    let after = before.replacen(old, new, 1);
+    let after = match replaced(&before, path, old, new) {
+        Ok(after) => after,
+        Err(e) => return ToolOutput::error(e),
+    };
     if let Err(e) = save(ctx, &full, &after).await {
         return ToolOutput::error(format!("Could not write {path}: {e}"));
     }
@@ -173,5 +218,28 @@ mod tests {
         assert!(!o.is_error);
         assert_eq!(std::fs::read_to_string(dir.path().join("sub/f.txt")).unwrap(), "A\nb\nb\n");
         assert!(o.details.unwrap()["diff"].as_str().unwrap().contains("-a\n+A\n"));
+    }
+
+    #[tokio::test]
+    async fn a_planned_change_leaves_the_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let args = |v: Value| v.as_object().unwrap().clone();
+        std::fs::write(dir.path().join("f.txt"), "one\ntwo\n").unwrap();
+        let full = dir.path().join("f.txt");
+        let edit = planned_change(&c, "edit", &args(json!({"path": "f.txt", "oldText": "two", "newText": "2"}))).await.unwrap();
+        assert_eq!(edit, FileChange { path: full.clone(), old_text: Some("one\ntwo\n".into()), new_text: "one\n2\n".into() });
+        let missing = planned_change(&c, "edit", &args(json!({"path": "f.txt", "oldText": "three", "newText": "3"}))).await.unwrap();
+        assert_eq!((missing.old_text.as_deref(), missing.new_text.as_str()), (Some("three"), "3"), "an edit that would not apply shows its arguments");
+        let overwrite = planned_change(&c, "write", &args(json!({"path": "f.txt", "content": "new\n"}))).await.unwrap();
+        assert_eq!(overwrite, FileChange { path: full, old_text: Some("one\ntwo\n".into()), new_text: "new\n".into() });
+        let created = planned_change(&c, "write", &args(json!({"path": "sub/g.txt", "content": "g\n"}))).await.unwrap();
+        assert_eq!((created.old_text, created.path), (None, dir.path().join("sub/g.txt")));
+        assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "one\ntwo\n");
+        assert!(!dir.path().join("sub").exists());
+        assert_eq!(planned_change(&c, "read", &args(json!({"path": "f.txt"}))).await, None);
+        let big = "x".repeat(usize::try_from(MAX_PLANNED_BYTES).unwrap() + 1);
+        std::fs::write(dir.path().join("big.txt"), &big).unwrap();
+        assert_eq!(planned_change(&c, "write", &args(json!({"path": "big.txt", "content": "small"}))).await, None, "not read whole to ask");
     }
 }

@@ -35,11 +35,17 @@ fn key(id: &Value) -> String {
 
 impl Acp {
     pub fn start(dir: &std::path::Path, config: &std::path::Path, script: &[Value], extra: &[&str]) -> Acp {
+        Self::start_with_env(dir, config, script, extra, &[])
+    }
+
+    /// [`Acp::start`] with these environment variables set (provider keys are otherwise unset).
+    pub fn start_with_env(dir: &std::path::Path, config: &std::path::Path, script: &[Value], extra: &[&str], env: &[(&str, &str)]) -> Acp {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
         cmd.args(["--mode", "acp", "--config-dir"]).arg(config).arg("--cwd").arg(dir).args(extra);
         for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
             cmd.env_remove(var);
         }
+        cmd.envs(env.iter().copied());
         if !script.is_empty() {
             let path = config.join(format!("script-{}.jsonl", uuid::Uuid::new_v4()));
             std::fs::write(&path, script.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();

@@ -14,7 +14,7 @@ use crate::agent::events::AgentEvent;
 use crate::agent::port::{Question, QuestionAsk, ToolAsk};
 use crate::agent::{nonempty, now_ms, Agent};
 use crate::protocol::*;
-use crate::tools::{self, ToolContext, ToolOutput};
+use crate::tools::{self, ToolOutput};
 
 /// The question tool's definition: its parameters are a list of [`Question`]s.
 pub(super) fn question_tool() -> &'static ToolInfo {
@@ -272,7 +272,7 @@ where
 }
 
 async fn run_builtin(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
-    let ctx = ToolContext { cwd: agent.inner.config.cwd.clone(), cancel: cancel.clone(), host: agent.port().tools() };
+    let ctx = agent.tool_context(cancel);
     let (tx, rx) = tokio::sync::mpsc::channel::<AgentToolResult>(16);
     let name = call.name.to_string();
     let work = async move {

@@ -4,7 +4,8 @@
 //! `terminal/create` → `terminal/wait_for_exit` → `terminal/output` → `terminal/release` for
 //! `bash` (`terminal/kill` first when the run is cancelled or the command times out).
 //!
-//! Every answer is checked against the vendored schema's response def; an error answer, or
+//! Every answer is checked against the vendored schema's response def (a `null` for a void one,
+//! as Toad answers `fs/write_text_file`, is read as `{}` with a warning); an error answer, or
 //! one that does not fit, becomes the tool's error, never the process's.
 
 use std::path::Path;
@@ -20,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::jsonrpc::{Connection, Reply, Request};
 use crate::protocol::acp::methods::{FsReadTextFile, FsWriteTextFile, TerminalCreate, TerminalKill, TerminalOutput, TerminalRelease, TerminalWaitForExit};
 use crate::protocol::acp::{
-    acp_validator, AcpMethodInfo, CreateTerminalRequest, KillTerminalRequest, ReadTextFileRequest, ReleaseTerminalRequest, SessionId, TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest,
+    acp_validator, CreateTerminalRequest, KillTerminalRequest, ReadTextFileRequest, ReleaseTerminalRequest, SessionId, TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest,
     WriteTextFileRequest,
 };
 use crate::core::tools::{HostCommandOutcome, HostTools};
@@ -68,9 +69,7 @@ impl ClientTools {
             Reply::Abandoned => return Err(format!("{method} was abandoned: the run was cancelled")),
             Reply::InputEnded => return Err(format!("the client closed its input (stdin EOF) before it answered {method}, so nobody can")),
         };
-        if let Some(def) = AcpMethodInfo::client(method).and_then(|m| m.result) {
-            acp_validator().validate_def(def, &value).map_err(|e| format!("the client's answer to {method} does not fit the schema: {e}"))?;
-        }
+        let value = acp_validator().check_client_result(method, value).map_err(|e| format!("the client's answer to {method} does not fit the schema: {e}"))?;
         serde_json::from_value(value).map_err(|e| format!("the client's answer to {method} does not fit the schema: {e}"))
     }
 

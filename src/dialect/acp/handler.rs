@@ -458,14 +458,11 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
             Some(path) => Some(path).filter(|p| p.exists()),
             None => self.factory.find_session_file(&session, None),
         };
-        match (path, live) {
-            (Some(path), _) => {
-                std::fs::remove_file(&path).map_err(|e| Error::internal(format!("Cannot delete {}: {e}", path.display())))?;
-                lock(&self.closed).insert(session);
-            }
-            // A session kept in memory only (`--no-session`) is gone once closed.
-            (None, Some(_)) => {}
-            (None, None) => return Err(not_found(&session)),
+        // A session kept in memory only (`--no-session`) is gone once closed; one that never
+        // existed is as deleted as it can be (the spec asks for silent success).
+        if let Some(path) = path {
+            std::fs::remove_file(&path).map_err(|e| Error::internal(format!("Cannot delete {}: {e}", path.display())))?;
+            lock(&self.closed).insert(session);
         }
         Ok(DeleteSessionResponse::new())
     }
@@ -493,19 +490,8 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         let cancelled = crate::jsonrpc::claim_cancellation();
         let live = self.live(&params.session_id)?;
         let (text, images) = prompt_input(&params.prompt)?;
-        let at = || params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
-        match live.agent.current_model() {
-            Some(model) if !images.is_empty() && !model.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)) => {
-                return Err(Error::invalid_params(format!("The session's model {}/{} does not take images", *model.provider, *model.id))
-                    .at(format!("/prompt/{}", at()), "the model does not take images"));
-            }
-            Some(_) => {}
-            None => {
-                if let Err(e) = live.agent.check_input(&images) {
-                    return Err(Error::invalid_params(e.to_string()).at(format!("/prompt/{}", at()), "the agent does not take images"));
-                }
-            }
-        }
+        let first_image = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
+        super::images::check(&*live.agent, &images, first_image)?;
         let options_before = config::options(&*live.agent);
         let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
         // An editor's "interrupt and send" writes `session/cancel` and the next prompt back to

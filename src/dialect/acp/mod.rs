@@ -8,6 +8,7 @@
 //!   [`crate::agent::Agent`] or a custom one — each with its own [`AcpSessionHost`]);
 //! - [`project`]: the core's events → `session/update` notifications (exhaustive), and the
 //!   replay of a session's history for `session/load`;
+//! - [`images`]: whether a prompt's images can go to the session's model;
 //! - [`mcp`]: the sessions' `mcpServers` as the core's MCP server configs (sse refused);
 //! - [`modes`]: the core's approval policy as ACP session modes (`session/set_mode`);
 //! - [`config`]: model, thinking level and mode as config options (`session/set_config_option`);
@@ -29,13 +30,14 @@
 //! | assistant `MessageEnd` | `usage_update` (context tokens used of the model's window) |
 //! | `TodosChanged` | `plan` |
 //! | `PromptSettled` | the `session/prompt` result: `end_turn`, `max_tokens` (the model stopped on length), `max_turn_requests` (`--max-steps-per-turn`), `cancelled`; a provider failure is a -32603 error |
-//! | approval (`HostPort::approve`) | `session/request_permission` with `allow_once`, `allow_always`, `reject_once`, `reject_always` |
+//! | approval (`HostPort::approve`) | `session/request_permission` with `allow_once`, `allow_always`, `reject_once`, `reject_always`; a `diff` of the change for `write` / `edit` |
 
 pub mod auth;
 pub mod client_tools;
 pub mod config;
 pub mod decode;
 pub mod handler;
+pub mod images;
 mod mcp;
 pub mod modes;
 pub mod port;

@@ -1,6 +1,7 @@
 //! The core's host port over ACP: approvals as `session/request_permission` with the four
-//! standard options. Only `allow_once` / `allow_always` let the tool run: a rejection, a
-//! `cancelled` outcome, an unknown option, an error answer, a timeout, an abort or the client's
+//! standard options, and for a `write` or `edit` the change it would make as a `diff` content
+//! block (path, the file's text now, absent for a new file, and after). Only `allow_once` /
+//! `allow_always` let the tool run: a rejection, a `cancelled` outcome, an unknown option, an error answer, a timeout, an abort or the client's
 //! input ending (stdin EOF) all reject (fail closed). `allow_always` becomes the core's approval for the session and tool;
 //! `reject_always` is remembered here and rejects later calls of that tool without asking.
 //!
@@ -14,9 +15,9 @@ use serde_json::Value;
 
 use super::project::{call_update, tool_kind, tool_locations, tool_title};
 use super::{lock, AcpSessionHost};
-use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
+use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, FileChange, HostPort, QuestionAsk, ToolAsk, UiNotice};
 use crate::jsonrpc::Reply;
-use crate::protocol::acp::{methods, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallId, ToolCallUpdate};
+use crate::protocol::acp::{methods, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallContent, ToolCallId, ToolCallUpdate};
 use crate::core::tools::ToolOutput;
 
 const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
@@ -25,6 +26,11 @@ const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
     ("reject_once", "Reject", PermissionOptionKind::RejectOnce),
     ("reject_always", "Always reject", PermissionOptionKind::RejectAlways),
 ];
+
+/// A file change as ACP's `diff` tool call content (`oldText` absent for a new file).
+fn diff(change: FileChange) -> ToolCallContent {
+    ToolCallContent::Diff { meta: None, new_text: change.new_text, old_text: change.old_text, path: change.path.display().to_string() }
+}
 
 impl AcpSessionHost {
     async fn request_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
@@ -43,7 +49,8 @@ impl AcpSessionHost {
             .with_locations(tool_locations(lock(&self.cwd).as_deref(), &ask.call.arguments))
             .with_name(tool.clone())
             .with_raw_input(Value::Object(ask.call.arguments.clone()))
-            .with_title(tool_title(&tool, &ask.call.arguments));
+            .with_title(tool_title(&tool, &ask.call.arguments))
+            .with_content(ask.change.map(|change| vec![diff(change)]));
         let options = OPTIONS.iter().map(|(id, name, kind)| PermissionOption::new(*kind, *name, PermissionOptionId((*id).to_owned()))).collect();
         let params = RequestPermissionRequest::new(options, SessionId(self.session_id()), tool_call);
         let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
@@ -106,9 +113,9 @@ impl HostPort for AcpSessionHost {
     }
 
     fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
-        // Only commands that take their input as text are offered (`supports_dialogs`), so
-        // this is reached by one sent without it.
-        async { DialogOutcome::Unsupported("ACP has no dialogs: give the command its input after its name".into()) }.boxed()
+        // Only commands that work without a dialog are offered (`supports_dialogs`), so this is
+        // reached by one typed by hand; the agent says what to do instead.
+        async { DialogOutcome::Unsupported("ACP clients show no dialogs".into()) }.boxed()
     }
 
     fn supports_dialogs(&self) -> bool {
