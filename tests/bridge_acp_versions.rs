@@ -54,6 +54,10 @@ fn a_v2_host_in_front_of_a_v1_agent() {
     let asked = bridge.until(|f| f["method"] == "session/request_permission");
     let ask = asked.last().unwrap().clone();
     assert_eq!(ask["params"]["subject"]["toolCall"]["toolCallId"], "w1", "{ask}");
+    // The v1 agent's diff (path, new text) reaches the v2 host as a patch.
+    let diff = ask["params"]["subject"]["toolCall"]["content"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "diff")).unwrap_or_else(|| panic!("a diff: {ask}"));
+    assert!(diff["patch"]["text"].as_str().unwrap().contains("+x"), "{diff}");
+    assert!(diff["changes"][0]["path"].as_str().unwrap().ends_with("w.txt"), "{diff}");
     bridge.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}));
     let frames = bridge.until(is_idle);
     assert!(frames.iter().any(|f| f["params"]["update"]["toolCallId"] == "w1" && f["params"]["update"]["status"] == "completed"), "{frames:#?}");

@@ -175,11 +175,12 @@ pub fn failed(message: impl Into<String>) -> RunOutcome {
     RunOutcome::Failed(PromptError { message: message.into(), http_status: None, retryable: false })
 }
 
-/// Asks `host` whether the agent's tool call `id` (`name`, `arguments`) may run; withdrawn
-/// (`Abandoned`) when `cancel` fires (the run was cancelled).
-pub async fn approve(host: &Host, id: &str, name: &str, arguments: Map<String, Value>, summary: String, cancel: &CancellationToken) -> Decision {
+/// Asks `host` whether the agent's tool call `id` (`name`, `arguments`) may run, showing the
+/// file `change` it makes when the agent said; withdrawn (`Abandoned`) when `cancel` fires (the
+/// run was cancelled).
+pub async fn approve(host: &Host, id: &str, name: &str, arguments: Map<String, Value>, summary: String, change: Option<crate::core::port::FileChange>, cancel: &CancellationToken) -> Decision {
     let call = ToolCall::new(nonempty(id), nonempty(name), arguments);
-    host.port().approve(ApprovalAsk { call: &call, summary, change: None, timeout: ASK_TIMEOUT, cancel }).await
+    host.port().approve(ApprovalAsk { call: &call, summary, change, timeout: ASK_TIMEOUT, cancel }).await
 }
 
 /// Whether a decision lets the call run.

@@ -564,7 +564,12 @@ impl AcpClientHandler for Permissions {
             None => Map::new(),
         };
         let summary = call.title.clone().unwrap_or_default();
-        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary, &cancel).await;
+        // The change it would make, when the agent shows it as a diff.
+        let change = call.content.iter().flatten().find_map(|c| match c {
+            ToolCallContent::Diff { path, old_text, new_text, .. } => Some(crate::core::port::FileChange { path: path.into(), old_text: old_text.clone(), new_text: new_text.clone() }),
+            ToolCallContent::Content { .. } | ToolCallContent::Terminal { .. } => None,
+        });
+        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary, change, &cancel).await;
         let wanted: &[PermissionOptionKind] = match decision {
             Decision::Approve => &[PermissionOptionKind::AllowOnce],
             Decision::ApproveForSession => &[PermissionOptionKind::AllowAlways, PermissionOptionKind::AllowOnce],

@@ -399,16 +399,8 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         let live = self.live(&params.session_id.0)?;
         let v1_blocks: Vec<crate::protocol::acp::ContentBlock> = params.prompt.iter().map(same_shape).collect::<Option<_>>().ok_or_else(|| Error::invalid_params("A prompt block has no ACP v1 equivalent"))?;
         let (text, images) = crate::dialect::acp::handler::prompt_input(&v1_blocks)?;
-        if !images.is_empty() {
-            let at = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
-            match live.agent.current_model() {
-                Some(model) if !model.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)) => {
-                    return Err(Error::invalid_params(format!("The session's model {}/{} does not take images", *model.provider, *model.id)).at(format!("/prompt/{at}"), "the model does not take images"));
-                }
-                Some(_) => {}
-                None => live.agent.check_input(&images).map_err(|e| Error::invalid_params(e.to_string()).at(format!("/prompt/{at}"), "the agent does not take images"))?,
-            }
-        }
+        let at = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
+        crate::dialect::acp::images::check(&*live.agent, &images, at)?;
         let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
         let winding_down = lock(&live.host.state).cancelled;
         if live.agent.is_running() && !(winding_down && tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, live.agent.settled()).await.is_ok()) {

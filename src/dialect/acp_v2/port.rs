@@ -20,28 +20,6 @@ use crate::protocol::acp_v2::{methods, MessageId, PermissionOption, PermissionOp
 const OPTIONS: [(&str, &str); 4] = [("allow_once", "Allow"), ("allow_always", "Always allow"), ("reject_once", "Reject"), ("reject_always", "Always reject")];
 
 impl AcpV2SessionHost {
-    /// What a `write` or `edit` would change, as a diff the user approves (`None` for other
-    /// tools, or when the change cannot be computed without running the tool).
-    fn proposed_diff(&self, name: &str, arguments: &serde_json::Map<String, serde_json::Value>) -> Option<crate::protocol::acp_v2::ToolCallContent> {
-        let arg = |k: &str| arguments.get(k).and_then(serde_json::Value::as_str);
-        let path = arg("path")?;
-        let full = match lock(&self.cwd).as_deref() {
-            Some(cwd) => cwd.join(path),
-            None => std::path::PathBuf::from(path),
-        };
-        let shown = full.display().to_string();
-        let current = std::fs::read_to_string(&full).ok();
-        match name {
-            "write" => Some(diff(&shown, current.as_deref(), arg("content")?)),
-            "edit" => {
-                let current = current?;
-                let after = current.replacen(arg("oldText")?, arg("newText")?, 1);
-                Some(diff(&shown, Some(&current), &after))
-            }
-            _ => None,
-        }
-    }
-
     async fn request_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
         let tool = ask.call.name.to_string();
         {
@@ -55,8 +33,9 @@ impl AcpV2SessionHost {
         }
         let cwd = lock(&self.cwd).clone();
         let mut tool_call = described(call_update(&ask.call.id), cwd.as_deref(), &tool, &ask.call.arguments);
-        if let Some(diff) = self.proposed_diff(&tool, &ask.call.arguments) {
-            tool_call = tool_call.with_content(vec![diff]);
+        // A `write` or `edit` shows the change it would make.
+        if let Some(change) = ask.change {
+            tool_call = tool_call.with_content(vec![diff(&change.path.display().to_string(), change.old_text.as_deref(), &change.new_text)]);
         }
         let title = super::super::acp::project::tool_title(&tool, &ask.call.arguments);
         let options = OPTIONS.iter().map(|(id, name)| PermissionOption::new(PermissionOptionKind((*id).to_owned()), *name, PermissionOptionId((*id).to_owned()))).collect();

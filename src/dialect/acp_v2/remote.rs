@@ -551,7 +551,8 @@ impl AcpClientHandler for Permissions {
             (None, _) => Map::new(),
         };
         let summary = call.title.clone().unwrap_or_else(|| request.title.clone());
-        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary, &cancel).await;
+        // v2's diff is a patch, not the file's texts: the host is not shown it.
+        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary, None, &cancel).await;
         let wanted: &[&str] = match decision {
             Decision::Approve => &["allow_once"],
             Decision::ApproveForSession => &["allow_always", "allow_once"],

@@ -490,11 +490,11 @@ impl RpcHostHandler for Dialogs {
             };
             match kind {
                 DialogKind::Confirm { .. } => {
-                    let decision = approve(&host, &id, &name, args, summary, &cancel).await;
+                    let decision = approve(&host, &id, &name, args, summary, None, &cancel).await;
                     DialogAnswer::Confirmed(approved(&decision))
                 }
                 DialogKind::Select { options, .. } if options.iter().any(|o| refuses(o)) && options.iter().any(|o| !refuses(o)) => {
-                    let decision = approve(&host, &id, &name, args, summary, &cancel).await;
+                    let decision = approve(&host, &id, &name, args, summary, None, &cancel).await;
                     let allow = approved(&decision);
                     options.into_iter().find(|o| refuses(o) != allow).map_or(DialogAnswer::Cancelled, DialogAnswer::Value)
                 }

@@ -320,7 +320,7 @@ impl WireHostHandler for Requests {
         self.caught_up().await;
         // Nobody to ask: rejected, as the wire does when unanswered.
         let decision = match self.slot.get() {
-            Some(host) => approve(&host, &request.tool_call_id, &request.sender, Map::new(), request.description.clone(), &self.slot.run_token()).await,
+            Some(host) => approve(&host, &request.tool_call_id, &request.sender, Map::new(), request.description.clone(), None, &self.slot.run_token()).await,
             None => Decision::Unanswerable,
         };
         let (response, feedback) = match decision {
