@@ -106,7 +106,7 @@ impl HostPort for AcpV2SessionHost {
     }
 
     fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
-        async { DialogOutcome::Unsupported("ACP has no dialogs: give the command its input after its name".into()) }.boxed()
+        async { DialogOutcome::Unsupported("ACP clients show no dialogs".into()) }.boxed()
     }
 
     fn supports_dialogs(&self) -> bool {
