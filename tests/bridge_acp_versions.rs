@@ -72,7 +72,16 @@ fn a_v1_host_in_front_of_a_v2_agent() {
     bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}));
     let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
-    let session = new_session(&mut bridge);
+    let cwd = bridge.dir.path().display().to_string();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let answer = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    let session = answer["result"]["sessionId"].as_str().expect("a session id").to_owned();
+    // The v2 agent's thinking levels are the v1 host's `thought_level` option.
+    let thought = |options: &Value| options.as_array().and_then(|o| o.iter().find(|o| o["id"] == "thought_level").cloned());
+    assert_eq!(thought(&answer["result"]["configOptions"]).unwrap_or_else(|| panic!("{answer}"))["currentValue"], "off");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 9, "method": "session/set_config_option", "params": {"sessionId": session, "configId": "thought_level", "value": "high"}}));
+    let set = bridge.until(|f| f["id"] == 9).pop().unwrap();
+    assert_eq!(thought(&set["result"]["configOptions"]).unwrap_or_else(|| panic!("{set}"))["currentValue"], "high", "{set}");
     bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
     let frames = bridge.until(|f| f["id"] == 2);
     assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn", "{frames:#?}");

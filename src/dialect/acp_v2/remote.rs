@@ -10,6 +10,7 @@
 //! | tool started, progress, finished | `tool_call_update` upserts: started once past `pending` (with the latest `rawInput`), progress with content, finished `completed` / `failed` |
 //! | approval | `session/request_permission`: the option of the decision's kind |
 //! | slash commands | `availableCommands` of `session/new` and `available_commands_update` |
+//! | thinking level | the agent's `thought_level` config option (`session/set_config_option`) |
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -28,9 +29,9 @@ use crate::dialect::remote::{approve, failed, slash_command, HostSlot, WIND_DOWN
 use crate::jsonrpc::Error;
 use crate::protocol::acp_v2::{
     AbsolutePath, AcpClientHandler, AvailableCommand, ContentBlock, McpServer, MediaType, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate,
-    ToolCallContent, ToolCallUpdate,
+    SessionConfigId, SessionConfigOption, SessionConfigSelectOptions, SessionConfigValueId, SetSessionConfigOptionRequest, ToolCallContent, ToolCallUpdate,
 };
-use crate::protocol::{CommandsResult, ImageContent};
+use crate::protocol::{CommandsResult, ImageContent, ThinkingLevel};
 
 const NO_QUEUE: &str = "ACP has no message queue: a prompt runs alone (cancel it, then prompt)";
 
@@ -54,6 +55,8 @@ struct Routes {
     by_session: HashMap<String, Route>,
     /// Each session's slash commands, as the agent last reported them.
     commands: HashMap<String, Vec<AvailableCommand>>,
+    /// Each session's config options, as the agent last reported them.
+    config: HashMap<String, Vec<SessionConfigOption>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -105,6 +108,7 @@ impl AcpV2Agents {
         let mut routes = lock(&self.routes);
         routes.by_session.insert(session.session_id.0.clone(), Route { updates: tx, catch_up, host: slot.clone() });
         routes.commands.insert(session.session_id.0.clone(), session.available_commands);
+        routes.config.insert(session.session_id.0.clone(), session.config_options);
         Ok(Opened { id: session.session_id, streams: tokio::sync::Mutex::new((updates, catch_ups)), slot, turn_left: Default::default() })
     }
 
@@ -127,6 +131,10 @@ async fn route(mut updates: AcpV2Updates, mut flushes: mpsc::UnboundedReceiver<C
         let mut routes = lock(&routes);
         if let SessionUpdate::AvailableCommandsUpdate { available_commands, .. } = &notification.update {
             routes.commands.insert(notification.session_id.0.clone(), available_commands.clone());
+            return;
+        }
+        if let SessionUpdate::ConfigOptionUpdate { config_options, .. } = &notification.update {
+            routes.config.insert(notification.session_id.0.clone(), config_options.clone());
             return;
         }
         if let Some(route) = routes.by_session.get(&notification.session_id.0) {
@@ -190,6 +198,22 @@ impl AcpV2Remote {
     fn current_id(&self) -> Option<String> {
         self.session.try_lock().ok().and_then(|s| s.as_ref().map(|o| o.id.0.clone()))
     }
+
+    /// The agent's `thought_level` select: its id, current value and values.
+    fn thinking(&self) -> Option<(SessionConfigId, String, Vec<String>)> {
+        let id = self.current_id()?;
+        let routes = lock(&self.agents.routes);
+        routes.config.get(&id)?.iter().find_map(|option| match option {
+            SessionConfigOption::Variant0 { category: Some(c), config_id, current_value, options, .. } if c.0 == "thought_level" => {
+                let values = match options {
+                    SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(|o| o.value.0.clone()).collect(),
+                    SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(|o| o.value.0.clone())).collect(),
+                };
+                Some((config_id.clone(), current_value.0.clone(), values))
+            }
+            SessionConfigOption::Variant0 { .. } | SessionConfigOption::Variant1 { .. } => None,
+        })
+    }
 }
 
 /// A server config as v2's `McpServer` (v2 tags stdio servers).
@@ -247,12 +271,18 @@ impl AgentCore for AcpV2Remote {
         CommandsResult { commands }
     }
 
-    /// The host's MCP servers go to the agent with its session (opened when first prompted).
+    /// The host's MCP servers go to the agent with its session, opened now (so its config
+    /// options, the thinking level among them, are known before the first prompt). The agent
+    /// reports what cannot start itself.
     async fn start_mcp(&self, configs: &[McpServerConfig], bound: Duration) -> Vec<StartFailure> {
         let _ = bound;
         *lock(&self.servers) = configs.iter().filter_map(v2_server).collect();
         if let Some(old) = self.session.lock().await.take() {
             lock(&self.agents.routes).by_session.remove(&old.id.0);
+            let _ = self.agents.client.close_session(&old.id).await;
+        }
+        if let Err(e) = self.opened().await {
+            tracing::warn!("{e}");
         }
         Vec::new()
     }
@@ -280,6 +310,37 @@ impl AgentCore for AcpV2Remote {
             let _ = self.agents.client.close_session(&old.id).await;
         }
         self.opened().await.map(drop)
+    }
+
+    fn thinking_level(&self) -> Option<ThinkingLevel> {
+        self.thinking().and_then(|(_, current, _)| current.parse().ok())
+    }
+
+    fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        self.thinking().map(|(_, _, values)| values.iter().filter_map(|v| v.parse().ok()).collect()).unwrap_or_default()
+    }
+
+    async fn set_thinking_level(&self, level: ThinkingLevel) -> CoreResult<ThinkingLevel> {
+        let session = self.opened().await?.id.clone();
+        let (config_id, _, values) = self.thinking().ok_or_else(|| CoreError::Unsupported("thinking levels are not available: the ACP agent offers no `thought_level` config option".into()))?;
+        let value = level.to_string();
+        if !values.contains(&value) {
+            return Err(CoreError::InvalidParams(format!("Thinking level {value} is not offered by the agent (it offers {})", values.join(", "))));
+        }
+        let request = SetSessionConfigOptionRequest::Variant0 { config_id, meta: None, session_id: session.clone(), type_: "select".to_owned(), value: SessionConfigValueId(value) };
+        let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
+        lock(&self.agents.routes).config.insert(session.0, answer.config_options);
+        Ok(level)
+    }
+
+    async fn cycle_thinking_level(&self) -> CoreResult<Option<ThinkingLevel>> {
+        let levels = self.available_thinking_levels();
+        if levels.len() < 2 {
+            return Ok(None);
+        }
+        let current = self.thinking_level();
+        let at = levels.iter().position(|l| Some(*l) == current).map_or(0, |i| i + 1);
+        self.set_thinking_level(levels[at % levels.len()]).await.map(Some)
     }
 }
 
