@@ -20,6 +20,7 @@ pub fn requirements(format: RequirementsFormat, dir: &Path) -> ExitCode {
         RequirementsFormat::Text => print!("{}", text(registry, &by_id)),
         RequirementsFormat::Json => print!("{}", json_lines(registry, &by_id)),
     }
+    super::conformance_client::requirements(format);
     ExitCode::SUCCESS
 }
 
@@ -195,6 +196,10 @@ pub(super) fn run(action: ConformanceAction) -> ExitCode {
         ConformanceAction::Matrix { adapters, out, frame_timeout, jobs, dir } => {
             matrix(adapters, out.as_deref(), frame_timeout, jobs, dir)
         }
+        ConformanceAction::Client { dialect, scenarios, format, wait, timeout, input, command } => {
+            super::conformance_client::client(dialect, &scenarios, format, (wait, timeout), input, command)
+        }
+        ConformanceAction::ScriptedAgent { dialect, scenario, report, wait_ms } => super::conformance_client::scripted_agent(dialect, &scenario, &report, wait_ms),
     }
 }
 
