@@ -365,8 +365,17 @@ pub enum ConformanceAction {
         /// the first at once, each next one when the agent asks for permission again.
         #[arg(long = "input-line", value_name = "LINE")]
         input: Vec<String>,
+        /// Judge every client of this file instead (a JSON array of `{name, version, command,
+        /// input, expectFailure}`; `{{dir}}` in a command is the file's directory), e.g.
+        /// tests/acp-clients/clients.json; exits 1 when a client's result is not the expected one.
+        #[arg(long, value_name = "FILE", conflicts_with = "command")]
+        clients: Option<std::path::PathBuf>,
+        /// With `--clients`: write the client matrix as the "Clients" section at the end of this
+        /// Markdown file (replacing the one there), e.g. docs/compatibility.md.
+        #[arg(long, value_name = "FILE.md", requires = "clients")]
+        out: Option<std::path::PathBuf>,
         /// The client command, with `{{agent}}` where it takes the agent's command line.
-        #[arg(last = true, required = true)]
+        #[arg(last = true, required_unless_present = "clients")]
         command: Vec<String>,
     },
     /// The scripted agent `conformance client` hands to the client under test (started by the

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::args::ClientDialectArg;
 use super::{fail, RequirementsFormat};
+use crate::conformance::client::matrix::{load_clients, markdown, unexpected, write_section};
 use crate::conformance::client::report::ReportWriter;
 use crate::conformance::client::requirements;
 use crate::conformance::client::scenarios::AcpScenario;
@@ -53,6 +54,54 @@ pub fn client(dialect: ClientDialectArg, names: &[String], format: RequirementsF
         RequirementsFormat::Json => print!("{}", json_report(&runs)),
     }
     if failed(&runs) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// Judges every client of a clients file; prints (or writes into `out`) the client matrix.
+pub fn client_matrix(dialect: ClientDialectArg, names: &[String], waits: (u64, u64), file: &Path, out: Option<&Path>) -> ExitCode {
+    match dialect {
+        ClientDialectArg::Acp => {}
+    }
+    let scenarios = match scenarios(names) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let agentwire = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return fail(&format!("cannot find this binary (it plays the scripted agent): {e}")),
+    };
+    let clients = match load_clients(file) {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let mut columns = Vec::new();
+    for client in clients {
+        let input = if client.input.is_empty() { vec![PROMPT_LINE.to_owned()] } else { client.input.clone() };
+        let run = ClientRun { command: client.command.clone(), scenarios: scenarios.clone(), agentwire: agentwire.clone(), wait: Duration::from_secs(waits.0), timeout: Duration::from_secs(waits.1), input };
+        eprintln!("judging {} {}", client.name, client.version);
+        match run_client(&run) {
+            Ok(runs) => columns.push((client, runs)),
+            Err(e) => return fail(&format!("{}: {e}", client.name)),
+        }
+    }
+    let mut reproduce = format!("agentwire conformance client --dialect acp --clients {}", file.display());
+    if let Some(out) = out {
+        reproduce.push_str(&format!(" --out {}", out.display()));
+    }
+    let section = markdown(&columns, &reproduce);
+    match out {
+        Some(path) => {
+            if let Err(e) = write_section(path, &section) {
+                return fail(&format!("{}: {e}", path.display()));
+            }
+        }
+        None => print!("{section}"),
+    }
+    let unexpected = unexpected(&columns);
+    if !unexpected.is_empty() {
+        eprintln!("not the result expected (\"expectFailure\" in {}): {}", file.display(), unexpected.join(", "));
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }
 
 /// Plays one scenario on stdio, verdicts appended to `report`.

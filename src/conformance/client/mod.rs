@@ -12,6 +12,7 @@
 //! The client's stdin gets the user's lines (`--input-line`; by default one prompt line), then EOF.
 
 pub mod acp;
+pub mod matrix;
 pub mod report;
 pub mod requirements;
 pub mod scenarios;
@@ -47,6 +48,9 @@ pub enum ClientHarnessError {
     /// A scratch directory could not be made.
     #[error("cannot make a scratch directory: {0}")]
     Scratch(std::io::Error),
+    /// A clients file (`--clients`) that cannot be used.
+    #[error("{path}: {reason}")]
+    Clients { path: String, reason: String },
 }
 
 /// How to run the client.
