@@ -13,8 +13,8 @@ use crate::conformance::client::requirements;
 use crate::conformance::client::scenarios::AcpScenario;
 use crate::conformance::client::{failed, json_report, run_client, text_report, ClientRun, PROMPT_LINE};
 
-/// The scenarios named on the command line (all when none is).
-fn scenarios(names: &[String]) -> Result<Vec<AcpScenario>, String> {
+/// The scenarios named on the command line (all when none is); an unknown name is a usage error.
+fn scenarios(names: &[String]) -> Result<Vec<AcpScenario>, ExitCode> {
     if names.is_empty() {
         return Ok(AcpScenario::ALL.to_vec());
     }
@@ -23,28 +23,35 @@ fn scenarios(names: &[String]) -> Result<Vec<AcpScenario>, String> {
         .map(|n| {
             AcpScenario::parse(n).ok_or_else(|| {
                 let known: Vec<&str> = AcpScenario::ALL.iter().map(|s| s.name()).collect();
-                format!("unknown scenario {n:?} (known: {})", known.join(", "))
+                fail(&format!("unknown scenario {n:?} (known: {})", known.join(", ")))
             })
         })
         .collect()
 }
 
-/// Runs the client command once per scenario and prints the verdicts.
-/// `waits`: seconds the scripted agent waits for a step, and one run may take.
-pub fn client(dialect: ClientDialectArg, names: &[String], format: RequirementsFormat, waits: (u64, u64), input: Vec<String>, command: Vec<String>) -> ExitCode {
+/// What every client of one invocation shares: the scenarios, this binary as the scripted
+/// agent, the waits (`waits`: seconds the scripted agent waits for a step, and one run may
+/// take). The command and the user's input are the caller's.
+fn base_run(dialect: ClientDialectArg, names: &[String], waits: (u64, u64)) -> Result<ClientRun, ExitCode> {
     match dialect {
         ClientDialectArg::Acp => {}
     }
-    let scenarios = match scenarios(names) {
-        Ok(s) => s,
-        Err(e) => return fail(&e),
+    let scenarios = scenarios(names)?;
+    let agentwire = std::env::current_exe().map_err(|e| fail(&format!("cannot find this binary (it plays the scripted agent): {e}")))?;
+    Ok(ClientRun { command: Vec::new(), scenarios, agentwire, wait: Duration::from_secs(waits.0), timeout: Duration::from_secs(waits.1), input: Vec::new() })
+}
+
+/// The user's lines, one prompt line when none is given.
+fn user_input(input: Vec<String>) -> Vec<String> {
+    if input.is_empty() { vec![PROMPT_LINE.to_owned()] } else { input }
+}
+
+/// Runs the client command once per scenario and prints the verdicts.
+pub fn client(dialect: ClientDialectArg, names: &[String], format: RequirementsFormat, waits: (u64, u64), input: Vec<String>, command: Vec<String>) -> ExitCode {
+    let run = match base_run(dialect, names, waits) {
+        Ok(base) => ClientRun { command, input: user_input(input), ..base },
+        Err(code) => return code,
     };
-    let agentwire = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => return fail(&format!("cannot find this binary (it plays the scripted agent): {e}")),
-    };
-    let input = if input.is_empty() { vec![PROMPT_LINE.to_owned()] } else { input };
-    let run = ClientRun { command, scenarios, agentwire, wait: Duration::from_secs(waits.0), timeout: Duration::from_secs(waits.1), input };
     let runs = match run_client(&run) {
         Ok(r) => r,
         Err(e) => return fail(&e.to_string()),
@@ -58,16 +65,9 @@ pub fn client(dialect: ClientDialectArg, names: &[String], format: RequirementsF
 
 /// Judges every client of a clients file; prints (or writes into `out`) the client matrix.
 pub fn client_matrix(dialect: ClientDialectArg, names: &[String], waits: (u64, u64), file: &Path, out: Option<&Path>) -> ExitCode {
-    match dialect {
-        ClientDialectArg::Acp => {}
-    }
-    let scenarios = match scenarios(names) {
-        Ok(s) => s,
-        Err(e) => return fail(&e),
-    };
-    let agentwire = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => return fail(&format!("cannot find this binary (it plays the scripted agent): {e}")),
+    let base = match base_run(dialect, names, waits) {
+        Ok(base) => base,
+        Err(code) => return code,
     };
     let clients = match load_clients(file) {
         Ok(c) => c,
@@ -75,8 +75,7 @@ pub fn client_matrix(dialect: ClientDialectArg, names: &[String], waits: (u64, u
     };
     let mut columns = Vec::new();
     for client in clients {
-        let input = if client.input.is_empty() { vec![PROMPT_LINE.to_owned()] } else { client.input.clone() };
-        let run = ClientRun { command: client.command.clone(), scenarios: scenarios.clone(), agentwire: agentwire.clone(), wait: Duration::from_secs(waits.0), timeout: Duration::from_secs(waits.1), input };
+        let run = ClientRun { command: client.command.clone(), input: user_input(client.input.clone()), ..base.clone() };
         eprintln!("judging {} {}", client.name, client.version);
         match run_client(&run) {
             Ok(runs) => columns.push((client, runs)),
@@ -111,7 +110,7 @@ pub fn scripted_agent(dialect: ClientDialectArg, name: &str, report: &Path, wait
     }
     let scenario = match scenarios(&[name.to_owned()]) {
         Ok(s) => s[0],
-        Err(e) => return fail(&e),
+        Err(code) => return code,
     };
     let writer = match ReportWriter::open(report) {
         Ok(w) => w,

@@ -284,10 +284,11 @@ pub fn overall(runs: &[ScenarioRun], requirement: &str) -> Option<Verdict> {
 pub fn failed(runs: &[ScenarioRun]) -> bool {
     let harness = runs.iter().flat_map(|r| &r.findings).any(|f| f.requirement == "HARNESS");
     harness
-        || CLIENT_REQUIREMENTS.iter().any(|r| match (r.tier, overall(runs, r.id)) {
-            (ConformanceRequirementTier::Mandatory, Some(Verdict::Fail | Verdict::NotTestable)) => true,
-            (ConformanceRequirementTier::Capability, Some(Verdict::Fail)) => true,
-            _ => false,
+        || CLIENT_REQUIREMENTS.iter().any(|r| {
+            matches!(
+                (r.tier, overall(runs, r.id)),
+                (ConformanceRequirementTier::Mandatory, Some(Verdict::Fail | Verdict::NotTestable)) | (ConformanceRequirementTier::Capability, Some(Verdict::Fail))
+            )
         })
 }
 
