@@ -113,15 +113,19 @@ impl ScriptedAcpAgent {
         }
         self.respond(&session_new["id"], "session/new", result);
         let Some(prompt) = self.expect_request("session/prompt") else {
-            let (verdict, why) = match self.eof {
-                true => (Verdict::NotTestable, "the client closed the agent's input before sending session/prompt"),
-                false => (Verdict::NotTestable, "the client sent no session/prompt"),
+            let why = match self.eof {
+                true => "the client closed the agent's input before sending session/prompt",
+                false => "the client sent no session/prompt",
             };
-            if self.scenario == AcpScenario::EarlyUpdate && !self.eof {
-                self.report.check("ACP-CLIENT-ORDER-1", Verdict::Fail, format!("no session/prompt within {} s of a session/update that came before the session/new response", self.wait.as_secs()));
+            if self.scenario == AcpScenario::EarlyUpdate {
+                let detail = match self.eof {
+                    true => "the client closed the agent's input after a session/update that came before the session/new response, without prompting".to_owned(),
+                    false => format!("no session/prompt within {} s of a session/update that came before the session/new response", self.wait.as_secs()),
+                };
+                self.report.check("ACP-CLIENT-ORDER-1", Verdict::Fail, detail);
             } else {
                 for id in self.scenario.requirements() {
-                    self.report.check(id, verdict, why);
+                    self.report.check(id, Verdict::NotTestable, why);
                 }
             }
             return None;
