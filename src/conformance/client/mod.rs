@@ -258,11 +258,13 @@ fn run_scenario(run: &ClientRun, scenario: AcpScenario) -> Result<ScenarioRun, C
         }
         AcpScenario::EarlyUpdate | AcpScenario::Extensions | AcpScenario::Permission | AcpScenario::Cancel | AcpScenario::FsTerminal => {}
     }
+    let agent_ended_itself = lines.contains(&ReportLine::Event("exit".into())) || lines.contains(&ReportLine::Event("agent-exit".into()));
     for id in scenario.requirements() {
         if !findings.iter().any(|f| f.requirement == *id) {
-            let detail = match started_agent {
-                true => "the run ended before this was checked".to_owned(),
-                false => format!("the client never started the scripted agent ({AGENT_PLACEHOLDER})"),
+            let detail = match (started_agent, agent_ended_itself) {
+                (false, _) => format!("the client never started the scripted agent ({AGENT_PLACEHOLDER})"),
+                (true, false) => "the scripted agent was ended (by the client, or at the timeout) before it could judge this".to_owned(),
+                (true, true) => "the run ended before this was checked".to_owned(),
             };
             findings.push(Finding { requirement: (*id).to_owned(), verdict: Verdict::NotTestable, detail });
         }
