@@ -18,7 +18,7 @@ fn example(name: &str) -> PathBuf {
 /// Runs the harness on `client`; the per-requirement verdicts (JSON lines) and the exit code.
 fn judge(client: &[String], scenarios: &[&str]) -> (Vec<Value>, Option<i32>) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentwire"));
-    command.args(["conformance", "client", "--dialect", "acp", "--format", "json", "--wait", "3", "--timeout", "20"]);
+    command.args(["conformance", "client", "--dialect", "acp", "--format", "json", "--wait", "10", "--timeout", "40"]);
     for s in scenarios {
         command.args(["--scenario", s]);
     }
