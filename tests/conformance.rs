@@ -582,3 +582,19 @@ fn an_imported_kimi_recording_with_a_result_between_the_next_calls_argument_part
     assert!(at("ToolCall:call_sh_2") < parts[2] && parts[2] < at("ToolResult:call_sh_1") && at("ToolResult:call_sh_1") < parts[3], "{events:?}");
     assert_replays("kimi-parallel-eager", &text);
 }
+
+#[test]
+fn real_kimi_recordings_of_two_parallel_calls_replay_with_and_without_approvals() {
+    // Recorded from kimi-cli itself (tests/fixtures/kimi-recordings/README.md): with --yolo the
+    // first call's ToolResult sits between the second call's ToolCallParts and the step's
+    // StatusUpdate follows the second result; with approvals the first is asked while the second
+    // call streams.
+    let (text, lines) = import_hand_made_kimi("parallel_eager_recorded");
+    let events: Vec<String> = lines.iter().filter(|l| l["kind"] == "out" && l["frame"]["method"] == "event").map(|l| l["frame"]["params"]["type"].as_str().unwrap().to_owned()).collect();
+    let result = events.iter().position(|e| e == "ToolResult").unwrap();
+    assert_eq!(events[result - 1..=result + 1], ["ToolCallPart", "ToolResult", "ToolCallPart"], "{events:?}");
+    assert_replays("kimi-parallel-eager-recorded", &text);
+    let (text, lines) = import_hand_made_kimi("parallel_eager_approvals");
+    assert_eq!(lines.iter().filter(|l| l["frame"]["params"]["type"] == "ApprovalRequest").count(), 2);
+    assert_replays("kimi-parallel-eager-approvals", &text);
+}

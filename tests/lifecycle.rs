@@ -334,7 +334,17 @@ fn approval_at_stdin_eof_fails_closed_and_the_run_finishes(dialect: Dialect) {
     assert_eq!(p.wait(), 0);
     assert_eq!(d.outcome(&seen, &id), Some(Outcome::Done), "the run went on to its end");
     assert_eq!(seen.iter().filter(|f| d.is_approval(f)).count(), 1, "nothing is asked after EOF: {seen:?}");
-    assert!(d.text(&seen).ends_with("nothing ran"));
+    if dialect == Dialect::Wire {
+        // A rejection ends a wire turn (kimi's, and a host's reject without feedback): EOF's
+        // too. The call's error ToolResult, TurnEnd, `finished`; the model is not asked again.
+        let kinds: Vec<&str> = seen.iter().filter_map(|f| f["params"]["type"].as_str()).filter(|k| *k != "StatusUpdate").collect();
+        let at = kinds.iter().position(|k| *k == "ToolResult").unwrap_or_else(|| panic!("no ToolResult: {kinds:?}"));
+        assert_eq!(kinds[at..], ["ToolResult", "TurnEnd"], "the turn ends at the rejection: {kinds:?}");
+        assert_eq!(seen.iter().find(|f| f["params"]["type"] == "ToolResult").unwrap()["params"]["payload"]["return_value"]["is_error"], true);
+        assert_eq!(kinds.iter().filter(|k| **k == "StepBegin").count(), 1, "no further model request: {kinds:?}");
+    } else {
+        assert!(d.text(&seen).ends_with("nothing ran"));
+    }
     assert!(!p.dir.path().join("first.txt").exists() && !p.dir.path().join("second.txt").exists(), "fail closed: neither call ran");
 }
 

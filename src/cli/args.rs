@@ -346,6 +346,67 @@ pub enum ConformanceAction {
         #[arg(required = true)]
         recordings: Vec<std::path::PathBuf>,
     },
+    /// Judge a client (an editor, a host): the harness plays a scripted agent, the client starts
+    /// it where the command says `{{agent}}` (the agent's command line as one argument), and
+    /// every scenario's verdicts are printed per requirement; exits 1 when a MANDATORY or
+    /// CAPABILITY requirement fails. The client's stdin gets the `--input-line`s, then EOF.
+    Client {
+        /// The dialect the client speaks.
+        #[arg(long, value_enum)]
+        dialect: ClientDialectArg,
+        /// Only these scenarios (repeatable; default: all).
+        #[arg(long = "scenario", value_name = "NAME")]
+        scenarios: Vec<String>,
+        /// Report format.
+        #[arg(long, value_enum, default_value_t = RequirementsFormat::Text)]
+        format: RequirementsFormat,
+        /// Seconds the scripted agent waits for the client's next step.
+        #[arg(long, default_value_t = 5)]
+        wait: u64,
+        /// Seconds one client run may take before it is killed.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+        /// A line the user types on the client's stdin (repeatable; default: one prompt line):
+        /// the first at once, each next one when the agent asks for permission again.
+        #[arg(long = "input-line", value_name = "LINE")]
+        input: Vec<String>,
+        /// Judge every client of this file instead (a JSON array of `{name, version, command,
+        /// input, expectFailure}`; `{{dir}}` in a command is the file's directory), e.g.
+        /// tests/acp-clients/clients.json; exits 1 when a client's result is not the expected one.
+        #[arg(long, value_name = "FILE", conflicts_with = "command")]
+        clients: Option<std::path::PathBuf>,
+        /// With `--clients`: write the client matrix as the "Clients" section at the end of this
+        /// Markdown file (replacing the one there), e.g. docs/compatibility.md.
+        #[arg(long, value_name = "FILE.md", requires = "clients")]
+        out: Option<std::path::PathBuf>,
+        /// The client command, with `{{agent}}` where it takes the agent's command line.
+        #[arg(last = true, required_unless_present = "clients")]
+        command: Vec<String>,
+    },
+    /// The scripted agent `conformance client` hands to the client under test (started by the
+    /// client through `{{agent}}`).
+    #[command(hide = true)]
+    ScriptedAgent {
+        /// The dialect to speak.
+        #[arg(long, value_enum)]
+        dialect: ClientDialectArg,
+        /// The scenario to play.
+        #[arg(long)]
+        scenario: String,
+        /// The report file the verdicts are appended to.
+        #[arg(long, value_name = "FILE")]
+        report: std::path::PathBuf,
+        /// Milliseconds to wait for the client's next step.
+        #[arg(long, default_value_t = 5000)]
+        wait_ms: u64,
+    },
+}
+
+/// `conformance client --dialect`: the dialects whose clients the harness judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientDialectArg {
+    /// The Agent Client Protocol v1.
+    Acp,
 }
 
 /// `--thinking`: a level of the protocol's `ThinkingLevel` enum.

@@ -20,6 +20,7 @@ pub fn requirements(format: RequirementsFormat, dir: &Path) -> ExitCode {
         RequirementsFormat::Text => print!("{}", text(registry, &by_id)),
         RequirementsFormat::Json => print!("{}", json_lines(registry, &by_id)),
     }
+    super::conformance_client::requirements(format);
     ExitCode::SUCCESS
 }
 
@@ -105,6 +106,8 @@ pub fn matrix(adapters: Vec<PathBuf>, out: Option<&Path>, frame_timeout: u64, jo
     let json = crate::conformance::matrix::json(&columns, registry, &now);
     match out {
         Some(path) => {
+            // The client matrix at the end of the file (`conformance client --clients`) stays.
+            let md = format!("{md}{}", crate::conformance::client::matrix::kept_section(path));
             let written = std::fs::write(path, &md).and_then(|()| std::fs::write(json_path(path), format!("{json:#}\n")));
             if let Err(e) = written {
                 return fail(&format!("{}: {e}", path.display()));
@@ -195,6 +198,11 @@ pub(super) fn run(action: ConformanceAction) -> ExitCode {
         ConformanceAction::Matrix { adapters, out, frame_timeout, jobs, dir } => {
             matrix(adapters, out.as_deref(), frame_timeout, jobs, dir)
         }
+        ConformanceAction::Client { dialect, scenarios, format, wait, timeout, input, clients, out, command } => match clients {
+            Some(file) => super::conformance_client::client_matrix(dialect, &scenarios, (wait, timeout), &file, out.as_deref()),
+            None => super::conformance_client::client(dialect, &scenarios, format, (wait, timeout), input, command),
+        },
+        ConformanceAction::ScriptedAgent { dialect, scenario, report, wait_ms } => super::conformance_client::scripted_agent(dialect, &scenario, &report, wait_ms),
     }
 }
 

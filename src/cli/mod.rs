@@ -1,12 +1,13 @@
 //! The command line: `agentwire --mode rpc|wire|acp` (the agent) and `agentwire schema …` (tools).
 //!
 //! [`args`] holds the clap types; [`agent`] starts the agent; each subcommand has its file
-//! ([`codegen`], [`conformance`], [`login`], [`schema`]); [`logging`] sets up diagnostics.
+//! ([`codegen`], [`conformance`] and [`conformance_client`], [`login`], [`schema`]); [`logging`] sets up diagnostics.
 
 mod agent;
 mod args;
 mod codegen;
 pub mod conformance;
+mod conformance_client;
 mod login;
 pub mod logging;
 pub mod schema;

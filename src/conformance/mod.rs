@@ -13,6 +13,7 @@
 //! pattern object omit keys; `optional` lines are skipped when the frame does not match (for
 //! agentwire's own additions such as `ready`); `unordered` groups match in any order.
 
+pub mod client;
 pub mod fake_llm;
 pub mod import;
 pub mod import_rpc;

@@ -97,6 +97,11 @@ impl FrameBatch {
         Ok(())
     }
 
+    /// Appends every frame of `other`, in order.
+    pub fn append(&mut self, other: FrameBatch) {
+        self.bytes.extend_from_slice(&other.bytes);
+    }
+
     /// Makes room for `additional` more bytes at once (a frame whose size is known ahead).
     pub fn reserve(&mut self, additional: usize) {
         self.bytes.reserve(additional);

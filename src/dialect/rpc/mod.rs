@@ -53,12 +53,17 @@ pub struct RpcHost {
     /// response between them (it did, under load: the run's task was descheduled after queueing
     /// `agent_end`, and the reader answered the next command first).
     run_end: Mutex<Option<FrameBatch>>,
+    /// The `tool_execution_*` frames of calls the core started while the assistant message
+    /// still streamed (calls start as soon as their arguments are complete): pi and omp hosts
+    /// get the assistant's `message_end` before any tool event, so they are held until it, then
+    /// go out with it. `Some` while an assistant message streams.
+    early_tools: Mutex<Option<FrameBatch>>,
 }
 
 impl RpcHost {
     /// A host writing to `out`.
     pub fn new(out: Outbox) -> Self {
-        Self { dialogs: port::UiDialogs::new(out.clone()), out, tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()), partial_messages: AtomicBool::new(true), run_end: Mutex::new(None) }
+        Self { dialogs: port::UiDialogs::new(out.clone()), out, tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()), partial_messages: AtomicBool::new(true), run_end: Mutex::new(None), early_tools: Mutex::new(None) }
     }
 
     /// The outbox every frame of this dialect goes through.

@@ -48,12 +48,25 @@ fn end_reason(reason: CompactionReason) -> CompactionEndEventReason {
 }
 
 impl RpcHost {
+    /// A `tool_execution_*` frame: held while the assistant message streams, sent otherwise.
+    async fn tool_frame<T: serde::Serialize>(&self, frame: &T) -> Result<(), crate::transport::WriterClosed> {
+        if let Some(held) = self.early_tools.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            return held.push(frame);
+        }
+        self.out.send(frame).await
+    }
+
     async fn project(&self, event: AgentEvent<'_>) {
         let out = &self.out;
         let _ = match event {
             AgentEvent::RunStart { prompt: _ } => out.send(&AgentStartEvent::new()).await,
             AgentEvent::TurnStart => out.send(&TurnStartEvent::new()).await,
-            AgentEvent::MessageStart { message } => out.send(&MessageStartEvent::new(message.clone())).await,
+            AgentEvent::MessageStart { message } => {
+                if matches!(message, AgentMessage::Assistant(_)) {
+                    *self.early_tools.lock().unwrap_or_else(|e| e.into_inner()) = Some(FrameBatch::default());
+                }
+                out.send(&MessageStartEvent::new(message.clone())).await
+            }
             AgentEvent::MessageDelta { delta, partial } => {
                 let frame = if self.partial_messages() {
                     let event = assistant_event(delta, Some(partial.clone()));
@@ -63,19 +76,35 @@ impl RpcHost {
                 };
                 out.send(&frame).await
             }
-            AgentEvent::MessageEnd { message } => out.send(&MessageEndEvent::new(message.clone())).await,
-            AgentEvent::ToolStart { call } => out.send(&ToolExecutionStartEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone())).await,
+            AgentEvent::MessageEnd { message } => {
+                let held = match message {
+                    AgentMessage::Assistant(_) => self.early_tools.lock().unwrap_or_else(|e| e.into_inner()).take(),
+                    _ => None,
+                };
+                match held {
+                    Some(tools) => {
+                        let mut batch = FrameBatch::default();
+                        let pushed = batch.push(&MessageEndEvent::new(message.clone()));
+                        batch.append(tools);
+                        let sent = out.send_batch(&mut batch).await;
+                        pushed.and(sent)
+                    }
+                    None => out.send(&MessageEndEvent::new(message.clone())).await,
+                }
+            }
+            AgentEvent::ToolStart { call } => self.tool_frame(&ToolExecutionStartEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone())).await,
             AgentEvent::ToolUpdate { call, partial } => {
-                out.send(&ToolExecutionUpdateEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone(), partial.clone())).await
+                self.tool_frame(&ToolExecutionUpdateEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone(), partial.clone())).await
             }
             AgentEvent::ToolEnd { call, result, is_error } => {
-                out.send(&ToolExecutionEndEvent::new(nonempty(&call.id), call.name.as_str(), result.clone(), is_error)).await
+                self.tool_frame(&ToolExecutionEndEvent::new(nonempty(&call.id), call.name.as_str(), result.clone(), is_error)).await
             }
             AgentEvent::TurnEnd { message, tool_results } => out.send(&TurnEndEvent::new(message.clone(), tool_results.to_vec())).await,
             // The core settles the prompt right after ending its run (`PromptSettled` follows
             // `RunEnd` with nothing between): `agent_end` waits for it and both go out at once.
             AgentEvent::RunEnd { messages } => {
-                let mut batch = FrameBatch::default();
+                // Tool frames still held (a message that never ended) go out before the end.
+                let mut batch = self.early_tools.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
                 let encoded = batch.push(&AgentEndEvent::new(messages.to_vec()).with_is_terminal(Some(true)));
                 *self.run_end.lock().unwrap_or_else(|e| e.into_inner()) = Some(batch);
                 encoded

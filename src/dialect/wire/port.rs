@@ -45,9 +45,10 @@ fn wire_question(q: Question) -> WireQuestion {
 impl WireHost {
     async fn approve_call(&self, ask: ApprovalAsk<'_>) -> Decision {
         if self.conn.peer().is_closed() {
-            // Nobody can answer; nothing is asked and nothing settled (kimi rejects approvals
-            // after EOF).
-            return Decision::Unanswerable;
+            // Nobody can answer; nothing is asked and nothing settled. kimi rejects approvals
+            // after EOF, and a rejection ends its turn.
+            lock(&self.returns).insert(ask.call.id.to_string(), ReturnExtras::failed(REJECTED_STOP, "Rejected by user"));
+            return Decision::RejectAndStop;
         }
         let id = uuid::Uuid::new_v4().to_string();
         let tool = ask.call.name.to_string();
@@ -92,7 +93,8 @@ impl WireHost {
             Reply::Answered(Err(_)) => (Decision::RejectAndStop, "reject", String::new()),
             Reply::TimedOut => (Decision::TimedOut, "reject", String::new()),
             Reply::Abandoned => (Decision::Abandoned, "reject", String::new()),
-            Reply::InputEnded => (Decision::Unanswerable, "reject", String::new()),
+            // EOF rejects as kimi does, and like any rejection without feedback it ends the turn.
+            Reply::InputEnded => (Decision::RejectAndStop, "reject", String::new()),
         };
         let response = match word {
             "approve" => WireApprovalDecision::Approve,

@@ -1,0 +1,565 @@
+//! The scripted ACP v1 agent that `agentwire conformance client --dialect acp` hands to the client
+//! under test (`{{agent}}`): it answers the client's handshake, plays one scenario on the
+//! prompt, validates every frame the client writes against the ACP schema, and writes its
+//! verdicts to the report file as it goes.
+//!
+//! Plain blocking code: one thread reads stdin into a channel, the scenario waits on it with
+//! deadlines, so a client that stops answering is a verdict, not a hang.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::report::{ReportWriter, Verdict};
+use super::scenarios::AcpScenario;
+use crate::protocol::acp::acp_validator;
+
+/// The session id the scripted agent hands out.
+const SESSION: &str = "sess-conformance-1";
+
+/// What came from the client.
+#[derive(Debug)]
+enum Incoming {
+    Frame(Value),
+    Eof,
+    Timeout,
+}
+
+/// The scripted agent of one scenario.
+#[derive(Debug)]
+pub struct ScriptedAcpAgent {
+    scenario: AcpScenario,
+    lines: Receiver<Option<String>>,
+    report: ReportWriter,
+    /// How long to wait for the client's next step.
+    wait: Duration,
+    next_id: u64,
+    /// Requests sent to the client and not answered yet: id (as JSON text) → method.
+    pending: HashMap<String, String>,
+    /// Answers to our requests, by id, read while waiting for something else.
+    answers: HashMap<String, Value>,
+    /// What the client advertised in `initialize`.
+    capabilities: Value,
+    /// The `cwd` of `session/new`.
+    cwd: Option<String>,
+    /// The id of the `session/prompt` request, once it came.
+    prompt_id: Option<Value>,
+    cancelled: bool,
+    eof: bool,
+    /// The first schema violation (judged once, at the end).
+    invalid: Option<String>,
+    /// Responses to ids this agent never used (a reply to a notification, or a made-up id).
+    stray: Vec<Value>,
+}
+
+impl ScriptedAcpAgent {
+    /// An agent for `scenario` reading this process's stdin; verdicts go to `report`.
+    pub fn new(scenario: AcpScenario, report: ReportWriter, wait: Duration) -> Self {
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            for line in stdin.lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(Some(line)).is_err() {
+                    break;
+                }
+            }
+            let _ = tx.send(None);
+        });
+        Self {
+            scenario,
+            lines,
+            report,
+            wait,
+            next_id: 0,
+            pending: HashMap::new(),
+            answers: HashMap::new(),
+            capabilities: Value::Null,
+            cwd: None,
+            prompt_id: None,
+            cancelled: false,
+            eof: false,
+            invalid: None,
+            stray: Vec::new(),
+        }
+    }
+
+    /// Plays the scenario to its end. The process exits after (the caller returns).
+    pub fn run(mut self) {
+        let played = self.play();
+        if played.is_some() {
+            self.wait_for_eof();
+        }
+        match self.invalid.take() {
+            Some(detail) => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Fail, detail),
+            None => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Pass, "every frame validated"),
+        }
+        self.report.event("exit");
+    }
+
+    fn play(&mut self) -> Option<()> {
+        self.handshake()?;
+        let session_new = self.expect_request("session/new")?;
+        self.cwd = session_new["params"]["cwd"].as_str().map(str::to_owned);
+        if self.scenario == AcpScenario::EarlyUpdate {
+            self.update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "an update before the session/new response"}}));
+        }
+        let mut result = json!({"sessionId": SESSION});
+        if self.scenario == AcpScenario::Extensions {
+            result["_meta"] = json!({"agentwire.dev/probe": {"nested": [1, 2]}});
+        }
+        self.respond(&session_new["id"], "session/new", result);
+        let Some(prompt) = self.expect_request("session/prompt") else {
+            let why = match self.eof {
+                true => "the client closed the agent's input before sending session/prompt",
+                false => "the client sent no session/prompt",
+            };
+            if self.scenario == AcpScenario::EarlyUpdate {
+                let detail = match self.eof {
+                    true => "the client closed the agent's input after a session/update that came before the session/new response, without prompting".to_owned(),
+                    false => format!("no session/prompt within {} s of a session/update that came before the session/new response", self.wait.as_secs()),
+                };
+                self.report.check("ACP-CLIENT-ORDER-1", Verdict::Fail, detail);
+            } else {
+                for id in self.scenario.requirements() {
+                    self.report.check(id, Verdict::NotTestable, why);
+                }
+            }
+            return None;
+        };
+        self.prompt_id = Some(prompt["id"].clone());
+        match self.scenario {
+            AcpScenario::Initialize => self.plain_turn(),
+            AcpScenario::EarlyUpdate => {
+                self.report.check("ACP-CLIENT-ORDER-1", Verdict::Pass, "the client prompted after an update that preceded the session/new response");
+                self.plain_turn()
+            }
+            AcpScenario::Extensions => self.extensions(),
+            AcpScenario::Permission => self.permission(),
+            AcpScenario::Cancel => self.cancel(),
+            AcpScenario::FsTerminal => self.fs_terminal(),
+            AcpScenario::AgentExit => {
+                self.text("the agent exits now, in the middle of the turn");
+                self.report.event("agent-exit");
+                // The process ends without answering: the client must notice its output closing.
+                None
+            }
+        }
+    }
+
+    // --- the handshake -------------------------------------------------------------------------
+
+    fn handshake(&mut self) -> Option<()> {
+        let first = match self.next(self.wait) {
+            Incoming::Frame(f) => f,
+            Incoming::Eof | Incoming::Timeout => {
+                self.report.check("ACP-CLIENT-INIT-1", Verdict::Fail, "the client wrote nothing (no initialize request)");
+                return None;
+            }
+        };
+        let is_init = first["method"] == "initialize" && first.get("id").is_some();
+        if !is_init {
+            self.report.check("ACP-CLIENT-INIT-1", Verdict::Fail, format!("the first message is not an initialize request: {first}"));
+            self.answer_other(&first);
+            return None;
+        }
+        let version = &first["params"]["protocolVersion"];
+        match (version.as_u64(), first["params"].get("clientCapabilities")) {
+            (Some(_), Some(caps)) if caps.is_object() => self.report.check("ACP-CLIENT-INIT-1", Verdict::Pass, format!("initialize with protocolVersion {version}")),
+            _ => self.report.check("ACP-CLIENT-INIT-1", Verdict::Fail, format!("initialize without an integer protocolVersion and a clientCapabilities object: {first}")),
+        }
+        self.capabilities = first["params"]["clientCapabilities"].clone();
+        let mut result = json!({
+            "protocolVersion": 1,
+            "agentCapabilities": {"loadSession": false, "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false}},
+            "authMethods": [],
+            "agentInfo": {"name": "agentwire-scripted-agent", "version": env!("CARGO_PKG_VERSION")},
+        });
+        if self.scenario == AcpScenario::Extensions {
+            // A newer agent's capability and metadata: a client reads what it knows.
+            result["agentCapabilities"]["_meta"] = json!({"agentwire.dev/future": true});
+            result["_meta"] = json!({"agentwire.dev/probe": "initialize"});
+        }
+        self.respond(&first["id"], "initialize", result);
+        Some(())
+    }
+
+    // --- the scenarios -------------------------------------------------------------------------
+
+    fn plain_turn(&mut self) -> Option<()> {
+        self.text("conformance: hello");
+        self.finish_prompt("end_turn");
+        Some(())
+    }
+
+    fn extensions(&mut self) -> Option<()> {
+        self.notify("_agentwire/notice", json!({"text": "an extension notification", "_meta": {"agentwire.dev/probe": 1}}));
+        self.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": SESSION,
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "with _meta", "_meta": {"agentwire.dev/probe": 2}}, "_meta": {"agentwire.dev/probe": 3}},
+            "_meta": {"agentwire.dev/probe": 4},
+        }}));
+        let probe = self.request("_agentwire/probe", json!({"question": "do you know this method?"}));
+        match self.await_answer(&probe) {
+            Some(answer) => self.report.check("ACP-CLIENT-EXT-1", Verdict::Pass, format!("answered: {answer}")),
+            None if self.eof => self.report.check("ACP-CLIENT-EXT-1", Verdict::Fail, "the client closed the agent's input instead of answering an unknown request"),
+            None => self.report.check("ACP-CLIENT-EXT-1", Verdict::Fail, format!("no response to the unknown request `_agentwire/probe` within {} s", self.wait.as_secs())),
+        }
+        if self.eof {
+            self.report.check("ACP-CLIENT-EXT-3", Verdict::Fail, "the client closed the agent's input during a turn with extension frames, before the prompt's answer");
+            self.report.check("ACP-CLIENT-EXT-2", Verdict::NotTestable, "the client left before the turn ended");
+            return None;
+        }
+        self.text("conformance: extensions tolerated?");
+        self.finish_prompt("end_turn");
+        // A stray reply shows up on the next read at the latest (the client's EOF follows it).
+        self.wait_for_eof();
+        match self.stray.first() {
+            Some(frame) => self.report.check("ACP-CLIENT-EXT-2", Verdict::Fail, format!("a response to no request of the agent (an answered notification?): {frame}")),
+            None => self.report.check("ACP-CLIENT-EXT-2", Verdict::Pass, "no notification was answered"),
+        }
+        self.report.check("ACP-CLIENT-EXT-3", Verdict::Pass, "the client stayed for the prompt's answer");
+        Some(())
+    }
+
+    fn permission(&mut self) -> Option<()> {
+        self.tool_call("call-1");
+        let offered = [("always", "allow_always", "Always allow"), ("once", "allow_once", "Allow once"), ("reject", "reject_once", "Reject")];
+        let first = self.ask_permission("call-1", &offered)?;
+        let reversed = [offered[2], offered[1], offered[0]];
+        let second = self.ask_permission("call-1", &reversed)?;
+        let kind = |choice: &Option<String>| choice.as_ref().and_then(|id| offered.iter().find(|o| o.0 == id)).map(|o| o.1);
+        match (kind(&first), kind(&second)) {
+            (Some(a), Some(b)) if a != b => self.report.check(
+                "ACP-CLIENT-PERM-2",
+                Verdict::Fail,
+                format!("the same options in reverse order got a different kind: `{a}` when offered first-to-last, `{b}` reversed (the choice follows the position)"),
+            ),
+            (a, b) => self.report.check("ACP-CLIENT-PERM-2", Verdict::Pass, format!("the same choice both times: {} / {}", a.unwrap_or("cancelled"), b.unwrap_or("cancelled"))),
+        }
+        self.tool_call_done("call-1", "failed");
+        self.finish_prompt("end_turn");
+        Some(())
+    }
+
+    /// One permission request; the option id chosen (`None`: cancelled). Judges PERM-1.
+    fn ask_permission(&mut self, call: &str, options: &[(&str, &str, &str); 3]) -> Option<Option<String>> {
+        let options: Vec<Value> = options.iter().map(|(id, kind, name)| json!({"optionId": id, "kind": kind, "name": name})).collect();
+        let id = self.request("session/request_permission", json!({"sessionId": SESSION, "toolCall": {"toolCallId": call, "title": "Run `touch conformance.txt`", "kind": "execute"}, "options": options}));
+        self.report.event("ask");
+        let Some(answer) = self.await_answer(&id) else {
+            self.report.check("ACP-CLIENT-PERM-1", Verdict::Fail, format!("session/request_permission not answered within {} s", self.wait.as_secs()));
+            return None;
+        };
+        if answer.get("error").is_some() {
+            self.report.check("ACP-CLIENT-PERM-1", Verdict::Fail, format!("an error instead of an outcome: {answer}"));
+            return Some(None);
+        }
+        let outcome = &answer["result"]["outcome"];
+        match outcome["outcome"].as_str() {
+            Some("cancelled") => {
+                self.report.check("ACP-CLIENT-PERM-1", Verdict::Pass, "answered `cancelled`");
+                Some(None)
+            }
+            Some("selected") => {
+                let chosen = outcome["optionId"].as_str().unwrap_or_default().to_owned();
+                if options.iter().any(|o| o["optionId"] == chosen.as_str()) {
+                    self.report.check("ACP-CLIENT-PERM-1", Verdict::Pass, format!("selected the offered option `{chosen}`"));
+                    Some(Some(chosen))
+                } else {
+                    self.report.check("ACP-CLIENT-PERM-1", Verdict::Fail, format!("selected an option that was not offered: {answer}"));
+                    Some(None)
+                }
+            }
+            _ => {
+                self.report.check("ACP-CLIENT-PERM-1", Verdict::Fail, format!("no outcome `cancelled` or `selected`: {answer}"));
+                Some(None)
+            }
+        }
+    }
+
+    fn cancel(&mut self) -> Option<()> {
+        self.tool_call("call-1");
+        let id = self.request("session/request_permission", json!({"sessionId": SESSION, "toolCall": {"toolCallId": "call-1", "title": "Run `touch conformance.txt`", "kind": "execute"},
+            "options": [{"optionId": "once", "kind": "allow_once", "name": "Allow once"}, {"optionId": "reject", "kind": "reject_once", "name": "Reject"}]}));
+        // Asks the harness to interrupt the client (SIGINT) while the request is pending.
+        self.report.event("interrupt");
+        let deadline = Instant::now() + self.wait;
+        let (mut answer, mut answered_first) = (None, false);
+        while !self.cancelled && !self.eof && Instant::now() < deadline {
+            self.pump(deadline);
+            if answer.is_none() {
+                answer = self.answers.remove(&id_key(&id));
+                // One frame a pump: the answer was read before any session/cancel.
+                answered_first = answer.is_some() && !self.cancelled;
+            }
+        }
+        if !self.cancelled {
+            let why = match self.eof {
+                true => "the client ended when interrupted, without session/cancel",
+                false => "the client sent no session/cancel when interrupted",
+            };
+            self.report.check("ACP-CLIENT-CANCEL-1", Verdict::NotApplicable, why);
+            self.report.check("ACP-CLIENT-CANCEL-2", Verdict::NotApplicable, why);
+            return None;
+        }
+        let answer = match answer {
+            Some(a) => Some(a),
+            None => self.await_answer(&id),
+        };
+        match answer {
+            Some(a) if answered_first => self.report.check("ACP-CLIENT-CANCEL-1", Verdict::NotTestable, format!("the client answered the permission request before it cancelled, so none was pending: {a}")),
+            Some(a) if a["result"]["outcome"]["outcome"] == "cancelled" => self.report.check("ACP-CLIENT-CANCEL-1", Verdict::Pass, "the pending permission request was answered `cancelled`"),
+            Some(a) => self.report.check("ACP-CLIENT-CANCEL-1", Verdict::Fail, format!("after session/cancel the pending permission request was answered: {a}")),
+            None => self.report.check("ACP-CLIENT-CANCEL-1", Verdict::Fail, "after session/cancel the pending permission request was never answered"),
+        }
+        // Final updates after the cancel, then the answer, a moment later.
+        self.tool_call_done("call-1", "failed");
+        self.text("an update after session/cancel");
+        let settle = Instant::now() + Duration::from_millis(300);
+        while !self.eof && Instant::now() < settle {
+            self.pump(settle);
+        }
+        if self.eof {
+            self.report.check("ACP-CLIENT-CANCEL-2", Verdict::Fail, "the client closed the agent's input after session/cancel, before the prompt's answer (`cancelled`)");
+            return None;
+        }
+        self.finish_prompt("cancelled");
+        self.report.check("ACP-CLIENT-CANCEL-2", Verdict::Pass, "the client stayed until the prompt's answer");
+        Some(())
+    }
+
+    fn fs_terminal(&mut self) -> Option<()> {
+        let caps = self.capabilities.clone();
+        let dir = self.cwd.clone().unwrap_or_else(|| std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default());
+        if caps["fs"]["readTextFile"] == true {
+            let path = format!("{dir}/conformance-read.txt");
+            let _ = std::fs::write(&path, "read me\n");
+            let id = self.request("fs/read_text_file", json!({"sessionId": SESSION, "path": path}));
+            self.judge_result("ACP-CLIENT-FS-1", "fs/read_text_file", &id, |r| r.get("content").is_some_and(Value::is_string));
+        } else {
+            self.report.check("ACP-CLIENT-FS-1", Verdict::NotApplicable, "the client does not advertise fs.readTextFile");
+        }
+        if caps["fs"]["writeTextFile"] == true {
+            let id = self.request("fs/write_text_file", json!({"sessionId": SESSION, "path": format!("{dir}/conformance-written.txt"), "content": "written\n"}));
+            self.judge_result("ACP-CLIENT-FS-2", "fs/write_text_file", &id, Value::is_object);
+        } else {
+            self.report.check("ACP-CLIENT-FS-2", Verdict::NotApplicable, "the client does not advertise fs.writeTextFile");
+        }
+        if caps["terminal"] == true {
+            self.terminal();
+        } else {
+            self.report.check("ACP-CLIENT-TERM-1", Verdict::NotApplicable, "the client does not advertise terminal");
+        }
+        if self.eof {
+            return None;
+        }
+        self.finish_prompt("end_turn");
+        Some(())
+    }
+
+    fn terminal(&mut self) {
+        let id = self.request("terminal/create", json!({"sessionId": SESSION, "command": "echo", "args": ["conformance"]}));
+        let Some(created) = self.await_answer(&id) else {
+            return self.report.check("ACP-CLIENT-TERM-1", Verdict::Fail, format!("terminal/create not answered within {} s", self.wait.as_secs()));
+        };
+        let Some(terminal) = created["result"]["terminalId"].as_str().map(str::to_owned) else {
+            let verdict = if created.get("error").is_some() { Verdict::NotTestable } else { Verdict::Fail };
+            return self.report.check("ACP-CLIENT-TERM-1", verdict, format!("terminal/create answered without a terminalId: {created}"));
+        };
+        let params = json!({"sessionId": SESSION, "terminalId": terminal});
+        for (method, valid) in [("terminal/wait_for_exit", Value::is_object as fn(&Value) -> bool), ("terminal/output", |r: &Value| r.get("output").is_some_and(Value::is_string)), ("terminal/release", Value::is_object)] {
+            let id = self.request(method, params.clone());
+            match self.await_answer(&id) {
+                Some(a) if a.get("error").is_some() || a.get("result").is_some_and(valid) => {}
+                Some(a) => return self.report.check("ACP-CLIENT-TERM-1", Verdict::Fail, format!("{method} answered with a result that is not its response object: {a}")),
+                None => return self.report.check("ACP-CLIENT-TERM-1", Verdict::Fail, format!("{method} not answered within {} s", self.wait.as_secs())),
+            }
+        }
+        self.report.check("ACP-CLIENT-TERM-1", Verdict::Pass, "create, wait_for_exit, output and release answered with their response objects");
+    }
+
+    /// Judges the answer to `id`: an error, or a result `valid` accepts.
+    fn judge_result(&mut self, requirement: &str, method: &str, id: &Value, valid: impl Fn(&Value) -> bool) {
+        match self.await_answer(id) {
+            Some(a) if a.get("error").is_some() => self.report.check(requirement, Verdict::Pass, format!("{method} refused with an error: {}", a["error"])),
+            Some(a) if a.get("result").is_some_and(&valid) => self.report.check(requirement, Verdict::Pass, format!("{method} answered {}", a["result"])),
+            Some(a) => self.report.check(requirement, Verdict::Fail, format!("{method} answered with a result that is not its response object: {a}")),
+            None => self.report.check(requirement, Verdict::Fail, format!("{method} not answered within {} s", self.wait.as_secs())),
+        }
+    }
+
+    // --- frames out ----------------------------------------------------------------------------
+
+    fn send(&mut self, frame: Value) {
+        self.send_answering(frame, None);
+    }
+
+    /// Sends a frame; `answered`: the method of the client's request it answers.
+    fn send_answering(&mut self, frame: Value, answered: Option<&str>) {
+        // A frame of ours the schema refuses is the harness's fault: said so, never charged to
+        // the client. Extension methods have no schema.
+        if !frame["method"].as_str().is_some_and(|m| m.starts_with('_')) {
+            if let Err(e) = acp_validator().validate_outbound(&frame, answered) {
+                self.report.check("HARNESS", Verdict::Fail, format!("the scripted agent wrote an invalid frame ({e}): {frame}"));
+            }
+        }
+        self.report.frame("out", &frame);
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{frame}").and_then(|()| out.flush());
+    }
+
+    fn respond(&mut self, id: &Value, method: &str, result: Value) {
+        self.send_answering(json!({"jsonrpc": "2.0", "id": id, "result": result}), Some(method));
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    fn update(&mut self, update: Value) {
+        self.notify("session/update", json!({"sessionId": SESSION, "update": update}));
+    }
+
+    fn text(&mut self, text: &str) {
+        self.update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
+    }
+
+    fn tool_call(&mut self, id: &str) {
+        self.update(json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": "Run `touch conformance.txt`", "kind": "execute", "status": "pending"}));
+    }
+
+    fn tool_call_done(&mut self, id: &str, status: &str) {
+        self.update(json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status}));
+    }
+
+    /// Sends a request; returns its id.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.pending.insert(id_key(&id), method.to_owned());
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn finish_prompt(&mut self, stop: &str) {
+        if let Some(id) = self.prompt_id.take() {
+            self.respond(&id, "session/prompt", json!({"stopReason": stop}));
+        }
+    }
+
+    // --- frames in -----------------------------------------------------------------------------
+
+    /// The next line, validated and recorded; responses to our requests are matched here.
+    fn next(&mut self, within: Duration) -> Incoming {
+        if self.eof {
+            return Incoming::Eof;
+        }
+        let line = match self.lines.recv_timeout(within) {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+                self.eof = true;
+                self.report.event("eof");
+                return Incoming::Eof;
+            }
+            Err(RecvTimeoutError::Timeout) => return Incoming::Timeout,
+        };
+        if line.trim().is_empty() {
+            return self.next(within);
+        }
+        let frame: Value = match serde_json::from_str(&line) {
+            Ok(f) => f,
+            Err(e) => {
+                self.invalid.get_or_insert_with(|| format!("a line that is not JSON ({e}): {line}"));
+                return self.next(within);
+            }
+        };
+        self.report.frame("in", &frame);
+        let answered = match (frame.get("method"), frame.get("id")) {
+            (None, Some(id)) => self.pending.get(&id_key(id)).cloned(),
+            _ => None,
+        };
+        if let Err(e) = acp_validator().validate_inbound(&frame, answered.as_deref()) {
+            self.invalid.get_or_insert_with(|| format!("{e}: {frame}"));
+        }
+        if frame.get("method").is_none() {
+            match frame.get("id").map(id_key) {
+                Some(key) if self.pending.remove(&key).is_some() => {
+                    self.answers.insert(key, frame.clone());
+                }
+                _ => self.stray.push(frame.clone()),
+            }
+        }
+        Incoming::Frame(frame)
+    }
+
+    /// Reads one frame before `deadline` and handles it as the scenario's background does.
+    fn pump(&mut self, deadline: Instant) {
+        if let Incoming::Frame(f) = self.next(deadline.saturating_duration_since(Instant::now())) {
+            if f.get("method").is_some() {
+                self.answer_other(&f);
+            }
+        }
+    }
+
+    /// The next request `method`, answering anything else meanwhile; `None` at EOF or timeout.
+    fn expect_request(&mut self, method: &str) -> Option<Value> {
+        let deadline = Instant::now() + self.wait;
+        loop {
+            match self.next(deadline.saturating_duration_since(Instant::now())) {
+                Incoming::Frame(f) if f["method"] == method && f.get("id").is_some() => return Some(f),
+                Incoming::Frame(f) => {
+                    if f.get("method").is_some() {
+                        self.answer_other(&f);
+                    }
+                }
+                Incoming::Eof | Incoming::Timeout => return None,
+            }
+        }
+    }
+
+    /// The answer to our request `id`, reading (and handling) other frames meanwhile.
+    fn await_answer(&mut self, id: &Value) -> Option<Value> {
+        let key = id_key(id);
+        let deadline = Instant::now() + self.wait;
+        loop {
+            if let Some(answer) = self.answers.remove(&key) {
+                return Some(answer);
+            }
+            if self.eof || Instant::now() >= deadline {
+                return None;
+            }
+            self.pump(deadline);
+        }
+    }
+
+    /// A client request or notification outside the scenario's script: `session/cancel` is
+    /// noted, other requests get `Method not found`, other notifications nothing.
+    fn answer_other(&mut self, frame: &Value) {
+        let method = frame["method"].as_str().unwrap_or_default();
+        match (method, frame.get("id")) {
+            ("session/cancel", None) => self.cancelled = true,
+            (_, None) => {}
+            (_, Some(id)) => {
+                let id = id.clone();
+                self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: the scripted agent does not play `{method}`")}}));
+            }
+        }
+    }
+
+    /// After its turn the agent waits for the client to close its input.
+    fn wait_for_eof(&mut self) {
+        let deadline = Instant::now() + self.wait;
+        while !self.eof && Instant::now() < deadline {
+            self.pump(deadline);
+        }
+    }
+}
+
+/// A JSON-RPC id as a map key (`1` and `"1"` stay apart).
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}

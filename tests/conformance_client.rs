@@ -1,0 +1,73 @@
+//! `agentwire conformance client --dialect acp` judging two clients: a deliberately faulty one
+//! (tests/fixtures/faulty_acp_client.py) fails exactly the requirements it breaks, and our own
+//! Rust `AcpClient` (examples/host.rs) passes. Real clients (acpx, the official TypeScript SDK's
+//! example client) are judged in scripts/test.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn example(name: &str) -> PathBuf {
+    let deps = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    let path = deps.parent().unwrap().join("examples").join(name);
+    assert!(path.exists(), "build the examples first (cargo test builds them): {}", path.display());
+    path
+}
+
+/// Runs the harness on `client`; the per-requirement verdicts (JSON lines) and the exit code.
+fn judge(client: &[String], scenarios: &[&str]) -> (Vec<Value>, Option<i32>) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentwire"));
+    command.args(["conformance", "client", "--dialect", "acp", "--format", "json", "--wait", "10", "--timeout", "40"]);
+    for s in scenarios {
+        command.args(["--scenario", s]);
+    }
+    let out = command.arg("--").args(client).output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines = stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    (lines, out.status.code())
+}
+
+fn verdict<'a>(lines: &'a [Value], id: &str) -> &'a str {
+    lines.iter().find(|l| l["requirement"] == id).unwrap_or_else(|| panic!("no {id} in {lines:#?}"))["verdict"].as_str().unwrap_or("none")
+}
+
+#[test]
+fn a_faulty_client_fails_the_requirements_it_breaks() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/faulty_acp_client.py");
+    let client = vec!["python3".to_owned(), script.display().to_string(), "{{agent}}".to_owned()];
+    let (lines, code) = judge(&client, &[]);
+    // A null result where WriteTextFileResponse is due; the first option chosen whatever its
+    // kind (fail-open); a hang when an update comes before the session/new response.
+    assert_eq!(verdict(&lines, "ACP-CLIENT-FS-2"), "fail", "{lines:#?}");
+    assert_eq!(verdict(&lines, "ACP-CLIENT-SCHEMA-1"), "fail", "{lines:#?}");
+    assert_eq!(verdict(&lines, "ACP-CLIENT-PERM-2"), "fail", "{lines:#?}");
+    assert_eq!(verdict(&lines, "ACP-CLIENT-ORDER-1"), "fail", "{lines:#?}");
+    // What it does right stays right.
+    for id in ["ACP-CLIENT-INIT-1", "ACP-CLIENT-EXT-1", "ACP-CLIENT-EXT-2", "ACP-CLIENT-PERM-1", "ACP-CLIENT-FS-1", "ACP-CLIENT-EOF-1", "ACP-CLIENT-EOF-2"] {
+        assert_eq!(verdict(&lines, id), "pass", "{id}: {lines:#?}");
+    }
+    let null = lines.iter().find(|l| l["requirement"] == "ACP-CLIENT-FS-2").unwrap()["findings"][0]["detail"].as_str().unwrap();
+    assert!(null.contains(r#""result":null"#), "the frame is quoted: {null}");
+    assert_eq!(code, Some(1), "a MANDATORY failure fails the run");
+}
+
+#[test]
+fn our_rust_acp_client_passes() {
+    let client = vec![example("host").display().to_string(), "--dialect".into(), "acp".into(), "--".into(), "sh".into(), "-c".into(), "{{agent}}".into()];
+    let (lines, code) = judge(&client, &[]);
+    for l in &lines {
+        assert!(l["verdict"] != "fail" && l["verdict"] != "not testable", "{l}");
+    }
+    // It answers permission requests `cancelled` and advertises no fs or terminal methods.
+    assert_eq!(verdict(&lines, "ACP-CLIENT-PERM-1"), "pass");
+    assert_eq!(verdict(&lines, "ACP-CLIENT-FS-2"), "n/a");
+    assert_eq!(code, Some(0), "{lines:#?}");
+}
+
+#[test]
+fn a_client_command_without_the_agent_placeholder_is_refused_with_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentwire")).args(["conformance", "client", "--dialect", "acp", "--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("{{agent}}"), "{}", String::from_utf8_lossy(&out.stderr));
+}
