@@ -45,6 +45,8 @@ pub mod project;
 pub mod serve;
 #[cfg(feature = "client")]
 pub mod remote;
+#[cfg(feature = "client")]
+pub mod router;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;

@@ -17,16 +17,15 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot};
 
 use crate::core::events::RunOutcome;
 use crate::core::port::Decision;
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
-use crate::client::{AcpClient, AcpClientError, AcpUpdates};
-use crate::dialect::remote::{approve, failed, Answer, HostSlot, Owed, WIND_DOWN};
+use crate::client::{AcpClient, AcpClientError};
+use crate::dialect::remote::{approve, failed, Answer, Owed, WIND_DOWN};
+use super::router::{Router, Sorted, Streams};
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{
     AcpClientHandler, AvailableCommand, ContentBlock, EnvVariable, HttpHeader, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
@@ -39,39 +38,24 @@ use std::path::Path;
 
 const NO_QUEUE: &str = "ACP has no message queue: a prompt runs alone (cancel it, then prompt)";
 
-/// How long the agent's request waits for its run to forward what came before it.
-const CATCH_UP: Duration = Duration::from_secs(1);
+/// The router of a v1 agent's updates.
+type V1Router = Router<SessionUpdate, AvailableCommand, SessionConfigOption>;
 
-type Catch = oneshot::Sender<()>;
-
-/// One agent session's updates and catch-up requests, and the host it reports to.
-#[derive(Debug)]
-struct Route {
-    updates: mpsc::UnboundedSender<SessionUpdate>,
-    catch_up: mpsc::UnboundedSender<Catch>,
-    host: HostSlot,
-}
-
-#[derive(Debug, Default)]
-struct Routes {
-    by_session: HashMap<String, Route>,
-    /// Each session's config options, as the agent last reported them.
-    config: HashMap<String, Vec<SessionConfigOption>>,
-    /// Each session's slash commands, as the agent last reported them.
-    commands: HashMap<String, Vec<AvailableCommand>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+/// What a v1 notification is, for the router.
+fn sort(notification: crate::protocol::acp::SessionNotification) -> (String, Sorted<SessionUpdate, AvailableCommand, SessionConfigOption>) {
+    let sorted = match notification.update {
+        SessionUpdate::ConfigOptionUpdate { config_options, .. } => Sorted::Config(config_options),
+        SessionUpdate::AvailableCommandsUpdate { available_commands, .. } => Sorted::Commands(available_commands),
+        update => Sorted::Update(update),
+    };
+    (notification.session_id.0, sorted)
 }
 
 /// The connection to an ACP agent: one agent session per front session.
 #[derive(Debug, Clone)]
 pub struct AcpAgents {
     client: AcpClient,
-    routes: Arc<Mutex<Routes>>,
-    /// Asks the router to route every update already received, then to say so.
-    flush: mpsc::UnboundedSender<Catch>,
+    router: V1Router,
     cwd: String,
     /// A session opened before the front asked (so its first session's config options are
     /// known at once); the first front session takes it.
@@ -82,12 +66,15 @@ pub struct AcpAgents {
 #[derive(Debug)]
 struct Opened {
     id: SessionId,
-    /// Its updates and catch-up requests; a run holds them while it streams.
-    streams: tokio::sync::Mutex<(mpsc::UnboundedReceiver<SessionUpdate>, mpsc::UnboundedReceiver<Catch>)>,
-    /// Its host and the run in progress (what the agent asks during a run is withdrawn with it).
-    slot: HostSlot,
+    /// Its updates and catch-up requests (a run holds them while it streams), its host and
+    /// the run in progress (what the agent asks during a run is withdrawn with it).
+    streams: Streams<SessionUpdate>,
     /// The answer of a prompt a run ended before it came.
     owed: Owed<Result<crate::protocol::acp::PromptResponse, AcpClientError>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl AcpAgents {
@@ -97,11 +84,12 @@ impl AcpAgents {
     where
         R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
     {
-        let routes = Arc::new(Mutex::new(Routes::default()));
-        let (flush, flushes) = mpsc::unbounded_channel();
-        let (client, updates) = AcpClient::over(input, out, closer, Permissions { routes: routes.clone(), flush: flush.clone() }, Some(initialized));
-        tokio::spawn(route(updates, flushes, routes.clone()));
-        Self { client, routes, flush, cwd, ready: Arc::default() }
+        // The permission handler needs the router, which needs the client's updates.
+        let slot: Arc<std::sync::OnceLock<V1Router>> = Arc::default();
+        let (client, updates) = AcpClient::over(input, out, closer, Permissions { router: slot.clone() }, Some(initialized));
+        let router = Router::start(updates, sort);
+        let _ = slot.set(router.clone());
+        Self { client, router, cwd, ready: Arc::default() }
     }
 
     /// Opens the first session now (its refusal, an agent that wants authentication say, ends
@@ -115,13 +103,8 @@ impl AcpAgents {
     /// Opens an agent session in `cwd` with the host's MCP `servers`.
     async fn open(&self, cwd: &str, servers: Vec<McpServer>) -> Result<Opened, AcpClientError> {
         let session = self.client.new_session(&NewSessionRequest::new(cwd.to_owned(), servers)).await?;
-        let (tx, updates) = mpsc::unbounded_channel();
-        let (catch_up, catch_ups) = mpsc::unbounded_channel();
-        let slot = HostSlot::default();
-        let mut routes = lock(&self.routes);
-        routes.by_session.insert(session.session_id.0.clone(), Route { updates: tx, catch_up, host: slot.clone() });
-        routes.config.insert(session.session_id.0.clone(), session.config_options.unwrap_or_default());
-        Ok(Opened { id: session.session_id, streams: tokio::sync::Mutex::new((updates, catch_ups)), slot, owed: Owed::default() })
+        let streams = self.router.open(&session.session_id.0, Vec::new(), session.config_options.unwrap_or_default());
+        Ok(Opened { id: session.session_id, streams, owed: Owed::default() })
     }
 
     /// A session for a front, reporting to `host`, in `cwd` (the bridge's when `None`). The
@@ -130,9 +113,7 @@ impl AcpAgents {
         let cwd = cwd.map_or_else(|| self.cwd.clone(), |c| c.to_string_lossy().into_owned());
         let opened = if cwd == self.cwd { lock(&self.ready).take() } else { None };
         if let Some(opened) = &opened {
-            if let Some(route) = lock(&self.routes).by_session.get_mut(&opened.id.0) {
-                route.host.set(&host);
-            }
+            self.router.set_host(&opened.id.0, &host);
         }
         let name = self.client.agent().and_then(|a| a.agent_info).map_or_else(|| "acp-agent".to_owned(), |i| i.name);
         AcpRemote { runs: Runs::new(name, host), agents: self.clone(), session: tokio::sync::Mutex::new(opened.map(Arc::new)), renewed: std::sync::atomic::AtomicU64::new(0), cwd, servers: Mutex::new(Vec::new()) }
@@ -141,54 +122,6 @@ impl AcpAgents {
     /// Closes the agent's input (it finishes what it was asked, then exits).
     pub async fn close(&self) {
         self.client.close().await;
-    }
-}
-
-/// Sends each update to its session's run; a flush routes every update already received first
-/// (a prompt's answer can overtake its updates on this extra hop).
-async fn route(mut updates: AcpUpdates, mut flushes: mpsc::UnboundedReceiver<Catch>, routes: Arc<Mutex<Routes>>) {
-    let deliver = |notification: crate::protocol::acp::SessionNotification| {
-        let mut routes = lock(&routes);
-        if let SessionUpdate::ConfigOptionUpdate { config_options, .. } = &notification.update {
-            routes.config.insert(notification.session_id.0.clone(), config_options.clone());
-            return;
-        }
-        if let SessionUpdate::AvailableCommandsUpdate { available_commands, .. } = &notification.update {
-            routes.commands.insert(notification.session_id.0.clone(), available_commands.clone());
-            return;
-        }
-        if let Some(route) = routes.by_session.get(&notification.session_id.0) {
-            let _ = route.updates.send(notification.update);
-        }
-    };
-    loop {
-        tokio::select! {
-            biased;
-            Some(done) = flushes.recv() => {
-                while let Some(notification) = updates.try_next() {
-                    deliver(notification);
-                }
-                let _ = done.send(());
-            }
-            notification = updates.next() => match notification {
-                Some(notification) => deliver(notification),
-                None => break,
-            },
-        }
-    }
-    // The agent is gone: every run's stream ends, and flushes find nothing more.
-    lock(&routes).by_session.clear();
-    flushes.close();
-    while let Some(done) = flushes.recv().await {
-        let _ = done.send(());
-    }
-}
-
-/// Waits until the router has routed every update received so far.
-async fn flushed(flush: &mpsc::UnboundedSender<Catch>) {
-    let (done, routed) = oneshot::channel();
-    if flush.send(done).is_ok() {
-        let _ = tokio::time::timeout(CATCH_UP, routed).await;
     }
 }
 
@@ -223,9 +156,7 @@ impl AcpRemote {
         }
         let servers = lock(&self.servers).clone();
         let opened = self.agents.open(&self.cwd, servers).await.map_err(|e| CoreError::Internal(format!("the agent refused `session/new`: {e}")))?;
-        if let Some(route) = lock(&self.agents.routes).by_session.get_mut(&opened.id.0) {
-            route.host.set(self.runs.host());
-        }
+        self.agents.router.set_host(&opened.id.0, self.runs.host());
         let id = opened.id.clone();
         *session = Some(Arc::new(opened));
         Ok(id)
@@ -237,14 +168,13 @@ impl AcpRemote {
 
     fn thinking(&self) -> Option<Thinking> {
         let id = self.current_id()?;
-        let routes = lock(&self.agents.routes);
-        routes.config.get(&id)?.iter().find_map(|option| match option {
+        self.agents.router.config(&id).into_iter().find_map(|option| match option {
             SessionConfigOption::Variant0 { category: Some(c), id, current_value, options, .. } if c.0 == "thought_level" => {
-                let values = match options {
+                let values = match &options {
                     SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(|o| o.value.0.clone()).collect(),
                     SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(|o| o.value.0.clone())).collect(),
                 };
-                Some(Thinking { id: id.clone(), current: current_value.0.clone(), values })
+                Some(Thinking { id, current: current_value.0, values })
             }
             SessionConfigOption::Variant0 { .. } | SessionConfigOption::Variant1 { .. } => None,
         })
@@ -268,8 +198,8 @@ impl AgentCore for AcpRemote {
         let mut blocks = vec![ContentBlock::Text { annotations: None, meta: None, text: text.clone() }];
         blocks.extend(images.iter().map(|i| ContentBlock::Image { annotations: None, meta: None, data: i.data.clone(), mime_type: String::from(i.mime_type.clone()), uri: None }));
         let request = PromptRequest::new(blocks, opened.id.clone());
-        let (client, flush) = (self.agents.client.clone(), self.agents.flush.clone());
-        self.runs.start_cooperative(text, images, None, WIND_DOWN, move |reply| run(client, flush, opened, request, reply)).await
+        let (client, router) = (self.agents.client.clone(), self.agents.router.clone());
+        self.runs.start_cooperative(text, images, None, WIND_DOWN, move |reply| run(client, router, opened, request, reply)).await
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -280,8 +210,7 @@ impl AgentCore for AcpRemote {
 
     fn commands(&self) -> CommandsResult {
         let Some(id) = self.current_id() else { return CommandsResult { commands: Vec::new() } };
-        let routes = lock(&self.agents.routes);
-        let commands = routes.commands.get(&id).into_iter().flatten().filter_map(|c| slash_command(&c.name, Some(c.description.clone()), Vec::new())).collect();
+        let commands = self.agents.router.commands(&id).into_iter().filter_map(|c| slash_command(&c.name, Some(c.description), Vec::new())).collect();
         CommandsResult { commands }
     }
 
@@ -295,7 +224,7 @@ impl AgentCore for AcpRemote {
         }
         *lock(&self.servers) = configs.iter().map(acp_server).collect();
         if let Some(old) = self.session.lock().await.take() {
-            lock(&self.agents.routes).by_session.remove(&old.id.0);
+            self.agents.router.close(&old.id.0);
         }
         Vec::new()
     }
@@ -323,7 +252,7 @@ impl AgentCore for AcpRemote {
         self.renewed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let old = self.session.lock().await.take();
         if let Some(old) = old {
-            lock(&self.agents.routes).by_session.remove(&old.id.0);
+            self.agents.router.close(&old.id.0);
         }
         self.session().await.map(drop)
     }
@@ -345,7 +274,7 @@ impl AgentCore for AcpRemote {
         }
         let request = SetSessionConfigOptionRequest::Variant1 { config_id: thinking.id, meta: None, session_id: session.clone(), value: SessionConfigValueId(value) };
         let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
-        lock(&self.agents.routes).config.insert(session.0, answer.config_options);
+        self.agents.router.set_config(&session.0, answer.config_options);
         Ok(level)
     }
 
@@ -379,8 +308,8 @@ fn acp_server(config: &McpServerConfig) -> McpServer {
 }
 
 /// One run: the prompt sent, the session's updates streamed until the prompt's answer.
-async fn run(client: AcpClient, flush: mpsc::UnboundedSender<Catch>, opened: Arc<Opened>, request: PromptRequest, reply: Reply) -> RunOutcome {
-    let mut streams = opened.streams.lock().await;
+async fn run(client: AcpClient, router: V1Router, opened: Arc<Opened>, request: PromptRequest, reply: Reply) -> RunOutcome {
+    let mut streams = opened.streams.streams.lock().await;
     let (updates, catch_ups) = &mut *streams;
     let id = &opened.id;
     // An earlier run ended here before its prompt was answered: its updates come before its
@@ -388,9 +317,9 @@ async fn run(client: AcpClient, flush: mpsc::UnboundedSender<Catch>, opened: Arc
     if !opened.owed.settle().await {
         return failed("the agent is still ending the cancelled prompt; try again");
     }
-    flushed(&flush).await;
+    router.flushed().await;
     while updates.try_recv().is_ok() {}
-    let run_guard = opened.slot.begin_run();
+    let run_guard = opened.streams.slot.begin_run();
     let prompting = client.clone();
     let answer = Answer::spawn(async move { prompting.prompt(&request).await }, &opened.owed);
     tokio::pin!(answer);
@@ -420,7 +349,7 @@ async fn run(client: AcpClient, flush: mpsc::UnboundedSender<Catch>, opened: Arc
         }
     };
     // Every update of the prompt came before its answer: once routed, they are all here.
-    flushed(&flush).await;
+    router.flushed().await;
     while let Ok(update) = updates.try_recv() {
         stream.forward(update, &reply).await;
     }
@@ -535,27 +464,15 @@ impl Stream {
 
 /// The agent's permission requests, asked of the host of the session they name.
 struct Permissions {
-    routes: Arc<Mutex<Routes>>,
-    flush: mpsc::UnboundedSender<Catch>,
+    router: Arc<std::sync::OnceLock<V1Router>>,
 }
 
 impl AcpClientHandler for Permissions {
     async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
         let cancelled = || Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
-        let (host, catch_up, cancel) = {
-            let routes = lock(&self.routes);
-            match routes.by_session.get(&request.session_id.0) {
-                Some(route) => (route.host.get(), route.catch_up.clone(), route.host.run_token()),
-                None => return cancelled(),
-            }
-        };
-        let Some(host) = host else { return cancelled() };
         // The tool call it is about reaches the host first.
-        flushed(&self.flush).await;
-        let (done, caught) = oneshot::channel();
-        if catch_up.send(done).is_ok() {
-            let _ = tokio::time::timeout(CATCH_UP, caught).await;
-        }
+        let Some(router) = self.router.get() else { return cancelled() };
+        let Some((host, cancel)) = router.caught_up(&request.session_id.0).await else { return cancelled() };
         let call = &request.tool_call;
         let name = call.name.clone().or_else(|| call.title.clone()).unwrap_or_else(|| "tool".to_owned());
         let args = match &call.raw_input {

@@ -18,14 +18,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot};
 
-use crate::client::{AcpV2Client, AcpV2Updates, CallError};
+use crate::client::{AcpV2Client, CallError};
 use crate::core::events::RunOutcome;
 use crate::core::mcp::{McpServerConfig, StartFailure};
 use crate::core::port::Decision;
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
-use crate::dialect::remote::{approve, failed, slash_command, HostSlot, WIND_DOWN};
+use crate::dialect::acp::router::{Router, Sorted, Streams};
+use crate::dialect::remote::{approve, failed, slash_command, WIND_DOWN};
 use crate::jsonrpc::Error;
 use crate::protocol::acp_v2::{
     AbsolutePath, AcpClientHandler, AvailableCommand, ContentBlock, McpServer, MediaType, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate,
@@ -35,28 +35,20 @@ use crate::protocol::{CommandsResult, ImageContent, ThinkingLevel};
 
 const NO_QUEUE: &str = "ACP has no message queue: a prompt runs alone (cancel it, then prompt)";
 
-/// How long the agent's request waits for its run to forward what came before it.
-const CATCH_UP: Duration = Duration::from_secs(1);
-
 /// How long a run waits for the `idle` of a turn an earlier run left before it ended.
 const LEFT_TURN: Duration = Duration::from_secs(5);
 
-type Catch = oneshot::Sender<()>;
+/// The router of a v2 agent's updates.
+type V2Router = Router<SessionUpdate, AvailableCommand, SessionConfigOption>;
 
-#[derive(Debug)]
-struct Route {
-    updates: mpsc::UnboundedSender<SessionUpdate>,
-    catch_up: mpsc::UnboundedSender<Catch>,
-    host: HostSlot,
-}
-
-#[derive(Debug, Default)]
-struct Routes {
-    by_session: HashMap<String, Route>,
-    /// Each session's slash commands, as the agent last reported them.
-    commands: HashMap<String, Vec<AvailableCommand>>,
-    /// Each session's config options, as the agent last reported them.
-    config: HashMap<String, Vec<SessionConfigOption>>,
+/// What a v2 notification is, for the router.
+fn sort(notification: crate::protocol::acp_v2::UpdateSessionNotification) -> (String, Sorted<SessionUpdate, AvailableCommand, SessionConfigOption>) {
+    let sorted = match notification.update {
+        SessionUpdate::ConfigOptionUpdate { config_options, .. } => Sorted::Config(config_options),
+        SessionUpdate::AvailableCommandsUpdate { available_commands, .. } => Sorted::Commands(available_commands),
+        update => Sorted::Update(update),
+    };
+    (notification.session_id.0, sorted)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -67,8 +59,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, Clone)]
 pub struct AcpV2Agents {
     client: AcpV2Client,
-    routes: Arc<Mutex<Routes>>,
-    flush: mpsc::UnboundedSender<Catch>,
+    router: V2Router,
     cwd: String,
 }
 
@@ -76,21 +67,21 @@ pub struct AcpV2Agents {
 #[derive(Debug)]
 struct Opened {
     id: SessionId,
-    streams: tokio::sync::Mutex<(mpsc::UnboundedReceiver<SessionUpdate>, mpsc::UnboundedReceiver<Catch>)>,
-    slot: HostSlot,
+    streams: Streams<SessionUpdate>,
     /// A run ended (cancelled, bounded) before the agent reported the turn `idle`.
     turn_left: std::sync::atomic::AtomicBool,
 }
 
 impl AcpV2Agents {
-    /// Drives the v2 agent behind `client` (initialized with protocol version 2), its updates
-    /// `updates`; sessions open in `cwd`.
+    /// Drives the v2 agent reading `input` (its stdout) and writing `out` (its stdin, closed by
+    /// `closer`); send `initialize` through [`AcpV2Agents::client`]. Sessions open in `cwd`.
     pub fn connect(input: impl tokio::io::AsyncBufRead + Unpin + Send + 'static, out: crate::transport::Outbox, closer: crate::client::InputCloser, cwd: String) -> Self {
-        let routes = Arc::new(Mutex::new(Routes::default()));
-        let (flush, flushes) = mpsc::unbounded_channel();
-        let (client, updates) = AcpV2Client::over(input, out, closer, Permissions { routes: routes.clone(), flush: flush.clone() });
-        tokio::spawn(route(updates, flushes, routes.clone()));
-        Self { client, routes, flush, cwd }
+        // The permission handler needs the router, which needs the client's updates.
+        let slot: Arc<std::sync::OnceLock<V2Router>> = Arc::default();
+        let (client, updates) = AcpV2Client::over(input, out, closer, Permissions { router: slot.clone() });
+        let router = Router::start(updates, sort);
+        let _ = slot.set(router.clone());
+        Self { client, router, cwd }
     }
 
     /// The client (to send `initialize`).
@@ -102,14 +93,8 @@ impl AcpV2Agents {
         let mut request = NewSessionRequest::new(AbsolutePath(cwd.to_owned()));
         request.mcp_servers = servers;
         let session = self.client.new_session(&request).await?;
-        let (tx, updates) = mpsc::unbounded_channel();
-        let (catch_up, catch_ups) = mpsc::unbounded_channel();
-        let slot = HostSlot::default();
-        let mut routes = lock(&self.routes);
-        routes.by_session.insert(session.session_id.0.clone(), Route { updates: tx, catch_up, host: slot.clone() });
-        routes.commands.insert(session.session_id.0.clone(), session.available_commands);
-        routes.config.insert(session.session_id.0.clone(), session.config_options);
-        Ok(Opened { id: session.session_id, streams: tokio::sync::Mutex::new((updates, catch_ups)), slot, turn_left: Default::default() })
+        let streams = self.router.open(&session.session_id.0, session.available_commands, session.config_options);
+        Ok(Opened { id: session.session_id, streams, turn_left: Default::default() })
     }
 
     /// A session for a front, reporting to `host`, in `cwd` (the bridge's when `None`).
@@ -122,51 +107,6 @@ impl AcpV2Agents {
     /// Closes the agent's input (it finishes what it was asked, then exits).
     pub async fn close(&self) {
         self.client.close().await;
-    }
-}
-
-/// Sends each update to its session's run; a flush routes every update already received first.
-async fn route(mut updates: AcpV2Updates, mut flushes: mpsc::UnboundedReceiver<Catch>, routes: Arc<Mutex<Routes>>) {
-    let deliver = |notification: crate::protocol::acp_v2::UpdateSessionNotification| {
-        let mut routes = lock(&routes);
-        if let SessionUpdate::AvailableCommandsUpdate { available_commands, .. } = &notification.update {
-            routes.commands.insert(notification.session_id.0.clone(), available_commands.clone());
-            return;
-        }
-        if let SessionUpdate::ConfigOptionUpdate { config_options, .. } = &notification.update {
-            routes.config.insert(notification.session_id.0.clone(), config_options.clone());
-            return;
-        }
-        if let Some(route) = routes.by_session.get(&notification.session_id.0) {
-            let _ = route.updates.send(notification.update);
-        }
-    };
-    loop {
-        tokio::select! {
-            biased;
-            Some(done) = flushes.recv() => {
-                while let Some(notification) = updates.try_next() {
-                    deliver(notification);
-                }
-                let _ = done.send(());
-            }
-            notification = updates.next() => match notification {
-                Some(notification) => deliver(notification),
-                None => break,
-            },
-        }
-    }
-    lock(&routes).by_session.clear();
-    flushes.close();
-    while let Some(done) = flushes.recv().await {
-        let _ = done.send(());
-    }
-}
-
-async fn flushed(flush: &mpsc::UnboundedSender<Catch>) {
-    let (done, routed) = oneshot::channel();
-    if flush.send(done).is_ok() {
-        let _ = tokio::time::timeout(CATCH_UP, routed).await;
     }
 }
 
@@ -188,9 +128,7 @@ impl AcpV2Remote {
         }
         let servers = lock(&self.servers).clone();
         let opened = Arc::new(self.agents.open(&self.cwd, servers).await.map_err(|e| CoreError::Internal(format!("the agent refused `session/new`: {e}")))?);
-        if let Some(route) = lock(&self.agents.routes).by_session.get_mut(&opened.id.0) {
-            route.host.set(self.runs.host());
-        }
+        self.agents.router.set_host(&opened.id.0, self.runs.host());
         *session = Some(opened.clone());
         Ok(opened)
     }
@@ -202,14 +140,13 @@ impl AcpV2Remote {
     /// The agent's `thought_level` select: its id, current value and values.
     fn thinking(&self) -> Option<(SessionConfigId, String, Vec<String>)> {
         let id = self.current_id()?;
-        let routes = lock(&self.agents.routes);
-        routes.config.get(&id)?.iter().find_map(|option| match option {
+        self.agents.router.config(&id).into_iter().find_map(|option| match option {
             SessionConfigOption::Variant0 { category: Some(c), config_id, current_value, options, .. } if c.0 == "thought_level" => {
-                let values = match options {
+                let values = match &options {
                     SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(|o| o.value.0.clone()).collect(),
                     SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(|o| o.value.0.clone())).collect(),
                 };
-                Some((config_id.clone(), current_value.0.clone(), values))
+                Some((config_id, current_value.0, values))
             }
             SessionConfigOption::Variant0 { .. } | SessionConfigOption::Variant1 { .. } => None,
         })
@@ -247,8 +184,8 @@ impl AgentCore for AcpV2Remote {
         let mut blocks = vec![ContentBlock::Text { annotations: None, meta: None, text: text.clone() }];
         blocks.extend(images.iter().map(|i| ContentBlock::Image { annotations: None, meta: None, data: i.data.clone(), mime_type: MediaType(String::from(i.mime_type.clone())), uri: None }));
         let request = PromptRequest::new(blocks, opened.id.clone());
-        let (client, flush) = (self.agents.client.clone(), self.agents.flush.clone());
-        self.runs.start_cooperative(text, images, None, WIND_DOWN, move |reply| run(client, flush, opened, request, reply)).await
+        let (client, router) = (self.agents.client.clone(), self.agents.router.clone());
+        self.runs.start_cooperative(text, images, None, WIND_DOWN, move |reply| run(client, router, opened, request, reply)).await
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -258,14 +195,13 @@ impl AgentCore for AcpV2Remote {
 
     fn commands(&self) -> CommandsResult {
         let Some(id) = self.current_id() else { return CommandsResult { commands: Vec::new() } };
-        let routes = lock(&self.agents.routes);
-        let commands = routes
-            .commands
-            .get(&id)
+        let commands = self
+            .agents
+            .router
+            .commands(&id)
             .into_iter()
-            .flatten()
             .filter_map(|c| match c {
-                AvailableCommand::Command { name, description, .. } => slash_command(name, Some(description.clone()), Vec::new()),
+                AvailableCommand::Command { name, description, .. } => slash_command(&name, Some(description), Vec::new()),
             })
             .collect();
         CommandsResult { commands }
@@ -278,7 +214,7 @@ impl AgentCore for AcpV2Remote {
         let _ = bound;
         *lock(&self.servers) = configs.iter().filter_map(v2_server).collect();
         if let Some(old) = self.session.lock().await.take() {
-            lock(&self.agents.routes).by_session.remove(&old.id.0);
+            self.agents.router.close(&old.id.0);
             let _ = self.agents.client.close_session(&old.id).await;
         }
         if let Err(e) = self.opened().await {
@@ -306,7 +242,7 @@ impl AgentCore for AcpV2Remote {
         self.runs.abort().await;
         let old = self.session.lock().await.take();
         if let Some(old) = old {
-            lock(&self.agents.routes).by_session.remove(&old.id.0);
+            self.agents.router.close(&old.id.0);
             let _ = self.agents.client.close_session(&old.id).await;
         }
         self.opened().await.map(drop)
@@ -329,7 +265,7 @@ impl AgentCore for AcpV2Remote {
         }
         let request = SetSessionConfigOptionRequest::Variant0 { config_id, meta: None, session_id: session.clone(), type_: "select".to_owned(), value: SessionConfigValueId(value) };
         let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
-        lock(&self.agents.routes).config.insert(session.0, answer.config_options);
+        self.agents.router.set_config(&session.0, answer.config_options);
         Ok(level)
     }
 
@@ -356,10 +292,10 @@ fn outcome(stop_reason: Option<&str>, error: Option<&crate::protocol::acp_v2::Er
 }
 
 /// One run: the prompt sent, the session's updates streamed until the turn is `idle`.
-async fn run(client: AcpV2Client, flush: mpsc::UnboundedSender<Catch>, opened: Arc<Opened>, request: PromptRequest, reply: Reply) -> RunOutcome {
-    let mut streams = opened.streams.lock().await;
+async fn run(client: AcpV2Client, router: V2Router, opened: Arc<Opened>, request: PromptRequest, reply: Reply) -> RunOutcome {
+    let mut streams = opened.streams.streams.lock().await;
     let (updates, catch_ups) = &mut *streams;
-    flushed(&flush).await;
+    router.flushed().await;
     // A turn an earlier run left (cancelled, then ended before the agent said so) ends first.
     if opened.turn_left.swap(false, std::sync::atomic::Ordering::SeqCst) {
         let left = async {
@@ -376,7 +312,7 @@ async fn run(client: AcpV2Client, flush: mpsc::UnboundedSender<Catch>, opened: A
         }
     }
     while updates.try_recv().is_ok() {}
-    let run_guard = opened.slot.begin_run();
+    let run_guard = opened.streams.slot.begin_run();
     // Marked until the turn's `idle` is read: a run cut short leaves it to the next.
     opened.turn_left.store(true, std::sync::atomic::Ordering::SeqCst);
     let prompting = client.clone();
@@ -578,27 +514,15 @@ impl Stream {
 
 /// The agent's permission requests, asked of the host of the session they name.
 struct Permissions {
-    routes: Arc<Mutex<Routes>>,
-    flush: mpsc::UnboundedSender<Catch>,
+    router: Arc<std::sync::OnceLock<V2Router>>,
 }
 
 impl AcpClientHandler for Permissions {
     async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
         let cancelled = || Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled { meta: None }));
-        let (host, catch_up, cancel) = {
-            let routes = lock(&self.routes);
-            match routes.by_session.get(&request.session_id.0) {
-                Some(route) => (route.host.get(), route.catch_up.clone(), route.host.run_token()),
-                None => return cancelled(),
-            }
-        };
-        let Some(host) = host else { return cancelled() };
         // The tool call it is about reaches the host first.
-        flushed(&self.flush).await;
-        let (done, caught) = oneshot::channel();
-        if catch_up.send(done).is_ok() {
-            let _ = tokio::time::timeout(CATCH_UP, caught).await;
-        }
+        let Some(router) = self.router.get() else { return cancelled() };
+        let Some((host, cancel)) = router.caught_up(&request.session_id.0).await else { return cancelled() };
         let empty = ToolCallUpdate::new(crate::protocol::acp_v2::ToolCallId(String::new()));
         let call = match &request.subject {
             Some(RequestPermissionSubject::ToolCall { tool_call, .. }) => tool_call,
