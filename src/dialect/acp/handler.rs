@@ -76,11 +76,11 @@ impl<A> std::fmt::Debug for AcpServer<A> {
     }
 }
 
-fn not_found(session: &str) -> Error {
+pub(crate) fn not_found(session: &str) -> Error {
     Error::resource_not_found(format!("Session not found: {session}")).with_details([("sessionId", session)])
 }
 
-fn absolute(cwd: &str) -> Result<PathBuf, Error> {
+pub(crate) fn absolute(cwd: &str) -> Result<PathBuf, Error> {
     let path = PathBuf::from(cwd);
     if path.is_absolute() {
         Ok(path)
@@ -134,7 +134,7 @@ fn unsupported_method(method: &str) -> Error {
 }
 
 /// The core's refusal as an ACP error: what it does not support is -32601, the rest -32603.
-fn core_error(e: CoreError) -> Error {
+pub(crate) fn core_error(e: CoreError) -> Error {
     match e {
         CoreError::Unsupported(message) => Error::method_not_found(message),
         CoreError::InvalidParams(_) | CoreError::NotFound(_) | CoreError::Busy(_) | CoreError::Conflict(_) | CoreError::SessionWrite(_) | CoreError::Internal(_) => Error::internal(e.to_string()),

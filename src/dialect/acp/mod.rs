@@ -48,7 +48,7 @@ pub mod remote;
 #[cfg(feature = "client")]
 pub mod router;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -92,11 +92,8 @@ struct SessionState {
     cancelled: bool,
     /// Tool calls announced in this session, by id.
     calls: HashMap<String, CallInfo>,
-    /// Tools the user answered `reject_always` for.
-    rejected_tools: HashSet<String>,
-    /// Tools the user answered `allow_always` for (the core remembers them too; kept here so
-    /// the answer survives the core forgetting it on a session switch).
-    allowed_tools: HashSet<String>,
+    /// The tools the user answered `allow_always` or `reject_always` for.
+    standing: port::Standing,
 }
 
 /// One ACP session's side of the core: its event sink and host port.

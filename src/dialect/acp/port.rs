@@ -20,12 +20,53 @@ use crate::jsonrpc::Reply;
 use crate::protocol::acp::{methods, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallContent, ToolCallId, ToolCallUpdate};
 use crate::core::tools::ToolOutput;
 
-const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
-    ("allow_once", "Allow", PermissionOptionKind::AllowOnce),
-    ("allow_always", "Always allow", PermissionOptionKind::AllowAlways),
-    ("reject_once", "Reject", PermissionOptionKind::RejectOnce),
-    ("reject_always", "Always reject", PermissionOptionKind::RejectAlways),
-];
+/// The four standard options, v1 and v2 alike: id (which is also its kind) and label.
+pub const OPTIONS: [(&str, &str); 4] = [("allow_once", "Allow"), ("allow_always", "Always allow"), ("reject_once", "Reject"), ("reject_always", "Always reject")];
+
+fn kind(id: &str) -> PermissionOptionKind {
+    match id {
+        "allow_once" => PermissionOptionKind::AllowOnce,
+        "allow_always" => PermissionOptionKind::AllowAlways,
+        "reject_always" => PermissionOptionKind::RejectAlways,
+        _ => PermissionOptionKind::RejectOnce,
+    }
+}
+
+/// A session's standing answers: the tools the user answered `allow_always` or
+/// `reject_always` for (the core remembers the first too; kept here so the answer survives the
+/// core forgetting it on a session switch).
+#[derive(Debug, Default)]
+pub struct Standing {
+    allowed: std::collections::HashSet<String>,
+    rejected: std::collections::HashSet<String>,
+}
+
+impl Standing {
+    /// The answer already given for every call of `tool`, if any.
+    pub fn given(&self, tool: &str) -> Option<Decision> {
+        if self.rejected.contains(tool) {
+            return Some(Decision::Reject { feedback: Some(format!("The user always rejects `{tool}` in this session.")) });
+        }
+        self.allowed.contains(tool).then_some(Decision::ApproveForSession)
+    }
+
+    /// The decision the option `chosen` means for a call of `tool`, remembered when it stands
+    /// for the session. Only `allow_once` and `allow_always` let it run: anything else rejects.
+    pub fn decide(&mut self, tool: &str, chosen: &str) -> Decision {
+        match chosen {
+            "allow_once" => Decision::Approve,
+            "allow_always" => {
+                self.allowed.insert(tool.to_owned());
+                Decision::ApproveForSession
+            }
+            "reject_always" => {
+                self.rejected.insert(tool.to_owned());
+                Decision::Reject { feedback: None }
+            }
+            _ => Decision::Reject { feedback: None },
+        }
+    }
+}
 
 /// A file change as ACP's `diff` tool call content (`oldText` absent for a new file).
 fn diff(change: FileChange) -> ToolCallContent {
@@ -35,14 +76,8 @@ fn diff(change: FileChange) -> ToolCallContent {
 impl AcpSessionHost {
     async fn request_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
         let tool = ask.call.name.to_string();
-        {
-            let st = lock(&self.state);
-            if st.rejected_tools.contains(&tool) {
-                return Decision::Reject { feedback: Some(format!("The user always rejects `{tool}` in this session.")) };
-            }
-            if st.allowed_tools.contains(&tool) {
-                return Decision::ApproveForSession;
-            }
+        if let Some(given) = lock(&self.state).standing.given(&tool) {
+            return given;
         }
         let tool_call = ToolCallUpdate::new(ToolCallId(ask.call.id.to_string()))
             .with_kind(tool_kind(&tool))
@@ -51,7 +86,7 @@ impl AcpSessionHost {
             .with_raw_input(Value::Object(ask.call.arguments.clone()))
             .with_title(tool_title(&tool, &ask.call.arguments))
             .with_content(ask.change.map(|change| vec![diff(change)]));
-        let options = OPTIONS.iter().map(|(id, name, kind)| PermissionOption::new(*kind, *name, PermissionOptionId((*id).to_owned()))).collect();
+        let options = OPTIONS.iter().map(|(id, name)| PermissionOption::new(kind(id), *name, PermissionOptionId((*id).to_owned()))).collect();
         let params = RequestPermissionRequest::new(options, SessionId(self.session_id()), tool_call);
         let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
         let outcome = match pending.wait(Some(ask.timeout), Some(ask.cancel)).await {
@@ -66,18 +101,7 @@ impl AcpSessionHost {
             Some(RequestPermissionOutcome::Cancelled) => return Decision::Abandoned,
             None => return Decision::Reject { feedback: None },
         };
-        let decision = match chosen.as_str() {
-            "allow_once" => Decision::Approve,
-            "allow_always" => {
-                lock(&self.state).allowed_tools.insert(tool);
-                Decision::ApproveForSession
-            }
-            "reject_always" => {
-                lock(&self.state).rejected_tools.insert(tool);
-                Decision::Reject { feedback: None }
-            }
-            _ => Decision::Reject { feedback: None },
-        };
+        let decision = lock(&self.state).standing.decide(&tool, &chosen);
         if matches!(decision, Decision::Approve | Decision::ApproveForSession) {
             let mut update = call_update(&ask.call.id);
             if let SessionUpdate::ToolCallUpdate { status, .. } = &mut update {

@@ -127,6 +127,13 @@ fn set_update(update: &mut SessionUpdate, f: impl FnOnce(&mut Option<ToolCallSta
     }
 }
 
+/// What a finished assistant message says of the context window, for `usage_update`: (window
+/// size, tokens used); `None` for a message that failed or was aborted, or an unknown window.
+pub fn context_usage(m: &crate::protocol::AssistantMessage, window: Option<u64>) -> Option<(u64, u64)> {
+    let size = window.filter(|s| *s > 0)?;
+    matches!(m.stop_reason, StopReason::Stop | StopReason::Length | StopReason::ToolUse).then(|| (size, m.usage.input + m.usage.cache_read + m.usage.cache_write + m.usage.output))
+}
+
 /// The todo list as an ACP plan.
 pub fn plan(phases: &[TodoPhase]) -> SessionUpdate {
     let entries = phases
@@ -252,12 +259,9 @@ impl AcpSessionHost {
                 if m.stop_reason == StopReason::Length {
                     lock(&self.state).hit_length = true;
                 }
-                if matches!(m.stop_reason, StopReason::Stop | StopReason::Length | StopReason::ToolUse) {
-                    let used = m.usage.input + m.usage.cache_read + m.usage.cache_write + m.usage.output;
-                    let size = lock(&self.context_window).unwrap_or(0);
-                    if size > 0 {
-                        self.update(SessionUpdate::UsageUpdate { cost: None, meta: None, size, used }).await;
-                    }
+                let window = *lock(&self.context_window);
+                if let Some((size, used)) = context_usage(m, window) {
+                    self.update(SessionUpdate::UsageUpdate { cost: None, meta: None, size, used }).await;
                 }
             }
             // Approval comes after ToolStart: a call turns `in_progress` once allowed (see the

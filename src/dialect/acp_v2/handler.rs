@@ -8,14 +8,14 @@
 //! asks.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use super::{lock, same_shape, AcpV2SessionHost};
 use crate::core::events::RunOutcome;
-use crate::core::{AgentCore, AgentInfo, Capabilities, CoreError, Host, Submitted};
+use crate::core::{AgentCore, AgentInfo, Capabilities, Host, Submitted};
+use crate::dialect::acp::handler::{absolute, core_error, not_found};
 use crate::dialect::acp::{auth, config, SessionFactory};
 use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp_v2::*;
@@ -43,26 +43,6 @@ pub struct AcpV2Server<A> {
 impl<A> std::fmt::Debug for AcpV2Server<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AcpV2Server").finish_non_exhaustive()
-    }
-}
-
-fn not_found(session: &str) -> Error {
-    Error::resource_not_found(format!("Session not found: {session}")).with_details([("sessionId", session)])
-}
-
-fn absolute(cwd: &str) -> Result<PathBuf, Error> {
-    let path = PathBuf::from(cwd);
-    if path.is_absolute() {
-        Ok(path)
-    } else {
-        Err(Error::invalid_params(format!("cwd must be an absolute path: {cwd}")).at("/cwd", "not an absolute path"))
-    }
-}
-
-fn core_error(e: CoreError) -> Error {
-    match e {
-        CoreError::Unsupported(message) => Error::method_not_found(message),
-        CoreError::InvalidParams(_) | CoreError::NotFound(_) | CoreError::Busy(_) | CoreError::Conflict(_) | CoreError::SessionWrite(_) | CoreError::Internal(_) => Error::internal(e.to_string()),
     }
 }
 

@@ -28,7 +28,7 @@ mod project;
 pub mod remote;
 pub mod serve;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -76,9 +76,8 @@ struct SessionState {
     idle: Option<tokio::sync::watch::Receiver<bool>>,
     /// Tool calls announced in this session, by id.
     calls: HashMap<String, CallInfo>,
-    /// Tools the user answered `reject_always` / `allow_always` for.
-    rejected_tools: HashSet<String>,
-    allowed_tools: HashSet<String>,
+    /// The tools the user answered `allow_always` or `reject_always` for.
+    standing: crate::dialect::acp::port::Standing,
 }
 
 /// One ACP v2 session's side of the core: its event sink and host port.

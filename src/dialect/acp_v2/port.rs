@@ -16,20 +16,12 @@ use crate::core::tools::ToolOutput;
 use crate::jsonrpc::Reply;
 use crate::protocol::acp_v2::{methods, MessageId, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate};
 
-/// The options: id, label, and kind (v2's kinds are an open string union; the ids are the kinds).
-const OPTIONS: [(&str, &str); 4] = [("allow_once", "Allow"), ("allow_always", "Always allow"), ("reject_once", "Reject"), ("reject_always", "Always reject")];
 
 impl AcpV2SessionHost {
     async fn request_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
         let tool = ask.call.name.to_string();
-        {
-            let st = lock(&self.state);
-            if st.rejected_tools.contains(&tool) {
-                return Decision::Reject { feedback: Some(format!("The user always rejects `{tool}` in this session.")) };
-            }
-            if st.allowed_tools.contains(&tool) {
-                return Decision::ApproveForSession;
-            }
+        if let Some(given) = lock(&self.state).standing.given(&tool) {
+            return given;
         }
         let cwd = lock(&self.cwd).clone();
         let mut tool_call = described(call_update(&ask.call.id), cwd.as_deref(), &tool, &ask.call.arguments);
@@ -38,7 +30,7 @@ impl AcpV2SessionHost {
             tool_call = tool_call.with_content(vec![diff(&change.path.display().to_string(), change.old_text.as_deref(), &change.new_text)]);
         }
         let title = super::super::acp::project::tool_title(&tool, &ask.call.arguments);
-        let options = OPTIONS.iter().map(|(id, name)| PermissionOption::new(PermissionOptionKind((*id).to_owned()), *name, PermissionOptionId((*id).to_owned()))).collect();
+        let options = crate::dialect::acp::port::OPTIONS.iter().map(|(id, name)| PermissionOption::new(PermissionOptionKind((*id).to_owned()), *name, PermissionOptionId((*id).to_owned()))).collect();
         let params = RequestPermissionRequest::new(options, SessionId(self.session_id()), format!("Allow {title}?")).with_subject(RequestPermissionSubject::ToolCall { meta: None, tool_call });
         let first = {
             let mut st = lock(&self.state);
@@ -71,18 +63,12 @@ impl AcpV2SessionHost {
             // An unknown outcome (or an unreadable answer) is no approval.
             None => return Decision::Reject { feedback: None },
         };
-        match chosen.as_str() {
-            "allow_once" => Decision::Approve,
-            "allow_always" => {
-                lock(&self.state).allowed_tools.insert(tool);
-                Decision::ApproveForSession
-            }
-            "reject_always" => {
-                lock(&self.state).rejected_tools.insert(tool);
-                Decision::Reject { feedback: None }
-            }
-            _ => Decision::Reject { feedback: None },
+        let decision = lock(&self.state).standing.decide(&tool, &chosen);
+        // Allowed: the call runs now.
+        if matches!(decision, Decision::Approve | Decision::ApproveForSession) {
+            self.update(super::project::as_update(call_update(&ask.call.id).with_status(super::project::status("in_progress")))).await;
         }
+        decision
     }
 }
 

@@ -63,7 +63,7 @@ pub(super) fn described(update: ToolCallUpdate, cwd: Option<&std::path::Path>, n
     }
 }
 
-fn as_update(u: ToolCallUpdate) -> SessionUpdate {
+pub(super) fn as_update(u: ToolCallUpdate) -> SessionUpdate {
     let ToolCallUpdate { capabilities, content, kind, locations, meta, name, raw_input, raw_output, status, title, tool_call_id } = u;
     SessionUpdate::ToolCallUpdate { capabilities, content, kind, locations, meta, name, raw_input, raw_output, status, title, tool_call_id }
 }
@@ -209,12 +209,9 @@ impl AcpV2SessionHost {
                 if m.stop_reason == StopReason::Length {
                     lock(&self.state).hit_length = true;
                 }
-                if matches!(m.stop_reason, StopReason::Stop | StopReason::Length | StopReason::ToolUse) {
-                    let used = m.usage.input + m.usage.cache_read + m.usage.cache_write + m.usage.output;
-                    let size = lock(&self.context_window).unwrap_or(0);
-                    if size > 0 {
-                        self.update(SessionUpdate::UsageUpdate { cost: None, meta: None, size, used }).await;
-                    }
+                let window = *lock(&self.context_window);
+                if let Some((size, used)) = v1::context_usage(m, window) {
+                    self.update(SessionUpdate::UsageUpdate { cost: None, meta: None, size, used }).await;
                 }
             }
             AgentEvent::ToolStart { .. } => {}
