@@ -304,7 +304,7 @@ fn built_in_providers_appear_when_their_key_is_set_and_bad_selections_fail_at_st
     let run = |env: &[(&str, &str)], args: &[&str]| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"));
         cmd.args(["--mode", "rpc", "--config-dir"]).arg(config.path()).args(args);
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
             cmd.env_remove(var);
         }
         for (k, v) in env {
@@ -335,7 +335,7 @@ fn run_with_models(models: Option<&Value>, env: &[(&str, &str)], args: &[&str]) 
     }
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"));
     cmd.args(["--mode", "rpc", "--config-dir"]).arg(config.path()).args(args);
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
         cmd.env_remove(var);
     }
     cmd.envs(env.iter().copied());

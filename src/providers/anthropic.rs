@@ -95,13 +95,11 @@ pub fn messages(history: &[AgentMessage]) -> Vec<Value> {
                 &mut out,
                 vec![json!({"type": "tool_result", "tool_use_id": r.tool_call_id.as_str(), "content": blocks(&r.content), "is_error": r.is_error})],
             ),
-            AgentMessage::BashExecution(b) if b.exclude_from_context != Some(true) => push_user(
-                &mut out,
-                vec![json!({"type": "text", "text": format!("I ran `{}` (exit code {}):\n```\n{}\n```", b.command, b.exit_code.map_or("none".to_owned(), |c| c.to_string()), b.output)})],
-            ),
-            AgentMessage::BashExecution(_) => {}
-            AgentMessage::CompactionSummary(c) => push_user(&mut out, vec![json!({"type": "text", "text": format!("<summary>\n{}\n</summary>", c.summary)})]),
-            AgentMessage::BranchSummary(b) => push_user(&mut out, vec![json!({"type": "text", "text": format!("<summary>\n{}\n</summary>", b.summary)})]),
+            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) => {
+                if let Some(text) = super::note_text(m) {
+                    push_user(&mut out, vec![json!({"type": "text", "text": text})]);
+                }
+            }
             AgentMessage::Custom(c) => push_user(
                 &mut out,
                 match &c.content {

@@ -33,7 +33,8 @@ fn parts(content: &[TextOrImageContent]) -> Vec<Value> {
         .collect()
 }
 
-fn text_of(content: &[TextOrImageContent]) -> String {
+/// The text of a tool result (an image as `[image]`).
+pub(super) fn text_of(content: &[TextOrImageContent]) -> String {
     let mut out = String::new();
     for c in content {
         match c {
@@ -75,13 +76,11 @@ pub fn messages(system: &str, history: &[AgentMessage]) -> Vec<Value> {
                 out.push(msg);
             }
             AgentMessage::ToolResult(r) => out.push(json!({"role": "tool", "tool_call_id": r.tool_call_id.as_str(), "content": text_of(&r.content)})),
-            AgentMessage::BashExecution(b) if b.exclude_from_context != Some(true) => out.push(json!({
-                "role": "user",
-                "content": format!("I ran `{}` (exit code {}):\n```\n{}\n```", b.command, b.exit_code.map_or("none".to_owned(), |c| c.to_string()), b.output)
-            })),
-            AgentMessage::BashExecution(_) => {}
-            AgentMessage::CompactionSummary(c) => out.push(json!({"role": "user", "content": format!("<summary>\n{}\n</summary>", c.summary)})),
-            AgentMessage::BranchSummary(b) => out.push(json!({"role": "user", "content": format!("<summary>\n{}\n</summary>", b.summary)})),
+            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) => {
+                if let Some(text) = super::note_text(m) {
+                    out.push(json!({"role": "user", "content": text}));
+                }
+            }
             AgentMessage::Custom(c) => {
                 let content = match &c.content {
                     UserContent::String(s) => json!(s),
@@ -94,7 +93,8 @@ pub fn messages(system: &str, history: &[AgentMessage]) -> Vec<Value> {
     out
 }
 
-fn effort(level: ThinkingLevel) -> Option<&'static str> {
+/// The `reasoning_effort` (Chat Completions) or `reasoning.effort` (Responses) for a level.
+pub(super) fn effort(level: ThinkingLevel) -> Option<&'static str> {
     match level {
         ThinkingLevel::Off => None,
         ThinkingLevel::Minimal => Some("minimal"),
@@ -186,6 +186,7 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
                 output: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
                 cache_read: cached,
                 cache_write: 0,
+                reasoning: u.pointer("/completion_tokens_details/reasoning_tokens").and_then(Value::as_u64),
             };
         }
         let Some(choice) = chunk.pointer("/choices/0") else { continue };
