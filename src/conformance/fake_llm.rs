@@ -88,6 +88,8 @@ struct Shared {
     /// Set when a client went away before its stream was fully written (an abort must drop
     /// the HTTP request, not read it to its end).
     disconnected: bool,
+    /// When each SSE event of the model requests' streams was written, in order.
+    written: Vec<std::time::Instant>,
 }
 
 /// A running fake LLM server.
@@ -179,6 +181,13 @@ impl FakeLlm {
         lock(&self.shared).seen.iter().map(|s| s.body.clone()).collect()
     }
 
+    /// When each SSE event of the model requests' streams was written to the socket, in order
+    /// (side requests' streams are not counted): what a benchmark compares the client's reading
+    /// times with. A stream's times are added once it is fully written.
+    pub fn written(&self) -> Vec<std::time::Instant> {
+        lock(&self.shared).written.clone()
+    }
+
     /// Whether a client went away before its response was fully written.
     pub fn disconnected(&self) -> bool {
         lock(&self.shared).disconnected
@@ -265,7 +274,7 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     };
     match reply {
         Reply::Status { code, headers, body } => respond(&mut out, code, &headers, &body),
-        Reply::Sse { events, delay } => stream_events(&mut out, &events, delay),
+        Reply::Sse { events, delay } => stream_recorded(&mut out, &events, delay, shared),
         Reply::Script(entry) => match entry.get("error").and_then(Value::as_str) {
             Some(message) => {
                 let retryable = entry.get("retryable").and_then(Value::as_bool).unwrap_or(false);
@@ -281,7 +290,7 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
                     Api::Anthropic | Api::AnthropicCount => anthropic_events(&content),
                     Api::Gemini | Api::GeminiOnce | Api::GeminiCount => gemini_events(&content),
                 };
-                stream_events(&mut out, &events, delay)
+                stream_recorded(&mut out, &events, delay, shared)
             }
         },
     }
@@ -396,7 +405,7 @@ fn answer_side(out: &mut TcpStream, api: Api, side: Side) -> std::io::Result<()>
                 Api::Anthropic | Api::AnthropicCount => anthropic_events(&content),
                 Api::Gemini | Api::GeminiOnce | Api::GeminiCount => gemini_events(&content),
             };
-            return stream_events(out, &events, Duration::ZERO);
+            return stream_events(out, &events, Duration::ZERO, &mut Vec::new());
         }
         (Side::Once { .. }, Api::ChatCompletions) => json!({"id": "chatcmpl-side", "object": "chat.completion", "created": 0, "model": FAKE_MODEL,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
@@ -437,7 +446,15 @@ fn peer_closed(stream: &TcpStream) -> bool {
     closed
 }
 
-fn stream_events(out: &mut TcpStream, events: &[SseEvent], delay: Duration) -> std::io::Result<()> {
+/// [`stream_events`], keeping when each event was written ([`FakeLlm::written`]).
+fn stream_recorded(out: &mut TcpStream, events: &[SseEvent], delay: Duration, shared: &Mutex<Shared>) -> std::io::Result<()> {
+    let mut written = Vec::with_capacity(events.len());
+    let result = stream_events(out, events, delay, &mut written);
+    lock(shared).written.extend(written);
+    result
+}
+
+fn stream_events(out: &mut TcpStream, events: &[SseEvent], delay: Duration, written: &mut Vec<std::time::Instant>) -> std::io::Result<()> {
     out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n")?;
     out.flush()?;
     for (name, data) in events {
@@ -454,6 +471,7 @@ fn stream_events(out: &mut TcpStream, events: &[SseEvent], delay: Duration) -> s
         text.push_str(&format!("data: {data}\n\n"));
         out.write_all(text.as_bytes())?;
         out.flush()?;
+        written.push(std::time::Instant::now());
     }
     Ok(())
 }

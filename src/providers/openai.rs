@@ -45,18 +45,24 @@ pub(super) fn text_of(content: &[TextOrImageContent]) -> String {
     out
 }
 
+/// A user turn's content: text alone as a plain string, parts only when there is an image. Local
+/// servers render messages through the model's chat template, and many templates (llama.cpp's
+/// server with SmolLM2's, for one) concatenate `content` as a string: an array of parts there
+/// fails the request mid-stream.
+fn user_content(content: &UserContent) -> Value {
+    match content {
+        UserContent::String(s) => json!(s),
+        UserContent::Array(blocks) if blocks.iter().all(|b| matches!(b, TextOrImageContent::Text(_))) => json!(text_of(blocks)),
+        UserContent::Array(blocks) => Value::Array(parts(blocks)),
+    }
+}
+
 /// The conversation as Chat Completions messages.
 pub fn messages(system: &str, history: &[AgentMessage]) -> Vec<Value> {
     let mut out = vec![json!({"role": "system", "content": system})];
     for m in history {
         match m {
-            AgentMessage::User(u) => {
-                let content = match &u.content {
-                    UserContent::String(s) => json!(s),
-                    UserContent::Array(blocks) => Value::Array(parts(blocks)),
-                };
-                out.push(json!({"role": "user", "content": content}));
-            }
+            AgentMessage::User(u) => out.push(json!({"role": "user", "content": user_content(&u.content)})),
             AgentMessage::Assistant(a) => {
                 let text: String = a.content.iter().filter_map(|c| if let AssistantContent::Text(t) = c { Some(t.text.as_str()) } else { None }).collect();
                 let calls: Vec<Value> = a
@@ -81,13 +87,7 @@ pub fn messages(system: &str, history: &[AgentMessage]) -> Vec<Value> {
                     out.push(json!({"role": "user", "content": text}));
                 }
             }
-            AgentMessage::Custom(c) => {
-                let content = match &c.content {
-                    UserContent::String(s) => json!(s),
-                    UserContent::Array(blocks) => Value::Array(parts(blocks)),
-                };
-                out.push(json!({"role": "user", "content": content}));
-            }
+            AgentMessage::Custom(c) => out.push(json!({"role": "user", "content": user_content(&c.content)})),
         }
     }
     out
