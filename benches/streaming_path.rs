@@ -284,6 +284,8 @@ fn http_server(node: &str, entry: &Path) -> (Server, String) {
 
 /// `calls` echo calls as plain HTTP POSTs (one keep-alive reqwest client).
 fn http_direct(url: &str, calls: usize) -> Vec<Duration> {
+    // reqwest is built without a crypto provider of its own (Cargo.toml).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let client = reqwest::Client::new();
@@ -395,15 +397,17 @@ fn main() {
         println!("| {label} | {} | {} |", ms(percentile(&l, 0.5)), ms(percentile(&l, 0.99)));
     }
 
-    let n = 20_000;
-    let server = median((0..3).map(|_| server_rate(n)).collect());
-    let rpc = median((0..3).map(|_| agentwire_rate(Mode::Rpc, n)).collect());
-    let acp = median((0..3).map(|_| agentwire_rate(Mode::Acp, n)).collect());
-    println!("\n| {n} deltas, no delay (median of 3) | deltas/s |");
-    println!("|---|---|");
-    println!("| the fake server, read from its socket | {server:.0} |");
-    println!("| through agentwire, rpc frames | {rpc:.0} |");
-    println!("| through agentwire, ACP frames | {acp:.0} |");
+    // rpc frames carry the message so far (pi's `message_update`), so their size grows with the
+    // reply: two lengths show how the rate depends on it.
+    println!("\n| N deltas, no delay (median of 3) | N = 2,000 | N = 20,000 |");
+    println!("|---|---|---|");
+    let row = |label: &str, rate: &dyn Fn(usize) -> f64| {
+        let [short, long] = [2_000, 20_000].map(|n| median((0..3).map(|_| rate(n)).collect()));
+        println!("| {label} | {short:.0}/s | {long:.0}/s |");
+    };
+    row("the fake server, read from its socket", &server_rate);
+    row("through agentwire, rpc frames", &|n| agentwire_rate(Mode::Rpc, n));
+    row("through agentwire, ACP frames", &|n| agentwire_rate(Mode::Acp, n));
 
     mcp_tables();
 }
