@@ -1,8 +1,9 @@
 //! The OpenAI Responses and Gemini providers against the scripted fake server on 127.0.0.1:
 //! a streamed answer, a tool call round trip (the second request's body carries the result in
 //! the API's own shape), thinking and usage, the encrypted reasoning item and thought signatures
-//! carried to the next turn (and through a resumed session), visible retries of 500 and 429, a
-//! 400 reported with the provider's message and no key, and selecting these models over ACP.
+//! carried to the next turn (and through a resumed session), visible retries of 500 and 429 and a
+//! 400 reported with the provider's message and no key (on all four APIs), and selecting these
+//! models over ACP.
 
 mod common;
 
@@ -29,10 +30,12 @@ fn config(fake: &FakeLlm) -> tempfile::TempDir {
     config
 }
 
-/// agentwire in rpc mode on `provider`'s `fake-model`, 50 ms retry delay, thinking `medium`.
+/// agentwire in rpc mode on `provider`'s `fake-model` (`claude-fake` for `fakeclaude`), 50 ms
+/// retry delay, thinking `medium`.
 fn start(config: &tempfile::TempDir, provider: &str, extra: &[&str]) -> Agent {
     let dir = config.path().to_str().unwrap();
-    let mut args = vec!["--config-dir", dir, "--provider", provider, "--model", FAKE_MODEL, "--retry-base-delay-ms", "50", "--thinking", "medium"];
+    let model = if provider == "fakeclaude" { "claude-fake" } else { FAKE_MODEL };
+    let mut args = vec!["--config-dir", dir, "--provider", provider, "--model", model, "--retry-base-delay-ms", "50", "--thinking", "medium"];
     args.extend_from_slice(extra);
     Agent::start(&args, &[])
 }
@@ -185,8 +188,9 @@ fn retried_visibly(provider: &str) {
 
 #[test]
 fn server_errors_and_rate_limits_are_retried_visibly() {
-    retried_visibly("fakeresponses");
-    retried_visibly("fakegemini");
+    for provider in ["fakeresponses", "fakegemini", "fakeclaude", "fake"] {
+        retried_visibly(provider);
+    }
 }
 
 /// A 400 quoting the key: reported once, with the provider's message, and no key.
@@ -209,6 +213,8 @@ fn bad_request(provider: &str, key: &str) {
 fn a_bad_request_is_reported_with_the_providers_message_and_no_key() {
     bad_request("fakeresponses", RESPONSES_KEY);
     bad_request("fakegemini", GEMINI_KEY);
+    bad_request("fakeclaude", "sk-ant-fake-456");
+    bad_request("fake", "sk-fake-secret-123");
 }
 
 #[test]

@@ -48,16 +48,8 @@ fn blocks(content: &[TextOrImageContent]) -> Vec<Value> {
         .collect()
 }
 
-/// Appends `block`s to a user turn, merging consecutive user content (the API wants turns to
-/// alternate; tool results and the next user text share one user turn).
-fn push_user(out: &mut Vec<Value>, mut new: Vec<Value>) {
-    if let Some(last) = out.last_mut().filter(|m| m["role"] == "user") {
-        if let Some(content) = last["content"].as_array_mut() {
-            content.append(&mut new);
-            return;
-        }
-    }
-    out.push(json!({"role": "user", "content": new}));
+fn push_user(out: &mut Vec<Value>, new: Vec<Value>) {
+    super::push_user_turn(out, "content", new);
 }
 
 /// The conversation as Messages API turns.
@@ -145,16 +137,12 @@ impl Provider for AnthropicProvider {
         if let Some(key) = &self.endpoint.api_key {
             builder = builder.header("x-api-key", key);
         }
-        let endpoint = self.endpoint.clone();
-        ChunkStream::spawn(move |tx| async move {
-            if let Err(e) = run(builder, &tx).await {
-                let _ = tx.send(ModelChunk::Error(e.redacted(&endpoint))).await;
-            }
-        })
+        self.endpoint.spawn(builder, run)
     }
 }
 
-async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+async fn run(builder: reqwest::RequestBuilder, tx: mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+    let tx = &tx;
     let mut stream = super::sse::open(builder).await?;
     let mut usage = TokenUsage::default();
     let mut response_id = None;

@@ -49,16 +49,8 @@ fn user_parts(content: &UserContent) -> Vec<Value> {
     }
 }
 
-/// Appends parts to a user turn, merging consecutive user content: the function responses
-/// answering one turn's calls belong in one turn.
-fn push_user(out: &mut Vec<Value>, mut new: Vec<Value>) {
-    if let Some(last) = out.last_mut().filter(|c| c["role"] == "user") {
-        if let Some(parts) = last["parts"].as_array_mut() {
-            parts.append(&mut new);
-            return;
-        }
-    }
-    out.push(json!({"role": "user", "parts": new}));
+fn push_user(out: &mut Vec<Value>, new: Vec<Value>) {
+    super::push_user_turn(out, "parts", new);
 }
 
 /// `part` with `signature` attached, when there is one.
@@ -146,12 +138,7 @@ impl Provider for GeminiProvider {
         if let Some(key) = &self.endpoint.api_key {
             builder = builder.header("x-goog-api-key", key);
         }
-        let endpoint = self.endpoint.clone();
-        ChunkStream::spawn(move |tx| async move {
-            if let Err(e) = run(builder, &tx).await {
-                let _ = tx.send(ModelChunk::Error(e.redacted(&endpoint))).await;
-            }
-        })
+        self.endpoint.spawn(builder, run)
     }
 }
 
@@ -183,7 +170,8 @@ fn usage_of(u: &Value) -> TokenUsage {
     }
 }
 
-async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+async fn run(builder: reqwest::RequestBuilder, tx: mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+    let tx = &tx;
     let mut stream = super::sse::open(builder).await?;
     let mut usage = TokenUsage::default();
     let mut response_id: Option<String> = None;

@@ -155,6 +155,35 @@ pub fn note_text(message: &AgentMessage) -> Option<String> {
     }
 }
 
+impl Endpoint {
+    /// Streams the reply of `builder`'s request as `run` reads it; an error `run` returns ends
+    /// the stream, with this endpoint's secrets redacted.
+    pub fn spawn<Fut>(&self, builder: reqwest::RequestBuilder, run: fn(reqwest::RequestBuilder, mpsc::Sender<ModelChunk>) -> Fut) -> ChunkStream
+    where
+        Fut: std::future::Future<Output = Result<(), ProviderError>> + Send + 'static,
+    {
+        let endpoint = self.clone();
+        ChunkStream::spawn(move |tx| async move {
+            if let Err(e) = run(builder, tx.clone()).await {
+                let _ = tx.send(ModelChunk::Error(e.redacted(&endpoint))).await;
+            }
+        })
+    }
+}
+
+/// Appends `new` items to the user turn that ends `turns` (under `field`: `content` for
+/// Anthropic, `parts` for Gemini), or starts one: both APIs want turns to alternate, so tool
+/// results and the next user text share one user turn.
+pub fn push_user_turn(turns: &mut Vec<serde_json::Value>, field: &str, mut new: Vec<serde_json::Value>) {
+    if let Some(last) = turns.last_mut().filter(|m| m["role"] == "user") {
+        if let Some(items) = last[field].as_array_mut() {
+            items.append(&mut new);
+            return;
+        }
+    }
+    turns.push(serde_json::json!({"role": "user", field: new}));
+}
+
 /// Sends a chunk to the agent; fails (ending the producer) once the receiver is gone.
 pub async fn send_chunk(tx: &mpsc::Sender<ModelChunk>, chunk: ModelChunk) -> Result<(), ProviderError> {
     // The receiver is dropped when the run was aborted; stop quietly.

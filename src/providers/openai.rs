@@ -138,12 +138,7 @@ impl Provider for OpenAiProvider {
         if let Some(key) = &self.endpoint.api_key {
             builder = builder.bearer_auth(key);
         }
-        let endpoint = self.endpoint.clone();
-        ChunkStream::spawn(move |tx| async move {
-            if let Err(e) = run(builder, &tx).await {
-                let _ = tx.send(ModelChunk::Error(e.redacted(&endpoint))).await;
-            }
-        })
+        self.endpoint.spawn(builder, run)
     }
 }
 
@@ -153,7 +148,8 @@ struct ToolState {
     current: Option<u64>,
 }
 
-async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+async fn run(builder: reqwest::RequestBuilder, tx: mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+    let tx = &tx;
     let mut stream = super::sse::open(builder).await?;
     let mut finish: Option<String> = None;
     let mut usage = TokenUsage::default();

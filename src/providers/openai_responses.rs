@@ -132,12 +132,7 @@ impl Provider for OpenAiResponsesProvider {
         if let Some(key) = &self.endpoint.api_key {
             builder = builder.bearer_auth(key);
         }
-        let endpoint = self.endpoint.clone();
-        ChunkStream::spawn(move |tx| async move {
-            if let Err(e) = run(builder, &tx).await {
-                let _ = tx.send(ModelChunk::Error(e.redacted(&endpoint))).await;
-            }
-        })
+        self.endpoint.spawn(builder, run)
     }
 }
 
@@ -175,7 +170,8 @@ fn usage_of(response: &Value) -> TokenUsage {
     }
 }
 
-async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+async fn run(builder: reqwest::RequestBuilder, tx: mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+    let tx = &tx;
     let mut stream = super::sse::open(builder).await?;
     let mut item = Item::default();
     let mut response_id: Option<String> = None;
