@@ -297,3 +297,32 @@ fn acp_config_options_and_slash_model_switch_to_both_apis() {
     let paths: Vec<String> = fake.seen().iter().map(|s| s.path.clone()).collect();
     assert_eq!(paths, ["/v1beta/models/fake-model:streamGenerateContent", "/v1/responses"]);
 }
+
+#[test]
+fn a_reasoning_item_without_a_summary_is_an_empty_thinking_block_that_goes_back() {
+    let ev = |v: Value| (Some(v["type"].as_str().unwrap().to_owned()), v.to_string());
+    let reasoning = json!({"type": "reasoning", "id": "rs_9", "summary": [], "encrypted_content": "gAAAA-opaque"});
+    let events = vec![
+        ev(json!({"type": "response.created", "response": {"id": "resp_9"}})),
+        ev(json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs_9", "summary": []}})),
+        ev(json!({"type": "response.output_item.done", "output_index": 0, "item": reasoning})),
+        ev(json!({"type": "response.output_item.added", "output_index": 1, "item": {"type": "message", "id": "msg_9", "role": "assistant", "content": []}})),
+        ev(json!({"type": "response.output_text.delta", "output_index": 1, "delta": "Quiet thoughts."})),
+        ev(json!({"type": "response.completed", "response": {"id": "resp_9", "usage": {"input_tokens": 30, "input_tokens_details": {"cached_tokens": 10}, "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 16}}}})),
+    ];
+    let fake = FakeLlm::start(vec![Reply::Sse { events, delay: std::time::Duration::ZERO }, Reply::Script(json!({"text": "ok"}))]).unwrap();
+    let config = config(&fake);
+    let mut a = start(&config, "fakeresponses", &[]);
+    let frames = prompt(&mut a, "p", "x");
+    let m = &assistant_ends(&frames)[0];
+    assert_eq!(m["content"][0], json!({"type": "thinking", "thinking": "", "thinkingSignature": reasoning.to_string()}));
+    assert_eq!(m["content"][1]["text"], "Quiet thoughts.");
+    let u = &m["usage"];
+    assert_eq!((&u["input"], &u["cacheRead"], &u["output"], &u["reasoning"]), (&json!(20), &json!(10), &json!(20), &json!(16)));
+    let t = types(&frames);
+    assert!(t.contains(&"mu:thinking_start".to_owned()) && !t.contains(&"mu:thinking_delta".to_owned()), "no empty delta: {t:?}");
+    prompt(&mut a, "p2", "y");
+    let input = fake.seen()[1].body["input"].clone();
+    assert_eq!(input[1], reasoning, "{input}");
+    assert_eq!(input[2], json!({"role": "assistant", "content": "Quiet thoughts."}));
+}
