@@ -326,3 +326,21 @@ fn a_reasoning_item_without_a_summary_is_an_empty_thinking_block_that_goes_back(
     assert_eq!(input[1], reasoning, "{input}");
     assert_eq!(input[2], json!({"role": "assistant", "content": "Quiet thoughts."}));
 }
+
+#[test]
+fn gemini_stream_errors_are_retried_when_transient_and_a_safety_stop_is_an_error() {
+    let chunk = |v: Value| (None, v.to_string());
+    let overloaded = vec![chunk(json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}))];
+    let blocked = vec![chunk(json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Part"}]}, "finishReason": "SAFETY", "index": 0}]}))];
+    let sse = |events| Reply::Sse { events, delay: std::time::Duration::ZERO };
+    let fake = FakeLlm::start(vec![sse(overloaded), Reply::Script(json!({"text": "ok"})), sse(blocked)]).unwrap();
+    let config = config(&fake);
+    let mut a = start(&config, "fakegemini", &[]);
+    let frames = prompt(&mut a, "p", "x");
+    let retry = frames.iter().find(|f| f["type"] == "auto_retry_start").expect("a visible retry");
+    assert_eq!(retry["errorMessage"], "503 The model is overloaded.");
+    assert_eq!(assistant_ends(&frames).last().unwrap()["content"][0]["text"], "ok");
+    let frames = prompt(&mut a, "p2", "y");
+    assert!(!frames.iter().any(|f| f["type"] == "auto_retry_start"));
+    assert_eq!(frames.last().unwrap()["error"]["message"], "the model stopped: SAFETY");
+}
