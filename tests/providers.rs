@@ -61,7 +61,8 @@ fn openai_text_usage_cost_and_request_body() {
     let b = &req.body;
     assert_eq!((&b["model"], &b["stream"], &b["stream_options"], &b["max_completion_tokens"]), (&json!("fake-model"), &json!(true), &json!({"include_usage": true}), &json!(4096)));
     assert_eq!(b["messages"][0]["role"], "system");
-    assert_eq!(b["messages"][1], json!({"role":"user","content":[{"type":"text","text":"Say hello"}]}));
+    // Text alone goes as a string: chat templates of local servers concatenate it.
+    assert_eq!(b["messages"][1], json!({"role":"user","content":"Say hello"}));
     let tools: Vec<&str> = b["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(tools, ["read", "write", "edit", "bash", "ls", "grep", "find"]);
     assert_eq!(b["tools"][0]["function"]["parameters"]["required"], json!(["path"]));
@@ -304,7 +305,7 @@ fn built_in_providers_appear_when_their_key_is_set_and_bad_selections_fail_at_st
     let run = |env: &[(&str, &str)], args: &[&str]| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"));
         cmd.args(["--mode", "rpc", "--config-dir"]).arg(config.path()).args(args);
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
             cmd.env_remove(var);
         }
         for (k, v) in env {
@@ -335,7 +336,7 @@ fn run_with_models(models: Option<&Value>, env: &[(&str, &str)], args: &[&str]) 
     }
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"));
     cmd.args(["--mode", "rpc", "--config-dir"]).arg(config.path()).args(args);
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
         cmd.env_remove(var);
     }
     cmd.envs(env.iter().copied());

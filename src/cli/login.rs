@@ -25,7 +25,7 @@ pub(super) fn run(config_dir: Option<&std::path::Path>, provider: Option<String>
     };
     let provider = match provider {
         Some(p) => p,
-        None if interactive => match read_line("Provider [openai]: ", true) {
+        None if interactive => match read_line("Provider (openai, anthropic, google, openrouter, or one from models.json) [openai]: ", true) {
             Ok(p) if p.is_empty() => "openai".to_owned(),
             Ok(p) => p,
             Err(e) => return fail(&format!("reading the provider: {e}")),

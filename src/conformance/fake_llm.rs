@@ -88,6 +88,8 @@ struct Shared {
     /// Set when a client went away before its stream was fully written (an abort must drop
     /// the HTTP request, not read it to its end).
     disconnected: bool,
+    /// When each SSE event of the model requests' streams was written, in order.
+    written: Vec<std::time::Instant>,
 }
 
 /// A running fake LLM server.
@@ -179,6 +181,13 @@ impl FakeLlm {
         lock(&self.shared).seen.iter().map(|s| s.body.clone()).collect()
     }
 
+    /// When each SSE event of the model requests' streams was written to the socket, in order
+    /// (side requests' streams are not counted): what a benchmark compares the client's reading
+    /// times with. A stream's times are added once it is fully written.
+    pub fn written(&self) -> Vec<std::time::Instant> {
+        lock(&self.shared).written.clone()
+    }
+
     /// Whether a client went away before its response was fully written.
     pub fn disconnected(&self) -> bool {
         lock(&self.shared).disconnected
@@ -250,6 +259,8 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
         return respond(&mut out, 404, &[], &body.to_string());
     };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // A Responses client that stores nothing asks for its reasoning back, encrypted.
+    let encrypted = body.get("include").and_then(Value::as_array).is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
     let seen = Seen { path: path.to_owned(), headers, body };
     if let Some(side) = side_request(api, &seen.body) {
         lock(shared).side.push(seen);
@@ -263,7 +274,7 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     };
     match reply {
         Reply::Status { code, headers, body } => respond(&mut out, code, &headers, &body),
-        Reply::Sse { events, delay } => stream_events(&mut out, &events, delay),
+        Reply::Sse { events, delay } => stream_recorded(&mut out, &events, delay, shared),
         Reply::Script(entry) => match entry.get("error").and_then(Value::as_str) {
             Some(message) => {
                 let retryable = entry.get("retryable").and_then(Value::as_bool).unwrap_or(false);
@@ -275,11 +286,11 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
                 let content = Content::of(&entry, n);
                 let events = match api {
                     Api::ChatCompletions => chat_events(&content),
-                    Api::Responses => responses_events(&content),
+                    Api::Responses => responses_events(&content, encrypted),
                     Api::Anthropic | Api::AnthropicCount => anthropic_events(&content),
                     Api::Gemini | Api::GeminiOnce | Api::GeminiCount => gemini_events(&content),
                 };
-                stream_events(&mut out, &events, delay)
+                stream_recorded(&mut out, &events, delay, shared)
             }
         },
     }
@@ -390,11 +401,11 @@ fn answer_side(out: &mut TcpStream, api: Api, side: Side) -> std::io::Result<()>
         (Side::Streamed, _) => {
             let events = match api {
                 Api::ChatCompletions => chat_events(&content),
-                Api::Responses => responses_events(&content),
+                Api::Responses => responses_events(&content, false),
                 Api::Anthropic | Api::AnthropicCount => anthropic_events(&content),
                 Api::Gemini | Api::GeminiOnce | Api::GeminiCount => gemini_events(&content),
             };
-            return stream_events(out, &events, Duration::ZERO);
+            return stream_events(out, &events, Duration::ZERO, &mut Vec::new());
         }
         (Side::Once { .. }, Api::ChatCompletions) => json!({"id": "chatcmpl-side", "object": "chat.completion", "created": 0, "model": FAKE_MODEL,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
@@ -435,7 +446,15 @@ fn peer_closed(stream: &TcpStream) -> bool {
     closed
 }
 
-fn stream_events(out: &mut TcpStream, events: &[SseEvent], delay: Duration) -> std::io::Result<()> {
+/// [`stream_events`], keeping when each event was written ([`FakeLlm::written`]).
+fn stream_recorded(out: &mut TcpStream, events: &[SseEvent], delay: Duration, shared: &Mutex<Shared>) -> std::io::Result<()> {
+    let mut written = Vec::with_capacity(events.len());
+    let result = stream_events(out, events, delay, &mut written);
+    lock(shared).written.extend(written);
+    result
+}
+
+fn stream_events(out: &mut TcpStream, events: &[SseEvent], delay: Duration, written: &mut Vec<std::time::Instant>) -> std::io::Result<()> {
     out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n")?;
     out.flush()?;
     for (name, data) in events {
@@ -452,6 +471,7 @@ fn stream_events(out: &mut TcpStream, events: &[SseEvent], delay: Duration) -> s
         text.push_str(&format!("data: {data}\n\n"));
         out.write_all(text.as_bytes())?;
         out.flush()?;
+        written.push(std::time::Instant::now());
     }
     Ok(())
 }
@@ -583,10 +603,16 @@ fn message_item(id: &str, text: &str) -> Value {
     json!({"type": "message", "id": id, "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]})
 }
 
+/// Reasoning tokens reported for scripted thinking: a token per four characters.
+fn reasoning_tokens(c: &Content) -> u64 {
+    (c.thinking.iter().map(String::len).sum::<usize>() / 4) as u64
+}
+
 /// OpenAI Responses events: `response.created`, then per output item (reasoning, message,
 /// function calls) `output_item.added`, its deltas and `output_item.done`, then
-/// `response.completed` with the output and usage.
-fn responses_events(c: &Content) -> Vec<SseEvent> {
+/// `response.completed` with the output and usage. With `encrypted` (the request's `include`
+/// asked for it) the reasoning item carries `encrypted_content`, `enc_<response id>`.
+fn responses_events(c: &Content, encrypted: bool) -> Vec<SseEvent> {
     let response_id = format!("resp_fake_{}", c.id);
     let mut events = Vec::new();
     let mut seq = 0u64;
@@ -605,7 +631,10 @@ fn responses_events(c: &Content) -> Vec<SseEvent> {
         for t in &c.thinking {
             emit("response.reasoning_summary_text.delta", json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": t}));
         }
-        let item = json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": c.thinking.concat()}]});
+        let mut item = json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": c.thinking.concat()}]});
+        if encrypted {
+            item["encrypted_content"] = json!(format!("enc_{response_id}"));
+        }
         emit("response.output_item.done", json!({"output_index": index, "item": item}));
         output.push(item);
     }
@@ -638,7 +667,7 @@ fn responses_events(c: &Content) -> Vec<SseEvent> {
     let status = if c.finish == Finish::Length { "incomplete" } else { "completed" };
     let mut done = json!({"id": response_id, "object": "response", "created_at": 0, "status": status, "model": FAKE_MODEL, "output": output,
                           "usage": {"input_tokens": c.input, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": c.output,
-                                    "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": c.input + c.output}});
+                                    "output_tokens_details": {"reasoning_tokens": reasoning_tokens(c)}, "total_tokens": c.input + c.output}});
     if c.finish == Finish::Length {
         done["incomplete_details"] = json!({"reason": "max_output_tokens"});
         emit("response.incomplete", json!({"response": done}));
@@ -687,7 +716,9 @@ fn anthropic_events(c: &Content) -> Vec<SseEvent> {
 
 /// Gemini `streamGenerateContent?alt=sse` chunks: a candidate per thinking (`thought: true`) and
 /// text delta, the function calls whole (Gemini does not stream arguments), and a last chunk
-/// with `finishReason` and `usageMetadata`.
+/// with `finishReason` and `usageMetadata` (`thoughtsTokenCount` when there was thinking). After
+/// thinking, as Gemini does, the first function call carries a `thoughtSignature`,
+/// `sig_fake-<n>`.
 fn gemini_events(c: &Content) -> Vec<SseEvent> {
     let chunk = |parts: Value, finish: Option<&str>| {
         let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
@@ -697,13 +728,19 @@ fn gemini_events(c: &Content) -> Vec<SseEvent> {
         let mut v = json!({"candidates": [candidate], "modelVersion": FAKE_MODEL, "responseId": format!("fake-{}", c.id)});
         if finish.is_some() {
             v["usageMetadata"] = json!({"promptTokenCount": c.input, "candidatesTokenCount": c.output, "totalTokenCount": c.input + c.output});
+            if !c.thinking.is_empty() {
+                v["usageMetadata"]["thoughtsTokenCount"] = json!(reasoning_tokens(c));
+            }
         }
         data(v)
     };
     let mut events: Vec<SseEvent> = c.thinking.iter().map(|t| chunk(json!([{"text": t, "thought": true}]), None)).collect();
     events.extend(c.text.iter().map(|t| chunk(json!([{"text": t}]), None)));
     if !c.calls.is_empty() {
-        let parts: Vec<Value> = c.calls.iter().map(|call| json!({"functionCall": {"id": call.id, "name": call.name, "args": call.arguments}})).collect();
+        let mut parts: Vec<Value> = c.calls.iter().map(|call| json!({"functionCall": {"id": call.id, "name": call.name, "args": call.arguments}})).collect();
+        if !c.thinking.is_empty() {
+            parts[0]["thoughtSignature"] = json!(format!("sig_fake-{}", c.id));
+        }
         events.push(chunk(Value::Array(parts), None));
     }
     let finish = if c.finish == Finish::Length { "MAX_TOKENS" } else { "STOP" };

@@ -16,6 +16,8 @@ pub struct TokenUsage {
     pub cache_read: u64,
     /// Input tokens written to the prompt cache.
     pub cache_write: u64,
+    /// Of the output, the reasoning tokens, when the provider counts them apart.
+    pub reasoning: Option<u64>,
 }
 
 /// Why a request failed, and whether trying again may help.
@@ -38,11 +40,14 @@ pub struct ProviderError {
 pub enum ModelChunk {
     /// Reasoning text.
     Thinking(String),
-    /// Signature of the current thinking block (Anthropic), or the provider field the
-    /// reasoning came from (OpenAI-compatible).
+    /// Signature of the current thinking block (Anthropic, Gemini), the provider field the
+    /// reasoning came from (OpenAI-compatible), or the whole encrypted reasoning item as JSON
+    /// text (OpenAI Responses), which goes back to the provider with the next request.
     ThinkingSignature(String),
     /// Answer text.
     Text(String),
+    /// Signature of the last text block (Gemini's `thoughtSignature` on a text part).
+    TextSignature(String),
     /// A tool call starts.
     ToolCallStart {
         /// Call id.
@@ -52,6 +57,9 @@ pub enum ModelChunk {
     },
     /// Raw JSON argument text of the current tool call.
     ToolCallArgs(String),
+    /// Signature of the current tool call (Gemini's `thoughtSignature` on a function call,
+    /// which must go back with the call).
+    ToolCallSignature(String),
     /// The provider's response id, as soon as the stream names it (an aborted message keeps it,
     /// as pi's and omp's do).
     ResponseId(String),

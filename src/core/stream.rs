@@ -104,7 +104,7 @@ impl MessageBuilder {
     /// whose arguments do not parse, is not returned; it starts (or fails) once the message has
     /// ended.
     pub async fn apply(&mut self, chunk: ModelChunk, sink: &dyn EventSink) -> Option<(usize, ToolCall)> {
-        if self.message.ttft.is_none() && !matches!(chunk, ModelChunk::Error(_) | ModelChunk::Done { .. } | ModelChunk::ResponseId(_)) {
+        if self.message.ttft.is_none() && !matches!(chunk, ModelChunk::Error(_) | ModelChunk::Done { .. } | ModelChunk::ResponseId(_) | ModelChunk::TextSignature(_) | ModelChunk::ToolCallSignature(_)) {
             self.message.ttft = Some(self.started.elapsed().as_secs_f64() * 1000.0);
         }
         let mut ready = None;
@@ -145,7 +145,22 @@ impl MessageBuilder {
                 if let Some(AssistantContent::Thinking(t)) = self.message.content.last_mut() {
                     t.thinking.push_str(&delta);
                 }
-                self.step(sink, StreamDelta::ThinkingDelta { index: self.index(), delta }).await;
+                // An empty delta only opens the block: reasoning the provider keeps to itself
+                // (an encrypted reasoning item without a summary) still needs a block to carry
+                // its signature.
+                if !delta.is_empty() {
+                    self.step(sink, StreamDelta::ThinkingDelta { index: self.index(), delta }).await;
+                }
+            }
+            ModelChunk::TextSignature(signature) => {
+                if let Some(AssistantContent::Text(t)) = self.message.content.iter_mut().rev().find(|c| matches!(c, AssistantContent::Text(_))) {
+                    t.text_signature.get_or_insert_with(String::new).push_str(&signature);
+                }
+            }
+            ModelChunk::ToolCallSignature(signature) => {
+                if let Some(AssistantContent::ToolCall(tc)) = self.message.content.iter_mut().rev().find(|c| matches!(c, AssistantContent::ToolCall(_))) {
+                    tc.thought_signature.get_or_insert_with(String::new).push_str(&signature);
+                }
             }
             ModelChunk::ToolCallStart { id, name } => {
                 ready = self.close(sink).await;
@@ -199,7 +214,7 @@ impl MessageBuilder {
                     cache_read: usage.cache_read,
                     cache_write: usage.cache_write,
                     total_tokens: usage.input + usage.output + usage.cache_read + usage.cache_write,
-                    reasoning: None,
+                    reasoning: usage.reasoning,
                     cost: UsageCost { total: cost.input + cost.output + cost.cache_read + cost.cache_write, ..cost },
                 };
                 if response_id.is_some() {
@@ -322,7 +337,7 @@ mod tests {
             ModelChunk::ToolCallStart { id: "c1".into(), name: "ls".into() },
             ModelChunk::ToolCallArgs("{\"path\"".into()),
             ModelChunk::ToolCallArgs(":\".\"}".into()),
-            ModelChunk::Done { length_limited: false, usage: crate::core::model::TokenUsage { input: 10, output: 5, cache_read: 0, cache_write: 0 }, response_id: None },
+            ModelChunk::Done { length_limited: false, usage: crate::core::model::TokenUsage { input: 10, output: 5, cache_read: 0, cache_write: 0, reasoning: None }, response_id: None },
         ] {
             b.apply(c, &steps).await;
         }

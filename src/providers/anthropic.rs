@@ -48,16 +48,8 @@ fn blocks(content: &[TextOrImageContent]) -> Vec<Value> {
         .collect()
 }
 
-/// Appends `block`s to a user turn, merging consecutive user content (the API wants turns to
-/// alternate; tool results and the next user text share one user turn).
-fn push_user(out: &mut Vec<Value>, mut new: Vec<Value>) {
-    if let Some(last) = out.last_mut().filter(|m| m["role"] == "user") {
-        if let Some(content) = last["content"].as_array_mut() {
-            content.append(&mut new);
-            return;
-        }
-    }
-    out.push(json!({"role": "user", "content": new}));
+fn push_user(out: &mut Vec<Value>, new: Vec<Value>) {
+    super::push_user_turn(out, "content", new);
 }
 
 /// The conversation as Messages API turns.
@@ -95,13 +87,11 @@ pub fn messages(history: &[AgentMessage]) -> Vec<Value> {
                 &mut out,
                 vec![json!({"type": "tool_result", "tool_use_id": r.tool_call_id.as_str(), "content": blocks(&r.content), "is_error": r.is_error})],
             ),
-            AgentMessage::BashExecution(b) if b.exclude_from_context != Some(true) => push_user(
-                &mut out,
-                vec![json!({"type": "text", "text": format!("I ran `{}` (exit code {}):\n```\n{}\n```", b.command, b.exit_code.map_or("none".to_owned(), |c| c.to_string()), b.output)})],
-            ),
-            AgentMessage::BashExecution(_) => {}
-            AgentMessage::CompactionSummary(c) => push_user(&mut out, vec![json!({"type": "text", "text": format!("<summary>\n{}\n</summary>", c.summary)})]),
-            AgentMessage::BranchSummary(b) => push_user(&mut out, vec![json!({"type": "text", "text": format!("<summary>\n{}\n</summary>", b.summary)})]),
+            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) => {
+                if let Some(text) = super::note_text(m) {
+                    push_user(&mut out, vec![json!({"type": "text", "text": text})]);
+                }
+            }
             AgentMessage::Custom(c) => push_user(
                 &mut out,
                 match &c.content {
@@ -147,16 +137,12 @@ impl Provider for AnthropicProvider {
         if let Some(key) = &self.endpoint.api_key {
             builder = builder.header("x-api-key", key);
         }
-        let endpoint = self.endpoint.clone();
-        ChunkStream::spawn(move |tx| async move {
-            if let Err(e) = run(builder, &tx).await {
-                let _ = tx.send(ModelChunk::Error(e.redacted(&endpoint))).await;
-            }
-        })
+        self.endpoint.spawn(builder, run)
     }
 }
 
-async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+async fn run(builder: reqwest::RequestBuilder, tx: mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+    let tx = &tx;
     let mut stream = super::sse::open(builder).await?;
     let mut usage = TokenUsage::default();
     let mut response_id = None;

@@ -13,8 +13,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::anthropic::AnthropicProvider;
+use super::gemini::GeminiProvider;
 use super::offline::{OfflineModel, OfflineProvider};
 use super::openai::OpenAiProvider;
+use super::openai_responses::OpenAiResponsesProvider;
 use super::{offline_model_info, Api, Endpoint, ModelSpec};
 use crate::protocol::{validate::validator, Model, ModelsFile, ProviderConfig, ProviderConfigApi};
 
@@ -37,7 +39,9 @@ pub fn config_dir(flag: Option<&Path>) -> Option<PathBuf> {
 /// configs: building it with `json!` and converting the `Value` cost 176k instructions of every
 /// start (docs/performance.md, "Start-up").
 const BUILTINS: &str = r#"[
-        ["openai", {"api": "openai-completions", "baseUrl": "https://api.openai.com/v1", "apiKeyEnv": "OPENAI_API_KEY", "models": [
+        ["openai", {"api": "openai-responses", "baseUrl": "https://api.openai.com/v1", "apiKeyEnv": "OPENAI_API_KEY", "models": [
+            {"id": "gpt-5", "name": "GPT-5", "contextWindow": 400000, "maxTokens": 128000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 1.25, "output": 10.0, "cacheRead": 0.125, "cacheWrite": 0}},
+            {"id": "gpt-5-mini", "name": "GPT-5 mini", "contextWindow": 400000, "maxTokens": 128000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 0.25, "output": 2.0, "cacheRead": 0.025, "cacheWrite": 0}},
             {"id": "gpt-4.1", "name": "GPT-4.1", "contextWindow": 1047576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 2.0, "output": 8.0, "cacheRead": 0.5, "cacheWrite": 0}},
             {"id": "gpt-4.1-mini", "name": "GPT-4.1 mini", "contextWindow": 1047576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 0.4, "output": 1.6, "cacheRead": 0.1, "cacheWrite": 0}},
             {"id": "o4-mini", "name": "o4-mini", "contextWindow": 200000, "maxTokens": 100000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 1.1, "output": 4.4, "cacheRead": 0.275, "cacheWrite": 0}}
@@ -46,11 +50,33 @@ const BUILTINS: &str = r#"[
             {"id": "claude-sonnet-4-5", "name": "Claude Sonnet 4.5", "contextWindow": 200000, "maxTokens": 64000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}},
             {"id": "claude-haiku-4-5", "name": "Claude Haiku 4.5", "contextWindow": 200000, "maxTokens": 64000, "reasoning": true, "input": ["text", "image"], "cost": {"input": 1.0, "output": 5.0, "cacheRead": 0.1, "cacheWrite": 1.25}}
         ]}],
+        ["google", {"api": "google-generative-ai", "baseUrl": "https://generativelanguage.googleapis.com", "apiKeyEnv": "GEMINI_API_KEY", "models": [
+            {"id": "gemini-2.5-pro", "name": "Gemini 2.5 Pro", "contextWindow": 1048576, "maxTokens": 65536, "reasoning": true, "input": ["text", "image"], "cost": {"input": 1.25, "output": 10.0, "cacheRead": 0.31, "cacheWrite": 0}},
+            {"id": "gemini-2.5-flash", "name": "Gemini 2.5 Flash", "contextWindow": 1048576, "maxTokens": 65536, "reasoning": true, "input": ["text", "image"], "cost": {"input": 0.3, "output": 2.5, "cacheRead": 0.075, "cacheWrite": 0}}
+        ]}],
         ["openrouter", {"api": "openai-completions", "baseUrl": "https://openrouter.ai/api/v1", "apiKeyEnv": "OPENROUTER_API_KEY", "models": [
             {"id": "openai/gpt-4.1-mini", "name": "GPT-4.1 mini (OpenRouter)", "contextWindow": 1047576, "maxTokens": 32768, "input": ["text", "image"], "cost": {"input": 0.4, "output": 1.6, "cacheRead": 0.1, "cacheWrite": 0}},
             {"id": "anthropic/claude-sonnet-4.5", "name": "Claude Sonnet 4.5 (OpenRouter)", "contextWindow": 200000, "maxTokens": 64000, "input": ["text", "image"], "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}}
         ]}]
     ]"#;
+
+/// Key variables read when the one a provider names is unset, as the provider's own SDKs do
+/// (Google's read `GOOGLE_API_KEY` as well as `GEMINI_API_KEY`).
+const ALTERNATE_KEY_VARS: &[(&str, &str)] = &[("GEMINI_API_KEY", "GOOGLE_API_KEY")];
+
+/// The key in the environment for a provider naming `var`: `var`, else its alternate.
+fn key_from_env(var: &str) -> Option<String> {
+    let alternate = ALTERNATE_KEY_VARS.iter().find(|(v, _)| *v == var).map(|(_, a)| *a);
+    std::iter::once(var).chain(alternate).find_map(|v| std::env::var(v).ok().filter(|k| !blank(k)))
+}
+
+/// `$VAR` for an error message, with its alternate when it has one.
+fn key_vars(var: &str) -> String {
+    match ALTERNATE_KEY_VARS.iter().find(|(v, _)| *v == var) {
+        Some((_, alternate)) => format!("${var} or ${alternate}"),
+        None => format!("${var}"),
+    }
+}
 
 fn builtins() -> Vec<(String, ProviderConfig)> {
     serde_json::from_str(BUILTINS).expect("built-in provider entries match the schema")
@@ -170,7 +196,7 @@ pub fn load(selection: &Selection) -> Result<Catalogue, ConfigError> {
             _ => config
                 .api_key
                 .clone()
-                .or_else(|| config.api_key_env.as_ref().and_then(|v| std::env::var(v.as_str()).ok()).filter(|k| !blank(k)))
+                .or_else(|| config.api_key_env.as_ref().and_then(|v| key_from_env(v.as_str())))
                 .or_else(|| stored.get(&name).cloned())
                 .filter(|k| !blank(k)),
         };
@@ -211,7 +237,7 @@ pub fn load(selection: &Selection) -> Result<Catalogue, ConfigError> {
 /// Why `provider` has no models when it was left out for want of its key variable, else "".
 fn unconfigured_hint(unconfigured: &[(String, String)], provider: &str) -> String {
     match unconfigured.iter().find(|(n, _)| n == provider) {
-        Some((_, var)) => format!("provider {provider} needs ${var}, which is unset or empty; "),
+        Some((_, var)) => format!("provider {provider} needs {}, which is unset or empty; ", key_vars(var)),
         None => String::new(),
     }
 }
@@ -235,6 +261,8 @@ fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelS
             let (api, make): (Api, MakeProvider) = match config.api {
                 ProviderConfigApi::OpenaiCompletions => (Api::OpenAiCompletions, |endpoint| Arc::new(OpenAiProvider { endpoint })),
                 ProviderConfigApi::AnthropicMessages => (Api::AnthropicMessages, |endpoint| Arc::new(AnthropicProvider { endpoint })),
+                ProviderConfigApi::OpenaiResponses => (Api::OpenAiResponses, |endpoint| Arc::new(OpenAiResponsesProvider { endpoint })),
+                ProviderConfigApi::GoogleGenerativeAi => (Api::GoogleGenerativeAi, |endpoint| Arc::new(GeminiProvider { endpoint })),
             };
             let reasoning = m.reasoning.unwrap_or(false);
             let max_tokens = m.max_tokens.unwrap_or(8192);

@@ -3,7 +3,9 @@
 //! - [`offline`]: the built-in deterministic model (`agentwire/offline`), optionally scripted.
 //! - [`openai`]: OpenAI-compatible Chat Completions (OpenAI, OpenRouter, Ollama, vLLM,
 //!   llama.cpp, LM Studio).
+//! - [`openai_responses`]: OpenAI Responses (reasoning summaries, encrypted reasoning items).
 //! - [`anthropic`]: Anthropic Messages.
+//! - [`gemini`]: Google's Gemini API (`generativelanguage.googleapis.com`).
 //! - [`config`]: the models file and the built-in provider entries.
 //!
 //! A provider turns a [`ModelRequest`] into a [`ChunkStream`]: [`ModelChunk`]s ending in `Done`
@@ -12,9 +14,11 @@
 
 pub mod anthropic;
 pub mod config;
+pub mod gemini;
 pub mod keys;
 pub mod offline;
 pub mod openai;
+pub mod openai_responses;
 pub mod redact;
 mod sse;
 
@@ -137,6 +141,49 @@ impl Endpoint {
     }
 }
 
+/// The text that a history message other than a prompt, a reply or a tool result gives the
+/// model, as a user turn: a command the user ran, a summary. `None` for the others, and for a
+/// command kept out of the context.
+pub fn note_text(message: &AgentMessage) -> Option<String> {
+    match message {
+        AgentMessage::BashExecution(b) if b.exclude_from_context != Some(true) => {
+            Some(format!("I ran `{}` (exit code {}):\n```\n{}\n```", b.command, b.exit_code.map_or("none".to_owned(), |c| c.to_string()), b.output))
+        }
+        AgentMessage::CompactionSummary(c) => Some(format!("<summary>\n{}\n</summary>", c.summary)),
+        AgentMessage::BranchSummary(b) => Some(format!("<summary>\n{}\n</summary>", b.summary)),
+        AgentMessage::BashExecution(_) | AgentMessage::User(_) | AgentMessage::Assistant(_) | AgentMessage::ToolResult(_) | AgentMessage::Custom(_) => None,
+    }
+}
+
+impl Endpoint {
+    /// Streams the reply of `builder`'s request as `run` reads it; an error `run` returns ends
+    /// the stream, with this endpoint's secrets redacted.
+    pub fn spawn<Fut>(&self, builder: reqwest::RequestBuilder, run: fn(reqwest::RequestBuilder, mpsc::Sender<ModelChunk>) -> Fut) -> ChunkStream
+    where
+        Fut: std::future::Future<Output = Result<(), ProviderError>> + Send + 'static,
+    {
+        let endpoint = self.clone();
+        ChunkStream::spawn(move |tx| async move {
+            if let Err(e) = run(builder, tx.clone()).await {
+                let _ = tx.send(ModelChunk::Error(e.redacted(&endpoint))).await;
+            }
+        })
+    }
+}
+
+/// Appends `new` items to the user turn that ends `turns` (under `field`: `content` for
+/// Anthropic, `parts` for Gemini), or starts one: both APIs want turns to alternate, so tool
+/// results and the next user text share one user turn.
+pub fn push_user_turn(turns: &mut Vec<serde_json::Value>, field: &str, mut new: Vec<serde_json::Value>) {
+    if let Some(last) = turns.last_mut().filter(|m| m["role"] == "user") {
+        if let Some(items) = last[field].as_array_mut() {
+            items.append(&mut new);
+            return;
+        }
+    }
+    turns.push(serde_json::json!({"role": "user", field: new}));
+}
+
 /// Sends a chunk to the agent; fails (ending the producer) once the receiver is gone.
 pub async fn send_chunk(tx: &mpsc::Sender<ModelChunk>, chunk: ModelChunk) -> Result<(), ProviderError> {
     // The receiver is dropped when the run was aborted; stop quietly.
@@ -150,8 +197,12 @@ pub enum Api {
     Offline,
     /// OpenAI-compatible Chat Completions.
     OpenAiCompletions,
+    /// OpenAI Responses.
+    OpenAiResponses,
     /// Anthropic Messages.
     AnthropicMessages,
+    /// Google's Gemini API.
+    GoogleGenerativeAi,
 }
 
 impl Api {
@@ -160,7 +211,9 @@ impl Api {
         match self {
             Api::Offline => "offline",
             Api::OpenAiCompletions => "openai-completions",
+            Api::OpenAiResponses => "openai-responses",
             Api::AnthropicMessages => "anthropic-messages",
+            Api::GoogleGenerativeAi => "google-generative-ai",
         }
     }
 }

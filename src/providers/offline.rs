@@ -170,7 +170,7 @@ fn play(entry: &ModelScriptEntry, call: u64) -> Vec<Timed> {
     };
     push(ModelChunk::Done {
         length_limited: entry.stop_reason == Some(ModelScriptEntryStopReason::Length),
-        usage: TokenUsage { input: input_tokens, output: output_tokens, cache_read: 0, cache_write: 0 },
+        usage: TokenUsage { input: input_tokens, output: output_tokens, cache_read: 0, cache_write: 0, reasoning: None },
         response_id: Some(format!("offline-{call}")),
     });
     out

@@ -33,7 +33,8 @@ fn parts(content: &[TextOrImageContent]) -> Vec<Value> {
         .collect()
 }
 
-fn text_of(content: &[TextOrImageContent]) -> String {
+/// The text of a tool result (an image as `[image]`).
+pub(super) fn text_of(content: &[TextOrImageContent]) -> String {
     let mut out = String::new();
     for c in content {
         match c {
@@ -44,18 +45,24 @@ fn text_of(content: &[TextOrImageContent]) -> String {
     out
 }
 
+/// A user turn's content: text alone as a plain string, parts only when there is an image. Local
+/// servers render messages through the model's chat template, and many templates (llama.cpp's
+/// server with SmolLM2's, for one) concatenate `content` as a string: an array of parts there
+/// fails the request mid-stream.
+fn user_content(content: &UserContent) -> Value {
+    match content {
+        UserContent::String(s) => json!(s),
+        UserContent::Array(blocks) if blocks.iter().all(|b| matches!(b, TextOrImageContent::Text(_))) => json!(text_of(blocks)),
+        UserContent::Array(blocks) => Value::Array(parts(blocks)),
+    }
+}
+
 /// The conversation as Chat Completions messages.
 pub fn messages(system: &str, history: &[AgentMessage]) -> Vec<Value> {
     let mut out = vec![json!({"role": "system", "content": system})];
     for m in history {
         match m {
-            AgentMessage::User(u) => {
-                let content = match &u.content {
-                    UserContent::String(s) => json!(s),
-                    UserContent::Array(blocks) => Value::Array(parts(blocks)),
-                };
-                out.push(json!({"role": "user", "content": content}));
-            }
+            AgentMessage::User(u) => out.push(json!({"role": "user", "content": user_content(&u.content)})),
             AgentMessage::Assistant(a) => {
                 let text: String = a.content.iter().filter_map(|c| if let AssistantContent::Text(t) = c { Some(t.text.as_str()) } else { None }).collect();
                 let calls: Vec<Value> = a
@@ -75,26 +82,19 @@ pub fn messages(system: &str, history: &[AgentMessage]) -> Vec<Value> {
                 out.push(msg);
             }
             AgentMessage::ToolResult(r) => out.push(json!({"role": "tool", "tool_call_id": r.tool_call_id.as_str(), "content": text_of(&r.content)})),
-            AgentMessage::BashExecution(b) if b.exclude_from_context != Some(true) => out.push(json!({
-                "role": "user",
-                "content": format!("I ran `{}` (exit code {}):\n```\n{}\n```", b.command, b.exit_code.map_or("none".to_owned(), |c| c.to_string()), b.output)
-            })),
-            AgentMessage::BashExecution(_) => {}
-            AgentMessage::CompactionSummary(c) => out.push(json!({"role": "user", "content": format!("<summary>\n{}\n</summary>", c.summary)})),
-            AgentMessage::BranchSummary(b) => out.push(json!({"role": "user", "content": format!("<summary>\n{}\n</summary>", b.summary)})),
-            AgentMessage::Custom(c) => {
-                let content = match &c.content {
-                    UserContent::String(s) => json!(s),
-                    UserContent::Array(blocks) => Value::Array(parts(blocks)),
-                };
-                out.push(json!({"role": "user", "content": content}));
+            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) => {
+                if let Some(text) = super::note_text(m) {
+                    out.push(json!({"role": "user", "content": text}));
+                }
             }
+            AgentMessage::Custom(c) => out.push(json!({"role": "user", "content": user_content(&c.content)})),
         }
     }
     out
 }
 
-fn effort(level: ThinkingLevel) -> Option<&'static str> {
+/// The `reasoning_effort` (Chat Completions) or `reasoning.effort` (Responses) for a level.
+pub(super) fn effort(level: ThinkingLevel) -> Option<&'static str> {
     match level {
         ThinkingLevel::Off => None,
         ThinkingLevel::Minimal => Some("minimal"),
@@ -138,12 +138,7 @@ impl Provider for OpenAiProvider {
         if let Some(key) = &self.endpoint.api_key {
             builder = builder.bearer_auth(key);
         }
-        let endpoint = self.endpoint.clone();
-        ChunkStream::spawn(move |tx| async move {
-            if let Err(e) = run(builder, &tx).await {
-                let _ = tx.send(ModelChunk::Error(e.redacted(&endpoint))).await;
-            }
-        })
+        self.endpoint.spawn(builder, run)
     }
 }
 
@@ -153,7 +148,8 @@ struct ToolState {
     current: Option<u64>,
 }
 
-async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+async fn run(builder: reqwest::RequestBuilder, tx: mpsc::Sender<ModelChunk>) -> Result<(), ProviderError> {
+    let tx = &tx;
     let mut stream = super::sse::open(builder).await?;
     let mut finish: Option<String> = None;
     let mut usage = TokenUsage::default();
@@ -186,6 +182,7 @@ async fn run(builder: reqwest::RequestBuilder, tx: &mpsc::Sender<ModelChunk>) ->
                 output: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
                 cache_read: cached,
                 cache_write: 0,
+                reasoning: u.pointer("/completion_tokens_details/reasoning_tokens").and_then(Value::as_u64),
             };
         }
         let Some(choice) = chunk.pointer("/choices/0") else { continue };

@@ -42,7 +42,7 @@ impl Acp {
     pub fn start_with_env(dir: &std::path::Path, config: &std::path::Path, script: &[Value], extra: &[&str], env: &[(&str, &str)]) -> Acp {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
         cmd.args(["--mode", "acp", "--config-dir"]).arg(config).arg("--cwd").arg(dir).args(extra);
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
             cmd.env_remove(var);
         }
         cmd.envs(env.iter().copied());

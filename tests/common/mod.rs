@@ -64,7 +64,7 @@ impl Agent {
         if !args.contains(&"--config-dir") {
             cmd.arg("--config-dir").arg(config.path());
         }
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
             cmd.env_remove(var);
         }
         // The full output of a long `bash` run is kept for the host to read; here it goes with
@@ -205,7 +205,7 @@ pub fn frames_until(mut next: impl FnMut() -> Value, pred: impl Fn(&Value) -> bo
 pub fn spawn_piped(mode: &str, config: &std::path::Path, configure: impl FnOnce(&mut Command)) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
     cmd.args(["--mode", mode, "--no-session", "--config-dir"]).arg(config);
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
         cmd.env_remove(var);
     }
     configure(&mut cmd);

@@ -78,7 +78,7 @@ pub fn step(frame: &RpcAgentFrame) -> Option<Step> {
         "message_end" => {
             let message = frame.parse::<MessageEnd>().ok()?.message;
             let usage = message.usage.filter(|_| message.role == "assistant")?;
-            Some(Step::Usage(TokenUsage { input: usage.input, output: usage.output, cache_read: usage.cache_read, cache_write: usage.cache_write }))
+            Some(Step::Usage(TokenUsage { input: usage.input, output: usage.output, cache_read: usage.cache_read, cache_write: usage.cache_write, reasoning: None }))
         }
         "prompt_result" => frame.parse::<PromptResult>().ok().map(|r| Step::Settled { status: r.status, error: r.error.map(|e| e.message) }),
         "message_update" => {

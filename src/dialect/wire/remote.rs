@@ -260,7 +260,7 @@ async fn forward(event: WireEvent, open: &mut Option<OpenCall>, reply: &Reply) {
         }
         WireEvent::StatusUpdate(status) => {
             if let Some(used) = status.payload.token_usage {
-                let usage = TokenUsage { input: used.input_other, output: used.output, cache_read: used.input_cache_read.unwrap_or(0), cache_write: used.input_cache_creation.unwrap_or(0) };
+                let usage = TokenUsage { input: used.input_other, output: used.output, cache_read: used.input_cache_read.unwrap_or(0), cache_write: used.input_cache_creation.unwrap_or(0), reasoning: None };
                 reply.usage(usage).await;
             }
         }
