@@ -78,7 +78,8 @@ fn permission_granted_runs_the_tool_and_rejected_does_not() {
     let (frames, response) = acp.until_response(&id);
     assert_eq!(response["result"]["stopReason"], "end_turn");
     let done = updates(&frames).into_iter().find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed").expect("completed").clone();
-    assert_eq!(done["content"][0], json!({"type": "diff", "path": "yes.txt", "newText": "allowed\n"}));
+    // Paths in ACP are absolute.
+    assert_eq!(done["content"][0], json!({"type": "diff", "path": dir.path().join("yes.txt").display().to_string(), "newText": "allowed\n"}));
     assert_eq!(std::fs::read_to_string(dir.path().join("yes.txt")).unwrap(), "allowed\n");
 
     let id = acp.request("session/prompt", prompt("write no", &session));

@@ -60,24 +60,26 @@ pub fn result_text(content: &[TextOrImageContent]) -> String {
 }
 
 /// What a finished tool call shows: a diff for `edit` / `write` that succeeded, the output
-/// otherwise (bash output in a fenced block, as terminals render it).
-pub(super) fn tool_content(info: &CallInfo, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
-    tool_content_of(&info.name, &info.arguments, content, is_error)
+/// otherwise (bash output in a fenced block, as terminals render it). A diff's path is absolute
+/// (relative to `cwd`), as ACP asks of every path.
+pub(super) fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
+    tool_content_of(&info.name, &info.arguments, cwd, content, is_error)
 }
 
 /// [`tool_content`] of the call of tool `name` with `arguments` (ACP v2 shows the same).
-pub fn tool_content_of(name: &str, arguments: &Map<String, Value>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
+pub fn tool_content_of(name: &str, arguments: &Map<String, Value>, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
     let arg = |k: &str| arguments.get(k).and_then(Value::as_str);
+    let absolute = |p: &str| cwd.map_or_else(|| p.to_owned(), |c| c.join(p).display().to_string());
     if !is_error {
         match (name, arg("path")) {
             ("edit", Some(path)) => {
                 if let (Some(old), Some(new)) = (arg("oldText"), arg("newText")) {
-                    return vec![ToolCallContent::Diff { meta: None, new_text: new.to_owned(), old_text: Some(old.to_owned()), path: path.to_owned() }];
+                    return vec![ToolCallContent::Diff { meta: None, new_text: new.to_owned(), old_text: Some(old.to_owned()), path: absolute(path) }];
                 }
             }
             ("write", Some(path)) => {
                 if let Some(new) = arg("content") {
-                    return vec![ToolCallContent::Diff { meta: None, new_text: new.to_owned(), old_text: None, path: path.to_owned() }];
+                    return vec![ToolCallContent::Diff { meta: None, new_text: new.to_owned(), old_text: None, path: absolute(path) }];
                 }
             }
             _ => {}
@@ -182,7 +184,7 @@ impl AcpSessionHost {
         let mut update = call_update(id);
         set_update(&mut update, |s, c, raw| {
             *s = Some(status(is_error));
-            *c = Some(tool_content(&info, content, is_error));
+            *c = Some(tool_content(&info, self.cwd().as_deref(), content, is_error));
             let raw_output = [("output".to_owned(), Value::String(result_text(content))), ("details".to_owned(), details.cloned().unwrap_or(Value::Null))];
             *raw = Some(Value::Object(Map::from_iter(raw_output)));
         });
@@ -272,7 +274,7 @@ impl AcpSessionHost {
                 let mut update = call_update(&call.id);
                 set_update(&mut update, |s, c, _| {
                     *s = Some(ToolCallStatus::InProgress);
-                    *c = Some(tool_content(&CallInfo { name: info.name.clone(), arguments: Map::new() }, &partial.content, false));
+                    *c = Some(tool_content(&CallInfo { name: info.name.clone(), arguments: Map::new() }, None, &partial.content, false));
                 });
                 self.update(update).await;
             }

@@ -35,11 +35,10 @@ pub(super) fn diff(path: &str, old: Option<&str>, new: &str) -> ToolCallContent 
 
 /// v1's content of a finished call (text, images, or a diff for `edit` / `write`) in v2's shapes.
 fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
-    let absolute = |p: &str| cwd.map_or_else(|| p.to_owned(), |c| c.join(p).display().to_string());
-    v1::tool_content_of(&info.name, &info.arguments, content, is_error)
+    v1::tool_content_of(&info.name, &info.arguments, cwd, content, is_error)
         .into_iter()
         .filter_map(|c| match c {
-            crate::protocol::acp::ToolCallContent::Diff { new_text, old_text, path, .. } => Some(diff(&absolute(&path), old_text.as_deref(), &new_text)),
+            crate::protocol::acp::ToolCallContent::Diff { new_text, old_text, path, .. } => Some(diff(&path, old_text.as_deref(), &new_text)),
             other => same_shape(&other),
         })
         .collect()

@@ -99,7 +99,7 @@ test("a tool call with permission granted runs; one rejected does not", async ()
   assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("write") })).stopReason, "end_turn");
   assert.equal(readFileSync(join(dir, "granted.txt"), "utf8"), "yes\n");
   const done = updates.find((u) => u.update.toolCallId === "ok1" && u.update.status === "completed");
-  assert.deepEqual(done.update.content[0], { type: "diff", path: "granted.txt", newText: "yes\n" });
+  assert.deepEqual(done.update.content[0], { type: "diff", path: join(dir, "granted.txt"), newText: "yes\n" });
   assert.equal((await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("touch") })).stopReason, "end_turn");
   assert.equal(existsSync(join(dir, "rejected.txt")), false);
   const failed = updates.find((u) => u.update.toolCallId === "no1" && u.update.status === "failed");
