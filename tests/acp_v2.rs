@@ -134,3 +134,16 @@ fn version_one_keeps_v1() {
     assert!(!session.is_empty());
     assert!(acp.close().success());
 }
+
+#[test]
+fn a_repeated_initialize_asking_for_v1_on_a_v2_connection_is_unsupported_version() {
+    let (dir, config) = dirs();
+    let mut acp = Acp::start(dir.path(), config.path(), &[], &[]).v2();
+    init_v2(&mut acp, 2);
+    let again = init_v2(&mut acp, 1);
+    assert_eq!(again["error"]["code"], -32022, "{again}");
+    assert_eq!(again["error"]["data"]["requested"], 1, "{again}");
+    // The connection still speaks v2.
+    assert!(!new_session(&mut acp, dir.path()).is_empty());
+    assert!(acp.close().success());
+}
