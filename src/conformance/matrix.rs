@@ -85,7 +85,10 @@ pub fn run_matrix(options: &MatrixOptions, progress: &(dyn Fn(&str) + Sync)) -> 
         let baseline_path = find_baseline(&options.dir, &name);
         let baseline = baseline_path.as_deref().map(Baseline::load).transpose().map_err(MatrixError::Input)?;
         let run = RunOptions { agent: AgentUnderTest::Adapted { adapter: Box::new(adapter), agentwire: options.agentwire.clone() }, frame_timeout: options.frame_timeout };
-        let report = run_suite(&files, &run, baseline.as_ref(), options.jobs);
+        let mut report = run_suite(&files, &run, baseline.as_ref(), options.jobs);
+        if let Ok(registry) = Registry::embedded() {
+            report.judge_coverage(registry);
+        }
         columns.push(Column { adapter: path.clone(), version, baseline: baseline_path, report });
     }
     Ok(columns)
@@ -96,6 +99,8 @@ fn cell(status: RequirementStatus) -> &'static str {
     match status {
         RequirementStatus::Pass => "pass",
         RequirementStatus::Fail => "**FAIL**",
+        RequirementStatus::NotTestable => "**not testable**",
+        RequirementStatus::Unexercised => "**unexercised**",
         RequirementStatus::Skipped => "skip",
         RequirementStatus::NotTested => "—",
     }
@@ -135,7 +140,7 @@ pub fn markdown(columns: &[Column], registry: &Registry, generated_at: &str, com
         }
         out.push('\n');
     }
-    out.push_str("\n`pass`: every transcript naming the requirement passed; `**FAIL**`: one failed (the agent's baseline says why, citing the id); `skip`: not asked of the agent (another dialect, an `AGENTWIRE`-tier choice, or a capability it does not advertise).\n");
+    out.push_str("\n`pass`: every transcript naming the requirement passed; `**FAIL**`: a transcript failed on a line charged to it (the agent's baseline says why, citing the id); `**not testable**`: a line setting up its precondition failed; `**unexercised**`: MANDATORY, yet no transcript exercised it (counts as failed); `skip`: not asked of the agent (another dialect, an `AGENTWIRE`-tier choice, or a capability it does not have).\n");
     if !untested.is_empty() {
         let _ = writeln!(out, "\nNot tested by this corpus: {}.", untested.join(", "));
     }
