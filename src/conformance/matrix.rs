@@ -86,7 +86,9 @@ pub fn run_matrix(options: &MatrixOptions, progress: &(dyn Fn(&str) + Sync)) -> 
         let baseline = baseline_path.as_deref().map(Baseline::load).transpose().map_err(MatrixError::Input)?;
         let run = RunOptions { agent: AgentUnderTest::Adapted { adapter: Box::new(adapter), agentwire: options.agentwire.clone() }, frame_timeout: options.frame_timeout };
         let mut report = run_suite(&files, &run, baseline.as_ref(), options.jobs);
-        if let Ok(registry) = Registry::embedded() {
+        // A corpus root (it holds the registry) must exercise every MANDATORY requirement of
+        // the dialects the agent speaks.
+        if let (true, Ok(registry)) = (options.dir.join("requirements.json").is_file(), Registry::embedded()) {
             report.judge_coverage(registry);
         }
         columns.push(Column { adapter: path.clone(), version, baseline: baseline_path, report });

@@ -650,6 +650,17 @@ fn validate_inbound(dialect: TranscriptHeaderDialect, frame: &Value) -> Result<(
     }
 }
 
+/// An `in` line sending `frame`, marked `invalid` when it does not validate: a recording that
+/// sent it did so to see it refused, and the runner then leaves it unchecked.
+pub fn in_line(dialect: TranscriptHeaderDialect, frame: Value) -> Value {
+    let invalid = validate_inbound(dialect, &frame).is_err();
+    let mut line = serde_json::json!({"kind": "in", "frame": frame});
+    if invalid {
+        line["invalid"] = Value::Bool(true);
+    }
+    line
+}
+
 /// The requirements and `setup` flag of a checking line.
 fn blame(requirements: &Option<Vec<String>>, setup: Option<bool>) -> Cause {
     Cause::Line { requirements: requirements.clone(), setup: setup == Some(true) }

@@ -178,6 +178,9 @@ pub struct Report {
     /// exercised, when the run covered a whole corpus ([`Report::judge_coverage`]); each fails
     /// the run.
     pub unexercised: Vec<String>,
+    /// Whether coverage was judged (a run over a whole corpus): only then is a MANDATORY
+    /// requirement nothing exercised `Unexercised` rather than `NotTested`.
+    pub coverage_judged: bool,
 }
 
 /// A transcript's header line as JSON, if its first line is JSON.
@@ -255,7 +258,7 @@ pub fn run_suite_with_progress(files: &[PathBuf], options: &RunOptions, baseline
     let unknown_baseline_entries = baseline
         .map(|b| b.entries.keys().filter(|name| !entries.iter().any(|e| &e.outcome.name == *name)).cloned().collect())
         .unwrap_or_default();
-    Report { agent: options.agent.name(), entries, unknown_baseline_entries, unexercised: Vec::new() }
+    Report { agent: options.agent.name(), entries, unknown_baseline_entries, unexercised: Vec::new(), coverage_judged: false }
 }
 
 /// What an outcome means against a baseline. A failure that a single-check entry does not
@@ -286,6 +289,7 @@ impl Report {
     /// For a run over a whole corpus: records the MANDATORY requirements no transcript
     /// exercised, so they fail the run.
     pub fn judge_coverage(&mut self, registry: &Registry) {
+        self.coverage_judged = true;
         self.unexercised = self.requirement_results(registry).into_iter().filter(|r| r.status == RequirementStatus::Unexercised).map(|r| r.id).collect();
     }
 
@@ -368,7 +372,7 @@ impl Report {
                     RequirementStatus::NotTestable
                 } else if passed {
                     RequirementStatus::Pass
-                } else if r.tier == ConformanceRequirementTier::Mandatory && dialects.contains(r.dialect.to_string().as_str()) {
+                } else if self.coverage_judged && r.tier == ConformanceRequirementTier::Mandatory && dialects.contains(r.dialect.to_string().as_str()) {
                     RequirementStatus::Unexercised
                 } else if naming.iter().any(ran) {
                     // Only transcripts that failed before reaching it.
@@ -581,6 +585,7 @@ mod tests {
             entries: vec![entry("ok", None, &b), entry("known", Some("line 3: differs"), &b)],
             unknown_baseline_entries: vec![],
             unexercised: vec![],
+            coverage_judged: false,
         };
         assert!(report.passed());
         assert!(report.text().ends_with("1 passed, 0 failed, 0 skipped, 1 expected failures\n"), "{}", report.text());
@@ -601,7 +606,7 @@ mod tests {
             Entry { path: "t1.jsonl".into(), outcome: outcome("t1", &["R-1"], None), verdict: Verdict::Passed },
             Entry { path: "t2.jsonl".into(), outcome: skipped, verdict: Verdict::Skipped("AGENTWIRE tier".into()) },
         ];
-        let mut report = Report { agent: "pi".into(), entries, unknown_baseline_entries: vec![], unexercised: vec![] };
+        let mut report = Report { agent: "pi".into(), entries, unknown_baseline_entries: vec![], unexercised: vec![], coverage_judged: false };
         assert!(report.passed(), "coverage is judged only when asked");
         report.judge_coverage(&registry);
         assert_eq!(report.unexercised, ["R-2"], "R-3 is ADVISORY: not being exercised is no failure");
@@ -623,7 +628,7 @@ mod tests {
             Entry { path: "u.jsonl".into(), outcome: setup, verdict: Verdict::Failed },
             Entry { path: "v.jsonl".into(), outcome: outcome("v", &["R-1"], None), verdict: Verdict::Passed },
         ];
-        let report = Report { agent: "pi".into(), entries, unknown_baseline_entries: vec![], unexercised: vec![] };
+        let report = Report { agent: "pi".into(), entries, unknown_baseline_entries: vec![], unexercised: vec![], coverage_judged: false };
         let statuses: Vec<&str> = report.requirement_results(&registry).iter().map(|r| r.status.as_str()).collect();
         assert_eq!(statuses, ["PASS", "NOT_TESTABLE", "FAIL"]);
     }
@@ -642,6 +647,7 @@ mod tests {
             entries: vec![Entry { path: "t.jsonl".into(), outcome: outcome("t", &["R-3"], None), verdict: Verdict::UnexpectedPass }],
             unknown_baseline_entries: vec!["gone".into()],
             unexercised: vec![],
+            coverage_judged: false,
         };
         assert!(!report.passed());
         let text = report.text();
@@ -653,7 +659,7 @@ mod tests {
     fn junit_escapes_and_counts() {
         let b = Baseline::default();
         let report =
-            Report { agent: "a&b".into(), entries: vec![entry("ok", None, &b), entry("bad", Some("line 2: <diff>\nmore"), &b)], unknown_baseline_entries: vec![], unexercised: vec![] };
+            Report { agent: "a&b".into(), entries: vec![entry("ok", None, &b), entry("bad", Some("line 2: <diff>\nmore"), &b)], unknown_baseline_entries: vec![], unexercised: vec![], coverage_judged: false };
         let x = report.junit();
         assert!(x.contains("name=\"conformance: a&amp;b\" tests=\"2\" failures=\"1\""));
         assert!(x.contains("<failure message=\"line 2: &lt;diff&gt;\">"));
