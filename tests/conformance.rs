@@ -584,3 +584,28 @@ fn an_imported_kimi_recording_with_a_result_between_the_next_calls_argument_part
     assert!(at("ToolCall:call_sh_2") < parts[2] && parts[2] < at("ToolResult:call_sh_1") && at("ToolResult:call_sh_1") < parts[3], "{events:?}");
     assert_replays("kimi-parallel-eager", &text);
 }
+
+/// Every frame the harness sends is validated first: one that does not validate is the
+/// harness's fault, charged to no requirement of the agent, unless the line marks it `invalid`.
+#[test]
+fn a_frame_the_transcript_sent_invalid_is_blamed_on_the_harness() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, marked: bool| {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        let invalid = if marked { r#","invalid":true"# } else { "" };
+        let lines = [
+            r#"{"kind":"header","name":"bad-mode","dialect":"rpc","description":"a steering mode no schema allows","requirements":["RPC-CMD-3"]}"#.to_owned(),
+            r#"{"kind":"out","frame":{"type":"ready"},"subset":true,"optional":true}"#.to_owned(),
+            format!(r#"{{"kind":"in","frame":{{"id":"m","type":"set_steering_mode","mode":"sometimes"}}{invalid}}}"#),
+            r#"{"kind":"out","frame":{"id":"m","type":"response","command":"set_steering_mode","success":false,"error":"{{string}}"},"subset":true}"#.to_owned(),
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        path
+    };
+    let outcome = run(&write("unmarked", false), &options());
+    let failure = outcome.failure.clone().unwrap_or_default();
+    assert!(failure.contains("harness error: the transcript's own frame does not validate"), "{outcome:?}");
+    assert!(outcome.charged.is_empty(), "charged to the agent: {outcome:?}");
+    let outcome = run(&write("marked", true), &options());
+    assert!(outcome.failure.is_none(), "{outcome:?}");
+}

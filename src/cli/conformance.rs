@@ -105,7 +105,9 @@ pub fn matrix(adapters: Vec<PathBuf>, out: Option<&Path>, frame_timeout: u64, jo
     let json = crate::conformance::matrix::json(&columns, registry, &now);
     match out {
         Some(path) => {
-            let written = std::fs::write(path, &md).and_then(|()| std::fs::write(json_path(path), format!("{json:#}\n")));
+            let existing = std::fs::read_to_string(path).ok();
+            let text = crate::conformance::matrix::splice(existing.as_deref(), &md);
+            let written = std::fs::write(path, text).and_then(|()| std::fs::write(json_path(path), format!("{json:#}\n")));
             if let Err(e) = written {
                 return fail(&format!("{}: {e}", path.display()));
             }
