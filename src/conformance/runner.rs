@@ -87,6 +87,9 @@ pub struct Outcome {
     /// The failure is on a line that sets up a precondition (`setup`): the requirements it is
     /// charged to could not be tested, which counts as failed.
     pub not_testable: bool,
+    /// The requirements of the checking lines that were satisfied before the run ended (those a
+    /// failure later in the transcript was not charged to were still exercised, and held).
+    pub checked: Vec<String>,
     /// Why the transcript was not run (a dialect the agent does not speak).
     pub skipped: Option<String>,
     /// How long the run took.
@@ -145,6 +148,8 @@ struct Run {
     requires: Vec<String>,
     /// The first of them the agent's own answer showed it does not advertise.
     missing: Option<String>,
+    /// Requirements of the checking lines satisfied so far.
+    checked: std::collections::BTreeSet<String>,
 }
 
 impl Run {
@@ -228,6 +233,7 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
                 failure: Some(e),
                 charged: Vec::new(),
                 not_testable: false,
+                checked: Vec::new(),
                 skipped: None,
                 duration: started.elapsed(),
                 last_frames: Vec::new(),
@@ -242,6 +248,7 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
         failure: None,
         charged: Vec::new(),
         not_testable: false,
+        checked: Vec::new(),
         skipped: None,
         duration: Duration::ZERO,
         last_frames: Vec::new(),
@@ -279,7 +286,8 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
             return outcome;
         }
     }
-    let (ending, seen) = execute(&lines, options);
+    let (ending, seen, checked) = execute(&lines, options);
+    outcome.checked = checked;
     outcome.duration = started.elapsed();
     outcome.last_frames = seen;
     match ending {
@@ -353,10 +361,10 @@ enum Ending {
     Skipped(String),
 }
 
-fn execute(lines: &[TranscriptLine], options: &RunOptions) -> (Ending, Vec<Value>) {
+fn execute(lines: &[TranscriptLine], options: &RunOptions) -> (Ending, Vec<Value>, Vec<String>) {
     match launch_and_play(lines, options) {
         Ok(played) => played,
-        Err(e) => (Ending::Failed(Failure::agent(e)), Vec::new()),
+        Err(e) => (Ending::Failed(Failure::agent(e)), Vec::new(), Vec::new()),
     }
 }
 
@@ -417,7 +425,7 @@ fn play_role(call: &Value, tools: &crate::protocol::ConformanceAdapterTools, p: 
     Value::Object(mapped)
 }
 
-fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(Ending, Vec<Value>), String> {
+fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(Ending, Vec<Value>, Vec<String>), String> {
     let TranscriptLine::Header(header) = &lines[0] else { unreachable!() };
     let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (home, config, work) = (temp.path().join("home"), temp.path().join("config"), temp.path().join("work"));
@@ -540,9 +548,10 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         ignore,
         requires,
         missing: None,
+        checked: std::collections::BTreeSet::new(),
     };
     let mut matcher = Matcher::new(temp.path().display().to_string());
-    let result = steps(&mut run, &mut matcher, &lines[1..]);
+    let result = steps(&mut run, &mut matcher, &lines[1..], &header.requirements);
     run.stop();
     drop(fake);
     let seen = std::mem::take(&mut run.seen);
@@ -552,7 +561,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         (None, Ok(())) => Ending::Passed,
         (None, Err(e)) => Ending::Failed(e),
     };
-    Ok((ending, seen))
+    Ok((ending, seen, std::mem::take(&mut run.checked).into_iter().collect()))
 }
 
 /// What adapter placeholders stand for in one run.
@@ -666,10 +675,16 @@ fn blame(requirements: &Option<Vec<String>>, setup: Option<bool>) -> Cause {
     Cause::Line { requirements: requirements.clone(), setup: setup == Some(true) }
 }
 
-fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Result<(), Failure> {
+fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], defaults: &[String]) -> Result<(), Failure> {
     let mut pending: PendingOptional<'_> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let n = i + 2; // 1-based, after the header
+        // A checking line (not a setup one) that is satisfied exercised its requirements.
+        let held = |run: &mut Run, requirements: &Option<Vec<String>>, setup: Option<bool>| {
+            if setup != Some(true) {
+                run.checked.extend(requirements.as_deref().unwrap_or(defaults).iter().cloned());
+            }
+        };
         match line {
             TranscriptLine::Header(_) | TranscriptLine::Model(_) => {}
             TranscriptLine::In(l) => match (&l.frame, &l.raw) {
@@ -698,6 +713,7 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Resu
                 if let Err(why) = matcher.check(&l.frame, &frame, subset) {
                     return Err(fail(format!("line {n}: frame differs at {why}\n{}", diff(&l.frame, &frame))));
                 }
+                held(run, &l.requirements, l.setup);
             }
             TranscriptLine::Unordered(l) => {
                 let cause = blame(&l.requirements, l.setup);
@@ -714,6 +730,7 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Resu
                         None => return Err(fail(format!("line {n}: frame matches none of the {} remaining unordered patterns:\n  {frame}", open.len()))),
                     }
                 }
+                held(run, &l.requirements, l.setup);
             }
             TranscriptLine::Wait(l) => {
                 let cause = blame(&l.requirements, l.setup);
@@ -724,6 +741,7 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Resu
                         break;
                     }
                 }
+                held(run, &l.requirements, l.setup);
             }
             TranscriptLine::CloseStdin(_) => {
                 run.stdin.take();

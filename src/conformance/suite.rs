@@ -365,7 +365,8 @@ impl Report {
                 let charged = |e: &&&Entry| e.outcome.failure.is_some() && ran(e) && e.outcome.charged.iter().any(|x| x == id);
                 let failed = naming.iter().filter(charged).any(|e| !e.outcome.not_testable);
                 let untestable = naming.iter().filter(charged).any(|e| e.outcome.not_testable);
-                let passed = naming.iter().any(|e| matches!(e.verdict, Verdict::Passed | Verdict::UnexpectedPass));
+                // A transcript that passed, or one that failed later, after this requirement's lines held.
+                let passed = naming.iter().any(|e| matches!(e.verdict, Verdict::Passed | Verdict::UnexpectedPass) || (ran(e) && e.outcome.checked.iter().any(|x| x == id)));
                 let status = if failed {
                     RequirementStatus::Fail
                 } else if untestable {
@@ -542,6 +543,7 @@ mod tests {
             failure: failure.map(|(f, _)| f.to_owned()),
             charged: failure.map(|(_, c)| c.iter().map(|r| (*r).to_owned()).collect()).unwrap_or_default(),
             not_testable: false,
+            checked: Vec::new(),
             skipped: None,
             duration: Duration::from_millis(5),
             last_frames: vec![json!({"type": "x<y"})],
@@ -619,14 +621,15 @@ mod tests {
     #[test]
     fn a_failure_is_charged_to_its_line_and_a_setup_failure_is_not_testable() {
         let registry = registry();
-        // The transcript names; its R-3 line failed: R-1 is not marked failed.
-        let advisory = outcome("t", &["R-1", "R-3"], Some(("line 9: differs", &["R-3"])));
+        // The transcript names; its R-3 line failed after its R-1 lines held: R-1 is
+        // not marked failed, and was exercised.
+        let mut advisory = outcome("t", &["R-1", "R-3"], Some(("line 9: differs", &["R-3"])));
+        advisory.checked = vec!["R-1".into()];
         let mut setup = outcome("u", &["R-2"], Some(("line 3: no session", &["R-2"])));
         setup.not_testable = true;
         let entries = vec![
             Entry { path: "t.jsonl".into(), outcome: advisory, verdict: Verdict::Failed },
             Entry { path: "u.jsonl".into(), outcome: setup, verdict: Verdict::Failed },
-            Entry { path: "v.jsonl".into(), outcome: outcome("v", &["R-1"], None), verdict: Verdict::Passed },
         ];
         let report = Report { agent: "pi".into(), entries, unknown_baseline_entries: vec![], unexercised: vec![], coverage_judged: false };
         let statuses: Vec<&str> = report.requirement_results(&registry).iter().map(|r| r.status.as_str()).collect();
