@@ -274,7 +274,10 @@ fn verdict(outcome: &mut Outcome, baseline: Option<&Baseline>) -> Verdict {
             outcome.failure = outcome.failure.take().map(|f| format!("{f}\n(the baseline expects a failure of {id}; this one is charged to {charged})"));
             Verdict::Failed
         }
-        (None, Some(_), Some(entry)) => Verdict::ExpectedFailure(entry.reason.clone()),
+        (None, Some(_), Some(entry)) => Verdict::ExpectedFailure(match &entry.check {
+            Some(id) => format!("{id}: {}", entry.reason),
+            None => entry.reason.clone(),
+        }),
         (None, Some(_), None) => Verdict::Failed,
     }
 }
@@ -642,7 +645,7 @@ mod tests {
         assert_eq!(b.entry("t"), Some(&BaselineEntry { check: Some("R-3".into()), reason: "an advisory detail".into() }));
         assert!(Baseline::parse("t:  # x").is_err());
         let judge = |mut o: Outcome| verdict(&mut o, Some(&b));
-        assert_eq!(judge(outcome("t", &["R-1", "R-3"], Some(("line 9", &["R-3"])))), Verdict::ExpectedFailure("an advisory detail".into()));
+        assert_eq!(judge(outcome("t", &["R-1", "R-3"], Some(("line 9", &["R-3"])))), Verdict::ExpectedFailure("R-3: an advisory detail".into()));
         assert_eq!(judge(outcome("u", &["R-1", "R-3"], Some(("line 9", &["R-3"])))), Verdict::Failed, "fails on another check than listed");
         assert_eq!(judge(outcome("t", &["R-1", "R-3"], None)), Verdict::UnexpectedPass, "a listed check that passes is stale");
         let report = Report {
