@@ -32,7 +32,9 @@ fn adapter(name: &str) -> AgentUnderTest {
 
 #[test]
 fn the_corpus_passes_against_agentwire() {
-    let report = run_suite(&corpus(), &options(), None, 4);
+    let mut report = run_suite(&corpus(), &options(), None, 4);
+    // agentwire speaks every dialect, so every MANDATORY requirement must be exercised.
+    report.judge_coverage(Registry::embedded().unwrap());
     assert!(report.passed(), "{}", report.text());
 }
 
@@ -136,10 +138,10 @@ fn every_adapter_file_validates() {
     }
 }
 
-/// The peers of the compatibility matrix: each line of their baselines cites a requirement id
-/// the listed transcript names, then says why.
+/// The peers of the compatibility matrix: each line of their baselines names one check,
+/// `transcript:REQUIREMENT`, a requirement that transcript names, then says why.
 #[test]
-fn every_peer_baseline_line_cites_a_requirement_of_its_transcript() {
+fn every_peer_baseline_line_names_a_check_of_its_transcript() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
     let names: std::collections::BTreeMap<String, Vec<String>> = corpus()
         .iter()
@@ -149,14 +151,14 @@ fn every_peer_baseline_line_cites_a_requirement_of_its_transcript() {
             (header["name"].as_str().unwrap().to_owned(), ids)
         })
         .collect();
-    for peer in ["gemini-cli", "opencode", "codex-acp", "pi", "omp"] {
+    for peer in ["gemini-cli", "opencode", "codex-acp", "pi", "omp", "kimi-cli"] {
         let text = std::fs::read_to_string(root.join(format!("baselines/{peer}.txt"))).unwrap();
         for line in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
-            let (name, why) = line.split_once('#').unwrap_or_else(|| panic!("{peer}: {line:?} says no why"));
-            let ids = names.get(name.trim()).unwrap_or_else(|| panic!("{peer}: {name:?} is no transcript"));
-            let (cited, reason) = why.trim().split_once(':').unwrap_or_else(|| panic!("{peer}: {line:?} cites no requirement id"));
+            let (check, why) = line.split_once('#').unwrap_or_else(|| panic!("{peer}: {line:?} says no why"));
+            let (name, cited) = check.trim().split_once(':').unwrap_or_else(|| panic!("{peer}: {line:?} names no check (`transcript:REQUIREMENT`)"));
+            let ids = names.get(name).unwrap_or_else(|| panic!("{peer}: {name:?} is no transcript"));
             assert!(ids.iter().any(|id| id == cited), "{peer}: {line:?} cites {cited}, which {name} does not name ({ids:?})");
-            assert!(reason.trim().len() > 10, "{peer}: {line:?} does not say why");
+            assert!(why.trim().len() > 10, "{peer}: {line:?} does not say why");
         }
     }
 }
@@ -597,4 +599,29 @@ fn real_kimi_recordings_of_two_parallel_calls_replay_with_and_without_approvals(
     let (text, lines) = import_hand_made_kimi("parallel_eager_approvals");
     assert_eq!(lines.iter().filter(|l| l["frame"]["params"]["type"] == "ApprovalRequest").count(), 2);
     assert_replays("kimi-parallel-eager-approvals", &text);
+}
+
+/// Every frame the harness sends is validated first: one that does not validate is the
+/// harness's fault, charged to no requirement of the agent, unless the line marks it `invalid`.
+#[test]
+fn a_frame_the_transcript_sent_invalid_is_blamed_on_the_harness() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, marked: bool| {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        let invalid = if marked { r#","invalid":true"# } else { "" };
+        let lines = [
+            r#"{"kind":"header","name":"bad-mode","dialect":"rpc","description":"a steering mode no schema allows","requirements":["RPC-CMD-3"]}"#.to_owned(),
+            r#"{"kind":"out","frame":{"type":"ready"},"subset":true,"optional":true}"#.to_owned(),
+            format!(r#"{{"kind":"in","frame":{{"id":"m","type":"set_steering_mode","mode":"sometimes"}}{invalid}}}"#),
+            r#"{"kind":"out","frame":{"id":"m","type":"response","command":"set_steering_mode","success":false,"error":"{{string}}"},"subset":true}"#.to_owned(),
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        path
+    };
+    let outcome = run(&write("unmarked", false), &options());
+    let failure = outcome.failure.clone().unwrap_or_default();
+    assert!(failure.contains("harness error: the transcript's own frame does not validate"), "{outcome:?}");
+    assert!(outcome.charged.is_empty(), "charged to the agent: {outcome:?}");
+    let outcome = run(&write("marked", true), &options());
+    assert!(outcome.failure.is_none(), "{outcome:?}");
 }

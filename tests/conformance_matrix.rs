@@ -46,3 +46,30 @@ fn the_matrix_has_a_column_per_agent_and_a_row_per_requirement() {
     assert_eq!((row["tier"].as_str(), &row["status"]), (Some("ADVISORY"), &serde_json::json!({"agentwire-acp": "PASS", "other": "FAIL"})));
     assert_eq!(json["agents"][1]["asBaselineExpects"], true);
 }
+
+/// Over a corpus root (a directory holding the registry), a MANDATORY requirement of a dialect
+/// the agent speaks that no transcript exercises fails the agent's column, and so the run.
+#[test]
+fn a_mandatory_requirement_no_transcript_exercises_fails_the_matrix() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    std::fs::copy(root.join("tests/conformance/requirements.json"), corpus.join("requirements.json")).unwrap();
+    std::fs::copy(root.join("tests/conformance/acp-handshake.jsonl"), corpus.join("acp-handshake.jsonl")).unwrap();
+    let out = dir.path().join("matrix.md");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(["conformance", "matrix", "--adapter"])
+        .arg(root.join("tests/conformance/adapters/agentwire-acp.json"))
+        .arg("--out")
+        .arg(&out)
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("FAIL ACP-PROMPT-1: MANDATORY, but no transcript of the run exercised it"), "{stderr}");
+    let md = std::fs::read_to_string(&out).unwrap();
+    assert!(md.contains("| ACP-PROMPT-1 | MANDATORY | **unexercised** |"), "{md}");
+    assert!(md.contains("| ACP-INIT-1 | MANDATORY | pass |"), "{md}");
+}

@@ -106,9 +106,9 @@ pub fn matrix(adapters: Vec<PathBuf>, out: Option<&Path>, frame_timeout: u64, jo
     let json = crate::conformance::matrix::json(&columns, registry, &now);
     match out {
         Some(path) => {
-            // The client matrix at the end of the file (`conformance client --clients`) stays.
-            let md = format!("{md}{}", crate::conformance::client::matrix::kept_section(path));
-            let written = std::fs::write(path, &md).and_then(|()| std::fs::write(json_path(path), format!("{json:#}\n")));
+            let existing = std::fs::read_to_string(path).ok();
+            let text = crate::conformance::matrix::splice(existing.as_deref(), &md);
+            let written = std::fs::write(path, text).and_then(|()| std::fs::write(json_path(path), format!("{json:#}\n")));
             if let Err(e) = written {
                 return fail(&format!("{}: {e}", path.display()));
             }
@@ -269,7 +269,7 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
     // A progress bar on a terminal (stderr); nothing when stderr is a pipe or a file.
     let bar = indicatif::ProgressBar::with_draw_target(Some(files.len() as u64), indicatif::ProgressDrawTarget::stderr());
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
-    let report = run_suite_with_progress(&files, &options, baseline.as_ref(), opts.jobs, &|outcome| {
+    let mut report = run_suite_with_progress(&files, &options, baseline.as_ref(), opts.jobs, &|outcome| {
         bar.set_message(outcome.name.clone());
         bar.inc(1);
     });
@@ -278,6 +278,11 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
         Ok(r) => r,
         Err(e) => return fail(&e.to_string()),
     };
+    // A whole corpus (a directory with its registry, unfiltered) must exercise every MANDATORY
+    // requirement of the dialects the agent speaks.
+    if opts.filter.is_none() && matches!(paths, [dir] if dir.join("requirements.json").is_file()) {
+        report.judge_coverage(registry);
+    }
     let text = match opts.format {
         ReportFormat::Text => report.text() + &report.requirements_text(registry),
         ReportFormat::Json => report.json_lines_with_requirements(registry),

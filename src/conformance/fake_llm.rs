@@ -279,7 +279,10 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
             Some(message) => {
                 let retryable = entry.get("retryable").and_then(Value::as_bool).unwrap_or(false);
                 let code = if retryable { 503 } else { 400 };
-                respond(&mut out, code, &[], &api.error_body(code, message).to_string())
+                // A retryable error says "retry at once": provider layers that retry on their own
+                // (and cannot be told not to) then do so without sleeping through the run.
+                let headers = if retryable { vec![("retry-after-ms".to_owned(), "0".to_owned())] } else { Vec::new() };
+                respond(&mut out, code, &headers, &api.error_body(code, message).to_string())
             }
             None => {
                 let delay = Duration::from_millis(entry.get("delayMs").and_then(Value::as_u64).unwrap_or(0));

@@ -27,6 +27,8 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use super::record::Normalizer;
+use super::runner::in_line;
+use crate::protocol::TranscriptHeaderDialect;
 
 /// kimi-cli's built-in tools that have an agentwire counterpart, with the arguments kept as is.
 /// (`AskUserQuestion` is ours too, offered to clients that support questions.)
@@ -376,7 +378,7 @@ pub fn import_kimi(path: &Path, scripts: &Value) -> Result<String, String> {
         }
         let in_replay = replay_id.is_some();
         out.push(match line {
-            Recorded::In(frame) => json!({"kind": "in", "frame": normalizer.inbound(&rename_external_tools(frame))}),
+            Recorded::In(frame) => in_line(TranscriptHeaderDialect::Wire, normalizer.inbound(&rename_external_tools(frame))),
             Recorded::InRaw(raw) => json!({"kind": "in", "raw": raw}),
             Recorded::CloseStdin => json!({"kind": "close_stdin"}),
             Recorded::Exit(code) => json!({"kind": "exit", "code": code}),

@@ -34,6 +34,8 @@ use serde_json::{json, Map, Value};
 
 use super::import::{read_recording, Recorded, REDACTED_TMP};
 use super::record::Normalizer;
+use super::runner::in_line;
+use crate::protocol::TranscriptHeaderDialect;
 
 /// The requirement every imported pi transcript covers (listed in docs/conformance.md).
 pub const PI_REQUIREMENT: &str = "REF-PI-1";
@@ -707,7 +709,7 @@ pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, St
         // Lines that go before this one's own (synthesised `*_end` events).
         let mut before = Vec::new();
         let next = match line {
-            Recorded::In(frame) => json!({"kind": "in", "frame": session_files.inbound(&normalizer.inbound(&replace_strings(frame, &recorded_work, &our_work)))}),
+            Recorded::In(frame) => in_line(TranscriptHeaderDialect::Rpc, session_files.inbound(&normalizer.inbound(&replace_strings(frame, &recorded_work, &our_work)))),
             Recorded::InRaw(raw) => json!({"kind": "in", "raw": raw}),
             Recorded::CloseStdin if closed => continue,
             Recorded::CloseStdin => {

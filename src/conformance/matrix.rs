@@ -85,7 +85,12 @@ pub fn run_matrix(options: &MatrixOptions, progress: &(dyn Fn(&str) + Sync)) -> 
         let baseline_path = find_baseline(&options.dir, &name);
         let baseline = baseline_path.as_deref().map(Baseline::load).transpose().map_err(MatrixError::Input)?;
         let run = RunOptions { agent: AgentUnderTest::Adapted { adapter: Box::new(adapter), agentwire: options.agentwire.clone() }, frame_timeout: options.frame_timeout };
-        let report = run_suite(&files, &run, baseline.as_ref(), options.jobs);
+        let mut report = run_suite(&files, &run, baseline.as_ref(), options.jobs);
+        // A corpus root (it holds the registry) must exercise every MANDATORY requirement of
+        // the dialects the agent speaks.
+        if let (true, Ok(registry)) = (options.dir.join("requirements.json").is_file(), Registry::embedded()) {
+            report.judge_coverage(registry);
+        }
         columns.push(Column { adapter: path.clone(), version, baseline: baseline_path, report });
     }
     Ok(columns)
@@ -96,15 +101,38 @@ fn cell(status: RequirementStatus) -> &'static str {
     match status {
         RequirementStatus::Pass => "pass",
         RequirementStatus::Fail => "**FAIL**",
+        RequirementStatus::NotTestable => "**not testable**",
+        RequirementStatus::Unexercised => "**unexercised**",
         RequirementStatus::Skipped => "skip",
         RequirementStatus::NotTested => "—",
     }
 }
 
+/// Where the agent matrix starts in `docs/compatibility.md`; what lies outside the markers (the
+/// client matrix, written by another command) is kept when the agent matrix is written again.
+pub const AGENTS_BEGIN: &str = "<!-- agent matrix: written by `agentwire conformance matrix`; do not edit by hand -->";
+/// Where the agent matrix ends.
+pub const AGENTS_END: &str = "<!-- end of the agent matrix -->";
+
+/// The file with the agent matrix `section` in place: between the markers of `existing` when it
+/// has them (the rest is kept), else a new file whose client part is left empty.
+pub fn splice(existing: Option<&str>, section: &str) -> String {
+    let marked = existing.and_then(|text| {
+        let start = text.find(AGENTS_BEGIN)?;
+        let end = text[start..].find(AGENTS_END)? + start + AGENTS_END.len();
+        Some((&text[..start], &text[end..]))
+    });
+    let (before, after) = marked.unwrap_or((
+        "# Compatibility matrix\n\n",
+        "\n\n<!-- The client matrix (`agentwire conformance client`) goes below, outside the agent matrix markers. -->\n",
+    ));
+    format!("{before}{AGENTS_BEGIN}\n{}\n{AGENTS_END}{after}", section.trim_end())
+}
+
 /// The Markdown report: when and against what it ran, a summary per agent, then one row per
 /// requirement that some agent was tested on (the untested ids listed after the table).
 pub fn markdown(columns: &[Column], registry: &Registry, generated_at: &str, command: &str) -> String {
-    let mut out = String::from("# Compatibility matrix\n\n");
+    let mut out = String::from("## Agents\n\n");
     let _ = writeln!(out, "Generated {generated_at} by `{command}` (do not edit by hand: run it again).\n");
     out.push_str("| agent | version | applicable transcripts | pass outright | baselined failures | run |\n|---|---|---|---|---|---|\n");
     for c in columns {
@@ -135,7 +163,7 @@ pub fn markdown(columns: &[Column], registry: &Registry, generated_at: &str, com
         }
         out.push('\n');
     }
-    out.push_str("\n`pass`: every transcript naming the requirement passed; `**FAIL**`: one failed (the agent's baseline says why, citing the id); `skip`: not asked of the agent (another dialect, an `AGENTWIRE`-tier choice, or a capability it does not advertise).\n");
+    out.push_str("\n`pass`: every transcript naming the requirement passed; `**FAIL**`: a transcript failed on a line charged to it (the agent's baseline says why, citing the id); `**not testable**`: a line setting up its precondition failed; `**unexercised**`: MANDATORY, yet no transcript exercised it (counts as failed); `skip`: not asked of the agent (another dialect, an `AGENTWIRE`-tier choice, or a capability it does not have).\n");
     if !untested.is_empty() {
         let _ = writeln!(out, "\nNot tested by this corpus: {}.", untested.join(", "));
     }
@@ -151,7 +179,7 @@ pub fn markdown(columns: &[Column], registry: &Registry, generated_at: &str, com
             })
             .collect();
         if !failures.is_empty() {
-            let _ = writeln!(out, "\n## {}: failures\n\n{}", c.report.agent, failures.join("\n"));
+            let _ = writeln!(out, "\n### {}: failures\n\n{}", c.report.agent, failures.join("\n"));
         }
     }
     out
@@ -183,4 +211,19 @@ pub fn json(columns: &[Column], registry: &Registry, generated_at: &str) -> Valu
 /// `FILE.json` beside `FILE.md`.
 pub fn json_path(markdown: &Path) -> PathBuf {
     markdown.with_extension("json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writing_the_agent_matrix_again_keeps_what_lies_outside_its_markers() {
+        let first = splice(None, "## Agents\n\nv1\n");
+        assert!(first.starts_with("# Compatibility matrix\n\n<!-- agent matrix"), "{first}");
+        let with_clients = format!("{first}## Clients\n\nkept\n");
+        let second = splice(Some(&with_clients), "## Agents\n\nv2\n");
+        assert!(second.contains("v2") && !second.contains("v1"), "{second}");
+        assert!(second.ends_with("## Clients\n\nkept\n"), "{second}");
+    }
 }

@@ -9,7 +9,9 @@
 //! `{{nonempty}}` is any non-empty string. Two object forms match values an agent chooses:
 //! `{"$superset": [p, …]}` an array holding a distinct item for each pattern (in any order, other
 //! items allowed: "the options include one of kind `allow_once`", capturing its id), and
-//! `{"$anyOf": [p, …]}` a value matching one of the patterns. `subset` lets a
+//! `{"$anyOf": [p, …]}` a value matching one of the patterns, and `{"$contains": "text"}` a string
+//! holding that text (wording a document leaves open, such as an HTTP status before a provider's
+//! error message). `subset` lets a
 //! pattern object omit keys; `optional` lines are skipped when the frame does not match (for
 //! agentwire's own additions such as `ready`); `unordered` groups match in any order.
 
@@ -102,6 +104,12 @@ impl Matcher {
             let expected = p.replace(TMP_PLACEHOLDER, &self.path_prefix);
             return if actual.as_str() == Some(expected.as_str()) { Ok(()) } else { Err(format!("{}: expected {expected:?}, got {actual}", here())) };
         }
+        if let Some(needle) = contains(pattern) {
+            return match actual.as_str() {
+                Some(text) if text.contains(needle) => Ok(()),
+                _ => Err(format!("{}: {actual} does not contain {needle:?}", here())),
+            };
+        }
         if let Some((form, alternatives)) = compound(pattern) {
             return self.compound(form, alternatives, actual, subset, at);
         }
@@ -142,6 +150,12 @@ impl Matcher {
 enum Compound {
     Superset,
     AnyOf,
+}
+
+/// The text of a `{"$contains": "text"}` pattern.
+fn contains(pattern: &Value) -> Option<&str> {
+    let map = pattern.as_object().filter(|m| m.len() == 1)?;
+    map.get("$contains")?.as_str()
 }
 
 /// The compound form a pattern is, with its patterns: an object of exactly one such key whose
@@ -222,6 +236,9 @@ mod tests {
         m.check(&json!("{{nonempty}}"), &json!("x"), false).unwrap();
         assert!(m.check(&json!("{{nonempty}}"), &json!(""), false).is_err());
         assert!(m.check(&json!("{{nonempty}}"), &json!(3), false).is_err());
+        m.check(&json!({"errorMessage": {"$contains": "no such model"}}), &json!({"errorMessage": "400 bad request: no such model"}), false).unwrap();
+        let e = m.check(&json!({"$contains": "overloaded"}), &json!("busy"), false).unwrap_err();
+        assert_eq!(e, r#"/: "busy" does not contain "overloaded""#);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::protocol::validate::validator;
-use crate::protocol::{ConformanceRequirement, ConformanceRequirementTier, ConformanceRequirements};
+use crate::protocol::{ConformanceRequirement, ConformanceRequirementDocument, ConformanceRequirementTier, ConformanceRequirements};
 
 /// The registry as committed, compiled in.
 pub const REGISTRY_JSON: &str = include_str!("../../tests/conformance/requirements.json");
@@ -33,6 +33,9 @@ pub enum RegistryError {
     /// A `CAPABILITY` requirement without its capability.
     #[error("{origin}: {id} is CAPABILITY but names no capability")]
     MissingCapability { origin: String, id: String },
+    /// A `MANDATORY` requirement that cites no upstream document, or no sentence of it.
+    #[error("{origin}: {id} is MANDATORY but cites no upstream document and sentence (`document` and `quote`)")]
+    UnsourcedMandatory { origin: String, id: String },
 }
 
 /// The requirements, in registry order, by id.
@@ -56,6 +59,10 @@ impl Registry {
             }
             if r.tier == ConformanceRequirementTier::Capability && r.capability.is_none() {
                 return Err(RegistryError::MissingCapability { origin: origin.to_owned(), id: r.id.to_string() });
+            }
+            let upstream = matches!(r.document, Some(d) if d != ConformanceRequirementDocument::Agentwire);
+            if r.tier == ConformanceRequirementTier::Mandatory && !(upstream && r.quote.is_some()) {
+                return Err(RegistryError::UnsourcedMandatory { origin: origin.to_owned(), id: r.id.to_string() });
             }
         }
         Ok(Self { requirements: parsed.requirements, index })
@@ -143,7 +150,8 @@ pub fn json_lines(registry: &Registry, by_id: &BTreeMap<String, Vec<String>>) ->
     for r in registry.iter() {
         let transcripts = by_id.get(r.id.as_str()).cloned().unwrap_or_default();
         let line = serde_json::json!({"requirement": r.id.as_str(), "dialect": r.dialect.to_string(), "tier": tier_name(r.tier),
-                                      "capability": r.capability.as_deref(), "source": r.source.as_str(), "text": r.text.as_str(),
+                                      "capability": r.capability.as_deref(), "source": r.source.as_str(),
+                                      "document": r.document.map(|d| d.to_string()), "quote": r.quote.as_deref(), "text": r.text.as_str(),
                                       "transcripts": transcripts, "notTested": r.not_tested.as_deref()});
         out.push_str(&line.to_string());
         out.push('\n');
@@ -170,6 +178,9 @@ pub fn text(registry: &Registry, by_id: &BTreeMap<String, Vec<String>>) -> Strin
                 (None, None) => "not tested".to_owned(),
             };
             let _ = writeln!(out, "  {:<20} {} · {covered}", "", r.source.as_str());
+            if let Some(quote) = r.quote.as_deref() {
+                let _ = writeln!(out, "  {:<20} \"{quote}\"", "");
+            }
         }
         out.push('\n');
     }
@@ -190,12 +201,34 @@ mod tests {
 
     #[test]
     fn duplicates_and_capabilities_without_a_name_are_refused() {
-        let one = r#"{"id": "A-B-1", "dialect": "acp", "tier": "MANDATORY", "source": "s", "text": "t"}"#;
+        let one = r#"{"id": "A-B-1", "dialect": "acp", "tier": "MANDATORY", "source": "s", "document": "json-rpc-2.0", "quote": "q", "text": "t"}"#;
         let e = Registry::parse(&format!(r#"{{"requirements": [{one}, {one}]}}"#), "r.json").unwrap_err();
         assert_eq!(e.to_string(), "r.json: requirement A-B-1 is listed twice");
         let cap = r#"{"requirements": [{"id": "A-B-2", "dialect": "acp", "tier": "CAPABILITY", "source": "s", "text": "t"}]}"#;
         assert!(matches!(Registry::parse(cap, "r.json"), Err(RegistryError::MissingCapability { .. })));
         let bad_tier = r#"{"requirements": [{"id": "A-B-3", "dialect": "acp", "tier": "SOMETIMES", "source": "s", "text": "t"}]}"#;
         assert!(matches!(Registry::parse(bad_tier, "r.json"), Err(RegistryError::Invalid { .. })));
+    }
+
+    #[test]
+    fn a_mandatory_requirement_must_quote_an_upstream_document() {
+        let entry = |extra: &str| format!(r#"{{"requirements": [{{"id": "A-B-4", "dialect": "rpc", "tier": "MANDATORY", "source": "s", "text": "t"{extra}}}]}}"#);
+        for unsourced in ["", r#", "document": "pi-rpc""#, r#", "document": "agentwire", "quote": "We: ours""#] {
+            let e = Registry::parse(&entry(unsourced), "r.json").unwrap_err();
+            assert!(matches!(e, RegistryError::UnsourcedMandatory { .. }), "{unsourced}: {e}");
+        }
+        Registry::parse(&entry(r#", "document": "pi-rpc", "quote": "If provided, the corresponding response will include the same `id`.""#), "r.json").unwrap();
+    }
+
+    #[test]
+    fn every_embedded_mandatory_requirement_names_its_document_and_sentence() {
+        let registry = Registry::embedded().unwrap();
+        let lines = json_lines(registry, &BTreeMap::new());
+        for line in lines.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if v["tier"] == "MANDATORY" {
+                assert!(v["document"].as_str().is_some_and(|d| d != "agentwire") && v["quote"].as_str().is_some_and(|q| !q.is_empty()), "{line}");
+            }
+        }
     }
 }

@@ -20,7 +20,7 @@ use super::Matcher;
 use crate::client::process::{isolate, signal_group};
 use crate::protocol::acp::acp_validator;
 use crate::protocol::validate::{validator, SchemaDialect, Direction, FrameError};
-use crate::protocol::{ConformanceAdapter, ConformanceAdapterDialectsItem, TranscriptHeaderDialect, TranscriptLine};
+use crate::protocol::{ConformanceAdapter, ConformanceAdapterCapabilitiesItem, ConformanceAdapterDialectsItem, TranscriptHeaderDialect, TranscriptLine};
 
 /// The agent under test.
 #[derive(Debug, Clone)]
@@ -77,8 +77,19 @@ pub struct Outcome {
     pub name: String,
     /// Requirement ids it covers.
     pub requirements: Vec<String>,
+    /// Its dialect (`rpc`, `wire`, `acp`), when its header could be read.
+    pub dialect: Option<String>,
     /// `None` when it passed; otherwise what differed, readable.
     pub failure: Option<String>,
+    /// The requirements a failure is charged to: those of the line that failed (the header's
+    /// when the line names none); empty when it passed or the harness itself was at fault.
+    pub charged: Vec<String>,
+    /// The failure is on a line that sets up a precondition (`setup`): the requirements it is
+    /// charged to could not be tested, which counts as failed.
+    pub not_testable: bool,
+    /// The requirements of the checking lines that were satisfied before the run ended (those a
+    /// failure later in the transcript was not charged to were still exercised, and held).
+    pub checked: Vec<String>,
     /// Why the transcript was not run (a dialect the agent does not speak).
     pub skipped: Option<String>,
     /// How long the run took.
@@ -137,6 +148,8 @@ struct Run {
     requires: Vec<String>,
     /// The first of them the agent's own answer showed it does not advertise.
     missing: Option<String>,
+    /// Requirements of the checking lines satisfied so far.
+    checked: std::collections::BTreeSet<String>,
 }
 
 impl Run {
@@ -213,14 +226,29 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
         Ok(l) => l,
         Err(e) => {
             let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
-            return Outcome { name, requirements: Vec::new(), failure: Some(e), skipped: None, duration: started.elapsed(), last_frames: Vec::new() };
+            return Outcome {
+                name,
+                requirements: Vec::new(),
+                dialect: None,
+                failure: Some(e),
+                charged: Vec::new(),
+                not_testable: false,
+                checked: Vec::new(),
+                skipped: None,
+                duration: started.elapsed(),
+                last_frames: Vec::new(),
+            };
         }
     };
     let TranscriptLine::Header(header) = &lines[0] else { unreachable!("checked by load") };
     let mut outcome = Outcome {
         name: header.name.to_string(),
         requirements: header.requirements.clone(),
+        dialect: Some(mode_name(header.dialect).to_owned()),
         failure: None,
+        charged: Vec::new(),
+        not_testable: false,
+        checked: Vec::new(),
         skipped: None,
         duration: Duration::ZERO,
         last_frames: Vec::new(),
@@ -252,13 +280,27 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
             outcome.skipped = Some(format!("{} does not speak the {wanted} dialect", adapter.name.as_str()));
             return outcome;
         }
+        let declared: Vec<&str> = adapter.capabilities.iter().flatten().map(|c| implementation_name(*c)).collect();
+        if let Some(missing) = header.requires.iter().flatten().map(|c| c.as_str()).find(|c| is_implementation(c) && !declared.contains(c)) {
+            outcome.skipped = Some(format!("{} does not declare the {missing} capability (a feature only {missing} documents)", adapter.name.as_str()));
+            return outcome;
+        }
     }
-    let (ending, seen) = execute(&lines, options);
+    let (ending, seen, checked) = execute(&lines, options);
+    outcome.checked = checked;
     outcome.duration = started.elapsed();
     outcome.last_frames = seen;
     match ending {
         Ending::Passed => {}
-        Ending::Failed(failure) => outcome.failure = Some(failure),
+        Ending::Failed(failure) => {
+            outcome.not_testable = matches!(failure.cause, Cause::Line { setup: true, .. });
+            outcome.charged = match failure.cause {
+                Cause::Line { requirements: Some(ids), .. } => ids,
+                Cause::Line { requirements: None, .. } | Cause::Agent => header.requirements.clone(),
+                Cause::Harness => Vec::new(),
+            };
+            outcome.failure = Some(if outcome.not_testable { format!("not testable: {}", failure.text) } else { failure.text });
+        }
         Ending::Skipped(why) => outcome.skipped = Some(why),
     }
     let keep = outcome.last_frames.len().saturating_sub(8);
@@ -266,18 +308,63 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
     outcome
 }
 
+/// The implementation features an adapter may declare (`ConformanceAdapter.capabilities`).
+const IMPLEMENTATIONS: [ConformanceAdapterCapabilitiesItem; 4] =
+    [ConformanceAdapterCapabilitiesItem::Pi, ConformanceAdapterCapabilitiesItem::Omp, ConformanceAdapterCapabilitiesItem::Kimi, ConformanceAdapterCapabilitiesItem::Agentwire];
+
+/// The name a transcript's `requires` uses for an implementation feature.
+fn implementation_name(c: ConformanceAdapterCapabilitiesItem) -> &'static str {
+    match c {
+        ConformanceAdapterCapabilitiesItem::Pi => "pi",
+        ConformanceAdapterCapabilitiesItem::Omp => "omp",
+        ConformanceAdapterCapabilitiesItem::Kimi => "kimi",
+        ConformanceAdapterCapabilitiesItem::Agentwire => "agentwire",
+    }
+}
+
+/// Whether a required capability is an implementation feature (declared by the adapter) rather
+/// than one the agent advertises in its answers.
+fn is_implementation(capability: &str) -> bool {
+    IMPLEMENTATIONS.iter().any(|c| implementation_name(*c) == capability)
+}
+
+/// Who a failure is charged to.
+#[derive(Debug, Clone)]
+enum Cause {
+    /// A transcript line the agent did not satisfy: its own requirements (the header's when
+    /// `None`); `setup` when the line only set up a precondition.
+    Line { requirements: Option<Vec<String>>, setup: bool },
+    /// The agent failed outside any one line (it could not be started, or died at the end).
+    Agent,
+    /// The harness: a frame it was about to send does not validate.
+    Harness,
+}
+
+/// A failed run: what happened, and who it is charged to.
+#[derive(Debug, Clone)]
+struct Failure {
+    text: String,
+    cause: Cause,
+}
+
+impl Failure {
+    fn agent(text: String) -> Self {
+        Self { text, cause: Cause::Agent }
+    }
+}
+
 /// How a transcript's run ended.
 enum Ending {
     Passed,
-    Failed(String),
+    Failed(Failure),
     /// The agent does not advertise a capability the transcript `requires`.
     Skipped(String),
 }
 
-fn execute(lines: &[TranscriptLine], options: &RunOptions) -> (Ending, Vec<Value>) {
+fn execute(lines: &[TranscriptLine], options: &RunOptions) -> (Ending, Vec<Value>, Vec<String>) {
     match launch_and_play(lines, options) {
         Ok(played) => played,
-        Err(e) => (Ending::Failed(e), Vec::new()),
+        Err(e) => (Ending::Failed(Failure::agent(e)), Vec::new(), Vec::new()),
     }
 }
 
@@ -338,7 +425,7 @@ fn play_role(call: &Value, tools: &crate::protocol::ConformanceAdapterTools, p: 
     Value::Object(mapped)
 }
 
-fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(Ending, Vec<Value>), String> {
+fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(Ending, Vec<Value>, Vec<String>), String> {
     let TranscriptLine::Header(header) = &lines[0] else { unreachable!() };
     let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (home, config, work) = (temp.path().join("home"), temp.path().join("config"), temp.path().join("work"));
@@ -377,10 +464,24 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
                     .collect(),
                 None => replies.clone(),
             };
+            // A provider layer that retries on its own, invisibly, gets each retryable error as
+            // many times as it tries, so the agent's documented retry is what answers it.
+            let replies: Vec<Value> = replies
+                .into_iter()
+                .flat_map(|r| {
+                    let retryable = r.get("retryable").and_then(Value::as_bool) == Some(true) && r.get("error").is_some();
+                    let times = if retryable { 1 + adapter.provider_retries.unwrap_or(0) as usize } else { 1 };
+                    std::iter::repeat_n(r, times)
+                })
+                .collect();
             llm.push_script(replies.clone());
             std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
             fake = Some(llm);
-            adapted_command(adapter, &dirs, header.args.as_deref().unwrap_or_default())?
+            let mut command = adapted_command(adapter, &dirs, header.args.as_deref().unwrap_or_default())?;
+            if header.approvals != Some(true) {
+                command.args(adapter.auto_approve_args.iter().flatten().map(|a| dirs.apply(a)));
+            }
+            command
         }
         AgentUnderTest::Agentwire(program) => {
             let mut c = Command::new(program);
@@ -434,7 +535,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         AgentUnderTest::Adapted { adapter, .. } => adapter.ignore.iter().flatten().map(|m| Value::Object(m.clone())).collect(),
         AgentUnderTest::Agentwire(_) => Vec::new(),
     };
-    let requires = header.requires.iter().flatten().map(|c| c.to_string()).collect();
+    let requires = header.requires.iter().flatten().filter(|c| !is_implementation(c.as_str())).map(|c| c.to_string()).collect();
     let mut run = Run {
         child,
         stdin,
@@ -447,9 +548,10 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         ignore,
         requires,
         missing: None,
+        checked: std::collections::BTreeSet::new(),
     };
     let mut matcher = Matcher::new(temp.path().display().to_string());
-    let result = steps(&mut run, &mut matcher, &lines[1..]);
+    let result = steps(&mut run, &mut matcher, &lines[1..], &header.requirements);
     run.stop();
     drop(fake);
     let seen = std::mem::take(&mut run.seen);
@@ -459,7 +561,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         (None, Ok(())) => Ending::Passed,
         (None, Err(e)) => Ending::Failed(e),
     };
-    Ok((ending, seen))
+    Ok((ending, seen, std::mem::take(&mut run.checked).into_iter().collect()))
 }
 
 /// What adapter placeholders stand for in one run.
@@ -547,51 +649,100 @@ fn next_frame(run: &mut Run, matcher: &mut Matcher, pending: &mut PendingOptiona
     }
 }
 
-fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Result<(), String> {
+/// Validates a frame the transcript is about to send: the harness must not blame an agent for
+/// refusing a frame that was wrong to begin with (frames marked `invalid` test refusals).
+fn validate_inbound(dialect: TranscriptHeaderDialect, frame: &Value) -> Result<(), FrameError> {
+    match dialect {
+        TranscriptHeaderDialect::Rpc => validator().validate_frame(SchemaDialect::Rpc, Direction::Inbound, frame, None),
+        TranscriptHeaderDialect::Wire => validator().validate_frame(SchemaDialect::Wire, Direction::Inbound, frame, None),
+        TranscriptHeaderDialect::Acp => acp_validator().validate_inbound(frame, None),
+    }
+}
+
+/// An `in` line sending `frame`, marked `invalid` when it does not validate: a recording that
+/// sent it did so to see it refused, and the runner then leaves it unchecked.
+pub fn in_line(dialect: TranscriptHeaderDialect, frame: Value) -> Value {
+    let invalid = validate_inbound(dialect, &frame).is_err();
+    let mut line = serde_json::json!({"kind": "in", "frame": frame});
+    if invalid {
+        line["invalid"] = Value::Bool(true);
+    }
+    line
+}
+
+/// The requirements and `setup` flag of a checking line.
+fn blame(requirements: &Option<Vec<String>>, setup: Option<bool>) -> Cause {
+    Cause::Line { requirements: requirements.clone(), setup: setup == Some(true) }
+}
+
+fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], defaults: &[String]) -> Result<(), Failure> {
     let mut pending: PendingOptional<'_> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let n = i + 2; // 1-based, after the header
+        // A checking line (not a setup one) that is satisfied exercised its requirements.
+        let held = |run: &mut Run, requirements: &Option<Vec<String>>, setup: Option<bool>| {
+            if setup != Some(true) {
+                run.checked.extend(requirements.as_deref().unwrap_or(defaults).iter().cloned());
+            }
+        };
         match line {
             TranscriptLine::Header(_) | TranscriptLine::Model(_) => {}
             TranscriptLine::In(l) => match (&l.frame, &l.raw) {
-                (_, Some(raw)) => run.write(raw)?,
+                (_, Some(raw)) => run.write(raw).map_err(Failure::agent)?,
                 (Some(frame), None) => {
-                    let frame = matcher.substitute(frame).map_err(|e| format!("line {n}: {e}"))?;
+                    let frame = matcher.substitute(frame).map_err(|e| Failure::agent(format!("line {n}: {e}")))?;
+                    if l.invalid != Some(true) {
+                        validate_inbound(run.dialect, &frame).map_err(|e| Failure {
+                            text: format!("line {n}: harness error: the transcript's own frame does not validate (mark it `invalid` if that is the point): {e}\n  {frame}"),
+                            cause: Cause::Harness,
+                        })?;
+                    }
                     if let (Some(id), Some(method)) = (frame.get("id"), frame.get("method").and_then(Value::as_str)) {
                         run.requests.insert(id.to_string(), method.to_owned());
                     }
-                    run.write(&frame.to_string())?;
+                    run.write(&frame.to_string()).map_err(Failure::agent)?;
                 }
-                (None, None) => return Err(format!("line {n}: `in` needs `frame` or `raw`")),
+                (None, None) => return Err(Failure { text: format!("line {n}: `in` needs `frame` or `raw`"), cause: Cause::Harness }),
             },
             TranscriptLine::Out(l) if l.optional == Some(true) => pending.push((&l.frame, l.subset.unwrap_or(false))),
             TranscriptLine::Out(l) => {
+                let cause = blame(&l.requirements, l.setup);
+                let fail = |text: String| Failure { text, cause: cause.clone() };
                 let subset = l.subset.unwrap_or(false);
-                let frame = next_frame(run, matcher, &mut pending).map_err(|e| format!("line {n}: expected a frame: {e}"))?;
+                let frame = next_frame(run, matcher, &mut pending).map_err(|e| fail(format!("line {n}: expected a frame: {e}")))?;
                 if let Err(why) = matcher.check(&l.frame, &frame, subset) {
-                    return Err(format!("line {n}: frame differs at {why}\n{}", diff(&l.frame, &frame)));
+                    return Err(fail(format!("line {n}: frame differs at {why}\n{}", diff(&l.frame, &frame))));
                 }
+                held(run, &l.requirements, l.setup);
             }
             TranscriptLine::Unordered(l) => {
+                let cause = blame(&l.requirements, l.setup);
+                let fail = |text: String| Failure { text, cause: cause.clone() };
                 let subset = l.subset.unwrap_or(false);
                 let mut open: Vec<&Value> = l.frames.iter().collect();
                 while !open.is_empty() {
-                    let frame = next_frame(run, matcher, &mut pending).map_err(|e| format!("line {n}: {} unordered frames still expected: {e}", open.len()))?;
+                    let frame = next_frame(run, matcher, &mut pending).map_err(|e| fail(format!("line {n}: {} unordered frames still expected: {e}", open.len())))?;
                     let hit = open.iter().position(|p| matcher.check(p, &frame, subset).is_ok());
                     match hit {
                         Some(k) => {
                             open.remove(k);
                         }
-                        None => return Err(format!("line {n}: frame matches none of the {} remaining unordered patterns:\n  {frame}", open.len())),
+                        None => return Err(fail(format!("line {n}: frame matches none of the {} remaining unordered patterns:\n  {frame}", open.len()))),
                     }
                 }
+                held(run, &l.requirements, l.setup);
             }
-            TranscriptLine::Wait(l) => loop {
-                let frame = next_frame(run, matcher, &mut pending).map_err(|e| format!("line {n}: waiting for {}: {e}", l.frame))?;
-                if matcher.check(&l.frame, &frame, l.subset.unwrap_or(false)).is_ok() {
-                    break;
+            TranscriptLine::Wait(l) => {
+                let cause = blame(&l.requirements, l.setup);
+                loop {
+                    let frame = next_frame(run, matcher, &mut pending)
+                        .map_err(|e| Failure { text: format!("line {n}: waiting for {}: {e}", l.frame), cause: cause.clone() })?;
+                    if matcher.check(&l.frame, &frame, l.subset.unwrap_or(false)).is_ok() {
+                        break;
+                    }
                 }
-            },
+                held(run, &l.requirements, l.setup);
+            }
             TranscriptLine::CloseStdin(_) => {
                 run.stdin.take();
             }
@@ -602,12 +753,12 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine]) -> Resu
                         break s;
                     }
                     if Instant::now() > deadline {
-                        return Err(format!("line {n}: the agent did not exit"));
+                        return Err(Failure::agent(format!("line {n}: the agent did not exit")));
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 };
                 if status.code() != Some(l.code) {
-                    return Err(format!("line {n}: expected exit code {}, got {:?}", l.code, status.code()));
+                    return Err(Failure::agent(format!("line {n}: expected exit code {}, got {:?}", l.code, status.code())));
                 }
             }
             TranscriptLine::Sleep(l) => std::thread::sleep(Duration::from_millis(l.ms)),

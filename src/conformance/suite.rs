@@ -2,8 +2,10 @@
 //! expected-failures baseline, and the reports (text, JSON lines, JUnit XML).
 //!
 //! A baseline lists transcripts known to fail against one agent, one per line:
-//! `name  # why`. A listed transcript that fails is an expected failure; one that passes, or a
-//! name no transcript has, fails the run, so baselines never go stale.
+//! `name  # why`, or `name:REQ-ID  # why` for a single check (the failure must be charged to
+//! that requirement). A listed transcript that fails as listed is an expected failure; one that
+//! passes, one that fails on another check, or a name no transcript has, fails the run, so
+//! baselines never go stale.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -22,8 +24,13 @@ use crate::protocol::ConformanceRequirementTier;
 pub enum RequirementStatus {
     /// Every transcript naming it that ran passed.
     Pass,
-    /// A transcript naming it failed (baselined or not).
+    /// A transcript failed on a line charged to it (baselined or not).
     Fail,
+    /// A line setting up its precondition failed, so it could not be checked: counts as failed.
+    NotTestable,
+    /// MANDATORY in a dialect the agent speaks, but no transcript of the run exercised it:
+    /// counts as failed.
+    Unexercised,
     /// Every transcript naming it was skipped (dialect, tier or capability).
     Skipped,
     /// No transcript of the run names it.
@@ -31,11 +38,18 @@ pub enum RequirementStatus {
 }
 
 impl RequirementStatus {
+    /// Whether the status counts as a failure of the requirement.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Fail | Self::NotTestable | Self::Unexercised)
+    }
+
     /// The report word.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pass => "PASS",
             Self::Fail => "FAIL",
+            Self::NotTestable => "NOT_TESTABLE",
+            Self::Unexercised => "UNEXERCISED",
             Self::Skipped => "SKIPPED",
             Self::NotTested => "NOT_TESTED",
         }
@@ -55,10 +69,19 @@ pub struct RequirementResult {
     pub transcripts: Vec<String>,
 }
 
-/// Known failures of one agent: transcript name → reason.
+/// One baselined failure: the single check (requirement id) it is about, if it names one, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaselineEntry {
+    /// `name:REQ-ID`: the failure must be charged to this requirement.
+    pub check: Option<String>,
+    /// Why it fails.
+    pub reason: String,
+}
+
+/// Known failures of one agent: transcript name → entry.
 #[derive(Debug, Clone, Default)]
 pub struct Baseline {
-    entries: BTreeMap<String, String>,
+    entries: BTreeMap<String, BaselineEntry>,
 }
 
 impl Baseline {
@@ -72,9 +95,14 @@ impl Baseline {
             }
             let (name, reason) = line.split_once('#').map_or((line, ""), |(n, r)| (n.trim(), r.trim()));
             if name.contains(char::is_whitespace) {
-                return Err(format!("line {}: expected `name  # reason`, got {line:?}", i + 1));
+                return Err(format!("line {}: expected `name  # reason` or `name:REQ-ID  # reason`, got {line:?}", i + 1));
             }
-            if entries.insert(name.to_owned(), reason.to_owned()).is_some() {
+            let (name, check) = match name.split_once(':') {
+                Some((n, id)) if !n.is_empty() && !id.is_empty() => (n, Some(id.to_owned())),
+                Some(_) => return Err(format!("line {}: expected `name:REQ-ID`, got {name:?}", i + 1)),
+                None => (name, None),
+            };
+            if entries.insert(name.to_owned(), BaselineEntry { check, reason: reason.to_owned() }).is_some() {
                 return Err(format!("line {}: {name} is listed twice", i + 1));
             }
         }
@@ -95,7 +123,12 @@ impl Baseline {
 
     /// The reason a transcript is expected to fail, if it is listed.
     pub fn reason(&self, name: &str) -> Option<&str> {
-        self.entries.get(name).map(String::as_str)
+        self.entries.get(name).map(|e| e.reason.as_str())
+    }
+
+    /// The entry for a transcript, if it is listed.
+    pub fn entry(&self, name: &str) -> Option<&BaselineEntry> {
+        self.entries.get(name)
     }
 }
 
@@ -141,6 +174,13 @@ pub struct Report {
     pub entries: Vec<Entry>,
     /// Baseline names that match no transcript of the run (stale entries).
     pub unknown_baseline_entries: Vec<String>,
+    /// MANDATORY requirements of the dialects the agent was run on that no transcript
+    /// exercised, when the run covered a whole corpus ([`Report::judge_coverage`]); each fails
+    /// the run.
+    pub unexercised: Vec<String>,
+    /// Whether coverage was judged (a run over a whole corpus): only then is a MANDATORY
+    /// requirement nothing exercised `Unexercised` rather than `NotTested`.
+    pub coverage_judged: bool,
 }
 
 /// A transcript's header line as JSON, if its first line is JSON.
@@ -210,28 +250,50 @@ pub fn run_suite_with_progress(files: &[PathBuf], options: &RunOptions, baseline
         .iter()
         .zip(outcomes)
         .map(|(path, outcome)| {
-            let outcome = outcome.expect("every transcript ran");
-            let listed = baseline.and_then(|b| b.reason(&outcome.name));
-            let verdict = match (&outcome.skipped, &outcome.failure, listed) {
-                (Some(why), _, _) => Verdict::Skipped(why.clone()),
-                (None, None, None) => Verdict::Passed,
-                (None, None, Some(_)) => Verdict::UnexpectedPass,
-                (None, Some(_), Some(reason)) => Verdict::ExpectedFailure(reason.to_owned()),
-                (None, Some(_), None) => Verdict::Failed,
-            };
+            let mut outcome = outcome.expect("every transcript ran");
+            let verdict = verdict(&mut outcome, baseline);
             Entry { path: path.clone(), outcome, verdict }
         })
         .collect();
     let unknown_baseline_entries = baseline
         .map(|b| b.entries.keys().filter(|name| !entries.iter().any(|e| &e.outcome.name == *name)).cloned().collect())
         .unwrap_or_default();
-    Report { agent: options.agent.name(), entries, unknown_baseline_entries }
+    Report { agent: options.agent.name(), entries, unknown_baseline_entries, unexercised: Vec::new(), coverage_judged: false }
+}
+
+/// What an outcome means against a baseline. A failure that a single-check entry does not
+/// cover (it is charged to other requirements) is an unexpected failure, and says so.
+fn verdict(outcome: &mut Outcome, baseline: Option<&Baseline>) -> Verdict {
+    let listed = baseline.and_then(|b| b.entry(&outcome.name));
+    match (&outcome.skipped, &outcome.failure, listed) {
+        (Some(why), _, _) => Verdict::Skipped(why.clone()),
+        (None, None, None) => Verdict::Passed,
+        (None, None, Some(_)) => Verdict::UnexpectedPass,
+        (None, Some(_), Some(BaselineEntry { check: Some(id), .. })) if !outcome.charged.contains(id) => {
+            let charged = if outcome.charged.is_empty() { "no requirement".to_owned() } else { outcome.charged.join(", ") };
+            outcome.failure = outcome.failure.take().map(|f| format!("{f}\n(the baseline expects a failure of {id}; this one is charged to {charged})"));
+            Verdict::Failed
+        }
+        (None, Some(_), Some(entry)) => Verdict::ExpectedFailure(match &entry.check {
+            Some(id) => format!("{id}: {}", entry.reason),
+            None => entry.reason.clone(),
+        }),
+        (None, Some(_), None) => Verdict::Failed,
+    }
 }
 
 impl Report {
-    /// Whether the run passed (no failure, no stale baseline entry).
+    /// Whether the run passed (no failure, no stale baseline entry, no MANDATORY requirement
+    /// left unexercised).
     pub fn passed(&self) -> bool {
-        self.unknown_baseline_entries.is_empty() && !self.entries.iter().any(|e| e.verdict.is_failure())
+        self.unknown_baseline_entries.is_empty() && self.unexercised.is_empty() && !self.entries.iter().any(|e| e.verdict.is_failure())
+    }
+
+    /// For a run over a whole corpus: records the MANDATORY requirements no transcript
+    /// exercised, so they fail the run.
+    pub fn judge_coverage(&mut self, registry: &Registry) {
+        self.coverage_judged = true;
+        self.unexercised = self.requirement_results(registry).into_iter().filter(|r| r.status == RequirementStatus::Unexercised).map(|r| r.id).collect();
     }
 
     fn count(&self, f: impl Fn(&Verdict) -> bool) -> usize {
@@ -269,7 +331,10 @@ impl Report {
         for name in &self.unknown_baseline_entries {
             let _ = writeln!(out, "FAIL baseline entry {name}: no such transcript; remove it");
         }
-        let failed = self.count(Verdict::is_failure) + self.unknown_baseline_entries.len();
+        for id in &self.unexercised {
+            let _ = writeln!(out, "FAIL {id}: MANDATORY, but no transcript of the run exercised it");
+        }
+        let failed = self.count(Verdict::is_failure) + self.unknown_baseline_entries.len() + self.unexercised.len();
         let rows = [
             ("passed", self.count(|v| *v == Verdict::Passed)),
             ("failed", failed),
@@ -289,21 +354,39 @@ impl Report {
         out
     }
 
-    /// Each registry requirement's status in this run, in registry order.
+    /// Each registry requirement's status in this run, in registry order. A failure counts
+    /// against the requirements of the line that failed only; a MANDATORY requirement of a
+    /// dialect the agent was run on that no transcript exercised is `Unexercised`.
     pub fn requirement_results(&self, registry: &Registry) -> Vec<RequirementResult> {
+        let ran = |e: &&Entry| !matches!(e.verdict, Verdict::Skipped(_));
+        let dialects: std::collections::BTreeSet<&str> = self.entries.iter().filter(ran).filter_map(|e| e.outcome.dialect.as_deref()).collect();
         registry
             .iter()
             .map(|r| {
-                let naming: Vec<&Entry> = self.entries.iter().filter(|e| e.outcome.requirements.iter().any(|id| id == r.id.as_str())).collect();
-                let failed = naming.iter().any(|e| matches!(e.verdict, Verdict::Failed | Verdict::ExpectedFailure(_)));
-                let passed = naming.iter().any(|e| matches!(e.verdict, Verdict::Passed | Verdict::UnexpectedPass));
-                let status = match (naming.is_empty(), failed, passed) {
-                    (true, _, _) => RequirementStatus::NotTested,
-                    (false, true, _) => RequirementStatus::Fail,
-                    (false, false, true) => RequirementStatus::Pass,
-                    (false, false, false) => RequirementStatus::Skipped,
+                let id = r.id.as_str();
+                let naming: Vec<&Entry> = self.entries.iter().filter(|e| e.outcome.requirements.iter().any(|x| x == id)).collect();
+                let charged = |e: &&&Entry| e.outcome.failure.is_some() && ran(e) && e.outcome.charged.iter().any(|x| x == id);
+                let failed = naming.iter().filter(charged).any(|e| !e.outcome.not_testable);
+                let untestable = naming.iter().filter(charged).any(|e| e.outcome.not_testable);
+                // A transcript that passed, or one that failed later, after this requirement's lines held.
+                let passed = naming.iter().any(|e| matches!(e.verdict, Verdict::Passed | Verdict::UnexpectedPass) || (ran(e) && e.outcome.checked.iter().any(|x| x == id)));
+                let status = if failed {
+                    RequirementStatus::Fail
+                } else if untestable {
+                    RequirementStatus::NotTestable
+                } else if passed {
+                    RequirementStatus::Pass
+                } else if self.coverage_judged && r.tier == ConformanceRequirementTier::Mandatory && dialects.contains(r.dialect.to_string().as_str()) {
+                    RequirementStatus::Unexercised
+                } else if naming.iter().any(ran) {
+                    // Only transcripts that failed before reaching it.
+                    RequirementStatus::NotTested
+                } else if naming.is_empty() {
+                    RequirementStatus::NotTested
+                } else {
+                    RequirementStatus::Skipped
                 };
-                RequirementResult { id: r.id.to_string(), tier: r.tier, status, transcripts: naming.iter().map(|e| e.outcome.name.clone()).collect() }
+                RequirementResult { id: id.to_owned(), tier: r.tier, status, transcripts: naming.iter().map(|e| e.outcome.name.clone()).collect() }
             })
             .collect()
     }
@@ -313,6 +396,7 @@ impl Report {
     pub fn requirements_text(&self, registry: &Registry) -> String {
         let results = self.requirement_results(registry);
         let mut out = format!("\n{:<16} {:>5} {:>5} {:>8} {:>11}\n", "requirements", "PASS", "FAIL", "SKIPPED", "NOT_TESTED");
+        let failing = |s: RequirementStatus| s.is_failure();
         for tier in TIERS {
             let of_tier: Vec<&RequirementResult> = results.iter().filter(|r| r.tier == tier).collect();
             let n = |s: RequirementStatus| of_tier.iter().filter(|r| r.status == s).count();
@@ -321,12 +405,12 @@ impl Report {
                 "{:<16} {:>5} {:>5} {:>8} {:>11}",
                 tier_name(tier),
                 n(RequirementStatus::Pass),
-                n(RequirementStatus::Fail),
+                of_tier.iter().filter(|r| failing(r.status)).count(),
                 n(RequirementStatus::Skipped),
                 n(RequirementStatus::NotTested)
             );
-            for r in of_tier.iter().filter(|r| r.status == RequirementStatus::Fail) {
-                let _ = writeln!(out, "  FAIL {} ({})", r.id, r.transcripts.join(", "));
+            for r in of_tier.iter().filter(|r| failing(r.status)) {
+                let _ = writeln!(out, "  {} {} ({})", r.status.as_str(), r.id, r.transcripts.join(", "));
             }
         }
         out
@@ -360,11 +444,15 @@ impl Report {
             };
             let line = json!({"transcript": e.path.display().to_string(), "name": e.outcome.name, "requirements": e.outcome.requirements,
                               "agent": self.agent, "verdict": verdict, "passed": !e.verdict.is_failure(), "failure": e.outcome.failure,
+                              "charged": e.outcome.charged, "notTestable": e.outcome.not_testable,
                               "reason": reason, "durationMs": e.outcome.duration.as_millis() as u64});
             let _ = writeln!(out, "{line}");
         }
         for name in &self.unknown_baseline_entries {
             let _ = writeln!(out, "{}", json!({"name": name, "agent": self.agent, "verdict": "unknown_baseline_entry", "passed": false}));
+        }
+        for id in &self.unexercised {
+            let _ = writeln!(out, "{}", json!({"requirement": id, "agent": self.agent, "verdict": "unexercised_mandatory", "passed": false}));
         }
         out
     }
@@ -372,7 +460,7 @@ impl Report {
     /// A JUnit XML report: one `testsuite` (the agent), one `testcase` per transcript;
     /// expected failures and skipped transcripts are `skipped` with their reason.
     pub fn junit(&self) -> String {
-        let failures = self.count(Verdict::is_failure) + self.unknown_baseline_entries.len();
+        let failures = self.count(Verdict::is_failure) + self.unknown_baseline_entries.len() + self.unexercised.len();
         let skipped = self.count(|v| matches!(v, Verdict::ExpectedFailure(_) | Verdict::Skipped(_)));
         let total: f64 = self.entries.iter().map(|e| e.outcome.duration.as_secs_f64()).sum();
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -380,7 +468,7 @@ impl Report {
             out,
             "<testsuites><testsuite name=\"conformance: {}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{total:.3}\">",
             xml(&self.agent),
-            self.entries.len() + self.unknown_baseline_entries.len()
+            self.entries.len() + self.unknown_baseline_entries.len() + self.unexercised.len()
         );
         for e in &self.entries {
             let _ = write!(
@@ -419,6 +507,9 @@ impl Report {
         for name in &self.unknown_baseline_entries {
             let _ = writeln!(out, "  <testcase classname=\"baseline\" name=\"{}\"><failure message=\"no such transcript; remove it from the baseline\"/></testcase>", xml(name));
         }
+        for id in &self.unexercised {
+            let _ = writeln!(out, "  <testcase classname=\"coverage\" name=\"{}\"><failure message=\"MANDATORY, but no transcript of the run exercised it\"/></testcase>", xml(id));
+        }
         out.push_str("</testsuite></testsuites>\n");
         out
     }
@@ -447,15 +538,23 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn entry(name: &str, failure: Option<&str>, baseline: &Baseline) -> Entry {
-        let outcome = Outcome {
+    fn outcome(name: &str, requirements: &[&str], failure: Option<(&str, &[&str])>) -> Outcome {
+        Outcome {
             name: name.into(),
-            requirements: vec!["R-1".into()],
-            failure: failure.map(str::to_owned),
+            requirements: requirements.iter().map(|r| (*r).to_owned()).collect(),
+            dialect: Some("rpc".into()),
+            failure: failure.map(|(f, _)| f.to_owned()),
+            charged: failure.map(|(_, c)| c.iter().map(|r| (*r).to_owned()).collect()).unwrap_or_default(),
+            not_testable: false,
+            checked: Vec::new(),
             skipped: None,
             duration: Duration::from_millis(5),
             last_frames: vec![json!({"type": "x<y"})],
-        };
+        }
+    }
+
+    fn entry(name: &str, failure: Option<&str>, baseline: &Baseline) -> Entry {
+        let outcome = outcome(name, &["R-1"], failure.map(|f| (f, &["R-1"][..])));
         let verdict = match (failure, baseline.reason(name)) {
             (None, None) => Verdict::Passed,
             (None, Some(_)) => Verdict::UnexpectedPass,
@@ -463,6 +562,15 @@ mod tests {
             (Some(_), None) => Verdict::Failed,
         };
         Entry { path: PathBuf::from(format!("{name}.jsonl")), outcome, verdict }
+    }
+
+    /// A registry of three rpc requirements: two MANDATORY, one ADVISORY.
+    fn registry() -> Registry {
+        let one = |id: &str, tier: &str| {
+            format!(r#"{{"id": "{id}", "dialect": "rpc", "tier": "{tier}", "source": "s", "document": "pi-rpc", "quote": "q", "text": "t"}}"#)
+        };
+        let text = format!(r#"{{"requirements": [{}, {}, {}]}}"#, one("R-1", "MANDATORY"), one("R-2", "MANDATORY"), one("R-3", "ADVISORY"));
+        Registry::parse(&text, "test").unwrap()
     }
 
     #[test]
@@ -481,6 +589,8 @@ mod tests {
             agent: "pi".into(),
             entries: vec![entry("ok", None, &b), entry("known", Some("line 3: differs"), &b)],
             unknown_baseline_entries: vec![],
+            unexercised: vec![],
+            coverage_judged: false,
         };
         assert!(report.passed());
         assert!(report.text().ends_with("1 passed, 0 failed, 0 skipped, 1 expected failures\n"), "{}", report.text());
@@ -492,9 +602,70 @@ mod tests {
     }
 
     #[test]
+    fn an_unexercised_mandatory_requirement_fails_the_run() {
+        let registry = registry();
+        // R-2 is named only by a transcript that was skipped (say, for an AGENTWIRE id beside it).
+        let mut skipped = outcome("t2", &["R-2"], None);
+        skipped.skipped = Some("AGENTWIRE tier".into());
+        let entries = vec![
+            Entry { path: "t1.jsonl".into(), outcome: outcome("t1", &["R-1"], None), verdict: Verdict::Passed },
+            Entry { path: "t2.jsonl".into(), outcome: skipped, verdict: Verdict::Skipped("AGENTWIRE tier".into()) },
+        ];
+        let mut report = Report { agent: "pi".into(), entries, unknown_baseline_entries: vec![], unexercised: vec![], coverage_judged: false };
+        assert!(report.passed(), "coverage is judged only when asked");
+        report.judge_coverage(&registry);
+        assert_eq!(report.unexercised, ["R-2"], "R-3 is ADVISORY: not being exercised is no failure");
+        assert!(!report.passed());
+        assert!(report.text().contains("FAIL R-2: MANDATORY, but no transcript of the run exercised it"), "{}", report.text());
+        let statuses: Vec<&str> = report.requirement_results(&registry).iter().map(|r| r.status.as_str()).collect();
+        assert_eq!(statuses, ["PASS", "UNEXERCISED", "NOT_TESTED"]);
+    }
+
+    #[test]
+    fn a_failure_is_charged_to_its_line_and_a_setup_failure_is_not_testable() {
+        let registry = registry();
+        // The transcript names R-1 and R-3; its R-3 line failed after its R-1 lines held: R-1 is
+        // not marked failed, and was exercised.
+        let mut advisory = outcome("t", &["R-1", "R-3"], Some(("line 9: differs", &["R-3"])));
+        advisory.checked = vec!["R-1".into()];
+        let mut setup = outcome("u", &["R-2"], Some(("line 3: no session", &["R-2"])));
+        setup.not_testable = true;
+        let entries = vec![
+            Entry { path: "t.jsonl".into(), outcome: advisory, verdict: Verdict::Failed },
+            Entry { path: "u.jsonl".into(), outcome: setup, verdict: Verdict::Failed },
+        ];
+        let report = Report { agent: "pi".into(), entries, unknown_baseline_entries: vec![], unexercised: vec![], coverage_judged: false };
+        let statuses: Vec<&str> = report.requirement_results(&registry).iter().map(|r| r.status.as_str()).collect();
+        assert_eq!(statuses, ["PASS", "NOT_TESTABLE", "FAIL"]);
+    }
+
+    #[test]
+    fn a_stale_baseline_entry_fails_the_run_and_a_single_check_entry_must_match_its_check() {
+        let b = Baseline::parse("t:R-3  # an advisory detail\nu:R-1  # the wrong check\ngone  # renamed").unwrap();
+        assert_eq!(b.entry("t"), Some(&BaselineEntry { check: Some("R-3".into()), reason: "an advisory detail".into() }));
+        assert!(Baseline::parse("t:  # x").is_err());
+        let judge = |mut o: Outcome| verdict(&mut o, Some(&b));
+        assert_eq!(judge(outcome("t", &["R-1", "R-3"], Some(("line 9", &["R-3"])))), Verdict::ExpectedFailure("R-3: an advisory detail".into()));
+        assert_eq!(judge(outcome("u", &["R-1", "R-3"], Some(("line 9", &["R-3"])))), Verdict::Failed, "fails on another check than listed");
+        assert_eq!(judge(outcome("t", &["R-1", "R-3"], None)), Verdict::UnexpectedPass, "a listed check that passes is stale");
+        let report = Report {
+            agent: "pi".into(),
+            entries: vec![Entry { path: "t.jsonl".into(), outcome: outcome("t", &["R-3"], None), verdict: Verdict::UnexpectedPass }],
+            unknown_baseline_entries: vec!["gone".into()],
+            unexercised: vec![],
+            coverage_judged: false,
+        };
+        assert!(!report.passed());
+        let text = report.text();
+        assert!(text.contains("FAIL t (t.jsonl): passes now; remove it from the baseline"), "{text}");
+        assert!(text.contains("FAIL baseline entry gone: no such transcript; remove it"), "{text}");
+    }
+
+    #[test]
     fn junit_escapes_and_counts() {
         let b = Baseline::default();
-        let report = Report { agent: "a&b".into(), entries: vec![entry("ok", None, &b), entry("bad", Some("line 2: <diff>\nmore"), &b)], unknown_baseline_entries: vec![] };
+        let report =
+            Report { agent: "a&b".into(), entries: vec![entry("ok", None, &b), entry("bad", Some("line 2: <diff>\nmore"), &b)], unknown_baseline_entries: vec![], unexercised: vec![], coverage_judged: false };
         let x = report.junit();
         assert!(x.contains("name=\"conformance: a&amp;b\" tests=\"2\" failures=\"1\""));
         assert!(x.contains("<failure message=\"line 2: &lt;diff&gt;\">"));

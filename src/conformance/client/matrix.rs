@@ -100,13 +100,6 @@ pub fn markdown(columns: &[(ClientEntry, Vec<ScenarioRun>)], reproduce: &str) ->
     out
 }
 
-/// The section as `path` has it now, after a blank line (empty without one): what the agent
-/// matrix keeps when it rewrites the file.
-pub fn kept_section(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.find(&format!("\n{SECTION_HEADING}\n")).map(|at| format!("\n{}", &text[at + 1..])).unwrap_or_default()
-}
-
 /// Replaces the section in `path` (or appends it).
 pub fn write_section(path: &Path, section: &str) -> std::io::Result<()> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -131,6 +124,5 @@ mod tests {
         write_section(&path, "## Clients\n\none\n").unwrap();
         write_section(&path, "## Clients\n\ntwo\n").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "# Agents\n\ntable\n\n## Clients\n\ntwo\n");
-        assert_eq!(kept_section(&path), "\n## Clients\n\ntwo\n", "what the agent matrix keeps when it rewrites the file");
     }
 }

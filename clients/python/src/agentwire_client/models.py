@@ -3604,7 +3604,7 @@ class SessionTree(BaseModel):
 class Require(RootModel[str]):
     root: Annotated[str, Field(min_length=1)]
     """
-    A capability: `modes` (the `session/new` answer has `modes`), or a dotted path under ACP's `agentCapabilities` (`loadSession`, `sessionCapabilities.list`, `promptCapabilities.image`), or under the wire `initialize` answer's `capabilities`.
+    A capability: an implementation's feature the adapter declares (`pi`, `omp`, `kimi`, `agentwire`: a command or event only that implementation documents), `modes` (the `session/new` answer has `modes`), or a dotted path under ACP's `agentCapabilities` (`loadSession`, `sessionCapabilities.list`, `promptCapabilities.image`), or under the wire `initialize` answer's `capabilities`.
     """
 
 
@@ -3640,13 +3640,17 @@ class TranscriptHeader(BaseModel):
     """
     Extra arguments for the agent under test.
     """
+    approvals: Optional[bool] = None
+    """
+    The transcript answers approval requests, so the agent must ask before running tools: adapters leave out their `autoApproveArgs` (agentwire gets the header's `args`, such as `--approval dangerous`).
+    """
     workFiles: Optional[Dict[str, str]] = None
     """
     Files written into the run's work directory before the agent starts (relative path → text).
     """
     requires: Optional[List[Require]] = None
     """
-    Capabilities the agent must advertise (in its own `initialize` or `session/new` answer) for the transcript to apply: when one is absent or false the transcript is SKIPPED, not failed; when it is advertised the transcript must pass.
+    Capabilities the agent must have for the transcript to apply: an implementation feature (`pi`, `omp`, `kimi`, `agentwire`) must be in the adapter's `capabilities`; any other capability must be advertised in the agent's own `initialize` or `session/new` answer. When one is missing the transcript is SKIPPED, not failed; when it is there the transcript must pass.
     """
 
 
@@ -3669,6 +3673,10 @@ class TranscriptIn(BaseModel):
     raw: Optional[str] = None
     """
     A raw line to send instead (malformed input).
+    """
+    invalid: Optional[bool] = None
+    """
+    The frame is deliberately invalid (it tests how the agent refuses it). Any other `in` frame is validated against the dialect's schema before it is sent, and an invalid one fails the run as a harness error, charged to no requirement of the agent.
     """
 
 
@@ -3696,6 +3704,14 @@ class TranscriptOut(BaseModel):
     """
     Skip this line when the next frame does not match (agentwire extensions such as `ready`).
     """
+    requirements: Optional[List[str]] = None
+    """
+    The requirement ids a failure of this line is charged to (default: the header's). A line checking an ADVISORY detail names only that requirement, so it does not turn the transcript's MANDATORY ones red.
+    """
+    setup: Optional[bool] = None
+    """
+    The line sets up a precondition (a session, a running prompt) rather than checking a requirement: when it fails, the requirements it names (default: the header's) are NOT_TESTABLE, which counts as failed.
+    """
 
 
 class TranscriptUnordered(BaseModel):
@@ -3717,6 +3733,14 @@ class TranscriptUnordered(BaseModel):
     subset: Optional[bool] = None
     """
     Subset matching for every pattern.
+    """
+    requirements: Optional[List[str]] = None
+    """
+    The requirement ids a failure of this line is charged to (default: the header's). A line checking an ADVISORY detail names only that requirement, so it does not turn the transcript's MANDATORY ones red.
+    """
+    setup: Optional[bool] = None
+    """
+    The line sets up a precondition (a session, a running prompt) rather than checking a requirement: when it fails, the requirements it names (default: the header's) are NOT_TESTABLE, which counts as failed.
     """
 
 
@@ -3757,6 +3781,14 @@ class TranscriptWait(BaseModel):
     subset: Optional[bool] = None
     """
     Subset matching.
+    """
+    requirements: Optional[List[str]] = None
+    """
+    The requirement ids a failure of this line is charged to (default: the header's). A line checking an ADVISORY detail names only that requirement, so it does not turn the transcript's MANDATORY ones red.
+    """
+    setup: Optional[bool] = None
+    """
+    The line sets up a precondition (a session, a running prompt) rather than checking a requirement: when it fails, the requirements it names (default: the header's) are NOT_TESTABLE, which counts as failed.
     """
 
 
@@ -3880,7 +3912,7 @@ class ConformanceRequirement(BaseModel):
     """
     tier: Literal["MANDATORY", "CAPABILITY", "ADVISORY", "INFORMATIONAL", "AGENTWIRE"]
     """
-    MANDATORY: the protocol requires it of every agent; CAPABILITY: required when the agent advertises `capability`; ADVISORY: the protocol recommends it; INFORMATIONAL: a fact about an agent, judged by nobody; AGENTWIRE: agentwire's own choice (a "We:" decision), checked against agentwire only.
+    MANDATORY: a cited upstream document asks it of every implementation of the dialect (needs `document` and `quote`); CAPABILITY: required when the agent has `capability` (advertised in its answers, or an implementation feature its adapter declares: `pi`, `omp`, `kimi`, `agentwire`); ADVISORY: a document recommends it; INFORMATIONAL: a fact about an agent, judged by nobody; AGENTWIRE: agentwire's own choice (a "We:" decision), checked against agentwire only.
     """
     capability: Annotated[Optional[str], Field(min_length=1)] = None
     """
@@ -3888,7 +3920,17 @@ class ConformanceRequirement(BaseModel):
     """
     source: Annotated[str, Field(min_length=1)]
     """
-    Where it comes from: a spec section URL, a seed document section or a protocol-notes section.
+    Where it comes from, precisely: a spec section URL, a section of the upstream document, or for AGENTWIRE requirements a section of shared/protocol-notes.md or of our docs.
+    """
+    document: Optional[Literal["pi-rpc", "omp-rpc-reference", "kimi-wire-transport", "json-rpc-2.0", "acp-spec", "acp-schema", "agentwire"]] = (
+        None
+    )
+    """
+    The document the requirement cites: `pi-rpc` (pi's RPC mode doc, `docs/rpc.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
+    """
+    quote: Annotated[Optional[str], Field(min_length=1)] = None
+    """
+    The sentence of `document` that supports the requirement and its tier, verbatim (a translation follows in parentheses when the document is not in English). MANDATORY requirements must have one.
     """
     text: Annotated[str, Field(min_length=1)]
     """
@@ -7005,6 +7047,10 @@ class ConformanceAdapter(BaseModel):
     """
     Pass the transcript header's `args` (agentwire flags) on; only for agentwire itself (default false).
     """
+    autoApproveArgs: Optional[List[str]] = None
+    """
+    Arguments appended to `command` that make the agent run tools without asking (kimi-cli: `--yolo`), as agentwire does by default; left out for transcripts whose header sets `approvals`.
+    """
     env: Optional[Dict[str, str]] = None
     """
     Environment variables to set (the run's HOME is always set; provider key variables are always removed).
@@ -7021,9 +7067,17 @@ class ConformanceAdapter(BaseModel):
     """
     Frames the agent sends unprompted that no transcript expects (start-up widgets, cost or command-list updates); frames matching one of these patterns are dropped before matching (still validated).
     """
+    providerRetries: Annotated[Optional[int], Field(ge=0, le=100)] = None
+    """
+    How many times the agent's provider layer retries a failed model request by itself before its documented retry (`auto_retry_start`) sees the error, where no setting turns that off (oh-my-pi's OpenAI-compatible client: 11). Each scripted retryable error is then served that many more times. Prefer turning such retries off through the adapter's config files (pi: `retry.provider.maxRetries: 0`).
+    """
     agentwire: Optional[bool] = None
     """
     The adapter runs agentwire itself, so `AGENTWIRE`-tier transcripts (agentwire's own choices) apply to it too (default false: they are skipped).
+    """
+    capabilities: Optional[List[Literal["pi", "omp", "kimi", "agentwire"]]] = None
+    """
+    The implementation features the agent has beyond what every implementation of its dialect documents: `pi` (pi's documented commands and events, such as `fork`, `queue_update`), `omp` (oh-my-pi's, such as `set_host_tools`, `abort_and_prompt`, `ready`), `kimi` (kimi-cli's wire extensions), `agentwire` (agentwire's own). A transcript whose `requires` names one the adapter does not declare is SKIPPED.
     """
     versionCommand: Annotated[Optional[List[str]], Field(min_length=1)] = None
     """

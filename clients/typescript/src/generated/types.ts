@@ -4294,6 +4294,10 @@ export interface TranscriptHeader {
    */
   args?: string[];
   /**
+   * The transcript answers approval requests, so the agent must ask before running tools: adapters leave out their `autoApproveArgs` (agentwire gets the header's `args`, such as `--approval dangerous`).
+   */
+  approvals?: boolean;
+  /**
    * Files written into the run's work directory before the agent starts (relative path → text).
    */
   workFiles?: {
@@ -4303,9 +4307,9 @@ export interface TranscriptHeader {
     [k: string]: string | undefined;
   };
   /**
-   * Capabilities the agent must advertise (in its own `initialize` or `session/new` answer) for the transcript to apply: when one is absent or false the transcript is SKIPPED, not failed; when it is advertised the transcript must pass.
+   * Capabilities the agent must have for the transcript to apply: an implementation feature (`pi`, `omp`, `kimi`, `agentwire`) must be in the adapter's `capabilities`; any other capability must be advertised in the agent's own `initialize` or `session/new` answer. When one is missing the transcript is SKIPPED, not failed; when it is there the transcript must pass.
    *
-   * Items: A capability: `modes` (the `session/new` answer has `modes`), or a dotted path under ACP's `agentCapabilities` (`loadSession`, `sessionCapabilities.list`, `promptCapabilities.image`), or under the wire `initialize` answer's `capabilities`.
+   * Items: A capability: an implementation's feature the adapter declares (`pi`, `omp`, `kimi`, `agentwire`: a command or event only that implementation documents), `modes` (the `session/new` answer has `modes`), or a dotted path under ACP's `agentCapabilities` (`loadSession`, `sessionCapabilities.list`, `promptCapabilities.image`), or under the wire `initialize` answer's `capabilities`.
    */
   requires?: string[];
 }
@@ -4328,6 +4332,10 @@ export interface TranscriptIn {
    * A raw line to send instead (malformed input).
    */
   raw?: string;
+  /**
+   * The frame is deliberately invalid (it tests how the agent refuses it). Any other `in` frame is validated against the dialect's schema before it is sent, and an invalid one fails the run as a harness error, charged to no requirement of the agent.
+   */
+  invalid?: boolean;
 }
 /**
  * The next frame the agent writes must match this pattern.
@@ -4352,6 +4360,16 @@ export interface TranscriptOut {
    * Skip this line when the next frame does not match (agentwire extensions such as `ready`).
    */
   optional?: boolean;
+  /**
+   * The requirement ids a failure of this line is charged to (default: the header's). A line checking an ADVISORY detail names only that requirement, so it does not turn the transcript's MANDATORY ones red.
+   *
+   * Items: A requirement id of the registry.
+   */
+  requirements?: string[];
+  /**
+   * The line sets up a precondition (a session, a running prompt) rather than checking a requirement: when it fails, the requirements it names (default: the header's) are NOT_TESTABLE, which counts as failed.
+   */
+  setup?: boolean;
 }
 /**
  * The next frames must match these patterns in any order.
@@ -4374,6 +4392,16 @@ export interface TranscriptUnordered {
    * Subset matching for every pattern.
    */
   subset?: boolean;
+  /**
+   * The requirement ids a failure of this line is charged to (default: the header's). A line checking an ADVISORY detail names only that requirement, so it does not turn the transcript's MANDATORY ones red.
+   *
+   * Items: A requirement id of the registry.
+   */
+  requirements?: string[];
+  /**
+   * The line sets up a precondition (a session, a running prompt) rather than checking a requirement: when it fails, the requirements it names (default: the header's) are NOT_TESTABLE, which counts as failed.
+   */
+  setup?: boolean;
 }
 /**
  * One scripted model reply (played in order, one per model request).
@@ -4407,6 +4435,16 @@ export interface TranscriptWait {
    * Subset matching.
    */
   subset?: boolean;
+  /**
+   * The requirement ids a failure of this line is charged to (default: the header's). A line checking an ADVISORY detail names only that requirement, so it does not turn the transcript's MANDATORY ones red.
+   *
+   * Items: A requirement id of the registry.
+   */
+  requirements?: string[];
+  /**
+   * The line sets up a precondition (a session, a running prompt) rather than checking a requirement: when it fails, the requirements it names (default: the header's) are NOT_TESTABLE, which counts as failed.
+   */
+  setup?: boolean;
 }
 /**
  * Close the agent's stdin.
@@ -4480,6 +4518,12 @@ export interface ConformanceAdapter {
    */
   passArgs?: boolean;
   /**
+   * Arguments appended to `command` that make the agent run tools without asking (kimi-cli: `--yolo`), as agentwire does by default; left out for transcripts whose header sets `approvals`.
+   *
+   * Items: An argument.
+   */
+  autoApproveArgs?: string[];
+  /**
    * Environment variables to set (the run's HOME is always set; provider key variables are always removed).
    */
   env?: {
@@ -4504,9 +4548,19 @@ export interface ConformanceAdapter {
     [k: string]: unknown | undefined;
   }[];
   /**
+   * How many times the agent's provider layer retries a failed model request by itself before its documented retry (`auto_retry_start`) sees the error, where no setting turns that off (oh-my-pi's OpenAI-compatible client: 11). Each scripted retryable error is then served that many more times. Prefer turning such retries off through the adapter's config files (pi: `retry.provider.maxRetries: 0`).
+   */
+  providerRetries?: number;
+  /**
    * The adapter runs agentwire itself, so `AGENTWIRE`-tier transcripts (agentwire's own choices) apply to it too (default false: they are skipped).
    */
   agentwire?: boolean;
+  /**
+   * The implementation features the agent has beyond what every implementation of its dialect documents: `pi` (pi's documented commands and events, such as `fork`, `queue_update`), `omp` (oh-my-pi's, such as `set_host_tools`, `abort_and_prompt`, `ready`), `kimi` (kimi-cli's wire extensions), `agentwire` (agentwire's own). A transcript whose `requires` names one the adapter does not declare is SKIPPED.
+   *
+   * Items: An implementation whose dialect extensions the agent has.
+   */
+  capabilities?: ("pi" | "omp" | "kimi" | "agentwire")[];
   /**
    * A command printing the agent's version (its first line goes into `conformance matrix` reports).
    *
@@ -4577,7 +4631,7 @@ export interface ConformanceRequirement {
    */
   dialect: "rpc" | "wire" | "acp";
   /**
-   * MANDATORY: the protocol requires it of every agent; CAPABILITY: required when the agent advertises `capability`; ADVISORY: the protocol recommends it; INFORMATIONAL: a fact about an agent, judged by nobody; AGENTWIRE: agentwire's own choice (a "We:" decision), checked against agentwire only.
+   * MANDATORY: a cited upstream document asks it of every implementation of the dialect (needs `document` and `quote`); CAPABILITY: required when the agent has `capability` (advertised in its answers, or an implementation feature its adapter declares: `pi`, `omp`, `kimi`, `agentwire`); ADVISORY: a document recommends it; INFORMATIONAL: a fact about an agent, judged by nobody; AGENTWIRE: agentwire's own choice (a "We:" decision), checked against agentwire only.
    */
   tier: "MANDATORY" | "CAPABILITY" | "ADVISORY" | "INFORMATIONAL" | "AGENTWIRE";
   /**
@@ -4585,9 +4639,18 @@ export interface ConformanceRequirement {
    */
   capability?: string;
   /**
-   * Where it comes from: a spec section URL, a seed document section or a protocol-notes section.
+   * Where it comes from, precisely: a spec section URL, a section of the upstream document, or for AGENTWIRE requirements a section of shared/protocol-notes.md or of our docs.
    */
   source: string;
+  /**
+   * The document the requirement cites: `pi-rpc` (pi's RPC mode doc, `docs/rpc.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
+   */
+  document?:
+    "pi-rpc" | "omp-rpc-reference" | "kimi-wire-transport" | "json-rpc-2.0" | "acp-spec" | "acp-schema" | "agentwire";
+  /**
+   * The sentence of `document` that supports the requirement and its tier, verbatim (a translation follows in parentheses when the document is not in English). MANDATORY requirements must have one.
+   */
+  quote?: string;
   /**
    * One line: what is required.
    */
