@@ -30,6 +30,12 @@ fn opencode() -> Option<PathBuf> {
 /// HOME (and XDG directories in it) whose opencode.json selects the fake server's model, with
 /// auto-update, model list fetches, LSP downloads and default plugins off.
 fn start(serve: &str, opencode: &Path, script: Vec<Value>) -> (Bridge, FakeLlm) {
+    let (dir, env, agent, llm) = set_up(opencode, script);
+    (Bridge::spawn(serve, &[], &agent, &env, dir), llm)
+}
+
+/// What [`start`] runs: the directory, the environment, the agent's command line and the model.
+fn set_up(opencode: &Path, script: Vec<Value>) -> (tempfile::TempDir, Vec<(&'static str, OsString)>, Vec<OsString>, FakeLlm) {
     let llm = FakeLlm::from_script(script).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
@@ -49,7 +55,7 @@ fn start(serve: &str, opencode: &Path, script: Vec<Value>) -> (Bridge, FakeLlm) 
         ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1".into()),
     ];
     let agent: Vec<OsString> = vec![opencode.into(), "acp".into()];
-    (Bridge::spawn(serve, &[], &agent, &env, dir), llm)
+    (dir, env, agent, llm)
 }
 
 /// A reply streamed one character every 300 ms.
@@ -168,4 +174,29 @@ fn opencode_behind_serve_wire_host_eof_ends_the_bridge_and_opencode_within_3_s()
     let (mut bridge, _llm) = start("wire", &opencode, vec![]);
     wire_initialize(&mut bridge);
     bridge.assert_host_eof_ends_both_within_3_s();
+}
+
+/// A v2 ACP host in front of opencode, which speaks v1 only (it answers `initialize` with 2 by
+/// 1): the bridge finds that out itself and translates, with no option given. Every frame the
+/// bridge writes is checked against the v2 schema.
+#[test]
+fn a_v2_host_in_front_of_opencode_which_speaks_v1_is_translated() {
+    let Some(opencode) = opencode() else { return eprintln!("{SKIP}") };
+    let (dir, env, agent, llm) = set_up(&opencode, vec![json!({"text": "v1 agent, v2 host"})]);
+    let cwd = dir.path().display().to_string();
+    let mut bridge = Bridge::spawn_checked("acp", &[], &agent, &env, dir, agentwire::protocol::acp_v2::acp_v2_validator());
+    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}}));
+    let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let session = bridge.until(|f| f["id"] == 1).pop().unwrap()["result"]["sessionId"].as_str().expect("a session").to_owned();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    let frames = bridge.until(|f| f["params"]["update"]["sessionUpdate"] == "state_update" && f["params"]["update"]["state"] == "idle");
+    assert_eq!(frames.last().unwrap()["params"]["update"]["stopReason"], "end_turn", "{frames:#?}");
+    let text: String = frames.iter().filter(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk").map(|f| f["params"]["update"]["content"]["text"].as_str().unwrap_or_default()).collect();
+    assert_eq!(text, "v1 agent, v2 host");
+    drop(llm);
+    drop(bridge.stdin.take());
+    let status = bridge.exit_within(Instant::now(), Duration::from_secs(10), "host EOF");
+    assert!(status.success(), "{status}");
 }

@@ -105,37 +105,29 @@ pub async fn run(options: BridgeOptions) -> u8 {
         return 2;
     }
     let Some(mut agent) = spawn(&options) else { return 2 };
-    // An ACP host's version is read off its first line; the agent is spoken to in the same
-    // one unless `--agent-acp-version` says otherwise.
+    // An ACP host's version is read off its first line.
     let mut host = HostInput::new();
     let host_acp = match options.serve {
         Dialect::Acp => host.route(options.max_line_bytes).await,
         Dialect::Rpc | Dialect::Wire => AcpVersion::V1,
     };
-    let agent_acp = match options.agent_acp_version {
-        Some(2) => AcpVersion::V2,
-        Some(_) => AcpVersion::V1,
-        None => host_acp,
-    };
-    if options.record.is_some() && (options.serve == Dialect::Acp && (host_acp, agent_acp) != (AcpVersion::V1, AcpVersion::V1)) {
+    let forced = options.agent_acp_version.map(|v| if v >= 2 { AcpVersion::V2 } else { AcpVersion::V1 });
+    if options.record.is_some() && options.serve == Dialect::Acp && (host_acp == AcpVersion::V2 || forced == Some(AcpVersion::V2)) {
         eprintln!("agentwire bridge: --record writes ACP v1 transcripts; this session speaks ACP v2");
         let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
         return 2;
     }
-    let translated = options.serve == Dialect::Acp && host_acp != agent_acp;
-    if options.agent_dialect == Some(options.serve) && !translated {
+    if forced.is_some() && options.agent_dialect.is_some_and(|d| d != Dialect::Acp) {
+        eprintln!("agentwire bridge: --agent-acp-version is for an ACP agent; --agent-dialect says {}", options.agent_dialect.map_or("", Dialect::name));
+        let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+        return 2;
+    }
+    let acp = AcpChoice { host: host_acp, agent: forced };
+    if options.agent_dialect == Some(options.serve) && options.serve != Dialect::Acp {
         return proxy::run(agent, &options, host, host_acp).await;
     }
-    if agent_acp == AcpVersion::V2 {
-        if options.agent_dialect.is_some_and(|d| d != Dialect::Acp) {
-            eprintln!("agentwire bridge: --agent-acp-version is for an ACP agent; --agent-dialect says {}", options.agent_dialect.map_or("", Dialect::name));
-            let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
-            return 2;
-        }
-        if options.serve == Dialect::Acp && host_acp == AcpVersion::V2 {
-            return proxy::run(agent, &options, host, AcpVersion::V2).await;
-        }
-        return bridge_v2_agent(agent, &options, host).await;
+    if options.agent_dialect == Some(Dialect::Acp) || forced == Some(AcpVersion::V2) {
+        return serve_acp_agent(agent, &options, host, acp, None).await;
     }
     let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
         eprintln!("agentwire bridge: the agent's stdio is not piped");
@@ -154,7 +146,10 @@ pub async fn run(options: BridgeOptions) -> u8 {
         }
     };
     tracing::info!("the agent speaks {}", detected.dialect().name());
-    if detected.dialect() == options.serve && !translated {
+    if let Detected::Acp(initialized) = detected {
+        return serve_acp_agent(agent, &options, host, acp, Some(V1Connection { lines, out: agent_out, closer, initialized })).await;
+    }
+    if detected.dialect() == options.serve {
         // Detection spoke to the agent; a proxy must hand it the host's own first frames, so it
         // starts afresh.
         drop((agent_out, closer, lines));
@@ -182,19 +177,126 @@ pub async fn run(options: BridgeOptions) -> u8 {
             let agents = WireAgents::connect(lines.into_inner(), agent_out, closer, &initialized);
             compose(agent, &options, host, Capabilities::none(), RemoteAgents::Wire(agents)).await
         }
-        Detected::Acp(initialized) => {
+        // Served above.
+        Detected::Acp(_) => 1,
+    }
+}
+
+/// The ACP versions of a session: the host's (v1 for an rpc or wire host), and the one to speak
+/// to the agent when `--agent-acp-version` set it.
+#[derive(Debug, Clone, Copy)]
+struct AcpChoice {
+    host: AcpVersion,
+    agent: Option<AcpVersion>,
+}
+
+/// An ACP agent's connection after v1's `initialize` (dialect detection).
+struct V1Connection {
+    lines: LineReader<BufReader<tokio::process::ChildStdout>>,
+    out: crate::transport::Outbox,
+    closer: crate::client::InputCloser,
+    initialized: Box<crate::protocol::acp::InitializeResponse>,
+}
+
+/// An ACP agent behind the host. The version spoken to it is `--agent-acp-version`'s, else the
+/// host's when the agent speaks it: a v2 host's agent is asked whether it does (`initialize`
+/// with 2 answered 2), and one that does not is spoken to in v1. The same version both sides
+/// is a proxy; different ones compose the host's front with the agent's remote agent. `v1` is
+/// the connection dialect detection left, when it spoke to the agent.
+async fn serve_acp_agent(mut agent: AgentProcess, options: &BridgeOptions, host: HostInput, acp: AcpChoice, mut v1: Option<V1Connection>) -> u8 {
+    let agent_acp = match (acp.agent, acp.host) {
+        (Some(version), _) => version,
+        (None, AcpVersion::V1) => AcpVersion::V1,
+        (None, AcpVersion::V2) => {
+            // Asked of a fresh process (detection spoke v1 to this one), which is then replaced
+            // by another for what follows.
+            if v1.take().is_some() {
+                let Some(fresh) = restart(agent, options).await else { return 2 };
+                agent = fresh;
+            }
+            let v2 = speaks_v2(&mut agent).await;
+            let Some(fresh) = restart(agent, options).await else { return 2 };
+            agent = fresh;
+            if v2 { AcpVersion::V2 } else { AcpVersion::V1 }
+        }
+    };
+    tracing::info!("the agent is spoken to in ACP v{}", if agent_acp == AcpVersion::V2 { 2 } else { 1 });
+    let proxied = options.serve == Dialect::Acp && agent_acp == acp.host;
+    // A proxy hands the agent the host's own first frames, and v2 starts with its own
+    // `initialize`: either needs a process detection did not speak to.
+    if (proxied || agent_acp == AcpVersion::V2) && v1.take().is_some() {
+        let Some(fresh) = restart(agent, options).await else { return 2 };
+        agent = fresh;
+    }
+    if proxied {
+        return proxy::run(agent, options, host, acp.host).await;
+    }
+    if options.record.is_some() {
+        eprintln!("agentwire bridge: --record needs the agent to speak the served dialect ({}); it speaks acp", options.serve.name());
+        let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+        return 2;
+    }
+    match agent_acp {
+        AcpVersion::V2 => bridge_v2_agent(agent, options, host).await,
+        AcpVersion::V1 => {
+            let connection = match v1 {
+                Some(connection) => connection,
+                None => match connect_v1(&mut agent).await {
+                    Ok(connection) => connection,
+                    Err(e) => {
+                        eprintln!("agentwire bridge: {}: {e}", agent.program());
+                        let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+                        return 1;
+                    }
+                },
+            };
+            let V1Connection { lines, out, closer, initialized } = connection;
             let images = initialized.agent_capabilities.prompt_capabilities.image;
             let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
-            let agents = AcpAgents::connect(lines.into_inner(), agent_out, closer, *initialized, cwd);
+            let agents = AcpAgents::connect(lines.into_inner(), out, closer, *initialized, cwd);
             if let Err(e) = agents.open_first().await {
                 eprintln!("agentwire bridge: {}: session/new: {e}", agent.program());
                 agents.close().await;
                 let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
                 return 1;
             }
-            compose(agent, &options, host, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, RemoteAgents::Acp(agents)).await
+            compose(agent, options, host, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, RemoteAgents::Acp(agents)).await
         }
     }
+}
+
+/// Ends `agent` and starts the command again.
+async fn restart(agent: AgentProcess, options: &BridgeOptions) -> Option<AgentProcess> {
+    let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+    spawn(options)
+}
+
+/// ACP v1's `initialize` with a fresh agent.
+async fn connect_v1(agent: &mut AgentProcess) -> Result<V1Connection, String> {
+    let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else { return Err("the agent's stdio is not piped".into()) };
+    let (out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
+    let mut lines = LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES);
+    match connect(&mut lines, &out, &handshake(), Some(Dialect::Acp), DETECT_TIMEOUT).await {
+        Ok(Detected::Acp(initialized)) => Ok(V1Connection { lines, out, closer, initialized }),
+        Ok(other) => Err(format!("it answered as {}", other.dialect().name())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Whether a fresh ACP agent speaks v2: `initialize` with 2 answered 2 (a v1 agent answers 1, in
+/// v1's shape). The agent is ended afterwards.
+async fn speaks_v2(agent: &mut AgentProcess) -> bool {
+    let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else { return false };
+    let (out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
+    let agents = AcpV2Agents::connect(BufReader::new(stdout), out, closer, "/".to_owned());
+    let request = v2_initialize();
+    let answer = tokio::time::timeout(DETECT_TIMEOUT, agents.client().initialize(&request)).await;
+    agents.close().await;
+    matches!(answer, Ok(Ok(a)) if a.protocol_version.0 == 2)
+}
+
+fn v2_initialize() -> crate::protocol::acp_v2::InitializeRequest {
+    crate::protocol::acp_v2::InitializeRequest::new(crate::protocol::acp_v2::Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION")), crate::protocol::acp_v2::ProtocolVersion(2))
 }
 
 /// Serves the front of `options.serve` in front of the remote `agents` until host
@@ -254,8 +356,7 @@ async fn bridge_v2_agent(mut agent: AgentProcess, options: &BridgeOptions, host:
     let (agent_out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
     let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
     let agents = AcpV2Agents::connect(BufReader::new(stdout), agent_out, closer, cwd);
-    let request = crate::protocol::acp_v2::InitializeRequest::new(crate::protocol::acp_v2::Implementation::new("agentwire-bridge", env!("CARGO_PKG_VERSION")), crate::protocol::acp_v2::ProtocolVersion(2));
-    let refused = match tokio::time::timeout(DETECT_TIMEOUT, agents.client().initialize(&request)).await {
+    let refused = match tokio::time::timeout(DETECT_TIMEOUT, agents.client().initialize(&v2_initialize())).await {
         Ok(Ok(answer)) if answer.protocol_version.0 == 2 => Ok(answer),
         // A v1 agent answers 1 in v1's shape, which does not read as v2's.
         Ok(Ok(answer)) => Err(format!("it answered protocol version {}", answer.protocol_version.0)),

@@ -204,9 +204,9 @@ pub enum Command {
         /// wire `initialize`).
         #[arg(long, value_enum)]
         agent_dialect: Option<Mode>,
-        /// The ACP version spoken to an ACP agent (1 or 2). By default the host's own: its
-        /// frames pass through unchanged when the agent speaks it too; a v2 host in front of a
-        /// v1-only agent is translated. Set it to translate between the versions anyway.
+        /// The ACP version spoken to an ACP agent (1 or 2). By default v1 for a v1 host, and v2
+        /// for a v2 host when the agent speaks it (the frames then pass through unchanged), else
+        /// v1, translated. Set it to translate between the versions anyway.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=2))]
         agent_acp_version: Option<u16>,
         /// Write the session as a conformance transcript (the agent must speak the served

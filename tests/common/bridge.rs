@@ -80,7 +80,7 @@ impl Bridge {
     }
 
     /// [`Bridge::spawn`], ACP frames checked against `acp`'s schema.
-    fn spawn_checked(serve: &str, extra: &[&str], agent: &[OsString], env: &[(&str, OsString)], dir: tempfile::TempDir, acp: &'static AcpValidator) -> Bridge {
+    pub fn spawn_checked(serve: &str, extra: &[&str], agent: &[OsString], env: &[(&str, OsString)], dir: tempfile::TempDir, acp: &'static AcpValidator) -> Bridge {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentwire"));
         cmd.arg("bridge").arg("--serve").arg(serve).args(extra).arg("--").args(agent).current_dir(dir.path());
         for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
