@@ -40,7 +40,7 @@ fn text_of(frames: &[Value]) -> String {
 #[test]
 fn a_v2_host_in_front_of_a_v1_agent() {
     let script = [json!({"text": "hello from a v1 agent", "chunkSize": 4}), json!({"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "w.txt", "content": "x\n"}}]}), json!({"text": "done"})];
-    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), &script, &["--agent-acp-version", "1"]);
+    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), "acp", &script, &["--agent-acp-version", "1"]);
     let init = init_v2(&mut bridge);
     assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
     let session = new_session(&mut bridge);
@@ -68,7 +68,7 @@ fn a_v2_host_in_front_of_a_v1_agent() {
 #[test]
 fn a_v1_host_in_front_of_a_v2_agent() {
     let script = [json!({"text": "hello from a v2 agent", "chunkSize": 4}), json!({"text": "a slow one streamed two at a time for a while", "chunkSize": 2, "delayMs": 40})];
-    let mut bridge = Bridge::start_acp_versions(acp_validator(), &script, &["--agent-acp-version", "2"]);
+    let mut bridge = Bridge::start_acp_versions(acp_validator(), "acp", &script, &["--agent-acp-version", "2"]);
     bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}));
     let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
@@ -100,7 +100,7 @@ fn a_v1_host_in_front_of_a_v2_agent() {
 #[test]
 fn a_v2_host_in_front_of_a_v2_agent_is_proxied() {
     let script = [json!({"text": "unchanged", "chunkSize": 3})];
-    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), &script, &[]);
+    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), "acp", &script, &[]);
     let init = init_v2(&mut bridge);
     // The agent's own answer passes through: its name, not the bridge's.
     assert_eq!(init["result"]["info"]["name"], "agentwire", "{init}");
@@ -108,5 +108,18 @@ fn a_v2_host_in_front_of_a_v2_agent_is_proxied() {
     bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
     let frames = bridge.until(is_idle);
     assert_eq!(text_of(&frames), "unchanged");
+    finish(&mut bridge);
+}
+
+#[test]
+fn a_v2_host_in_front_of_an_rpc_agent() {
+    let script = [json!({"text": "hello from an rpc agent", "chunkSize": 4})];
+    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), "rpc", &script, &[]);
+    let init = init_v2(&mut bridge);
+    assert_eq!((init["result"]["protocolVersion"].as_u64(), init["result"]["info"]["name"].as_str()), (Some(2), Some("agentwire-bridge")), "{init}");
+    let session = new_session(&mut bridge);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    let frames = bridge.until(is_idle);
+    assert_eq!(text_of(&frames), "hello from an rpc agent");
     finish(&mut bridge);
 }

@@ -56,9 +56,9 @@ impl Bridge {
     }
 
     /// The bridge serving ACP to a host speaking `host` (its frames checked against that
-    /// version's schema) in front of `agentwire --mode acp` playing `script`.
-    pub fn start_acp_versions(host: &'static AcpValidator, script: &[Value], extra: &[&str]) -> Bridge {
-        let (dir, agent) = Self::agent_command("acp", script, &[]);
+    /// version's schema) in front of `agentwire --mode <mode>` playing `script`.
+    pub fn start_acp_versions(host: &'static AcpValidator, mode: &str, script: &[Value], extra: &[&str]) -> Bridge {
+        let (dir, agent) = Self::agent_command(mode, script, &[]);
         Self::spawn_checked("acp", extra, &agent, &[], dir, host)
     }
 
