@@ -7,6 +7,11 @@
 //! ([`Run::check_lines`]): each frame agentwire wrote is valid against the vendored v2 schema
 //! (`schema/acp/v2/schema.json`, SDK 2.4.0), and each notification and request it wrote reads
 //! into the crate's types as a known variant, not the crate's catch-all for future ones.
+//!
+//! The crate's v2 types (`agent-client-protocol-schema` 1.17.0) are a later Preview revision than
+//! the vendored schema: they add the client-provided system prompt (`systemPrompt` on
+//! `session/new` and `session/resume`, the `session.systemPrompt` capability). agentwire does not
+//! advertise it, so these tests do not send one; nothing else differs (docs/acp-mode.md).
 
 mod common;
 
