@@ -4,7 +4,7 @@
 //! v2 and reads every answer, update and permission request into its own v2 types.
 //!
 //! Beside what each test asserts, every line of either side is checked after the run
-//! ([`Run::check_lines`]): each frame agentwire wrote is valid against the vendored v2 schema
+//! ([`check_lines`]): each frame agentwire wrote is valid against the vendored v2 schema
 //! (`schema/acp/v2/schema.json`, SDK 2.4.0), and each notification and request it wrote reads
 //! into the crate's types as a known variant, not the crate's catch-all for future ones.
 //!
@@ -98,7 +98,8 @@ impl<'a> Run<'a> {
     }
 
     /// Spawns agentwire through the crate's `AcpAgent`, connects the crate's v2 client to it,
-    /// runs `body`, closes the connection (the crate closes stdin and waits for the process),
+    /// runs `body`, closes the connection (the crate closes stdin and waits for the process; an
+    /// exit other than 0 fails the run),
     /// then checks every line either side wrote.
     async fn drive<R>(self, body: impl AsyncFnOnce(ConnectionTo<Agent>, &mut Seen) -> Result<R, Error>) -> R {
         let mut config = AcpAgentConfig::new(env!("CARGO_BIN_EXE_agentwire")).args(["--mode", "acp"]).arg("--config-dir").arg(arg(self.config)).arg("--cwd").arg(arg(self.cwd));
