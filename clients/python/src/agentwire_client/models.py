@@ -778,7 +778,7 @@ class TextContent(BaseModel):
     """
     textSignature: Optional[str] = None
     """
-    Provider-specific signature of the text block, when the provider sends one.
+    Provider-specific signature of the text block, when the provider sends one (Gemini's `thoughtSignature`).
     """
 
 
@@ -822,7 +822,7 @@ class ThinkingContent(BaseModel):
     """
     thinkingSignature: Optional[str] = None
     """
-    Provider signature of the reasoning (Anthropic), or the name of the provider field the text came from (`reasoning_content`).
+    Provider signature of the reasoning (Anthropic, Gemini), the name of the provider field the text came from (`reasoning_content`), or the OpenAI Responses reasoning item with its encrypted content, as JSON text, which is sent back with the next request.
     """
     redacted: Optional[bool] = None
     """
@@ -2342,7 +2342,7 @@ class Model(BaseModel):
     """
     api: Annotated[str, Field(min_length=1)]
     """
-    Wire API used to talk to it, e.g. `openai-completions`, `anthropic-messages`, `offline`.
+    Wire API used to talk to it, e.g. `openai-completions`, `openai-responses`, `anthropic-messages`, `google-generative-ai`, `offline`.
     """
     provider: Annotated[str, Field(min_length=1)]
     """
@@ -2500,13 +2500,13 @@ class ProviderConfig(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    api: Literal["openai-completions", "anthropic-messages"]
+    api: Literal["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"]
     """
-    Wire API.
+    Wire API: OpenAI Chat Completions (`{baseUrl}/chat/completions`), OpenAI Responses (`{baseUrl}/responses`), Anthropic Messages (`{baseUrl}/v1/messages`) or Google's Gemini API (`{baseUrl}/v1beta/models/{id}:streamGenerateContent`).
     """
     baseUrl: Annotated[str, Field(min_length=1)]
     """
-    Base URL, e.g. `https://api.openai.com/v1` or `https://api.anthropic.com`.
+    Base URL, e.g. `https://api.openai.com/v1`, `https://api.anthropic.com` or `https://generativelanguage.googleapis.com`.
     """
     apiKey: Optional[str] = None
     """

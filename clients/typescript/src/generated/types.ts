@@ -1189,7 +1189,7 @@ export interface TextContent {
    */
   text: string;
   /**
-   * Provider-specific signature of the text block, when the provider sends one.
+   * Provider-specific signature of the text block, when the provider sends one (Gemini's `thoughtSignature`).
    */
   textSignature?: string;
 }
@@ -1209,7 +1209,7 @@ export interface ThinkingContent {
    */
   thinking: string;
   /**
-   * Provider signature of the reasoning (Anthropic), or the name of the provider field the text came from (`reasoning_content`).
+   * Provider signature of the reasoning (Anthropic, Gemini), the name of the provider field the text came from (`reasoning_content`), or the OpenAI Responses reasoning item with its encrypted content, as JSON text, which is sent back with the next request.
    */
   thinkingSignature?: string;
   /**
@@ -2326,7 +2326,7 @@ export interface Model {
    */
   name: string;
   /**
-   * Wire API used to talk to it, e.g. `openai-completions`, `anthropic-messages`, `offline`.
+   * Wire API used to talk to it, e.g. `openai-completions`, `openai-responses`, `anthropic-messages`, `google-generative-ai`, `offline`.
    */
   api: string;
   /**
@@ -3425,11 +3425,11 @@ export interface ModelConfig {
  */
 export interface ProviderConfig {
   /**
-   * Wire API.
+   * Wire API: OpenAI Chat Completions (`{baseUrl}/chat/completions`), OpenAI Responses (`{baseUrl}/responses`), Anthropic Messages (`{baseUrl}/v1/messages`) or Google's Gemini API (`{baseUrl}/v1beta/models/{id}:streamGenerateContent`).
    */
-  api: "openai-completions" | "anthropic-messages";
+  api: "openai-completions" | "openai-responses" | "anthropic-messages" | "google-generative-ai";
   /**
-   * Base URL, e.g. `https://api.openai.com/v1` or `https://api.anthropic.com`.
+   * Base URL, e.g. `https://api.openai.com/v1`, `https://api.anthropic.com` or `https://generativelanguage.googleapis.com`.
    */
   baseUrl: string;
   /**
