@@ -147,3 +147,41 @@ fn a_repeated_initialize_asking_for_v1_on_a_v2_connection_is_unsupported_version
     assert!(!new_session(&mut acp, dir.path()).is_empty());
     assert!(acp.close().success());
 }
+
+/// `session/close` right behind a prompt (both lines written at once): the prompt is inserted
+/// (answered with its message id), its turn is cancelled, and its `idle` goes out before the
+/// close is answered; nothing about the session follows the close's answer.
+#[test]
+fn close_right_behind_a_prompt_answers_after_the_prompts_idle() {
+    for _ in 0..5 {
+        let (dir, config) = dirs();
+        let mut acp = Acp::start(dir.path(), config.path(), &[slow_reply()], &[]).v2();
+        init_v2(&mut acp, 2);
+        let session = new_session(&mut acp, dir.path());
+        let prompt_id = json!(900);
+        let close_id = json!(901);
+        let prompt = json!({"jsonrpc": "2.0", "id": prompt_id, "method": "session/prompt", "params": prompt("go", &session)});
+        let close = json!({"jsonrpc": "2.0", "id": close_id, "method": "session/close", "params": {"sessionId": session}});
+        acp.send_raw(&format!("{prompt}\n{close}"));
+        let mut idle_seen = false;
+        let mut prompt_answered = false;
+        loop {
+            let f = acp.next();
+            if f["id"] == prompt_id {
+                prompt_answered = true;
+            }
+            if f["params"]["update"]["sessionUpdate"] == "state_update" && f["params"]["update"]["state"] == "idle" {
+                assert_eq!(f["params"]["update"]["stopReason"], "cancelled", "{f}");
+                idle_seen = true;
+            }
+            if f["id"] == close_id {
+                assert!(f.get("result").is_some(), "{f}");
+                assert!(idle_seen, "the close was answered before the prompt's idle");
+                break;
+            }
+        }
+        assert!(prompt_answered || acp.next()["id"] == prompt_id);
+        acp.no_frame_within(std::time::Duration::from_millis(300));
+        assert!(acp.close().success());
+    }
+}
