@@ -156,13 +156,11 @@ impl<A: AgentCore> AcpV2Server<A> {
         Some(live)
     }
 
-    async fn connect_mcp(&self, live: &Live<A>, servers: &[McpServer]) -> Result<(), Error> {
-        let configs = mcp_configs(servers)?;
-        let failures = live.agent.start_mcp(&configs, self.factory.mcp_startup_timeout()).await;
+    async fn connect_mcp(&self, live: &Live<A>, configs: &[crate::core::mcp::McpServerConfig]) {
+        let failures = live.agent.start_mcp(configs, self.factory.mcp_startup_timeout()).await;
         for failure in failures {
             live.host.notice("warning", &format!("MCP server \"{}\" did not start\n{}", failure.server, failure.reason)).await;
         }
-        Ok(())
     }
 
     /// The prompt's run, once started: reports `idle` with its stop reason when it ends.
@@ -265,7 +263,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let cwd = absolute(&params.cwd.0)?;
         let roots = params.additional_directories.iter().map(|d| absolute(&d.0)).collect::<Result<Vec<_>, _>>()?;
-        mcp_configs(&params.mcp_servers)?;
+        let servers = mcp_configs(&params.mcp_servers)?;
         let live = self.open(&cwd, None)?;
         let id = live.agent.session_id();
         let saved = live.agent.set_additional_roots(roots).map_err(core_error).and_then(|()| live.agent.save_session().map_err(|e| Error::internal(e.to_string())));
@@ -273,7 +271,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
             lock(&self.sessions).remove(&id);
             return Err(e);
         }
-        self.connect_mcp(&live, &params.mcp_servers).await?;
+        self.connect_mcp(&live, &servers).await;
         let mut response = NewSessionResponse::new(SessionId(id));
         response.config_options = config_options(&*live.agent);
         response.available_commands = commands(&*live.agent);
@@ -294,7 +292,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         let session = params.session_id.0.clone();
         let cwd = absolute(&params.cwd.0)?;
         let roots = params.additional_directories.iter().map(|d| absolute(&d.0)).collect::<Result<Vec<_>, _>>()?;
-        mcp_configs(&params.mcp_servers)?;
+        let servers = mcp_configs(&params.mcp_servers)?;
         let open = lock(&self.sessions).get(&session).cloned();
         let live = match open {
             Some(live) if live.agent.is_running() => return Err(Error::internal("The session is running a prompt; cancel it first")),
@@ -318,7 +316,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         }
         // Resume reports the session's current state.
         live.host.state("idle", None, None).await;
-        self.connect_mcp(&live, &params.mcp_servers).await?;
+        self.connect_mcp(&live, &servers).await;
         let mut response = ResumeSessionResponse::new();
         response.config_options = config_options(&*live.agent);
         response.available_commands = commands(&*live.agent);

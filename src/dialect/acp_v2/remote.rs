@@ -436,9 +436,7 @@ impl Stream {
         }
         let call = self.calls.entry(id.clone()).or_default();
         if let Some(name) = name.or(title).filter(|_| !call.started) {
-            if call.name.is_empty() || call.name != name {
-                call.name = name;
-            }
+            call.name = name;
         }
         match raw_input {
             Some(Value::Object(args)) if !call.started => call.args = args,
