@@ -3,7 +3,7 @@
 //!
 //! | core | JSONL (agent) |
 //! |---|---|
-//! | prompt | `prompt`; the run is streamed until `agent_end` (or, for a slash command that ran no model, its `prompt_result`) |
+//! | prompt | `prompt`; its answer's `disposition` says where the run ends: `started` (pi 1.6) streams until `agent_settled`, so a retry or a queued message after an `agent_end` stays the same run; `handled` ends it at once (nothing ran); none (pi 0.73, oh-my-pi, agentwire's pi 0.73 profile) streams until an `agent_end` no retry follows (or, for a slash command that ran no model, its `prompt_result`) |
 //! | cancel | `abort`; the run ends once the agent says it did |
 //! | steer / follow-up while running | `steer` / `follow_up` |
 //! | text / thinking | `message_update` `text_delta` / `thinking_delta` |
@@ -32,7 +32,7 @@ use crate::client::{DialogAnswer, RpcClient, RpcDialog, RpcEvents, RpcHostHandle
 use crate::dialect::remote::{approve, approved, failed, slash_command, HostSlot, ASK_TIMEOUT, WIND_DOWN};
 use crate::protocol::{
     AbortCommand, CommandsResult, CycleModelCommand, CycleModelResult, CycleThinkingLevelCommand, FollowUpCommand, GetAvailableModelsCommand, GetAvailableThinkingLevelsCommand,
-    GetCommandsCommand, GetStateCommand, ImageContent, Model, NewSessionCommand, PromptCommand, SetModelCommand, SetThinkingLevelCommand, SteerCommand, ThinkingLevel,
+    GetCommandsCommand, GetStateCommand, ImageContent, Model, NewSessionCommand, PromptAccepted, PromptCommand, PromptDisposition, SetModelCommand, SetThinkingLevelCommand, SteerCommand, ThinkingLevel,
 };
 use crate::transport::{LineReader, Outbox};
 
@@ -52,6 +52,9 @@ struct Link {
     /// A run was ended here before the agent said it ended (`agent_end`): its end is owed, and
     /// the next run reads up to it first.
     owed_end: AtomicBool,
+    /// The agent said what it did with a prompt (its `disposition`): it ends a prompt's work
+    /// with `agent_settled`, so an owed end is read up to that.
+    settles: AtomicBool,
     slot: HostSlot,
     sessions: Mutex<Sessions>,
     /// A run is streaming (a session switch waits for none).
@@ -90,7 +93,7 @@ impl RpcAgents {
         let (catch_up, catch_ups) = mpsc::unbounded_channel();
         let open_calls = Arc::new(Mutex::new(Vec::new()));
         let (client, events) = RpcClient::over(lines, out, Dialogs { slot: slot.clone(), catch_up, open_calls: open_calls.clone() });
-        let link = Link { client, events: tokio::sync::Mutex::new((events, catch_ups)), open_calls, owed_end: AtomicBool::new(false), slot, sessions: Mutex::default(), running: AtomicBool::new(false), next: AtomicU64::new(1), commands: Mutex::new(CommandsResult { commands: Vec::new() }), settings: Mutex::default() };
+        let link = Link { client, events: tokio::sync::Mutex::new((events, catch_ups)), open_calls, owed_end: AtomicBool::new(false), settles: AtomicBool::new(false), slot, sessions: Mutex::default(), running: AtomicBool::new(false), next: AtomicU64::new(1), commands: Mutex::new(CommandsResult { commands: Vec::new() }), settings: Mutex::default() };
         let link = Arc::new(link);
         Self { link }
     }
@@ -299,7 +302,6 @@ impl Drop for Running<'_> {
     }
 }
 
-/// How long a run waits for the end an abandoned run still owes before it refuses to start.
 /// How long a dialog waits for the run to forward what came before it.
 const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -320,6 +322,50 @@ impl Drop for Owed<'_> {
     }
 }
 
+/// Where a prompt's work ends, as the agent revealed it in its answer to the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// No run started (pi's disposition `handled`: an extension command consumed it; oh-my-pi's
+    /// `agentInvoked: false`: a slash command finished without the model).
+    Now,
+    /// At `agent_settled`: the agent says what it did with the prompt (pi 1.6), and a retry,
+    /// a compaction's retry or a queued message after an `agent_end` belong to the same prompt.
+    Settled,
+    /// At the first `agent_end` that no retry follows: the agent has no `agent_settled` (pi
+    /// 0.73, oh-my-pi, agentwire), and says no disposition.
+    AgentEnd,
+}
+
+impl Ending {
+    /// The ending a prompt's answer (its `data`) reveals.
+    fn of(accepted: Option<PromptAccepted>) -> Self {
+        let (disposition, invoked) = accepted.map_or((None, None), |a| (a.disposition, a.agent_invoked));
+        match (disposition, invoked) {
+            (Some(PromptDisposition::Handled), _) | (None, Some(false)) => Self::Now,
+            (Some(PromptDisposition::Started | PromptDisposition::Queued), _) => Self::Settled,
+            (None, Some(true) | None) => Self::AgentEnd,
+        }
+    }
+
+    /// Whether `step` is the frame that ends the prompt's work.
+    fn ends_at(self, step: &Step) -> bool {
+        match (self, step) {
+            (Self::Settled, Step::RunSettled { .. }) => true,
+            (Self::AgentEnd, Step::End { will_retry, .. }) => !will_retry,
+            (Self::Now | Self::Settled | Self::AgentEnd, _) => false,
+        }
+    }
+}
+
+/// The outcome of a run whose last `agent_end` said `stop_reason` and `error`.
+fn outcome(stop_reason: Option<&str>, error: Option<String>) -> RunOutcome {
+    match stop_reason {
+        Some("error") => failed(error.unwrap_or_else(|| "the agent's run failed".to_owned())),
+        Some("aborted") => RunOutcome::Aborted,
+        _ => RunOutcome::Completed,
+    }
+}
+
 /// One run: the prompt sent, the agent's frames streamed until its run ends.
 async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcome {
     let mut guard = link.events.lock().await;
@@ -327,12 +373,13 @@ async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcom
     link.running.store(true, Ordering::SeqCst);
     let _running = Running(&link.running);
     // An earlier run ended here before the agent ended it: its last frames are read (and
-    // dropped) up to its `agent_end`, or this prompt would find the agent busy and take them
-    // for its own.
+    // dropped) up to its end, or this prompt would find the agent busy and take them for its
+    // own.
     if link.owed_end.swap(false, Ordering::SeqCst) {
+        let ending = if link.settles.load(Ordering::SeqCst) { Ending::Settled } else { Ending::AgentEnd };
         let ended = tokio::time::timeout(OWED_END, async {
             while let Some(frame) = events.next().await {
-                if frame.kind() == "agent_end" {
+                if super::steps::step(&frame).is_some_and(|step| ending.ends_at(&step)) {
                     return true;
                 }
             }
@@ -347,12 +394,20 @@ async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcom
     while events.try_next().is_some() {}
     lock(&link.open_calls).clear();
     let run_guard = link.slot.begin_run();
-    if let Err(e) = link.client.request(&command).await {
-        return failed(format!("the agent refused the prompt: {e}"));
+    let ending = match link.client.request(&command).await {
+        Ok(accepted) => Ending::of(accepted),
+        Err(e) => return failed(format!("the agent refused the prompt: {e}")),
+    };
+    match ending {
+        Ending::Now => return RunOutcome::Completed,
+        Ending::Settled => link.settles.store(true, Ordering::SeqCst),
+        Ending::AgentEnd => {}
     }
     let mut owed = Owed { flag: &link.owed_end, seen: false };
     let mut started = false;
     let mut abort_sent = false;
+    // The last `agent_end`'s stop reason and error: the prompt's outcome once it settles.
+    let mut last_end: (Option<String>, Option<String>) = (None, None);
     loop {
         let frame = tokio::select! {
             biased;
@@ -380,19 +435,18 @@ async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcom
             return failed("the agent exited before the prompt ended");
         };
         let Some(step) = super::steps::step(&frame) else { continue };
+        let ends = ending.ends_at(&step);
         match step {
             Step::RunStart => started = true,
             Step::Usage(usage) => reply.usage(usage).await,
-            Step::End { stop_reason, error } => {
-                owed.seen = true;
-                return match stop_reason.as_deref() {
-                    Some("error") => failed(error.unwrap_or_else(|| "the agent's run failed".to_owned())),
-                    Some("aborted") => RunOutcome::Aborted,
-                    _ => RunOutcome::Completed,
-                };
+            Step::End { stop_reason, error, .. } => last_end = (stop_reason, error),
+            Step::RunSettled { aborted } => {
+                if aborted {
+                    last_end = (Some("aborted".to_owned()), None);
+                }
             }
-            // A slash command that ran no model settles with this alone.
-            Step::Settled { status, error } if !started => {
+            // A slash command of agentwire's that ran no model settles with this alone.
+            Step::Settled { status, error } if !started && ending == Ending::AgentEnd => {
                 owed.seen = true;
                 return match status.as_str() {
                     "aborted" => RunOutcome::Aborted,
@@ -401,6 +455,11 @@ async fn run(link: Arc<Link>, command: PromptCommand, reply: Reply) -> RunOutcom
                 };
             }
             step => forward(step, &reply, &link.open_calls).await,
+        }
+        if ends {
+            owed.seen = true;
+            let (stop_reason, error) = last_end;
+            return outcome(stop_reason.as_deref(), error);
         }
     }
 }
@@ -420,7 +479,7 @@ async fn forward(step: Step, reply: &Reply, open_calls: &Mutex<Vec<(String, Stri
         }
         // The core opens turns as the run streams, and ends the run itself; the run's loop
         // reads the rest.
-        Step::TurnStart | Step::RunStart | Step::Usage(_) | Step::End { .. } | Step::Settled { .. } => {}
+        Step::TurnStart | Step::RunStart | Step::Usage(_) | Step::End { .. } | Step::RunSettled { .. } | Step::Settled { .. } => {}
     }
 }
 

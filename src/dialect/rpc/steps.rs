@@ -53,6 +53,14 @@ pub enum Step {
         stop_reason: Option<String>,
         /// The error message of a run that failed.
         error: Option<String>,
+        /// The agent goes on by itself (pi 1.6 `willRetry`: an automatic retry follows).
+        will_retry: bool,
+    },
+    /// The agent has no work left for the prompt (pi 1.6 `agent_settled`): no retry, no queued
+    /// message follows.
+    RunSettled {
+        /// It ended because it was aborted.
+        aborted: bool,
     },
     /// A prompt settled (`prompt_result`, agentwire's): alone for a slash command that ran no
     /// model.
@@ -73,8 +81,9 @@ pub fn step(frame: &RpcAgentFrame) -> Option<Step> {
         "agent_end" => {
             let end = frame.parse::<AgentEnd>().ok()?;
             let last = end.messages.into_iter().rev().find(|m| m.role == "assistant");
-            Some(Step::End { stop_reason: last.as_ref().and_then(|m| m.stop_reason.clone()), error: last.and_then(|m| m.error_message) })
+            Some(Step::End { stop_reason: last.as_ref().and_then(|m| m.stop_reason.clone()), error: last.and_then(|m| m.error_message), will_retry: end.will_retry })
         }
+        "agent_settled" => Some(Step::RunSettled { aborted: frame.parse::<AgentSettled>().ok()?.aborted }),
         "message_end" => {
             let message = frame.parse::<MessageEnd>().ok()?.message;
             let usage = message.usage.filter(|_| message.role == "assistant")?;
@@ -173,6 +182,14 @@ struct MessageUsage {
 struct AgentEnd {
     #[serde(default)]
     messages: Vec<Message>,
+    #[serde(rename = "willRetry", default)]
+    will_retry: bool,
+}
+
+#[derive(Deserialize)]
+struct AgentSettled {
+    #[serde(default)]
+    aborted: bool,
 }
 
 #[derive(Deserialize)]
