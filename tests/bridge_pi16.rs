@@ -157,3 +157,18 @@ fn pi16_behind_serve_wire_a_retried_model_call_is_one_finished_turn() {
     assert_eq!(events.iter().filter(|e| e["type"] == "TurnEnd").count(), 1, "{frames:#?}");
     assert_eq!(frames.last().unwrap()["result"]["status"], "finished", "{frames:#?}");
 }
+
+#[test]
+fn pi16_cancel_of_the_retried_reply_ends_cancelled_and_the_next_prompt_is_its_own() {
+    let Some(pi) = pi16() else { return eprintln!("{SKIPPED}") };
+    let slow = script(json!({"text": "a slow retried reply, one character at a time", "chunkSize": 1, "delayMs": 300}));
+    let (mut bridge, _llm) = start("acp", &pi, vec![status(500, &[], "the model is down"), slow, script(json!({"text": "after the cancel"}))]);
+    let session = bridge.open();
+    let (frames, after) = bridge.cancel_after_first_chunk(&session);
+    assert_eq!(answers(&frames).len(), 1, "{frames:#?}");
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "cancelled", "{frames:#?}");
+    assert!(after < Duration::from_secs(5), "cancelled after {after:?}");
+    let next = prompt(&mut bridge, 4, &session, "hi");
+    assert_eq!(next.last().unwrap()["result"]["stopReason"], "end_turn", "{next:#?}");
+    assert_eq!(streamed(&next), "after the cancel", "{next:#?}");
+}
