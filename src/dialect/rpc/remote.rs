@@ -325,25 +325,25 @@ impl Drop for Owed<'_> {
 /// Where a prompt's work ends, as the agent revealed it in its answer to the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {
-    /// No run started (pi's disposition `handled`: an extension command consumed it; oh-my-pi's
-    /// `agentInvoked: false`: a slash command finished without the model).
+    /// No run started (pi's disposition `handled`: an extension command consumed it).
     Now,
     /// At `agent_settled`: the agent says what it did with the prompt (pi 1.6), and a retry,
     /// a compaction's retry or a queued message after an `agent_end` belong to the same prompt.
     Settled,
-    /// At the first `agent_end` that no retry follows: the agent has no `agent_settled` (pi
-    /// 0.73, oh-my-pi, agentwire), and says no disposition.
+    /// At the first `agent_end` that no retry follows, or a `prompt_result` before any run
+    /// started: the agent has no `agent_settled` (pi 0.73, oh-my-pi, agentwire), and says no
+    /// disposition. oh-my-pi's `agentInvoked: false` is not taken for an end: its
+    /// `prompt_result` still follows, and read by the next prompt it would end that one.
     AgentEnd,
 }
 
 impl Ending {
     /// The ending a prompt's answer (its `data`) reveals.
     fn of(accepted: Option<PromptAccepted>) -> Self {
-        let (disposition, invoked) = accepted.map_or((None, None), |a| (a.disposition, a.agent_invoked));
-        match (disposition, invoked) {
-            (Some(PromptDisposition::Handled), _) | (None, Some(false)) => Self::Now,
-            (Some(PromptDisposition::Started | PromptDisposition::Queued), _) => Self::Settled,
-            (None, Some(true) | None) => Self::AgentEnd,
+        match accepted.and_then(|a| a.disposition) {
+            Some(PromptDisposition::Handled) => Self::Now,
+            Some(PromptDisposition::Started | PromptDisposition::Queued) => Self::Settled,
+            None => Self::AgentEnd,
         }
     }
 
