@@ -185,3 +185,51 @@ fn close_right_behind_a_prompt_answers_after_the_prompts_idle() {
         assert!(acp.close().success());
     }
 }
+
+/// `id` of a response, as text (a batch's answers come in any order).
+fn by_id(answers: &[Value]) -> std::collections::BTreeMap<String, Value> {
+    answers.iter().map(|a| (a["id"].to_string(), a.clone())).collect()
+}
+
+/// JSON-RPC 2.0 batches, in v1 and v2: a batch used to be answered with one -32600.
+#[test]
+fn a_batch_is_answered_as_json_rpc_two_defines_it_in_both_versions() {
+    for version in [1, 2] {
+        let (dir, config) = dirs();
+        let mut acp = Acp::start(dir.path(), config.path(), &[], &[]);
+        let session = if version == 2 {
+            acp = acp.v2();
+            init_v2(&mut acp, 2);
+            new_session(&mut acp, dir.path())
+        } else {
+            acp.init_and_new(dir.path())
+        };
+        let cwd = dir.path().display().to_string();
+        // Two requests: one array holding both answers.
+        acp.send_batch(&[
+            json!({"jsonrpc": "2.0", "id": "a", "method": "session/list", "params": {"cwd": cwd}}),
+            json!({"jsonrpc": "2.0", "id": "b", "method": "session/list", "params": {}}),
+        ]);
+        let answers = by_id(&acp.next_batch());
+        assert_eq!(answers.keys().collect::<Vec<_>>(), ["\"a\"", "\"b\""], "v{version}: {answers:?}");
+        assert!(answers.values().all(|a| a["result"]["sessions"].is_array()), "v{version}: {answers:?}");
+        // Notifications only: no reply at all (the next frame answers the request after it).
+        acp.send_batch(&[json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}), json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nobody"}})]);
+        let after = acp.request("session/list", json!({}));
+        assert_eq!(acp.next()["id"], after, "v{version}: a batch of notifications is not answered");
+        // Members that are no requests: one -32600 each, in one array.
+        acp.send_raw("[17, true, null]");
+        let errors = acp.next_batch();
+        assert_eq!(errors.len(), 3, "v{version}: {errors:?}");
+        assert!(errors.iter().all(|e| e["error"]["code"] == -32600 && e["id"].is_null()), "v{version}: {errors:?}");
+        // An empty array: one -32600, not an array.
+        acp.send_raw("[]");
+        let empty = acp.next();
+        assert_eq!((&empty["error"]["code"], &empty["id"]), (&json!(-32600), &Value::Null), "v{version}: {empty}");
+        // A request and a notification and a bad member: the answer and the error, once.
+        acp.send_raw(&format!(r#"[{{"jsonrpc":"2.0","id":7,"method":"session/list","params":{{}}}},{{"jsonrpc":"2.0","method":"session/cancel","params":{{"sessionId":"{session}"}}}},{{"jsonrpc":"2.0","id":8,"method":"session/teleport","params":{{}}}}]"#));
+        let mixed = by_id(&acp.next_batch());
+        assert!(mixed["7"]["result"].is_object() && mixed["8"]["error"]["code"] == -32601 && mixed.len() == 2, "v{version}: {mixed:?}");
+        assert!(acp.close().success());
+    }
+}

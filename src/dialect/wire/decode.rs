@@ -3,7 +3,9 @@
 //!
 //! Rules (JSON-RPC 2.0 as written, where kimi-cli is looser): string **and integer** ids, echoed with
 //! their type; error responses carry the id whenever it could be read, `null` otherwise;
-//! notifications are never answered; batches get one -32600; `{}` is -32600; a `jsonrpc` other
+//! notifications are never answered, within a batch too; a batch is answered as JSON-RPC 2.0
+//! defines it (one array of its requests' answers; kimi answers it with one -32600, but its
+//! clients never send one); `{}` is -32600; a `jsonrpc` other
 //! than "2.0" is -32600 (missing is accepted); unknown methods -32601; params failing the schema
 //! -32602 with `data.field` naming the field (an unknown content-part type included: kimi
 //! crashes there); malformed JSON -32700 (with the id when it can still be read); a response
@@ -36,7 +38,7 @@ const KIMI: Policy = Policy {
     null_data: true,
     words: Words {
         parse_error: "Invalid JSON format",
-        batch: "Batch requests are not supported",
+        empty_batch: "Invalid request",
         not_an_object: "Invalid request",
         empty_object: "Invalid request",
         bad_id: "Invalid request: `id` must be a string or an integer",
