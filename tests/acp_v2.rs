@@ -233,3 +233,47 @@ fn a_batch_is_answered_as_json_rpc_two_defines_it_in_both_versions() {
         assert!(acp.close().success());
     }
 }
+
+/// The permission's patch is a `git_patch` as `DiffPatchFormat` defines it (it used to read
+/// `--- a//<absolute path>`, with no `diff --git` line and no `/dev/null`), and an edit's
+/// completed patch is the approved one, of the whole file (it used to be made of the edit's
+/// fragments: `@@ -1 +1 @@ -two`).
+#[test]
+fn patches_are_git_patches_of_the_whole_file_the_same_when_asked_and_done() {
+    let (dir, config) = dirs();
+    std::fs::write(dir.path().join("three.txt"), "one\ntwo\nthree\n").unwrap();
+    let script = [
+        json!({"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "new.txt", "content": "fresh\n"}}]}),
+        json!({"toolCalls": [{"id": "e1", "name": "edit", "arguments": {"path": "three.txt", "oldText": "two", "newText": "2"}}]}),
+        json!({"text": "done"}),
+    ];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]).v2();
+    init_v2(&mut acp, 2);
+    let session = new_session(&mut acp, dir.path());
+    acp.call("session/prompt", prompt("change things", &session));
+    let patch_of = |content: &Value| content.as_array().and_then(|c| c.iter().find(|c| c["type"] == "diff")).map(|d| d["patch"]["text"].as_str().unwrap().to_owned());
+    let mut asked = Vec::new();
+    let mut done = std::collections::HashMap::new();
+    loop {
+        let f = acp.next();
+        if f["method"] == "session/request_permission" {
+            asked.push(patch_of(&f["params"]["subject"]["toolCall"]["content"]).expect("a patch in the permission"));
+            acp.answer(&f, json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}));
+            continue;
+        }
+        let u = &f["params"]["update"];
+        if u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed" {
+            done.insert(u["toolCallId"].as_str().unwrap().to_owned(), patch_of(&u["content"]).expect("a patch in the completed update"));
+        }
+        if u["sessionUpdate"] == "state_update" && u["state"] == "idle" {
+            break;
+        }
+    }
+    let new = dir.path().join("new.txt").display().to_string();
+    let three = dir.path().join("three.txt").display().to_string();
+    assert_eq!(asked[0], format!("diff --git {new} {new}\nnew file mode 100644\n--- /dev/null\n+++ {new}\n@@ -0,0 +1 @@\n+fresh\n"));
+    assert_eq!(asked[1], format!("diff --git {three} {three}\n--- {three}\n+++ {three}\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"));
+    assert_eq!(done["w1"], asked[0], "the write's completed patch is the approved one");
+    assert_eq!(done["e1"], asked[1], "the edit's completed patch is the approved one");
+    assert!(acp.close().success());
+}

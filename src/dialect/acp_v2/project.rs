@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{lock, same_shape, AcpV2SessionHost, CallInfo};
 use crate::core::events::{AgentEvent, EventSink, NoticeLevel, StreamDelta};
+use crate::core::port::FileChange;
 use crate::dialect::acp::project as v1;
 use crate::protocol::acp_v2::{ContentBlock, DiffChange, DiffPatch, DiffPatchFormat, MessageId, NoticeSeverity, PlanEntry, PlanEntryPriority, PlanEntryStatus, PlanId, PlanUpdateContent, SessionUpdate, SessionUpdateTitle, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate};
 use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, TodoStatus, UserContent};
@@ -82,8 +83,8 @@ pub(super) fn diff(path: &str, old: Option<&str>, new: &str) -> ToolCallContent 
 }
 
 /// v1's content of a finished call (text, images, or a diff for `edit` / `write`) in v2's shapes.
-fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
-    v1::tool_content_of(&info.name, &info.arguments, cwd, content, is_error)
+fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool, change: Option<&FileChange>) -> Vec<ToolCallContent> {
+    v1::tool_content_of(&info.name, &info.arguments, cwd, content, is_error, change)
         .into_iter()
         .filter_map(|c| match c {
             crate::protocol::acp::ToolCallContent::Diff { new_text, old_text, path, .. } => Some(diff(&path, old_text.as_deref(), &new_text)),
@@ -161,12 +162,12 @@ impl AcpV2SessionHost {
     }
 
     /// A tool call's end: status, content and raw output.
-    async fn finish(&self, id: &str, content: &[TextOrImageContent], details: Option<&Value>, is_error: bool) {
+    async fn finish(&self, id: &str, content: &[TextOrImageContent], details: Option<&Value>, is_error: bool, change: Option<&FileChange>) {
         let info = lock(&self.state).calls.get(id).cloned().unwrap_or_default();
         let raw_output = [("output".to_owned(), Value::String(v1::result_text(content))), ("details".to_owned(), details.cloned().unwrap_or(Value::Null))];
         let update = call_update(id)
             .with_status(if is_error { status("failed") } else { status("completed") })
-            .with_content(tool_content(&info, self.cwd().as_deref(), content, is_error))
+            .with_content(tool_content(&info, self.cwd().as_deref(), content, is_error, change))
             .with_raw_output(Value::Object(Map::from_iter(raw_output)));
         self.update(as_update(update)).await;
     }
@@ -205,7 +206,7 @@ impl AcpV2SessionHost {
                         }
                     }
                 }
-                AgentMessage::ToolResult(r) => self.finish(&r.tool_call_id, &r.content, r.details.as_ref(), r.is_error).await,
+                AgentMessage::ToolResult(r) => self.finish(&r.tool_call_id, &r.content, r.details.as_ref(), r.is_error, None).await,
                 AgentMessage::BashExecution(b) => {
                     let text = format!("`$ {}`\n```\n{}\n```", b.command, b.output.trim_end_matches('\n'));
                     self.update(SessionUpdate::AgentMessage { content: Some(vec![text_block(text)]), message_id: id, meta: None }).await;
@@ -265,12 +266,12 @@ impl AcpV2SessionHost {
             AgentEvent::ToolUpdate { call, partial } => {
                 let info = lock(&self.state).calls.get(call.id.as_str()).cloned().unwrap_or_default();
                 let info = CallInfo { name: info.name, arguments: Map::new() };
-                let update = call_update(&call.id).with_status(status("in_progress")).with_content(tool_content(&info, None, &partial.content, false));
+                let update = call_update(&call.id).with_status(status("in_progress")).with_content(tool_content(&info, None, &partial.content, false, None));
                 self.update(as_update(update)).await;
             }
-            AgentEvent::ToolEnd { call, result, is_error } => {
+            AgentEvent::ToolEnd { call, result, is_error, change } => {
                 let AgentToolResult { content, details, .. } = result;
-                self.finish(&call.id, content, details.as_ref(), is_error).await;
+                self.finish(&call.id, content, details.as_ref(), is_error, change).await;
             }
             AgentEvent::TurnEnd { .. } | AgentEvent::RunEnd { .. } => {}
             // The handler reports the outcome as the idle `state_update`.
