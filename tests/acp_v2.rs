@@ -277,3 +277,34 @@ fn patches_are_git_patches_of_the_whole_file_the_same_when_asked_and_done() {
     assert_eq!(done["e1"], asked[1], "the edit's completed patch is the approved one");
     assert!(acp.close().success());
 }
+
+/// A session with a pending permission: `session/cancel` and `session/close` each withdraw it
+/// with `$/cancel_request` (the v2 schema's SHOULD). It used to be dropped silently.
+#[test]
+fn cancel_and_close_withdraw_a_pending_permission_with_cancel_request() {
+    let (dir, config) = dirs();
+    let write = |id: &str| json!({"toolCalls": [{"id": id, "name": "write", "arguments": {"path": format!("{id}.txt"), "content": "x\n"}}]});
+    let mut acp = Acp::start(dir.path(), config.path(), &[write("w1"), write("w2")], &[]).v2();
+    init_v2(&mut acp, 2);
+    let session = new_session(&mut acp, dir.path());
+    acp.call("session/prompt", prompt("write", &session));
+    let (_, ask) = acp.until_request("session/request_permission");
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let (before, withdrawn) = acp.until_method("$/cancel_request");
+    assert_eq!(withdrawn["params"]["requestId"], ask["id"], "{withdrawn}");
+    assert!(!updates(&before).iter().any(|u| u["state"] == "idle"), "withdrawn before the idle");
+    let (_, reason) = until_idle(&mut acp);
+    assert_eq!(reason, "cancelled");
+    // The client's late `cancelled` answer is ignored.
+    acp.answer(&ask, json!({"outcome": {"outcome": "cancelled"}}));
+
+    acp.call("session/prompt", prompt("write again", &session));
+    let (_, ask) = acp.until_request("session/request_permission");
+    let close = acp.request("session/close", json!({"sessionId": session}));
+    let (before, answer) = acp.until_response(&close);
+    assert!(answer.get("result").is_some(), "{answer}");
+    let withdrawn = before.iter().find(|f| f["method"] == "$/cancel_request").expect("the permission withdrawn before the close is answered");
+    assert_eq!(withdrawn["params"]["requestId"], ask["id"], "{withdrawn}");
+    assert!(!dir.path().join("w1.txt").exists() && !dir.path().join("w2.txt").exists());
+    assert!(acp.close().success());
+}
