@@ -308,3 +308,37 @@ fn cancel_and_close_withdraw_a_pending_permission_with_cancel_request() {
     assert!(!dir.path().join("w1.txt").exists() && !dir.path().join("w2.txt").exists());
     assert!(acp.close().success());
 }
+
+/// A second prompt while a run works is held and inserted once the run before it is idle (it
+/// used to be refused -32603); a held prompt is cancelled by `session/cancel` with -32800.
+#[test]
+fn a_prompt_sent_while_a_run_works_is_held_then_inserted() {
+    let (dir, config) = dirs();
+    let mut acp = Acp::start(dir.path(), config.path(), &[slow_reply(), json!({"text": "second"}), slow_reply()], &[]).v2();
+    init_v2(&mut acp, 2);
+    let session = new_session(&mut acp, dir.path());
+    acp.call("session/prompt", prompt("first", &session));
+    let second = acp.request("session/prompt", prompt("second", &session));
+    let (before, answer) = acp.until_response(&second);
+    assert!(answer["result"]["messageId"].is_string(), "held, then inserted: {answer}");
+    let first_idle = updates(&before).into_iter().find(|u| u["state"] == "idle").cloned().expect("the first run's idle before the second prompt's answer");
+    assert_eq!(first_idle["stopReason"], "end_turn");
+    let (after, reason) = until_idle(&mut acp);
+    assert_eq!(reason, "end_turn");
+    let user = updates(&after).into_iter().find(|u| u["sessionUpdate"] == "user_message").cloned().expect("the second prompt inserted");
+    assert_eq!(user["messageId"], answer["result"]["messageId"]);
+    assert!(updates(&after).iter().any(|u| u["sessionUpdate"] == "agent_message_chunk" && u["content"]["text"] == "second"));
+
+    // Held, then cancelled: answered -32800 and never inserted.
+    acp.call("session/prompt", prompt("third", &session));
+    let held = acp.request("session/prompt", prompt("fourth", &session));
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let (frames, answer) = acp.until_response(&held);
+    assert_eq!(answer["error"]["code"], -32800, "{answer}");
+    let mut frames = frames;
+    if !updates(&frames).iter().any(|u| u["state"] == "idle") {
+        frames.extend(until_idle(&mut acp).0);
+    }
+    assert_eq!(updates(&frames).iter().filter(|u| u["sessionUpdate"] == "user_message").count(), 0, "the held prompt was never inserted");
+    assert!(acp.close().success());
+}
