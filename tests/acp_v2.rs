@@ -234,6 +234,37 @@ fn a_batch_is_answered_as_json_rpc_two_defines_it_in_both_versions() {
     }
 }
 
+/// A session with a pending permission: `session/cancel` and `session/close` each withdraw it
+/// with `$/cancel_request` (the v2 schema's SHOULD). It used to be dropped silently.
+#[test]
+fn cancel_and_close_withdraw_a_pending_permission_with_cancel_request() {
+    let (dir, config) = dirs();
+    let write = |id: &str| json!({"toolCalls": [{"id": id, "name": "write", "arguments": {"path": format!("{id}.txt"), "content": "x\n"}}]});
+    let mut acp = Acp::start(dir.path(), config.path(), &[write("w1"), write("w2")], &[]).v2();
+    init_v2(&mut acp, 2);
+    let session = new_session(&mut acp, dir.path());
+    acp.call("session/prompt", prompt("write", &session));
+    let (_, ask) = acp.until_request("session/request_permission");
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let (before, withdrawn) = acp.until_method("$/cancel_request");
+    assert_eq!(withdrawn["params"]["requestId"], ask["id"], "{withdrawn}");
+    assert!(!updates(&before).iter().any(|u| u["state"] == "idle"), "withdrawn before the idle");
+    let (_, reason) = until_idle(&mut acp);
+    assert_eq!(reason, "cancelled");
+    // The client's late `cancelled` answer is ignored.
+    acp.answer(&ask, json!({"outcome": {"outcome": "cancelled"}}));
+
+    acp.call("session/prompt", prompt("write again", &session));
+    let (_, ask) = acp.until_request("session/request_permission");
+    let close = acp.request("session/close", json!({"sessionId": session}));
+    let (before, answer) = acp.until_response(&close);
+    assert!(answer.get("result").is_some(), "{answer}");
+    let withdrawn = before.iter().find(|f| f["method"] == "$/cancel_request").expect("the permission withdrawn before the close is answered");
+    assert_eq!(withdrawn["params"]["requestId"], ask["id"], "{withdrawn}");
+    assert!(!dir.path().join("w1.txt").exists() && !dir.path().join("w2.txt").exists());
+    assert!(acp.close().success());
+}
+
 /// The permission's patch is a `git_patch` as `DiffPatchFormat` defines it (it used to read
 /// `--- a//<absolute path>`, with no `diff --git` line and no `/dev/null`), and an edit's
 /// completed patch is the approved one, of the whole file (it used to be made of the edit's
@@ -278,37 +309,6 @@ fn patches_are_git_patches_of_the_whole_file_the_same_when_asked_and_done() {
     assert!(acp.close().success());
 }
 
-/// A session with a pending permission: `session/cancel` and `session/close` each withdraw it
-/// with `$/cancel_request` (the v2 schema's SHOULD). It used to be dropped silently.
-#[test]
-fn cancel_and_close_withdraw_a_pending_permission_with_cancel_request() {
-    let (dir, config) = dirs();
-    let write = |id: &str| json!({"toolCalls": [{"id": id, "name": "write", "arguments": {"path": format!("{id}.txt"), "content": "x\n"}}]});
-    let mut acp = Acp::start(dir.path(), config.path(), &[write("w1"), write("w2")], &[]).v2();
-    init_v2(&mut acp, 2);
-    let session = new_session(&mut acp, dir.path());
-    acp.call("session/prompt", prompt("write", &session));
-    let (_, ask) = acp.until_request("session/request_permission");
-    acp.notify("session/cancel", json!({"sessionId": session}));
-    let (before, withdrawn) = acp.until_method("$/cancel_request");
-    assert_eq!(withdrawn["params"]["requestId"], ask["id"], "{withdrawn}");
-    assert!(!updates(&before).iter().any(|u| u["state"] == "idle"), "withdrawn before the idle");
-    let (_, reason) = until_idle(&mut acp);
-    assert_eq!(reason, "cancelled");
-    // The client's late `cancelled` answer is ignored.
-    acp.answer(&ask, json!({"outcome": {"outcome": "cancelled"}}));
-
-    acp.call("session/prompt", prompt("write again", &session));
-    let (_, ask) = acp.until_request("session/request_permission");
-    let close = acp.request("session/close", json!({"sessionId": session}));
-    let (before, answer) = acp.until_response(&close);
-    assert!(answer.get("result").is_some(), "{answer}");
-    let withdrawn = before.iter().find(|f| f["method"] == "$/cancel_request").expect("the permission withdrawn before the close is answered");
-    assert_eq!(withdrawn["params"]["requestId"], ask["id"], "{withdrawn}");
-    assert!(!dir.path().join("w1.txt").exists() && !dir.path().join("w2.txt").exists());
-    assert!(acp.close().success());
-}
-
 /// A second prompt while a run works is held and inserted once the run before it is idle (it
 /// used to be refused -32603); a held prompt is cancelled by `session/cancel` with -32800.
 #[test]
@@ -341,4 +341,37 @@ fn a_prompt_sent_while_a_run_works_is_held_then_inserted() {
     }
     assert_eq!(updates(&frames).iter().filter(|u| u["sessionUpdate"] == "user_message").count(), 0, "the held prompt was never inserted");
     assert!(acp.close().success());
+}
+
+/// Sessions do not block each other: one waits for a permission nobody answers while the
+/// other's prompt runs to its end (field report qwen-code#11795).
+#[test]
+fn a_session_waiting_for_a_permission_does_not_block_another_in_both_versions() {
+    for version in [1, 2] {
+        let (dir, config) = dirs();
+        let script = [json!({"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "a.txt", "content": "a\n"}}]}), json!({"text": "from b"})];
+        let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+        let (a, b) = if version == 2 {
+            acp = acp.v2();
+            init_v2(&mut acp, 2);
+            (new_session(&mut acp, dir.path()), new_session(&mut acp, dir.path()))
+        } else {
+            let a = acp.init_and_new(dir.path());
+            let b = acp.call("session/new", json!({"cwd": dir.path().display().to_string(), "mcpServers": []}))["result"]["sessionId"].as_str().unwrap().to_owned();
+            (a, b)
+        };
+        let a_prompt = acp.request("session/prompt", prompt("write", &a));
+        let (_, ask) = acp.until_request("session/request_permission");
+        assert_eq!(ask["params"]["sessionId"], a.as_str());
+        let b_prompt = acp.request("session/prompt", prompt("talk", &b));
+        let b_done = |f: &Value| match version {
+            1 => f["id"] == b_prompt && f["result"]["stopReason"] == "end_turn",
+            _ => f["params"]["sessionId"] == b.as_str() && f["params"]["update"]["state"] == "idle",
+        };
+        let (between, _) = acp.until(b_done);
+        assert!(!between.iter().any(|f| f["id"] == a_prompt && f.get("method").is_none() && version == 1), "v{version}: a's prompt still waits");
+        assert!(between.iter().any(|f| f["params"]["sessionId"] == b.as_str() && f["params"]["update"]["sessionUpdate"] == "agent_message_chunk"), "v{version}: b ran");
+        // The permission nobody answered settles when the input ends; the process exits clean.
+        assert!(acp.close().success(), "v{version}");
+    }
 }

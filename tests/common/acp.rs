@@ -153,7 +153,7 @@ impl Acp {
     }
 
     /// Frames up to the first one `wanted` picks, and that frame.
-    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
+    pub fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
         let mut before = Vec::new();
         loop {
             let f = self.next();
