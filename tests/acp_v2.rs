@@ -323,10 +323,14 @@ fn a_prompt_sent_while_a_run_works_is_held_then_inserted() {
     assert!(answer["result"]["messageId"].is_string(), "held, then inserted: {answer}");
     let first_idle = updates(&before).into_iter().find(|u| u["state"] == "idle").cloned().expect("the first run's idle before the second prompt's answer");
     assert_eq!(first_idle["stopReason"], "end_turn");
+    let inserted = updates(&before).into_iter().filter(|u| u["sessionUpdate"] == "user_message").last().cloned().expect("the second prompt inserted");
+    assert_eq!(inserted["messageId"], answer["result"]["messageId"], "inserted after the first run's idle: {before:?}");
+    assert_eq!(inserted["content"][0]["text"], "second");
+    let ups = updates(&before);
+    let at = |kind: &str| ups.iter().position(|u| u["sessionUpdate"] == kind && (kind != "state_update" || u["state"] == "idle")).unwrap();
+    assert!(at("state_update") < at("user_message"), "the held prompt is inserted after the first run's idle");
     let (after, reason) = until_idle(&mut acp);
     assert_eq!(reason, "end_turn");
-    let user = updates(&after).into_iter().find(|u| u["sessionUpdate"] == "user_message").cloned().expect("the second prompt inserted");
-    assert_eq!(user["messageId"], answer["result"]["messageId"]);
     assert!(updates(&after).iter().any(|u| u["sessionUpdate"] == "agent_message_chunk" && u["content"]["text"] == "second"));
 
     // Held, then cancelled: answered -32800 and never inserted.
