@@ -290,8 +290,10 @@ fn errors_follow_json_rpc_and_never_kill_the_process() {
     acp.send_raw("{this is not json");
     let e = acp.next();
     assert_eq!((&e["id"], &e["error"]["code"]), (&Value::Null, &json!(-32700)));
+    // A batch is JSON-RPC 2.0's: its one request answered in an array (here: params missing).
     acp.send_raw(r#"[{"jsonrpc":"2.0","id":1,"method":"initialize"}]"#);
-    assert_eq!(acp.next()["error"]["code"], -32600);
+    let batch = acp.next_batch();
+    assert_eq!((batch.len(), &batch[0]["id"], &batch[0]["error"]["code"]), (1, &json!(1), &json!(-32602)), "{batch:?}");
     acp.send_raw(r#"{"jsonrpc":"1.0","id":"v","method":"initialize","params":{}}"#);
     let e = acp.next();
     assert_eq!((&e["id"], &e["error"]["code"]), (&json!("v"), &json!(-32600)));
