@@ -126,6 +126,26 @@ fn write_and_edit_permission_requests_show_the_change() {
     assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "one\ntwo\nthree\n", "a rejected edit changes nothing");
 }
 
+/// What was done is shown as what was approved: an allowed `edit` of line 2 of a three-line
+/// file completes with the whole file's old and new text, as its permission showed them (the
+/// completed diff used to carry the edit's fragments, `two` → `2`).
+#[test]
+fn an_allowed_edit_completes_with_the_whole_files_diff_it_asked_with() {
+    let (dir, config) = dirs();
+    std::fs::write(dir.path().join("three.txt"), "one\ntwo\nthree\n").unwrap();
+    let script = [tool_call("e1", "edit", json!({"path": "three.txt", "oldText": "two", "newText": "2"})), json!({"text": "edited"})];
+    let mut acp = Acp::start(dir.path(), config.path(), &script, &[]);
+    let session = acp.init_and_new(dir.path());
+    let id = acp.request("session/prompt", prompt("edit", &session));
+    let (_, ask) = acp.until_request("session/request_permission");
+    let asked = ask["params"]["toolCall"]["content"][0].clone();
+    assert_eq!(asked, json!({"type": "diff", "path": dir.path().join("three.txt").display().to_string(), "oldText": "one\ntwo\nthree\n", "newText": "one\n2\nthree\n"}));
+    acp.answer(&ask, json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}));
+    let (frames, _) = acp.until_response(&id);
+    let done = updates(&frames).into_iter().find(|u| u["toolCallId"] == "e1" && u["status"] == "completed").expect("completed").clone();
+    assert_eq!(done["content"], json!([asked]), "{done}");
+}
+
 #[test]
 fn allow_always_is_remembered_and_unknown_answers_fail_closed() {
     let (dir, config) = dirs();
@@ -270,8 +290,10 @@ fn errors_follow_json_rpc_and_never_kill_the_process() {
     acp.send_raw("{this is not json");
     let e = acp.next();
     assert_eq!((&e["id"], &e["error"]["code"]), (&Value::Null, &json!(-32700)));
+    // A batch is JSON-RPC 2.0's: its one request answered in an array (here: params missing).
     acp.send_raw(r#"[{"jsonrpc":"2.0","id":1,"method":"initialize"}]"#);
-    assert_eq!(acp.next()["error"]["code"], -32600);
+    let batch = acp.next_batch();
+    assert_eq!((batch.len(), &batch[0]["id"], &batch[0]["error"]["code"]), (1, &json!(1), &json!(-32602)), "{batch:?}");
     acp.send_raw(r#"{"jsonrpc":"1.0","id":"v","method":"initialize","params":{}}"#);
     let e = acp.next();
     assert_eq!((&e["id"], &e["error"]["code"]), (&json!("v"), &json!(-32600)));

@@ -14,7 +14,7 @@ use crate::conformance::tap::Tap;
 use crate::dialect::acp::AcpAgentSide;
 use crate::dialect::acp_v2::AcpV2AgentSide;
 use crate::dialect::acp_version::AcpVersion;
-use crate::jsonrpc::{decode, Decoded, Inbound, Side};
+use crate::jsonrpc::{decode_line, Decoded, Inbound, Line, Side};
 use crate::protocol::validate::{validator, Direction, SchemaDialect};
 use crate::transport::lines::InboundLine;
 use crate::transport::LineReader;
@@ -40,10 +40,10 @@ impl Origin {
 fn check(dialect: Dialect, acp: AcpVersion, from: Origin, line: &[u8]) -> Option<String> {
     let inbound = || InboundLine::Line(line.to_vec());
     let schema = match (dialect, acp, from) {
-        (Dialect::Acp, AcpVersion::V1, Origin::Host) => return problem::<AcpAgentSide>(decode::<AcpAgentSide>(inbound())),
-        (Dialect::Acp, AcpVersion::V1, Origin::Agent) => return problem::<AcpClientSide>(decode::<AcpClientSide>(inbound())),
-        (Dialect::Acp, AcpVersion::V2, Origin::Host) => return problem::<AcpV2AgentSide>(decode::<AcpV2AgentSide>(inbound())),
-        (Dialect::Acp, AcpVersion::V2, Origin::Agent) => return problem::<AcpV2ClientSide>(decode::<AcpV2ClientSide>(inbound())),
+        (Dialect::Acp, AcpVersion::V1, Origin::Host) => return problems::<AcpAgentSide>(decode_line::<AcpAgentSide>(inbound())),
+        (Dialect::Acp, AcpVersion::V1, Origin::Agent) => return problems::<AcpClientSide>(decode_line::<AcpClientSide>(inbound())),
+        (Dialect::Acp, AcpVersion::V2, Origin::Host) => return problems::<AcpV2AgentSide>(decode_line::<AcpV2AgentSide>(inbound())),
+        (Dialect::Acp, AcpVersion::V2, Origin::Agent) => return problems::<AcpV2ClientSide>(decode_line::<AcpV2ClientSide>(inbound())),
         (Dialect::Rpc, _, _) => SchemaDialect::Rpc,
         (Dialect::Wire, _, _) => SchemaDialect::Wire,
     };
@@ -58,7 +58,18 @@ fn check(dialect: Dialect, acp: AcpVersion, from: Origin, line: &[u8]) -> Option
     validator().validate_frame(schema, direction, &frame, None).err().map(|e| e.to_string())
 }
 
-/// What the decoder refused or ignored in a line.
+/// What the decoder refused or ignored in a line: in a JSON-RPC batch, in any of its members.
+fn problems<S: Side>(line: Line<S>) -> Option<String> {
+    match line {
+        Line::One(decoded) => problem::<S>(decoded),
+        Line::Batch(members) => {
+            let found: Vec<String> = members.into_iter().filter_map(problem::<S>).collect();
+            (!found.is_empty()).then(|| found.join("; "))
+        }
+    }
+}
+
+/// What the decoder refused or ignored in one message.
 fn problem<S: Side>(decoded: Decoded<S>) -> Option<String> {
     match decoded {
         Ok(Inbound::Ignored { method, reason }) => Some(format!("{method}: {reason}")),

@@ -156,6 +156,15 @@ impl Run {
     fn next(&mut self) -> Result<Value, String> {
         match self.frames.recv_timeout(self.timeout) {
             Ok(Ok(frame)) => {
+                // A batch's answer (JSON-RPC 2.0): each response is checked as one on its own.
+                if let Value::Array(members) = &frame {
+                    for member in members {
+                        let answered = member.get("id").and_then(|id| self.requests.get(&id.to_string())).map(String::as_str);
+                        validate_outbound(self.dialect, member, answered).map_err(|e| format!("the agent wrote a batch answer that does not validate: {e}\n  {frame}"))?;
+                    }
+                    self.seen.push(frame.clone());
+                    return Ok(frame);
+                }
                 let answered = match (frame.get("method"), frame.get("id")) {
                     (None, Some(id)) => self.requests.get(&id.to_string()).map(String::as_str),
                     _ => None,

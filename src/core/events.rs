@@ -101,8 +101,10 @@ pub enum AgentEvent<'a> {
     ToolStart { call: &'a ToolCall },
     /// A tool call reports progress (cumulative).
     ToolUpdate { call: &'a ToolCall, partial: &'a AgentToolResult },
-    /// A tool call finished.
-    ToolEnd { call: &'a ToolCall, result: &'a AgentToolResult, is_error: bool },
+    /// A tool call finished. `change` is the whole file's text before and after, when the call
+    /// changed a file and the tool knows both (the built-in `edit` always, `write` to the disk):
+    /// a host shows what was done the way it showed what was asked, not by the call's fragments.
+    ToolEnd { call: &'a ToolCall, result: &'a AgentToolResult, is_error: bool, change: Option<&'a crate::core::port::FileChange> },
     /// A turn ended with its assistant message and tool results.
     TurnEnd { message: &'a AgentMessage, tool_results: &'a [ToolResultMessage] },
     /// The run's last event before its outcome: every message it produced.

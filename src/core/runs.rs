@@ -328,7 +328,8 @@ impl Turn {
     /// still open.
     async fn finish_call(&mut self, sink: &dyn EventSink, call: &ToolCall, output: &str, details: Option<Value>, is_error: bool) {
         let result = AgentToolResult { content: vec![super::tools::text_content(output)], details: details.clone() };
-        sink.emit(AgentEvent::ToolEnd { call, result: &result, is_error }).await;
+        // A remote agent reports what its call did in its own terms; the whole file is not known.
+        sink.emit(AgentEvent::ToolEnd { call, result: &result, is_error, change: None }).await;
         let tool_message = ToolResultMessage {
             role: Default::default(),
             tool_call_id: nonempty(call.id.as_str()),

@@ -25,21 +25,30 @@ pub struct ToolOutput {
     pub details: Option<Value>,
     /// Whether the tool failed.
     pub is_error: bool,
+    /// The file the call changed, whole, before and after (see `AgentEvent::ToolEnd`); not
+    /// kept in the session.
+    pub change: Option<crate::core::port::FileChange>,
 }
 
 impl ToolOutput {
     /// A successful text result.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![text_content(text)], details: None, is_error: false }
+        Self { content: vec![text_content(text)], details: None, is_error: false, change: None }
     }
     /// A failed result with a message for the model.
     pub fn error(text: impl Into<String>) -> Self {
-        Self { content: vec![text_content(text)], details: None, is_error: true }
+        Self { content: vec![text_content(text)], details: None, is_error: true, change: None }
     }
     /// The same result with details.
     #[must_use]
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
+        self
+    }
+    /// The same result with the file it changed.
+    #[must_use]
+    pub fn with_change(mut self, change: crate::core::port::FileChange) -> Self {
+        self.change = Some(change);
         self
     }
     /// As the protocol's tool result payload.

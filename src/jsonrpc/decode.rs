@@ -5,9 +5,13 @@
 //! request and notification, with the dialect's own params errors, come from its [`Side`].
 //!
 //! Ids are echoed byte for byte (`transport::raw_id`): a string or an integer of any size is an
-//! id; anything else is refused (-32600). Malformed JSON is -32700; a batch, a non-object, a
-//! bad `jsonrpc` / `id` / `method` is -32600 with the id when it could be read. Notifications
+//! id; anything else is refused (-32600). Malformed JSON is -32700; a non-object, a bad
+//! `jsonrpc` / `id` / `method` is -32600 with the id when it could be read. Notifications
 //! are never answered.
+//!
+//! **Batches** are JSON-RPC 2.0's: [`decode_line`] splits a JSON array into its members, each
+//! decoded as a line of its own (its id read from its own bytes); an empty array is one
+//! -32600, and a member that is not an object (`[17, true, null]`) is a -32600 of its own.
 
 use serde_json::{Map, Value};
 
@@ -21,8 +25,8 @@ use crate::transport::InboundLine;
 pub struct Words {
     /// -32700 (the line is not JSON).
     pub parse_error: &'static str,
-    /// -32600 for a batch.
-    pub batch: &'static str,
+    /// -32600 for an empty batch (`[]`).
+    pub empty_batch: &'static str,
     /// -32600 for JSON that is not an object.
     pub not_an_object: &'static str,
     /// -32600 for `{}`.
@@ -57,7 +61,7 @@ impl Words {
     /// Plain JSON-RPC 2.0 wording, each naming what is wrong.
     pub const PLAIN: Words = Words {
         parse_error: "Parse error: invalid JSON",
-        batch: "Invalid request: batches are not supported",
+        empty_batch: "Invalid request: an empty batch",
         not_an_object: "Invalid request: not a JSON-RPC object",
         empty_object: "Invalid request: `jsonrpc` must be \"2.0\"",
         bad_id: "Invalid request: `id` must be a string, an integer or null",
@@ -127,7 +131,61 @@ pub enum Inbound<R, N> {
 /// What a side decodes a line into.
 pub type Decoded<S> = Result<Inbound<<S as Side>::Request, <S as Side>::Notification>, Box<ErrorFrame>>;
 
-/// Decodes one line with the rules of side `S`; `Err` is the error frame to write for it.
+/// What one inbound line holds: one message, or a JSON-RPC 2.0 batch of them.
+pub enum Line<S: Side> {
+    /// One message (or the error frame the line gets).
+    One(Decoded<S>),
+    /// A non-empty batch: each member decoded on its own, in order. The answers to its
+    /// requests and its members' error frames go back in one array; notifications and
+    /// responses get nothing.
+    Batch(Vec<Decoded<S>>),
+}
+
+impl<S: Side> std::fmt::Debug for Line<S>
+where
+    S::Request: std::fmt::Debug,
+    S::Notification: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::One(decoded) => f.debug_tuple("One").field(decoded).finish(),
+            Self::Batch(members) => f.debug_tuple("Batch").field(members).finish(),
+        }
+    }
+}
+
+/// Decodes one line with the rules of side `S`: a JSON array is a batch (see the module
+/// documentation), anything else one message as [`decode`] reads it.
+pub fn decode_line<S: Side>(line: InboundLine) -> Line<S> {
+    let bytes = match line {
+        InboundLine::Line(b) if b.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'[') => b,
+        other => return Line::One(decode::<S>(other)),
+    };
+    // The members' own texts, so each id is echoed byte for byte as in a line of its own.
+    let members = std::str::from_utf8(&bytes).ok().and_then(|t| serde_json::from_str::<Vec<&serde_json::value::RawValue>>(t).ok());
+    match members {
+        // Not JSON (or nested too deep for the parser): a parse error, as any such line.
+        None => Line::One(decode::<S>(InboundLine::Line(bytes))),
+        Some(members) if members.is_empty() => {
+            let policy = &S::POLICY;
+            Line::One(Err(policy.error_frame(None, Error::invalid_request(policy.words.empty_batch))))
+        }
+        Some(members) => Line::Batch(members.into_iter().map(|m| decode_member::<S>(m.get().as_bytes().to_vec())).collect()),
+    }
+}
+
+/// One member of a batch: a message like a line's, except that an array in a batch is no
+/// batch of its own (JSON-RPC 2.0 does not nest them) but an invalid request.
+fn decode_member<S: Side>(bytes: Vec<u8>) -> Decoded<S> {
+    if bytes.first() == Some(&b'[') {
+        let policy = &S::POLICY;
+        return Err(policy.error_frame(None, Error::invalid_request(policy.words.not_an_object)));
+    }
+    decode::<S>(InboundLine::Line(bytes))
+}
+
+/// Decodes one line holding one message with the rules of side `S`; `Err` is the error frame to
+/// write for it. A JSON array is refused here (-32600): [`decode_line`] reads batches.
 pub fn decode<S: Side>(line: InboundLine) -> Decoded<S> {
     let policy = &S::POLICY;
     let words = &policy.words;
@@ -147,7 +205,7 @@ pub fn decode<S: Side>(line: InboundLine) -> Decoded<S> {
         return Err(policy.error_frame(id.as_ref(), Error::parse_error(words.parse_error)));
     };
     let map = match &mut value {
-        Value::Array(_) => return Err(invalid(None, words.batch)),
+        Value::Array(_) => return Err(invalid(None, words.not_an_object)),
         Value::Object(m) if m.is_empty() => return Err(invalid(None, words.empty_object)),
         Value::Object(m) => m,
         _ => return Err(invalid(None, words.not_an_object)),

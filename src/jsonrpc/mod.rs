@@ -33,7 +33,7 @@ pub mod peer;
 pub mod serve;
 
 #[cfg(feature = "transport")]
-pub use decode::{decode, Decoded, Inbound, Policy, Side, Words};
+pub use decode::{decode, decode_line, Decoded, Inbound, Line, Policy, Side, Words};
 #[cfg(feature = "transport")]
 pub use frames::{Answer, Responder};
 pub use frames::{ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, SuccessFrame};

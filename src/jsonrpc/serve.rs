@@ -17,6 +17,11 @@
 //! ends itself (a prompt cancels its run and answers `cancelled`). An id not in flight is
 //! ignored.
 //!
+//! **Batches** (a JSON array on one line) are JSON-RPC 2.0's: each member is acted on as a line
+//! of its own would be, and the answers to its requests, with its members' error frames, are
+//! written as one array once the last of them is done (its notifications and responses get
+//! nothing; a batch of only those gets no reply at all). An empty array is one -32600.
+//!
 //! **End of input** means "no more requests", not "cancel" (a host that
 //! pipes its commands in and closes stdin expects every one answered): once every line read
 //! is handled, the peer is closed ([`Peer::close`]: our requests waiting for the other side's
@@ -37,12 +42,12 @@ use tokio::io::AsyncBufRead;
 use tokio_util::sync::CancellationToken;
 
 use super::answer::{scope, Answered};
-use super::decode::{decode, Inbound, Side};
+use super::decode::{decode_line, Decoded, Inbound, Line, Side};
 use super::frames::{Answer, Responder};
 use super::error::Error;
 use super::peer::Peer;
 use crate::transport::lines::spawn_line_channel;
-use crate::transport::Outbox;
+use crate::transport::{FrameBatch, Outbox};
 
 /// Answers requests of type `R`: implemented by the generated dispatch for every type that
 /// implements a dialect's generated handler trait.
@@ -152,6 +157,13 @@ impl Connection {
     }
 }
 
+/// A batch whose requests are still running: its answers so far, and how many are missing.
+#[derive(Debug, Default)]
+struct OpenBatch {
+    answers: FrameBatch,
+    missing: usize,
+}
+
 /// Serves `service` on `input` until it ends and every request read is answered.
 pub async fn serve<S, R>(service: &S, input: R, max_line_bytes: usize)
 where
@@ -160,17 +172,35 @@ where
 {
     let conn = service.connection();
     let out = conn.outbox().clone();
-    let null_data = S::Side::POLICY.null_data;
     let (mut lines, reader) = spawn_line_channel(input, max_line_bytes);
     let mut inflight = FuturesUnordered::new();
+    // Batches with requests still running, by the number the loop gave them.
+    let mut batches: HashMap<u64, OpenBatch> = HashMap::new();
+    let mut next_batch: u64 = 0;
     let mut ended = false;
     loop {
         tokio::select! {
             biased;
-            Some((answer, waiters, key)) = inflight.next(), if !inflight.is_empty() => {
-                let (answer, answered, key): (Answer, Answered, String) = (answer, waiters, key);
+            Some((answer, waiters, key, batch)) = inflight.next(), if !inflight.is_empty() => {
+                let (answer, answered, key, batch): (Answer, Answered, String, Option<u64>) = (answer, waiters, key, batch);
                 conn.running().remove(&key);
-                let _ = out.send_batch(&mut answer.into_batch()).await;
+                match batch {
+                    None => {
+                        let _ = out.send_batch(&mut answer.into_batch()).await;
+                    }
+                    Some(n) => {
+                        let open = batches.entry(n).or_default();
+                        open.answers.append(answer.into_batch());
+                        open.missing = open.missing.saturating_sub(1);
+                        if open.missing == 0 {
+                            let done = batches.remove(&n).unwrap_or_default();
+                            let _ = out.send_batch(&mut done.answers.into_array()).await;
+                        }
+                    }
+                }
+                // A batch member's answer counts as queued once it is done, not once the
+                // batch's array is written: the array waits for every member, so a member
+                // whose work waited for another member's written answer would wait forever.
                 answered.fire();
             }
             line = lines.recv(), if !ended => match line {
@@ -181,35 +211,30 @@ where
                     service.input_ended();
                     ended = true;
                 }
-                Some(line) => match decode::<S::Side>(line) {
-                    Err(frame) => {
-                        let _ = out.send(&*frame).await;
+                Some(line) => match decode_line::<S::Side>(line) {
+                    Line::One(decoded) => {
+                        if let Some(mut refused) = receive(service, decoded, None, &inflight) {
+                            let _ = out.send_batch(&mut refused).await;
+                        }
                     }
-                    Ok(Inbound::Notification(n)) => service.notified(n),
-                    Ok(Inbound::Ignored { method, reason }) => tracing::warn!("ignoring a `{method}` notification: {reason}"),
-                    Ok(Inbound::Response { id, outcome }) => {
-                        conn.peer().answer(&id, outcome);
-                    }
-                    Ok(Inbound::Request { id, request }) => {
-                        let key = id_key(&id);
-                        let cancel = Cancellation::default();
-                        conn.running().insert(key.clone(), cancel.token.clone());
-                        let refusal = Responder::new(id.clone(), null_data);
-                        let (handled, answered) = scope(CANCEL.scope(cancel.clone(), service.dispatch(request, Responder::new(id, null_data))));
-                        // A handler that panics is answered -32603, and the loop goes on serving:
-                        // uncaught, the panic would end the loop and the process with it.
-                        let handled = std::panic::AssertUnwindSafe(handled).catch_unwind();
-                        inflight.push(async move {
-                            let answer = tokio::select! {
-                                biased;
-                                answer = handled => match answer {
-                                    Ok(answer) => answer,
-                                    Err(panic) => refusal.answer::<()>(Err(Error::internal(format!("Internal error: the request's handler panicked: {}", crate::panic::reason(panic))))),
-                                },
-                                () = cancel.unclaimed() => refusal.answer::<()>(Err(Error::request_cancelled("Request cancelled by $/cancel_request"))),
-                            };
-                            (answer, answered, key)
-                        });
+                    Line::Batch(members) => {
+                        let n = next_batch;
+                        next_batch += 1;
+                        let mut open = OpenBatch::default();
+                        for decoded in members {
+                            let before = inflight.len();
+                            if let Some(refused) = receive(service, decoded, Some(n), &inflight) {
+                                open.answers.append(refused);
+                            }
+                            open.missing += inflight.len() - before;
+                        }
+                        if open.missing == 0 {
+                            // Nothing runs: the members' errors go now, or nothing at all
+                            // (a batch of notifications and responses gets no reply).
+                            let _ = out.send_batch(&mut open.answers.into_array()).await;
+                        } else {
+                            batches.insert(n, open);
+                        }
                     }
                 },
             },
@@ -220,6 +245,63 @@ where
         }
     }
     reader.abort();
+}
+
+/// One request in flight: its answer, the waiters of that answer, its key in the table of
+/// requests in flight, and the batch it belongs to.
+type Handled = (Answer, Answered, String, Option<u64>);
+
+/// Acts on one decoded message (of the batch `batch`, if any): a request joins `inflight`, a
+/// notification or a response is acted on now; what the message is refused with is returned.
+fn receive<'s, S: Service>(
+    service: &'s S,
+    decoded: Decoded<S::Side>,
+    batch: Option<u64>,
+    inflight: &FuturesUnordered<std::pin::Pin<Box<dyn Future<Output = Handled> + Send + 's>>>,
+) -> Option<FrameBatch> {
+    let conn = service.connection();
+    let null_data = S::Side::POLICY.null_data;
+    match decoded {
+        Err(frame) => {
+            let mut refused = FrameBatch::default();
+            let _ = refused.push(&*frame);
+            Some(refused)
+        }
+        Ok(Inbound::Notification(n)) => {
+            service.notified(n);
+            None
+        }
+        Ok(Inbound::Ignored { method, reason }) => {
+            tracing::warn!("ignoring a `{method}` notification: {reason}");
+            None
+        }
+        Ok(Inbound::Response { id, outcome }) => {
+            conn.peer().answer(&id, outcome);
+            None
+        }
+        Ok(Inbound::Request { id, request }) => {
+            let key = id_key(&id);
+            let cancel = Cancellation::default();
+            conn.running().insert(key.clone(), cancel.token.clone());
+            let refusal = Responder::new(id.clone(), null_data);
+            let (handled, answered) = scope(CANCEL.scope(cancel.clone(), service.dispatch(request, Responder::new(id, null_data))));
+            // A handler that panics is answered -32603, and the loop goes on serving:
+            // uncaught, the panic would end the loop and the process with it.
+            let handled = std::panic::AssertUnwindSafe(handled).catch_unwind();
+            inflight.push(Box::pin(async move {
+                let answer = tokio::select! {
+                    biased;
+                    answer = handled => match answer {
+                        Ok(answer) => answer,
+                        Err(panic) => refusal.answer::<()>(Err(Error::internal(format!("Internal error: the request's handler panicked: {}", crate::panic::reason(panic))))),
+                    },
+                    () = cancel.unclaimed() => refusal.answer::<()>(Err(Error::request_cancelled("Request cancelled by $/cancel_request"))),
+                };
+                (answer, answered, key, batch)
+            }));
+            None
+        }
+    }
 }
 
 #[cfg(test)]
@@ -263,6 +345,64 @@ mod tests {
             &self.0
         }
         fn notified(&self, _notification: ()) {}
+    }
+
+    /// The text written for `input`, one JSON value per line.
+    async fn served(input: &'static str) -> Vec<Value> {
+        let (out, written) = tokio::io::duplex(1 << 16);
+        let (outbox, writer) = crate::transport::writer::spawn_writer(out, 1 << 20);
+        let service = Panicky(Connection::new(outbox));
+        serve(&service, tokio::io::BufReader::new(input.as_bytes()), 1 << 20).await;
+        drop(service);
+        writer.await.unwrap().unwrap();
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut { written }, &mut text).await.unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// Sorts a batch's answers by id (their order in the array is free).
+    fn by_id(mut batch: Value) -> Value {
+        if let Value::Array(items) = &mut batch {
+            items.sort_by_key(|a| a["id"].to_string());
+        }
+        batch
+    }
+
+    /// A batch used to be answered with one -32600 and nothing in it ran.
+    #[tokio::test]
+    async fn a_batch_is_answered_with_one_array_of_its_requests_answers() {
+        let written = served(concat!(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ok"},{"jsonrpc":"2.0","method":"ok"},{"jsonrpc":"2.0","id":"b","method":"boom"}]"#, "\n",
+        ))
+        .await;
+        assert_eq!(written.len(), 1, "one array, written once: {written:?}");
+        assert_eq!(
+            by_id(written[0].clone()),
+            json!([
+                {"jsonrpc":"2.0","id":"b","error":{"code":-32603,"message":"Internal error: the request's handler panicked: no handler for boom"}},
+                {"jsonrpc":"2.0","id":1,"result":"fine"},
+            ])
+        );
+    }
+
+    #[tokio::test]
+    async fn notifications_in_a_batch_get_no_reply_and_bad_members_one_error_each() {
+        let invalid = json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: not a JSON-RPC object"}});
+        let written = served(concat!(
+            r#"[{"jsonrpc":"2.0","method":"ok"},{"jsonrpc":"2.0","method":"ok"}]"#, "\n",
+            "[17, true, null]\n",
+            "[]\n",
+            r#"[[{"jsonrpc":"2.0","id":1,"method":"ok"}]]"#, "\n",
+        ))
+        .await;
+        assert_eq!(
+            written,
+            [
+                json!([invalid, invalid, invalid]),
+                json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: an empty batch"}}),
+                json!([invalid]),
+            ]
+        );
     }
 
     /// A panicking handler used to take the serve loop, and the process, down with it: the

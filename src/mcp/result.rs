@@ -56,7 +56,7 @@ pub(super) fn to_output(server: &str, tool: &str, result: CallToolResult) -> Too
     if let Some(value) = structured {
         details["structuredContent"] = value;
     }
-    ToolOutput { content, details: Some(details), is_error: result.is_error.unwrap_or(false) }
+    ToolOutput { content, details: Some(details), is_error: result.is_error.unwrap_or(false), change: None }
 }
 
 /// What is left of the text budget.

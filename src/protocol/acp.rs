@@ -175,6 +175,12 @@ impl AcpValidator {
         self.client.iter().find(|m| m.method == method)
     }
 
+    /// A method of the protocol itself (`$/cancel_request`): either side sends it, about the
+    /// requests it issued. The table lists it with the methods agentwire receives.
+    pub fn protocol_method(&self, method: &str) -> Option<&'static AcpMethodInfo> {
+        self.agent_method(method).filter(|m| m.method.starts_with("$/"))
+    }
+
     /// The vendored schema document.
     pub fn schema(&self) -> &Value {
         self.doc.get_or_init(|| serde_json::from_str((self.text)()).expect("the vendored ACP schema is JSON"))
@@ -240,7 +246,7 @@ impl AcpValidator {
         let method = frame.get("method").and_then(Value::as_str);
         self.check(AGENT_MESSAGE, frame, "", method.or(answered).unwrap_or_default())?;
         if let Some(method) = method {
-            let info = self.client_method(method).ok_or_else(|| FrameError { also: Vec::new(), context: method.into(), path: "/method".into(), message: format!("`{method}` is not a client method agentwire sends") })?;
+            let info = self.client_method(method).or_else(|| self.protocol_method(method)).ok_or_else(|| FrameError { also: Vec::new(), context: method.into(), path: "/method".into(), message: format!("`{method}` is not a client method agentwire sends") })?;
             return self.check(info.params, frame.get("params").unwrap_or(&Value::Null), "/params", method);
         }
         if let Some(error) = frame.get("error") {

@@ -38,7 +38,7 @@ pub async fn read(ctx: &ToolContext, path: &str, offset: Option<u64>, limit: Opt
     if let Some(mime) = image_mime(path) {
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
         let image = TextOrImageContent::Image(ImageContent::new(data, mime.parse().expect("non-empty")));
-        return ToolOutput { content: vec![super::text_content(format!("Read image {path} ({} bytes)", bytes.len())), image], details: None, is_error: false };
+        return ToolOutput { content: vec![super::text_content(format!("Read image {path} ({} bytes)", bytes.len())), image], details: None, is_error: false, change: None };
     }
     let text = String::from_utf8_lossy(&bytes);
     let total = text.lines().count() as u64;
@@ -90,9 +90,26 @@ pub async fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolOutput {
         }
     }
     let existed = full.exists();
-    match save(ctx, &full, content).await {
-        Ok(()) => ToolOutput::text(format!("Wrote {} bytes to {path}", content.len()))
-            .with_details(json!({"path": full.display().to_string(), "bytes": content.len(), "created": !existed})),
+    // Written to the disk, the file's text before is read first (up to the size a question
+    // shows whole), for the change the call reports. Through the host it is not: that would
+    // be one more request to the editor for every write.
+    let (saved, change) = match ctx.host.as_ref().and_then(|h| h.write_text_file(&full, content, &ctx.cancel)) {
+        Some(write) => (write.await, None),
+        None => {
+            let small = !tokio::fs::metadata(&full).await.is_ok_and(|m| m.len() > MAX_PLANNED_BYTES);
+            let old_text = if existed && small { tokio::fs::read_to_string(&full).await.ok() } else { None };
+            let change = (small && (old_text.is_some() || !existed)).then(|| FileChange { path: full.clone(), old_text, new_text: content.to_owned() });
+            (tokio::fs::write(&full, content).await.map_err(|e| e.to_string()), change)
+        }
+    };
+    match saved {
+        Ok(()) => {
+            let output = ToolOutput::text(format!("Wrote {} bytes to {path}", content.len())).with_details(json!({"path": full.display().to_string(), "bytes": content.len(), "created": !existed}));
+            match change {
+                Some(change) => output.with_change(change),
+                None => output,
+            }
+        }
         Err(e) => ToolOutput::error(format!("Could not write {path}: {e}")),
     }
 }
@@ -164,14 +181,20 @@ pub async fn edit(ctx: &ToolContext, path: &str, old: &str, new: &str) -> ToolOu
     // runs on the blocking pool (frames and `abort` are answered meanwhile), and past a second
     // `similar` stops looking for the smallest diff and returns a coarser one (still exact).
     let label = path.to_owned();
-    let diff = tokio::task::spawn_blocking(move || {
+    let change = FileChange { path: full.clone(), old_text: Some(before), new_text: after };
+    let (diff, change) = tokio::task::spawn_blocking(move || {
         let mut config = similar::TextDiff::configure();
         config.timeout(std::time::Duration::from_secs(1));
-        config.diff_lines(&before, &after).unified_diff().context_radius(3).header(&label, &label).to_string()
+        let diff = config.diff_lines(change.old_text.as_deref().unwrap_or_default(), &change.new_text).unified_diff().context_radius(3).header(&label, &label).to_string();
+        (diff, Some(change))
     })
     .await
-    .unwrap_or_else(|e| format!("(no diff: {e})"));
-    ToolOutput::text(format!("Edited {path}")).with_details(json!({"path": full.display().to_string(), "diff": diff}))
+    .unwrap_or_else(|e| (format!("(no diff: {e})"), None));
+    let output = ToolOutput::text(format!("Edited {path}")).with_details(json!({"path": full.display().to_string(), "diff": diff}));
+    match change {
+        Some(change) => output.with_change(change),
+        None => output,
+    }
 }
 
 #[cfg(test)]

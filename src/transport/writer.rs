@@ -102,6 +102,18 @@ impl FrameBatch {
         self.bytes.extend_from_slice(&other.bytes);
     }
 
+    /// The frames as one frame: a JSON array of them (a JSON-RPC 2.0 batch's answer), on one
+    /// line. Empty when there is no frame. A frame's text holds no raw LF (compact JSON), so
+    /// each LF is exactly one frame's end.
+    pub fn into_array(self) -> FrameBatch {
+        let Some(frames) = self.bytes.strip_suffix(b"\n") else { return FrameBatch::default() };
+        let mut bytes = Vec::with_capacity(frames.len() + 3);
+        bytes.push(b'[');
+        bytes.extend(frames.iter().map(|&b| if b == b'\n' { b',' } else { b }));
+        bytes.extend_from_slice(b"]\n");
+        FrameBatch { bytes }
+    }
+
     /// Makes room for `additional` more bytes at once (a frame whose size is known ahead).
     pub fn reserve(&mut self, additional: usize) {
         self.bytes.reserve(additional);

@@ -98,6 +98,31 @@ impl Acp {
         frame
     }
 
+    /// Sends `members` as one JSON-RPC batch (one line holding an array); each member is a frame
+    /// the client sends, and a request's id is remembered for checking its answer.
+    pub fn send_batch(&mut self, members: &[Value]) {
+        for m in members {
+            self.schema.validate_inbound(m, None).unwrap_or_else(|e| panic!("test sends an invalid frame: {e}\n{m}"));
+            if let (Some(id), Some(method)) = (m.get("id"), m["method"].as_str()) {
+                self.methods.insert(key(id), method.to_owned());
+            }
+        }
+        self.send_raw(&Value::Array(members.to_vec()).to_string());
+    }
+
+    /// The next frame, which must be the answer to a batch: an array of responses, each
+    /// validated against the method its id names.
+    pub fn next_batch(&mut self) -> Vec<Value> {
+        let frame = self.frames.recv_timeout(TIMEOUT).expect("a frame from agentwire in time");
+        let Value::Array(members) = frame else { panic!("not a batch's answer: {frame}") };
+        for m in &members {
+            assert!(m.get("method").is_none(), "a batch's answer holds responses only: {m}");
+            let answered = m.get("id").and_then(|id| self.methods.get(&key(id))).map(String::as_str);
+            self.schema.validate_outbound(m, answered).unwrap_or_else(|e| panic!("agentwire sent an invalid frame: {e}\n{m}"));
+        }
+        members
+    }
+
     /// Frames up to and including the response to `id`.
     pub fn until_response(&mut self, id: &Value) -> (Vec<Value>, Value) {
         let mut before = Vec::new();
@@ -128,7 +153,7 @@ impl Acp {
     }
 
     /// Frames up to the first one `wanted` picks, and that frame.
-    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
+    pub fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
         let mut before = Vec::new();
         loop {
             let f = self.next();

@@ -161,7 +161,7 @@ async fn execute(agent: &Agent, call: &ToolCall, index: usize, asking: &tokio::s
         Err(refused) => (refused.output, refused.ends_turn),
     };
     let result = output.to_result();
-    agent.emit(AgentEvent::ToolEnd { call, result: &result, is_error: output.is_error }).await;
+    agent.emit(AgentEvent::ToolEnd { call, result: &result, is_error: output.is_error, change: output.change.as_ref() }).await;
     let message = ToolResultMessage {
         role: Default::default(),
         tool_call_id: nonempty(&call.id),

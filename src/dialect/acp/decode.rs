@@ -2,9 +2,9 @@
 //! ([`crate::jsonrpc::decode`]) and its typed requests and notifications.
 //!
 //! Rules: ids are strings or integers (echoed as sent, byte for byte), or `null`; malformed
-//! JSON is -32700 with `id: null`; something that is not a JSON-RPC 2.0 object (a batch,
-//! `jsonrpc` other than "2.0", a bad id or method) is -32600, with the id when it could be
-//! read; a request for a method agentwire does not implement is -32601 with its id; params
+//! JSON is -32700 with `id: null`; something that is not a JSON-RPC 2.0 object (`jsonrpc`
+//! other than "2.0", a bad id or method, an empty batch) is -32600, with the id when it could
+//! be read; a batch is split by the runtime and each member read by these rules; a request for a method agentwire does not implement is -32601 with its id; params
 //! failing the vendored schema are -32602 with `data.path` (the JSON pointer of the failing
 //! value) and `data.reason`. Notifications are never answered, known or not.
 

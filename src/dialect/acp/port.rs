@@ -17,7 +17,7 @@ use super::project::{call_update, tool_kind, tool_locations, tool_title};
 use super::{lock, AcpSessionHost};
 use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, FileChange, HostPort, QuestionAsk, ToolAsk, UiNotice};
 use crate::jsonrpc::Reply;
-use crate::protocol::acp::{methods, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallContent, ToolCallId, ToolCallUpdate};
+use crate::protocol::acp::{methods, CancelRequestNotification, PermissionOption, RequestId, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, ToolCallContent, ToolCallId, ToolCallUpdate};
 use crate::core::tools::ToolOutput;
 
 /// The four standard options, v1 and v2 alike: id (which is also its kind) and label.
@@ -89,10 +89,21 @@ impl AcpSessionHost {
         let options = OPTIONS.iter().map(|(id, name)| PermissionOption::new(kind(id), *name, PermissionOptionId((*id).to_owned()))).collect();
         let params = RequestPermissionRequest::new(options, SessionId(self.session_id()), tool_call);
         let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
+        let id = pending.id().clone();
         let outcome = match pending.wait(Some(ask.timeout), Some(ask.cancel)).await {
             Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),
             Reply::TimedOut => return Decision::TimedOut,
-            Reply::Abandoned => return Decision::Abandoned,
+            // The run was cancelled (`session/cancel`, `session/close`): the request is withdrawn
+            // on the wire too with the protocol's `$/cancel_request`, as v2 asks (v1 has the
+            // method; after `session/cancel` its client answers `cancelled` by itself, but after
+            // `session/close` nothing else would close the client's dialog).
+            Reply::Abandoned => {
+                match serde_json::from_value::<RequestId>(id) {
+                    Ok(request_id) => self.conn.peer().notify::<methods::CancelRequest>(&CancelRequestNotification::new(request_id)).await,
+                    Err(e) => tracing::warn!("cannot name request for $/cancel_request: {e}"),
+                }
+                return Decision::Abandoned;
+            }
             // The client's input ended before it answered: nobody can.
             Reply::InputEnded => return Decision::Unanswerable,
         };

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::{lock, AcpSessionHost, CallInfo};
 use crate::core::events::{AgentEvent, EventSink, StreamDelta};
+use crate::core::port::FileChange;
 use crate::protocol::acp::{ContentBlock, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus, ToolKind};
 use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, TodoStatus, UserContent};
 
@@ -62,14 +63,19 @@ pub fn result_text(content: &[TextOrImageContent]) -> String {
 /// What a finished tool call shows: a diff for `edit` / `write` that succeeded, the output
 /// otherwise (bash output in a fenced block, as terminals render it). A diff's path is absolute
 /// (relative to `cwd`), as ACP asks of every path.
-pub(super) fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
-    tool_content_of(&info.name, &info.arguments, cwd, content, is_error)
+pub(super) fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool, change: Option<&FileChange>) -> Vec<ToolCallContent> {
+    tool_content_of(&info.name, &info.arguments, cwd, content, is_error, change)
 }
 
-/// [`tool_content`] of the call of tool `name` with `arguments` (ACP v2 shows the same).
-pub fn tool_content_of(name: &str, arguments: &Map<String, Value>, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
+/// [`tool_content`] of the call of tool `name` with `arguments` (ACP v2 shows the same). The
+/// diff is the whole file's (`change`) when the tool reported it, as the permission showed it;
+/// otherwise (a replayed history, a remote agent's call) the call's own fragments.
+pub fn tool_content_of(name: &str, arguments: &Map<String, Value>, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool, change: Option<&FileChange>) -> Vec<ToolCallContent> {
     let arg = |k: &str| arguments.get(k).and_then(Value::as_str);
     let absolute = |p: &str| cwd.map_or_else(|| p.to_owned(), |c| c.join(p).display().to_string());
+    if let (false, Some(change)) = (is_error, change) {
+        return vec![ToolCallContent::Diff { meta: None, new_text: change.new_text.clone(), old_text: change.old_text.clone(), path: change.path.display().to_string() }];
+    }
     if !is_error {
         match (name, arg("path")) {
             ("edit", Some(path)) => {
@@ -179,12 +185,12 @@ impl AcpSessionHost {
     }
 
     /// A tool call's end: status, content and raw output.
-    async fn finish(&self, id: &str, content: &[TextOrImageContent], details: Option<&Value>, is_error: bool) {
+    async fn finish(&self, id: &str, content: &[TextOrImageContent], details: Option<&Value>, is_error: bool, change: Option<&FileChange>) {
         let info = lock(&self.state).calls.get(id).cloned().unwrap_or_default();
         let mut update = call_update(id);
         set_update(&mut update, |s, c, raw| {
             *s = Some(status(is_error));
-            *c = Some(tool_content(&info, self.cwd().as_deref(), content, is_error));
+            *c = Some(tool_content(&info, self.cwd().as_deref(), content, is_error, change));
             let raw_output = [("output".to_owned(), Value::String(result_text(content))), ("details".to_owned(), details.cloned().unwrap_or(Value::Null))];
             *raw = Some(Value::Object(Map::from_iter(raw_output)));
         });
@@ -216,7 +222,7 @@ impl AcpSessionHost {
                         }
                     }
                 }
-                AgentMessage::ToolResult(r) => self.finish(&r.tool_call_id, &r.content, r.details.as_ref(), r.is_error).await,
+                AgentMessage::ToolResult(r) => self.finish(&r.tool_call_id, &r.content, r.details.as_ref(), r.is_error, None).await,
                 // A user `!bash` and summaries are shown as the agent's text.
                 AgentMessage::BashExecution(b) => {
                     let text = format!("`$ {}`\n```\n{}\n```", b.command, b.output.trim_end_matches('\n'));
@@ -274,13 +280,13 @@ impl AcpSessionHost {
                 let mut update = call_update(&call.id);
                 set_update(&mut update, |s, c, _| {
                     *s = Some(ToolCallStatus::InProgress);
-                    *c = Some(tool_content(&CallInfo { name: info.name.clone(), arguments: Map::new() }, None, &partial.content, false));
+                    *c = Some(tool_content(&CallInfo { name: info.name.clone(), arguments: Map::new() }, None, &partial.content, false, None));
                 });
                 self.update(update).await;
             }
-            AgentEvent::ToolEnd { call, result, is_error } => {
+            AgentEvent::ToolEnd { call, result, is_error, change } => {
                 let AgentToolResult { content, details, .. } = result;
-                self.finish(&call.id, content, details.as_ref(), is_error).await;
+                self.finish(&call.id, content, details.as_ref(), is_error, change).await;
             }
             AgentEvent::TurnEnd { .. } | AgentEvent::RunEnd { .. } => {}
             // The core hands the outcome to the waiting `session/prompt` once this returns.

@@ -3,7 +3,9 @@
 //! [`SessionFactory`]: one core per session, each with its own [`AcpV2SessionHost`].
 //!
 //! A prompt is answered once its user message is inserted (its `messageId`); the run goes on
-//! and reports itself through `state_update`. `session/close` answers after the cancelled run
+//! and reports itself through `state_update`. A prompt sent while a run works is held until
+//! that run reported `idle`, then inserted as a run of its own; `session/cancel` and
+//! `session/close` cancel held prompts (-32800). `session/close` answers after the cancelled run
 //! reported `idle`. Closing or deleting a session that does not exist succeeds, as the spec
 //! asks.
 
@@ -123,9 +125,7 @@ impl<A: AgentCore> AcpV2Server<A> {
     pub fn cancel(&self, session: &str) {
         match self.live(session) {
             Ok(live) => {
-                if live.agent.is_running() {
-                    lock(&live.host.state).cancelled = true;
-                }
+                live.host.cancel_held();
                 live.agent.cancel_now();
             }
             Err(_) => tracing::warn!("session/cancel for an unknown session {session}"),
@@ -147,6 +147,7 @@ impl<A: AgentCore> AcpV2Server<A> {
     /// Ends a live session: its run is cancelled and has reported `idle` when this returns.
     async fn end(&self, session: &str) -> Option<Live<A>> {
         let live = lock(&self.sessions).remove(session)?;
+        live.host.cancel_held();
         let idle = lock(&live.host.state).idle.clone();
         live.agent.cancel_now();
         live.agent.shutdown().await;
@@ -379,23 +380,37 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         let (text, images) = crate::dialect::acp::handler::prompt_input(&v1_blocks)?;
         let at = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
         crate::dialect::acp::images::check(&*live.agent, &images, at)?;
-        let busy = || Error::internal("A prompt is already running in this session; wait for it or send session/cancel");
-        let winding_down = lock(&live.host.state).cancelled;
-        if live.agent.is_running() && !(winding_down && tokio::time::timeout(crate::dialect::acp::CANCEL_WIND_DOWN, live.agent.settled()).await.is_ok()) {
-            return Err(busy());
-        }
+        // A prompt sent while the agent works is held (the SDK: "the agent inserts it right
+        // away or holds it"): it is inserted as a run of its own once the runs before it have
+        // reported `idle`, in the order the prompts came; `session/cancel` or `session/close`
+        // cancels it meanwhile (-32800, never inserted).
+        let hold = lock(&live.host.state).hold.clone();
+        let cancelled = || Error::request_cancelled("The prompt was cancelled before it was inserted (session/cancel or session/close)");
+        let _turn = tokio::select! {
+            biased;
+            () = hold.cancelled() => return Err(cancelled()),
+            turn = live.host.admission.lock() => turn,
+        };
         // The previous run's `idle` goes out before this prompt's `running`.
         let previous = lock(&live.host.state).idle.clone();
-        if let Some(mut idle) = previous {
-            let _ = idle.wait_for(|idle| *idle).await;
+        let run_over = async {
+            if let Some(mut idle) = previous {
+                let _ = idle.wait_for(|idle| *idle).await;
+            }
+            live.agent.settled().await;
+        };
+        tokio::select! {
+            biased;
+            () = hold.cancelled() => return Err(cancelled()),
+            () = run_over => {}
         }
         let message_id = live.host.next_message_id();
+        let busy = || Error::internal("A run started in this session by other means is in progress; send session/cancel");
         let prompt = match live.agent.prompt(text, images, None).await {
             Ok(Submitted::Started(prompt)) => prompt,
             Ok(Submitted::Queued) => return Err(busy()),
             Err(e) => return Err(Error::internal(e.to_string())),
         };
-        lock(&live.host.state).cancelled = false;
         live.host.state("running", None, None).await;
         live.host.user_message(&message_id, params.prompt.clone()).await;
         self.report_end(&live, prompt);

@@ -9,6 +9,7 @@
 //! | core | ACP v2 |
 //! |---|---|
 //! | a prompt inserted | `session/prompt` answers at once with the user message's `messageId`; a `user_message` upsert with that id and the prompt's content |
+//! | a prompt while a run works | held: inserted (and answered) as a run of its own once the run before it reported `idle`; `session/cancel` and `session/close` cancel the held prompts (-32800) |
 //! | run in progress | `state_update` `running`; `requires_action` while a permission request waits; `idle` with `stopReason` (`end_turn`, `max_tokens`, `max_turn_requests`, `cancelled`, `error` with the error) when the run ends |
 //! | text / thinking delta | `agent_message_chunk` / `agent_thought_chunk` with the assistant message's `messageId` |
 //! | tool call streamed, complete, running, finished | `tool_call_update` upserts keyed by `toolCallId` (`pending`, then title, kind, locations and `rawInput`; `in_progress`; `completed` / `failed` with text, or a unified diff for `edit` / `write`) |
@@ -70,8 +71,9 @@ struct SessionState {
     hit_length: bool,
     /// Permission requests waiting for the client (`requires_action` while any does).
     waiting: usize,
-    /// The client sent `session/cancel` while the run in progress ran.
-    cancelled: bool,
+    /// Fires for the prompts held now (sent while a run works) when `session/cancel` or
+    /// `session/close` cancels them; replaced by a fresh token for the prompts after.
+    hold: tokio_util::sync::CancellationToken,
     /// Turns `true` once the run of the latest prompt reported `idle`.
     idle: Option<tokio::sync::watch::Receiver<bool>>,
     /// Tool calls announced in this session, by id.
@@ -90,12 +92,15 @@ pub struct AcpV2SessionHost {
     cwd: Mutex<Option<PathBuf>>,
     /// The model's context window, for `usage_update`.
     context_window: Mutex<Option<u64>>,
+    /// Taken by a `session/prompt` until its run started: prompts are inserted one at a time,
+    /// in the order they came.
+    admission: tokio::sync::Mutex<()>,
 }
 
 impl AcpV2SessionHost {
     /// A host for a session of `conn` (its id is set once the core created the session).
     pub fn new(conn: Arc<Connection>) -> Self {
-        Self { conn, session_id: Mutex::new(String::new()), state: Mutex::new(SessionState::default()), cwd: Mutex::new(None), context_window: Mutex::new(None) }
+        Self { conn, session_id: Mutex::new(String::new()), state: Mutex::new(SessionState::default()), cwd: Mutex::new(None), context_window: Mutex::new(None), admission: tokio::sync::Mutex::new(()) }
     }
 
     fn session_id(&self) -> String {
@@ -120,6 +125,11 @@ impl AcpV2SessionHost {
     /// and, for `error`, the error).
     async fn state(&self, state: &str, stop_reason: Option<&str>, error: Option<crate::protocol::acp_v2::Error>) {
         self.update(SessionUpdate::StateUpdate { background: None, error, meta: None, state: state.to_owned(), stop_reason: stop_reason.map(str::to_owned) }).await;
+    }
+
+    /// Cancels the prompts held now (they are answered -32800, never inserted).
+    fn cancel_held(&self) {
+        std::mem::take(&mut lock(&self.state).hold).cancel();
     }
 
     /// A `user_message` upsert.

@@ -14,7 +14,7 @@ use super::{lock, AcpV2SessionHost};
 use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
 use crate::core::tools::ToolOutput;
 use crate::jsonrpc::Reply;
-use crate::protocol::acp_v2::{methods, MessageId, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate};
+use crate::protocol::acp_v2::{methods, CancelRequestNotification, MessageId, RequestId, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate};
 
 
 impl AcpV2SessionHost {
@@ -41,6 +41,7 @@ impl AcpV2SessionHost {
             self.state("requires_action", None, None).await;
         }
         let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
+        let id = pending.id().clone();
         let reply = pending.wait(Some(ask.timeout), Some(ask.cancel)).await;
         let last = {
             let mut st = lock(&self.state);
@@ -50,8 +51,14 @@ impl AcpV2SessionHost {
         let outcome = match reply {
             Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),
             Reply::TimedOut => return Decision::TimedOut,
-            // The run was cancelled: it reports `idle` itself.
-            Reply::Abandoned => return Decision::Abandoned,
+            // The run was cancelled (`session/cancel`, `session/close`): the request is
+            // withdrawn on the wire too (the schema's SHOULD), so the client closes its dialog
+            // and answers `cancelled`, which nobody waits for any more. The run reports `idle`
+            // itself.
+            Reply::Abandoned => {
+                self.withdraw(id).await;
+                return Decision::Abandoned;
+            }
             Reply::InputEnded => return Decision::Unanswerable,
         };
         if last {
@@ -69,6 +76,16 @@ impl AcpV2SessionHost {
             self.update(super::project::as_update(call_update(&ask.call.id).with_status(super::project::status("in_progress")))).await;
         }
         decision
+    }
+}
+
+impl AcpV2SessionHost {
+    /// Sends `$/cancel_request` for our request `id`.
+    async fn withdraw(&self, id: serde_json::Value) {
+        match serde_json::from_value::<RequestId>(id) {
+            Ok(request_id) => self.conn.peer().notify::<methods::CancelRequest>(&CancelRequestNotification::new(request_id)).await,
+            Err(e) => tracing::warn!("cannot name request for $/cancel_request: {e}"),
+        }
     }
 }
 

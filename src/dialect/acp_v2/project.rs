@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{lock, same_shape, AcpV2SessionHost, CallInfo};
 use crate::core::events::{AgentEvent, EventSink, NoticeLevel, StreamDelta};
+use crate::core::port::FileChange;
 use crate::dialect::acp::project as v1;
 use crate::protocol::acp_v2::{ContentBlock, DiffChange, DiffPatch, DiffPatchFormat, MessageId, NoticeSeverity, PlanEntry, PlanEntryPriority, PlanEntryStatus, PlanId, PlanUpdateContent, SessionUpdate, SessionUpdateTitle, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate};
 use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, TodoStatus, UserContent};
@@ -25,17 +26,65 @@ fn image_block(data: &str, mime: &str) -> ContentBlock {
     ContentBlock::Image { annotations: None, data: data.to_owned(), meta: None, mime_type: crate::protocol::acp_v2::MediaType(mime.to_owned()), uri: None }
 }
 
-/// A unified diff of `path` from `old` (`None`: a new file) to `new`, as v2's diff content.
+/// `path` as Git writes a path in a patch: as it is, or, when it holds a double quote, a
+/// backslash, a control character or a byte beyond ASCII, C-quoted (Git's `core.quotePath`
+/// default), each such byte as an escape or in octal.
+fn git_quoted(path: &str) -> String {
+    let plain = |b: u8| b != b'"' && b != b'\\' && (0x20..0x7f).contains(&b);
+    if path.bytes().all(plain) {
+        return path.to_owned();
+    }
+    let mut out = String::from("\"");
+    for b in path.bytes() {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            0x0b => out.push_str("\\v"),
+            0x0c => out.push_str("\\f"),
+            b if plain(b) => out.push(char::from(b)),
+            b => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The `git_patch` text of `path` (absolute) going from `old` (`None`: the file is added) to
+/// `new`, as `DiffPatchFormat` defines it: one `diff --git` section in Git's `--patch` format,
+/// every path absolute and without Git's `a/` / `b/` prefixes, `/dev/null` for the missing
+/// side of an added file, paths quoted as Git quotes them, no commit metadata.
+pub(super) fn git_patch(path: &str, old: Option<&str>, new: &str) -> String {
+    let name = git_quoted(path);
+    let mut text = format!("diff --git {name} {name}\n");
+    if old.is_none() {
+        // Git names the mode of a file it adds; agentwire's tools write regular files.
+        text.push_str("new file mode 100644\n");
+    }
+    let from = if old.is_some() { name.as_str() } else { "/dev/null" };
+    // Without hunks (an empty file added, nothing changed) Git writes no `---` / `+++` lines,
+    // and neither does `similar`.
+    let hunks = similar::TextDiff::from_lines(old.unwrap_or_default(), new).unified_diff().context_radius(3).header(from, &name).to_string();
+    text.push_str(&hunks);
+    text
+}
+
+/// `path` going from `old` (`None`: a new file) to `new`, as v2's diff content: the change,
+/// and its `git_patch`.
 pub(super) fn diff(path: &str, old: Option<&str>, new: &str) -> ToolCallContent {
-    let text = similar::TextDiff::from_lines(old.unwrap_or_default(), new).unified_diff().context_radius(3).header(&format!("a/{path}"), &format!("b/{path}")).to_string();
+    let text = git_patch(path, old, new);
     // typify names the change's variants by position: read it from its wire form.
     let change: Option<DiffChange> = serde_json::from_value(serde_json::json!({"operation": if old.is_some() { "modify" } else { "add" }, "path": path})).ok();
     ToolCallContent::Diff { changes: change.into_iter().collect(), meta: None, patch: Some(DiffPatch::new(DiffPatchFormat("git_patch".to_owned()), text)) }
 }
 
 /// v1's content of a finished call (text, images, or a diff for `edit` / `write`) in v2's shapes.
-fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool) -> Vec<ToolCallContent> {
-    v1::tool_content_of(&info.name, &info.arguments, cwd, content, is_error)
+fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextOrImageContent], is_error: bool, change: Option<&FileChange>) -> Vec<ToolCallContent> {
+    v1::tool_content_of(&info.name, &info.arguments, cwd, content, is_error, change)
         .into_iter()
         .filter_map(|c| match c {
             crate::protocol::acp::ToolCallContent::Diff { new_text, old_text, path, .. } => Some(diff(&path, old_text.as_deref(), &new_text)),
@@ -113,12 +162,12 @@ impl AcpV2SessionHost {
     }
 
     /// A tool call's end: status, content and raw output.
-    async fn finish(&self, id: &str, content: &[TextOrImageContent], details: Option<&Value>, is_error: bool) {
+    async fn finish(&self, id: &str, content: &[TextOrImageContent], details: Option<&Value>, is_error: bool, change: Option<&FileChange>) {
         let info = lock(&self.state).calls.get(id).cloned().unwrap_or_default();
         let raw_output = [("output".to_owned(), Value::String(v1::result_text(content))), ("details".to_owned(), details.cloned().unwrap_or(Value::Null))];
         let update = call_update(id)
             .with_status(if is_error { status("failed") } else { status("completed") })
-            .with_content(tool_content(&info, self.cwd().as_deref(), content, is_error))
+            .with_content(tool_content(&info, self.cwd().as_deref(), content, is_error, change))
             .with_raw_output(Value::Object(Map::from_iter(raw_output)));
         self.update(as_update(update)).await;
     }
@@ -157,7 +206,7 @@ impl AcpV2SessionHost {
                         }
                     }
                 }
-                AgentMessage::ToolResult(r) => self.finish(&r.tool_call_id, &r.content, r.details.as_ref(), r.is_error).await,
+                AgentMessage::ToolResult(r) => self.finish(&r.tool_call_id, &r.content, r.details.as_ref(), r.is_error, None).await,
                 AgentMessage::BashExecution(b) => {
                     let text = format!("`$ {}`\n```\n{}\n```", b.command, b.output.trim_end_matches('\n'));
                     self.update(SessionUpdate::AgentMessage { content: Some(vec![text_block(text)]), message_id: id, meta: None }).await;
@@ -217,12 +266,12 @@ impl AcpV2SessionHost {
             AgentEvent::ToolUpdate { call, partial } => {
                 let info = lock(&self.state).calls.get(call.id.as_str()).cloned().unwrap_or_default();
                 let info = CallInfo { name: info.name, arguments: Map::new() };
-                let update = call_update(&call.id).with_status(status("in_progress")).with_content(tool_content(&info, None, &partial.content, false));
+                let update = call_update(&call.id).with_status(status("in_progress")).with_content(tool_content(&info, None, &partial.content, false, None));
                 self.update(as_update(update)).await;
             }
-            AgentEvent::ToolEnd { call, result, is_error } => {
+            AgentEvent::ToolEnd { call, result, is_error, change } => {
                 let AgentToolResult { content, details, .. } = result;
-                self.finish(&call.id, content, details.as_ref(), is_error).await;
+                self.finish(&call.id, content, details.as_ref(), is_error, change).await;
             }
             AgentEvent::TurnEnd { .. } | AgentEvent::RunEnd { .. } => {}
             // The handler reports the outcome as the idle `state_update`.
@@ -257,5 +306,20 @@ impl AcpV2SessionHost {
 impl EventSink for AcpV2SessionHost {
     fn emit<'a>(&'a self, event: AgentEvent<'a>) -> BoxFuture<'a, ()> {
         self.project(event).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The patch used to read `--- a//tmp/w/new.txt` with no `diff --git` line and no
+    /// `/dev/null`, against `DiffPatchFormat`'s MUSTs.
+    #[test]
+    fn a_git_patch_has_its_header_absolute_paths_and_dev_null_for_an_added_file() {
+        assert_eq!(git_patch("/tmp/w/new.txt", None, "one\ntwo\n"), "diff --git /tmp/w/new.txt /tmp/w/new.txt\nnew file mode 100644\n--- /dev/null\n+++ /tmp/w/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n");
+        assert_eq!(git_patch("/tmp/w/f.txt", Some("one\ntwo\nthree\n"), "one\n2\nthree\n"), "diff --git /tmp/w/f.txt /tmp/w/f.txt\n--- /tmp/w/f.txt\n+++ /tmp/w/f.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n");
+        assert_eq!(git_patch("/tmp/w/empty", None, ""), "diff --git /tmp/w/empty /tmp/w/empty\nnew file mode 100644\n");
+        assert_eq!(git_quoted("/tmp/a b/\"q\"\\é\t"), "\"/tmp/a b/\\\"q\\\"\\\\\\303\\251\\t\"");
     }
 }

@@ -72,7 +72,7 @@ impl HostToolCalls {
         let name = ask.def.name.to_string();
         let failure = tokio::select! {
             result = result_rx => match result {
-                Ok(r) => return ToolOutput { content: r.result.content, details: r.result.details, is_error: r.is_error.unwrap_or(false) },
+                Ok(r) => return ToolOutput { content: r.result.content, details: r.result.details, is_error: r.is_error.unwrap_or(false), change: None },
                 // The input ended while the call waited ([`HostToolCalls::close`]).
                 Err(_) => return ToolOutput::error(DISCONNECTED),
             },

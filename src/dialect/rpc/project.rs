@@ -96,7 +96,7 @@ impl RpcHost {
             AgentEvent::ToolUpdate { call, partial } => {
                 self.tool_frame(&ToolExecutionUpdateEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone(), partial.clone())).await
             }
-            AgentEvent::ToolEnd { call, result, is_error } => {
+            AgentEvent::ToolEnd { call, result, is_error, change: _ } => {
                 self.tool_frame(&ToolExecutionEndEvent::new(nonempty(&call.id), call.name.as_str(), result.clone(), is_error)).await
             }
             AgentEvent::TurnEnd { message, tool_results } => out.send(&TurnEndEvent::new(message.clone(), tool_results.to_vec())).await,

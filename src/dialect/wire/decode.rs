@@ -3,7 +3,9 @@
 //!
 //! Rules (JSON-RPC 2.0 as written, where kimi-cli is looser): string **and integer** ids, echoed with
 //! their type; error responses carry the id whenever it could be read, `null` otherwise;
-//! notifications are never answered; batches get one -32600; `{}` is -32600; a `jsonrpc` other
+//! notifications are never answered, within a batch too; a batch is answered as JSON-RPC 2.0
+//! defines it (one array of its requests' answers; kimi answers it with one -32600, but its
+//! clients never send one); `{}` is -32600; a `jsonrpc` other
 //! than "2.0" is -32600 (missing is accepted); unknown methods -32601; params failing the schema
 //! -32602 with `data.field` naming the field (an unknown content-part type included: kimi
 //! crashes there); malformed JSON -32700 (with the id when it can still be read); a response
@@ -36,7 +38,7 @@ const KIMI: Policy = Policy {
     null_data: true,
     words: Words {
         parse_error: "Invalid JSON format",
-        batch: "Batch requests are not supported",
+        empty_batch: "Invalid request",
         not_an_object: "Invalid request",
         empty_object: "Invalid request",
         bad_id: "Invalid request: `id` must be a string or an integer",
@@ -107,7 +109,19 @@ mod tests {
     #[test]
     fn envelope_errors_use_kimi_codes_and_echo_readable_ids() {
         assert_eq!(err("{not json"), json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Invalid JSON format","data":null}}));
-        assert_eq!(err(r#"[{"jsonrpc":"2.0","id":"b","method":"cancel"}]"#)["error"]["message"], "Batch requests are not supported");
+        // A batch is split into its members (JSON-RPC 2.0); only an empty one is an error.
+        let line = |t: &str| crate::jsonrpc::decode_line::<WireSide>(InboundLine::Line(t.as_bytes().to_vec()));
+        match line(r#"[{"jsonrpc":"2.0","id":"b","method":"cancel"}, 7]"#) {
+            crate::jsonrpc::Line::Batch(members) => {
+                assert!(matches!(members[0], Ok(WireInbound::Request { request: WireRequest::Cancel(_), .. })));
+                assert_eq!(members[1].as_ref().expect_err("7 is no request").error.code, crate::jsonrpc::ErrorCode::InvalidRequest);
+            }
+            crate::jsonrpc::Line::One(one) => panic!("not split: {one:?}"),
+        }
+        match line("[]") {
+            crate::jsonrpc::Line::One(Err(e)) => assert_eq!((e.error.code, e.error.message.as_str()), (crate::jsonrpc::ErrorCode::InvalidRequest, "Invalid request")),
+            other => panic!("{other:?}"),
+        }
         for line in ["42", "null", "\"s\"", "{}"] {
             let e = err(line);
             assert_eq!((&e["id"], &e["error"]["code"]), (&Value::Null, &json!(-32600)), "{line}");

@@ -118,7 +118,7 @@ impl WireHost {
                 }
             }
             AgentEvent::ToolStart { .. } | AgentEvent::ToolUpdate { .. } => {}
-            AgentEvent::ToolEnd { call, result, is_error } => {
+            AgentEvent::ToolEnd { call, result, is_error, change: _ } => {
                 let extras = lock(&self.returns).remove(call.id.as_str()).unwrap_or(ReturnExtras { message: String::new(), display: Vec::new(), output: None });
                 let output = extras.output.unwrap_or_else(|| text_of(result));
                 let value = WireToolReturnValue { is_error, output: WireUserInput::String(output), message: extras.message, display: extras.display, extras: None };

@@ -33,9 +33,9 @@ function connect(child, decide = () => ({ outcome: { outcome: "cancelled" } })) 
   const updates = [];
   const asks = [];
   const app = client({ name: "agentwire-ts-v2-test" })
-    .onRequest(methods.client.session.requestPermission, async ({ params }) => {
+    .onRequest(methods.client.session.requestPermission, async ({ params, signal }) => {
       asks.push(params);
-      return decide(params);
+      return decide(params, signal);
     })
     .onNotification(methods.client.session.update, ({ params }) => {
       updates.push(params);
@@ -128,6 +128,32 @@ test("v2: a write asks permission with a diff, requires_action while it waits, a
   const done = updates.find((u) => u.update.toolCallId === "w1" && u.update.status === "completed");
   assert.ok(done, "the write completed");
   await stop(child);
+});
+
+test("v2: session/cancel and session/close withdraw a pending permission: the client's abort signal fires", { timeout: 30000 }, async () => {
+  const write = (id) => ({ toolCalls: [{ id, name: "write", arguments: { path: `${id}.txt`, content: "x\n" } }] });
+  const { child, dir } = start([write("w1"), write("w2")]);
+  const aborted = [];
+  // Nobody answers: the dialog stays open until the agent withdraws it with `$/cancel_request`.
+  const { agent, updates, asks } = connect(child, (params, signal) => new Promise((resolve) => {
+    signal.addEventListener("abort", () => {
+      aborted.push(params.subject.toolCall.toolCallId);
+      resolve({ outcome: { outcome: "cancelled" } });
+    }, { once: true });
+  }));
+  const sessionId = await newSession(agent, dir);
+  await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("write") });
+  await until(asks, (a) => a.subject.toolCall.toolCallId === "w1");
+  await agent.notify(methods.agent.session.cancel, { sessionId });
+  assert.equal((await idle(updates, sessionId)).stopReason, "cancelled");
+  await until(aborted, (id) => id === "w1");
+  await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("write again") });
+  await until(asks, (a) => a.subject.toolCall.toolCallId === "w2");
+  await agent.request(methods.agent.session.close, { sessionId });
+  await until(aborted, (id) => id === "w2");
+  assert.deepEqual(aborted, ["w1", "w2"]);
+  assert.ok(!existsSync(join(dir, "w1.txt")) && !existsSync(join(dir, "w2.txt")), "nothing was written");
+  assert.equal(await stop(child), 0);
 });
 
 test("v2: session/cancel ends the turn idle cancelled; a later prompt runs", async () => {
