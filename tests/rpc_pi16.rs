@@ -128,3 +128,50 @@ fn the_pi_073_profile_sends_no_bash_execution_update() {
     assert!(frames.iter().all(|f| f["type"] != "bash_execution_update"), "{frames:?}");
     assert_eq!(frames.last().unwrap()["data"]["output"], "hi\n");
 }
+
+/// A session file of `n` messages, each the child of the one before.
+fn chained_session(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
+    let mut text = json!({"type": "session", "version": 3, "id": "0190a0a0-0000-7000-8000-000000000000", "timestamp": "2026-11-22T06:00:00.000Z", "cwd": dir}).to_string() + "\n";
+    let mut parent = Value::Null;
+    for i in 0..n {
+        let id = format!("{:08x}", i + 1);
+        let message = json!({"role": "user", "content": [{"type": "text", "text": format!("q{i}")}], "timestamp": 1795326001000u64});
+        text += &(json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-11-22T06:00:01.000Z", "message": message}).to_string() + "\n");
+        parent = json!(id);
+    }
+    let path = dir.join("chain.jsonl");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A 20,000-message conversation is one chain 20,000 generations deep: nesting it whole
+/// overflowed the stack (the process aborted), and is more than JSON readers nest (serde_json's
+/// limit is 128 levels). It is answered whole, each 50 generations going on as a further root
+/// whose entry still names its parent.
+#[test]
+fn get_tree_of_a_very_long_conversation_is_answered_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = chained_session(dir.path(), 20_000);
+    let mut a = Agent::start(&["--session", path.to_str().unwrap()], &[]);
+    let tree = a.request(json!({"id": "t", "type": "get_tree"}));
+    assert_eq!(tree["success"], true, "{}", &tree.to_string()[..200]);
+    let roots = tree["data"]["tree"].as_array().unwrap();
+    assert_eq!(roots.len(), 400);
+    let (mut seen, mut deepest) = (Vec::new(), 0);
+    for root in roots {
+        let (mut node, mut depth) = (root, 1);
+        loop {
+            seen.push(node["entry"]["id"].as_str().unwrap().to_owned());
+            match node["children"].as_array().unwrap().as_slice() {
+                [] => break,
+                [only] => (node, depth) = (only, depth + 1),
+                more => panic!("a chain branches: {}", more.len()),
+            }
+        }
+        deepest = deepest.max(depth);
+    }
+    assert_eq!(deepest, 50);
+    assert_eq!(seen, (1..=20_000).map(|i| format!("{i:08x}")).collect::<Vec<_>>(), "every entry once, in order");
+    assert_eq!(roots[1]["entry"]["parentId"], json!(format!("{:08x}", 50)), "a continuation root names its parent");
+    assert_eq!(a.request(json!({"id": "s", "type": "get_state"}))["success"], true, "still serving");
+}
