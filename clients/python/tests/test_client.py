@@ -326,7 +326,7 @@ async def test_pi_16_commands_entries_tree_queue_and_bash_updates(sandbox: Sandb
         assert bad.value.code == "not_found"
         tree = await client.get_tree()
         assert tree.leafId == ids[-1] and len(tree.tree) == 1 and tree.tree[0].entry.root.id == ids[0]
-        assert (await client.get_available_thinking_levels()).levels == ["off"]
+        assert (await client.get_available_thinking_levels()).levels == ["off", "minimal", "low", "medium", "high"]
 
         streaming = asyncio.Event()
         unsubscribe = client.on("message_update", lambda _: streaming.set())

@@ -271,7 +271,7 @@ describe("AgentClient against agentwire", { timeout: 300_000 }, () => {
       assert.equal(tree.leafId, ids[ids.length - 1]);
       assert.equal(tree.tree.length, 1);
       assert.equal(tree.tree[0]!.entry.id, ids[0]);
-      assert.deepEqual((await client.getAvailableThinkingLevels()).levels, ["off"]);
+      assert.deepEqual((await client.getAvailableThinkingLevels()).levels, ["off", "minimal", "low", "medium", "high"]);
 
       const streaming = new Promise<void>((resolve) => {
         const off = client.on("message_update", () => {
