@@ -513,6 +513,8 @@ async def test_every_command_end_to_end(sandbox: Sandbox) -> None:
         await client.get_available_commands()
         await client.get_last_assistant_text()
         await client.get_tree()
+        await client.get_entries()
+        await client.clear_queue()
         await client.get_branch_messages()
         forkable = (await client.get_fork_messages()).messages
         assert len(forkable) >= 2

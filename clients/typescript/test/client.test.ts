@@ -514,6 +514,8 @@ describe("AgentClient against agentwire", { timeout: 300_000 }, () => {
       await client.getAvailableCommands();
       await client.getLastAssistantText();
       await client.getTree();
+      await client.getEntries();
+      await client.clearQueue();
       await client.getBranchMessages();
       const forkable = (await client.getForkMessages()).messages;
       assert.ok(forkable.length >= 2, "several user messages to fork and branch at");

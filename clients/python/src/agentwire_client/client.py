@@ -332,7 +332,8 @@ class AgentClient(StdioClient, CommandMethods, EventSubscriptions):
 
         unsubscribe = self.on("agent_settled", on_settled)
         try:
-            return await self._until_exit(settled, "agent_settled", timeout)
+            frame: m.AgentSettledEvent = await self._until_exit(settled, "agent_settled", timeout)
+            return frame
         finally:
             unsubscribe()
 
