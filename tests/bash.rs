@@ -28,6 +28,17 @@ fn long_output_keeps_the_tail_and_the_full_output_path() {
     assert_eq!(full.lines().count(), 100_000);
 }
 
+/// The next response, past the `bash_execution_update` events that stream the output.
+fn next_response(a: &mut Agent) -> Value {
+    loop {
+        let frame = a.next();
+        if frame["type"] == "response" {
+            return frame;
+        }
+        assert_eq!(frame["type"], "bash_execution_update", "{frame}");
+    }
+}
+
 #[test]
 fn abort_bash_cancels_and_other_commands_are_answered_meanwhile() {
     let mut a = Agent::start(&[], &[]);
@@ -37,7 +48,7 @@ fn abort_bash_cancels_and_other_commands_are_answered_meanwhile() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     a.send(json!({"id":"ab","type":"abort_bash"}));
     // The two responses are concurrent: take both, in whichever order they come.
-    let mut responses = vec![a.next(), a.next()];
+    let mut responses = vec![next_response(&mut a), next_response(&mut a)];
     responses.sort_by_key(|f| f["id"].as_str().unwrap_or_default().to_owned());
     assert_eq!((&responses[0]["id"], &responses[0]["success"]), (&json!("ab"), &json!(true)));
     let r = responses.pop().unwrap();
@@ -53,7 +64,7 @@ fn concurrent_bash_commands_all_succeed_and_answer_as_they_finish() {
     a.send(json!({"id":"slow","type":"bash","command":"sleep 1; echo slow"}));
     a.send(json!({"id":"s","type":"get_state"}));
     a.send(json!({"id":"fast","type":"bash","command":"echo hi"}));
-    let order: Vec<Value> = (0..3).map(|_| a.next()).collect();
+    let order: Vec<Value> = (0..3).map(|_| next_response(&mut a)).collect();
     let ids: Vec<&str> = order.iter().map(|f| f["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["s", "fast", "slow"], "{order:?}");
     assert!(order.iter().all(|f| f["success"] == true), "{order:?}");
@@ -69,7 +80,7 @@ fn stdin_eof_lets_a_pending_bash_finish_and_answer() {
     a.send(json!({"id":"b","type":"bash","command":"sleep 1; echo late"}));
     let (rest, code) = a.finish();
     assert_eq!(code, 0);
-    let b = rest.iter().find(|f| f["id"] == "b").unwrap_or_else(|| panic!("no bash answer: {rest:?}"));
+    let b = rest.iter().find(|f| f["id"] == "b" && f["type"] == "response").unwrap_or_else(|| panic!("no bash answer: {rest:?}"));
     assert_eq!((&b["success"], &b["data"]["output"], &b["data"]["cancelled"]), (&json!(true), &json!("late\n"), &json!(false)), "{b}");
     assert!(rest.iter().any(|f| f["id"] == "s1"));
 }

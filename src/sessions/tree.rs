@@ -32,6 +32,12 @@ pub fn message_text(m: &AgentMessage) -> String {
     }
 }
 
+/// The most generations one `get_tree` node nests. Each generation is two levels of JSON (the
+/// node and its `children`), and readers bound nesting: serde_json refuses more than 128 levels
+/// by default, Python's `json` about 1,000; encoding and dropping a node recurse per generation
+/// too. 50 generations keep a message's own content well inside serde_json's limit.
+pub const TREE_NODE_DEPTH: usize = 50;
+
 /// A message with the id of its entry.
 pub type IdentifiedMessage = (String, AgentMessage);
 
@@ -216,7 +222,55 @@ impl Session {
                 }
             })
             .collect();
-        SessionTree { entries, leaf_id: self.leaf.clone() }
+        SessionTree { entries, leaf_id: self.leaf.clone(), tree: self.tree_nodes() }
+    }
+
+    /// pi's `SessionTreeNode`s: each entry with its children, roots first. Built from the
+    /// last entry back (an entry's children come after it in append order), so building
+    /// depends on no recursion. An entry whose parent is missing, or is of a type this build
+    /// does not know, is a root, as pi shows orphans. A chain longer than [`TREE_NODE_DEPTH`]
+    /// goes on as a new root (its entry's `parentId` still names its parent): a long
+    /// conversation is answered whole, and every JSON reader can parse it (nested whole, 20,000
+    /// messages overflowed the stack encoding it).
+    fn tree_nodes(&self) -> Vec<SessionTreeNode> {
+        let typed: Vec<Option<SessionEntry>> = self.entries.iter().map(|e| e.typed()).collect();
+        let parent_of = |i: usize| -> Option<usize> {
+            let p = self.entries[i].parent()?;
+            self.index.get(p).copied().filter(|&pi| pi < i && typed[pi].is_some())
+        };
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); self.entries.len()];
+        let mut depth = vec![0usize; self.entries.len()];
+        let mut roots = Vec::new();
+        for i in 0..self.entries.len() {
+            if typed[i].is_none() {
+                continue;
+            }
+            match parent_of(i).filter(|&p| depth[p] + 1 < TREE_NODE_DEPTH) {
+                Some(p) => {
+                    depth[i] = depth[p] + 1;
+                    children[p].push(i);
+                }
+                None => roots.push(i),
+            }
+        }
+        let mut built: Vec<Option<SessionTreeNode>> = (0..self.entries.len()).map(|_| None).collect();
+        for i in (0..self.entries.len()).rev() {
+            let Some(entry) = typed[i].clone() else { continue };
+            let kids = children[i].iter().filter_map(|&c| built[c].take()).collect();
+            built[i] = Some(SessionTreeNode { entry, children: kids, label: None, label_timestamp: None });
+        }
+        roots.into_iter().filter_map(|r| built[r].take()).collect()
+    }
+
+    /// The entries after the entry `since` (all without it), typed ones only; `None` when no
+    /// entry has the id `since`.
+    pub fn entries_since(&self, since: Option<&str>) -> Option<SessionEntries> {
+        let start = match since {
+            Some(id) => self.index.get(id)? + 1,
+            None => 0,
+        };
+        let entries = self.entries[start..].iter().filter_map(|e| e.typed()).collect();
+        Some(SessionEntries { entries, leaf_id: self.leaf.clone() })
     }
 }
 
