@@ -414,7 +414,7 @@ mod tests {
         let mut reports = Vec::new();
         let spill = tempfile::tempdir().unwrap();
         let cmd = "head -c 20000000 /dev/zero | tr '\\0' x; echo; echo end";
-        let o = run_shell_spilling_to(spill.path(), cmd, Path::new("/tmp"), None, CancellationToken::new(), |tail| reports.push(tail.len()))
+        let o = run_shell_spilling_to(spill.path(), cmd, Path::new("/tmp"), None, CancellationToken::new(), |progress| reports.push(progress.delta.len()))
         .await
         .unwrap();
         assert_eq!(o.total_bytes, 20_000_005);
