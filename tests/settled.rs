@@ -109,6 +109,8 @@ fn rpc_an_aborted_prompt_settles_once_aborted() {
     let frames = until_session_settled(&mut a);
     assert_settled_once(&frames, "p", true);
     assert_eq!(frames[frames.len() - 2]["status"], "aborted");
+    // `abort` answers after the work settled.
+    assert_eq!(a.next()["id"], "a");
     a.expect_silence(Duration::from_millis(300));
 }
 
@@ -188,8 +190,8 @@ fn wire_a_prompt_with_a_queued_steer_answers_once_after_it() {
     assert_eq!(k.iter().filter(|k| *k == "TurnEnd").count(), 1, "{k:?}");
     assert_eq!(frames.iter().filter(|f| f.get("method").is_none() && f["id"] == "p").count(), 1);
     let result = frames.iter().position(|f| f.get("method").is_none() && f["id"] == "p").unwrap();
-    let steer_text = frames.iter().position(|f| f["params"]["payload"]["text"].as_str().is_some_and(|t| t.contains("steer"))).expect("the steer's answer");
-    assert!(steer_text < result, "the result comes after the steer's run: {k:?}");
+    let before: String = frames[..result].iter().filter(|f| f["params"]["type"] == "ContentPart").filter_map(|f| f["params"]["payload"]["text"].as_str()).collect();
+    assert!(before.contains("the steer's answer"), "the result comes after the steer's run: {before:?} {k:?}");
     assert_eq!(frames[result]["result"]["status"], "finished");
 }
 
@@ -207,8 +209,8 @@ fn wire_a_steer_left_by_a_stopped_run_continues_the_turn() {
     assert_eq!(k.iter().filter(|k| *k == "TurnBegin").count(), 0, "no second turn: {k:?}");
     assert_eq!(k.iter().filter(|k| *k == "TurnEnd").count(), 1, "{k:?}");
     let result = frames.iter().position(|f| f.get("method").is_none() && f["id"] == "p").unwrap();
-    let steer_text = frames.iter().position(|f| f["params"]["payload"]["text"].as_str().is_some_and(|t| t.contains("steer"))).expect("the steer's answer");
-    assert!(steer_text < result, "the result comes after the steer's run: {k:?}");
+    let before: String = frames[..result].iter().filter(|f| f["params"]["type"] == "ContentPart").filter_map(|f| f["params"]["payload"]["text"].as_str()).collect();
+    assert!(before.contains("the steer's answer"), "the result comes after the steer's run: {before:?} {k:?}");
 }
 
 /// ACP v1: one `PromptResponse` per prompt: a prompt, a slash command, a cancelled prompt.
