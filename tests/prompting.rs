@@ -28,7 +28,8 @@ fn a_prompt_streams_the_documented_event_sequence() {
     let end = &frames[15]["message"];
     assert_eq!((&end["content"][1]["text"], &end["stopReason"]), (&json!("Hello there!"), &json!("stop")));
     assert_eq!(frames[17]["messages"].as_array().unwrap().len(), 2);
-    assert_eq!(frames[18], json!({"type":"prompt_result","id":"p1","status":"completed","agentInvoked":true}));
+    assert_eq!(frames[18], json!({"type":"agent_settled","aborted":false}));
+    assert_eq!(frames[19], json!({"type":"prompt_result","id":"p1","status":"completed","agentInvoked":true,"sessionSettled":true}));
     assert_eq!(a.request(json!({"id":"t","type":"get_last_assistant_text"}))["data"], json!({"text":"Hello there!"}));
     assert_eq!(a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].as_array().unwrap().len(), 2);
 }
