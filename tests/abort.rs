@@ -18,7 +18,7 @@ fn abort_ends_the_run_before_its_response() {
     let frames = a.until(|f| f["id"] == "ab" && f["type"] == "response");
     let t = types(&frames);
     let tail: Vec<&str> = t.iter().map(String::as_str).filter(|t| !t.starts_with("mu:text_delta")).collect();
-    assert_eq!(tail[tail.len() - 6..], ["mu:text_end", "message_end:assistant", "turn_end", "agent_end", "prompt_result", "response"]);
+    assert_eq!(tail[tail.len() - 8..], ["mu:text_end", "message_end:assistant", "turn_end", "agent_end", "agent_settled", "prompt_result", "session_settled", "response"]);
     let end = frames.iter().find(|f| f["type"] == "message_end").unwrap();
     assert_eq!(end["message"]["stopReason"], "aborted");
     assert_eq!(frames.iter().find(|f| f["type"] == "prompt_result").unwrap()["status"], "aborted");
@@ -51,7 +51,7 @@ fn sigterm_aborts_flushes_and_exits_143() {
     // stdin stays open: the signal alone ends the process.
     let (rest, code) = a.wait_exit();
     assert_eq!(code, 143);
-    assert_eq!(rest.last().unwrap()["type"], "prompt_result");
+    assert_eq!(rest[rest.len() - 3..].iter().map(|f| f["type"].as_str().unwrap()).collect::<Vec<_>>(), ["agent_settled", "prompt_result", "session_settled"]);
 }
 
 /// Issue 15, defect 3: a host that writes `prompt` and many `abort_and_prompt`s back to back

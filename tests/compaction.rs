@@ -52,7 +52,7 @@ fn automatic_compaction_runs_inside_the_run_when_the_context_is_full() {
     assert_eq!((&frames[start + 1]["type"], &frames[start + 1]["reason"]), (&json!("compaction_end"), &json!("threshold")));
     assert_eq!(frames[start + 1]["result"]["summary"], "## Summary\nfirst was asked");
     assert_eq!(a.request(json!({"id":"t","type":"get_last_assistant_text"}))["data"]["text"], "two");
-    assert_eq!(t[t.len() - 2..], ["agent_end", "prompt_result"], "the run still ends properly");
+    assert_eq!(t[t.len() - 3..], ["agent_end", "agent_settled", "prompt_result"], "the run still ends properly");
     a.request(json!({"id":"off","type":"set_auto_compaction","enabled":false}));
     let frames = prompt(&mut a, "p3", "third");
     assert!(!types(&frames).iter().any(|t| t == "compaction_start"));

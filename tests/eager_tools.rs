@@ -146,8 +146,8 @@ fn an_abort_while_the_first_call_runs_and_the_message_streams_ends_both() {
     assert!(!frames.iter().any(|f| f["type"] == "message_start" && f["message"]["role"] == "toolResult"));
     assert_eq!(frames.iter().find(|f| f["type"] == "turn_end").unwrap()["toolResults"], json!([]));
     let t: Vec<String> = types(&frames).into_iter().filter(|t| t != "tool_execution_update").collect();
-    assert_eq!(t[t.len() - 7..], ["message_end:assistant", "tool_execution_start", "tool_execution_end", "turn_end", "agent_end", "prompt_result", "response"]);
-    assert_eq!(frames[frames.len() - 2]["status"], "aborted");
+    assert_eq!(t[t.len() - 9..], ["message_end:assistant", "tool_execution_start", "tool_execution_end", "turn_end", "agent_end", "agent_settled", "prompt_result", "session_settled", "response"]);
+    assert_eq!(frames[frames.len() - 3]["status"], "aborted");
     wait_gone(&pid_file);
     // The conversation holds the prompt and the aborted message, and goes on.
     let messages = a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].clone();

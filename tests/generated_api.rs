@@ -45,9 +45,10 @@ macro_rules! canned_handler {
 
 canned_handler! {
     prompt: PromptCommand => Option<PromptAccepted>,
-    steer: SteerCommand => (),
-    follow_up: FollowUpCommand => (),
+    steer: SteerCommand => Option<QueuedInputAccepted>,
+    follow_up: FollowUpCommand => Option<QueuedInputAccepted>,
     abort: AbortCommand => (),
+    clear_queue: ClearQueueCommand => ClearedQueue,
     abort_and_prompt: AbortAndPromptCommand => (),
     new_session: NewSessionCommand => CancelledResult,
     get_state: GetStateCommand => SessionState,
@@ -85,7 +86,9 @@ canned_handler! {
     get_commands: GetCommandsCommand => CommandsResult,
     get_available_commands: GetAvailableCommandsCommand => CommandsResult,
     list_sessions: ListSessionsCommand => SessionList,
-    get_tree: GetTreeCommand => SessionTree,}
+    get_tree: GetTreeCommand => SessionTree,
+    get_entries: GetEntriesCommand => SessionEntries,
+}
 
 fn dispatch(handler: &Canned, frame: Value) -> Value {
     let id = frame.get("id").cloned();

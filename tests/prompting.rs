@@ -21,14 +21,15 @@ fn a_prompt_streams_the_documented_event_sequence() {
             "response", "agent_start", "turn_start", "message_start:user", "message_end:user", "message_start:assistant",
             "mu:thinking_start", "mu:thinking_delta", "mu:thinking_delta", "mu:thinking_end",
             "mu:text_start", "mu:text_delta", "mu:text_delta", "mu:text_delta", "mu:text_end",
-            "message_end:assistant", "turn_end", "agent_end", "prompt_result"
+            "message_end:assistant", "turn_end", "agent_end", "agent_settled", "prompt_result"
         ]
     );
     assert_eq!(frames[0]["id"], "p1");
     let end = &frames[15]["message"];
     assert_eq!((&end["content"][1]["text"], &end["stopReason"]), (&json!("Hello there!"), &json!("stop")));
     assert_eq!(frames[17]["messages"].as_array().unwrap().len(), 2);
-    assert_eq!(frames[18], json!({"type":"prompt_result","id":"p1","status":"completed","agentInvoked":true}));
+    assert_eq!(frames[18], json!({"type":"agent_settled","aborted":false}));
+    assert_eq!(frames[19], json!({"type":"prompt_result","id":"p1","status":"completed","agentInvoked":true,"sessionSettled":true}));
     assert_eq!(a.request(json!({"id":"t","type":"get_last_assistant_text"}))["data"], json!({"text":"Hello there!"}));
     assert_eq!(a.request(json!({"id":"m","type":"get_messages"}))["data"]["messages"].as_array().unwrap().len(), 2);
 }
@@ -169,8 +170,8 @@ fn max_steps_per_turn_stops_the_run_with_a_notice() {
     let frames = a.until_prompt_result("p1");
     let t = types(&frames);
     assert_eq!(t.iter().filter(|t| *t == "message_start:assistant").count(), 1, "{t:?}");
-    assert_eq!(t[t.len() - 4..], ["turn_end", "notice", "agent_end", "prompt_result"]);
-    let notice = &frames[frames.len() - 3];
+    assert_eq!(t[t.len() - 5..], ["turn_end", "notice", "agent_end", "agent_settled", "prompt_result"]);
+    let notice = &frames[frames.len() - 4];
     assert_eq!((&notice["level"], &notice["message"]), (&json!("warning"), &json!("Stopped after 1 step (--max-steps-per-turn)")));
     assert_eq!(frames.last().unwrap()["status"], "completed");
 }
@@ -191,7 +192,7 @@ fn an_image_for_a_text_only_model_is_refused_not_dropped() {
     assert_eq!(result["status"], "error", "{result}");
     assert_eq!(result["error"]["message"], "LLM model 'offline' does not support required capability: image_in.");
     let kinds: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap_or_default()).collect();
-    assert_eq!(kinds, ["agent_start", "agent_end", "prompt_result"], "an empty run: {frames:?}");
+    assert_eq!(kinds, ["agent_start", "agent_end", "agent_settled", "prompt_result"], "an empty run: {frames:?}");
     // steer and follow_up are refused outright (they have no run of their own to fail).
     for (id, kind) in [("s", "steer"), ("f", "follow_up")] {
         let r = a.request(json!({"id": id, "type": kind, "message":"what is this?", "images":[image]}));

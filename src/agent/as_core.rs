@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Agent;
-use crate::core::{AgentCore, ApprovalPolicy, BashOutput, Capabilities, CoreResult, QueueKind, RunControl, StateExtras, StateVersion, Submitted};
+use crate::core::{AgentCore, ApprovalPolicy, BashOutput, Capabilities, CoreResult, QueueKind, RunControl, Start, StateExtras, StateVersion, Submitted};
 use crate::mcp::{McpServerConfig, StartFailure};
 use crate::protocol::*;
 use crate::core::messages::{MessagesJson, MessagesPageJson};
@@ -17,9 +17,6 @@ impl RunControl for Agent {
     }
     fn cancel_now(&self) {
         Agent::cancel_now(self);
-    }
-    fn release_gates(&self) {
-        Agent::release_gates(self);
     }
     fn is_running(&self) -> bool {
         Agent::is_running(self)
@@ -132,9 +129,8 @@ impl AgentCore for Agent {
         Agent::set_auto_retry(self, enabled);
         Ok(())
     }
-    async fn abort_retry(&self) -> CoreResult<()> {
-        Agent::abort_retry(self).await;
-        Ok(())
+    async fn abort_retry(&self) -> CoreResult<Start> {
+        Ok(Agent::abort_retry(self).await)
     }
     async fn set_todos(&self, phases: Vec<TodoPhase>) -> CoreResult<()> {
         Agent::set_todos(self, phases).await;

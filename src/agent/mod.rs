@@ -6,8 +6,9 @@
 //!
 //! Ordering rules kept here, which every host relies on: a request's events come
 //! before its answer (events are queued by the sink before `emit` returns); a run starts only
-//! after the request that started it has been answered (the dialect opens the run's gate with
-//! [`Agent::release_gates`] once its answer is queued); `abort` returns after the run's last event.
+//! after the request that started it has been answered (the dialect starts the [`Prompt`] it was
+//! handed once its answer is queued); a prompt's work ends with exactly one `PromptSettled`,
+//! after every retry, compaction and queued message; `abort` returns after the run's last event.
 //!
 //! Rooms: [`prompting`] (prompts, queues, abort), [`settings`] (models, thinking, modes, tools),
 //! [`session_ops`] (new / switch / branch / clone / export / listings), [`user_bash`] (the host's
@@ -121,8 +122,9 @@ pub(crate) struct Queued {
 struct RunState {
     cancel: CancellationToken,
     done: watch::Receiver<bool>,
-    /// The run has reported its end (`RunEnd`) and is only settling its prompt: to the host
-    /// it is over, so a new prompt waits the moment it takes instead of being refused.
+    /// The run has reported its end (`RunEnd`) with nothing left queued and is only settling
+    /// its prompt: to the host it is over, so a new prompt (or a steer, a follow-up) waits the
+    /// moment it takes instead of being refused or queued into work that has ended.
     finishing: bool,
 }
 
@@ -132,6 +134,9 @@ struct RunState {
 struct RetryWait {
     cancel: CancellationToken,
     ended: watch::Receiver<bool>,
+    /// What lets the run go on after `abort_retry` cancelled the back-off: its answer comes
+    /// before the run's last events (`abort` answers after the run, so it needs none).
+    resume: Arc<Mutex<Option<crate::core::Start>>>,
 }
 
 #[derive(Debug)]
@@ -181,7 +186,6 @@ pub(crate) struct Inner {
     state: Mutex<State>,
     sink: Arc<dyn EventSink>,
     port: Arc<dyn HostPort>,
-    gates: Mutex<Vec<oneshot::Sender<()>>>,
     next_prompt: AtomicU64,
     /// Prompts whose outcome someone waits for ([`Prompt::outcome`]), by id.
     settles: Mutex<std::collections::HashMap<PromptId, oneshot::Sender<events::RunOutcome>>>,
@@ -261,7 +265,6 @@ impl Agent {
             state: Mutex::new(state),
             sink,
             port,
-            gates: Mutex::new(Vec::new()),
             next_prompt: AtomicU64::new(1),
             settles: Mutex::new(std::collections::HashMap::new()),
             abort_and_prompt: tokio::sync::Mutex::new(()),
@@ -422,20 +425,12 @@ impl Agent {
         self.state().run.as_ref().is_some_and(|r| !r.finishing)
     }
 
-    /// Opens the gates of runs whose starting request has now been answered.
-    pub fn release_gates(&self) {
-        for gate in self.inner.gates.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
-            let _ = gate.send(());
-        }
-    }
-
     /// The process is ending (a signal, `--eof-timeout`, the host gone): abort the run the way
     /// `abort` would (everything it waits on resolves), cancel every running `bash` (SIGTERM,
     /// then SIGKILL, to its process group), and start whatever is asked after this cancelled, so
     /// that every request already read is answered promptly. Returns after the run's last event.
     pub async fn shutdown(&self) {
         self.state().shutting_down = true;
-        self.release_gates();
         self.abort_bash();
         self.abort_run().await;
         self.close_mcp().await;
@@ -527,17 +522,19 @@ impl Agent {
         self.inner.models[index.min(self.inner.models.len() - 1)].clone()
     }
 
-    /// A new prompt with its outcome's waiter registered.
     /// Whether `prompt` has not been settled yet (its outcome is still to be delivered).
     fn settle_pending(&self, prompt: PromptId) -> bool {
         self.inner.settles.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&prompt)
     }
 
-    fn new_prompt(&self) -> Prompt {
+    /// A new prompt with its outcome's waiter registered, and what its work waits on: the
+    /// dialect's [`Prompt::start`] (or the handle dropped).
+    fn new_prompt(&self) -> (Prompt, oneshot::Receiver<()>) {
         let id = PromptId(self.inner.next_prompt.fetch_add(1, Ordering::Relaxed));
         let (tx, settled) = oneshot::channel();
         self.inner.settles.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
-        Prompt::new(id, settled)
+        let (start, gate) = crate::core::Start::pair();
+        (Prompt::new(id, start, settled), gate)
     }
 }
 

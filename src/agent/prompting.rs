@@ -10,7 +10,7 @@ use crate::core::{QueueKind, Submitted};
 use crate::protocol::{ClearedQueue, ImageContent, InputKind, InterruptMode, PromptError, QueueMode};
 
 impl Agent {
-    /// A prompt: starts a run when idle (a built-in `/command` runs instead of the model);
+    /// A prompt: starts work when idle (a built-in `/command` is handled instead of the model);
     /// while a run is in progress it is queued into `queue`, or refused when `queue` is `None`.
     pub async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
         if queue.is_none() {
@@ -23,7 +23,7 @@ impl Agent {
         }
         if !busy {
             if let Some(prompt) = self.start_slash(&text) {
-                return Ok(Submitted::Started(prompt));
+                return Ok(Submitted::Handled(prompt));
             }
         }
         Ok(self.submit(text, images, queue.unwrap_or(QueueKind::Steer)).await)
@@ -125,28 +125,47 @@ impl Agent {
         self.submit_all(vec![Queued { text, images }], queue).await
     }
 
-    /// Starts a run with `messages`, or queues them into the running one.
+    /// Starts work with `messages`, or queues them into the work in progress. Work that has
+    /// ended (its last run found nothing queued and reported its end) takes no more: the
+    /// messages wait for it to settle and start work of their own, so none is queued where
+    /// no run will take it and every accepted message is covered by exactly one settle.
     async fn submit_all(&self, messages: Vec<Queued>, queue: QueueKind) -> Submitted {
-        let update = {
-            let mut st = self.state();
-            if st.run.is_some() {
-                match queue {
-                    QueueKind::Steer => st.steering.extend(messages),
-                    QueueKind::FollowUp => st.follow_up.extend(messages),
+        enum Step {
+            Wait(watch::Receiver<bool>),
+            Queued(AgentEvent<'static>),
+            Started(super::Prompt),
+        }
+        let mut messages = Some(messages);
+        loop {
+            let step = {
+                let mut st = self.state();
+                match st.run.as_ref() {
+                    Some(run) if run.finishing => Step::Wait(run.done.clone()),
+                    Some(_) => {
+                        let messages = messages.take().unwrap_or_default();
+                        match queue {
+                            QueueKind::Steer => st.steering.extend(messages),
+                            QueueKind::FollowUp => st.follow_up.extend(messages),
+                        }
+                        Step::Queued(Self::queue_event(&st))
+                    }
+                    None => {
+                        let (prompt, gate) = self.new_prompt();
+                        self.start_run(&mut st, messages.take().unwrap_or_default(), prompt.id(), gate);
+                        Step::Started(prompt)
+                    }
                 }
-                Ok(Self::queue_event(&st))
-            } else {
-                let prompt = self.new_prompt();
-                self.start_run(&mut st, messages, Some(prompt.id()));
-                Err(prompt)
+            };
+            match step {
+                Step::Wait(mut ending) => {
+                    let _ = ending.wait_for(|d| *d).await;
+                }
+                Step::Queued(event) => {
+                    self.emit(event).await;
+                    return Submitted::Queued;
+                }
+                Step::Started(prompt) => return Submitted::Started(prompt),
             }
-        };
-        match update {
-            Ok(event) => {
-                self.emit(event).await;
-                Submitted::Queued
-            }
-            Err(prompt) => Submitted::Started(prompt),
         }
     }
 
@@ -159,14 +178,14 @@ impl Agent {
         }
     }
 
-    /// Registers and spawns a run; it starts once its request's answer is written.
-    pub(super) fn start_run(&self, st: &mut State, first: Vec<Queued>, prompt: Option<PromptId>) {
+    /// Registers and spawns the work of `prompt`; it starts once `gate` opens (the dialect
+    /// starts the prompt once its answer is queued).
+    pub(super) fn start_run(&self, st: &mut State, first: Vec<Queued>, prompt: PromptId, gate: oneshot::Receiver<()>) {
         let cancel = CancellationToken::new();
         if st.shutting_down {
             cancel.cancel();
         }
         let (done_tx, done_rx) = watch::channel(false);
-        let gate = self.add_gate();
         st.run = Some(RunState { cancel: cancel.clone(), done: done_rx, finishing: false });
         let agent = Clone::clone(self);
         tokio::spawn(async move {
@@ -177,7 +196,7 @@ impl Agent {
             let ran = std::panic::AssertUnwindSafe(run::run(agent.clone(), first, prompt, cancel, done_tx)).catch_unwind().await;
             if let Err(panic) = ran {
                 agent.state().run = None;
-                if let Some(prompt) = prompt.filter(|p| agent.settle_pending(*p)) {
+                if agent.settle_pending(prompt) {
                     let error = PromptError { message: format!("the agent's run panicked: {}", crate::panic::reason(panic)), http_status: None, retryable: false };
                     let settled = AgentEvent::PromptSettled { prompt: Some(prompt), outcome: RunOutcome::Failed(error), model_invoked: true };
                     let _ = std::panic::AssertUnwindSafe(agent.emit(settled)).catch_unwind().await;
@@ -198,27 +217,19 @@ impl Agent {
         let (done_tx, done_rx) = watch::channel(false);
         st.run = Some(RunState { cancel: CancellationToken::new(), done: done_rx, finishing: true });
         drop(st);
-        let handle = self.new_prompt();
+        let (handle, gate) = self.new_prompt();
         let prompt = handle.id();
-        let gate = self.add_gate();
         let agent = Clone::clone(self);
         tokio::spawn(async move {
             let _ = gate.await;
             agent.emit(AgentEvent::RunStart { prompt: Some(prompt) }).await;
-            agent.emit(AgentEvent::RunEnd { messages: &[] }).await;
+            agent.emit(AgentEvent::RunEnd { messages: &[], continues: false }).await;
             let error = crate::protocol::PromptError { message: reason, http_status: None, retryable: false };
             agent.emit(AgentEvent::PromptSettled { prompt: Some(prompt), outcome: super::events::RunOutcome::Failed(error), model_invoked: false }).await;
             agent.state().run = None;
             let _ = done_tx.send(true);
         });
         Ok(Submitted::Started(handle))
-    }
-
-    /// A gate the dialect opens ([`Agent::release_gates`]) once the current request is answered.
-    pub(super) fn add_gate(&self) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        self.inner.gates.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
-        rx
     }
 
     /// Aborts the running run, clears the queues and waits until the run has emitted its last
@@ -330,8 +341,8 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let host = Arc::new(HeldEnd::default());
             let agent = agent(dir.path(), host.clone());
-            assert!(matches!(agent.prompt("hello".into(), Vec::new(), None).await, Ok(Submitted::Started(_))));
-            agent.release_gates();
+            let Ok(Submitted::Started(mut first)) = agent.prompt("hello".into(), Vec::new(), None).await else { panic!("the prompt starts a run") };
+            first.start();
             host.ended.notified().await;
             let mut message = match kind {
                 QueueKind::FollowUp => agent.follow_up("and then".into(), Vec::new()).boxed(),
@@ -397,13 +408,11 @@ mod tests {
     /// settles (then `settled` checks what it must), and the next prompt runs to completion.
     async fn panic_fails_the_prompt_then_the_next_runs(agent: &Agent, settled: impl FnOnce()) {
         let Ok(Submitted::Started(prompt)) = agent.prompt("hello".into(), Vec::new(), None).await else { panic!("the prompt starts a run") };
-        agent.release_gates();
         let outcome = tokio::time::timeout(Duration::from_secs(30), prompt.outcome()).await.expect("the prompt is answered");
         assert!(matches!(&outcome, Some(RunOutcome::Failed(e)) if e.message == "the agent's run panicked: the sink broke"), "{outcome:?}");
         tokio::time::timeout(Duration::from_secs(30), agent.settled()).await.expect("the agent settles");
         settled();
         let Ok(Submitted::Started(next)) = agent.prompt("again".into(), Vec::new(), None).await else { panic!("the agent takes the next prompt") };
-        agent.release_gates();
         assert_eq!(tokio::time::timeout(Duration::from_secs(30), next.outcome()).await.unwrap(), Some(RunOutcome::Completed));
     }
 
@@ -426,10 +435,8 @@ mod tests {
         host.held.store(true, Ordering::SeqCst);
         let agent = agent(dir.path(), host);
         let Ok(Submitted::Started(prompt)) = agent.prompt("hello".into(), Vec::new(), None).await else { panic!("the prompt starts a run") };
-        agent.release_gates();
         assert_eq!(tokio::time::timeout(Duration::from_secs(30), prompt.outcome()).await.unwrap(), Some(RunOutcome::Completed));
         let Ok(Submitted::Started(refused)) = agent.refuse_as_run("no model for images".into()) else { panic!("a refusal settles as a run") };
-        agent.release_gates();
         assert!(matches!(refused.outcome().await, Some(RunOutcome::Failed(e)) if e.message == "no model for images"));
     }
 }

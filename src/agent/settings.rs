@@ -200,12 +200,15 @@ impl Agent {
 
     /// Ends a retry back-off in progress; returns once `RetryEnd` is out (the run then ends
     /// aborted). Nothing to do otherwise.
-    pub async fn abort_retry(&self) {
+    /// Cancels the retry back-off in progress (if any) and returns once `RetryEnd` is out;
+    /// the run goes on to its end once the returned start goes (after this command's answer).
+    pub async fn abort_retry(&self) -> crate::core::Start {
         let wait = self.state().retry.clone();
-        if let Some(mut wait) = wait {
-            wait.cancel.cancel();
-            let _ = wait.ended.wait_for(|e| *e).await;
-        }
+        let Some(mut wait) = wait else { return crate::core::Start::none() };
+        let resume = wait.resume.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+        wait.cancel.cancel();
+        let _ = wait.ended.wait_for(|e| *e).await;
+        resume
     }
 
     /// `level` clamped to what `spec` supports (`xhigh` only where the model accepts it;

@@ -97,9 +97,8 @@ impl Agent {
             st.run = Some(RunState { cancel: cancel.clone(), done: done_rx, finishing: false });
             self.new_prompt()
         };
-        let handle = prompt;
+        let (handle, gate) = prompt;
         let prompt = handle.id();
-        let gate = self.add_gate();
         let agent = Clone::clone(self);
         tokio::spawn(async move {
             let _ = gate.await;
@@ -108,9 +107,11 @@ impl Agent {
                 Outcome::Prompt(text) => {
                     let mut st = agent.state();
                     st.run = None;
-                    agent.start_run(&mut st, vec![Queued { text, images: Vec::new() }], Some(prompt));
+                    // The command's own prompt: nothing is left to answer, so it starts at once.
+                    let (start, go) = tokio::sync::oneshot::channel();
+                    agent.start_run(&mut st, vec![Queued { text, images: Vec::new() }], prompt, go);
                     drop(st);
-                    agent.release_gates();
+                    let _ = start.send(());
                 }
                 Outcome::Done | Outcome::Aborted => {
                     agent.state().run = None;

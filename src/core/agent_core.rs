@@ -129,7 +129,7 @@ impl StateExtras {
     }
 }
 
-/// The control of an agent's runs: cancel, the gate, whether one runs, when they settled, and
+/// The control of an agent's runs: cancel, whether one runs, when they settled, and
 /// the session they belong to. [`super::Runs`] implements it for an agent answering one prompt
 /// at a time; the built-in [`Agent`] for itself.
 pub trait RunControl: Send + Sync {
@@ -140,9 +140,6 @@ pub trait RunControl: Send + Sync {
     /// run waits on resolves as cancelled before the next request is read); the run then ends
     /// as [`RunControl::abort`] would end it.
     fn cancel_now(&self);
-
-    /// Opens the gates of runs whose starting request has now been answered.
-    fn release_gates(&self);
 
     /// Whether a run is in progress (one that has reported its end no longer counts).
     fn is_running(&self) -> bool;
@@ -167,20 +164,22 @@ pub trait RunControl: Send + Sync {
 /// the command, or reports the capability absent.
 ///
 /// Ordering the dialects rely on: a run emits its events to the [`super::EventSink`] the agent
-/// was built with, starts only once [`AgentCore::release_gates`] opens its gate (the dialect
-/// does once the request that started it is answered), and a started prompt's
-/// [`super::Prompt`] resolves after its `PromptSettled` event.
+/// was built with, starts only once the dialect starts the returned [`super::Prompt`] (it does
+/// once the host has been told the prompt was accepted), ends with exactly one
+/// `PromptSettled` for that prompt (after its last `RunEnd`), and the [`super::Prompt`]
+/// resolves after that event.
 pub trait AgentCore: Send + Sync + 'static {
     // --- required: the run
 
-    /// What controls the runs (cancel, gates, whether one runs).
+    /// What controls the runs (cancel, whether one runs).
     type Control: RunControl;
 
     /// The runs' control.
     fn control(&self) -> &Self::Control;
 
-    /// A prompt: starts a run when idle (the returned [`super::Prompt`] resolves to its
-    /// outcome); while a run is in progress it is queued into `queue`, or refused
+    /// A prompt: starts work when idle ([`Submitted::Started`]: the returned [`super::Prompt`]
+    /// starts it and resolves to its outcome; [`Submitted::Handled`] for one consumed without a
+    /// run); while a run is in progress it is queued into `queue`, or refused
     /// ([`CoreError::Busy`]) when `queue` is `None`.
     fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> impl Future<Output = CoreResult<Submitted>> + Send;
 
@@ -194,11 +193,6 @@ pub trait AgentCore: Send + Sync + 'static {
     /// Fires the run's cancellation at once ([`RunControl::cancel_now`]).
     fn cancel_now(&self) {
         self.control().cancel_now();
-    }
-
-    /// Opens the gates of runs whose starting request has now been answered.
-    fn release_gates(&self) {
-        self.control().release_gates();
     }
 
     /// Whether a run is in progress (one that has reported its end no longer counts).
@@ -401,8 +395,9 @@ pub trait AgentCore: Send + Sync + 'static {
         Err(unsupported("set_auto_retry"))
     }
 
-    /// Cancels a retry back-off in progress.
-    fn abort_retry(&self) -> impl Future<Output = CoreResult<()>> + Send {
+    /// Cancels a retry back-off in progress; the run goes on to its end once the dialect lets
+    /// the returned [`super::Start`] go (after answering).
+    fn abort_retry(&self) -> impl Future<Output = CoreResult<super::Start>> + Send {
         async { Err(unsupported("abort_retry")) }
     }
 

@@ -107,10 +107,15 @@ pub enum AgentEvent<'a> {
     ToolEnd { call: &'a ToolCall, result: &'a AgentToolResult, is_error: bool, change: Option<&'a crate::core::port::FileChange> },
     /// A turn ended with its assistant message and tool results.
     TurnEnd { message: &'a AgentMessage, tool_results: &'a [ToolResultMessage] },
-    /// The run's last event before its outcome: every message it produced.
-    RunEnd { messages: &'a [AgentMessage] },
-    /// A prompt is settled: after `RunEnd` for a run, alone for a slash command.
-    /// `model_invoked` is false when no model was asked (slash commands).
+    /// A run's last event: every message it produced. `continues`: messages queued while it
+    /// ran are left, and another run of the same prompt's work starts at once (its `RunStart`
+    /// comes next); otherwise `PromptSettled` comes next. A failed model call the agent retries
+    /// is retried inside its run, so no `RunEnd` is ever followed by a retry.
+    RunEnd { messages: &'a [AgentMessage], continues: bool },
+    /// The one end of the work a prompt started, after every retry, compaction and queued
+    /// steer or follow-up of it has run (the last run's outcome): exactly one per started or
+    /// handled prompt, after its last `RunEnd`, or alone for a slash command that ran no model.
+    /// `model_invoked` is false when no model was asked (slash commands, a refused prompt).
     PromptSettled { prompt: Option<PromptId>, outcome: RunOutcome, model_invoked: bool },
     /// The steering / follow-up queues changed.
     QueueChanged { steering: Vec<String>, follow_up: Vec<String> },

@@ -3,7 +3,7 @@
 //! any dialect, `crate::dialect::<name>::remote`).
 //!
 //! - [`AgentCore`]: the trait. Its required part is the run (a prompt, its control: cancel,
-//!   the gate, whether one runs); everything else has an honest default that refuses what the
+//!   whether one runs; a started prompt's explicit start and its one end); everything else has an honest default that refuses what the
 //!   agent lacks ([`CoreError::Unsupported`], naming it) or advertises it absent.
 //! - [`events`]: what the agent reports ([`AgentEvent`] to an [`EventSink`]), in order.
 //! - [`port`]: what it asks the host ([`HostPort`]: approvals, host tools, questions, dialogs).
@@ -34,5 +34,5 @@ pub use agent_core::{unsupported, AgentCore, BashOutput, AgentInfo, ApprovalPoli
 pub use error::{CoreError, CoreResult};
 pub use events::{AgentEvent, EventSink, PromptId, RunOutcome};
 pub use port::HostPort;
-pub use prompt::{Prompt, QueueKind, Submitted};
+pub use prompt::{Prompt, QueueKind, Start, Submitted};
 pub use runs::{Host, Reply, Runs};

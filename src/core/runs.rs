@@ -1,9 +1,9 @@
 //! [`Runs`]: the run bookkeeping of an agent that answers one prompt at a time, for custom
 //! [`super::AgentCore`] implementations. It keeps what the dialects rely on: each prompt gets a
-//! [`Prompt`] handle resolving to its outcome, its run waits for its gate
-//! ([`RunControl::release_gates`]) so the host hears "accepted" first, its events come in the core's
+//! [`Prompt`] handle resolving to its outcome, its run waits for the dialect to start it
+//! ([`Prompt::start`]) so the host hears "accepted" first, its events come in the core's
 //! order (`RunStart`, `TurnStart`, the user message, the assistant message streamed block by
-//! block, tool calls and their results, `TurnEnd`, `RunEnd`, `PromptSettled`), and a cancel
+//! block, tool calls and their results, `TurnEnd`, `RunEnd`, then the one `PromptSettled`), and a cancel
 //! ([`RunControl::abort`]) ends the run `Aborted` whether or not the agent's own work looks at
 //! [`Reply::is_cancelled`].
 //!
@@ -70,7 +70,6 @@ struct Active {
 #[derive(Debug, Default)]
 struct State {
     run: Option<Active>,
-    gates: Vec<oneshot::Sender<()>>,
     /// Every message of the conversation so far.
     messages: Vec<AgentMessage>,
 }
@@ -132,7 +131,7 @@ impl Runs {
     /// Starts a run answering `text` with `work` (the [`super::AgentCore::prompt`] of an agent
     /// answering one prompt at a time). A run in progress refuses the prompt: `Busy`, or
     /// `Unsupported` when the host asked to queue it (`queue`), since these runs keep no queue.
-    /// The run starts once its gate opens; `work` streams through its [`Reply`] and returns the
+    /// The run starts once the dialect starts its [`Prompt`]; `work` streams through its [`Reply`] and returns the
     /// outcome (a cancel makes it `Aborted`, dropping `work` if it is still going).
     pub async fn start<F, Fut>(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>, work: F) -> CoreResult<Submitted>
     where
@@ -176,9 +175,8 @@ impl Runs {
         let cancel = CancellationToken::new();
         let (done_tx, done_rx) = watch::channel(false);
         st.run = Some(Active { cancel: cancel.clone(), done: done_rx, finishing: false });
-        let (gate_tx, gate) = oneshot::channel();
-        st.gates.push(gate_tx);
         drop(st);
+        let (start, gate) = super::Start::pair();
         let id = PromptId(self.inner.next_prompt.fetch_add(1, Ordering::Relaxed));
         let (settle, settled) = oneshot::channel();
         let runs = self.clone();
@@ -188,7 +186,7 @@ impl Runs {
             runs.state().run = None;
             let _ = done_tx.send(true);
         });
-        Ok(Submitted::Started(Prompt::new(id, settled)))
+        Ok(Submitted::Started(Prompt::new(id, start, settled)))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -236,7 +234,7 @@ impl Runs {
         if let Some(run) = self.state().run.as_mut() {
             run.finishing = true;
         }
-        sink.emit(AgentEvent::RunEnd { messages: &turn.produced }).await;
+        sink.emit(AgentEvent::RunEnd { messages: &turn.produced, continues: false }).await;
         self.state().messages.append(&mut turn.produced);
         sink.emit(AgentEvent::PromptSettled { prompt: Some(id), outcome: outcome.clone(), model_invoked: true }).await;
         let _ = settle.send(outcome);
@@ -255,12 +253,6 @@ impl RunControl for Runs {
     fn cancel_now(&self) {
         if let Some(run) = self.state().run.as_ref() {
             run.cancel.cancel();
-        }
-    }
-
-    fn release_gates(&self) {
-        for gate in self.state().gates.drain(..) {
-            let _ = gate.send(());
         }
     }
 
@@ -542,7 +534,6 @@ mod tests {
         let calls = Arc::new(Calls::default());
         let runs = Runs::new("test", Host::new(calls.clone(), Arc::new(crate::core::port::NoHost)));
         let Ok(Submitted::Started(prompt)) = runs.start("go".into(), Vec::new(), None, work).await else { panic!("not started") };
-        runs.release_gates();
         prompt.outcome().await;
         let seen = calls.0.lock().unwrap().clone();
         seen

@@ -134,9 +134,17 @@ impl Agent {
         self.until(|f| f["type"] == "response" && f["id"] == id).pop().unwrap()
     }
 
-    /// Waits for the `prompt_result` of a prompt id; returns every frame up to it.
+    /// Waits for the `prompt_result` of a prompt id; returns every frame up to it. The
+    /// `session_settled` that follows the result of work that ran (it goes out in the same
+    /// write) is taken too, into `seen` only, so the next read starts after the prompt's work.
     pub fn until_prompt_result(&mut self, id: &str) -> Vec<Value> {
-        self.until(|f| f["type"] == "prompt_result" && f["id"] == id)
+        let frames = self.until(|f| f["type"] == "prompt_result" && f["id"] == id);
+        let ran = frames.len() >= 2 && frames[frames.len() - 2]["type"] == "agent_settled";
+        if ran && frames[frames.len() - 1]["sessionSettled"] == true {
+            let next = self.next();
+            assert_eq!(next["type"], "session_settled", "session_settled follows the prompt_result of work that ran");
+        }
+        frames
     }
 
     /// Asserts nothing arrives for `wait`.

@@ -1,9 +1,10 @@
-//! One run: `agent_start`, turns of (user messages →) assistant streaming → tool calls → tool
-//! results, `agent_end`, then one `prompt_result`. A tool call starts as soon as its arguments
-//! are complete, while the message may still stream ([`ToolCalls`]). Steering is delivered at turn
-//! boundaries (and, in `immediate` interrupt mode, skips the tool calls still waiting to start);
-//! follow-ups only when the agent would otherwise stop. Queued messages left when a run ends start
-//! a new run.
+//! A prompt's work: runs of `RunStart`, turns of (user messages →) assistant streaming → tool
+//! calls → tool results, `RunEnd`; then its one `PromptSettled`. A tool call starts as soon as
+//! its arguments are complete, while the message may still stream ([`ToolCalls`]). Steering is
+//! delivered at turn boundaries (and, in `immediate` interrupt mode, skips the tool calls still
+//! waiting to start); follow-ups only when the agent would otherwise stop. Queued messages left
+//! when a run ends (it failed, hit the step limit, or they came while it was ending) start the
+//! next run of the same work, so the prompt settles once, after all of them.
 //!
 //! Here the loop and one message streamed; [`retry`] retries a failed model call (and compacts
 //! once on a context overflow); [`tool_calls`] runs the message's tool calls.
@@ -55,11 +56,28 @@ fn take_queue(queue: &mut std::collections::VecDeque<Queued>, mode: QueueMode) -
     }
 }
 
-pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptId>, cancel: CancellationToken, done: watch::Sender<bool>) {
-    agent.emit(AgentEvent::RunStart { prompt }).await;
-    let mut produced: Vec<AgentMessage> = Vec::new();
+/// The work of `prompt`: runs until none leaves queued messages behind, then its one
+/// `PromptSettled` with the last run's outcome.
+pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: PromptId, cancel: CancellationToken, done: watch::Sender<bool>) {
     // (message, delivered from a queue)
     let mut incoming: Vec<(Queued, bool)> = first.into_iter().map(|q| (q, false)).collect();
+    let outcome = loop {
+        let (outcome, left) = one_run(&agent, incoming, prompt, &cancel).await;
+        if left.is_empty() {
+            break outcome;
+        }
+        incoming = left.into_iter().map(|q| (q, true)).collect();
+    };
+    agent.emit(AgentEvent::PromptSettled { prompt: Some(prompt), outcome, model_invoked: true }).await;
+    agent.state().run = None;
+    let _ = done.send(true);
+}
+
+/// One run (`RunStart` … `RunEnd`) of `incoming`: its outcome, and the queued messages it left
+/// for the next run of the work.
+async fn one_run(agent: &Agent, mut incoming: Vec<(Queued, bool)>, prompt: PromptId, cancel: &CancellationToken) -> (RunOutcome, Vec<Queued>) {
+    agent.emit(AgentEvent::RunStart { prompt: Some(prompt) }).await;
+    let mut produced: Vec<AgentMessage> = Vec::new();
     let max_steps = agent.inner.config.max_steps_per_turn;
     let mut steps = 0u32;
     // A panic anywhere in the turns (a provider, a tool, compaction) fails the prompt like a
@@ -168,32 +186,36 @@ pub(super) async fn run(agent: Agent, first: Vec<Queued>, prompt: Option<PromptI
         Outcome::Error(e) => Outcome::Error(e),
         other => agent.take_write_failure().await.map_or(other, |e| Outcome::Error(write_failed(e))),
     };
-    if let Some(run) = agent.state().run.as_mut() {
-        run.finishing = true;
-    }
-    agent.emit(AgentEvent::RunEnd { messages: &produced }).await;
+    // Messages still queued go on in the next run of this work. When none is, the work has
+    // ended: marked so under the same lock, so a message arriving from here on waits for the
+    // settle and starts work of its own instead of joining work that takes no more. An aborted
+    // run leaves the queues as they are (the abort took what it wanted from them).
+    let left = {
+        let mut st = agent.state();
+        let mut left = Vec::new();
+        if !cancel.is_cancelled() {
+            let mode = st.steering_mode;
+            left = take_queue(&mut st.steering, mode);
+            if left.is_empty() {
+                let mode = st.follow_up_mode;
+                left = take_queue(&mut st.follow_up, mode);
+            }
+        }
+        if left.is_empty() {
+            if let Some(run) = st.run.as_mut() {
+                run.finishing = true;
+            }
+        }
+        left
+    };
+    agent.emit(AgentEvent::RunEnd { messages: &produced, continues: !left.is_empty() }).await;
     let outcome = match outcome {
         Outcome::Completed => RunOutcome::Completed,
         Outcome::StepLimit(steps) => RunOutcome::StepLimit { steps },
         Outcome::Aborted => RunOutcome::Aborted,
         Outcome::Error(error) => RunOutcome::Failed(error),
     };
-    agent.emit(AgentEvent::PromptSettled { prompt, outcome, model_invoked: true }).await;
-    // Messages queued while the run was finishing start a run of their own.
-    {
-        let mut st = agent.state();
-        st.run = None;
-        let mode = st.steering_mode;
-        let mut leftover = take_queue(&mut st.steering, mode);
-        if leftover.is_empty() {
-            let mode = st.follow_up_mode;
-            leftover = take_queue(&mut st.follow_up, mode);
-        }
-        if !leftover.is_empty() && !cancel.is_cancelled() {
-            restart(&agent, &mut st, leftover);
-        }
-    }
-    let _ = done.send(true);
+    (outcome, left)
 }
 
 /// The error a panicking run fails its prompt with. When the panic came inside a turn, the turn
@@ -212,12 +234,6 @@ async fn end_panicked_turn(agent: &Agent, produced: &mut Vec<AgentMessage>, reas
         produced.push(message);
     }
     error
-}
-
-fn restart(agent: &Agent, st: &mut State, first: Vec<Queued>) {
-    agent.start_run(st, first, None);
-    // No request is answered before this run, so nothing else opens its gate.
-    agent.release_gates();
 }
 
 /// The system prompt the model is sent (rpc `get_state` shows it on request).

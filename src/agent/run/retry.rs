@@ -60,7 +60,8 @@ pub(super) async fn stream_with_retries(agent: &Agent, cancel: &CancellationToke
         let delay = backoff(&policy, attempt, error.retry_after);
         let (ended_tx, ended_rx) = watch::channel(false);
         let stop = CancellationToken::new();
-        agent.state().retry = Some(RetryWait { cancel: stop.clone(), ended: ended_rx });
+        let (resume, resumed) = crate::core::Start::pair();
+        agent.state().retry = Some(RetryWait { cancel: stop.clone(), ended: ended_rx, resume: std::sync::Arc::new(std::sync::Mutex::new(Some(resume))) });
         agent.emit(AgentEvent::RetryStart { attempt, max_attempts: policy.max_attempts, delay, error: error.message.clone() }).await;
         let waited = tokio::select! {
             () = tokio::time::sleep(delay) => true,
@@ -71,12 +72,11 @@ pub(super) async fn stream_with_retries(agent: &Agent, cancel: &CancellationToke
         if !waited {
             agent.emit(AgentEvent::RetryEnd { success: false, attempt, final_error: Some("Retry cancelled".into()) }).await;
             // After `abort_retry`, its answer comes before the run's last events: wait until
-            // the dialect has queued it (it opens the gate). `abort` answers after the run, so
-            // there is nothing to wait for then.
-            let gate = stop.is_cancelled().then(|| agent.add_gate());
+            // the dialect has queued it (it holds the resume). `abort` answers after the run,
+            // so there is nothing to wait for then.
             let _ = ended_tx.send(true);
-            if let Some(gate) = gate {
-                let _ = gate.await;
+            if stop.is_cancelled() && !cancel.is_cancelled() {
+                let _ = resumed.await;
             }
             return Err(Stopped::Aborted);
         }

@@ -503,7 +503,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
             return Err(busy());
         }
         let prompt = match live.agent.prompt(text, images, None).await {
-            Ok(Submitted::Started(prompt)) => {
+            Ok(Submitted::Started(prompt) | Submitted::Handled(prompt)) => {
                 lock(&live.host.state).cancelled = false;
                 prompt
             }
@@ -515,7 +515,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         crate::jsonrpc::answer::on_answer(move |_| {
             let _ = answered.send(true);
         });
-        live.agent.release_gates();
+        // Started now: the answer is the work's outcome, after its last update.
         let outcome = prompt.outcome();
         tokio::pin!(outcome);
         let outcome = tokio::select! {

@@ -165,15 +165,15 @@ impl<A: AgentCore> AcpV2Server<A> {
     }
 
     /// The prompt's run, once started: reports `idle` with its stop reason when it ends.
-    fn report_end(&self, live: &Live<A>, prompt: crate::core::Prompt) {
+    fn report_end(&self, live: &Live<A>, mut prompt: crate::core::Prompt) {
         let (idle, idle_rx) = tokio::sync::watch::channel(false);
         lock(&live.host.state).idle = Some(idle_rx);
         let live = live.clone();
         let answered = self.conn.after_answer();
         tokio::spawn(async move {
-            // The run starts once the prompt's answer (its message id) is queued.
+            // The work starts once the prompt's answer (its message id) is queued.
             let _ = answered.await;
-            live.agent.release_gates();
+            prompt.start();
             let outcome = prompt.outcome().await;
             let hit_length = lock(&live.host.state).hit_length;
             let (reason, error) = match outcome {
@@ -407,7 +407,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         let message_id = live.host.next_message_id();
         let busy = || Error::internal("A run started in this session by other means is in progress; send session/cancel");
         let prompt = match live.agent.prompt(text, images, None).await {
-            Ok(Submitted::Started(prompt)) => prompt,
+            Ok(Submitted::Started(prompt) | Submitted::Handled(prompt)) => prompt,
             Ok(Submitted::Queued) => return Err(busy()),
             Err(e) => return Err(Error::internal(e.to_string())),
         };

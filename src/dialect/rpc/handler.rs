@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{rpc_error, RpcHost};
-use crate::core::{AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, StateExtras, StateVersion, Submitted};
+use crate::core::{AgentCore, AgentInfo, ApprovalPolicy, CoreError, QueueKind, Start, StateExtras, StateVersion, Submitted};
 use crate::protocol::rpc_reply::{self, RpcSuccess};
 use crate::protocol::*;
 use crate::transport::chunk::{MAX_FRAME_BYTES, MAX_REASSEMBLED_FRAME_BYTES};
@@ -197,23 +197,23 @@ impl<A: AgentCore> RpcSession<A> {
             .with_capabilities(Some(capabilities))
     }
 
-    fn started(&self, submitted: Submitted, id: Option<&RequestId>) {
-        if let Submitted::Started(prompt) = submitted {
-            self.host.expect_result(prompt.id(), id_value(id));
+    /// What became of a submitted message, and the work it started (to be started once the
+    /// answer is queued); the request id its `prompt_result` carries is noted.
+    fn submitted(&self, submitted: Submitted, id: Option<&RequestId>) -> (PromptDisposition, Start) {
+        match submitted {
+            Submitted::Started(prompt) => {
+                self.host.expect_result(prompt.id(), id_value(id));
+                (PromptDisposition::Started, prompt.into_start())
+            }
+            Submitted::Queued => (PromptDisposition::Queued, Start::none()),
+            Submitted::Handled(prompt) => {
+                self.host.expect_result(prompt.id(), id_value(id));
+                (PromptDisposition::Handled, prompt.into_start())
+            }
         }
-        self.go_on_after_answer();
     }
 
-    /// The run this command started (or the retry it cancelled) goes on once the command's
-    /// answer is queued: the host hears "accepted" before the run's first event.
-    fn go_on_after_answer(&self) {
-        let agent = self.agent.clone();
-        crate::jsonrpc::answer::on_answer(move |_| agent.release_gates());
-    }
-}
-
-impl<A: AgentCore> RpcHandler for RpcSession<A> {
-    async fn prompt(&self, cmd: PromptCommand) -> Result<Option<PromptAccepted>, RpcError> {
+    async fn accept_prompt(&self, cmd: PromptCommand) -> Result<(Option<PromptAccepted>, Start), RpcError> {
         let queue = cmd.streaming_behavior.map(|b| match b {
             PromptCommandStreamingBehavior::Steer => QueueKind::Steer,
             PromptCommandStreamingBehavior::FollowUp => QueueKind::FollowUp,
@@ -225,20 +225,73 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
             Err(CoreError::Unsupported(reason)) if queue.is_none() => self.agent.refuse_as_run(reason).map_err(rpc_error)?,
             other => other.map_err(rpc_error)?,
         };
-        self.started(submitted, cmd.id.as_ref());
-        Ok(None)
+        let (disposition, work) = self.submitted(submitted, cmd.id.as_ref());
+        Ok((Some(PromptAccepted { disposition: Some(disposition), agent_invoked: None }), work))
+    }
+
+    async fn accept_queued(&self, kind: QueueKind, id: Option<&RequestId>, message: String, images: Vec<ImageContent>) -> Result<(Option<QueuedInputAccepted>, Start), RpcError> {
+        let submitted = match kind {
+            QueueKind::Steer => self.agent.steer(message, images).await,
+            QueueKind::FollowUp => self.agent.follow_up(message, images).await,
+        };
+        let (disposition, work) = self.submitted(submitted.map_err(rpc_error)?, id);
+        Ok((Some(QueuedInputAccepted { disposition }), work))
+    }
+
+    async fn accept_abort_and_prompt(&self, cmd: AbortAndPromptCommand) -> Result<(Option<()>, Start), RpcError> {
+        let images = images(cmd.images);
+        // Refused before anything is aborted: the running prompt is not lost to a bad one.
+        self.agent.check_input(&images).map_err(rpc_error)?;
+        self.host.hand_over(true);
+        let submitted = self.agent.abort_and_prompt(cmd.message, images).await;
+        self.host.hand_over(false);
+        let (_, work) = self.submitted(submitted.map_err(rpc_error)?, cmd.id.as_ref());
+        Ok((None, work))
+    }
+
+    /// Answers a command that submits a message (`prompt`, `steer`, `follow_up`,
+    /// `abort_and_prompt`; `abort_retry`, whose run goes on to its end) and hands back the work
+    /// it started, for the serve loop to start
+    /// once this answer is queued: the host hears "accepted" (and the disposition) before the
+    /// work's first event. Any other command is given back.
+    pub(super) async fn accept(&self, id: Option<Value>, command: RpcCommand) -> Result<(rpc_reply::RpcReply, Start), RpcCommand> {
+        fn reply<T: serde::Serialize>(id: Option<Value>, command: &'static str, outcome: Result<(Option<T>, Start), RpcError>) -> (rpc_reply::RpcReply, Start) {
+            match outcome {
+                Ok((data, work)) => (rpc_reply::rpc_response(id, command, Ok(data)), work),
+                Err(e) => (rpc_reply::rpc_response::<()>(id, command, Err(e)), Start::none()),
+            }
+        }
+        Ok(match command {
+            RpcCommand::Prompt(cmd) => reply(id, PromptCommand::COMMAND, self.accept_prompt(cmd).await),
+            RpcCommand::Steer(cmd) => reply(id, SteerCommand::COMMAND, self.accept_queued(QueueKind::Steer, cmd.id.as_ref(), cmd.message, images(cmd.images)).await),
+            RpcCommand::FollowUp(cmd) => reply(id, FollowUpCommand::COMMAND, self.accept_queued(QueueKind::FollowUp, cmd.id.as_ref(), cmd.message, images(cmd.images)).await),
+            RpcCommand::AbortAndPrompt(cmd) => reply(id, AbortAndPromptCommand::COMMAND, self.accept_abort_and_prompt(cmd).await),
+            RpcCommand::AbortRetry(_) => reply(id, AbortRetryCommand::COMMAND, self.agent.abort_retry().await.map(|resume| (None::<()>, resume)).map_err(rpc_error)),
+            other => return Err(other),
+        })
+    }
+}
+
+/// Starts the work a command dispatched outside [`super::serve_rpc`] started: nothing
+/// answers it there before the work, so it goes at once.
+fn start_now<T>((data, mut work): (T, Start)) -> T {
+    work.go();
+    data
+}
+
+impl<A: AgentCore> RpcHandler for RpcSession<A> {
+    // `serve_rpc` serves these four through `RpcSession::accept`, starting the work after the
+    // answer; dispatched on their own, the work starts at once.
+    async fn prompt(&self, cmd: PromptCommand) -> Result<Option<PromptAccepted>, RpcError> {
+        self.accept_prompt(cmd).await.map(start_now)
     }
 
     async fn steer(&self, cmd: SteerCommand) -> Result<Option<QueuedInputAccepted>, RpcError> {
-        let submitted = self.agent.steer(cmd.message, images(cmd.images)).await.map_err(rpc_error)?;
-        self.started(submitted, cmd.id.as_ref());
-        Ok(None)
+        self.accept_queued(QueueKind::Steer, cmd.id.as_ref(), cmd.message, images(cmd.images)).await.map(start_now)
     }
 
     async fn follow_up(&self, cmd: FollowUpCommand) -> Result<Option<QueuedInputAccepted>, RpcError> {
-        let submitted = self.agent.follow_up(cmd.message, images(cmd.images)).await.map_err(rpc_error)?;
-        self.started(submitted, cmd.id.as_ref());
-        Ok(None)
+        self.accept_queued(QueueKind::FollowUp, cmd.id.as_ref(), cmd.message, images(cmd.images)).await.map(start_now)
     }
 
     async fn abort(&self, _cmd: AbortCommand) -> Result<(), RpcError> {
@@ -247,12 +300,7 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
     }
 
     async fn abort_and_prompt(&self, cmd: AbortAndPromptCommand) -> Result<(), RpcError> {
-        let images = images(cmd.images);
-        // Refused before anything is aborted: the running prompt is not lost to a bad one.
-        self.agent.check_input(&images).map_err(rpc_error)?;
-        let submitted = self.agent.abort_and_prompt(cmd.message, images).await.map_err(rpc_error)?;
-        self.started(submitted, cmd.id.as_ref());
-        Ok(())
+        self.accept_abort_and_prompt(cmd).await.map(start_now).map(|_| ())
     }
 
     async fn new_session(&self, cmd: NewSessionCommand) -> Result<CancelledResult, RpcError> {
@@ -343,9 +391,7 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
     }
 
     async fn abort_retry(&self, _cmd: AbortRetryCommand) -> Result<(), RpcError> {
-        self.agent.abort_retry().await.map_err(rpc_error)?;
-        self.go_on_after_answer();
-        Ok(())
+        self.agent.abort_retry().await.map_err(rpc_error).map(|resume| start_now(((), resume)))
     }
 
     async fn bash(&self, cmd: BashCommand) -> Result<BashResult, RpcError> {

@@ -91,6 +91,13 @@ pub struct RpcHost {
     /// get the assistant's `message_end` before any tool event, so they are held until it, then
     /// go out with it. `Some` while an assistant message streams.
     early_tools: Mutex<Option<FrameBatch>>,
+    /// A run started since the last settled prompt: its settle sends `agent_settled`.
+    active: AtomicBool,
+    /// A run started since the last `session_settled`.
+    stretch: AtomicBool,
+    /// An `abort_and_prompt` is replacing the work in progress: the aborted prompt's settle
+    /// does not end the stretch of activity.
+    handing_over: AtomicBool,
 }
 
 impl RpcHost {
@@ -112,6 +119,9 @@ impl RpcHost {
             tool_started: Mutex::new(HashMap::new()),
             run_end: Mutex::new(None),
             early_tools: Mutex::new(None),
+            active: AtomicBool::new(false),
+            stretch: AtomicBool::new(false),
+            handing_over: AtomicBool::new(false),
         }
     }
 
@@ -158,6 +168,11 @@ impl RpcHost {
     /// `set_event_options`: with or without the snapshots from the next `message_update` on.
     pub fn set_partial_messages(&self, on: bool) {
         self.partial_messages.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether an `abort_and_prompt` is replacing the work in progress (set around it).
+    fn hand_over(&self, on: bool) {
+        self.handing_over.store(on, Ordering::Relaxed);
     }
 
     /// Remembers the request id a started prompt's `prompt_result` must carry.

@@ -99,7 +99,15 @@ impl RpcHost {
     async fn project(&self, event: AgentEvent<'_>) {
         let out = &self.out;
         let _ = match event {
-            AgentEvent::RunStart { prompt: _ } => out.send(&AgentStartEvent::new()).await,
+            AgentEvent::RunStart { prompt: _ } => {
+                self.active.store(true, std::sync::atomic::Ordering::Relaxed);
+                self.stretch.store(true, std::sync::atomic::Ordering::Relaxed);
+                // The `agent_end` of the run before, when this run continues its work.
+                let mut batch = self.run_end.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+                let pushed = batch.push(&AgentStartEvent::new());
+                let sent = out.send_batch(&mut batch).await;
+                pushed.and(sent)
+            }
             AgentEvent::TurnStart => out.send(&TurnStartEvent::new()).await,
             AgentEvent::MessageStart { message } => {
                 if matches!(message, AgentMessage::Assistant(_)) {
@@ -149,14 +157,18 @@ impl RpcHost {
                 self.tool_frame(&ToolExecutionEndEvent::new(nonempty(&call.id), call.name.as_str(), result.clone(), is_error).with_duration_ms(duration)).await
             }
             AgentEvent::TurnEnd { message, tool_results } => out.send(&TurnEndEvent::new(message.clone(), tool_results.to_vec())).await,
-            // The core settles the prompt right after ending its run (`PromptSettled` follows
-            // `RunEnd` with nothing between): `agent_end` waits for it and both go out at once.
-            AgentEvent::RunEnd { messages } => {
+            // The core settles the prompt right after ending its last run (`PromptSettled`
+            // follows `RunEnd` with nothing between), or starts the next run of its work
+            // (`RunStart` follows): `agent_end` waits for that event and both go out at once.
+            // A retry happens inside a run, so no `agent_end` is followed by one (`willRetry`);
+            // omp's `isTerminal` says whether another run of the work follows.
+            AgentEvent::RunEnd { messages, continues } => {
                 // A run never leaves a message open (omp drops stranded ids here too).
                 self.message_ids.lock().unwrap_or_else(|e| e.into_inner()).1.clear();
                 // Tool frames still held (a message that never ended) go out before the end.
                 let mut batch = self.early_tools.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
-                let encoded = batch.push(&AgentEndEvent::new(messages.to_vec()).with_is_terminal(Some(true)));
+                let end = AgentEndEvent::new(messages.to_vec()).with_is_terminal(Some(!continues)).with_will_retry(Some(false));
+                let encoded = batch.push(&end);
                 *self.run_end.lock().unwrap_or_else(|e| e.into_inner()) = Some(batch);
                 encoded
             }
@@ -168,9 +180,24 @@ impl RpcHost {
                     RunOutcome::Aborted => (PromptResultEventStatus::Aborted, None),
                     RunOutcome::Failed(error) => (PromptResultEventStatus::Error, Some(error)),
                 };
+                let aborted = matches!(status, PromptResultEventStatus::Aborted);
                 let held = self.run_end.lock().unwrap_or_else(|e| e.into_inner()).take();
                 let mut batch = held.unwrap_or_default();
-                let pushed = batch.push(&PromptResultEvent::new(status, model_invoked, true).with_id(id).with_error(error));
+                // pi's `agent_settled` ends a period of agent activity: only work that ran the
+                // agent has one (a slash command handled without a run has none). omp's
+                // `session_settled` ends the stretch of activity, unless the host is already
+                // replacing this work (`abort_and_prompt`): then the next prompt's work
+                // continues the stretch and this result says the session is not settled.
+                let ran = self.active.swap(false, std::sync::atomic::Ordering::Relaxed);
+                let quiet = !self.handing_over.load(std::sync::atomic::Ordering::Relaxed);
+                let mut pushed = Ok(());
+                if ran {
+                    pushed = pushed.and(batch.push(&AgentSettledEvent::new(aborted)));
+                }
+                pushed = pushed.and(batch.push(&PromptResultEvent::new(status, model_invoked, quiet).with_id(id).with_error(error)));
+                if quiet && self.stretch.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                    pushed = pushed.and(batch.push(&SessionSettledEvent::new()));
+                }
                 let sent = out.send_batch(&mut batch).await;
                 pushed.and(sent)
             }
@@ -235,7 +262,8 @@ mod tests {
         let (out, writer) = crate::transport::spawn_writer(sink, 1 << 20);
         let host = RpcHost::new(out.clone());
         host.expect_result(PromptId(7), Some(Value::from("p1")));
-        host.emit(AgentEvent::RunEnd { messages: &[] }).await;
+        host.emit(AgentEvent::RunStart { prompt: Some(PromptId(7)) }).await;
+        host.emit(AgentEvent::RunEnd { messages: &[], continues: false }).await;
         // The reader answers the host's next command now.
         out.send(&SessionInfoChangedEvent::new().with_name(Some("n".to_owned()))).await.unwrap();
         host.emit(AgentEvent::PromptSettled { prompt: Some(PromptId(7)), outcome: RunOutcome::Completed, model_invoked: true }).await;
@@ -244,7 +272,7 @@ mod tests {
         let mut written = String::new();
         sent.read_to_string(&mut written).await.unwrap();
         let types: Vec<String> = written.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].as_str().unwrap().to_owned()).collect();
-        assert_eq!(types, ["session_info_changed", "agent_end", "prompt_result"], "{written}");
-        assert!(written.lines().last().unwrap().contains(r#""id":"p1""#), "{written}");
+        assert_eq!(types, ["agent_start", "session_info_changed", "agent_end", "agent_settled", "prompt_result", "session_settled"], "{written}");
+        assert!(written.lines().nth(4).unwrap().contains(r#""id":"p1""#), "{written}");
     }
 }

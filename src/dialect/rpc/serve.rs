@@ -9,9 +9,10 @@
 //! answer): a pipelined burst costs one hand-off to the writer per batch, not per frame.
 //! Commands that wait on the run or on external work (`abort`, `abort_and_prompt`,
 //! `new_session`, `bash`) are spawned, so the reader keeps reading the UI and host-tool answers
-//! a run may be waiting for. A run starts only after the response of the command that started
-//! it is queued: the command's handler opens the run's gate (`Agent::release_gates`) through
-//! the answer hook every dialect shares ([`crate::jsonrpc::answer`]).
+//! a run may be waiting for. Work starts only after the response of the command that started
+//! it is queued: a command that submits a message is answered through [`RpcSession::accept`],
+//! which hands back the [`Start`] of the work it started, and this loop starts it once the answer is on
+//! the outbox.
 //!
 //! stdin EOF means "no more requests", not "cancel": stop reading, fail closed every dialog and
 //! host tool call waiting for the host (nobody can answer them now), let every command already
@@ -29,7 +30,7 @@ use tokio::task::JoinSet;
 use super::chunks::InboundChunks;
 use super::decode::{decode_line, Inbound};
 use super::RpcSession;
-use crate::core::AgentCore;
+use crate::core::{AgentCore, Start};
 use crate::jsonrpc::answer;
 use crate::protocol::rpc_reply::{rpc_response, RpcAnswer, RpcError, RpcReply, RpcSuccess};
 use crate::protocol::{dispatch_rpc_command, dispatch_rpc_command_to, RpcCommand};
@@ -91,18 +92,33 @@ impl RpcAnswer for IntoBatch<'_> {
     }
 }
 
-/// Runs one command's handler. A handler that panics is answered `internal` (with the command's
-/// id), and the loop goes on serving: uncaught, the panic would end the loop and the process
-/// with it, or leave a detached command without its answer.
-async fn handle<A: AgentCore>(session: &RpcSession<A>, id: Option<serde_json::Value>, command: RpcCommand) -> RpcReply {
+/// Runs one command's handler: its answer, and the work it started (to start once that answer
+/// is queued). A handler that panics is answered `internal` (with the command's id), and the
+/// loop goes on serving: uncaught, the panic would end the loop and the process with it, or
+/// leave a detached command without its answer.
+async fn handle<A: AgentCore>(session: &RpcSession<A>, id: Option<serde_json::Value>, command: RpcCommand) -> (RpcReply, Start) {
     let kind = command.tag();
-    match std::panic::AssertUnwindSafe(dispatch_rpc_command(session, id.clone(), command)).catch_unwind().await {
-        Ok(reply) => reply,
+    let handled = async {
+        match session.accept(id.clone(), command).await {
+            Ok(accepted) => accepted,
+            Err(command) => (dispatch_rpc_command(session, id.clone(), command).await, Start::none()),
+        }
+    };
+    match std::panic::AssertUnwindSafe(handled).catch_unwind().await {
+        Ok(handled) => handled,
         Err(panic) => {
             let reason = crate::panic::reason(panic);
-            RpcReply { id, command: kind, outcome: Err(crate::protocol::RpcError::internal(format!("the command's handler panicked: {reason}"))) }
+            (RpcReply { id, command: kind, outcome: Err(crate::protocol::RpcError::internal(format!("the command's handler panicked: {reason}"))) }, Start::none())
         }
     }
+}
+
+/// Queues `reply`, then lets the work the command started go (its first event follows the
+/// answer), then what waits for the answer ([`answer::Answered::fire`]).
+async fn answer_then_start(out: &Outbox, (reply, mut work): (RpcReply, Start), answered: answer::Answered) {
+    let _ = out.send(&reply).await;
+    work.go();
+    answered.fire();
 }
 
 /// The one error frame for a sub-protocol answer nobody is waiting for, carrying its id.
@@ -199,20 +215,18 @@ pub async fn serve_rpc<A: AgentCore, R: AsyncBufRead + Unpin>(session: RpcSessio
                     unknown_answer(&out, id, "host_tool_result").await;
                 }
             }
-            // What a command leaves for after its answer (the run it started) goes once the
-            // answer is queued (`jsonrpc::answer`, the hook every dialect shares).
+            // What a command leaves for after its answer (the work it started) goes once the
+            // answer is queued.
             Ok(Inbound::Command { id, command }) => {
                 if is_detached(&command) {
                     let (session, out) = (session.clone(), out.clone());
                     detached.spawn(async move {
                         let (handled, answered) = answer::scope(handle(&*session, id, command));
-                        let _ = out.send(&handled.await).await;
-                        answered.fire();
+                        answer_then_start(&out, handled.await, answered).await;
                     });
                 } else {
                     let (handled, answered) = answer::scope(handle(&*session, id, command));
-                    let _ = out.send(&handled.await).await;
-                    answered.fire();
+                    answer_then_start(&out, handled.await, answered).await;
                 }
             }
         }

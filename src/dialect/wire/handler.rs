@@ -181,15 +181,15 @@ impl<A: AgentCore> WireHandler for WireSession<A> {
         // From here the run's events (or `turn_end` below) settle the turn.
         claim.disarm();
         match submitted {
-            Ok(Submitted::Started(prompt)) => {
-                // The run may start now: TurnBegin is out (its outcome's waiter is the core's).
-                self.agent.release_gates();
+            // Started now (TurnBegin is out; its outcome's waiter is the core's); a slash
+            // command's turn ends with its settle as a run's does.
+            Ok(Submitted::Started(prompt) | Submitted::Handled(prompt)) => {
                 let outcome = prompt.outcome().await.ok_or_else(|| Error::internal("The turn ended without an outcome"))?;
                 prompt_result(outcome)
             }
             outcome => {
-                // Only a run the wire did not start can stand in the way (a slash command's
-                // composed prompt, leftovers); the claimed turn is settled either way.
+                // Only work the wire did not start can stand in the way (a slash command's
+                // composed prompt); the claimed turn is settled either way.
                 self.host.turn_end().await;
                 Err(match outcome {
                     Err(e) => wire_error(e),
@@ -204,9 +204,11 @@ impl<A: AgentCore> WireHandler for WireSession<A> {
             return Err(idle());
         }
         let (text, images) = user_text(&request.params.user_input)?;
-        if let Submitted::Started(_) = self.agent.steer(text, images).await.map_err(wire_error)? {
-            // The run ended between the check and the steer: the message starts a run of its own.
-            self.agent.release_gates();
+        match self.agent.steer(text, images).await.map_err(wire_error)? {
+            Submitted::Queued => {}
+            // The work ended between the check and the steer: the message starts work of its
+            // own, at once (the steer's answer says nothing of it).
+            Submitted::Started(mut prompt) | Submitted::Handled(mut prompt) => prompt.start(),
         }
         Ok(WireSteerResult::new())
     }

@@ -125,7 +125,9 @@ impl WireHost {
                 self.event(WireToolResultEvent::new(WireToolResultPayload { tool_call_id: call.id.to_string(), return_value: value }).into()).await;
             }
             AgentEvent::TurnEnd { .. } => {}
-            AgentEvent::RunEnd { .. } => self.turn_end().await,
+            // The prompt's turn ends with its work's last run, not before a run that continues it.
+            AgentEvent::RunEnd { continues: true, .. } => {}
+            AgentEvent::RunEnd { continues: false, .. } => self.turn_end().await,
             AgentEvent::PromptSettled { .. } => {
                 // A slash command settles without a run: its turn ends here. The prompt's
                 // result follows: the core hands the outcome to the waiting `prompt` request
