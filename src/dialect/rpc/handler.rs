@@ -229,16 +229,16 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
         Ok(None)
     }
 
-    async fn steer(&self, cmd: SteerCommand) -> Result<(), RpcError> {
+    async fn steer(&self, cmd: SteerCommand) -> Result<Option<QueuedInputAccepted>, RpcError> {
         let submitted = self.agent.steer(cmd.message, images(cmd.images)).await.map_err(rpc_error)?;
         self.started(submitted, cmd.id.as_ref());
-        Ok(())
+        Ok(None)
     }
 
-    async fn follow_up(&self, cmd: FollowUpCommand) -> Result<(), RpcError> {
+    async fn follow_up(&self, cmd: FollowUpCommand) -> Result<Option<QueuedInputAccepted>, RpcError> {
         let submitted = self.agent.follow_up(cmd.message, images(cmd.images)).await.map_err(rpc_error)?;
         self.started(submitted, cmd.id.as_ref());
-        Ok(())
+        Ok(None)
     }
 
     async fn abort(&self, _cmd: AbortCommand) -> Result<(), RpcError> {

@@ -119,7 +119,7 @@ impl RpcHost {
                 };
                 let held = self.run_end.lock().unwrap_or_else(|e| e.into_inner()).take();
                 let mut batch = held.unwrap_or_default();
-                let pushed = batch.push(&PromptResultEvent::new(status, model_invoked).with_id(id).with_error(error));
+                let pushed = batch.push(&PromptResultEvent::new(status, model_invoked, true).with_id(id).with_error(error));
                 let sent = out.send_batch(&mut batch).await;
                 pushed.and(sent)
             }

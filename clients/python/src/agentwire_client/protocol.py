@@ -11,8 +11,8 @@ from . import models as m
 #: The model of each command's success `data` (its `x-response`); None when it carries none.
 RESPONSE_MODELS: Dict[str, Any] = {
     "prompt": m.PromptAccepted,
-    "steer": None,
-    "follow_up": None,
+    "steer": m.QueuedInputAccepted,
+    "follow_up": m.QueuedInputAccepted,
     "abort": None,
     "abort_and_prompt": None,
     "new_session": m.CancelledResult,
@@ -104,6 +104,7 @@ COMMAND_TYPES: Tuple[str, ...] = (
 EVENT_MODELS: Dict[str, Any] = {
     "agent_start": m.AgentStartEvent,
     "agent_end": m.AgentEndEvent,
+    "agent_settled": m.AgentSettledEvent,
     "turn_start": m.TurnStartEvent,
     "turn_end": m.TurnEndEvent,
     "message_start": m.MessageStartEvent,
@@ -133,6 +134,7 @@ EVENT_MODELS: Dict[str, Any] = {
     "todo_update": m.TodoUpdateEvent,
     "extension_error": m.ExtensionErrorEvent,
     "prompt_result": m.PromptResultEvent,
+    "session_settled": m.SessionSettledEvent,
     "ready": m.ReadyEvent,
     "extension_ui_request": m.ExtensionUiRequest,
     "host_tool_call": m.HostToolCall,
@@ -144,6 +146,7 @@ EVENT_MODELS: Dict[str, Any] = {
 AgentEvent = Union[
     m.AgentStartEvent,
     m.AgentEndEvent,
+    m.AgentSettledEvent,
     m.TurnStartEvent,
     m.TurnEndEvent,
     m.MessageStartEvent,
@@ -173,6 +176,7 @@ AgentEvent = Union[
     m.TodoUpdateEvent,
     m.ExtensionErrorEvent,
     m.PromptResultEvent,
+    m.SessionSettledEvent,
     m.ReadyEvent,
     m.UiSelectRequest,
     m.UiConfirmRequest,
@@ -200,7 +204,7 @@ class CommandMethods:
         raise NotImplementedError
 
     async def prompt(self, *, message: str, images: Optional[List[m.ImageContent]] = None, streaming_behavior: Optional[Literal["steer", "followUp"]] = None, timeout: Optional[float] = None) -> Optional[m.PromptAccepted]:
-        """Send a user message. Answered at once (before `agent_start`); the run ends with `prompt_result` for this id.
+        """Send a user message. Answered at once (before `agent_start`), with `data.disposition`; the work it started ends with exactly one `agent_settled` and one `prompt_result` for this id.
 
         Sends `prompt` (PromptCommand).
 
@@ -219,7 +223,7 @@ class CommandMethods:
         result: Optional[m.PromptAccepted] = await self._call(frame, m.PromptAccepted, timeout)
         return result
 
-    async def steer(self, *, message: str, images: Optional[List[m.ImageContent]] = None, timeout: Optional[float] = None) -> None:
+    async def steer(self, *, message: str, images: Optional[List[m.ImageContent]] = None, timeout: Optional[float] = None) -> Optional[m.QueuedInputAccepted]:
         """Queue a message delivered at the next turn boundary; starts a run when idle.
 
         Sends `steer` (SteerCommand).
@@ -233,9 +237,10 @@ class CommandMethods:
         frame["message"] = message
         if images is not None:
             frame["images"] = images
-        await self._call(frame, None, timeout)
+        result: Optional[m.QueuedInputAccepted] = await self._call(frame, m.QueuedInputAccepted, timeout)
+        return result
 
-    async def follow_up(self, *, message: str, images: Optional[List[m.ImageContent]] = None, timeout: Optional[float] = None) -> None:
+    async def follow_up(self, *, message: str, images: Optional[List[m.ImageContent]] = None, timeout: Optional[float] = None) -> Optional[m.QueuedInputAccepted]:
         """Queue a message delivered when the agent would otherwise stop; starts a run when idle.
 
         Sends `follow_up` (FollowUpCommand).
@@ -249,7 +254,8 @@ class CommandMethods:
         frame["message"] = message
         if images is not None:
             frame["images"] = images
-        await self._call(frame, None, timeout)
+        result: Optional[m.QueuedInputAccepted] = await self._call(frame, m.QueuedInputAccepted, timeout)
+        return result
 
     async def abort(self, *, timeout: Optional[float] = None) -> None:
         """Stop the running model stream and tools. Answered after the run's `agent_end` and `prompt_result`.
@@ -787,6 +793,9 @@ class EventSubscriptions:
     def on(self, event_type: Literal["agent_end"], handler: Callable[[m.AgentEndEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
 
     @overload
+    def on(self, event_type: Literal["agent_settled"], handler: Callable[[m.AgentSettledEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
+
+    @overload
     def on(self, event_type: Literal["turn_start"], handler: Callable[[m.TurnStartEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
 
     @overload
@@ -872,6 +881,9 @@ class EventSubscriptions:
 
     @overload
     def on(self, event_type: Literal["prompt_result"], handler: Callable[[m.PromptResultEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
+
+    @overload
+    def on(self, event_type: Literal["session_settled"], handler: Callable[[m.SessionSettledEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
 
     @overload
     def on(self, event_type: Literal["ready"], handler: Callable[[m.ReadyEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...

@@ -8,17 +8,17 @@ import type { RequestOptions } from "../options.js";
  */
 export interface CommandResponseMap {
   /**
-   * Send a user message. Answered at once (before `agent_start`); the run ends with `prompt_result` for this id.
+   * Send a user message. Answered at once (before `agent_start`), with `data.disposition`; the work it started ends with exactly one `agent_settled` and one `prompt_result` for this id.
    */
   prompt: T.PromptAccepted | undefined;
   /**
    * Queue a message delivered at the next turn boundary; starts a run when idle.
    */
-  steer: void;
+  steer: T.QueuedInputAccepted | undefined;
   /**
    * Queue a message delivered when the agent would otherwise stop; starts a run when idle.
    */
-  follow_up: void;
+  follow_up: T.QueuedInputAccepted | undefined;
   /**
    * Stop the running model stream and tools. Answered after the run's `agent_end` and `prompt_result`.
    */
@@ -239,9 +239,13 @@ export interface AgentEventMap {
    */
   agent_start: T.AgentStartEvent;
   /**
-   * A run finished; always the last event of its run.
+   * One low-level run finished; always the last event of that run. More work may follow before the prompt settles (a retry, compaction recovery, a queued steer or follow-up): `agent_settled` marks the end (pi 1.6.0 (@earendil-works/pi-coding-agent), docs/json.md).
    */
   agent_end: T.AgentEndEvent;
+  /**
+   * pi 1.6.0 (@earendil-works/pi-coding-agent) (docs/json.md, docs/rpc.md): the agent will not continue automatically: every retry, compaction recovery and queued steer or follow-up of the work a prompt started has run. Exactly one per period of work (a message queued into running work shares its `agent_settled`); none for a prompt answered with disposition `handled`.
+   */
+  agent_settled: T.AgentSettledEvent;
   /**
    * A turn (one assistant response and its tool calls) started.
    */
@@ -355,9 +359,13 @@ export interface AgentEventMap {
    */
   extension_error: T.ExtensionErrorEvent;
   /**
-   * agentwire: the single terminal frame of an accepted prompt, after its last event.
+   * The single terminal frame of an accepted prompt, after all work the prompt caused has settled (oh-my-pi 18.3.4, src/modes/rpc/rpc-types.ts: "Terminal frame emitted exactly once per accepted prompt/abort_and_prompt").
    */
   prompt_result: T.PromptResultEvent;
+  /**
+   * oh-my-pi 18.3.4 (src/modes/rpc/rpc-types.ts `RpcSessionSettledFrame`, rpc-session-settle.ts): the session went quiet after agent activity: the last run yielded and no queued message or background work remains that could wake it. Once per stretch of activity that ran the agent (none after a slash command that ran no model), after that stretch's last `prompt_result`; a `prompt_result` with `sessionSettled: false` is followed by one later.
+   */
+  session_settled: T.SessionSettledEvent;
   /**
    * The first frame the agent writes (omp shape plus agentwire fields).
    */
@@ -389,6 +397,7 @@ export type AgentEvent = AgentEventMap[AgentEventType];
 export const AGENT_EVENT_TYPES: readonly AgentEventType[] = [
   "agent_start",
   "agent_end",
+  "agent_settled",
   "turn_start",
   "turn_end",
   "message_start",
@@ -418,6 +427,7 @@ export const AGENT_EVENT_TYPES: readonly AgentEventType[] = [
   "todo_update",
   "extension_error",
   "prompt_result",
+  "session_settled",
   "ready",
   "extension_ui_request",
   "host_tool_call",
@@ -447,7 +457,7 @@ export abstract class CommandMethods {
   protected abstract send<K extends CommandType>(type: K, params: CommandParams<K>, options?: RequestOptions): Promise<CommandResponseMap[K]>;
 
   /**
-   * Send a user message. Answered at once (before `agent_start`); the run ends with `prompt_result` for this id.
+   * Send a user message. Answered at once (before `agent_start`), with `data.disposition`; the work it started ends with exactly one `agent_settled` and one `prompt_result` for this id.
    * 
    * Sends `prompt` (PromptCommand). Resolves with `PromptAccepted` (or `undefined` from agents that send no data).
    */
@@ -458,18 +468,18 @@ export abstract class CommandMethods {
   /**
    * Queue a message delivered at the next turn boundary; starts a run when idle.
    * 
-   * Sends `steer` (SteerCommand).
+   * Sends `steer` (SteerCommand). Resolves with `QueuedInputAccepted` (or `undefined` from agents that send no data).
    */
-  steer(params: CommandParams<"steer">, options?: RequestOptions): Promise<void> {
+  steer(params: CommandParams<"steer">, options?: RequestOptions): Promise<T.QueuedInputAccepted | undefined> {
     return this.send("steer", params, options);
   }
 
   /**
    * Queue a message delivered when the agent would otherwise stop; starts a run when idle.
    * 
-   * Sends `follow_up` (FollowUpCommand).
+   * Sends `follow_up` (FollowUpCommand). Resolves with `QueuedInputAccepted` (or `undefined` from agents that send no data).
    */
-  followUp(params: CommandParams<"follow_up">, options?: RequestOptions): Promise<void> {
+  followUp(params: CommandParams<"follow_up">, options?: RequestOptions): Promise<T.QueuedInputAccepted | undefined> {
     return this.send("follow_up", params, options);
   }
 
