@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Agent;
-use crate::core::{AgentCore, ApprovalPolicy, Capabilities, CoreResult, QueueKind, RunControl, StateExtras, StateVersion, Submitted};
+use crate::core::{AgentCore, ApprovalPolicy, BashOutput, Capabilities, CoreResult, QueueKind, RunControl, StateExtras, StateVersion, Submitted};
 use crate::mcp::{McpServerConfig, StartFailure};
 use crate::protocol::*;
 use crate::core::messages::{MessagesJson, MessagesPageJson};
@@ -159,8 +159,8 @@ impl AgentCore for Agent {
     async fn compact(&self, custom_instructions: Option<&str>) -> CoreResult<CompactionResult> {
         Agent::compact(self, custom_instructions).await
     }
-    async fn bash(&self, command: &str, timeout: Option<Duration>) -> CoreResult<BashResult> {
-        Agent::bash(self, command, timeout).await
+    async fn bash(&self, command: &str, timeout: Option<Duration>, output: BashOutput) -> CoreResult<BashResult> {
+        Agent::bash(self, command, timeout, output).await
     }
     fn abort_bash(&self) -> CoreResult<()> {
         Agent::abort_bash(self);
@@ -220,5 +220,11 @@ impl AgentCore for Agent {
     }
     fn tree(&self) -> CoreResult<SessionTree> {
         Ok(Agent::tree(self))
+    }
+    fn entries(&self, since: Option<&str>) -> CoreResult<SessionEntries> {
+        Agent::entries(self, since)
+    }
+    async fn clear_queue(&self) -> CoreResult<ClearedQueue> {
+        Ok(Agent::clear_queue(self).await)
     }
 }

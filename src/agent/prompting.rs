@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::{AgentEvent, PromptId, RunOutcome};
 use super::{run, Agent, CoreError, CoreResult, Queued, RunState, State};
 use crate::core::{QueueKind, Submitted};
-use crate::protocol::{ImageContent, InputKind, InterruptMode, PromptError, QueueMode};
+use crate::protocol::{ClearedQueue, ImageContent, InputKind, InterruptMode, PromptError, QueueMode};
 
 impl Agent {
     /// A prompt: starts a run when idle (a built-in `/command` runs instead of the model);
@@ -79,6 +79,23 @@ impl Agent {
         let mut first = self.abort_run_keeping_queue().await;
         first.push(Queued { text, images });
         self.submit_all(first, QueueKind::Steer).await
+    }
+
+    /// Takes every queued steering and follow-up message out of the queues (pi's
+    /// `clear_queue`) and returns their text; a `queue_update` announces the empty queues when
+    /// anything was queued. The run goes on.
+    pub async fn clear_queue(&self) -> ClearedQueue {
+        let (cleared, update) = {
+            let mut st = self.state();
+            let steering: Vec<String> = st.steering.drain(..).map(|q| q.text).collect();
+            let follow_up: Vec<String> = st.follow_up.drain(..).map(|q| q.text).collect();
+            let changed = !steering.is_empty() || !follow_up.is_empty();
+            (ClearedQueue { steering, follow_up }, changed.then(|| Self::queue_event(&st)))
+        };
+        if let Some(update) = update {
+            self.emit(update).await;
+        }
+        cleared
     }
 
     /// How steering messages are delivered.

@@ -223,6 +223,12 @@ impl Agent {
         self.state().session.tree()
     }
 
+    /// The session's entries in append order, after the entry `since` when given (pi's
+    /// `get_entries`).
+    pub fn entries(&self, since: Option<&str>) -> CoreResult<SessionEntries> {
+        self.state().session.entries_since(since).ok_or_else(|| CoreError::NotFound(format!("Unknown entries cursor: {}", since.unwrap_or_default())))
+    }
+
     /// Compacts the branch now (refused while a run is in progress), with its events. A run
     /// that has already reported its end (`agent_end`) is over for the host: compaction waits
     /// the moment it takes to settle instead of being refused, as a prompt does.

@@ -12,7 +12,7 @@ use crate::tools;
 impl Agent {
     /// Runs `command`. Several may run at once, as in pi and omp, where every command is its
     /// own task: a host can start a second while the first runs; `abort_bash` cancels all of them.
-    pub async fn bash(&self, command: &str, timeout: Option<Duration>) -> CoreResult<BashResult> {
+    pub async fn bash(&self, command: &str, timeout: Option<Duration>, mut output: crate::core::BashOutput) -> CoreResult<BashResult> {
         let cancel = CancellationToken::new();
         let key = {
             let mut st = self.state();
@@ -24,7 +24,12 @@ impl Agent {
             st.bash.insert(key, cancel.clone());
             key
         };
-        let outcome = tools::shell::run_shell(command, &self.inner.config.cwd, timeout, cancel, |_| {}).await;
+        let outcome = tools::shell::run_shell(command, &self.inner.config.cwd, timeout, cancel, |progress| {
+            if !progress.delta.is_empty() {
+                output(progress.delta);
+            }
+        })
+        .await;
         self.state().bash.remove(&key);
         let o = outcome.map_err(|e| CoreError::Internal(format!("could not run the command: {e}")))?;
         let result = BashResult {

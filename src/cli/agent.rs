@@ -17,6 +17,10 @@ pub(super) fn run(cli: &Cli, mode: Mode) -> ExitCode {
         max_outbound_bytes: cli.max_outbound_bytes.max(1),
         max_session_bytes: cli.max_session_bytes,
         model_script: cli.model_script.clone(),
+        rpc_profile: match cli.rpc_profile {
+            super::args::RpcProfileArg::Current => crate::dialect::rpc::RpcProfile::Current,
+            super::args::RpcProfileArg::Pi073 => crate::dialect::rpc::RpcProfile::Pi073,
+        },
         approval: match cli.approval.unwrap_or(if mode == Mode::Acp { ApprovalArg::Dangerous } else { ApprovalArg::Never }) {
             ApprovalArg::Never => crate::agent::ApprovalPolicy::Never,
             ApprovalArg::Dangerous => crate::agent::ApprovalPolicy::Dangerous,

@@ -26,6 +26,11 @@ pub struct Cli {
     /// listings read; a larger file is refused with its path and this limit.
     #[arg(long, default_value_t = crate::sessions::DEFAULT_MAX_SESSION_BYTES, value_name = "BYTES")]
     pub max_session_bytes: u64,
+    /// Which generation of the rpc dialect to speak (`--mode rpc`): `current` (pi 1.6 / omp
+    /// 18.3: delta-only `message_update`) or `pi-0.73` (pi 0.73-era hosts: `message_update`
+    /// carries the message so far).
+    #[arg(long, value_enum, default_value_t = RpcProfileArg::Current, value_name = "PROFILE")]
+    pub rpc_profile: RpcProfileArg,
     /// JSONL script for the built-in offline model (see schema/model-script.schema.json).
     #[arg(long, value_name = "FILE")]
     pub model_script: Option<std::path::PathBuf>,
@@ -115,6 +120,16 @@ pub enum Mode {
     Wire,
     /// The Agent Client Protocol (Zed and other ACP editors).
     Acp,
+}
+
+/// `--rpc-profile` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RpcProfileArg {
+    /// pi 1.6 / oh-my-pi 18.3.
+    Current,
+    /// pi 0.73.1 / oh-my-pi 18.2.3 (the snapshots in every `message_update`).
+    #[value(name = "pi-0.73")]
+    Pi073,
 }
 
 /// `--approval` values.

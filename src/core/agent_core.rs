@@ -22,6 +22,10 @@ use super::mcp::{McpServerConfig, StartFailure};
 use crate::protocol::*;
 use super::messages::{MessageJson, MessagesJson, MessagesPageJson};
 
+/// Where a host `bash` command's output goes as it comes (the text since the last call); the
+/// agent may run it on any task, so it only queues.
+pub type BashOutput = Box<dyn FnMut(&str) + Send>;
+
 /// The refusal of a command this agent does not implement, naming it.
 pub fn unsupported(command: &str) -> CoreError {
     CoreError::Unsupported(format!("this agent does not support `{command}`"))
@@ -448,9 +452,9 @@ pub trait AgentCore: Send + Sync + 'static {
         async { Err(unsupported("compact")) }
     }
 
-    /// Runs the host's own shell command.
-    fn bash(&self, command: &str, timeout: Option<Duration>) -> impl Future<Output = CoreResult<BashResult>> + Send {
-        let _ = (command, timeout);
+    /// Runs the host's own shell command; `output` is given its output as it comes.
+    fn bash(&self, command: &str, timeout: Option<Duration>, output: BashOutput) -> impl Future<Output = CoreResult<BashResult>> + Send {
+        let _ = (command, timeout, output);
         async { Err(unsupported("bash")) }
     }
 
@@ -559,6 +563,18 @@ pub trait AgentCore: Send + Sync + 'static {
     /// The session's entry tree.
     fn tree(&self) -> CoreResult<SessionTree> {
         Err(unsupported("get_tree"))
+    }
+
+    /// The session's entries in append order, strictly after the entry `since` when given
+    /// (`NotFound` when no entry has that id).
+    fn entries(&self, since: Option<&str>) -> CoreResult<SessionEntries> {
+        let _ = since;
+        Err(unsupported("get_entries"))
+    }
+
+    /// Empties the steering and follow-up queues and returns what they held.
+    fn clear_queue(&self) -> impl Future<Output = CoreResult<ClearedQueue>> + Send {
+        async { Err(unsupported("clear_queue")) }
     }
 }
 

@@ -33,6 +33,8 @@ pub struct ProcessOptions {
     pub max_session_bytes: u64,
     /// Script for the offline model.
     pub model_script: Option<PathBuf>,
+    /// Which generation of the rpc dialect `--mode rpc` speaks (`--rpc-profile`).
+    pub rpc_profile: crate::dialect::rpc::RpcProfile,
     /// Config dir, provider, model and API key selection.
     pub selection: crate::providers::config::Selection,
     /// Automatic retry of transient provider errors.
@@ -318,7 +320,7 @@ pub async fn run_rpc_process(options: ProcessOptions) -> u8 {
         Err(code) => return code,
     };
     let (out, writer) = crate::transport::stdio::spawn_stdout_writer(options.max_outbound_bytes);
-    let host = Arc::new(RpcHost::new(out.clone()));
+    let host = Arc::new(RpcHost::with_profile(out.clone(), options.rpc_profile));
     let agent = prepared.build(host.clone());
     let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
     let _ = out.send(&session.ready_frame()).await;

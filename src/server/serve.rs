@@ -40,11 +40,13 @@ pub struct ServeOptions {
     pub acp_capabilities: Capabilities,
     /// The name and version the host is told (agentwire's own by default).
     pub info: AgentInfo,
+    /// Which generation of the rpc dialect [`Dialect::Rpc`] speaks (the current one by default).
+    pub rpc_profile: crate::dialect::rpc::RpcProfile,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
-        Self { max_line_bytes: 16 * 1024 * 1024, max_outbound_bytes: crate::transport::writer::DEFAULT_OUTBOUND_BYTES, acp_capabilities: Capabilities::none(), info: AgentInfo::default() }
+        Self { max_line_bytes: 16 * 1024 * 1024, max_outbound_bytes: crate::transport::writer::DEFAULT_OUTBOUND_BYTES, acp_capabilities: Capabilities::none(), info: AgentInfo::default(), rpc_profile: crate::dialect::rpc::RpcProfile::default() }
     }
 }
 
@@ -60,6 +62,13 @@ impl ServeOptions {
     #[must_use]
     pub fn with_info(mut self, info: AgentInfo) -> Self {
         self.info = info;
+        self
+    }
+
+    /// The same, speaking the rpc dialect's `profile`.
+    #[must_use]
+    pub fn with_rpc_profile(mut self, profile: crate::dialect::rpc::RpcProfile) -> Self {
+        self.rpc_profile = profile;
         self
     }
 
@@ -96,7 +105,7 @@ where
     let max_line_bytes = options.max_line_bytes;
     match dialect {
         Dialect::Rpc => {
-            let host = Arc::new(RpcHost::new(out.clone()));
+            let host = Arc::new(RpcHost::with_profile(out.clone(), options.rpc_profile));
             let agent = make.make(Host::new(host.clone(), host.clone())).map_err(std::io::Error::other)?;
             let session = RpcSession::new(agent, host, max_line_bytes).with_info(options.info);
             let _ = out.send(&session.ready_frame()).await;

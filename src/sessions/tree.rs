@@ -216,7 +216,48 @@ impl Session {
                 }
             })
             .collect();
-        SessionTree { entries, leaf_id: self.leaf.clone() }
+        SessionTree { entries, leaf_id: self.leaf.clone(), tree: self.tree_nodes() }
+    }
+
+    /// pi's `SessionTreeNode`s: each entry with its children, roots first. Built from the
+    /// last entry back (an entry's children come after it in append order), so no recursion
+    /// depends on how long the conversation is. An entry whose parent is missing, or is of a
+    /// type this build does not know, is a root, as pi shows orphans.
+    fn tree_nodes(&self) -> Vec<SessionTreeNode> {
+        let typed: Vec<Option<SessionEntry>> = self.entries.iter().map(|e| e.typed()).collect();
+        let parent_of = |i: usize| -> Option<usize> {
+            let p = self.entries[i].parent()?;
+            self.index.get(p).copied().filter(|&pi| pi < i && typed[pi].is_some())
+        };
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); self.entries.len()];
+        let mut roots = Vec::new();
+        for i in 0..self.entries.len() {
+            if typed[i].is_none() {
+                continue;
+            }
+            match parent_of(i) {
+                Some(p) => children[p].push(i),
+                None => roots.push(i),
+            }
+        }
+        let mut built: Vec<Option<SessionTreeNode>> = (0..self.entries.len()).map(|_| None).collect();
+        for i in (0..self.entries.len()).rev() {
+            let Some(entry) = typed[i].clone() else { continue };
+            let kids = children[i].iter().filter_map(|&c| built[c].take()).collect();
+            built[i] = Some(SessionTreeNode { entry, children: kids, label: None, label_timestamp: None });
+        }
+        roots.into_iter().filter_map(|r| built[r].take()).collect()
+    }
+
+    /// The entries after the entry `since` (all without it), typed ones only; `None` when no
+    /// entry has the id `since`.
+    pub fn entries_since(&self, since: Option<&str>) -> Option<SessionEntries> {
+        let start = match since {
+            Some(id) => self.index.get(id)? + 1,
+            None => 0,
+        };
+        let entries = self.entries[start..].iter().filter_map(|e| e.typed()).collect();
+        Some(SessionEntries { entries, leaf_id: self.leaf.clone() })
     }
 }
 

@@ -225,8 +225,10 @@ async fn bash(ctx: &ToolContext, command: &str, timeout_s: Option<u64>, mut on_u
     if let Some(run) = ctx.host.as_ref().and_then(|h| h.run_command(command, &ctx.cwd, timeout, ctx.cancel.clone())) {
         return host_bash(run.await, timeout_s);
     }
-    let outcome = shell::run_shell(command, &ctx.cwd, timeout, ctx.cancel.clone(), |tail| {
-        on_update(AgentToolResult { content: vec![text_content(tail)], details: None });
+    let outcome = shell::run_shell(command, &ctx.cwd, timeout, ctx.cancel.clone(), |progress| {
+        if let Some(tail) = progress.tail {
+            on_update(AgentToolResult { content: vec![text_content(tail)], details: None });
+        }
     })
     .await;
     let o = match outcome {

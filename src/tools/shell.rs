@@ -92,14 +92,51 @@ fn shell() -> String {
     std::env::var("SHELL").ok().filter(|s| !s.is_empty() && Path::new(s).exists()).unwrap_or_else(|| "/bin/sh".to_owned())
 }
 
-/// Runs `command` in `cwd`. `on_output` gets the tail so far when the first output arrives and
-/// then at most every [`UPDATE_INTERVAL`] while new output keeps arriving.
+/// What a running command wrote, as [`run_shell`] reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct ShellProgress<'a> {
+    /// The tail of the output so far; `None` on the last report, which only flushes `delta`.
+    pub tail: Option<&'a str>,
+    /// The output since the previous report (a character split across reads waits for its
+    /// last byte); all the reports' deltas together are the whole output.
+    pub delta: &'a str,
+}
+
+/// Output not yet reported as a delta: complete characters go out, a split one waits.
+#[derive(Debug, Default)]
+struct PendingDelta(Vec<u8>);
+
+impl PendingDelta {
+    /// The complete characters held, taken out (a split character's bytes stay).
+    fn take(&mut self) -> String {
+        let valid = match std::str::from_utf8(&self.0) {
+            Ok(_) => self.0.len(),
+            // A sequence cut at the end waits; bytes that can never be UTF-8 go out replaced.
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => self.0.len(),
+        };
+        let text = String::from_utf8_lossy(&self.0[..valid]).into_owned();
+        self.0.drain(..valid);
+        text
+    }
+
+    /// Everything held, a split character replaced.
+    fn take_all(&mut self) -> String {
+        let text = String::from_utf8_lossy(&self.0).into_owned();
+        self.0.clear();
+        text
+    }
+}
+
+/// Runs `command` in `cwd`. `on_output` gets the tail so far and the output since its last
+/// call when the first output arrives and then at most every [`UPDATE_INTERVAL`] while new
+/// output keeps arriving; once more at the end (tail `None`) when output is left unreported.
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
     timeout: Option<Duration>,
     cancel: CancellationToken,
-    on_output: impl FnMut(&str),
+    on_output: impl FnMut(ShellProgress<'_>),
 ) -> std::io::Result<ShellOutcome> {
     run_shell_spilling_to(&std::env::temp_dir(), command, cwd, timeout, cancel, on_output).await
 }
@@ -111,7 +148,7 @@ async fn run_shell_spilling_to(
     cwd: &Path,
     timeout: Option<Duration>,
     cancel: CancellationToken,
-    mut on_output: impl FnMut(&str),
+    mut on_output: impl FnMut(ShellProgress<'_>),
 ) -> std::io::Result<ShellOutcome> {
     // `exec 2>&1` merges stderr into stdout inside the shell, so the two keep their real order
     // (reading two pipes would interleave them by scheduling). It shares the command's first
@@ -145,6 +182,7 @@ async fn run_shell_spilling_to(
     let spill = tempfile::Builder::new().prefix("agentwire-bash-").suffix(".log").tempfile_in(spill_dir)?;
     let mut full = tokio::fs::File::from_std(spill.as_file().try_clone()?);
     let mut tail = Tail::default();
+    let mut pending = PendingDelta::default();
     let (mut out_buf, mut err_buf) = ([0u8; 8192], [0u8; 8192]);
     let (mut out_open, mut err_open) = (true, true);
     let deadline = async {
@@ -174,12 +212,13 @@ async fn run_shell_spilling_to(
                 holding = false;
                 held.as_mut().reset(far_future());
                 reported = Some(tokio::time::Instant::now());
-                on_output(&tail.text());
+                on_output(ShellProgress { tail: Some(&tail.text()), delta: &pending.take() });
                 continue
             }
         };
         full.write_all(chunk).await?;
         tail.push(chunk);
+        pending.0.extend_from_slice(chunk);
         match reported {
             Some(at) if at.elapsed() < UPDATE_INTERVAL => {
                 if !holding {
@@ -191,9 +230,12 @@ async fn run_shell_spilling_to(
                 holding = false;
                 held.as_mut().reset(far_future());
                 reported = Some(tokio::time::Instant::now());
-                on_output(&tail.text());
+                on_output(ShellProgress { tail: Some(&tail.text()), delta: &pending.take() });
             }
         }
+    }
+    if !pending.0.is_empty() {
+        on_output(ShellProgress { tail: None, delta: &pending.take_all() });
     }
     if stopped.is_some() {
         // Whatever ignored SIGTERM but closed its output goes now.

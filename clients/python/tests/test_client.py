@@ -285,6 +285,66 @@ async def test_events_iterator_ends_when_the_process_exits(sandbox: Sandbox) -> 
     assert "response" not in kinds
 
 
+async def test_wait_until_settled_returns_on_agent_settled_not_on_agent_end() -> None:
+    reader = asyncio.StreamReader()
+
+    class Sink:
+        def write(self, data: bytes) -> None:
+            pass
+
+        async def drain(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    client = AgentClient.attach(reader, Sink())
+    waiting = asyncio.ensure_future(client.wait_until_settled(timeout=5.0))
+    reader.feed_data(b'{"type":"agent_start"}\n{"type":"agent_end","messages":[],"willRetry":true}\n')
+    await asyncio.sleep(0.05)
+    assert not waiting.done(), "a retry follows: not settled yet"
+    reader.feed_data(b'{"type":"agent_settled","aborted":true}\n')
+    settled = await waiting
+    assert isinstance(settled, m.AgentSettledEvent) and settled.aborted is True
+    with pytest.raises(RequestTimeoutError):
+        await client.wait_until_settled(timeout=0.05)
+    reader.feed_eof()
+    await client.wait_closed()
+
+
+async def test_pi_16_commands_entries_tree_queue_and_bash_updates(sandbox: Sandbox) -> None:
+    client = await sandbox.spawn([{"text": "first answer"}, {"text": "a slow second answer", "chunkSize": 2, "delayMs": 30}, {"text": "never"}])
+    async with client:
+        await client.prompt_and_wait("hello")
+        everything = await client.get_entries()
+        ids = [e.root.id for e in everything.entries]
+        assert len(ids) >= 2 and everything.leafId == ids[-1]
+        after_first = await client.get_entries(since=ids[0])
+        assert [e.root.id for e in after_first.entries] == ids[1:]
+        with pytest.raises(AgentCommandError) as bad:
+            await client.get_entries(since="no-such-entry")
+        assert bad.value.code == "not_found"
+        tree = await client.get_tree()
+        assert tree.leafId == ids[-1] and len(tree.tree) == 1 and tree.tree[0].entry.root.id == ids[0]
+        assert (await client.get_available_thinking_levels()).levels == ["off"]
+
+        streaming = asyncio.Event()
+        unsubscribe = client.on("message_update", lambda _: streaming.set())
+        second = asyncio.ensure_future(client.prompt_and_wait("again"))
+        await asyncio.wait_for(streaming.wait(), 10)
+        unsubscribe()
+        await client.follow_up(message="queued for later")
+        cleared = await client.clear_queue()
+        assert (cleared.steering, cleared.followUp) == ([], ["queued for later"])
+        await second
+
+        updates: List[Any] = []
+        client.on("bash_execution_update", updates.append)
+        result = await client.bash(command="echo streamed")
+        assert [u.delta for u in updates] == ["streamed\n"] and result.output == "streamed\n"
+        assert all(u.id is not None for u in updates)
+
+
 async def test_lean_stream_after_set_event_options(sandbox: Sandbox) -> None:
     client = await sandbox.spawn([{"text": "Hello there, lean host!", "chunkSize": 4}, {"text": "Snapshots again.", "chunkSize": 4}])
     async with client:

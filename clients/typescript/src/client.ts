@@ -270,6 +270,22 @@ export class AgentClient extends CommandMethods {
   }
 
   /**
+   * Resolves on the next `agent_settled` (pi 1.6's `waitForIdle`): the agent has no automatic
+   * work left — retries, compaction, queued steering and follow-ups all done — for the run in
+   * progress or the next one to start. Call it before or right after sending the prompt; a
+   * prompt answered `disposition: "handled"` starts no run and brings no `agent_settled`.
+   * Rejects on timeout (default: none), abort or when the process exits.
+   */
+  waitUntilSettled(options: RequestOptions = {}): Promise<T.AgentSettledEvent> {
+    let unsubscribe = (): void => undefined;
+    const settled = new Promise<T.AgentSettledEvent>((resolve, reject) => {
+      unsubscribe = this.on("agent_settled", (frame) => resolve(frame));
+      void this.exited.then((info) => reject(exitError(info)));
+    });
+    return this.race(settled, "agent_settled", { timeoutMs: options.timeoutMs ?? 0, signal: options.signal }).finally(() => unsubscribe());
+  }
+
+  /**
    * Registers host tools (`set_host_tools`), replacing earlier ones, with the handlers that run
    * them: `setHostTools([{ name, description, parameters }], { name: handler })`. A tool without
    * a handler still registers; calls to it are answered with an error result. The generated

@@ -241,6 +241,61 @@ describe("AgentClient against agentwire", { timeout: 300_000 }, () => {
     }
   });
 
+  it("waitUntilSettled resolves on agent_settled, not on agent_end", async () => {
+    const toAgent = new PassThrough();
+    const fromAgent = new PassThrough();
+    const client = AgentClient.attach(toAgent, fromAgent);
+    let settled: unknown;
+    const waiting = client.waitUntilSettled({ timeoutMs: 5_000 }).then((frame) => (settled = frame));
+    fromAgent.write('{"type":"agent_start"}\n{"type":"agent_end","messages":[],"willRetry":true}\n');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(settled, undefined, "a retry follows: not settled yet");
+    fromAgent.write('{"type":"agent_settled","aborted":true}\n');
+    await waiting;
+    assert.deepEqual(settled, { type: "agent_settled", aborted: true });
+    await assert.rejects(client.waitUntilSettled({ timeoutMs: 50 }), RequestTimeoutError);
+    fromAgent.end();
+    await client.exited;
+  });
+
+  it("answers pi 1.6's commands: getEntries with since, getTree, clearQueue, levels; bash streams its output", async () => {
+    const client = sandbox.spawn([{ text: "first answer" }, { text: "a slow second answer", chunkSize: 2, delayMs: 30 }, { text: "never" }]);
+    try {
+      await client.promptAndWait({ message: "hello" });
+      const all = await client.getEntries();
+      const ids = all.entries.map((e) => e.id);
+      assert.ok(ids.length >= 2 && all.leafId === ids[ids.length - 1], JSON.stringify(all));
+      assert.deepEqual((await client.getEntries({ since: ids[0]! })).entries.map((e) => e.id), ids.slice(1));
+      await assert.rejects(client.getEntries({ since: "no-such-entry" }), (e: unknown) => e instanceof AgentCommandError && e.code === "not_found");
+      const tree = await client.getTree();
+      assert.equal(tree.leafId, ids[ids.length - 1]);
+      assert.equal(tree.tree.length, 1);
+      assert.equal(tree.tree[0]!.entry.id, ids[0]);
+      assert.deepEqual((await client.getAvailableThinkingLevels()).levels, ["off"]);
+
+      const streaming = new Promise<void>((resolve) => {
+        const off = client.on("message_update", () => {
+          off();
+          resolve();
+        });
+      });
+      const second = client.promptAndWait({ message: "again" });
+      await streaming;
+      await client.followUp({ message: "queued for later" });
+      assert.deepEqual(await client.clearQueue(), { steering: [], followUp: ["queued for later"] });
+      await second;
+
+      const updates: { id?: unknown; delta: string }[] = [];
+      client.on("bash_execution_update", (u) => updates.push(u));
+      const result = await client.bash({ command: "echo streamed" });
+      assert.deepEqual(updates.map((u) => u.delta), ["streamed\n"]);
+      assert.ok(updates.every((u) => typeof u.id === "string"));
+      assert.equal(result.output, "streamed\n");
+    } finally {
+      await client.close();
+    }
+  });
+
   it("delivers a frame of an unknown type to generic listeners", async () => {
     const toAgent = new PassThrough();
     const fromAgent = new PassThrough();

@@ -349,7 +349,30 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
     }
 
     async fn bash(&self, cmd: BashCommand) -> Result<BashResult, RpcError> {
-        self.agent.bash(&cmd.command, cmd.timeout_ms.map(Duration::from_millis)).await.map_err(rpc_error)
+        let timeout = cmd.timeout_ms.map(Duration::from_millis);
+        if !self.host.profile().is_current() {
+            return self.agent.bash(&cmd.command, timeout, Box::new(|_: &str| {})).await.map_err(rpc_error);
+        }
+        // The output is queued by whichever task runs the command and written from here, so
+        // every `bash_execution_update` goes out before the response; the queue ends when the
+        // command's callback is dropped with its run.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let run = self.agent.bash(
+            &cmd.command,
+            timeout,
+            Box::new(move |delta: &str| {
+                let _ = tx.send(delta.to_owned());
+            }),
+        );
+        let id = cmd.id.clone();
+        let out = self.host.outbox();
+        let forward = async {
+            while let Some(delta) = rx.recv().await {
+                let _ = out.send(&BashExecutionUpdateEvent::new(crate::protocol::nonempty(&delta)).with_id(id.clone())).await;
+            }
+        };
+        let (result, ()) = tokio::join!(run, forward);
+        result.map_err(rpc_error)
     }
 
     async fn abort_bash(&self, _cmd: AbortBashCommand) -> Result<(), RpcError> {
@@ -424,6 +447,14 @@ impl<A: AgentCore> RpcHandler for RpcSession<A> {
 
     async fn get_tree(&self, _cmd: GetTreeCommand) -> Result<SessionTree, RpcError> {
         self.agent.tree().map_err(rpc_error)
+    }
+
+    async fn get_entries(&self, cmd: GetEntriesCommand) -> Result<SessionEntries, RpcError> {
+        self.agent.entries(cmd.since.as_ref().map(|s| s.as_str())).map_err(rpc_error)
+    }
+
+    async fn clear_queue(&self, _cmd: ClearQueueCommand) -> Result<ClearedQueue, RpcError> {
+        self.agent.clear_queue().await.map_err(rpc_error)
     }
 }
 

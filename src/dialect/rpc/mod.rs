@@ -24,6 +24,7 @@ pub mod steps;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -36,6 +37,30 @@ pub use failure::RpcFailure;
 pub use handler::RpcSession;
 pub use serve::serve_rpc;
 
+/// Which generation of the rpc dialect a connection speaks. pi 1.6 and omp 18.3 hosts read
+/// the same stream; pi 0.73-era hosts expect the snapshots pi 0.84 dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RpcProfile {
+    /// pi 1.6 / omp 18.3: delta-only `message_update` with `usage`, `messageId` on message
+    /// events, `toolcall_start` with the call's id and name, `tool_execution_end.durationMs`,
+    /// `bash_execution_update`.
+    #[default]
+    Current,
+    /// pi 0.73.1 / omp 18.2.3 (`--rpc-profile pi-0.73`): `message_update` carries the message
+    /// so far twice, and none of the fields above are sent.
+    Pi073,
+}
+
+impl RpcProfile {
+    /// Whether this profile sends the fields pi 0.84 and later (and omp 18.3) added.
+    pub fn is_current(self) -> bool {
+        match self {
+            Self::Current => true,
+            Self::Pi073 => false,
+        }
+    }
+}
+
 /// The dialect's side of the core: the event projection and the host port, writing to the
 /// single outbox, plus what correlates the core's handles with this dialect's ids.
 #[derive(Debug)]
@@ -45,9 +70,17 @@ pub struct RpcHost {
     tools: host_tools::HostToolCalls,
     /// The request id of each prompt the core accepted, for its `prompt_result`.
     prompts: Mutex<HashMap<PromptId, Value>>,
-    /// Whether `message_update` carries the message snapshots (`set_event_options`; pi's
-    /// stream, on by default).
+    /// Which generation of the dialect this connection speaks.
+    profile: RpcProfile,
+    /// Whether `message_update` carries the message snapshots (`set_event_options`; off in the
+    /// current profile, on in pi 0.73's).
     partial_messages: AtomicBool,
+    /// omp's `messageId`s: the last one minted, and those of the messages started and not yet
+    /// ended (a message nests inside a streaming reply only in omp, but the stack costs nothing).
+    message_ids: Mutex<(u64, Vec<String>)>,
+    /// When each running tool call started, for `tool_execution_end.durationMs`.
+    tool_started: Mutex<HashMap<String, Instant>>,
+
     /// A run's `agent_end`, held until its `prompt_result` is encoded: the two go out as one
     /// write, so a host that answers `agent_end` with its next command never sees that command's
     /// response between them (it did, under load: the run's task was descheduled after queueing
@@ -63,7 +96,28 @@ pub struct RpcHost {
 impl RpcHost {
     /// A host writing to `out`.
     pub fn new(out: Outbox) -> Self {
-        Self { dialogs: port::UiDialogs::new(out.clone()), out, tools: host_tools::HostToolCalls::default(), prompts: Mutex::new(HashMap::new()), partial_messages: AtomicBool::new(true), run_end: Mutex::new(None), early_tools: Mutex::new(None) }
+        Self::with_profile(out, RpcProfile::default())
+    }
+
+    /// A host writing to `out` in `profile`.
+    pub fn with_profile(out: Outbox, profile: RpcProfile) -> Self {
+        Self {
+            dialogs: port::UiDialogs::new(out.clone()),
+            out,
+            tools: host_tools::HostToolCalls::default(),
+            prompts: Mutex::new(HashMap::new()),
+            profile,
+            partial_messages: AtomicBool::new(!profile.is_current()),
+            message_ids: Mutex::new((0, Vec::new())),
+            tool_started: Mutex::new(HashMap::new()),
+            run_end: Mutex::new(None),
+            early_tools: Mutex::new(None),
+        }
+    }
+
+    /// The generation of the dialect this connection speaks.
+    pub fn profile(&self) -> RpcProfile {
+        self.profile
     }
 
     /// The outbox every frame of this dialect goes through.

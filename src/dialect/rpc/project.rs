@@ -1,10 +1,13 @@
 //! The core's events as JSONL frames (pi's event stream). One exhaustive `match`: a new
 //! [`AgentEvent`] does not compile until this dialect decides what it sends for it.
 //!
-//! `message_update` carries the whole partial message twice (top-level `message` and
-//! `assistantMessageEvent.partial`), as pi does; that copy is made here, only for this dialect,
-//! and only while the host has not asked for the lean stream (`set_event_options` with
-//! `partialMessages:false`): then each frame carries the step alone and costs O(delta).
+//! In the current profile `message_update` carries the step alone (pi 0.84 and later), so a
+//! reply costs output linear in its length. Under `--rpc-profile pi-0.73` (or after
+//! `set_event_options` with `partialMessages:true`) it carries the whole partial message twice
+//! (top-level `message` and `assistantMessageEvent.partial`), as pi 0.73 did; that copy is made
+//! here, only for this dialect.
+
+use std::time::Instant;
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
@@ -16,8 +19,8 @@ use crate::protocol::*;
 use crate::transport::FrameBatch;
 
 /// The step as pi's `assistantMessageEvent`; `partial` is the snapshot it carries (`None`: the
-/// lean stream, no snapshot).
-fn assistant_event(delta: StreamDelta, partial: Option<AssistantMessage>) -> AssistantMessageEvent {
+/// lean stream, no snapshot); `current`: whether the fields pi 0.84 added are sent.
+fn assistant_event(delta: StreamDelta, partial: Option<AssistantMessage>, current: bool) -> AssistantMessageEvent {
     match delta {
         StreamDelta::TextStart { index } => AmeTextStart::new(index).with_partial(partial).into(),
         StreamDelta::TextDelta { index, delta } => AmeTextDelta::new(index, delta).with_partial(partial).into(),
@@ -25,7 +28,10 @@ fn assistant_event(delta: StreamDelta, partial: Option<AssistantMessage>) -> Ass
         StreamDelta::ThinkingStart { index } => AmeThinkingStart::new(index).with_partial(partial).into(),
         StreamDelta::ThinkingDelta { index, delta } => AmeThinkingDelta::new(index, delta).with_partial(partial).into(),
         StreamDelta::ThinkingEnd { index, content } => AmeThinkingEnd::new(index, content).with_partial(partial).into(),
-        StreamDelta::ToolCallStart { index, .. } => AmeToolcallStart::new(index).with_partial(partial).into(),
+        StreamDelta::ToolCallStart { index, id, name } => {
+            let start = AmeToolcallStart::new(index).with_partial(partial);
+            if current { start.with_id(Some(id)).with_tool_name(Some(name)).into() } else { start.into() }
+        }
         StreamDelta::ToolCallDelta { index, delta } => AmeToolcallDelta::new(index, delta).with_partial(partial).into(),
         StreamDelta::ToolCallEnd { index, call } => AmeToolcallEnd::new(index, call).with_partial(partial).into(),
     }
@@ -48,6 +54,40 @@ fn end_reason(reason: CompactionReason) -> CompactionEndEventReason {
 }
 
 impl RpcHost {
+    /// A new message's `messageId` (omp's `msg-N`), in the current profile.
+    fn start_message_id(&self) -> Option<String> {
+        if !self.profile.is_current() {
+            return None;
+        }
+        let mut ids = self.message_ids.lock().unwrap_or_else(|e| e.into_inner());
+        ids.0 += 1;
+        let id = format!("msg-{}", ids.0);
+        ids.1.push(id.clone());
+        Some(id)
+    }
+
+    /// The streaming message's `messageId`, in the current profile.
+    fn open_message_id(&self) -> Option<String> {
+        if !self.profile.is_current() {
+            return None;
+        }
+        let open = self.message_ids.lock().unwrap_or_else(|e| e.into_inner()).1.last().cloned();
+        open.or_else(|| self.start_message_id())
+    }
+
+    /// The ending message's `messageId`, in the current profile.
+    fn end_message_id(&self) -> Option<String> {
+        if !self.profile.is_current() {
+            return None;
+        }
+        let open = self.message_ids.lock().unwrap_or_else(|e| e.into_inner()).1.pop();
+        open.or_else(|| {
+            let mut ids = self.message_ids.lock().unwrap_or_else(|e| e.into_inner());
+            ids.0 += 1;
+            Some(format!("msg-{}", ids.0))
+        })
+    }
+
     /// A `tool_execution_*` frame: held while the assistant message streams, sent otherwise.
     async fn tool_frame<T: serde::Serialize>(&self, frame: &T) -> Result<(), crate::transport::WriterClosed> {
         if let Some(held) = self.early_tools.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
@@ -65,15 +105,17 @@ impl RpcHost {
                 if matches!(message, AgentMessage::Assistant(_)) {
                     *self.early_tools.lock().unwrap_or_else(|e| e.into_inner()) = Some(FrameBatch::default());
                 }
-                out.send(&MessageStartEvent::new(message.clone())).await
+                out.send(&MessageStartEvent::new(message.clone()).with_message_id(self.start_message_id())).await
             }
             AgentEvent::MessageDelta { delta, partial } => {
+                let current = self.profile.is_current();
                 let frame = if self.partial_messages() {
-                    let event = assistant_event(delta, Some(partial.clone()));
+                    let event = assistant_event(delta, Some(partial.clone()), current);
                     MessageUpdateEvent::new(event).with_message(Some(AgentMessage::Assistant(partial.clone())))
                 } else {
-                    MessageUpdateEvent::new(assistant_event(delta, None))
+                    MessageUpdateEvent::new(assistant_event(delta, None, current))
                 };
+                let frame = if current { frame.with_usage(Some(partial.usage.clone())).with_message_id(self.open_message_id()) } else { frame };
                 out.send(&frame).await
             }
             AgentEvent::MessageEnd { message } => {
@@ -81,28 +123,37 @@ impl RpcHost {
                     AgentMessage::Assistant(_) => self.early_tools.lock().unwrap_or_else(|e| e.into_inner()).take(),
                     _ => None,
                 };
+                let frame = MessageEndEvent::new(message.clone()).with_message_id(self.end_message_id());
                 match held {
                     Some(tools) => {
                         let mut batch = FrameBatch::default();
-                        let pushed = batch.push(&MessageEndEvent::new(message.clone()));
+                        let pushed = batch.push(&frame);
                         batch.append(tools);
                         let sent = out.send_batch(&mut batch).await;
                         pushed.and(sent)
                     }
-                    None => out.send(&MessageEndEvent::new(message.clone())).await,
+                    None => out.send(&frame).await,
                 }
             }
-            AgentEvent::ToolStart { call } => self.tool_frame(&ToolExecutionStartEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone())).await,
+            AgentEvent::ToolStart { call } => {
+                self.tool_started.lock().unwrap_or_else(|e| e.into_inner()).insert(call.id.to_string(), Instant::now());
+                self.tool_frame(&ToolExecutionStartEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone())).await
+            }
             AgentEvent::ToolUpdate { call, partial } => {
                 self.tool_frame(&ToolExecutionUpdateEvent::new(nonempty(&call.id), call.name.as_str(), call.arguments.clone(), partial.clone())).await
             }
             AgentEvent::ToolEnd { call, result, is_error } => {
-                self.tool_frame(&ToolExecutionEndEvent::new(nonempty(&call.id), call.name.as_str(), result.clone(), is_error)).await
+                let started = self.tool_started.lock().unwrap_or_else(|e| e.into_inner()).remove(&call.id.to_string());
+                // pi: "absent when the tool did not run"; a call that never started has no start.
+                let duration = started.filter(|_| self.profile.is_current()).map(|at| at.elapsed().as_secs_f64() * 1000.0);
+                self.tool_frame(&ToolExecutionEndEvent::new(nonempty(&call.id), call.name.as_str(), result.clone(), is_error).with_duration_ms(duration)).await
             }
             AgentEvent::TurnEnd { message, tool_results } => out.send(&TurnEndEvent::new(message.clone(), tool_results.to_vec())).await,
             // The core settles the prompt right after ending its run (`PromptSettled` follows
             // `RunEnd` with nothing between): `agent_end` waits for it and both go out at once.
             AgentEvent::RunEnd { messages } => {
+                // A run never leaves a message open (omp drops stranded ids here too).
+                self.message_ids.lock().unwrap_or_else(|e| e.into_inner()).1.clear();
                 // Tool frames still held (a message that never ended) go out before the end.
                 let mut batch = self.early_tools.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
                 let encoded = batch.push(&AgentEndEvent::new(messages.to_vec()).with_is_terminal(Some(true)));

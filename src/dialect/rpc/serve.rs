@@ -64,6 +64,7 @@ fn is_read_only(command: &RpcCommand) -> bool {
             | RpcCommand::GetCommands(_)
             | RpcCommand::GetAvailableCommands(_)
             | RpcCommand::GetTree(_)
+            | RpcCommand::GetEntries(_)
     )
 }
 

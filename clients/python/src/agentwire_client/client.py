@@ -315,6 +315,27 @@ class AgentClient(StdioClient, CommandMethods, EventSubscriptions):
         finally:
             unsubscribe()
 
+    async def wait_until_settled(self, *, timeout: Optional[float] = None) -> m.AgentSettledEvent:
+        """Returns on the next ``agent_settled`` (pi 1.6's ``waitForIdle``): the agent has no
+        automatic work left (retries, compaction, queued steering and follow-ups) for the run in
+        progress or the next one to start. Call it before or right after sending the prompt; a
+        prompt answered ``disposition: "handled"`` starts no run and brings no ``agent_settled``.
+
+        Raises after ``timeout`` seconds (default: none) or when the process exits.
+        """
+        loop = asyncio.get_running_loop()
+        settled: "asyncio.Future[m.AgentSettledEvent]" = loop.create_future()
+
+        def on_settled(frame: m.AgentSettledEvent) -> None:
+            if not settled.done():
+                settled.set_result(frame)
+
+        unsubscribe = self.on("agent_settled", on_settled)
+        try:
+            return await self._until_exit(settled, "agent_settled", timeout)
+        finally:
+            unsubscribe()
+
     async def set_host_tools(
         self,
         tools: List[m.HostToolDefinition],
