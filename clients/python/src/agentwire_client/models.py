@@ -34,6 +34,24 @@ class AbortCommand(BaseModel):
     """
 
 
+class ClearQueueCommand(BaseModel):
+    """
+    pi 1.6.0 (docs/rpc-commands.md "clear_queue"): removes the queued steering and follow-up messages and returns their text, so a host can put them back in its editor (send it before `abort` for pi's Esc behaviour). A `queue_update` with both queues empty precedes the response when anything was queued.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Optional[Union[str, int]] = None
+    """
+    Correlation id, echoed in the response.
+    """
+    type: Literal["clear_queue"] = "clear_queue"
+    """
+    Command name.
+    """
+
+
 class NewSessionCommand(BaseModel):
     """
     Start a new, empty session (aborting a running run first).
@@ -354,7 +372,7 @@ class AbortRetryCommand(BaseModel):
 
 class SetEventOptionsCommand(BaseModel):
     """
-    agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+    agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default depends on the profile: `false` in the default profile (pi 1.6.0's delta-only `message_update`, docs/json.md "Reconstruct streaming messages"), `true` under `--rpc-profile pi-0.73` (pi 0.73's snapshots). The choice lasts for the process (every session it switches to).
     """
 
     model_config = ConfigDict(
@@ -370,7 +388,7 @@ class SetEventOptionsCommand(BaseModel):
     """
     partialMessages: bool
     """
-    `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
+    `true`: every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`), as pi 0.73 did (the default of `--rpc-profile pi-0.73`). `false` (the default profile, pi 1.6.0): both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
     """
 
 
@@ -398,7 +416,7 @@ class NegotiateProtocolCommand(BaseModel):
 
 class BashCommand(BaseModel):
     """
-    Run a shell command in the working directory; the execution joins the context of the next prompt.
+    Run a shell command in the working directory; the execution joins the context of the next prompt. In the default profile its output streams as `bash_execution_update` events carrying this command's `id` (pi 1.6.0, docs/rpc-commands.md "bash"), all before the response.
     """
 
     model_config = ConfigDict(
@@ -744,7 +762,7 @@ class ListSessionsCommand(BaseModel):
 
 class GetTreeCommand(BaseModel):
     """
-    Read every entry of the session as a tree (agentwire).
+    Read every entry of the session as a tree. pi 1.6.0 (docs/rpc-commands.md "get_tree") answers `{tree, leafId}` with the nested `SessionTreeNode`s; agentwire answers that and keeps its flat `entries` summary beside it.
     """
 
     model_config = ConfigDict(
@@ -757,6 +775,28 @@ class GetTreeCommand(BaseModel):
     type: Literal["get_tree"] = "get_tree"
     """
     Command name.
+    """
+
+
+class GetEntriesCommand(BaseModel):
+    """
+    pi 1.6.0 (docs/rpc-commands.md "get_entries"; omp 18.3.4 rpc-compat.ts): every session entry in append order (no header), abandoned branches and pre-compaction history included. Entry ids are a durable cursor: with `since`, only the entries strictly after that entry; an unknown `since` fails (`not_found`).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Optional[Union[str, int]] = None
+    """
+    Correlation id, echoed in the response.
+    """
+    type: Literal["get_entries"] = "get_entries"
+    """
+    Command name.
+    """
+    since: Annotated[Optional[str], Field(min_length=1)] = None
+    """
+    The last entry id the host has seen; only later entries are returned.
     """
 
 
@@ -905,6 +945,24 @@ class AgentStartEvent(BaseModel):
     """
 
 
+class AgentSettledEvent(BaseModel):
+    """
+    pi 1.6.0 (@earendil-works/pi-coding-agent) (docs/json.md, docs/rpc.md): the agent will not continue automatically: every retry, compaction recovery and queued steer or follow-up of the work a prompt started has run. Exactly one per period of work (a message queued into running work shares its `agent_settled`); none for a prompt answered with disposition `handled`.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: Literal["agent_settled"] = "agent_settled"
+    """
+    Event type.
+    """
+    aborted: bool
+    """
+    True when the work ended because it was aborted.
+    """
+
+
 class TurnStartEvent(BaseModel):
     """
     A turn (one assistant response and its tool calls) started.
@@ -942,6 +1000,28 @@ class ToolExecutionStartEvent(BaseModel):
     args: Dict[str, Any]
     """
     Arguments of the call.
+    """
+
+
+class BashExecutionUpdateEvent(BaseModel):
+    """
+    pi 1.6.0 (docs/json.md "RPC-only events", docs/rpc.md): output of a host `bash` command as it runs, the one event carrying a command id. The response may hold truncated output; these events carry all of it. Sent in the default profile.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: Literal["bash_execution_update"] = "bash_execution_update"
+    """
+    Event type.
+    """
+    id: Optional[Union[str, int]] = None
+    """
+    The `bash` command's id, when it had one.
+    """
+    delta: Annotated[str, Field(min_length=1)]
+    """
+    Output since the previous update (stdout and stderr merged).
     """
 
 
@@ -1328,7 +1408,7 @@ class PromptError(BaseModel):
 
 class PromptResultEvent(BaseModel):
     """
-    agentwire: the single terminal frame of an accepted prompt, after its last event.
+    The single terminal frame of an accepted prompt, after all work the prompt caused has settled (oh-my-pi 18.3.4, src/modes/rpc/rpc-types.ts: "Terminal frame emitted exactly once per accepted prompt/abort_and_prompt").
     """
 
     model_config = ConfigDict(
@@ -1353,6 +1433,24 @@ class PromptResultEvent(BaseModel):
     error: Optional[PromptError] = None
     """
     With status `error`.
+    """
+    sessionSettled: bool
+    """
+    oh-my-pi 18.3.4 (src/modes/rpc/rpc-types.ts `RpcPromptResultFrame`): the agent yielded and nothing will wake the session again (no run live, nothing queued, no background work). When false, a `session_settled` follows once that work is done.
+    """
+
+
+class SessionSettledEvent(BaseModel):
+    """
+    oh-my-pi 18.3.4 (src/modes/rpc/rpc-types.ts `RpcSessionSettledFrame`, rpc-session-settle.ts): the session went quiet after agent activity: the last run yielded and no queued message or background work remains that could wake it. Once per stretch of activity that ran the agent (none after a slash command that ran no model), after that stretch's last `prompt_result`; a `prompt_result` with `sessionSettled: false` is followed by one later.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: Literal["session_settled"] = "session_settled"
+    """
+    Event type.
     """
 
 
@@ -3254,17 +3352,42 @@ class HostToolNames(BaseModel):
     """
 
 
+class PromptDisposition(RootModel[Literal["started", "queued", "handled"]]):
+    root: Literal["started", "queued", "handled"]
+    """
+    What became of a submitted `prompt`, `steer` or `follow_up` (pi 1.6.0 (@earendil-works/pi-coding-agent), docs/rpc-commands.md and dist/modes/rpc/rpc-types.d.ts `PromptDisposition` / `QueuedInputDisposition`): `started`: it started a run, which ends with exactly one `agent_settled`; `queued`: it joined the running work (a steer or follow-up), whose single `agent_settled` covers it; `handled`: it was consumed without a run (a slash command), so no `agent_settled` follows for it (pi docs/rpc.md: "If it is `handled`, no run started for this prompt, so don't wait for `agent_settled`"). pi answers `steer`/`follow_up` only with `queued` or `handled`; agentwire starts a run with a `steer`/`follow_up` sent while idle and says `started` then.
+    """
+
+
 class PromptAccepted(BaseModel):
     """
-    Data of a `prompt` response when the prompt was a slash command handled without the model (omp); absent otherwise.
+    Data of a successful `prompt` response. `disposition` is pi 1.6.0 (@earendil-works/pi-coding-agent)'s (its RpcClient rejects a prompt response without it); `agentInvoked` is oh-my-pi 18.3.4's (src/modes/rpc/rpc-mode.ts: `false` for a slash command completed without the model). Which of the two a host gets depends on the rpc profile.
     """
 
     model_config = ConfigDict(
         extra="allow",
     )
-    agentInvoked: bool
+    disposition: Optional[Literal["started", "queued", "handled"]] = None
     """
-    Whether a run was started.
+    pi 1.6.0 (@earendil-works/pi-coding-agent): whether the prompt started a run, was queued into the running one, or was handled without a run.
+    """
+    agentInvoked: Optional[bool] = None
+    """
+    oh-my-pi 18.3.4: whether a run was started.
+    """
+
+
+class QueuedInputAccepted(BaseModel):
+    """
+    Data of a successful `steer` or `follow_up` response (pi 1.6.0 (@earendil-works/pi-coding-agent), docs/rpc-commands.md: `{"disposition": "queued"}`).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    disposition: Literal["started", "queued", "handled"]
+    """
+    What became of the message.
     """
 
 
@@ -3583,21 +3706,21 @@ class TreeEntry(BaseModel):
     """
 
 
-class SessionTree(BaseModel):
+class ClearedQueue(BaseModel):
     """
-    All entries of the session as a tree.
+    pi 1.6.0 `clear_queue` answer: the text of the messages that were queued.
     """
 
     model_config = ConfigDict(
         extra="allow",
     )
-    entries: List[TreeEntry]
+    steering: List[str]
     """
-    Entries in file order.
+    Steering messages, in queue order.
     """
-    leafId: Optional[str]
+    followUp: List[str]
     """
-    Id of the current leaf; null for an empty session.
+    Follow-up messages, in queue order.
     """
 
 
@@ -3922,11 +4045,11 @@ class ConformanceRequirement(BaseModel):
     """
     Where it comes from, precisely: a spec section URL, a section of the upstream document, or for AGENTWIRE requirements a section of shared/protocol-notes.md or of our docs.
     """
-    document: Optional[Literal["pi-rpc", "omp-rpc-reference", "kimi-wire-transport", "json-rpc-2.0", "acp-spec", "acp-schema", "agentwire"]] = (
+    document: Optional[Literal["pi-rpc", "omp-rpc-reference", "omp-rpc-types", "kimi-wire-transport", "json-rpc-2.0", "acp-spec", "acp-schema", "agentwire"]] = (
         None
     )
     """
-    The document the requirement cites: `pi-rpc` (pi's RPC mode doc, `docs/rpc.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
+    The document the requirement cites: `pi-rpc` (pi's RPC documents: `docs/rpc.md`, `docs/rpc-commands.md`, `docs/json.md` and `docs/message-types.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `omp-rpc-types` (oh-my-pi's exported protocol types, `src/modes/rpc/rpc-types.ts` of its package, whose doc comments state the contract), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
     """
     quote: Annotated[Optional[str], Field(min_length=1)] = None
     """
@@ -6329,7 +6452,7 @@ class WireOutboundFrame(
 
 class PromptCommand(BaseModel):
     """
-    Send a user message. Answered at once (before `agent_start`); the run ends with `prompt_result` for this id.
+    Send a user message. Answered at once (before `agent_start`), with `data.disposition`; the work it started ends with exactly one `agent_settled` and one `prompt_result` for this id.
     """
 
     model_config = ConfigDict(
@@ -6480,10 +6603,10 @@ class SetHostToolsCommand(BaseModel):
 
 
 class RpcCommand(
-    RootModel[Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand, SetEventOptionsCommand, NegotiateProtocolCommand]]
+    RootModel[Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, ClearQueueCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand, GetEntriesCommand, SetEventOptionsCommand, NegotiateProtocolCommand]]
 ):
     root: Annotated[
-        Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand, SetEventOptionsCommand, NegotiateProtocolCommand],
+        Union[PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, ClearQueueCommand, AbortAndPromptCommand, NewSessionCommand, GetStateCommand, SetTodosCommand, SetHostToolsCommand, SetModelCommand, CycleModelCommand, GetAvailableModelsCommand, SetThinkingLevelCommand, CycleThinkingLevelCommand, GetAvailableThinkingLevelsCommand, SetSteeringModeCommand, SetFollowUpModeCommand, SetInterruptModeCommand, CompactCommand, SetAutoCompactionCommand, SetAutoRetryCommand, AbortRetryCommand, BashCommand, AbortBashCommand, GetSessionStatsCommand, ExportHtmlCommand, SwitchSessionCommand, BranchCommand, ForkCommand, CloneCommand, GetBranchMessagesCommand, GetForkMessagesCommand, GetLastAssistantTextCommand, SetSessionNameCommand, GetMessagesCommand, GetMessagesPageCommand, GetCommandsCommand, GetAvailableCommandsCommand, ListSessionsCommand, GetTreeCommand, GetEntriesCommand, SetEventOptionsCommand, NegotiateProtocolCommand],
         Field(discriminator="type"),
     ]
     """
@@ -6548,6 +6671,10 @@ class ToolExecutionEndEvent(BaseModel):
     isError: bool
     """
     Whether it failed.
+    """
+    durationMs: Annotated[Optional[float], Field(ge=0.0)] = None
+    """
+    pi 1.6.0 (docs/json.md "Tool execution events"): how long the tool ran, on a monotonic clock; absent when it did not run. Sent in the default profile.
     """
 
 
@@ -6997,6 +7124,50 @@ class MessagesPage(BaseModel):
     """
 
 
+class SessionTreeNode(BaseModel):
+    """
+    pi 1.6.0 `SessionTreeNode` (dist/core/session-manager.d.ts): one entry and the entries whose parent it is.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    entry: SessionEntry
+    """
+    The entry, as the session file stores it.
+    """
+    children: List[SessionTreeNode]
+    """
+    Child nodes, in append order.
+    """
+    label: Optional[str] = None
+    """
+    pi: the entry's resolved label, if any (agentwire sets none).
+    """
+    labelTimestamp: Optional[str] = None
+    """
+    pi: when the label last changed.
+    """
+
+
+class SessionEntries(BaseModel):
+    """
+    pi 1.6.0 `get_entries` answer (docs/rpc-commands.md "get_entries").
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    entries: List[SessionEntry]
+    """
+    Entries in append order (after `since` when given). An entry of a type this build does not know (written by another program) is skipped but still counts as a cursor.
+    """
+    leafId: Optional[str]
+    """
+    Id of the current leaf; null for an empty session.
+    """
+
+
 class Tools(BaseModel):
     """
     How the agent's tools play the roles of scripted tool calls (`role` in a model reply's `toolCalls`): its tool name and argument shape per role. A role the map lacks keeps agentwire's tool name and arguments.
@@ -7271,6 +7442,14 @@ class AmeToolcallStart(BaseModel):
     """
     Index of the block in `partial.content`.
     """
+    id: Optional[str] = None
+    """
+    pi 0.84.3 (pi 1.6.0 docs/json.md): the tool call's id. Sent in the default profile.
+    """
+    toolName: Optional[str] = None
+    """
+    pi 0.84.3 (pi 1.6.0 docs/json.md): the tool's name. Sent in the default profile.
+    """
     partial: Optional[AssistantMessage] = None
     """
     The message after applying this event (never ahead of it). Absent after `set_event_options` with `partialMessages:false`.
@@ -7387,7 +7566,7 @@ class AssistantMessageEvent(
 
 class AgentEndEvent(BaseModel):
     """
-    A run finished; always the last event of its run.
+    One low-level run finished; always the last event of that run. More work may follow before the prompt settles (a retry, compaction recovery, a queued steer or follow-up): `agent_settled` marks the end (pi 1.6.0 (@earendil-works/pi-coding-agent), docs/json.md).
     """
 
     model_config = ConfigDict(
@@ -7404,6 +7583,10 @@ class AgentEndEvent(BaseModel):
     isTerminal: Optional[bool] = None
     """
     omp: whether no continuation follows (agentwire: always true).
+    """
+    willRetry: Optional[bool] = None
+    """
+    pi 1.6.0 (@earendil-works/pi-coding-agent) (docs/json.md): whether the agent retries this run automatically (another `agent_start` follows before `agent_settled`).
     """
 
 
@@ -7445,11 +7628,15 @@ class MessageStartEvent(BaseModel):
     """
     The message so far.
     """
+    messageId: Optional[str] = None
+    """
+    omp 18.3.4 (rpc-types.ts `RpcMessageEventFrame`): shared by the `message_start`, every `message_update` and the `message_end` of one message (`msg-1`, `msg-2`, …). Sent in the default profile, not under `--rpc-profile pi-0.73`.
+    """
 
 
 class MessageUpdateEvent(BaseModel):
     """
-    An assistant message streamed one step.
+    An assistant message streamed one step. In the default profile it is delta-only with a top-level `usage` (pi 0.84.0, breaking; pi 1.6.0 docs/json.md "Reconstruct streaming messages": "They omit the SDK event's cumulative `message` field and every `assistantMessageEvent.partial` snapshot so stream size remains linear"); under `--rpc-profile pi-0.73` it carries both snapshots (pi 0.73.1).
     """
 
     model_config = ConfigDict(
@@ -7461,11 +7648,19 @@ class MessageUpdateEvent(BaseModel):
     """
     message: Optional[AgentMessage] = None
     """
-    The partial message after this step. Absent after `set_event_options` with `partialMessages:false` (the lean stream): the step in `assistantMessageEvent` is then all there is.
+    The partial message after this step: only under `--rpc-profile pi-0.73` or after `set_event_options` with `partialMessages:true`.
+    """
+    usage: Optional[Usage] = None
+    """
+    pi 1.6.0 (docs/json.md): the latest cumulative usage of the assistant response (zeros until the provider reports it). Sent in the default profile.
     """
     assistantMessageEvent: AssistantMessageEvent
     """
     The step.
+    """
+    messageId: Optional[str] = None
+    """
+    omp 18.3.4 (rpc-types.ts `RpcMessageEventFrame`): shared by the `message_start`, every `message_update` and the `message_end` of one message (`msg-1`, `msg-2`, …). Sent in the default profile, not under `--rpc-profile pi-0.73`.
     """
 
 
@@ -7485,13 +7680,35 @@ class MessageEndEvent(BaseModel):
     """
     The final message.
     """
+    messageId: Optional[str] = None
+    """
+    omp 18.3.4 (rpc-types.ts `RpcMessageEventFrame`): shared by the `message_start`, every `message_update` and the `message_end` of one message (`msg-1`, `msg-2`, …). Sent in the default profile, not under `--rpc-profile pi-0.73`.
+    """
+
+
+class EntryAppendedEvent(BaseModel):
+    """
+    pi 1.6.0 (docs/json.md "Queue and state events"): an extension appended a custom session entry (`pi.appendEntry()`). agentwire's own agent has no such extensions and does not send it; it is read from pi agents the bridge drives.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: Literal["entry_appended"] = "entry_appended"
+    """
+    Event type.
+    """
+    entry: SessionEntry
+    """
+    The persisted entry.
+    """
 
 
 class RpcEvent(
-    RootModel[Union[AgentStartEvent, AgentEndEvent, TurnStartEvent, TurnEndEvent, MessageStartEvent, MessageUpdateEvent, MessageEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, ToolExecutionEndEvent, CompactionStartEvent, CompactionEndEvent, AutoCompactionStartEvent, AutoCompactionEndEvent, AutoRetryStartEvent, AutoRetryEndEvent, QueueUpdateEvent, ThinkingLevelChangedEvent, ModelChangedEvent, SessionInfoChangedEvent, SessionInfoUpdateEvent, ConfigUpdateEvent, AvailableCommandsUpdateEvent, AdvisorCostChangedEvent, NoticeEvent, CommandOutputEvent, TodoReminderEvent, TodoAutoClearEvent, TodoUpdateEvent, ExtensionErrorEvent, PromptResultEvent, ReadyEvent]]
+    RootModel[Union[AgentStartEvent, AgentEndEvent, AgentSettledEvent, TurnStartEvent, TurnEndEvent, MessageStartEvent, MessageUpdateEvent, MessageEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, ToolExecutionEndEvent, BashExecutionUpdateEvent, EntryAppendedEvent, CompactionStartEvent, CompactionEndEvent, AutoCompactionStartEvent, AutoCompactionEndEvent, AutoRetryStartEvent, AutoRetryEndEvent, QueueUpdateEvent, ThinkingLevelChangedEvent, ModelChangedEvent, SessionInfoChangedEvent, SessionInfoUpdateEvent, ConfigUpdateEvent, AvailableCommandsUpdateEvent, AdvisorCostChangedEvent, NoticeEvent, CommandOutputEvent, TodoReminderEvent, TodoAutoClearEvent, TodoUpdateEvent, ExtensionErrorEvent, PromptResultEvent, SessionSettledEvent, ReadyEvent]]
 ):
     root: Annotated[
-        Union[AgentStartEvent, AgentEndEvent, TurnStartEvent, TurnEndEvent, MessageStartEvent, MessageUpdateEvent, MessageEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, ToolExecutionEndEvent, CompactionStartEvent, CompactionEndEvent, AutoCompactionStartEvent, AutoCompactionEndEvent, AutoRetryStartEvent, AutoRetryEndEvent, QueueUpdateEvent, ThinkingLevelChangedEvent, ModelChangedEvent, SessionInfoChangedEvent, SessionInfoUpdateEvent, ConfigUpdateEvent, AvailableCommandsUpdateEvent, AdvisorCostChangedEvent, NoticeEvent, CommandOutputEvent, TodoReminderEvent, TodoAutoClearEvent, TodoUpdateEvent, ExtensionErrorEvent, PromptResultEvent, ReadyEvent],
+        Union[AgentStartEvent, AgentEndEvent, AgentSettledEvent, TurnStartEvent, TurnEndEvent, MessageStartEvent, MessageUpdateEvent, MessageEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, ToolExecutionEndEvent, BashExecutionUpdateEvent, EntryAppendedEvent, CompactionStartEvent, CompactionEndEvent, AutoCompactionStartEvent, AutoCompactionEndEvent, AutoRetryStartEvent, AutoRetryEndEvent, QueueUpdateEvent, ThinkingLevelChangedEvent, ModelChangedEvent, SessionInfoChangedEvent, SessionInfoUpdateEvent, ConfigUpdateEvent, AvailableCommandsUpdateEvent, AdvisorCostChangedEvent, NoticeEvent, CommandOutputEvent, TodoReminderEvent, TodoAutoClearEvent, TodoUpdateEvent, ExtensionErrorEvent, PromptResultEvent, SessionSettledEvent, ReadyEvent],
         Field(discriminator="type"),
     ]
     """
@@ -7521,3 +7738,28 @@ class RpcOutboundFrame(
     """
     A line the agent writes: a response, an event, a sub-protocol request, or (after protocol v2 is negotiated) a slice of a chunked frame.
     """
+
+
+class SessionTree(BaseModel):
+    """
+    All entries of the session as a tree: pi 1.6.0's `{tree, leafId}` (docs/rpc-commands.md "get_tree") and agentwire's flat `entries` summary.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    entries: List[TreeEntry]
+    """
+    Entries in file order.
+    """
+    tree: List[SessionTreeNode]
+    """
+    pi 1.6.0: the root nodes (several when the session has several roots), each with its subtree.
+    """
+    leafId: Optional[str]
+    """
+    Id of the current leaf; null for an empty session.
+    """
+
+
+SessionTreeNode.model_rebuild()

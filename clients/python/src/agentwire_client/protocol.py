@@ -14,6 +14,7 @@ RESPONSE_MODELS: Dict[str, Any] = {
     "steer": m.QueuedInputAccepted,
     "follow_up": m.QueuedInputAccepted,
     "abort": None,
+    "clear_queue": m.ClearedQueue,
     "abort_and_prompt": None,
     "new_session": m.CancelledResult,
     "get_state": m.SessionState,
@@ -50,6 +51,7 @@ RESPONSE_MODELS: Dict[str, Any] = {
     "get_available_commands": m.CommandsResult,
     "list_sessions": m.SessionList,
     "get_tree": m.SessionTree,
+    "get_entries": m.SessionEntries,
     "set_event_options": None,
     "negotiate_protocol": m.NegotiatedProtocol,
 }
@@ -60,6 +62,7 @@ COMMAND_TYPES: Tuple[str, ...] = (
     "steer",
     "follow_up",
     "abort",
+    "clear_queue",
     "abort_and_prompt",
     "new_session",
     "get_state",
@@ -96,6 +99,7 @@ COMMAND_TYPES: Tuple[str, ...] = (
     "get_available_commands",
     "list_sessions",
     "get_tree",
+    "get_entries",
     "set_event_options",
     "negotiate_protocol",
 )
@@ -113,6 +117,8 @@ EVENT_MODELS: Dict[str, Any] = {
     "tool_execution_start": m.ToolExecutionStartEvent,
     "tool_execution_update": m.ToolExecutionUpdateEvent,
     "tool_execution_end": m.ToolExecutionEndEvent,
+    "bash_execution_update": m.BashExecutionUpdateEvent,
+    "entry_appended": m.EntryAppendedEvent,
     "compaction_start": m.CompactionStartEvent,
     "compaction_end": m.CompactionEndEvent,
     "auto_compaction_start": m.AutoCompactionStartEvent,
@@ -155,6 +161,8 @@ AgentEvent = Union[
     m.ToolExecutionStartEvent,
     m.ToolExecutionUpdateEvent,
     m.ToolExecutionEndEvent,
+    m.BashExecutionUpdateEvent,
+    m.EntryAppendedEvent,
     m.CompactionStartEvent,
     m.CompactionEndEvent,
     m.AutoCompactionStartEvent,
@@ -267,6 +275,18 @@ class CommandMethods:
         """
         frame: Dict[str, Any] = {"type": "abort"}
         await self._call(frame, None, timeout)
+
+    async def clear_queue(self, *, timeout: Optional[float] = None) -> m.ClearedQueue:
+        """pi 1.6.0 (docs/rpc-commands.md "clear_queue"): removes the queued steering and follow-up messages and returns their text, so a host can put them back in its editor (send it before `abort` for pi's Esc behaviour). A `queue_update` with both queues empty precedes the response when anything was queued.
+
+        Sends `clear_queue` (ClearQueueCommand).
+
+        Args:
+            timeout: Seconds to wait for the response (default: the client's).
+        """
+        frame: Dict[str, Any] = {"type": "clear_queue"}
+        result: m.ClearedQueue = await self._call(frame, m.ClearedQueue, timeout)
+        return result
 
     async def abort_and_prompt(self, *, message: str, images: Optional[List[m.ImageContent]] = None, timeout: Optional[float] = None) -> None:
         """Abort the running run (if any), then prompt with a new message.
@@ -514,7 +534,7 @@ class CommandMethods:
         await self._call(frame, None, timeout)
 
     async def bash(self, *, command: str, timeout_ms: Optional[int] = None, timeout: Optional[float] = None) -> m.BashResult:
-        """Run a shell command in the working directory; the execution joins the context of the next prompt.
+        """Run a shell command in the working directory; the execution joins the context of the next prompt. In the default profile its output streams as `bash_execution_update` events carrying this command's `id` (pi 1.6.0, docs/rpc-commands.md "bash"), all before the response.
 
         Sends `bash` (BashCommand).
 
@@ -741,7 +761,7 @@ class CommandMethods:
         return result
 
     async def get_tree(self, *, timeout: Optional[float] = None) -> m.SessionTree:
-        """Read every entry of the session as a tree (agentwire).
+        """Read every entry of the session as a tree. pi 1.6.0 (docs/rpc-commands.md "get_tree") answers `{tree, leafId}` with the nested `SessionTreeNode`s; agentwire answers that and keeps its flat `entries` summary beside it.
 
         Sends `get_tree` (GetTreeCommand).
 
@@ -752,13 +772,28 @@ class CommandMethods:
         result: m.SessionTree = await self._call(frame, m.SessionTree, timeout)
         return result
 
+    async def get_entries(self, *, since: Optional[str] = None, timeout: Optional[float] = None) -> m.SessionEntries:
+        """pi 1.6.0 (docs/rpc-commands.md "get_entries"; omp 18.3.4 rpc-compat.ts): every session entry in append order (no header), abandoned branches and pre-compaction history included. Entry ids are a durable cursor: with `since`, only the entries strictly after that entry; an unknown `since` fails (`not_found`).
+
+        Sends `get_entries` (GetEntriesCommand).
+
+        Args:
+            since: The last entry id the host has seen; only later entries are returned.
+            timeout: Seconds to wait for the response (default: the client's).
+        """
+        frame: Dict[str, Any] = {"type": "get_entries"}
+        if since is not None:
+            frame["since"] = since
+        result: m.SessionEntries = await self._call(frame, m.SessionEntries, timeout)
+        return result
+
     async def set_event_options(self, *, partial_messages: bool, timeout: Optional[float] = None) -> None:
-        """agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+        """agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default depends on the profile: `false` in the default profile (pi 1.6.0's delta-only `message_update`, docs/json.md "Reconstruct streaming messages"), `true` under `--rpc-profile pi-0.73` (pi 0.73's snapshots). The choice lasts for the process (every session it switches to).
 
         Sends `set_event_options` (SetEventOptionsCommand).
 
         Args:
-            partial_messages: `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
+            partial_messages: `true`: every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`), as pi 0.73 did (the default of `--rpc-profile pi-0.73`). `false` (the default profile, pi 1.6.0): both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
             timeout: Seconds to wait for the response (default: the client's).
         """
         frame: Dict[str, Any] = {"type": "set_event_options"}
@@ -818,6 +853,12 @@ class EventSubscriptions:
 
     @overload
     def on(self, event_type: Literal["tool_execution_end"], handler: Callable[[m.ToolExecutionEndEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
+
+    @overload
+    def on(self, event_type: Literal["bash_execution_update"], handler: Callable[[m.BashExecutionUpdateEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
+
+    @overload
+    def on(self, event_type: Literal["entry_appended"], handler: Callable[[m.EntryAppendedEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...
 
     @overload
     def on(self, event_type: Literal["compaction_start"], handler: Callable[[m.CompactionStartEvent], Union[None, Awaitable[None]]]) -> Callable[[], None]: ...

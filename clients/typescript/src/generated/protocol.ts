@@ -24,6 +24,10 @@ export interface CommandResponseMap {
    */
   abort: void;
   /**
+   * pi 1.6.0 (docs/rpc-commands.md "clear_queue"): removes the queued steering and follow-up messages and returns their text, so a host can put them back in its editor (send it before `abort` for pi's Esc behaviour). A `queue_update` with both queues empty precedes the response when anything was queued.
+   */
+  clear_queue: T.ClearedQueue;
+  /**
    * Abort the running run (if any), then prompt with a new message.
    */
   abort_and_prompt: void;
@@ -96,7 +100,7 @@ export interface CommandResponseMap {
    */
   abort_retry: void;
   /**
-   * Run a shell command in the working directory; the execution joins the context of the next prompt.
+   * Run a shell command in the working directory; the execution joins the context of the next prompt. In the default profile its output streams as `bash_execution_update` events carrying this command's `id` (pi 1.6.0, docs/rpc-commands.md "bash"), all before the response.
    */
   bash: T.BashResult;
   /**
@@ -164,11 +168,15 @@ export interface CommandResponseMap {
    */
   list_sessions: T.SessionList;
   /**
-   * Read every entry of the session as a tree (agentwire).
+   * Read every entry of the session as a tree. pi 1.6.0 (docs/rpc-commands.md "get_tree") answers `{tree, leafId}` with the nested `SessionTreeNode`s; agentwire answers that and keeps its flat `entries` summary beside it.
    */
   get_tree: T.SessionTree;
   /**
-   * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+   * pi 1.6.0 (docs/rpc-commands.md "get_entries"; omp 18.3.4 rpc-compat.ts): every session entry in append order (no header), abandoned branches and pre-compaction history included. Entry ids are a durable cursor: with `since`, only the entries strictly after that entry; an unknown `since` fails (`not_found`).
+   */
+  get_entries: T.SessionEntries;
+  /**
+   * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default depends on the profile: `false` in the default profile (pi 1.6.0's delta-only `message_update`, docs/json.md "Reconstruct streaming messages"), `true` under `--rpc-profile pi-0.73` (pi 0.73's snapshots). The choice lasts for the process (every session it switches to).
    */
   set_event_options: void;
   /**
@@ -190,6 +198,7 @@ export const COMMAND_TYPES: readonly CommandType[] = [
   "steer",
   "follow_up",
   "abort",
+  "clear_queue",
   "abort_and_prompt",
   "new_session",
   "get_state",
@@ -226,6 +235,7 @@ export const COMMAND_TYPES: readonly CommandType[] = [
   "get_available_commands",
   "list_sessions",
   "get_tree",
+  "get_entries",
   "set_event_options",
   "negotiate_protocol",
 ];
@@ -259,7 +269,7 @@ export interface AgentEventMap {
    */
   message_start: T.MessageStartEvent;
   /**
-   * An assistant message streamed one step.
+   * An assistant message streamed one step. In the default profile it is delta-only with a top-level `usage` (pi 0.84.0, breaking; pi 1.6.0 docs/json.md "Reconstruct streaming messages": "They omit the SDK event's cumulative `message` field and every `assistantMessageEvent.partial` snapshot so stream size remains linear"); under `--rpc-profile pi-0.73` it carries both snapshots (pi 0.73.1).
    */
   message_update: T.MessageUpdateEvent;
   /**
@@ -278,6 +288,14 @@ export interface AgentEventMap {
    * A tool call finished.
    */
   tool_execution_end: T.ToolExecutionEndEvent;
+  /**
+   * pi 1.6.0 (docs/json.md "RPC-only events", docs/rpc.md): output of a host `bash` command as it runs, the one event carrying a command id. The response may hold truncated output; these events carry all of it. Sent in the default profile.
+   */
+  bash_execution_update: T.BashExecutionUpdateEvent;
+  /**
+   * pi 1.6.0 (docs/json.md "Queue and state events"): an extension appended a custom session entry (`pi.appendEntry()`). agentwire's own agent has no such extensions and does not send it; it is read from pi agents the bridge drives.
+   */
+  entry_appended: T.EntryAppendedEvent;
   /**
    * A compaction started (pi name; manual or automatic).
    */
@@ -406,6 +424,8 @@ export const AGENT_EVENT_TYPES: readonly AgentEventType[] = [
   "tool_execution_start",
   "tool_execution_update",
   "tool_execution_end",
+  "bash_execution_update",
+  "entry_appended",
   "compaction_start",
   "compaction_end",
   "auto_compaction_start",
@@ -490,6 +510,15 @@ export abstract class CommandMethods {
    */
   abort(params: CommandParams<"abort"> = {}, options?: RequestOptions): Promise<void> {
     return this.send("abort", params, options);
+  }
+
+  /**
+   * pi 1.6.0 (docs/rpc-commands.md "clear_queue"): removes the queued steering and follow-up messages and returns their text, so a host can put them back in its editor (send it before `abort` for pi's Esc behaviour). A `queue_update` with both queues empty precedes the response when anything was queued.
+   * 
+   * Sends `clear_queue` (ClearQueueCommand). Resolves with `ClearedQueue`.
+   */
+  clearQueue(params: CommandParams<"clear_queue"> = {}, options?: RequestOptions): Promise<T.ClearedQueue> {
+    return this.send("clear_queue", params, options);
   }
 
   /**
@@ -655,7 +684,7 @@ export abstract class CommandMethods {
   }
 
   /**
-   * Run a shell command in the working directory; the execution joins the context of the next prompt.
+   * Run a shell command in the working directory; the execution joins the context of the next prompt. In the default profile its output streams as `bash_execution_update` events carrying this command's `id` (pi 1.6.0, docs/rpc-commands.md "bash"), all before the response.
    * 
    * Sends `bash` (BashCommand). Resolves with `BashResult`.
    */
@@ -808,7 +837,7 @@ export abstract class CommandMethods {
   }
 
   /**
-   * Read every entry of the session as a tree (agentwire).
+   * Read every entry of the session as a tree. pi 1.6.0 (docs/rpc-commands.md "get_tree") answers `{tree, leafId}` with the nested `SessionTreeNode`s; agentwire answers that and keeps its flat `entries` summary beside it.
    * 
    * Sends `get_tree` (GetTreeCommand). Resolves with `SessionTree`.
    */
@@ -817,7 +846,16 @@ export abstract class CommandMethods {
   }
 
   /**
-   * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+   * pi 1.6.0 (docs/rpc-commands.md "get_entries"; omp 18.3.4 rpc-compat.ts): every session entry in append order (no header), abandoned branches and pre-compaction history included. Entry ids are a durable cursor: with `since`, only the entries strictly after that entry; an unknown `since` fails (`not_found`).
+   * 
+   * Sends `get_entries` (GetEntriesCommand). Resolves with `SessionEntries`.
+   */
+  getEntries(params: CommandParams<"get_entries"> = {}, options?: RequestOptions): Promise<T.SessionEntries> {
+    return this.send("get_entries", params, options);
+  }
+
+  /**
+   * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default depends on the profile: `false` in the default profile (pi 1.6.0's delta-only `message_update`, docs/json.md "Reconstruct streaming messages"), `true` under `--rpc-profile pi-0.73` (pi 0.73's snapshots). The choice lasts for the process (every session it switches to).
    * 
    * Sends `set_event_options` (SetEventOptionsCommand).
    */

@@ -48,6 +48,7 @@ export type RpcCommand =
   | SteerCommand
   | FollowUpCommand
   | AbortCommand
+  | ClearQueueCommand
   | AbortAndPromptCommand
   | NewSessionCommand
   | GetStateCommand
@@ -84,6 +85,7 @@ export type RpcCommand =
   | GetAvailableCommandsCommand
   | ListSessionsCommand
   | GetTreeCommand
+  | GetEntriesCommand
   | SetEventOptionsCommand
   | NegotiateProtocolCommand;
 /**
@@ -148,6 +150,14 @@ export type AgentMessage =
   | BranchSummaryMessage
   | CustomMessage;
 /**
+ * An entry of the session tree, discriminated by `type`.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SessionEntry".
+ */
+export type SessionEntry =
+  MessageEntry | ModelChangeEntry | ThinkingLevelChangeEntry | SessionInfoEntry | CompactionEntry | CustomEntry;
+/**
  * A kind of input a model accepts.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
@@ -163,6 +173,7 @@ export type InputKind = "text" | "image";
 export type RpcEvent =
   | AgentStartEvent
   | AgentEndEvent
+  | AgentSettledEvent
   | TurnStartEvent
   | TurnEndEvent
   | MessageStartEvent
@@ -171,6 +182,8 @@ export type RpcEvent =
   | ToolExecutionStartEvent
   | ToolExecutionUpdateEvent
   | ToolExecutionEndEvent
+  | BashExecutionUpdateEvent
+  | EntryAppendedEvent
   | CompactionStartEvent
   | CompactionEndEvent
   | AutoCompactionStartEvent
@@ -192,6 +205,7 @@ export type RpcEvent =
   | TodoUpdateEvent
   | ExtensionErrorEvent
   | PromptResultEvent
+  | SessionSettledEvent
   | ReadyEvent;
 /**
  * A UI call from the agent, discriminated by `method`.
@@ -242,20 +256,19 @@ export type RpcErrorCode =
   | "internal"
   | "frame_too_large";
 /**
- * An entry of the session tree, discriminated by `type`.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "SessionEntry".
- */
-export type SessionEntry =
-  MessageEntry | ModelChangeEntry | ThinkingLevelChangeEntry | SessionInfoEntry | CompactionEntry | CustomEntry;
-/**
  * One line of a session file: the header or an entry.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "SessionFileLine".
  */
 export type SessionFileLine = SessionHeader | SessionEntry;
+/**
+ * What became of a submitted `prompt`, `steer` or `follow_up` (pi 1.6.0 (@earendil-works/pi-coding-agent), docs/rpc-commands.md and dist/modes/rpc/rpc-types.d.ts `PromptDisposition` / `QueuedInputDisposition`): `started`: it started a run, which ends with exactly one `agent_settled`; `queued`: it joined the running work (a steer or follow-up), whose single `agent_settled` covers it; `handled`: it was consumed without a run (a slash command), so no `agent_settled` follows for it (pi docs/rpc.md: "If it is `handled`, no run started for this prompt, so don't wait for `agent_settled`"). pi answers `steer`/`follow_up` only with `queued` or `handled`; agentwire starts a run with a `steer`/`follow_up` sent while idle and says `started` then.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "PromptDisposition".
+ */
+export type PromptDisposition = "started" | "queued" | "handled";
 /**
  * One line of a transcript, discriminated by `kind`.
  *
@@ -399,7 +412,7 @@ export interface AgentwireProtocol {
   [k: string]: unknown | undefined;
 }
 /**
- * Send a user message. Answered at once (before `agent_start`); the run ends with `prompt_result` for this id.
+ * Send a user message. Answered at once (before `agent_start`), with `data.disposition`; the work it started ends with exactly one `agent_settled` and one `prompt_result` for this id.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "PromptCommand".
@@ -497,6 +510,19 @@ export interface AbortCommand {
    * Command name.
    */
   type: "abort";
+}
+/**
+ * pi 1.6.0 (docs/rpc-commands.md "clear_queue"): removes the queued steering and follow-up messages and returns their text, so a host can put them back in its editor (send it before `abort` for pi's Esc behaviour). A `queue_update` with both queues empty precedes the response when anything was queued.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ClearQueueCommand".
+ */
+export interface ClearQueueCommand {
+  id?: RequestId;
+  /**
+   * Command name.
+   */
+  type: "clear_queue";
 }
 /**
  * Abort the running run (if any), then prompt with a new message.
@@ -866,7 +892,7 @@ export interface AbortRetryCommand {
   type: "abort_retry";
 }
 /**
- * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default (`partialMessages:true`) is pi's stream. The choice lasts for the process (every session it switches to).
+ * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default depends on the profile: `false` in the default profile (pi 1.6.0's delta-only `message_update`, docs/json.md "Reconstruct streaming messages"), `true` under `--rpc-profile pi-0.73` (pi 0.73's snapshots). The choice lasts for the process (every session it switches to).
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "SetEventOptionsCommand".
@@ -878,7 +904,7 @@ export interface SetEventOptionsCommand {
    */
   type: "set_event_options";
   /**
-   * `true` (the default, pi-compatible): every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`). `false`: both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
+   * `true`: every `message_update` carries the message so far twice (`message` and `assistantMessageEvent.partial`), as pi 0.73 did (the default of `--rpc-profile pi-0.73`). `false` (the default profile, pi 1.6.0): both snapshots are left out; the host rebuilds the message from the deltas or waits for `message_end`.
    */
   partialMessages: boolean;
 }
@@ -900,7 +926,7 @@ export interface NegotiateProtocolCommand {
   protocolVersion: number;
 }
 /**
- * Run a shell command in the working directory; the execution joins the context of the next prompt.
+ * Run a shell command in the working directory; the execution joins the context of the next prompt. In the default profile its output streams as `bash_execution_update` events carrying this command's `id` (pi 1.6.0, docs/rpc-commands.md "bash"), all before the response.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "BashCommand".
@@ -1161,7 +1187,7 @@ export interface ListSessionsCommand {
   scope?: "cwd" | "all";
 }
 /**
- * Read every entry of the session as a tree (agentwire).
+ * Read every entry of the session as a tree. pi 1.6.0 (docs/rpc-commands.md "get_tree") answers `{tree, leafId}` with the nested `SessionTreeNode`s; agentwire answers that and keeps its flat `entries` summary beside it.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "GetTreeCommand".
@@ -1172,6 +1198,23 @@ export interface GetTreeCommand {
    * Command name.
    */
   type: "get_tree";
+}
+/**
+ * pi 1.6.0 (docs/rpc-commands.md "get_entries"; omp 18.3.4 rpc-compat.ts): every session entry in append order (no header), abandoned branches and pre-compaction history included. Entry ids are a durable cursor: with `since`, only the entries strictly after that entry; an unknown `since` fails (`not_found`).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "GetEntriesCommand".
+ */
+export interface GetEntriesCommand {
+  id?: RequestId;
+  /**
+   * Command name.
+   */
+  type: "get_entries";
+  /**
+   * The last entry id the host has seen; only later entries are returned.
+   */
+  since?: string;
 }
 /**
  * A block of plain text.
@@ -1526,6 +1569,14 @@ export interface AmeToolcallStart {
    * Index of the block in `partial.content`.
    */
   contentIndex: number;
+  /**
+   * pi 0.84.3 (pi 1.6.0 docs/json.md): the tool call's id. Sent in the default profile.
+   */
+  id?: string;
+  /**
+   * pi 0.84.3 (pi 1.6.0 docs/json.md): the tool's name. Sent in the default profile.
+   */
+  toolName?: string;
   partial?: AssistantMessage;
 }
 /**
@@ -1614,7 +1665,7 @@ export interface AgentStartEvent {
   type: "agent_start";
 }
 /**
- * A run finished; always the last event of its run.
+ * One low-level run finished; always the last event of that run. More work may follow before the prompt settles (a retry, compaction recovery, a queued steer or follow-up): `agent_settled` marks the end (pi 1.6.0 (@earendil-works/pi-coding-agent), docs/json.md).
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "AgentEndEvent".
@@ -1632,6 +1683,10 @@ export interface AgentEndEvent {
    * omp: whether no continuation follows (agentwire: always true).
    */
   isTerminal?: boolean;
+  /**
+   * pi 1.6.0 (@earendil-works/pi-coding-agent) (docs/json.md): whether the agent retries this run automatically (another `agent_start` follows before `agent_settled`).
+   */
+  willRetry?: boolean;
 }
 /**
  * A message from the user (or a delivered steer / follow-up).
@@ -1832,6 +1887,22 @@ export interface CustomMessage {
   timestamp: number;
 }
 /**
+ * pi 1.6.0 (@earendil-works/pi-coding-agent) (docs/json.md, docs/rpc.md): the agent will not continue automatically: every retry, compaction recovery and queued steer or follow-up of the work a prompt started has run. Exactly one per period of work (a message queued into running work shares its `agent_settled`); none for a prompt answered with disposition `handled`.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "AgentSettledEvent".
+ */
+export interface AgentSettledEvent {
+  /**
+   * Event type.
+   */
+  type: "agent_settled";
+  /**
+   * True when the work ended because it was aborted.
+   */
+  aborted: boolean;
+}
+/**
  * A turn (one assistant response and its tool calls) started.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
@@ -1872,9 +1943,13 @@ export interface MessageStartEvent {
    */
   type: "message_start";
   message: AgentMessage;
+  /**
+   * omp 18.3.4 (rpc-types.ts `RpcMessageEventFrame`): shared by the `message_start`, every `message_update` and the `message_end` of one message (`msg-1`, `msg-2`, …). Sent in the default profile, not under `--rpc-profile pi-0.73`.
+   */
+  messageId?: string;
 }
 /**
- * An assistant message streamed one step.
+ * An assistant message streamed one step. In the default profile it is delta-only with a top-level `usage` (pi 0.84.0, breaking; pi 1.6.0 docs/json.md "Reconstruct streaming messages": "They omit the SDK event's cumulative `message` field and every `assistantMessageEvent.partial` snapshot so stream size remains linear"); under `--rpc-profile pi-0.73` it carries both snapshots (pi 0.73.1).
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "MessageUpdateEvent".
@@ -1885,7 +1960,12 @@ export interface MessageUpdateEvent {
    */
   type: "message_update";
   message?: AgentMessage;
+  usage?: Usage;
   assistantMessageEvent: AssistantMessageEvent;
+  /**
+   * omp 18.3.4 (rpc-types.ts `RpcMessageEventFrame`): shared by the `message_start`, every `message_update` and the `message_end` of one message (`msg-1`, `msg-2`, …). Sent in the default profile, not under `--rpc-profile pi-0.73`.
+   */
+  messageId?: string;
 }
 /**
  * A message is complete; this is the truth for its content.
@@ -1899,6 +1979,10 @@ export interface MessageEndEvent {
    */
   type: "message_end";
   message: AgentMessage;
+  /**
+   * omp 18.3.4 (rpc-types.ts `RpcMessageEventFrame`): shared by the `message_start`, every `message_update` and the `message_end` of one message (`msg-1`, `msg-2`, …). Sent in the default profile, not under `--rpc-profile pi-0.73`.
+   */
+  messageId?: string;
 }
 /**
  * A tool call started executing.
@@ -1989,6 +2073,239 @@ export interface ToolExecutionEndEvent {
    * Whether it failed.
    */
   isError: boolean;
+  /**
+   * pi 1.6.0 (docs/json.md "Tool execution events"): how long the tool ran, on a monotonic clock; absent when it did not run. Sent in the default profile.
+   */
+  durationMs?: number;
+}
+/**
+ * pi 1.6.0 (docs/json.md "RPC-only events", docs/rpc.md): output of a host `bash` command as it runs, the one event carrying a command id. The response may hold truncated output; these events carry all of it. Sent in the default profile.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "BashExecutionUpdateEvent".
+ */
+export interface BashExecutionUpdateEvent {
+  /**
+   * Event type.
+   */
+  type: "bash_execution_update";
+  id?: RequestId;
+  /**
+   * Output since the previous update (stdout and stderr merged).
+   */
+  delta: string;
+}
+/**
+ * pi 1.6.0 (docs/json.md "Queue and state events"): an extension appended a custom session entry (`pi.appendEntry()`). agentwire's own agent has no such extensions and does not send it; it is read from pi agents the bridge drives.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "EntryAppendedEvent".
+ */
+export interface EntryAppendedEvent {
+  /**
+   * Event type.
+   */
+  type: "entry_appended";
+  entry: SessionEntry;
+}
+/**
+ * A conversation message exactly as in `message_end`.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "MessageEntry".
+ */
+export interface MessageEntry {
+  /**
+   * Entry kind.
+   */
+  type: "message";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  message: AgentMessage;
+}
+/**
+ * The model in use from here on.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ModelChangeEntry".
+ */
+export interface ModelChangeEntry {
+  /**
+   * Entry kind.
+   */
+  type: "model_change";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  /**
+   * Provider.
+   */
+  provider: string;
+  /**
+   * Model id.
+   */
+  modelId: string;
+}
+/**
+ * The effective thinking level from here on.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ThinkingLevelChangeEntry".
+ */
+export interface ThinkingLevelChangeEntry {
+  /**
+   * Entry kind.
+   */
+  type: "thinking_level_change";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  thinkingLevel: ThinkingLevel;
+}
+/**
+ * The session's name.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SessionInfoEntry".
+ */
+export interface SessionInfoEntry {
+  /**
+   * Entry kind.
+   */
+  type: "session_info";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  /**
+   * The name.
+   */
+  name: string;
+}
+/**
+ * A summary replacing the messages before `firstKeptEntryId` on this branch.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "CompactionEntry".
+ */
+export interface CompactionEntry {
+  /**
+   * Entry kind.
+   */
+  type: "compaction";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  /**
+   * The summary.
+   */
+  summary: string;
+  /**
+   * First entry still sent to the model after the summary.
+   */
+  firstKeptEntryId: string;
+  /**
+   * Estimated context tokens before compaction.
+   */
+  tokensBefore: number;
+  details?: CompactionDetails;
+}
+/**
+ * Files touched in the compacted part of the conversation.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "CompactionDetails".
+ */
+export interface CompactionDetails {
+  /**
+   * Files read.
+   *
+   * Items: A path.
+   */
+  readFiles: string[];
+  /**
+   * Files written or edited.
+   *
+   * Items: A path.
+   */
+  modifiedFiles: string[];
+}
+/**
+ * Extension state (not sent to the model).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "CustomEntry".
+ */
+export interface CustomEntry {
+  /**
+   * Entry kind.
+   */
+  type: "custom";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  /**
+   * Extension-defined kind.
+   */
+  customType: string;
+  /**
+   * Extension-defined data.
+   */
+  data?: unknown;
 }
 /**
  * A compaction started (pi name; manual or automatic).
@@ -2059,26 +2376,6 @@ export interface CompactionResult {
    * One-line summary (omp).
    */
   shortSummary?: string;
-}
-/**
- * Files touched in the compacted part of the conversation.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "CompactionDetails".
- */
-export interface CompactionDetails {
-  /**
-   * Files read.
-   *
-   * Items: A path.
-   */
-  readFiles: string[];
-  /**
-   * Files written or edited.
-   *
-   * Items: A path.
-   */
-  modifiedFiles: string[];
 }
 /**
  * An automatic compaction started (omp name).
@@ -2681,7 +2978,7 @@ export interface PromptError {
   retryable: boolean;
 }
 /**
- * agentwire: the single terminal frame of an accepted prompt, after its last event.
+ * The single terminal frame of an accepted prompt, after all work the prompt caused has settled (oh-my-pi 18.3.4, src/modes/rpc/rpc-types.ts: "Terminal frame emitted exactly once per accepted prompt/abort_and_prompt").
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "PromptResultEvent".
@@ -2704,6 +3001,22 @@ export interface PromptResultEvent {
    */
   agentInvoked: boolean;
   error?: PromptError;
+  /**
+   * oh-my-pi 18.3.4 (src/modes/rpc/rpc-types.ts `RpcPromptResultFrame`): the agent yielded and nothing will wake the session again (no run live, nothing queued, no background work). When false, a `session_settled` follows once that work is done.
+   */
+  sessionSettled: boolean;
+}
+/**
+ * oh-my-pi 18.3.4 (src/modes/rpc/rpc-types.ts `RpcSessionSettledFrame`, rpc-session-settle.ts): the session went quiet after agent activity: the last run yielded and no queued message or background work remains that could wake it. Once per stretch of activity that ran the agent (none after a slash command that ran no model), after that stretch's last `prompt_result`; a `prompt_result` with `sessionSettled: false` is followed by one later.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SessionSettledEvent".
+ */
+export interface SessionSettledEvent {
+  /**
+   * Event type.
+   */
+  type: "session_settled";
 }
 /**
  * Optional features this agent supports (agentwire).
@@ -3502,185 +3815,6 @@ export interface SessionHeader {
   parentSession?: string;
 }
 /**
- * A conversation message exactly as in `message_end`.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "MessageEntry".
- */
-export interface MessageEntry {
-  /**
-   * Entry kind.
-   */
-  type: "message";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  message: AgentMessage;
-}
-/**
- * The model in use from here on.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "ModelChangeEntry".
- */
-export interface ModelChangeEntry {
-  /**
-   * Entry kind.
-   */
-  type: "model_change";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  /**
-   * Provider.
-   */
-  provider: string;
-  /**
-   * Model id.
-   */
-  modelId: string;
-}
-/**
- * The effective thinking level from here on.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "ThinkingLevelChangeEntry".
- */
-export interface ThinkingLevelChangeEntry {
-  /**
-   * Entry kind.
-   */
-  type: "thinking_level_change";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  thinkingLevel: ThinkingLevel;
-}
-/**
- * The session's name.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "SessionInfoEntry".
- */
-export interface SessionInfoEntry {
-  /**
-   * Entry kind.
-   */
-  type: "session_info";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  /**
-   * The name.
-   */
-  name: string;
-}
-/**
- * A summary replacing the messages before `firstKeptEntryId` on this branch.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "CompactionEntry".
- */
-export interface CompactionEntry {
-  /**
-   * Entry kind.
-   */
-  type: "compaction";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  /**
-   * The summary.
-   */
-  summary: string;
-  /**
-   * First entry still sent to the model after the summary.
-   */
-  firstKeptEntryId: string;
-  /**
-   * Estimated context tokens before compaction.
-   */
-  tokensBefore: number;
-  details?: CompactionDetails;
-}
-/**
- * Extension state (not sent to the model).
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "CustomEntry".
- */
-export interface CustomEntry {
-  /**
-   * Entry kind.
-   */
-  type: "custom";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  /**
-   * Extension-defined kind.
-   */
-  customType: string;
-  /**
-   * Extension-defined data.
-   */
-  data?: unknown;
-}
-/**
  * How full the model's context window is.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
@@ -4009,16 +4143,26 @@ export interface HostToolNames {
   toolNames: string[];
 }
 /**
- * Data of a `prompt` response when the prompt was a slash command handled without the model (omp); absent otherwise.
+ * Data of a successful `prompt` response. `disposition` is pi 1.6.0 (@earendil-works/pi-coding-agent)'s (its RpcClient rejects a prompt response without it); `agentInvoked` is oh-my-pi 18.3.4's (src/modes/rpc/rpc-mode.ts: `false` for a slash command completed without the model). Which of the two a host gets depends on the rpc profile.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "PromptAccepted".
  */
 export interface PromptAccepted {
+  disposition?: PromptDisposition;
   /**
-   * Whether a run was started.
+   * oh-my-pi 18.3.4: whether a run was started.
    */
-  agentInvoked: boolean;
+  agentInvoked?: boolean;
+}
+/**
+ * Data of a successful `steer` or `follow_up` response (pi 1.6.0 (@earendil-works/pi-coding-agent), docs/rpc-commands.md: `{"disposition": "queued"}`).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "QueuedInputAccepted".
+ */
+export interface QueuedInputAccepted {
+  disposition: PromptDisposition;
 }
 /**
  * Data of a successful `negotiate_protocol` response (omp).
@@ -4243,7 +4387,7 @@ export interface TreeEntry {
   children: string[];
 }
 /**
- * All entries of the session as a tree.
+ * All entries of the session as a tree: pi 1.6.0's `{tree, leafId}` (docs/rpc-commands.md "get_tree") and agentwire's flat `entries` summary.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "SessionTree".
@@ -4254,9 +4398,66 @@ export interface SessionTree {
    */
   entries: TreeEntry[];
   /**
+   * pi 1.6.0: the root nodes (several when the session has several roots), each with its subtree.
+   */
+  tree: SessionTreeNode[];
+  /**
    * Id of the current leaf; null for an empty session.
    */
   leafId: string | null;
+}
+/**
+ * pi 1.6.0 `SessionTreeNode` (dist/core/session-manager.d.ts): one entry and the entries whose parent it is.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SessionTreeNode".
+ */
+export interface SessionTreeNode {
+  entry: SessionEntry;
+  /**
+   * Child nodes, in append order.
+   */
+  children: SessionTreeNode[];
+  /**
+   * pi: the entry's resolved label, if any (agentwire sets none).
+   */
+  label?: string;
+  /**
+   * pi: when the label last changed.
+   */
+  labelTimestamp?: string;
+}
+/**
+ * pi 1.6.0 `get_entries` answer (docs/rpc-commands.md "get_entries").
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SessionEntries".
+ */
+export interface SessionEntries {
+  /**
+   * Entries in append order (after `since` when given). An entry of a type this build does not know (written by another program) is skipped but still counts as a cursor.
+   */
+  entries: SessionEntry[];
+  /**
+   * Id of the current leaf; null for an empty session.
+   */
+  leafId: string | null;
+}
+/**
+ * pi 1.6.0 `clear_queue` answer: the text of the messages that were queued.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ClearedQueue".
+ */
+export interface ClearedQueue {
+  /**
+   * Steering messages, in queue order.
+   */
+  steering: string[];
+  /**
+   * Follow-up messages, in queue order.
+   */
+  followUp: string[];
 }
 /**
  * First line: what the transcript checks.
@@ -4643,10 +4844,17 @@ export interface ConformanceRequirement {
    */
   source: string;
   /**
-   * The document the requirement cites: `pi-rpc` (pi's RPC mode doc, `docs/rpc.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
+   * The document the requirement cites: `pi-rpc` (pi's RPC documents: `docs/rpc.md`, `docs/rpc-commands.md`, `docs/json.md` and `docs/message-types.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `omp-rpc-types` (oh-my-pi's exported protocol types, `src/modes/rpc/rpc-types.ts` of its package, whose doc comments state the contract), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
    */
   document?:
-    "pi-rpc" | "omp-rpc-reference" | "kimi-wire-transport" | "json-rpc-2.0" | "acp-spec" | "acp-schema" | "agentwire";
+    | "pi-rpc"
+    | "omp-rpc-reference"
+    | "omp-rpc-types"
+    | "kimi-wire-transport"
+    | "json-rpc-2.0"
+    | "acp-spec"
+    | "acp-schema"
+    | "agentwire";
   /**
    * The sentence of `document` that supports the requirement and its tier, verbatim (a translation follows in parentheses when the document is not in English). MANDATORY requirements must have one.
    */
