@@ -18,7 +18,8 @@ use serde_json::{json, Value};
 
 fn pi() -> Option<PathBuf> {
     std::env::var_os("AGENTWIRE_BRIDGE_PI")?;
-    let pi = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pi-host/node_modules/.bin/pi");
+    // pi 0.73.1 by name: tests/pi-host pins pi 1.6.0 too, and both declare the bin `pi`.
+    let pi = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pi-host/bin/pi-0.73.1");
     assert!(pi.exists(), "AGENTWIRE_BRIDGE_PI is set but pi is not installed: run scripts/setup-clients ({})", pi.display());
     Some(pi)
 }

@@ -16,7 +16,8 @@ import { client, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientpro
 
 const BIN = process.env.AGENTWIRE_BIN;
 const here = dirname(fileURLToPath(import.meta.url));
-const PI = resolve(here, "../../pi-host/node_modules/.bin/pi");
+// pi 0.73.1 by name: tests/pi-host pins pi 1.6.0 too, and both declare the bin `pi`.
+const PI = resolve(here, "../../pi-host/bin/pi-0.73.1");
 const enabled = Boolean(process.env.AGENTWIRE_BRIDGE_PI);
 if (enabled) {
   if (!BIN) throw new Error("set AGENTWIRE_BIN to the agentwire binary");

@@ -4045,11 +4045,11 @@ class ConformanceRequirement(BaseModel):
     """
     Where it comes from, precisely: a spec section URL, a section of the upstream document, or for AGENTWIRE requirements a section of shared/protocol-notes.md or of our docs.
     """
-    document: Optional[Literal["pi-rpc", "omp-rpc-reference", "kimi-wire-transport", "json-rpc-2.0", "acp-spec", "acp-schema", "agentwire"]] = (
+    document: Optional[Literal["pi-rpc", "omp-rpc-reference", "omp-rpc-types", "kimi-wire-transport", "json-rpc-2.0", "acp-spec", "acp-schema", "agentwire"]] = (
         None
     )
     """
-    The document the requirement cites: `pi-rpc` (pi's RPC mode doc, `docs/rpc.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
+    The document the requirement cites: `pi-rpc` (pi's RPC documents: `docs/rpc.md`, `docs/rpc-commands.md`, `docs/json.md` and `docs/message-types.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `omp-rpc-types` (oh-my-pi's exported protocol types, `src/modes/rpc/rpc-types.ts` of its package, whose doc comments state the contract), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
     """
     quote: Annotated[Optional[str], Field(min_length=1)] = None
     """

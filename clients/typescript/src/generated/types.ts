@@ -4844,10 +4844,17 @@ export interface ConformanceRequirement {
    */
   source: string;
   /**
-   * The document the requirement cites: `pi-rpc` (pi's RPC mode doc, `docs/rpc.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
+   * The document the requirement cites: `pi-rpc` (pi's RPC documents: `docs/rpc.md`, `docs/rpc-commands.md`, `docs/json.md` and `docs/message-types.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `omp-rpc-types` (oh-my-pi's exported protocol types, `src/modes/rpc/rpc-types.ts` of its package, whose doc comments state the contract), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
    */
   document?:
-    "pi-rpc" | "omp-rpc-reference" | "kimi-wire-transport" | "json-rpc-2.0" | "acp-spec" | "acp-schema" | "agentwire";
+    | "pi-rpc"
+    | "omp-rpc-reference"
+    | "omp-rpc-types"
+    | "kimi-wire-transport"
+    | "json-rpc-2.0"
+    | "acp-spec"
+    | "acp-schema"
+    | "agentwire";
   /**
    * The sentence of `document` that supports the requirement and its tier, verbatim (a translation follows in parentheses when the document is not in English). MANDATORY requirements must have one.
    */
