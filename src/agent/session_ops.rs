@@ -168,7 +168,7 @@ impl Agent {
                     cost += a.usage.cost.total;
                 }
                 AgentMessage::ToolResult(_) => results += 1,
-                AgentMessage::BashExecution(_) | AgentMessage::Custom(_) | AgentMessage::BranchSummary(_) | AgentMessage::CompactionSummary(_) => {}
+                AgentMessage::BashExecution(_) | AgentMessage::Custom(_) | AgentMessage::BranchSummary(_) | AgentMessage::CompactionSummary(_) | AgentMessage::System(_) => {}
             }
         }
         SessionStats {

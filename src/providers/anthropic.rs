@@ -87,7 +87,7 @@ pub fn messages(history: &[AgentMessage]) -> Vec<Value> {
                 &mut out,
                 vec![json!({"type": "tool_result", "tool_use_id": r.tool_call_id.as_str(), "content": blocks(&r.content), "is_error": r.is_error})],
             ),
-            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) => {
+            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) | AgentMessage::System(_) => {
                 if let Some(text) = super::note_text(m) {
                     push_user(&mut out, vec![json!({"type": "text", "text": text})]);
                 }

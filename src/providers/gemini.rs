@@ -98,7 +98,7 @@ pub fn contents(history: &[AgentMessage]) -> Vec<Value> {
                 let response = if r.is_error { json!({"error": text}) } else { json!({"output": text}) };
                 push_user(&mut out, vec![json!({"functionResponse": {"name": r.tool_name.as_str(), "response": response}})]);
             }
-            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) => {
+            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) | AgentMessage::System(_) => {
                 if let Some(text) = super::note_text(m) {
                     push_user(&mut out, vec![json!({"text": text})]);
                 }

@@ -151,7 +151,8 @@ pub fn note_text(message: &AgentMessage) -> Option<String> {
         }
         AgentMessage::CompactionSummary(c) => Some(format!("<summary>\n{}\n</summary>", c.summary)),
         AgentMessage::BranchSummary(b) => Some(format!("<summary>\n{}\n</summary>", b.summary)),
-        AgentMessage::BashExecution(_) | AgentMessage::User(_) | AgentMessage::Assistant(_) | AgentMessage::ToolResult(_) | AgentMessage::Custom(_) => None,
+        // A declared system prompt is not replayed as a note: the request carries the agent's own.
+        AgentMessage::BashExecution(_) | AgentMessage::User(_) | AgentMessage::Assistant(_) | AgentMessage::ToolResult(_) | AgentMessage::Custom(_) | AgentMessage::System(_) => None,
     }
 }
 

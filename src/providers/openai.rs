@@ -82,7 +82,7 @@ pub fn messages(system: &str, history: &[AgentMessage]) -> Vec<Value> {
                 out.push(msg);
             }
             AgentMessage::ToolResult(r) => out.push(json!({"role": "tool", "tool_call_id": r.tool_call_id.as_str(), "content": text_of(&r.content)})),
-            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) => {
+            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) | AgentMessage::System(_) => {
                 if let Some(text) = super::note_text(m) {
                     out.push(json!({"role": "user", "content": text}));
                 }

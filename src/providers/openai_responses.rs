@@ -87,7 +87,7 @@ pub fn input(history: &[AgentMessage]) -> Vec<Value> {
                 }
             }
             AgentMessage::ToolResult(r) => out.push(json!({"type": "function_call_output", "call_id": r.tool_call_id.as_str(), "output": text_of(&r.content)})),
-            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) => {
+            AgentMessage::BashExecution(_) | AgentMessage::CompactionSummary(_) | AgentMessage::BranchSummary(_) | AgentMessage::System(_) => {
                 if let Some(text) = super::note_text(m) {
                     out.push(json!({"role": "user", "content": [{"type": "input_text", "text": text}]}));
                 }

@@ -40,6 +40,8 @@ pub enum Role {
     BranchSummary,
     /// `custom`.
     Custom,
+    /// `system` (pi 1.6's prompt declaration).
+    System,
 }
 
 impl Role {
@@ -53,6 +55,7 @@ impl Role {
             AgentMessage::CompactionSummary(_) => Self::CompactionSummary,
             AgentMessage::BranchSummary(_) => Self::BranchSummary,
             AgentMessage::Custom(_) => Self::Custom,
+            AgentMessage::System(_) => Self::System,
         }
     }
 }

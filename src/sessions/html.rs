@@ -99,6 +99,13 @@ pub fn render(title: &str, messages: &[AgentMessage]) -> String {
             }
             AgentMessage::CompactionSummary(c) => block(&mut body, "summary", "Summary of earlier messages", &pre(&c.summary)),
             AgentMessage::BranchSummary(b) => block(&mut body, "summary", "Summary of another branch", &pre(&b.summary)),
+            AgentMessage::System(s) => {
+                let inner = match &s.content {
+                    UserContent::String(text) => pre(text),
+                    UserContent::Array(b) => contents(b),
+                };
+                block(&mut body, "system", "System prompt", &inner);
+            }
             AgentMessage::Custom(c) => {
                 let inner = match &c.content {
                     UserContent::String(s) => pre(s),

@@ -29,6 +29,7 @@ pub fn message_text(m: &AgentMessage) -> String {
         AgentMessage::CompactionSummary(c) => c.summary.clone(),
         AgentMessage::BranchSummary(b) => b.summary.clone(),
         AgentMessage::Custom(c) => crate::providers::offline::user_text(&c.content),
+        AgentMessage::System(s) => crate::providers::offline::user_text(&s.content),
     }
 }
 

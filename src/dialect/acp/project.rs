@@ -234,7 +234,8 @@ impl AcpSessionHost {
                 AgentMessage::BranchSummary(s) => {
                     self.update(SessionUpdate::AgentMessageChunk { content: text_block(format!("(Branch summary)\n\n{}", s.summary)), message_id: None, meta: None }).await;
                 }
-                AgentMessage::Custom(_) => {}
+                // An extension's message and a declared system prompt are context, not conversation.
+                AgentMessage::Custom(_) | AgentMessage::System(_) => {}
             }
         }
     }

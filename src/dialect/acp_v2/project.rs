@@ -219,7 +219,8 @@ impl AcpV2SessionHost {
                     let text = format!("(Branch summary)\n\n{}", s.summary);
                     self.update(SessionUpdate::AgentMessage { content: Some(vec![text_block(text)]), message_id: id, meta: None }).await;
                 }
-                AgentMessage::Custom(_) => {}
+                // An extension's message and a declared system prompt are context, not conversation.
+                AgentMessage::Custom(_) | AgentMessage::System(_) => {}
             }
         }
         let mut st = lock(&self.state);

@@ -77,7 +77,7 @@ impl WireHost {
                         self.event(WireStepBeginEvent::new(WireStepBeginPayload { n }).into()).await;
                     }
                 }
-                AgentMessage::ToolResult(_) | AgentMessage::BashExecution(_) | AgentMessage::Custom(_) | AgentMessage::BranchSummary(_) | AgentMessage::CompactionSummary(_) => {}
+                AgentMessage::ToolResult(_) | AgentMessage::BashExecution(_) | AgentMessage::Custom(_) | AgentMessage::BranchSummary(_) | AgentMessage::CompactionSummary(_) | AgentMessage::System(_) => {}
             },
             AgentEvent::MessageDelta { delta, partial: _ } => match delta {
                 StreamDelta::TextDelta { delta, .. } => self.event(WireContentPartEvent::new(WireContentPart::Text(WireTextPart::new(delta))).into()).await,

@@ -1995,6 +1995,40 @@ class HostToolCancel(BaseModel):
     """
 
 
+class SystemMessage(BaseModel):
+    """
+    pi 1.6.0 (docs/message-types.md, `SystemMessage`): "The leading system message declares the initial prompt and tools. Later system messages can append instructions, replace or remove named prompt sections, and add or remove tools. Replaying them in order yields the current state." pi 1.6 streams it as `message_start`/`message_end` at a session's first run. agentwire reads it from an agent (behind the bridge) and never writes one: its own prompt is in `get_state`.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    role: Literal["system"] = "system"
+    """
+    Message role.
+    """
+    content: Union[str, List[TextOrImageContent]]
+    """
+    The prompt text (pi: a string or text blocks).
+    """
+    sections: Optional[Any] = None
+    """
+    Named prompt sections set (a string) or removed (null).
+    """
+    toolsAdded: Optional[Any] = None
+    """
+    Tools this message adds (pi's `Tool`).
+    """
+    toolsRemoved: Optional[Any] = None
+    """
+    Tools this message removes (pi's `ToolReference`).
+    """
+    timestamp: Annotated[int, Field(ge=0)]
+    """
+    Unix time in milliseconds when the message was created.
+    """
+
+
 class UserMessage(BaseModel):
     """
     A message from the user (or a delivered steer / follow-up).
@@ -6986,10 +7020,10 @@ class AssistantMessage(BaseModel):
 
 
 class AgentMessage(
-    RootModel[Union[UserMessage, AssistantMessage, ToolResultMessage, BashExecutionMessage, CompactionSummaryMessage, BranchSummaryMessage, CustomMessage]]
+    RootModel[Union[UserMessage, AssistantMessage, ToolResultMessage, BashExecutionMessage, CompactionSummaryMessage, BranchSummaryMessage, CustomMessage, SystemMessage]]
 ):
     root: Annotated[
-        Union[UserMessage, AssistantMessage, ToolResultMessage, BashExecutionMessage, CompactionSummaryMessage, BranchSummaryMessage, CustomMessage],
+        Union[UserMessage, AssistantMessage, ToolResultMessage, BashExecutionMessage, CompactionSummaryMessage, BranchSummaryMessage, CustomMessage, SystemMessage],
         Field(discriminator="role"),
     ]
     """

@@ -148,7 +148,8 @@ export type AgentMessage =
   | BashExecutionMessage
   | CompactionSummaryMessage
   | BranchSummaryMessage
-  | CustomMessage;
+  | CustomMessage
+  | SystemMessage;
 /**
  * An entry of the session tree, discriminated by `type`.
  *
@@ -1881,6 +1882,35 @@ export interface CustomMessage {
    * Extension-defined details.
    */
   details?: unknown;
+  /**
+   * Unix time in milliseconds when the message was created.
+   */
+  timestamp: number;
+}
+/**
+ * pi 1.6.0 (docs/message-types.md, `SystemMessage`): "The leading system message declares the initial prompt and tools. Later system messages can append instructions, replace or remove named prompt sections, and add or remove tools. Replaying them in order yields the current state." pi 1.6 streams it as `message_start`/`message_end` at a session's first run. agentwire reads it from an agent (behind the bridge) and never writes one: its own prompt is in `get_state`.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SystemMessage".
+ */
+export interface SystemMessage {
+  /**
+   * Message role.
+   */
+  role: "system";
+  content: UserContent;
+  /**
+   * Named prompt sections set (a string) or removed (null).
+   */
+  sections?: unknown;
+  /**
+   * Tools this message adds (pi's `Tool`).
+   */
+  toolsAdded?: unknown;
+  /**
+   * Tools this message removes (pi's `ToolReference`).
+   */
+  toolsRemoved?: unknown;
   /**
    * Unix time in milliseconds when the message was created.
    */
