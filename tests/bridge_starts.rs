@@ -24,11 +24,16 @@ fn counted(mode: &str, v2: bool, extra: &[&str]) -> (Bridge, std::path::PathBuf)
     (Bridge::spawn_checked("acp", extra, &agent, &[], dir, host), starts)
 }
 
-fn finish(mut bridge: Bridge, starts: &std::path::Path) -> usize {
+/// Host EOF: the bridge ends, exit 0; how many times the agent was started, and what it read.
+fn finish_reading(mut bridge: Bridge, starts: &std::path::Path) -> (usize, String) {
     drop(bridge.stdin.take());
     let status = bridge.exit_within(std::time::Instant::now(), std::time::Duration::from_secs(10), "the bridge at host EOF");
     assert!(status.success(), "{status}");
-    std::fs::read_to_string(starts).unwrap().lines().count()
+    (std::fs::read_to_string(starts).unwrap().lines().count(), std::fs::read_to_string(starts.with_extension("in")).unwrap_or_default())
+}
+
+fn finish(bridge: Bridge, starts: &std::path::Path) -> usize {
+    finish_reading(bridge, starts).0
 }
 
 fn session_new(bridge: &mut Bridge) -> Value {
@@ -77,8 +82,8 @@ fn a_v1_host_with_agent_acp_version_2_speaks_v2_to_the_agent_once_started() {
     // The v1 front's own answer: the agent behind is spoken to in v2 by its remote agent.
     assert_eq!(init["result"]["agentInfo"]["name"], "agentwire-bridge", "{init}");
     assert!(session_new(&mut bridge)["result"]["sessionId"].is_string());
-    assert_eq!(finish(bridge, &starts), 1);
-    let read = std::fs::read_to_string(starts.with_extension("in")).unwrap();
+    let (started, read) = finish_reading(bridge, &starts);
+    assert_eq!(started, 1);
     let first: Value = serde_json::from_str(read.lines().next().unwrap()).unwrap();
     assert_eq!(first["params"]["protocolVersion"], 2, "the agent is asked for v2: {read}");
 }
