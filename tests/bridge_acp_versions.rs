@@ -123,3 +123,57 @@ fn a_v2_host_in_front_of_an_rpc_agent() {
     assert_eq!(text_of(&frames), "hello from an rpc agent");
     finish(&mut bridge);
 }
+
+/// The ids of `options` (v2 names them `configId`, v1 `id`).
+fn option_ids(options: &Value) -> Vec<String> {
+    options.as_array().map(|o| o.iter().filter_map(|o| o["configId"].as_str().or(o["id"].as_str()).map(str::to_owned)).collect()).unwrap_or_default()
+}
+
+#[test]
+fn a_v2_host_sees_a_v1_agents_own_config_options_and_changes_them() {
+    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), "acp", &[json!({"text": "x"})], &["--agent-acp-version", "1"]);
+    init_v2(&mut bridge);
+    let cwd = bridge.dir.path().display().to_string();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let answer = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    let options = &answer["result"]["configOptions"];
+    for id in ["model", "mode", "thought_level"] {
+        assert!(option_ids(options).contains(&id.to_owned()), "the agent's {id} option: {answer}");
+    }
+    let session = answer["result"]["sessionId"].as_str().unwrap().to_owned();
+    let mode = options.as_array().unwrap().iter().find(|o| o["configId"] == "mode").unwrap();
+    let other = mode["options"].as_array().unwrap().iter().map(|v| v["value"].as_str().unwrap()).find(|v| *v != mode["currentValue"]).unwrap().to_owned();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/set_config_option", "params": {"sessionId": session, "configId": "mode", "type": "select", "value": other}}));
+    let set = bridge.until(|f| f["id"] == 2).pop().unwrap();
+    let now = set["result"]["configOptions"].as_array().unwrap_or_else(|| panic!("{set}")).iter().find(|o| o["configId"] == "mode").unwrap().clone();
+    assert_eq!(now["currentValue"], other.as_str(), "the agent reports the change: {set}");
+    finish(&mut bridge);
+}
+
+#[test]
+fn a_v1_host_sees_a_v2_agents_own_config_options() {
+    let mut bridge = Bridge::start_acp_versions(acp_validator(), "acp", &[json!({"text": "x"})], &["--agent-acp-version", "2"]);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}));
+    bridge.until(|f| f["id"] == 0);
+    let cwd = bridge.dir.path().display().to_string();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let answer = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    for id in ["model", "mode", "thought_level"] {
+        assert!(option_ids(&answer["result"]["configOptions"]).contains(&id.to_owned()), "the agent's {id} option: {answer}");
+    }
+    finish(&mut bridge);
+}
+
+#[test]
+fn a_v2_host_in_front_of_an_rpc_agent_is_offered_no_mcp_and_told_after_the_session_exists() {
+    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), "rpc", &[json!({"text": "x"})], &[]);
+    let init = init_v2(&mut bridge);
+    assert!(init["result"]["capabilities"]["session"].get("mcp").is_none(), "no MCP: the agent takes no servers: {init}");
+    // A host that sends servers anyway hears they did not start, once it knows the session.
+    let cwd = bridge.dir.path().display().to_string();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": [{"type": "stdio", "name": "files", "command": "true", "args": [], "env": []}]}}));
+    let frames = bridge.until(|f| f["params"]["update"]["sessionUpdate"] == "notice");
+    let answered = frames.iter().position(|f| f["id"] == 1).unwrap_or_else(|| panic!("the session/new answer comes before the notice: {frames:#?}"));
+    assert!(answered < frames.len() - 1);
+    finish(&mut bridge);
+}

@@ -200,3 +200,31 @@ fn a_v2_host_in_front_of_opencode_which_speaks_v1_is_translated() {
     let status = bridge.exit_within(Instant::now(), Duration::from_secs(10), "host EOF");
     assert!(status.success(), "{status}");
 }
+
+/// A v2 host in front of opencode (translated) sees opencode's own `model` and `mode` config
+/// options, switches the model, and opencode's answer (its new current model) reaches the host.
+#[test]
+fn a_v2_host_in_front_of_opencode_sees_its_model_and_mode_and_switches_the_model() {
+    let Some(opencode) = opencode() else { return eprintln!("{SKIP}") };
+    let (dir, env, agent, llm) = set_up(&opencode, vec![json!({"text": "x"})]);
+    let cwd = dir.path().display().to_string();
+    let mut bridge = Bridge::spawn_checked("acp", &[], &agent, &env, dir, agentwire::protocol::acp_v2::acp_v2_validator());
+    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}}));
+    bridge.until(|f| f["id"] == 0);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let answer = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    let options = answer["result"]["configOptions"].as_array().cloned().unwrap_or_default();
+    let find = |options: &[Value], id: &str| options.iter().find(|o| o["configId"] == id).cloned();
+    let model = find(&options, "model").unwrap_or_else(|| panic!("opencode's model option: {answer}"));
+    assert!(find(&options, "mode").is_some(), "opencode's mode option: {answer}");
+    let other = model["options"].as_array().unwrap().iter().map(|v| v["value"].as_str().unwrap().to_owned()).find(|v| *v != model["currentValue"]).unwrap_or_else(|| panic!("a second model: {model}"));
+    let session = answer["result"]["sessionId"].as_str().unwrap().to_owned();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/set_config_option", "params": {"sessionId": session, "configId": "model", "type": "select", "value": other}}));
+    let set = bridge.until(|f| f["id"] == 2).pop().unwrap();
+    let now = set["result"]["configOptions"].as_array().and_then(|o| find(o, "model")).unwrap_or_else(|| panic!("{set}"));
+    assert_eq!(now["currentValue"], other.as_str(), "opencode reports the switch: {set}");
+    drop(llm);
+    drop(bridge.stdin.take());
+    let status = bridge.exit_within(Instant::now(), Duration::from_secs(10), "host EOF");
+    assert!(status.success(), "{status}");
+}

@@ -28,7 +28,7 @@ use tokio::io::BufReader;
 use tokio_util::sync::CancellationToken;
 
 use crate::core::{AgentInfo, Capabilities};
-use crate::client::detect::{connect, Handshake, DETECT_TIMEOUT};
+use crate::client::detect::{connect, first_answer, go_on, DetectError, FirstAnswer, Handshake, DETECT_TIMEOUT};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
 use crate::client::{spawn_closable_writer, AgentProcess, Detected, Dialect, DEFAULT_EXIT_GRACE};
 use crate::dialect::acp::remote::AcpAgents;
@@ -99,17 +99,22 @@ fn spawn(options: &BridgeOptions) -> Option<AgentProcess> {
 }
 
 /// Runs the bridge; returns the process exit code.
+///
+/// The agent is started once. What it speaks is learnt from its answer to an ACP
+/// `initialize`, which every dialect answers at once ([`crate::client::detect`]): an ACP host's
+/// own `initialize` when it asks for the version the agent is to speak (the agent's answer is
+/// then the host's, in a proxy, or tells that it speaks v1 only), else the bridge's.
 pub async fn run(options: BridgeOptions) -> u8 {
     if options.record.is_some() && options.agent_dialect.is_some_and(|d| d != options.serve) {
         eprintln!("agentwire bridge: --record needs the agent to speak the served dialect ({}): a translated session is no transcript of either side", options.serve.name());
         return 2;
     }
-    let Some(mut agent) = spawn(&options) else { return 2 };
+    let Some(agent) = spawn(&options) else { return 2 };
     // An ACP host's version is read off its first line.
     let mut host = HostInput::new();
-    let host_acp = match options.serve {
+    let (host_acp, first_line) = match options.serve {
         Dialect::Acp => host.route(options.max_line_bytes).await,
-        Dialect::Rpc | Dialect::Wire => AcpVersion::V1,
+        Dialect::Rpc | Dialect::Wire => (AcpVersion::V1, Vec::new()),
     };
     let forced = options.agent_acp_version.map(|v| if v >= 2 { AcpVersion::V2 } else { AcpVersion::V1 });
     if options.record.is_some() && options.serve == Dialect::Acp && (host_acp == AcpVersion::V2 || forced == Some(AcpVersion::V2)) {
@@ -122,13 +127,24 @@ pub async fn run(options: BridgeOptions) -> u8 {
         let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
         return 2;
     }
-    let acp = AcpChoice { host: host_acp, agent: forced };
     if options.agent_dialect == Some(options.serve) && options.serve != Dialect::Acp {
-        return proxy::run(agent, &options, host, host_acp).await;
+        return proxy::run(agent, &options, host, host_acp, None).await;
     }
-    if options.agent_dialect == Some(Dialect::Acp) || forced == Some(AcpVersion::V2) {
-        return serve_acp_agent(agent, &options, host, acp, None).await;
+    let served_acp = options.serve == Dialect::Acp;
+    let agent_acp = forced.unwrap_or(if served_acp { host_acp } else { AcpVersion::V1 });
+    if served_acp && agent_acp == host_acp && matches!(options.agent_dialect, None | Some(Dialect::Acp)) {
+        if let Some(id) = crate::dialect::acp_version::initialize_id(&first_line) {
+            return through_host_initialize(agent, &options, host, HostOpening { version: host_acp, line: first_line, id }, forced).await;
+        }
+        if options.agent_dialect == Some(Dialect::Acp) {
+            // No `initialize` to answer: what the host sends goes to the agent as it is.
+            return proxy::run(agent, &options, host, host_acp, None).await;
+        }
     }
+    if agent_acp == AcpVersion::V2 {
+        return bridge_v2_agent(agent, &options, host).await;
+    }
+    let mut agent = agent;
     let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
         eprintln!("agentwire bridge: the agent's stdio is not piped");
         return 1;
@@ -145,154 +161,165 @@ pub async fn run(options: BridgeOptions) -> u8 {
             return 1;
         }
     };
-    tracing::info!("the agent speaks {}", detected.dialect().name());
-    if let Detected::Acp(initialized) = detected {
-        return serve_acp_agent(agent, &options, host, acp, Some(V1Connection { lines, out: agent_out, closer, initialized })).await;
+    compose_detected(agent, &options, host, host_acp, Connection { lines, out: agent_out, closer }, detected).await
+}
+
+/// The agent's output and input once it was spoken to.
+struct Connection {
+    lines: AgentLines,
+    out: crate::transport::Outbox,
+    closer: crate::client::InputCloser,
+}
+
+type AgentLines = LineReader<BufReader<tokio::process::ChildStdout>>;
+
+/// An ACP host's first line, its `initialize`.
+struct HostOpening {
+    version: AcpVersion,
+    line: Vec<u8>,
+    id: serde_json::Value,
+}
+
+/// The agent asked with the host's own `initialize`: an answer in the host's version makes a
+/// proxy that hands it to the host; a v1 answer to a v2 host (a v1-only agent, opencode say)
+/// makes v2's front over v1's remote agent, with that answer as its handshake; a JSONL or wire
+/// agent is connected in its dialect (it refused the line) and composed.
+async fn through_host_initialize(mut agent: AgentProcess, options: &BridgeOptions, host: HostInput, opening: HostOpening, forced: Option<AcpVersion>) -> u8 {
+    use tokio::io::AsyncWriteExt;
+    let (Some(mut stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
+        eprintln!("agentwire bridge: the agent's stdio is not piped");
+        return 1;
+    };
+    let mut lines = LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES);
+    let mut line = opening.line.clone();
+    if !line.ends_with(b"\n") {
+        line.push(b'\n');
     }
-    if detected.dialect() == options.serve {
-        // Detection spoke to the agent; a proxy must hand it the host's own first frames, so it
-        // starts afresh.
-        drop((agent_out, closer, lines));
+    let asked = async {
+        stdin.write_all(&line).await.map_err(|_| DetectError::Write)?;
+        stdin.flush().await.map_err(|_| DetectError::Write)?;
+        first_answer(&mut lines, &opening.id).await
+    };
+    let first = match tokio::time::timeout(DETECT_TIMEOUT, asked).await.unwrap_or(Err(DetectError::Timeout(DETECT_TIMEOUT))) {
+        Ok(first) => first,
+        Err(e) => {
+            eprintln!("agentwire bridge: {}: {e}", agent.program());
+            drop(stdin);
+            let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+            return 1;
+        }
+    };
+    let end = |agent: AgentProcess, message: String| async move {
+        eprintln!("agentwire bridge: {}: {message}", agent.program());
         let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
-        let Some(agent) = spawn(&options) else { return 2 };
-        return proxy::run(agent, &options, host, host_acp).await;
+        1
+    };
+    match first {
+        FirstAnswer::Acp { version, line: answer, .. } if (version >= 2) == (opening.version == AcpVersion::V2) => {
+            tracing::info!("the agent speaks the host's ACP v{version}: proxied");
+            proxy::run(agent, options, host, opening.version, Some(proxy::Opened { stdin, lines, host_line: opening.line, answer })).await
+        }
+        FirstAnswer::Acp { version, .. } if opening.version == AcpVersion::V1 => {
+            drop(stdin);
+            end(agent, format!("answered a v1 `initialize` with protocol version {version}")).await
+        }
+        FirstAnswer::Acp { version, .. } if forced == Some(AcpVersion::V2) => {
+            drop(stdin);
+            end(agent, format!("does not speak ACP v2 (--agent-acp-version 2): it answered protocol version {version}")).await
+        }
+        FirstAnswer::Acp { result, .. } => {
+            tracing::info!("the agent speaks ACP v1 only: v2 is translated");
+            if options.record.is_some() {
+                drop(stdin);
+                eprintln!("agentwire bridge: --record needs the agent to speak the host's ACP version; it speaks v1");
+                let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+                return 2;
+            }
+            let initialized = match serde_json::from_value::<crate::protocol::acp::InitializeResponse>(result) {
+                Ok(initialized) => Box::new(initialized),
+                Err(e) => {
+                    drop(stdin);
+                    return end(agent, format!("its ACP v1 `initialize` answer does not fit the schema: {e}")).await;
+                }
+            };
+            let (out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
+            serve_v1_agent(agent, options, host, V1Connection { lines, out, closer, initialized }).await
+        }
+        first @ (FirstAnswer::Jsonl(_) | FirstAnswer::Other(_)) => {
+            if options.agent_dialect == Some(Dialect::Acp) {
+                drop(stdin);
+                return end(agent, "did not answer `initialize` as an ACP agent (--agent-dialect acp)".to_owned()).await;
+            }
+            let (out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
+            let detected = match tokio::time::timeout(DETECT_TIMEOUT, go_on(&mut lines, &out, &handshake(), first)).await.unwrap_or(Err(DetectError::Timeout(DETECT_TIMEOUT))) {
+                Ok(detected) => detected,
+                Err(e) => {
+                    drop(out);
+                    return end(agent, e.to_string()).await;
+                }
+            };
+            compose_detected(agent, options, host, opening.version, Connection { lines, out, closer }, detected).await
+        }
     }
-    if options.record.is_some() {
+}
+
+/// Serves the host in front of an agent whose dialect was found on `connection`.
+async fn compose_detected(agent: AgentProcess, options: &BridgeOptions, host: HostInput, host_acp: AcpVersion, connection: Connection, detected: Detected) -> u8 {
+    tracing::info!("the agent speaks {}", detected.dialect().name());
+    let Connection { lines, out, closer } = connection;
+    if options.record.is_some() && (detected.dialect() != options.serve || options.serve == Dialect::Acp) {
         eprintln!("agentwire bridge: --record needs the agent to speak the served dialect ({}); it speaks {}", options.serve.name(), detected.dialect().name());
-        drop((agent_out, closer));
+        drop((out, closer));
         let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
         return 2;
+    }
+    if detected.dialect() == options.serve && options.serve != Dialect::Acp {
+        // Detection spoke to the agent; a proxy must hand it the host's own first frames, so it
+        // starts afresh.
+        drop((out, closer, lines));
+        let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
+        let Some(agent) = spawn(options) else { return 2 };
+        return proxy::run(agent, options, host, host_acp, None).await;
     }
     match detected {
         Detected::Rpc { state, .. } => {
             // The JSONL client closes the agent's input by dropping the last outbox.
             drop(closer);
-            let agents = RpcAgents::connect(lines, agent_out);
+            let agents = RpcAgents::connect(lines, out);
             // Known before the host asks (ACP offers them right after `session/new`).
             let _ = tokio::time::timeout(Duration::from_secs(3), agents.learn(&state)).await;
             let capabilities = Capabilities::none().with_images(true);
-            compose(agent, &options, host, capabilities, RemoteAgents::Rpc(agents)).await
+            compose(agent, options, host, capabilities, RemoteAgents::Rpc(agents)).await
         }
         Detected::Wire(initialized) => {
-            let agents = WireAgents::connect(lines.into_inner(), agent_out, closer, &initialized);
-            compose(agent, &options, host, Capabilities::none(), RemoteAgents::Wire(agents)).await
+            let agents = WireAgents::connect(lines.into_inner(), out, closer, &initialized);
+            compose(agent, options, host, Capabilities::none(), RemoteAgents::Wire(agents)).await
         }
-        // Served above.
-        Detected::Acp(_) => 1,
+        Detected::Acp(initialized) => serve_v1_agent(agent, options, host, V1Connection { lines, out, closer, initialized }).await,
     }
 }
 
-/// The ACP versions of a session: the host's (v1 for an rpc or wire host), and the one to speak
-/// to the agent when `--agent-acp-version` set it.
-#[derive(Debug, Clone, Copy)]
-struct AcpChoice {
-    host: AcpVersion,
-    agent: Option<AcpVersion>,
-}
-
-/// An ACP agent's connection after v1's `initialize` (dialect detection).
+/// An ACP agent's connection after v1's `initialize`.
 struct V1Connection {
-    lines: LineReader<BufReader<tokio::process::ChildStdout>>,
+    lines: AgentLines,
     out: crate::transport::Outbox,
     closer: crate::client::InputCloser,
     initialized: Box<crate::protocol::acp::InitializeResponse>,
 }
 
-/// An ACP agent behind the host. The version spoken to it is `--agent-acp-version`'s, else the
-/// host's when the agent speaks it: a v2 host's agent is asked whether it does (`initialize`
-/// with 2 answered 2), and one that does not is spoken to in v1. The same version both sides
-/// is a proxy; different ones compose the host's front with the agent's remote agent. `v1` is
-/// the connection dialect detection left, when it spoke to the agent.
-async fn serve_acp_agent(mut agent: AgentProcess, options: &BridgeOptions, host: HostInput, acp: AcpChoice, mut v1: Option<V1Connection>) -> u8 {
-    let agent_acp = match (acp.agent, acp.host) {
-        (Some(version), _) => version,
-        (None, AcpVersion::V1) => AcpVersion::V1,
-        (None, AcpVersion::V2) => {
-            // Asked of a fresh process (detection spoke v1 to this one), which is then replaced
-            // by another for what follows.
-            if v1.take().is_some() {
-                let Some(fresh) = restart(agent, options).await else { return 2 };
-                agent = fresh;
-            }
-            let v2 = speaks_v2(&mut agent).await;
-            let Some(fresh) = restart(agent, options).await else { return 2 };
-            agent = fresh;
-            if v2 { AcpVersion::V2 } else { AcpVersion::V1 }
-        }
-    };
-    tracing::info!("the agent is spoken to in ACP v{}", if agent_acp == AcpVersion::V2 { 2 } else { 1 });
-    let proxied = options.serve == Dialect::Acp && agent_acp == acp.host;
-    // A proxy hands the agent the host's own first frames, and v2 starts with its own
-    // `initialize`: either needs a process detection did not speak to.
-    if (proxied || agent_acp == AcpVersion::V2) && v1.take().is_some() {
-        let Some(fresh) = restart(agent, options).await else { return 2 };
-        agent = fresh;
-    }
-    if proxied {
-        return proxy::run(agent, options, host, acp.host).await;
-    }
-    if options.record.is_some() {
-        eprintln!("agentwire bridge: --record needs the agent to speak the served dialect ({}); it speaks acp", options.serve.name());
+/// The host's front over v1's remote agent on `connection`.
+async fn serve_v1_agent(agent: AgentProcess, options: &BridgeOptions, host: HostInput, connection: V1Connection) -> u8 {
+    let V1Connection { lines, out, closer, initialized } = connection;
+    let images = initialized.agent_capabilities.prompt_capabilities.image;
+    let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
+    let agents = AcpAgents::connect(lines.into_inner(), out, closer, *initialized, cwd);
+    if let Err(e) = agents.open_first().await {
+        eprintln!("agentwire bridge: {}: session/new: {e}", agent.program());
+        agents.close().await;
         let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
-        return 2;
+        return 1;
     }
-    match agent_acp {
-        AcpVersion::V2 => bridge_v2_agent(agent, options, host).await,
-        AcpVersion::V1 => {
-            let connection = match v1 {
-                Some(connection) => connection,
-                None => match connect_v1(&mut agent).await {
-                    Ok(connection) => connection,
-                    Err(e) => {
-                        eprintln!("agentwire bridge: {}: {e}", agent.program());
-                        let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
-                        return 1;
-                    }
-                },
-            };
-            let V1Connection { lines, out, closer, initialized } = connection;
-            let images = initialized.agent_capabilities.prompt_capabilities.image;
-            let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
-            let agents = AcpAgents::connect(lines.into_inner(), out, closer, *initialized, cwd);
-            if let Err(e) = agents.open_first().await {
-                eprintln!("agentwire bridge: {}: session/new: {e}", agent.program());
-                agents.close().await;
-                let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
-                return 1;
-            }
-            compose(agent, options, host, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, RemoteAgents::Acp(agents)).await
-        }
-    }
-}
-
-/// Ends `agent` and starts the command again.
-async fn restart(agent: AgentProcess, options: &BridgeOptions) -> Option<AgentProcess> {
-    let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
-    spawn(options)
-}
-
-/// ACP v1's `initialize` with a fresh agent.
-async fn connect_v1(agent: &mut AgentProcess) -> Result<V1Connection, String> {
-    let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else { return Err("the agent's stdio is not piped".into()) };
-    let (out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
-    let mut lines = LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES);
-    match connect(&mut lines, &out, &handshake(), Some(Dialect::Acp), DETECT_TIMEOUT).await {
-        Ok(Detected::Acp(initialized)) => Ok(V1Connection { lines, out, closer, initialized }),
-        Ok(other) => Err(format!("it answered as {}", other.dialect().name())),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// Whether a fresh ACP agent speaks v2: `initialize` with 2 answered 2 (a v1 agent answers 1, in
-/// v1's shape). The agent is ended afterwards.
-async fn speaks_v2(agent: &mut AgentProcess) -> bool {
-    let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else { return false };
-    let (out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
-    let agents = AcpV2Agents::connect(BufReader::new(stdout), out, closer, "/".to_owned());
-    let request = v2_initialize();
-    let answer = tokio::time::timeout(DETECT_TIMEOUT, agents.client().initialize(&request)).await;
-    agents.close().await;
-    matches!(answer, Ok(Ok(a)) if a.protocol_version.0 == 2)
+    compose(agent, options, host, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, RemoteAgents::Acp(agents)).await
 }
 
 fn v2_initialize() -> crate::protocol::acp_v2::InitializeRequest {
@@ -337,12 +364,12 @@ impl HostInput {
         Self { input: Box::new(input), stop, ended }
     }
 
-    /// Reads the host's first line: the ACP version it asks for.
-    async fn route(&mut self, max_line_bytes: usize) -> AcpVersion {
+    /// Reads the host's first line: the ACP version it asks for, and the line.
+    async fn route(&mut self, max_line_bytes: usize) -> (AcpVersion, Vec<u8>) {
         let input = std::mem::replace(&mut self.input, Box::new(tokio::io::empty()));
-        let (version, routed) = crate::dialect::acp_version::route(input, max_line_bytes).await;
+        let (version, line, routed) = crate::dialect::acp_version::route_keeping(input, max_line_bytes).await;
         self.input = Box::new(routed);
-        version
+        (version, line)
     }
 }
 

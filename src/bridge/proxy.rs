@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
 
 use super::{supervise, BridgeOptions, HostInput};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
@@ -80,12 +81,11 @@ fn problem<S: Side>(decoded: Decoded<S>) -> Option<String> {
 
 /// Copies `lines` to `out`, checking each (and recording it on `tap`); returns when the input
 /// ends or the output fails.
-async fn pump<R, W>(dialect: Dialect, acp: AcpVersion, from: Origin, mut lines: LineReader<R>, mut out: W, tap: Option<&Tap>)
+async fn pump<R, W>(dialect: Dialect, acp: AcpVersion, from: Origin, mut lines: LineReader<R>, mut out: W, tap: Option<&Tap>, mut seen: u64)
 where
     R: tokio::io::AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut seen: u64 = 0;
     loop {
         let line = match lines.next_line().await {
             Ok(Some(InboundLine::Line(line))) => line,
@@ -117,12 +117,29 @@ where
     }
 }
 
+/// An agent the host's first line (its `initialize`) went to already, and its answer.
+pub(super) struct Opened {
+    pub(super) stdin: ChildStdin,
+    pub(super) lines: LineReader<BufReader<ChildStdout>>,
+    /// The host's first line.
+    pub(super) host_line: Vec<u8>,
+    /// The agent's answer to it.
+    pub(super) answer: Vec<u8>,
+}
+
 /// Proxies the host's stdio to `agent` until host EOF (then the agent's input closes and it
-/// finishes), a signal or the agent's death; returns the exit code.
-pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions, host: HostInput, acp: AcpVersion) -> u8 {
-    let (Some(stdin), Some(stdout)) = (agent.take_stdin(), agent.take_stdout()) else {
-        eprintln!("agentwire bridge: the agent's stdio is not piped");
-        return 1;
+/// finishes), a signal or the agent's death; returns the exit code. `opened`: the host's first
+/// line was handed to the agent already, and its answer goes to the host first.
+pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions, host: HostInput, acp: AcpVersion, opened: Option<Opened>) -> u8 {
+    let (stdin, agent_lines, opening) = match opened {
+        Some(Opened { stdin, lines, host_line, answer }) => (stdin, lines, Some((host_line, answer))),
+        None => match (agent.take_stdin(), agent.take_stdout()) {
+            (Some(stdin), Some(stdout)) => (stdin, LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES), None),
+            _ => {
+                eprintln!("agentwire bridge: the agent's stdio is not piped");
+                return 1;
+            }
+        },
     };
     let dialect = options.serve;
     let tap = match &options.record {
@@ -132,7 +149,7 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions, host: 
                 Ok(tap) => Some(tap),
                 Err(e) => {
                     eprintln!("agentwire bridge: --record {}: {e}", path.display());
-                    drop((stdin, stdout));
+                    drop((stdin, agent_lines));
                     let _ = agent.shutdown(crate::client::DEFAULT_EXIT_GRACE).await;
                     return 2;
                 }
@@ -141,8 +158,38 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions, host: 
         None => None,
     };
     let HostInput { input, stop, ended } = host;
+    let mut host_lines = LineReader::new(input, options.max_line_bytes);
+    let seen = match &opening {
+        Some((host_line, answer)) => {
+            // The host's first line went to the agent as it asked which dialect and version it
+            // speaks: it is read here (and not sent again), and the agent's answer is the host's.
+            let _ = host_lines.next_line().await;
+            let host_line = host_line.strip_suffix(b"\n").unwrap_or(host_line.as_slice());
+            for (from, line) in [(Origin::Host, host_line), (Origin::Agent, answer.as_slice())] {
+                if let Some(problem) = check(dialect, acp, from, line) {
+                    eprintln!("agentwire bridge: line 1 from {} does not fit the {} schema: {problem}", from.name(), dialect.name());
+                }
+            }
+            if let Some(tap) = &tap {
+                tap.host_line(host_line);
+                tap.agent_line(answer);
+            }
+            let mut stdout = tokio::io::stdout();
+            let written = async {
+                stdout.write_all(answer).await?;
+                stdout.write_all(b"\n").await?;
+                stdout.flush().await
+            };
+            if written.await.is_err() {
+                let _ = agent.shutdown(crate::client::DEFAULT_EXIT_GRACE).await;
+                return 1;
+            }
+            1
+        }
+        None => 0,
+    };
     let to_agent = async {
-        pump(dialect, acp, Origin::Host, LineReader::new(input, options.max_line_bytes), stdin, tap.as_ref()).await;
+        pump(dialect, acp, Origin::Host, host_lines, stdin, tap.as_ref(), seen).await;
         // The host's input ended here (the agent's closes as `stdin` drops).
         if let Some(tap) = &tap {
             if let Err(e) = tap.finish() {
@@ -150,7 +197,7 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions, host: 
             }
         }
     };
-    let to_host = pump(dialect, acp, Origin::Agent, LineReader::new(BufReader::new(stdout), MAX_AGENT_LINE_BYTES), tokio::io::stdout(), tap.as_ref());
+    let to_host = pump(dialect, acp, Origin::Agent, agent_lines, tokio::io::stdout(), tap.as_ref(), seen);
     let serve = async {
         tokio::join!(to_agent, to_host);
     };

@@ -1,11 +1,10 @@
 //! Which dialect an agent speaks, found by asking it.
 //!
-//! Two lines go out at once: the JSONL `get_state` and an ACP `initialize`. The first telling
-//! frame decides:
-//! - a JSONL frame (`ready`, which oh-my-pi and agentwire write first, or a `response`) → the
-//!   pi/omp dialect; the `get_state` answer is read before returning, so the host never sees
-//!   it (the agent's refusal of the `initialize` line, if it answers one, is an unknown
-//!   response the client passes over);
+//! An ACP `initialize` goes out first, as every dialect answers it at once (nothing waits on a
+//! timeout). The first telling frame decides:
+//! - a JSONL frame (`ready`, which oh-my-pi and agentwire write first, or pi's `response`
+//!   refusing the line) → the pi/omp dialect; a `get_state` follows, and its answer is read
+//!   before returning, so the host never sees it;
 //! - a JSON-RPC answer to the `initialize` with `protocolVersion` → ACP;
 //! - with `protocol_version`, or an error (kimi's wire wants `protocol_version`) → a wire
 //!   `initialize` follows, and its answer → the wire dialect.
@@ -130,7 +129,7 @@ where
             }
             Dialect::Acp => {
                 send_acp_initialize(out, handshake).await?;
-                match next_frame(lines).await? {
+                match next_frame(lines).await?.0 {
                     Frame::JsonRpc(answer) => acp_answer(answer),
                     Frame::Rpc(frame) => Err(DetectError::Unknown(frame.to_string())),
                 }
@@ -169,40 +168,67 @@ async fn probe<R: AsyncBufRead + Unpin>(
     out: &Outbox,
     handshake: &Handshake,
 ) -> Result<Detected, DetectError> {
-    send_get_state(out).await?;
     send_acp_initialize(out, handshake).await?;
+    let first = first_answer(lines, &Value::from(PROBE_ACP_ID)).await?;
+    go_on(lines, out, handshake, first).await
+}
+
+/// The first frame that tells an agent's dialect, once it was sent an ACP `initialize`
+/// (every dialect answers one at once: an ACP agent with its own, kimi's wire with an error, a
+/// JSONL agent with a refused `response`, or its `ready` frame before).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FirstAnswer {
+    /// A JSONL frame: the pi/omp dialect.
+    Jsonl(Value),
+    /// ACP's answer to the `initialize`: the version it speaks, its result, and the line as the
+    /// agent wrote it (a proxy hands it to the host unchanged).
+    Acp {
+        /// `protocolVersion`.
+        version: u64,
+        /// The `result`.
+        result: Value,
+        /// The whole line.
+        line: Vec<u8>,
+    },
+    /// Another JSON-RPC answer to it (an error, or a result without `protocolVersion`: kimi's
+    /// wire wants `protocol_version`).
+    Other(Result<Value, String>),
+}
+
+/// Reads the agent's output up to the first telling frame after an ACP `initialize` with id
+/// `id` was sent (see [`FirstAnswer`]); JSON-RPC answers to other ids are passed over.
+pub async fn first_answer<R: AsyncBufRead + Unpin>(lines: &mut LineReader<R>, id: &Value) -> Result<FirstAnswer, DetectError> {
     loop {
         match next_frame(lines).await? {
-            Frame::Rpc(frame) => {
-                let ready = (frame.get("type").and_then(Value::as_str) == Some("ready"))
-                    .then(|| serde_json::from_value(frame.clone()).ok().map(Box::new))
-                    .flatten();
-                if is_state_answer(&frame) {
-                    return Ok(Detected::Rpc {
-                        ready: None,
-                        state: frame.get("data").cloned().unwrap_or(Value::Null),
-                    });
-                }
-                return rpc_state(lines, ready).await;
+            (Frame::Rpc(frame), _) => return Ok(FirstAnswer::Jsonl(frame)),
+            (Frame::JsonRpc(answer), line) if answer.id.as_ref() == Some(id) => {
+                return Ok(match answer.outcome {
+                    Ok(result) => match result.get("protocolVersion").and_then(Value::as_u64) {
+                        Some(version) => FirstAnswer::Acp { version, result, line },
+                        None => FirstAnswer::Other(Ok(result)),
+                    },
+                    Err(message) => FirstAnswer::Other(Err(message)),
+                });
             }
-            Frame::JsonRpc(answer) => match answer.id.as_deref() {
-                Some(PROBE_ACP_ID) => match answer.outcome {
-                    Ok(result) if result.get("protocolVersion").is_some() => {
-                        return acp_answer(JsonRpcAnswer {
-                            id: answer.id,
-                            outcome: Ok(result),
-                        })
-                    }
-                    Ok(result) if result.get("protocol_version").is_some() => {
-                        return wire_result(result)
-                    }
-                    // Not ACP's initialize: kimi's wire wants `protocol_version`.
-                    Ok(_) | Err(_) => return wire_initialize(lines, out, handshake).await,
-                },
-                // The refusal of the `get_state` line (or an id-less error for it).
-                _ => continue,
-            },
+            (Frame::JsonRpc(_), _) => {}
         }
+    }
+}
+
+/// What the agent speaks, from its [`FirstAnswer`]: a JSONL agent is asked `get_state` (its
+/// answer is read here, so the host never sees it), one that refused ACP's `initialize` is
+/// sent the wire's, and ACP's answer is read as v1's.
+pub async fn go_on<R: AsyncBufRead + Unpin>(lines: &mut LineReader<R>, out: &Outbox, handshake: &Handshake, first: FirstAnswer) -> Result<Detected, DetectError> {
+    match first {
+        FirstAnswer::Jsonl(frame) => {
+            let ready = (frame.get("type").and_then(Value::as_str) == Some("ready")).then(|| serde_json::from_value(frame).ok().map(Box::new)).flatten();
+            send_get_state(out).await?;
+            rpc_state(lines, ready).await
+        }
+        FirstAnswer::Acp { result, .. } => acp_answer(JsonRpcAnswer { id: None, outcome: Ok(result) }),
+        FirstAnswer::Other(Ok(result)) if result.get("protocol_version").is_some() => wire_result(result),
+        FirstAnswer::Other(_) => wire_initialize(lines, out, handshake).await,
     }
 }
 
@@ -218,7 +244,7 @@ async fn rpc_state<R: AsyncBufRead + Unpin>(
     mut ready: Option<Box<ReadyEvent>>,
 ) -> Result<Detected, DetectError> {
     loop {
-        match next_frame(lines).await? {
+        match next_frame(lines).await?.0 {
             Frame::Rpc(frame) if is_state_answer(&frame) => {
                 if frame.get("success").and_then(Value::as_bool) != Some(true) {
                     return Err(DetectError::Refused(
@@ -252,8 +278,8 @@ async fn wire_initialize<R: AsyncBufRead + Unpin>(
     request.id = Some(WireId::String(PROBE_WIRE_ID.to_owned()));
     send(out, &request).await?;
     loop {
-        if let Frame::JsonRpc(answer) = next_frame(lines).await? {
-            if answer.id.as_deref() == Some(PROBE_WIRE_ID) {
+        if let (Frame::JsonRpc(answer), _) = next_frame(lines).await? {
+            if answer.id.as_ref().and_then(Value::as_str) == Some(PROBE_WIRE_ID) {
                 return match answer.outcome {
                     Ok(result) => wire_result(result),
                     Err(message) => Err(DetectError::Refused(message)),
@@ -278,9 +304,9 @@ fn acp_answer(answer: JsonRpcAnswer) -> Result<Detected, DetectError> {
     }
 }
 
-/// A JSON-RPC answer: its id (when a string) and result or error message.
+/// A JSON-RPC answer: its id and result or error message.
 struct JsonRpcAnswer {
-    id: Option<String>,
+    id: Option<Value>,
     outcome: Result<Value, String>,
 }
 
@@ -291,11 +317,11 @@ enum Frame {
     JsonRpc(JsonRpcAnswer),
 }
 
-/// The next frame that tells something; notifications and lines that are not JSON are
-/// passed over.
+/// The next frame that tells something, with its line; notifications and lines that are not
+/// JSON are passed over.
 async fn next_frame<R: AsyncBufRead + Unpin>(
     lines: &mut LineReader<R>,
-) -> Result<Frame, DetectError> {
+) -> Result<(Frame, Vec<u8>), DetectError> {
     loop {
         let Some(line) = lines.next_line().await? else {
             return Err(DetectError::Closed);
@@ -308,12 +334,12 @@ async fn next_frame<R: AsyncBufRead + Unpin>(
             continue;
         };
         if frame.get("jsonrpc").is_some() {
-            let id = frame.get("id").and_then(Value::as_str).map(str::to_owned);
+            let id = frame.get("id").cloned();
             if let Some(result) = frame.get("result") {
-                return Ok(Frame::JsonRpc(JsonRpcAnswer {
+                return Ok((Frame::JsonRpc(JsonRpcAnswer {
                     id,
                     outcome: Ok(result.clone()),
-                }));
+                }), bytes));
             }
             if let Some(error) = frame.get("error") {
                 let message = error
@@ -321,15 +347,15 @@ async fn next_frame<R: AsyncBufRead + Unpin>(
                     .and_then(Value::as_str)
                     .unwrap_or("error")
                     .to_owned();
-                return Ok(Frame::JsonRpc(JsonRpcAnswer {
+                return Ok((Frame::JsonRpc(JsonRpcAnswer {
                     id,
                     outcome: Err(message),
-                }));
+                }), bytes));
             }
             continue;
         }
         if frame.get("type").is_some() {
-            return Ok(Frame::Rpc(Value::Object(frame)));
+            return Ok((Frame::Rpc(Value::Object(frame)), bytes));
         }
     }
 }

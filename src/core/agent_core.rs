@@ -95,6 +95,64 @@ impl Capabilities {
     }
 }
 
+/// A setting an agent names itself: a choice among values (ACP's `select` config option).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Setting {
+    /// Its id.
+    pub id: String,
+    /// Its name, for people.
+    pub name: String,
+    /// What it sets.
+    pub description: Option<String>,
+    /// What kind of setting it is (ACP's categories: `model`, `mode`, `thought_level`, …).
+    pub category: Option<String>,
+    /// The value it has.
+    pub current: String,
+    /// The values it takes.
+    pub values: Vec<SettingValue>,
+}
+
+impl Setting {
+    /// The setting `id`, called `name`, at `current` among `values`.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, current: impl Into<String>, values: Vec<SettingValue>) -> Self {
+        Self { id: id.into(), name: name.into(), description: None, category: None, current: current.into(), values }
+    }
+
+    /// The same, described.
+    #[must_use]
+    pub fn with_description(mut self, description: Option<String>) -> Self {
+        self.description = description;
+        self
+    }
+
+    /// The same, of `category`.
+    #[must_use]
+    pub fn with_category(mut self, category: Option<String>) -> Self {
+        self.category = category;
+        self
+    }
+}
+
+/// One value of a [`Setting`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SettingValue {
+    /// The value.
+    pub value: String,
+    /// Its name, for people.
+    pub name: String,
+    /// What it means.
+    pub description: Option<String>,
+}
+
+impl SettingValue {
+    /// `value`, called `name`, described by `description`.
+    pub fn new(value: impl Into<String>, name: impl Into<String>, description: Option<String>) -> Self {
+        Self { value: value.into(), name: name.into(), description }
+    }
+}
+
 /// What a state snapshot carries beyond the state itself, on request (rpc `get_state` with
 /// `dumpTools` / `systemPrompt`). Both are large (every tool's parameter schema; the whole
 /// prompt) and rarely read, so a plain `get_state` leaves them out (omp sends them in every
@@ -411,6 +469,19 @@ pub trait AgentCore: Send + Sync + 'static {
     fn set_host_tools(&self, tools: Vec<HostToolDefinition>) -> CoreResult<Vec<String>> {
         let _ = tools;
         Err(unsupported("set_host_tools"))
+    }
+
+    /// The agent's settings as it names them itself (an ACP agent's config options, behind the
+    /// bridge), passed to the host as they are; `None` (the default): its settings are the
+    /// model, thinking level and approval mode above.
+    fn settings(&self) -> Option<Vec<Setting>> {
+        None
+    }
+
+    /// Sets the setting `id` (one of [`AgentCore::settings`]) to `value`.
+    fn set_setting(&self, id: &str, value: &str) -> impl Future<Output = CoreResult<()>> + Send {
+        let _ = (id, value);
+        async { Err(unsupported("set_config_option")) }
     }
 
     /// When tool calls need approval now; `None`: the agent has no approval modes.

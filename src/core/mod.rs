@@ -30,7 +30,7 @@ pub mod runs;
 pub mod stream;
 pub mod tools;
 
-pub use agent_core::{unsupported, AgentCore, BashOutput, AgentInfo, ApprovalPolicy, Capabilities, MakeAgent, RunControl, StateExtras, StateVersion};
+pub use agent_core::{unsupported, AgentCore, AgentInfo, ApprovalPolicy, BashOutput, Capabilities, MakeAgent, RunControl, Setting, SettingValue, StateExtras, StateVersion};
 pub use error::{CoreError, CoreResult};
 pub use events::{AgentEvent, EventSink, PromptId, RunOutcome};
 pub use port::HostPort;

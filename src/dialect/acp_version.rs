@@ -40,13 +40,29 @@ pub type Routed<R> = BufReader<tokio::io::Chain<std::io::Cursor<Vec<u8>>, R>>;
 
 /// Reads the first line of `input` (at most `max_line_bytes`; a longer one is left for the
 /// front to refuse) and returns the version it asks for, with the whole input to serve.
-pub async fn route<R: AsyncBufRead + Unpin>(mut input: R, max_line_bytes: usize) -> (AcpVersion, Routed<R>) {
+pub async fn route<R: AsyncBufRead + Unpin>(input: R, max_line_bytes: usize) -> (AcpVersion, Routed<R>) {
+    let (version, _, routed) = route_keeping(input, max_line_bytes).await;
+    (version, routed)
+}
+
+/// [`route`], with a copy of the first line (as read, its newline included).
+pub async fn route_keeping<R: AsyncBufRead + Unpin>(mut input: R, max_line_bytes: usize) -> (AcpVersion, Vec<u8>, Routed<R>) {
     let mut line = Vec::new();
     let limit = u64::try_from(max_line_bytes).unwrap_or(u64::MAX).saturating_add(1);
     // A read error is the front's to meet: it reads the same input next.
     let _ = (&mut input).take(limit).read_until(b'\n', &mut line).await;
     let version = asked(&line);
-    (version, BufReader::with_capacity(64 * 1024, std::io::Cursor::new(line).chain(input)))
+    (version, line.clone(), BufReader::with_capacity(64 * 1024, std::io::Cursor::new(line).chain(input)))
+}
+
+/// The id of the `initialize` request `first_line` is, if it is one.
+pub fn initialize_id(first_line: &[u8]) -> Option<serde_json::Value> {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        method: String,
+        id: serde_json::Value,
+    }
+    serde_json::from_slice::<Request>(first_line).ok().filter(|r| r.method == "initialize" && (r.id.is_string() || r.id.is_number())).map(|r| r.id)
 }
 
 #[cfg(test)]

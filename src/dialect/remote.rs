@@ -348,6 +348,14 @@ impl AgentCore for RemoteAgent {
         each!(self, a => a.current_model())
     }
 
+    fn settings(&self) -> Option<Vec<crate::core::Setting>> {
+        each!(self, a => a.settings())
+    }
+
+    async fn set_setting(&self, id: &str, value: &str) -> CoreResult<()> {
+        each!(self, a => a.set_setting(id, value).await)
+    }
+
     fn available_models(&self) -> Vec<Model> {
         each!(self, a => a.available_models())
     }

@@ -7,9 +7,12 @@
 //! | `model` | `model` | every model of the catalogue, as `provider/id` |
 //! | `thought_level` | `thought_level` | the model's thinking levels (only for a model with levels) |
 //! | `mode` | `mode` | the session modes of [`super::modes`] |
+//!
+//! An agent that names its settings itself ([`AgentCore::settings`]: an ACP agent behind the
+//! bridge) has those instead, each a select as it gave it, and a change goes to it.
 
 use super::modes;
-use crate::core::AgentCore;
+use crate::core::{AgentCore, Setting};
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{SessionConfigId, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId};
 use crate::protocol::ThinkingLevel;
@@ -42,6 +45,21 @@ fn select(id: &str, name: &str, description: &str, current: String, options: Vec
     }
 }
 
+/// A setting the agent names itself, as the select it was.
+fn setting(s: &Setting) -> SessionConfigOption {
+    let values = s.values.iter().map(|v| value(&v.value, &v.name, v.description.clone())).collect();
+    SessionConfigOption::Variant0 {
+        category: s.category.clone().map(SessionConfigOptionCategory),
+        current_value: SessionConfigValueId(s.current.clone()),
+        description: s.description.clone(),
+        id: SessionConfigId(s.id.clone()),
+        meta: None,
+        name: s.name.clone(),
+        options: SessionConfigSelectOptions::Ungrouped(values),
+        type_: "select".to_owned(),
+    }
+}
+
 /// `provider/id`, the model selector's value for a model.
 fn model_value(model: &crate::protocol::Model) -> String {
     format!("{}/{}", *model.provider, *model.id)
@@ -50,6 +68,9 @@ fn model_value(model: &crate::protocol::Model) -> String {
 /// The session's config options with their current values.
 /// An agent that names no model, no thinking level or no approval mode has no such option.
 pub fn options(agent: &impl AgentCore) -> Vec<SessionConfigOption> {
+    if let Some(settings) = agent.settings() {
+        return settings.iter().map(setting).collect();
+    }
     let mut out = Vec::new();
     if let Some(current) = agent.current_model() {
         let models = agent.available_models().iter().map(|m| value(&model_value(m), &m.name, Some(model_value(m)))).collect();
@@ -81,11 +102,20 @@ pub enum Change {
     ThoughtLevel(ThinkingLevel),
     /// The approval mode.
     Mode(crate::core::ApprovalPolicy),
+    /// A setting the agent names itself (its id, the value).
+    Setting(String, String),
 }
 
 /// The change `config` = `given` stands for in `agent`'s session; -32602 naming `/configId`
 /// or `/value` for an option or value the session does not have.
 pub fn change(agent: &impl AgentCore, config: &str, given: &str) -> Result<Change, Error> {
+    if let Some(settings) = agent.settings() {
+        let setting = settings.iter().find(|s| s.id == config).ok_or_else(|| Error::invalid_params(format!("Unknown config option {config:?}")).at("/configId", "unknown config option"))?;
+        if !setting.values.iter().any(|v| v.value == given) {
+            return Err(unknown_value(config, given));
+        }
+        return Ok(Change::Setting(config.to_owned(), given.to_owned()));
+    }
     let offered = options(agent).into_iter().any(|o| matches!(&o, SessionConfigOption::Variant0 { id, .. } if id.0 == config));
     if !offered {
         return Err(Error::invalid_params(format!("Unknown config option {config:?}")).at("/configId", "unknown config option"));

@@ -441,6 +441,9 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
                 set_policy(&live, policy)?;
                 live.host.update(SessionUpdate::CurrentModeUpdate { current_mode_id: SessionModeId(modes::mode_id(policy).to_owned()), meta: None }).await;
             }
+            config::Change::Setting(id, value) => {
+                live.agent.set_setting(&id, &value).await.map_err(core_error)?;
+            }
         }
         Ok(SetSessionConfigOptionResponse::new(config::options(&*live.agent)))
     }

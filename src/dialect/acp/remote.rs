@@ -9,6 +9,7 @@
 //! | cancel | `session/cancel`; the run ends with the prompt's answer |
 //! | new session (rpc `new_session`) | `session/new`: the front's session goes on in a fresh agent session |
 //! | thinking level | the agent's `thought_level` config option (`session/set_config_option`) |
+//! | settings | the agent's select config options, each as it gave it; a change is its `session/set_config_option` |
 //! | text / thinking | `agent_message_chunk` / `agent_thought_chunk` |
 //! | tool started, progress, finished | `tool_call` (once its `rawInput` is known) / `tool_call_update` with content / `completed` or `failed` |
 //! | approval | `session/request_permission`: the option of the decision's kind (allow once or always, reject) |
@@ -22,7 +23,7 @@ use serde_json::{Map, Value};
 
 use crate::core::events::RunOutcome;
 use crate::core::port::Decision;
-use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
+use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Setting, SettingValue, Submitted};
 use crate::client::{AcpClient, AcpClientError};
 use crate::dialect::remote::{approve, failed, Answer, Owed, WIND_DOWN};
 use super::router::{Router, Sorted, Streams};
@@ -257,6 +258,20 @@ impl AgentCore for AcpRemote {
         self.session().await.map(drop)
     }
 
+    /// The agent session's config options (its selects), as it gave them last.
+    fn settings(&self) -> Option<Vec<Setting>> {
+        let id = self.current_id()?;
+        Some(self.agents.router.config(&id).iter().filter_map(setting).collect())
+    }
+
+    async fn set_setting(&self, id: &str, value: &str) -> CoreResult<()> {
+        let session = self.session().await?;
+        let request = SetSessionConfigOptionRequest::Variant1 { config_id: crate::protocol::acp::SessionConfigId(id.to_owned()), meta: None, session_id: session.clone(), value: SessionConfigValueId(value.to_owned()) };
+        let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
+        self.agents.router.set_config(&session.0, answer.config_options);
+        Ok(())
+    }
+
     fn thinking_level(&self) -> Option<ThinkingLevel> {
         self.thinking().and_then(|t| t.current.parse().ok())
     }
@@ -288,6 +303,22 @@ impl AgentCore for AcpRemote {
         self.set_thinking_level(levels[at % levels.len()]).await.map(Some)
     }
 
+}
+
+/// An ACP select config option as the core's setting (a grouped one's values in one list); a
+/// boolean one has no setting.
+fn setting(option: &SessionConfigOption) -> Option<Setting> {
+    match option {
+        SessionConfigOption::Variant0 { id, name, description, category, current_value, options, .. } => {
+            let value = |o: &crate::protocol::acp::SessionConfigSelectOption| SettingValue::new(o.value.0.clone(), o.name.clone(), o.description.clone());
+            let values = match options {
+                SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(value).collect(),
+                SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(value)).collect(),
+            };
+            Some(Setting::new(id.0.clone(), name.clone(), current_value.0.clone(), values).with_description(description.clone()).with_category(category.as_ref().map(|c| c.0.clone())))
+        }
+        SessionConfigOption::Variant1 { .. } => None,
+    }
 }
 
 /// A server config as ACP's `McpServer` (the inverse of what the ACP front reads).

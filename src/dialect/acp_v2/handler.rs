@@ -157,11 +157,22 @@ impl<A: AgentCore> AcpV2Server<A> {
         Some(live)
     }
 
+    /// Connects the session's MCP servers; a notice for each that did not start follows the
+    /// answer of the request that named them (before it, the host could not tie the notice's
+    /// session id to a session).
     async fn connect_mcp(&self, live: &Live<A>, configs: &[crate::core::mcp::McpServerConfig]) {
         let failures = live.agent.start_mcp(configs, self.factory.mcp_startup_timeout()).await;
-        for failure in failures {
-            live.host.notice("warning", &format!("MCP server \"{}\" did not start\n{}", failure.server, failure.reason)).await;
+        if failures.is_empty() {
+            return;
         }
+        let answered = self.conn.after_answer();
+        let host = live.host.clone();
+        tokio::spawn(async move {
+            let _ = answered.await;
+            for failure in failures {
+                host.notice("warning", &format!("MCP server \"{}\" did not start\n{}", failure.server, failure.reason)).await;
+            }
+        });
     }
 
     /// The prompt's run, once started: reports `idle` with its stop reason when it ends.
@@ -203,11 +214,12 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         if can.images {
             prompt = prompt.with_image(PromptImageCapabilities::new());
         }
-        let mut mcp = McpCapabilities::new().with_stdio(McpStdioCapabilities::new());
+        let mut session = SessionCapabilities::new().with_prompt(prompt);
+        // MCP only where the agent connects the servers it is handed (an rpc or wire agent
+        // behind the bridge does not).
         if can.mcp {
-            mcp = mcp.with_http(McpHttpCapabilities::new());
+            session = session.with_mcp(McpCapabilities::new().with_stdio(McpStdioCapabilities::new()).with_http(McpHttpCapabilities::new()));
         }
-        let mut session = SessionCapabilities::new().with_prompt(prompt).with_mcp(mcp);
         if can.sessions {
             session = session.with_delete(SessionDeleteCapabilities::new());
         }
@@ -363,6 +375,9 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
             }
             config::Change::Mode(policy) => {
                 live.agent.set_approval_policy(policy).map_err(core_error)?;
+            }
+            config::Change::Setting(id, value) => {
+                live.agent.set_setting(&id, &value).await.map_err(core_error)?;
             }
         }
         Ok(SetSessionConfigOptionResponse::new(config_options(&*live.agent)))

@@ -11,6 +11,7 @@
 //! | approval | `session/request_permission`: the option of the decision's kind |
 //! | slash commands | `availableCommands` of `session/new` and `available_commands_update` |
 //! | thinking level | the agent's `thought_level` config option (`session/set_config_option`) |
+//! | settings | the agent's select config options, each as it gave it; a change is its `session/set_config_option` |
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -23,7 +24,7 @@ use crate::client::{AcpV2Client, CallError};
 use crate::core::events::RunOutcome;
 use crate::core::mcp::{McpServerConfig, StartFailure};
 use crate::core::port::Decision;
-use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Submitted};
+use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Setting, SettingValue, Submitted};
 use crate::dialect::acp::router::{Router, Sorted, Streams};
 use crate::dialect::remote::{approve, failed, slash_command, WIND_DOWN};
 use crate::jsonrpc::Error;
@@ -153,6 +154,22 @@ impl AcpV2Remote {
     }
 }
 
+/// A v2 select config option as the core's setting (a grouped one's values in one list); a
+/// boolean one has no setting.
+fn setting(option: &SessionConfigOption) -> Option<Setting> {
+    match option {
+        SessionConfigOption::Variant0 { config_id, name, description, category, current_value, options, .. } => {
+            let value = |o: &crate::protocol::acp_v2::SessionConfigSelectOption| SettingValue::new(o.value.0.clone(), o.name.clone(), o.description.clone());
+            let values = match options {
+                SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(value).collect(),
+                SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(value)).collect(),
+            };
+            Some(Setting::new(config_id.0.clone(), name.clone(), current_value.0.clone(), values).with_description(description.clone()).with_category(category.as_ref().map(|c| c.0.clone())))
+        }
+        SessionConfigOption::Variant1 { .. } => None,
+    }
+}
+
 /// A server config as v2's `McpServer` (v2 tags stdio servers).
 fn v2_server(config: &McpServerConfig) -> Option<McpServer> {
     let value = match config {
@@ -246,6 +263,20 @@ impl AgentCore for AcpV2Remote {
             let _ = self.agents.client.close_session(&old.id).await;
         }
         self.opened().await.map(drop)
+    }
+
+    /// The agent session's select config options, as it gave them last.
+    fn settings(&self) -> Option<Vec<Setting>> {
+        let id = self.current_id()?;
+        Some(self.agents.router.config(&id).iter().filter_map(setting).collect())
+    }
+
+    async fn set_setting(&self, id: &str, value: &str) -> CoreResult<()> {
+        let session = self.opened().await?.id.clone();
+        let request = SetSessionConfigOptionRequest::Variant0 { config_id: SessionConfigId(id.to_owned()), meta: None, session_id: session.clone(), type_: "select".to_owned(), value: SessionConfigValueId(value.to_owned()) };
+        let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
+        self.agents.router.set_config(&session.0, answer.config_options);
+        Ok(())
     }
 
     fn thinking_level(&self) -> Option<ThinkingLevel> {
