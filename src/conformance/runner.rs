@@ -591,7 +591,8 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         ignore,
         requires,
         missing: None,
-        acp_version: acp_version(lines),
+        // A transcript asking for a later version than v2 (negotiation) is still written in v2.
+        acp_version: acp_version(lines).min(u64::from(crate::protocol::acp_v2::ACP_V2_PROTOCOL_VERSION)),
         checked: std::collections::BTreeSet::new(),
     };
     let mut matcher = Matcher::new(temp.path().display().to_string());
