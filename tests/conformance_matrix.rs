@@ -73,3 +73,49 @@ fn a_mandatory_requirement_no_transcript_exercises_fails_the_matrix() {
     assert!(md.contains("| ACP-PROMPT-1 | MANDATORY | **unexercised** |"), "{md}");
     assert!(md.contains("| ACP-INIT-1 | MANDATORY | pass |"), "{md}");
 }
+
+/// A v1-only ACP agent (a few lines of Python) that sends an extension notification before it
+/// answers `initialize`: the notification validates (ACP reserves `_`-prefixed methods for
+/// extensions) and its adapter's `ignore` drops it, so the v1 handshake passes; asked for
+/// version 2 it answers 1, so the v2 transcript is skipped and the `acp-v2` MANDATORY
+/// requirements are not charged to it, while v1's still are.
+#[test]
+fn a_v1_agent_with_extension_notifications_passes_v1_and_is_not_judged_in_v2() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    for name in ["acp-handshake", "acp2-initialize"] {
+        std::fs::copy(root.join(format!("tests/conformance/{name}.jsonl")), corpus.join(format!("{name}.jsonl"))).unwrap();
+    }
+    let agent = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "method": "_auth/status_update", "params": {"authStatus": {"kind": "none"}}}), flush=True)
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}}), flush=True)
+    elif m.get("method") == "session/new":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s1"}}), flush=True)
+"#;
+    let adapter = serde_json::json!({"name": "v1only", "command": ["python3", "-c", agent], "dialects": ["acp"],
+                                     "ignore": [{"jsonrpc": "2.0", "method": "_auth/status_update"}]});
+    let adapter_path = dir.path().join("v1only.json");
+    std::fs::write(&adapter_path, adapter.to_string()).unwrap();
+    let out = dir.path().join("matrix.md");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(["conformance", "matrix", "--adapter"])
+        .arg(&adapter_path)
+        .arg("--out")
+        .arg(&out)
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let md = std::fs::read_to_string(&out).unwrap();
+    assert!(md.contains("| ACP-INIT-1 | MANDATORY | pass |"), "{md}");
+    assert!(md.contains("| ACP2-INIT-1 | MANDATORY | skip |"), "{md}");
+    assert!(md.contains("ACP v1: 1 / 1"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("matrix.json")).unwrap()).unwrap();
+    assert_eq!(json["agents"][0]["applicable"], 1, "the v2 transcript does not apply: {json}");
+}

@@ -43,6 +43,19 @@ impl Column {
         let passed = self.report.entries.iter().filter(|e| e.verdict == Verdict::Passed).count();
         (applied, passed)
     }
+
+    /// Per dialect run (`acp`, `acp-v2`, `rpc`, `wire`, in that order): transcripts that applied
+    /// and those that passed, so an agent's ACP v1 and v2 figures are read apart.
+    pub fn by_dialect(&self) -> Vec<(String, usize, usize)> {
+        let mut out: Vec<(String, usize, usize)> = Vec::new();
+        for dialect in ["acp", "acp-v2", "rpc", "wire"] {
+            let ran: Vec<&super::suite::Entry> = self.report.entries.iter().filter(|e| e.outcome.dialect.as_deref() == Some(dialect) && !matches!(e.verdict, Verdict::Skipped(_))).collect();
+            if !ran.is_empty() {
+                out.push((dialect.to_owned(), ran.len(), ran.iter().filter(|e| e.verdict == Verdict::Passed).count()));
+            }
+        }
+        out
+    }
 }
 
 /// How to run a matrix.
@@ -96,6 +109,15 @@ pub fn run_matrix(options: &MatrixOptions, progress: &(dyn Fn(&str) + Sync)) -> 
     Ok(columns)
 }
 
+/// How the summary names a dialect run.
+fn dialect_label(dialect: &str) -> &str {
+    match dialect {
+        "acp" => "ACP v1",
+        "acp-v2" => "ACP v2",
+        other => other,
+    }
+}
+
 /// A table cell.
 fn cell(status: RequirementStatus) -> &'static str {
     match status {
@@ -134,13 +156,15 @@ pub fn splice(existing: Option<&str>, section: &str) -> String {
 pub fn markdown(columns: &[Column], registry: &Registry, generated_at: &str, command: &str) -> String {
     let mut out = String::from("## Agents\n\n");
     let _ = writeln!(out, "Generated {generated_at} by `{command}` (do not edit by hand: run it again).\n");
-    out.push_str("| agent | version | applicable transcripts | pass outright | baselined failures | run |\n|---|---|---|---|---|---|\n");
+    out.push_str("| agent | version | applicable transcripts | pass outright | by dialect (passed / applicable) | baselined failures | run |\n|---|---|---|---|---|---|---|\n");
     for c in columns {
         let (applied, passed) = c.applicable();
         let xfail = c.report.entries.iter().filter(|e| matches!(e.verdict, Verdict::ExpectedFailure(_))).count();
         let share = (passed * 100).checked_div(applied).unwrap_or(0);
         let verdict = if c.report.passed() { "as its baseline expects" } else { "**differs from its baseline**" };
-        let _ = writeln!(out, "| {} | {} | {applied} | {passed} ({share} %) | {xfail} | {verdict} |", c.report.agent, c.version.as_deref().unwrap_or("?"));
+        let split: Vec<String> = c.by_dialect().iter().map(|(d, applied, passed)| format!("{}: {passed} / {applied}", dialect_label(d))).collect();
+        let split = if split.is_empty() { "—".to_owned() } else { split.join(", ") };
+        let _ = writeln!(out, "| {} | {} | {applied} | {passed} ({share} %) | {split} | {xfail} | {verdict} |", c.report.agent, c.version.as_deref().unwrap_or("?"));
     }
     let results: Vec<Vec<super::suite::RequirementResult>> = columns.iter().map(|c| c.report.requirement_results(registry)).collect();
     out.push_str("\n| requirement | tier |");
@@ -194,7 +218,8 @@ pub fn json(columns: &[Column], registry: &Registry, generated_at: &str) -> Valu
             let (applied, passed) = c.applicable();
             json!({"agent": c.report.agent, "version": c.version, "adapter": c.adapter.display().to_string(),
                    "baseline": c.baseline.as_ref().map(|b| b.display().to_string()), "asBaselineExpects": c.report.passed(),
-                   "applicable": applied, "passed": passed})
+                   "applicable": applied, "passed": passed,
+                   "byDialect": c.by_dialect().iter().map(|(d, applied, passed)| json!({"dialect": d, "applicable": applied, "passed": passed})).collect::<Vec<_>>()})
         })
         .collect();
     let requirements: Vec<Value> = registry

@@ -18,7 +18,8 @@ use serde_json::Value;
 use super::fake_llm::{FakeLlm, FAKE_MODEL};
 use super::Matcher;
 use crate::client::process::{isolate, signal_group};
-use crate::protocol::acp::acp_validator;
+use crate::protocol::acp::{acp_validator, AcpValidator};
+use crate::protocol::acp_v2::acp_v2_validator;
 use crate::protocol::validate::{validator, SchemaDialect, Direction, FrameError};
 use crate::protocol::{ConformanceAdapter, ConformanceAdapterCapabilitiesItem, ConformanceAdapterDialectsItem, TranscriptHeaderDialect, TranscriptLine};
 
@@ -124,11 +125,36 @@ fn mode_name(dialect: TranscriptHeaderDialect) -> &'static str {
 
 /// Validates a frame the agent wrote. `answered` is the method of the transcript's request a
 /// response answers: ACP results are typed per method, so they are checked against it.
-fn validate_outbound(dialect: TranscriptHeaderDialect, frame: &Value, answered: Option<&str>) -> Result<(), FrameError> {
+fn validate_outbound(dialect: TranscriptHeaderDialect, acp: &AcpValidator, frame: &Value, answered: Option<&str>) -> Result<(), FrameError> {
     match dialect {
         TranscriptHeaderDialect::Rpc => validator().validate_frame(SchemaDialect::Rpc, Direction::Outbound, frame, None),
         TranscriptHeaderDialect::Wire => validator().validate_frame(SchemaDialect::Wire, Direction::Outbound, frame, None),
-        TranscriptHeaderDialect::Acp => acp_validator().validate_outbound(frame, answered),
+        TranscriptHeaderDialect::Acp => acp.validate_outbound(frame, answered),
+    }
+}
+
+/// The ACP protocol version a transcript speaks: the one its first `initialize` asks for (1 when
+/// it sends none, or asks in a frame it marks `invalid`).
+pub fn acp_version(lines: &[TranscriptLine]) -> u64 {
+    lines
+        .iter()
+        .find_map(|l| match l {
+            TranscriptLine::In(l) if l.invalid != Some(true) => {
+                let frame = l.frame.clone().or_else(|| l.raw.as_deref().and_then(|r| serde_json::from_str(r).ok()))?;
+                (frame.get("method")? == "initialize").then(|| frame.pointer("/params/protocolVersion").and_then(Value::as_u64)).flatten()
+            }
+            _ => None,
+        })
+        .unwrap_or(1)
+}
+
+/// The validator for frames of an ACP transcript speaking `version`: v2's vendored schema for 2
+/// and later, v1's otherwise.
+fn acp_schema(version: u64) -> &'static AcpValidator {
+    if version >= 2 {
+        acp_v2_validator()
+    } else {
+        acp_validator()
     }
 }
 
@@ -148,6 +174,8 @@ struct Run {
     requires: Vec<String>,
     /// The first of them the agent's own answer showed it does not advertise.
     missing: Option<String>,
+    /// The ACP version the transcript speaks (1 for the other dialects).
+    acp_version: u64,
     /// Requirements of the checking lines satisfied so far.
     checked: std::collections::BTreeSet<String>,
 }
@@ -160,7 +188,7 @@ impl Run {
                 if let Value::Array(members) = &frame {
                     for member in members {
                         let answered = member.get("id").and_then(|id| self.requests.get(&id.to_string())).map(String::as_str);
-                        validate_outbound(self.dialect, member, answered).map_err(|e| format!("the agent wrote a batch answer that does not validate: {e}\n  {frame}"))?;
+                        validate_outbound(self.dialect, acp_schema(self.acp_version), member, answered).map_err(|e| format!("the agent wrote a batch answer that does not validate: {e}\n  {frame}"))?;
                     }
                     self.seen.push(frame.clone());
                     return Ok(frame);
@@ -169,6 +197,15 @@ impl Run {
                     (None, Some(id)) => self.requests.get(&id.to_string()).map(String::as_str),
                     _ => None,
                 };
+                if let (Some("initialize"), Some(result), true) = (answered, frame.get("result"), self.acp_version >= 2 && self.dialect == TranscriptHeaderDialect::Acp) {
+                    // Version negotiation: an agent answering an older version than the one asked
+                    // for does not speak it, which is no failure of that version's transcript.
+                    let answered_version = result.get("protocolVersion").and_then(Value::as_u64);
+                    if answered_version.is_some_and(|v| v < self.acp_version) && self.missing.is_none() {
+                        self.missing = Some(format!("ACP v{} (it answers protocolVersion {})", self.acp_version, answered_version.unwrap_or_default()));
+                        return Err(format!("the agent does not speak ACP v{}", self.acp_version));
+                    }
+                }
                 if let (Some(method), Some(result)) = (answered, frame.get("result")) {
                     let absent = self.requires.iter().find(|c| advertises(self.dialect, c, method, result) == Some(false));
                     if let Some(capability) = absent.filter(|_| self.missing.is_none()) {
@@ -176,7 +213,7 @@ impl Run {
                         return Err(format!("the agent does not advertise {capability}"));
                     }
                 }
-                validate_outbound(self.dialect, &frame, answered)
+                validate_outbound(self.dialect, acp_schema(self.acp_version), &frame, answered)
                     .map_err(|e| format!("the agent wrote a frame that does not validate: {e}\n  {frame}"))?;
                 self.seen.push(frame.clone());
                 if self.ignore.iter().any(|p| Matcher::default().check(p, &frame, true).is_ok()) {
@@ -253,7 +290,12 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
     let mut outcome = Outcome {
         name: header.name.to_string(),
         requirements: header.requirements.clone(),
-        dialect: Some(mode_name(header.dialect).to_owned()),
+        // ACP v2 requirements are judged apart from v1's: an agent that answers only v1 is
+        // not charged with v2's mandatory requirements.
+        dialect: Some(match (header.dialect, acp_version(&lines)) {
+            (TranscriptHeaderDialect::Acp, v) if v >= 2 => "acp-v2".to_owned(),
+            (d, _) => mode_name(d).to_owned(),
+        }),
         failure: None,
         charged: Vec::new(),
         not_testable: false,
@@ -389,7 +431,10 @@ fn advertises(dialect: TranscriptHeaderDialect, capability: &str, method: &str, 
         (TranscriptHeaderDialect::Wire, path, "initialize") => format!("/capabilities/{}", path.replace('.', "/")),
         (TranscriptHeaderDialect::Acp | TranscriptHeaderDialect::Wire | TranscriptHeaderDialect::Rpc, _, _) => return None,
     };
-    Some(result.pointer(&pointer).is_some_and(|v| !v.is_null() && *v != Value::Bool(false)))
+    let advertised = |v: &Value| !v.is_null() && *v != Value::Bool(false);
+    // ACP v2 names the agent's capabilities `capabilities`, v1 `agentCapabilities`.
+    let v2 = pointer.strip_prefix("/agentCapabilities").map(|rest| format!("/capabilities{rest}"));
+    Some(result.pointer(&pointer).is_some_and(advertised) || v2.and_then(|p| result.pointer(&p)).is_some_and(advertised))
 }
 
 /// A scripted tool call with a `role`, rewritten as the adapter's tool for that role: its
@@ -494,6 +539,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         }
         AgentUnderTest::Agentwire(program) => {
             let mut c = Command::new(program);
+            base_env(&mut c, &home);
             c.arg("--mode").arg(mode_name(dialect)).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
             if !replies.is_empty() {
                 std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
@@ -503,10 +549,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
             c
         }
     };
-    command.env("HOME", &home).current_dir(&work);
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
-        command.env_remove(var);
-    }
+    command.current_dir(&work);
     isolate(&mut command);
     let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("could not start the agent: {e}"))?;
     // The last few KB of stderr, for the report when the agent dies.
@@ -557,6 +600,8 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         ignore,
         requires,
         missing: None,
+        // A transcript asking for a later version than v2 (negotiation) is still written in v2.
+        acp_version: acp_version(lines).min(u64::from(crate::protocol::acp_v2::ACP_V2_PROTOCOL_VERSION)),
         checked: std::collections::BTreeSet::new(),
     };
     let mut matcher = Matcher::new(temp.path().display().to_string());
@@ -612,6 +657,16 @@ impl Placeholders<'_> {
     }
 }
 
+/// What every agent starts from: its own HOME, and none of the caller's provider keys (an agent
+/// must reach the fake model, never a real one). An adapter's own environment is applied after
+/// this, as written, so an adapter may set any of these for the agent it starts.
+fn base_env(c: &mut Command, home: &Path) {
+    c.env("HOME", home);
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "AGENTWIRE_CONFIG_DIR"] {
+        c.env_remove(var);
+    }
+}
+
 /// The adapter's command with its files written and its environment set.
 fn adapted_command(adapter: &ConformanceAdapter, p: &Placeholders<'_>, args: &[String]) -> Result<Command, String> {
     for file in adapter.files.iter().flatten() {
@@ -629,6 +684,7 @@ fn adapted_command(adapter: &ConformanceAdapter, p: &Placeholders<'_>, args: &[S
     let argv: Vec<String> = adapter.command.iter().map(|a| p.apply(a)).collect();
     let mut c = Command::new(&argv[0]);
     c.args(&argv[1..]);
+    base_env(&mut c, p.home);
     if adapter.pass_args == Some(true) {
         // Placeholders too: an imported recording's `--session-dir {{tmp}}/sessions`.
         c.args(args.iter().map(|a| p.apply(a)));
@@ -660,18 +716,19 @@ fn next_frame(run: &mut Run, matcher: &mut Matcher, pending: &mut PendingOptiona
 
 /// Validates a frame the transcript is about to send: the harness must not blame an agent for
 /// refusing a frame that was wrong to begin with (frames marked `invalid` test refusals).
-fn validate_inbound(dialect: TranscriptHeaderDialect, frame: &Value) -> Result<(), FrameError> {
+fn validate_inbound(dialect: TranscriptHeaderDialect, acp: &AcpValidator, frame: &Value) -> Result<(), FrameError> {
     match dialect {
         TranscriptHeaderDialect::Rpc => validator().validate_frame(SchemaDialect::Rpc, Direction::Inbound, frame, None),
         TranscriptHeaderDialect::Wire => validator().validate_frame(SchemaDialect::Wire, Direction::Inbound, frame, None),
-        TranscriptHeaderDialect::Acp => acp_validator().validate_inbound(frame, None),
+        TranscriptHeaderDialect::Acp => acp.validate_inbound(frame, None),
     }
 }
 
 /// An `in` line sending `frame`, marked `invalid` when it does not validate: a recording that
 /// sent it did so to see it refused, and the runner then leaves it unchecked.
 pub fn in_line(dialect: TranscriptHeaderDialect, frame: Value) -> Value {
-    let invalid = validate_inbound(dialect, &frame).is_err();
+    let version = frame.pointer("/params/protocolVersion").and_then(Value::as_u64).filter(|_| frame.get("method").is_some_and(|m| m == "initialize")).unwrap_or(1);
+    let invalid = validate_inbound(dialect, acp_schema(version), &frame).is_err();
     let mut line = serde_json::json!({"kind": "in", "frame": frame});
     if invalid {
         line["invalid"] = Value::Bool(true);
@@ -701,7 +758,7 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], default
                 (Some(frame), None) => {
                     let frame = matcher.substitute(frame).map_err(|e| Failure::agent(format!("line {n}: {e}")))?;
                     if l.invalid != Some(true) {
-                        validate_inbound(run.dialect, &frame).map_err(|e| Failure {
+                        validate_inbound(run.dialect, acp_schema(run.acp_version), &frame).map_err(|e| Failure {
                             text: format!("line {n}: harness error: the transcript's own frame does not validate (mark it `invalid` if that is the point): {e}\n  {frame}"),
                             cause: Cause::Harness,
                         })?;
@@ -774,4 +831,35 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], default
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adapter(env: Value) -> ConformanceAdapter {
+        serde_json::from_value(serde_json::json!({"name": "t", "command": ["true"], "dialects": ["acp"], "env": env})).expect("an adapter")
+    }
+
+    #[test]
+    fn an_adapters_own_provider_key_reaches_the_agent_and_the_callers_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Placeholders { base_url: "http://127.0.0.1:1/v1".into(), origin: "http://127.0.0.1:1".into(), dialect: "acp", home: dir.path(), config: dir.path(), work: dir.path(), tmp: dir.path(), agentwire: dir.path(), script: dir.path() };
+        let c = adapted_command(&adapter(serde_json::json!({"ANTHROPIC_API_KEY": "{{baseUrl}}-key"})), &p, &[]).unwrap();
+        let envs: std::collections::HashMap<_, _> = c.get_envs().map(|(k, v)| (k.to_string_lossy().into_owned(), v.map(|v| v.to_string_lossy().into_owned()))).collect();
+        assert_eq!(envs.get("ANTHROPIC_API_KEY"), Some(&Some("http://127.0.0.1:1/v1-key".to_owned())), "{envs:?}");
+        assert_eq!(envs.get("OPENAI_API_KEY"), Some(&None), "the caller's key is removed: {envs:?}");
+        assert_eq!(envs.get("HOME"), Some(&Some(dir.path().display().to_string())));
+    }
+
+    #[test]
+    fn a_transcript_speaks_the_acp_version_its_initialize_asks_for() {
+        let parse = |text: &str| text.lines().map(|l| TranscriptLine::from_value(serde_json::from_str(l).unwrap()).unwrap()).collect::<Vec<_>>();
+        let header = r#"{"kind": "header", "name": "t", "dialect": "acp", "description": "d", "requirements": []}"#;
+        let init = |v: u64| format!(r#"{{"kind": "in", "frame": {{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {{"protocolVersion": {v}}}}}}}"#);
+        assert_eq!(acp_version(&parse(&format!("{header}\n{}", init(2)))), 2);
+        assert_eq!(acp_version(&parse(&format!("{header}\n{}", init(1)))), 1);
+        assert_eq!(acp_version(&parse(header)), 1);
+        assert!(std::ptr::eq(acp_schema(2), acp_v2_validator()) && std::ptr::eq(acp_schema(1), acp_validator()));
+    }
 }

@@ -246,6 +246,13 @@ impl AcpValidator {
         let method = frame.get("method").and_then(Value::as_str);
         self.check(AGENT_MESSAGE, frame, "", method.or(answered).unwrap_or_default())?;
         if let Some(method) = method {
+            // ACP reserves `_`-prefixed method names for extensions ("implementations MAY expose
+            // and call custom JSON-RPC requests as long as their name starts with an underscore";
+            // custom notifications likewise): their params are the extension's own, so only the
+            // message shape above is checked.
+            if is_extension_method(method) {
+                return Ok(());
+            }
             let info = self.client_method(method).or_else(|| self.protocol_method(method)).ok_or_else(|| FrameError { also: Vec::new(), context: method.into(), path: "/method".into(), message: format!("`{method}` is not a client method agentwire sends") })?;
             return self.check(info.params, frame.get("params").unwrap_or(&Value::Null), "/params", method);
         }
@@ -276,6 +283,30 @@ impl AcpValidator {
         match answered.and_then(|m| self.client_method(m)).and_then(|i| i.result) {
             Some(result) => self.check(result, frame.get("result").unwrap_or(&Value::Null), "/result", answered.unwrap_or_default()),
             None => Ok(()),
+        }
+    }
+}
+
+/// Whether a method name is an ACP extension method: the protocol reserves names starting with
+/// an underscore for them (https://agentclientprotocol.com/protocol/extensibility).
+pub fn is_extension_method(method: &str) -> bool {
+    method.starts_with('_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_agents_extension_notification_validates_and_an_unknown_plain_method_does_not() {
+        for validator in [acp_validator(), super::super::acp_v2::acp_v2_validator()] {
+            let ext = json!({"jsonrpc": "2.0", "method": "_auth/status_update", "params": {"status": "ok", "anything": [1]}});
+            validator.validate_outbound(&ext, None).unwrap_or_else(|e| panic!("v{}: {e}", validator.version()));
+            let ext_request = json!({"jsonrpc": "2.0", "id": 4, "method": "_zed/ping", "params": {}});
+            validator.validate_outbound(&ext_request, None).unwrap_or_else(|e| panic!("v{}: {e}", validator.version()));
+            let plain = json!({"jsonrpc": "2.0", "method": "auth/status_update", "params": {}});
+            assert!(validator.validate_outbound(&plain, None).is_err(), "v{}: a name without the underscore is no extension", validator.version());
         }
     }
 }

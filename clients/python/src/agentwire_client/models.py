@@ -4063,9 +4063,9 @@ class ConformanceRequirement(BaseModel):
     """
     Stable id (`ACP-PROMPT-1`), named by transcript headers.
     """
-    dialect: Literal["rpc", "wire", "acp"]
+    dialect: Literal["rpc", "wire", "acp", "acp-v2"]
     """
-    The dialect it belongs to.
+    The dialect it belongs to: `acp` is ACP protocol version 1, `acp-v2` version 2 (the transcripts whose `initialize` asks for version 2).
     """
     tier: Literal["MANDATORY", "CAPABILITY", "ADVISORY", "INFORMATIONAL", "AGENTWIRE"]
     """
@@ -7258,7 +7258,7 @@ class ConformanceAdapter(BaseModel):
     """
     env: Optional[Dict[str, str]] = None
     """
-    Environment variables to set (the run's HOME is always set; provider key variables are always removed).
+    Environment variables to set, applied as written after the run's HOME is set and the caller's provider key variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`) are removed, so an adapter may set them for its agent.
     """
     files: Optional[List[ConformanceAdapterFile]] = None
     """

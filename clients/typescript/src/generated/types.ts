@@ -4755,7 +4755,7 @@ export interface ConformanceAdapter {
    */
   autoApproveArgs?: string[];
   /**
-   * Environment variables to set (the run's HOME is always set; provider key variables are always removed).
+   * Environment variables to set, applied as written after the run's HOME is set and the caller's provider key variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`) are removed, so an adapter may set them for its agent.
    */
   env?: {
     [k: string]: string | undefined;
@@ -4858,9 +4858,9 @@ export interface ConformanceRequirement {
    */
   id: string;
   /**
-   * The dialect it belongs to.
+   * The dialect it belongs to: `acp` is ACP protocol version 1, `acp-v2` version 2 (the transcripts whose `initialize` asks for version 2).
    */
-  dialect: "rpc" | "wire" | "acp";
+  dialect: "rpc" | "wire" | "acp" | "acp-v2";
   /**
    * MANDATORY: a cited upstream document asks it of every implementation of the dialect (needs `document` and `quote`); CAPABILITY: required when the agent has `capability` (advertised in its answers, or an implementation feature its adapter declares: `pi`, `omp`, `kimi`, `agentwire`); ADVISORY: a document recommends it; INFORMATIONAL: a fact about an agent, judged by nobody; AGENTWIRE: agentwire's own choice (a "We:" decision), checked against agentwire only.
    */
