@@ -125,7 +125,8 @@ async fn one_run(agent: &Agent, mut incoming: Vec<(Queued, bool)>, prompt: Promp
                 produced.push(message);
                 break Outcome::Error(error);
             }
-            StopReason::Stop | StopReason::Length | StopReason::ToolUse => {}
+            // `pending` names a message still streaming (pi 1.6); a step that ended never says it.
+            StopReason::Stop | StopReason::Length | StopReason::ToolUse | StopReason::Pending => {}
         }
 
         let calls: Vec<ToolCall> = assistant.content.iter().filter_map(|c| if let AssistantContent::ToolCall(tc) = c { Some(tc.clone()) } else { None }).collect();

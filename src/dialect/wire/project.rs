@@ -102,7 +102,8 @@ impl WireHost {
                     StopReason::Error => lock(&self.turn).interrupted = true,
                     // A cancelled step reports no usage (kimi sends no StatusUpdate for it either).
                     StopReason::Aborted => {}
-                    StopReason::Stop | StopReason::Length | StopReason::ToolUse => {
+                    // `pending` names a message still streaming (pi 1.6); an ended one never says it.
+                    StopReason::Stop | StopReason::Length | StopReason::ToolUse | StopReason::Pending => {
                         let u = &m.usage;
                         let status = WireStatusUpdatePayload {
                             context_usage: None,

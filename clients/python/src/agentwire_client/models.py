@@ -2388,10 +2388,12 @@ class InterruptMode(RootModel[Literal["immediate", "wait"]]):
     """
 
 
-class StopReason(RootModel[Literal["stop", "length", "toolUse", "error", "aborted"]]):
-    root: Literal["stop", "length", "toolUse", "error", "aborted"]
+class StopReason(
+    RootModel[Literal["stop", "length", "toolUse", "error", "aborted", "pending"]]
+):
+    root: Literal["stop", "length", "toolUse", "error", "aborted", "pending"]
     """
-    Why an assistant message ended.
+    Why an assistant message ended. `pending`: pi 1.6.0 (docs/message-types.md, `AssistantMessage.stopReason`) starts a streamed message with it, before the message has ended; agentwire reads it from an agent and never writes it (its `message_start` says `stop` while streaming).
     """
 
 
@@ -6977,7 +6979,7 @@ class AssistantMessage(BaseModel):
     """
     Token usage and cost (all zeros while streaming, aborted or failed).
     """
-    stopReason: Literal["stop", "length", "toolUse", "error", "aborted"]
+    stopReason: Literal["stop", "length", "toolUse", "error", "aborted", "pending"]
     """
     Why the message ended (`stop` while still streaming).
     """

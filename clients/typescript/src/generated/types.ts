@@ -110,12 +110,12 @@ export type AssistantContent = TextContent | ThinkingContent | ToolCall;
  */
 export type UserContent = string | TextOrImageContent[];
 /**
- * Why an assistant message ended.
+ * Why an assistant message ended. `pending`: pi 1.6.0 (docs/message-types.md, `AssistantMessage.stopReason`) starts a streamed message with it, before the message has ended; agentwire reads it from an agent and never writes it (its `message_start` says `stop` while streaming).
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "StopReason".
  */
-export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted";
+export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted" | "pending";
 /**
  * One step of an assistant message's stream, discriminated by `type`.
  *
