@@ -179,7 +179,7 @@ pub async fn compact(agent: &Agent, custom: Option<&str>, cancel: &CancellationT
         // a failed write is retried with the next.
         saved.map_err(|e| CompactionError::Write(e.to_string()))?;
     }
-    Ok(CompactionResult { summary, first_kept_entry_id: first_kept, tokens_before, details: Some(details), short_summary: None })
+    Ok(CompactionResult { summary, first_kept_entry_id: first_kept, tokens_before, details: Some(details), short_summary: None, estimated_tokens_after: None, usage: None })
 }
 
 /// Whether the conversation has outgrown the automatic-compaction threshold.

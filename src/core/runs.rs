@@ -319,7 +319,7 @@ impl Turn {
     /// `call`'s end: `ToolEnd`, its result message, and the result in its turn if that is
     /// still open.
     async fn finish_call(&mut self, sink: &dyn EventSink, call: &ToolCall, output: &str, details: Option<Value>, is_error: bool) {
-        let result = AgentToolResult { content: vec![super::tools::text_content(output)], details: details.clone() };
+        let result = AgentToolResult { content: vec![super::tools::text_content(output)], details: details.clone(), structured_content: None };
         // A remote agent reports what its call did in its own terms; the whole file is not known.
         sink.emit(AgentEvent::ToolEnd { call, result: &result, is_error, change: None }).await;
         let tool_message = ToolResultMessage {
@@ -330,6 +330,9 @@ impl Turn {
             details,
             is_error,
             timestamp: now_ms(),
+            usage: None,
+            nested_calls: None,
+            duration_ms: None,
         };
         let tool_result = AgentMessage::ToolResult(tool_message.clone());
         sink.emit(AgentEvent::MessageStart { message: &tool_result }).await;
@@ -468,7 +471,7 @@ impl Reply {
     pub async fn tool_progress(&self, id: &str, output: &str) {
         let turn = self.turn.lock().await;
         let Some(call) = turn.open_calls.get(id) else { return };
-        let partial = AgentToolResult { content: vec![super::tools::text_content(output)], details: None };
+        let partial = AgentToolResult { content: vec![super::tools::text_content(output)], details: None, structured_content: None };
         self.sink.emit(AgentEvent::ToolUpdate { call, partial: &partial }).await;
     }
 

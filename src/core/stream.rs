@@ -39,7 +39,7 @@ fn zero_usage() -> Usage {
         cache_write: 0,
         total_tokens: 0,
         reasoning: None,
-        cost: UsageCost { input: 0.0, output: 0.0, cache_read: 0.0, cache_write: 0.0, total: 0.0 },
+        cost: UsageCost { input: 0.0, output: 0.0, cache_read: 0.0, cache_write: 0.0, total: 0.0, total_from_provider: None },
     }
 }
 
@@ -64,6 +64,14 @@ impl MessageBuilder {
                 error_id: None,
                 error_status: None,
                 context_snapshot: Map::new(),
+                response_model: None,
+                provider_thinking_level: None,
+                thinking_level: None,
+                diagnostics: None,
+                deferred: None,
+                raw_stop_reason: None,
+                end_turn: None,
+                duration_ms: None,
             },
             open: Open::None,
             tool_calls: 0,
@@ -207,6 +215,7 @@ impl MessageBuilder {
                     cache_read: per_token(self.cost.cache_read, usage.cache_read),
                     cache_write: per_token(self.cost.cache_write, usage.cache_write),
                     total: 0.0,
+                    total_from_provider: None,
                 };
                 self.message.usage = Usage {
                     input: usage.input,

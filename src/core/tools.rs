@@ -53,7 +53,7 @@ impl ToolOutput {
     }
     /// As the protocol's tool result payload.
     pub fn to_result(&self) -> AgentToolResult {
-        AgentToolResult { content: self.content.clone(), details: self.details.clone() }
+        AgentToolResult { content: self.content.clone(), details: self.details.clone(), structured_content: None }
     }
 }
 

@@ -290,7 +290,7 @@ impl McpServers {
                 () = &mut deadline => break Err("no answer in time"),
                 Some(line) = progress.recv() => {
                     lines.push(line);
-                    on_update(AgentToolResult { content: vec![text_content(lines.join("\n"))], details: None });
+                    on_update(AgentToolResult { content: vec![text_content(lines.join("\n"))], details: None, structured_content: None });
                 }
             }
         };

@@ -227,7 +227,7 @@ async fn bash(ctx: &ToolContext, command: &str, timeout_s: Option<u64>, mut on_u
     }
     let outcome = shell::run_shell(command, &ctx.cwd, timeout, ctx.cancel.clone(), |progress| {
         if let Some(tail) = progress.tail {
-            on_update(AgentToolResult { content: vec![text_content(tail)], details: None });
+            on_update(AgentToolResult { content: vec![text_content(tail)], details: None, structured_content: None });
         }
     })
     .await;

@@ -170,6 +170,9 @@ async fn execute(agent: &Agent, call: &ToolCall, index: usize, asking: &tokio::s
         details: result.details,
         is_error: output.is_error,
         timestamp: now_ms(),
+        usage: None,
+        nested_calls: None,
+        duration_ms: None,
     };
     (message, ends_turn)
 }

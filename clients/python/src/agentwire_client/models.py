@@ -1025,6 +1025,24 @@ class BashExecutionUpdateEvent(BaseModel):
     """
 
 
+class EntryAppendedEvent(BaseModel):
+    """
+    pi 1.6.0 (docs/json.md "Queue and state events"): an extension appended a custom session entry (`pi.appendEntry()`). agentwire's own agent has no such extensions and does not send it; it is read from pi agents the bridge drives.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: Literal["entry_appended"] = "entry_appended"
+    """
+    Event type.
+    """
+    entry: Any
+    """
+    The entry as written to the session file. pi 1.6.0 (docs/session-format.md) has entry types beyond the ones agentwire writes (such as `context_edit`), so it is read as any JSON object.
+    """
+
+
 class CompactionStartEvent(BaseModel):
     """
     A compaction started (pi name; manual or automatic).
@@ -2059,44 +2077,6 @@ class UserMessage(BaseModel):
     """
 
 
-class ToolResultMessage(BaseModel):
-    """
-    The result of one tool call, sent back to the model.
-    """
-
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    role: Literal["toolResult"] = "toolResult"
-    """
-    Message role.
-    """
-    toolCallId: Annotated[str, Field(min_length=1)]
-    """
-    Id of the tool call this answers.
-    """
-    toolName: str
-    """
-    Name of the tool.
-    """
-    content: List[TextOrImageContent]
-    """
-    Result content.
-    """
-    details: Optional[Any] = None
-    """
-    Tool-specific structured details (diffs, exit codes, …); not sent to the model.
-    """
-    isError: bool
-    """
-    Whether the tool failed.
-    """
-    timestamp: Annotated[int, Field(ge=0)]
-    """
-    Unix time in milliseconds when the message was created.
-    """
-
-
 class BashExecutionMessage(BaseModel):
     """
     A shell command run by the host through the `bash` command; joins the context of the next prompt.
@@ -2260,6 +2240,10 @@ class AgentToolResult(BaseModel):
     details: Optional[Any] = None
     """
     Tool-specific structured details.
+    """
+    structuredContent: Optional[Any] = None
+    """
+    pi 1.6.0 (seen on its `tool_execution_end` frames; MCP's structured tool output): the tool's result as structured data beside `content`.
     """
 
 
@@ -2543,6 +2527,10 @@ class UsageCost(BaseModel):
     total: Annotated[float, Field(ge=0.0)]
     """
     Total cost.
+    """
+    totalFromProvider: Optional[bool] = None
+    """
+    pi 1.6.0 (seen on its frames, not in its docs): whether `total` is the provider's own figure rather than computed from prices.
     """
 
 
@@ -3291,6 +3279,14 @@ class CompactionResult(BaseModel):
     shortSummary: Optional[str] = None
     """
     One-line summary (omp).
+    """
+    estimatedTokensAfter: Annotated[Optional[int], Field(ge=0)] = None
+    """
+    pi 1.6.0 (seen on its `compaction_end` frames): the context's estimated size after compacting, in tokens.
+    """
+    usage: Optional[Any] = None
+    """
+    pi 1.6.0 (seen on its `compaction_end` frames): the usage of the summarizing model call.
     """
 
 
@@ -7019,6 +7015,88 @@ class AssistantMessage(BaseModel):
     """
     omp: context token accounting at the time of the request.
     """
+    responseModel: Optional[str] = None
+    """
+    pi 1.6.0 (docs/message-types.md, `AssistantMessage`): "the concrete model reported by the provider, when the provider reports one".
+    """
+    providerThinkingLevel: Optional[str] = None
+    """
+    pi 1.6.0 (docs/message-types.md, `AssistantMessage`): the provider's own name for the thinking level used.
+    """
+    thinkingLevel: Optional[str] = None
+    """
+    pi 1.6.0 (docs/message-types.md, `AssistantMessage`): the thinking level the run asked for.
+    """
+    diagnostics: Optional[Any] = None
+    """
+    pi 1.6.0 (docs/message-types.md, `AssistantMessage`): `AssistantMessageDiagnostic[]`, provider or runtime details.
+    """
+    deferred: Optional[Any] = None
+    """
+    pi 1.6.0 (docs/message-types.md, `AssistantMessage`): a `DeferredHandle` (with stop reason `deferred`).
+    """
+    rawStopReason: Optional[str] = None
+    """
+    pi 1.6.0 (docs/message-types.md, `AssistantMessage`): the provider's own stop reason.
+    """
+    endTurn: Optional[bool] = None
+    """
+    pi 1.6.0 (docs/message-types.md, `AssistantMessage`): whether the model ended its turn.
+    """
+    durationMs: Annotated[Optional[float], Field(ge=0.0)] = None
+    """
+    pi 1.6.0 (seen on its `message_end` frames, not in its docs): how long the message took, in milliseconds.
+    """
+
+
+class ToolResultMessage(BaseModel):
+    """
+    The result of one tool call, sent back to the model.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    role: Literal["toolResult"] = "toolResult"
+    """
+    Message role.
+    """
+    toolCallId: Annotated[str, Field(min_length=1)]
+    """
+    Id of the tool call this answers.
+    """
+    toolName: str
+    """
+    Name of the tool.
+    """
+    content: List[TextOrImageContent]
+    """
+    Result content.
+    """
+    details: Optional[Any] = None
+    """
+    Tool-specific structured details (diffs, exit codes, …); not sent to the model.
+    """
+    isError: bool
+    """
+    Whether the tool failed.
+    """
+    timestamp: Annotated[int, Field(ge=0)]
+    """
+    Unix time in milliseconds when the message was created.
+    """
+    usage: Optional[Usage] = None
+    """
+    pi 1.6.0 (docs/message-types.md, `ToolResultMessage`): the usage of a tool that called a model.
+    """
+    nestedCalls: Optional[Any] = None
+    """
+    pi 1.6.0 (docs/message-types.md, `ToolResultMessage`): `NestedToolCalls` a tool made.
+    """
+    durationMs: Annotated[Optional[float], Field(ge=0.0)] = None
+    """
+    pi 1.6.0 (seen on its tool result `message_start`/`message_end` frames, not in its docs): how long the tool ran, in milliseconds.
+    """
 
 
 class AgentMessage(
@@ -7719,24 +7797,6 @@ class MessageEndEvent(BaseModel):
     messageId: Optional[str] = None
     """
     omp 18.3.4 (rpc-types.ts `RpcMessageEventFrame`): shared by the `message_start`, every `message_update` and the `message_end` of one message (`msg-1`, `msg-2`, …). Sent in the default profile, not under `--rpc-profile pi-0.73`.
-    """
-
-
-class EntryAppendedEvent(BaseModel):
-    """
-    pi 1.6.0 (docs/json.md "Queue and state events"): an extension appended a custom session entry (`pi.appendEntry()`). agentwire's own agent has no such extensions and does not send it; it is read from pi agents the bridge drives.
-    """
-
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    type: Literal["entry_appended"] = "entry_appended"
-    """
-    Event type.
-    """
-    entry: SessionEntry
-    """
-    The persisted entry.
     """
 
 

@@ -151,14 +151,6 @@ export type AgentMessage =
   | CustomMessage
   | SystemMessage;
 /**
- * An entry of the session tree, discriminated by `type`.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "SessionEntry".
- */
-export type SessionEntry =
-  MessageEntry | ModelChangeEntry | ThinkingLevelChangeEntry | SessionInfoEntry | CompactionEntry | CustomEntry;
-/**
  * A kind of input a model accepts.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
@@ -256,6 +248,14 @@ export type RpcErrorCode =
   | "conflict"
   | "internal"
   | "frame_too_large";
+/**
+ * An entry of the session tree, discriminated by `type`.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SessionEntry".
+ */
+export type SessionEntry =
+  MessageEntry | ModelChangeEntry | ThinkingLevelChangeEntry | SessionInfoEntry | CompactionEntry | CustomEntry;
 /**
  * One line of a session file: the header or an entry.
  *
@@ -1375,6 +1375,38 @@ export interface AssistantMessage {
    * omp: context token accounting at the time of the request.
    */
   contextSnapshot?: {};
+  /**
+   * pi 1.6.0 (docs/message-types.md, `AssistantMessage`): "the concrete model reported by the provider, when the provider reports one".
+   */
+  responseModel?: string;
+  /**
+   * pi 1.6.0 (docs/message-types.md, `AssistantMessage`): the provider's own name for the thinking level used.
+   */
+  providerThinkingLevel?: string;
+  /**
+   * pi 1.6.0 (docs/message-types.md, `AssistantMessage`): the thinking level the run asked for.
+   */
+  thinkingLevel?: string;
+  /**
+   * pi 1.6.0 (docs/message-types.md, `AssistantMessage`): `AssistantMessageDiagnostic[]`, provider or runtime details.
+   */
+  diagnostics?: unknown;
+  /**
+   * pi 1.6.0 (docs/message-types.md, `AssistantMessage`): a `DeferredHandle` (with stop reason `deferred`).
+   */
+  deferred?: unknown;
+  /**
+   * pi 1.6.0 (docs/message-types.md, `AssistantMessage`): the provider's own stop reason.
+   */
+  rawStopReason?: string;
+  /**
+   * pi 1.6.0 (docs/message-types.md, `AssistantMessage`): whether the model ended its turn.
+   */
+  endTurn?: boolean;
+  /**
+   * pi 1.6.0 (seen on its `message_end` frames, not in its docs): how long the message took, in milliseconds.
+   */
+  durationMs?: number;
 }
 /**
  * Token usage of one assistant response, with its cost.
@@ -1436,6 +1468,10 @@ export interface UsageCost {
    * Total cost.
    */
   total: number;
+  /**
+   * pi 1.6.0 (seen on its frames, not in its docs): whether `total` is the provider's own figure rather than computed from prices.
+   */
+  totalFromProvider?: boolean;
 }
 /**
  * A text block opened.
@@ -1749,6 +1785,15 @@ export interface ToolResultMessage {
    * Unix time in milliseconds when the message was created.
    */
   timestamp: number;
+  usage?: Usage;
+  /**
+   * pi 1.6.0 (docs/message-types.md, `ToolResultMessage`): `NestedToolCalls` a tool made.
+   */
+  nestedCalls?: unknown;
+  /**
+   * pi 1.6.0 (seen on its tool result `message_start`/`message_end` frames, not in its docs): how long the tool ran, in milliseconds.
+   */
+  durationMs?: number;
 }
 /**
  * A shell command run by the host through the `bash` command; joins the context of the next prompt.
@@ -2078,6 +2123,10 @@ export interface AgentToolResult {
    * Tool-specific structured details.
    */
   details?: unknown;
+  /**
+   * pi 1.6.0 (seen on its `tool_execution_end` frames; MCP's structured tool output): the tool's result as structured data beside `content`.
+   */
+  structuredContent?: unknown;
 }
 /**
  * A tool call finished.
@@ -2136,206 +2185,10 @@ export interface EntryAppendedEvent {
    * Event type.
    */
   type: "entry_appended";
-  entry: SessionEntry;
-}
-/**
- * A conversation message exactly as in `message_end`.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "MessageEntry".
- */
-export interface MessageEntry {
   /**
-   * Entry kind.
+   * The entry as written to the session file. pi 1.6.0 (docs/session-format.md) has entry types beyond the ones agentwire writes (such as `context_edit`), so it is read as any JSON object.
    */
-  type: "message";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  message: AgentMessage;
-}
-/**
- * The model in use from here on.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "ModelChangeEntry".
- */
-export interface ModelChangeEntry {
-  /**
-   * Entry kind.
-   */
-  type: "model_change";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  /**
-   * Provider.
-   */
-  provider: string;
-  /**
-   * Model id.
-   */
-  modelId: string;
-}
-/**
- * The effective thinking level from here on.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "ThinkingLevelChangeEntry".
- */
-export interface ThinkingLevelChangeEntry {
-  /**
-   * Entry kind.
-   */
-  type: "thinking_level_change";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  thinkingLevel: ThinkingLevel;
-}
-/**
- * The session's name.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "SessionInfoEntry".
- */
-export interface SessionInfoEntry {
-  /**
-   * Entry kind.
-   */
-  type: "session_info";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  /**
-   * The name.
-   */
-  name: string;
-}
-/**
- * A summary replacing the messages before `firstKeptEntryId` on this branch.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "CompactionEntry".
- */
-export interface CompactionEntry {
-  /**
-   * Entry kind.
-   */
-  type: "compaction";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  /**
-   * The summary.
-   */
-  summary: string;
-  /**
-   * First entry still sent to the model after the summary.
-   */
-  firstKeptEntryId: string;
-  /**
-   * Estimated context tokens before compaction.
-   */
-  tokensBefore: number;
-  details?: CompactionDetails;
-}
-/**
- * Files touched in the compacted part of the conversation.
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "CompactionDetails".
- */
-export interface CompactionDetails {
-  /**
-   * Files read.
-   *
-   * Items: A path.
-   */
-  readFiles: string[];
-  /**
-   * Files written or edited.
-   *
-   * Items: A path.
-   */
-  modifiedFiles: string[];
-}
-/**
- * Extension state (not sent to the model).
- *
- * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
- * via the `definition` "CustomEntry".
- */
-export interface CustomEntry {
-  /**
-   * Entry kind.
-   */
-  type: "custom";
-  /**
-   * Entry id (8 hex digits).
-   */
-  id: string;
-  /**
-   * Parent entry id; null for the first entry.
-   */
-  parentId: string | null;
-  /**
-   * When the entry was written (RFC 3339).
-   */
-  timestamp: string;
-  /**
-   * Extension-defined kind.
-   */
-  customType: string;
-  /**
-   * Extension-defined data.
-   */
-  data?: unknown;
+  entry: unknown;
 }
 /**
  * A compaction started (pi name; manual or automatic).
@@ -2406,6 +2259,34 @@ export interface CompactionResult {
    * One-line summary (omp).
    */
   shortSummary?: string;
+  /**
+   * pi 1.6.0 (seen on its `compaction_end` frames): the context's estimated size after compacting, in tokens.
+   */
+  estimatedTokensAfter?: number;
+  /**
+   * pi 1.6.0 (seen on its `compaction_end` frames): the usage of the summarizing model call.
+   */
+  usage?: unknown;
+}
+/**
+ * Files touched in the compacted part of the conversation.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "CompactionDetails".
+ */
+export interface CompactionDetails {
+  /**
+   * Files read.
+   *
+   * Items: A path.
+   */
+  readFiles: string[];
+  /**
+   * Files written or edited.
+   *
+   * Items: A path.
+   */
+  modifiedFiles: string[];
 }
 /**
  * An automatic compaction started (omp name).
@@ -3843,6 +3724,185 @@ export interface SessionHeader {
    * Path of the session this one was created from (new_session, clone).
    */
   parentSession?: string;
+}
+/**
+ * A conversation message exactly as in `message_end`.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "MessageEntry".
+ */
+export interface MessageEntry {
+  /**
+   * Entry kind.
+   */
+  type: "message";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  message: AgentMessage;
+}
+/**
+ * The model in use from here on.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ModelChangeEntry".
+ */
+export interface ModelChangeEntry {
+  /**
+   * Entry kind.
+   */
+  type: "model_change";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  /**
+   * Provider.
+   */
+  provider: string;
+  /**
+   * Model id.
+   */
+  modelId: string;
+}
+/**
+ * The effective thinking level from here on.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "ThinkingLevelChangeEntry".
+ */
+export interface ThinkingLevelChangeEntry {
+  /**
+   * Entry kind.
+   */
+  type: "thinking_level_change";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  thinkingLevel: ThinkingLevel;
+}
+/**
+ * The session's name.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "SessionInfoEntry".
+ */
+export interface SessionInfoEntry {
+  /**
+   * Entry kind.
+   */
+  type: "session_info";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  /**
+   * The name.
+   */
+  name: string;
+}
+/**
+ * A summary replacing the messages before `firstKeptEntryId` on this branch.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "CompactionEntry".
+ */
+export interface CompactionEntry {
+  /**
+   * Entry kind.
+   */
+  type: "compaction";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  /**
+   * The summary.
+   */
+  summary: string;
+  /**
+   * First entry still sent to the model after the summary.
+   */
+  firstKeptEntryId: string;
+  /**
+   * Estimated context tokens before compaction.
+   */
+  tokensBefore: number;
+  details?: CompactionDetails;
+}
+/**
+ * Extension state (not sent to the model).
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "CustomEntry".
+ */
+export interface CustomEntry {
+  /**
+   * Entry kind.
+   */
+  type: "custom";
+  /**
+   * Entry id (8 hex digits).
+   */
+  id: string;
+  /**
+   * Parent entry id; null for the first entry.
+   */
+  parentId: string | null;
+  /**
+   * When the entry was written (RFC 3339).
+   */
+  timestamp: string;
+  /**
+   * Extension-defined kind.
+   */
+  customType: string;
+  /**
+   * Extension-defined data.
+   */
+  data?: unknown;
 }
 /**
  * How full the model's context window is.
