@@ -202,7 +202,10 @@ pub async fn first_answer<R: AsyncBufRead + Unpin>(lines: &mut LineReader<R>, id
     loop {
         match next_frame(lines).await? {
             (Frame::Rpc(frame), _) => return Ok(FirstAnswer::Jsonl(frame)),
-            (Frame::JsonRpc(answer), line) if answer.id.as_ref() == Some(id) => {
+            // An error whose id is null answers a request the agent could not read, ours (JSON-RPC
+            // 2.0 §5: the id is null when it could not be detected): kimi's wire refuses an
+            // integer id, as a host's `initialize` has, that way.
+            (Frame::JsonRpc(answer), line) if answer.id.as_ref() == Some(id) || (answer.id.as_ref().is_none_or(Value::is_null) && answer.outcome.is_err()) => {
                 return Ok(match answer.outcome {
                     Ok(result) => match result.get("protocolVersion").and_then(Value::as_u64) {
                         Some(version) => FirstAnswer::Acp { version, result, line },
