@@ -20,6 +20,7 @@
 //! - [`tools`]: the built-in tools (read, write, edit, bash, ls, grep, find);
 //! - [`bridge`]: `agentwire bridge`, a front composed with a remote agent;
 //! - [`client`]: the host side: an agent subprocess, driven in any dialect;
+//! - [`recording`]: live sessions written as conformance transcripts (the bridge's `--record`);
 //! - [`mcp`]: MCP servers as a source of tools (rmcp: start, list, call, shut down);
 //! - [`conformance`]: the transcript harness (beside the layers: it drives any agent binary);
 //! - [`cli`]: the command-line front end.
@@ -28,7 +29,7 @@
 pub mod agent;
 #[cfg(feature = "core")]
 pub mod core;
-#[cfg(all(feature = "client", feature = "server", feature = "conformance"))]
+#[cfg(all(feature = "client", feature = "server"))]
 pub mod bridge;
 #[cfg(feature = "client")]
 pub mod client;
@@ -47,6 +48,8 @@ pub mod protocol;
 mod panic;
 #[cfg(feature = "providers")]
 pub mod providers;
+#[cfg(feature = "client")]
+pub mod recording;
 #[cfg(feature = "server")]
 pub mod server;
 #[cfg(feature = "agent")]

@@ -79,6 +79,7 @@ fn dialects_do_not_reach_into_each_other_or_the_process() {
     let mut found = violations("dialect/wire", &[&["server", "cli", "dialect::rpc", "dialect::acp"][..], &built_in].concat());
     found.extend(violations("dialect/rpc", &[&["server", "cli", "dialect::wire", "dialect::acp"][..], &built_in].concat()));
     found.extend(violations("dialect/acp", &[&["server", "cli", "dialect::rpc", "dialect::wire"][..], &built_in].concat()));
+    found.extend(violations("dialect/acp_v2", &[&["server", "cli", "dialect::rpc", "dialect::wire"][..], &built_in].concat()));
     assert!(found.is_empty(), "a dialect is one module of its own:\n{}", found.join("\n"));
 }
 
@@ -94,6 +95,15 @@ fn the_client_knows_no_agent_dialect_or_process_front_end() {
 fn the_bridge_drives_an_agent_through_the_client_only() {
     // The bridge composes a front (server, dialect) with a remote agent (dialect, over the
     // client): it never links the built-in agent's providers, tools, MCP servers or sessions.
-    let found = violations("bridge", &["cli", "providers", "tools", "sessions", "mcp", "agent::Agent,", "agent::run"]);
-    assert!(found.is_empty(), "the bridge must not reach into the built-in agent:\n{}", found.join("\n"));
+    // Nor the harness: it builds with the server and client features alone.
+    let found = violations("bridge", &["cli", "providers", "tools", "sessions", "mcp", "agent::Agent,", "agent::run", "conformance"]);
+    assert!(found.is_empty(), "the bridge must not reach into the built-in agent or the harness:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_recorder_stands_on_the_protocol_and_the_client() {
+    // The bridge's `--record` and the harness's `conformance record` share it: it cannot lean
+    // on the harness, nor on anything the bridge does not link.
+    let found = violations("recording", &["conformance", "agent", "dialect", "server", "bridge", "cli", "providers", "tools", "sessions", "mcp"]);
+    assert!(found.is_empty(), "the recorder must stay below the bridge and the harness:\n{}", found.join("\n"));
 }

@@ -11,7 +11,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 use super::{supervise, BridgeOptions, HostInput};
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
 use crate::client::{AcpClientSide, AcpV2ClientSide, AgentProcess, Dialect};
-use crate::conformance::tap::Tap;
+use crate::recording::Tap;
 use crate::dialect::acp::AcpAgentSide;
 use crate::dialect::acp_v2::AcpV2AgentSide;
 use crate::dialect::acp_version::AcpVersion;

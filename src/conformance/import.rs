@@ -26,7 +26,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::record::Normalizer;
+use crate::recording::Normalizer;
 use super::runner::in_line;
 use crate::protocol::TranscriptHeaderDialect;
 

@@ -33,7 +33,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use super::import::{read_recording, Recorded, REDACTED_TMP};
-use super::record::Normalizer;
+use crate::recording::Normalizer;
 use super::runner::in_line;
 use crate::protocol::TranscriptHeaderDialect;
 

@@ -24,14 +24,13 @@ pub mod record;
 pub mod requirements;
 pub mod runner;
 pub mod suite;
-pub mod tap;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 /// Inside a pattern string, stands for the run's temporary directory.
-pub const TMP_PLACEHOLDER: &str = "{{tmp}}";
+pub use crate::recording::TMP_PLACEHOLDER;
 
 /// Matches patterns against frames, remembering captures across a transcript.
 #[derive(Debug, Default, Clone)]

@@ -21,8 +21,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
-use super::record::{Normalizer, Recording};
-use super::TMP_PLACEHOLDER;
+use super::{Normalizer, Recording, TMP_PLACEHOLDER};
 use crate::protocol::{nonempty, TranscriptHeader, TranscriptHeaderDialect as Dialect};
 
 /// Records the lines passing between a host and an agent; thread-safe (one mutex), so the
