@@ -55,6 +55,17 @@ async function init(agent) {
 
 const text = (t) => [{ type: "text", text: t }];
 
+/** The texts of `sessionId`'s user and agent messages in `updates` after `from`, once there are
+ * `count` (the SDK hands notifications to their handler on its own schedule, after an answer
+ * read later may resolve). */
+async function said(updates, sessionId, count, from = 0) {
+  for (;;) {
+    const texts = updates.slice(from).filter((u) => u.sessionId === sessionId && ["user_message", "agent_message"].includes(u.update.sessionUpdate)).map((u) => u.update.content.map((b) => b.text).join(""));
+    if (texts.length >= count) return texts;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 async function turn(s, sessionId, words) {
   const from = s.updates.length;
   await s.agent.request(methods.agent.session.prompt, { sessionId, prompt: text(words) });
@@ -80,11 +91,10 @@ test("v2 unstable: a fork keeps the history and goes its own way; a title is sto
   const { sessions } = await two.agent.request(methods.agent.session.list, { cwd: one.dir });
   assert.equal(sessions.find((s) => s.sessionId === fork.sessionId)?.title, "The fork");
   await two.agent.request(methods.agent.session.resume, { sessionId: fork.sessionId, cwd: one.dir, mcpServers: [], replayFrom: { type: "start" } });
-  const said = two.updates.filter((u) => u.sessionId === fork.sessionId && ["user_message", "agent_message"].includes(u.update.sessionUpdate)).map((u) => u.update.content.map((b) => b.text).join(""));
-  assert.deepEqual(said, ["first", "one", "second", "on the fork"]);
-  const source = two.updates.length;
+  assert.deepEqual(await said(two.updates, fork.sessionId, 4), ["first", "one", "second", "on the fork"]);
   await two.agent.request(methods.agent.session.resume, { sessionId, cwd: one.dir, mcpServers: [], replayFrom: { type: "start" } });
-  const sourceSaid = two.updates.slice(source).filter((u) => u.sessionId === sessionId && ["user_message", "agent_message"].includes(u.update.sessionUpdate)).map((u) => u.update.content.map((b) => b.text).join(""));
-  assert.deepEqual(sourceSaid, ["first", "one"]);
+  // The source's replay ends with its resume's state snapshot: all of it is in by then.
+  await idle(two.updates, sessionId);
+  assert.deepEqual(await said(two.updates, sessionId, 2), ["first", "one"]);
   assert.equal(await stop(two.child), 0);
 });
