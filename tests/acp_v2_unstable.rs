@@ -162,3 +162,25 @@ fn idle_carries_the_tokens_of_the_run_it_ends() {
     assert!(idle.get("usage").is_none(), "{idle}");
     assert!(acp.close().success());
 }
+
+#[test]
+fn behind_the_bridge_neither_is_offered_and_both_are_refused() {
+    use common::bridge::Bridge;
+    // A v2 host in front of an agent driven as a remote core: no stored session to copy or name.
+    let mut bridge = Bridge::start_acp_versions(agentwire::protocol::acp_v2::acp_v2_validator(), "acp", &[], &["--agent-acp-version", "1"]);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}}));
+    let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
+    let session = &init["result"]["capabilities"]["session"];
+    assert!(session.is_object() && session.get("fork").is_none() && session.get("title").is_none(), "{init}");
+    let cwd = bridge.dir.path().display().to_string();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let id = bridge.until(|f| f["id"] == 1).pop().unwrap()["result"]["sessionId"].as_str().expect("a session").to_owned();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/fork", "params": {"sessionId": id, "cwd": cwd}}));
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/set_title", "params": {"sessionId": id, "title": "t"}}));
+    for n in [2, 3] {
+        let answer = bridge.until(|f| f["id"] == n).pop().unwrap();
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    }
+    drop(bridge.stdin.take());
+    assert!(bridge.exit_within(std::time::Instant::now(), std::time::Duration::from_secs(10), "the bridge at host EOF").success());
+}

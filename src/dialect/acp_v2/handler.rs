@@ -245,10 +245,15 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
             session = session.with_mcp(McpCapabilities::new().with_stdio(McpStdioCapabilities::new()).with_http(McpHttpCapabilities::new()));
         }
         if can.sessions {
-            // Sessions kept as files can also be forked (the core's `clone_session` of the
-            // stored session) and retitled (its `set_session_name`, saved in the file): the
-            // unstable schema's `fork` and `title`.
-            session = session.with_delete(SessionDeleteCapabilities::new()).with_fork(SessionForkCapabilities::new()).with_title(SessionTitleCapabilities::new());
+            session = session.with_delete(SessionDeleteCapabilities::new());
+        }
+        // The unstable schema's `fork` and `title`: where a stored session can be loaded and
+        // cloned (the core's `clone_session`) or named (its `set_session_name`, saved in the file).
+        if can.fork {
+            session = session.with_fork(SessionForkCapabilities::new());
+        }
+        if can.titles {
+            session = session.with_title(SessionTitleCapabilities::new());
         }
         if can.additional_directories {
             session = session.with_additional_directories(SessionAdditionalDirectoriesCapabilities::new());
@@ -385,8 +390,8 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
     }
 
     async fn session_fork(&self, params: ForkSessionRequest) -> Result<ForkSessionResponse, Error> {
-        if !self.can().sessions {
-            return Err(Error::method_not_found("This agent keeps no session files to fork: `session/fork` is not in its capabilities"));
+        if !self.can().fork {
+            return Err(Error::method_not_found("This agent cannot fork sessions (it loads no stored session to copy): `session.fork` is not in its capabilities"));
         }
         if params.system_prompt.is_some() {
             return Err(Error::invalid_params("agentwire does not take a system prompt on session requests (no `session.systemPrompt` capability)").at("/systemPrompt", "not advertised"));
@@ -424,8 +429,8 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
     }
 
     async fn session_set_title(&self, params: SetSessionTitleRequest) -> Result<SetSessionTitleResponse, Error> {
-        if !self.can().sessions {
-            return Err(Error::method_not_found("This agent keeps no session files to retitle: `session/set_title` is not in its capabilities"));
+        if !self.can().titles {
+            return Err(Error::method_not_found("This agent cannot retitle sessions (it keeps no stored session to name): `session.title` is not in its capabilities"));
         }
         // Normalized by trimming; the core saves it in the session file.
         let title = params.title.trim().to_owned();
