@@ -340,6 +340,30 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// v2's unstable methods are checked against the vendored unstable schema (the stable one
+    /// has none of their defs), every other frame against the stable one; the unstable schema
+    /// types the fields it adds, which the stable one lets through as unknown.
+    #[test]
+    fn v2_checks_unstable_methods_against_the_unstable_schema() {
+        let v2 = super::super::acp_v2::acp_v2_validator();
+        let unstable = super::super::acp_v2::acp_v2_unstable_validator();
+        assert!(v2.is_unstable("session/fork") && v2.is_unstable("session/set_title") && !v2.is_unstable("session/new"));
+        assert!(std::ptr::eq(v2.for_method(Some("session/fork")), unstable) && std::ptr::eq(v2.for_method(Some("session/new")), v2));
+        let fork = json!({"jsonrpc": "2.0", "id": 1, "method": "session/fork", "params": {"sessionId": "s", "cwd": "/tmp"}});
+        v2.validate_inbound(&fork, None).unwrap_or_else(|e| panic!("{e}"));
+        let no_cwd = json!({"jsonrpc": "2.0", "id": 1, "method": "session/fork", "params": {"sessionId": "s"}});
+        assert!(v2.validate_inbound(&no_cwd, None).is_err());
+        v2.validate_outbound(&json!({"jsonrpc": "2.0", "id": 1, "result": {"title": "t"}}), Some("session/set_title")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(v2.validate_outbound(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}), Some("session/set_title")).is_err());
+        let idle = |usage: Value| json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn", "usage": usage}}});
+        let good = idle(json!({"totalTokens": 3, "inputTokens": 2, "outputTokens": 1}));
+        v2.validate_outbound(&good, None).unwrap_or_else(|e| panic!("{e}"));
+        unstable.validate_outbound(&good, None).unwrap_or_else(|e| panic!("{e}"));
+        let bad = idle(json!({"totalTokens": "three"}));
+        assert!(v2.validate_outbound(&bad, None).is_ok(), "the stable schema does not know `usage`");
+        assert!(unstable.validate_outbound(&bad, None).is_err(), "the unstable schema types it");
+    }
+
     #[test]
     fn an_agents_extension_notification_validates_and_an_unknown_plain_method_does_not() {
         for validator in [acp_validator(), super::super::acp_v2::acp_v2_validator()] {
