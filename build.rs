@@ -70,10 +70,13 @@ fn main() {
         std::fs::read_to_string(&path).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())))
     };
     let acp_schema = read("schema.json");
-    let acp = acp_types::generate(&acp_schema, &read("meta.json"), &read("methods.json"), "schema/acp").unwrap_or_else(|e| fail(&e));
-    // ACP v2 beside it, from its own vendored schema (`schema/acp/v2/`), into its own module.
+    let acp = acp_types::generate(&acp_schema, None, &read("meta.json"), &read("methods.json"), "schema/acp").unwrap_or_else(|e| fail(&e));
+    // ACP v2 beside it, from its own vendored schema (`schema/acp/v2/`), into its own module;
+    // the unstable methods and fields v2's `methods.json` names come from the unstable schema
+    // vendored beside the stable one.
     let acp_v2_schema = read("v2/schema.json");
-    let acp_v2 = acp_types::generate(&acp_v2_schema, &read("v2/meta.json"), &read("v2/methods.json"), "schema/acp/v2").unwrap_or_else(|e| fail(&e));
+    let acp_v2_unstable_schema = read("v2/schema.unstable.json");
+    let acp_v2 = acp_types::generate(&acp_v2_schema, Some(&acp_v2_unstable_schema), &read("v2/meta.json"), &read("v2/methods.json"), "schema/acp/v2").unwrap_or_else(|e| fail(&e));
     // The validators, one generator for both schemas.
     let no_defs = serde_json::Map::new();
     let bundle_defs = bundled.get("$defs").and_then(serde_json::Value::as_object).unwrap_or(&no_defs);
@@ -87,6 +90,11 @@ fn main() {
     let acp_v2_defs = acp_v2_doc.get("$defs").and_then(serde_json::Value::as_object).unwrap_or(&no_defs);
     let side_v2 = |i: usize| acp_v2_doc.pointer(&format!("/anyOf/{i}")).unwrap_or_else(|| fail("schema/acp/v2/schema.json: no root message union"));
     let acp_v2_checks = validators::generate(acp_v2_defs, &[("#agent-message", side_v2(0)), ("#client-message", side_v2(1))]).unwrap_or_else(|e| fail(&e.to_string()));
+    // The unstable schema's own validators: frames of the unstable methods are checked against it.
+    let acp_v2u_doc: serde_json::Value = serde_json::from_str(&acp_v2_unstable_schema).unwrap_or_else(|e| fail(&format!("schema/acp/v2/schema.unstable.json: {e}")));
+    let acp_v2u_defs = acp_v2u_doc.get("$defs").and_then(serde_json::Value::as_object).unwrap_or(&no_defs);
+    let side_v2u = |i: usize| acp_v2u_doc.pointer(&format!("/anyOf/{i}")).unwrap_or_else(|| fail("schema/acp/v2/schema.unstable.json: no root message union"));
+    let acp_v2u_checks = validators::generate(acp_v2u_defs, &[("#agent-message", side_v2u(0)), ("#client-message", side_v2u(1))]).unwrap_or_else(|e| fail(&e.to_string()));
     // Each def on a line of its own (`Name<TAB>json`), so the validator parses only the defs a
     // frame needs instead of the whole bundle on the first frame.
     let defs_lines: String = bundled
@@ -96,23 +104,23 @@ fn main() {
         .flatten()
         .map(|(name, def)| format!("{name}\t{def}\n"))
         .collect();
-    let (packed, index) = pack_texts(&bundled.to_string(), &defs_lines, &acp_schema, &acp_v2_schema, &texts, &examples);
+    let (packed, index) = pack_texts(&bundled.to_string(), &defs_lines, &acp_schema, &acp_v2_schema, &acp_v2_unstable_schema, &texts, &examples);
     let write = |name: &str, bytes: &[u8]| {
         let out = out_dir.join(name);
         std::fs::write(&out, bytes).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
     };
-    for (name, text) in [("protocol.rs", code), ("acp.rs", acp), ("acp_v2.rs", acp_v2), ("validators.rs", checks), ("acp_validators.rs", acp_checks), ("acp_v2_validators.rs", acp_v2_checks), ("embedded_index.rs", index)] {
+    for (name, text) in [("protocol.rs", code), ("acp.rs", acp), ("acp_v2.rs", acp_v2), ("validators.rs", checks), ("acp_validators.rs", acp_checks), ("acp_v2_validators.rs", acp_v2_checks), ("acp_v2_unstable_validators.rs", acp_v2u_checks), ("embedded_index.rs", index)] {
         write(name, text.as_bytes());
     }
     write("embedded.deflate", &packed);
 }
 
 /// The texts only the tools read (`agentwire schema`, `codegen`, the tests): the schema files,
-/// the examples, the bundle, its defs and the vendored ACP schemas (v1 and v2), 1.5 MB of JSON, deflated into
+/// the examples, the bundle, its defs and the vendored ACP schemas (v1, v2 and v2 unstable), 2 MB of JSON, deflated into
 /// one stream of about a tenth of that (`src/protocol/embedded.rs` inflates it on first use;
 /// no frame needs it). Returns the stream and the Rust source of its index: each text's byte
 /// range in the inflated whole.
-fn pack_texts(bundle: &str, defs: &str, acp_schema: &str, acp_v2_schema: &str, schema_files: &[(String, String)], examples: &[(String, String)]) -> (Vec<u8>, String) {
+fn pack_texts(bundle: &str, defs: &str, acp_schema: &str, acp_v2_schema: &str, acp_v2_unstable_schema: &str, schema_files: &[(String, String)], examples: &[(String, String)]) -> (Vec<u8>, String) {
     let mut whole = String::new();
     let mut push = |text: &str| {
         let start = whole.len();
@@ -124,6 +132,7 @@ fn pack_texts(bundle: &str, defs: &str, acp_schema: &str, acp_v2_schema: &str, s
     index += &format!("const DEFS_RANGE: core::ops::Range<usize> = {};\n", push(defs));
     index += &format!("const ACP_SCHEMA_RANGE: core::ops::Range<usize> = {};\n", push(acp_schema));
     index += &format!("const ACP_V2_SCHEMA_RANGE: core::ops::Range<usize> = {};\n", push(acp_v2_schema));
+    index += &format!("const ACP_V2_UNSTABLE_SCHEMA_RANGE: core::ops::Range<usize> = {};\n", push(acp_v2_unstable_schema));
     let mut table = |name: &str, files: &[(String, String)]| {
         let rows: String = files.iter().map(|(file, text)| format!("    ({file:?}, {}),\n", push(text))).collect();
         format!("const {name}: &[(&str, core::ops::Range<usize>)] = &[\n{rows}];\n")

@@ -12,6 +12,11 @@
 //! the vendored schema: they add the client-provided system prompt (`systemPrompt` on
 //! `session/new` and `session/resume`, the `session.systemPrompt` capability). agentwire does not
 //! advertise it, so these tests do not send one; nothing else differs (docs/acp-mode.md).
+//!
+//! With the crate's features `unstable_session_fork`, `unstable_session_set_title` and
+//! `unstable_end_turn_token_usage`, its types read the unstable surface agentwire implements
+//! (`session/fork`, `session/set_title`, `usage` on `idle`; frames of those methods checked
+//! against the vendored unstable schema).
 
 mod common;
 
@@ -413,6 +418,42 @@ async fn resume_from_the_start_in_a_fresh_process_replays_the_history_with_its_m
             cx.send_request(v2::DeleteSessionRequest::new(id.clone())).block_task().await?;
             let listed = cx.send_request(v2::ListSessionsRequest::new().cwd(dir.path())).block_task().await?;
             assert!(!listed.sessions.iter().any(|s| s.session_id == id), "deleted: {listed:?}");
+            Ok(())
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn fork_title_and_usage_read_into_the_crates_unstable_types() {
+    let (dir, config) = dirs();
+    let script = [json!({"text": "one", "usage": {"input": 12, "output": 4}})];
+    let (source, fork) = Run::new(dir.path(), config.path(), &script)
+        .drive(async |cx, seen| {
+            let init = initialize(&cx).await?;
+            let caps = init.capabilities.session.expect("the v2 session baseline is advertised");
+            assert!(caps.fork.is_some() && caps.title.is_some(), "{caps:?}");
+            let session = cx.build_session(dir.path()).start_session().block_task().await?.session;
+            session.send_prompt("first").block_task().await?;
+            let (updates, reason) = seen.until_idle(session.session_id()).await;
+            assert_eq!(reason, Some(v2::StopReason::EndTurn));
+            let Some(v2::SessionUpdate::StateUpdate(v2::StateUpdate::Idle(idle))) = updates.last() else { unreachable!() };
+            let usage = idle.usage.as_deref().expect("the run's usage");
+            assert_eq!((usage.input_tokens, usage.output_tokens, usage.total_tokens), (12, 4, 16));
+            let forked = cx.send_request(v2::ForkSessionRequest::new(session.session_id().clone(), dir.path().to_path_buf())).block_task().await?;
+            assert_ne!(&forked.session_id, session.session_id());
+            let titled = cx.send_request(v2::SetSessionTitleRequest::new(forked.session_id.clone(), " The fork ")).block_task().await?;
+            assert_eq!(titled.title, "The fork");
+            Ok((session.session_id().clone(), forked.session_id))
+        })
+        .await;
+    // A new process lists the fork beside its source, with its title.
+    Run::new(dir.path(), config.path(), &[])
+        .drive(async |cx, _seen| {
+            initialize(&cx).await?;
+            let list = cx.send_request(v2::ListSessionsRequest::new()).block_task().await?;
+            let title = |id: &v2::SessionId| list.sessions.iter().find(|s| &s.session_id == id).map(|s| s.title.clone());
+            assert_eq!(title(&fork), Some(Some("The fork".to_owned())), "{list:?}");
+            assert!(title(&source).is_some(), "{list:?}");
             Ok(())
         })
         .await;

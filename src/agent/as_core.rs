@@ -42,6 +42,8 @@ impl AgentCore for Agent {
         let images = self.current_model().input.contains(&InputKind::Image);
         Capabilities {
             sessions: Agent::session_path(self).is_some(),
+            fork: Agent::session_path(self).is_some(),
+            titles: Agent::session_path(self).is_some(),
             images,
             host_tools: true,
             dialogs: true,

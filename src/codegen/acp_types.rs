@@ -49,6 +49,8 @@ struct Method {
     method: String,
     params: String,
     result: Option<String>,
+    /// Typed from the unstable schema beside the stable one (`"schema": "unstable"`).
+    unstable: bool,
 }
 
 fn methods(table: &Value, side: &str, dir: &str) -> Result<Vec<Method>, String> {
@@ -60,6 +62,11 @@ fn methods(table: &Value, side: &str, dir: &str) -> Result<Vec<Method>, String> 
                 method: field("method").ok_or_else(|| format!("{dir}/methods.json: an entry has no `method`"))?,
                 params: field("params").ok_or_else(|| format!("{dir}/methods.json: an entry has no `params`"))?,
                 result: field("result"),
+                unstable: match field("schema").as_deref() {
+                    None | Some("stable") => false,
+                    Some("unstable") => true,
+                    Some(other) => return Err(format!("{dir}/methods.json: `{}` names the schema `{other}` (stable or unstable)", field("method").unwrap_or_default())),
+                },
             })
         })
         .collect()
@@ -219,6 +226,64 @@ fn union_fields(node: &Value) -> Vec<(String, Value)> {
     fields
 }
 
+/// The defs the types are generated from: the stable schema's, plus, from the unstable schema
+/// beside it, the defs of the methods `methods.json` marks `"schema": "unstable"` and the
+/// properties its `unstableFields` name (`{"def", "property"}`), each with the defs they reach
+/// that the stable schema lacks. A def both schemas have keeps its stable form, so a stable
+/// frame reads as before and an unstable addition we do not implement stays unknown. Every
+/// unstable method must be named by the unstable schema itself (`x-method`), every field must be
+/// new (absent from the stable def, present in the unstable one).
+fn overlay(stable: &Map<String, Value>, unstable: Option<&Value>, table: &Value, unstable_methods: &[&Method], dir: &str) -> Result<Map<String, Value>, String> {
+    let fields = table.get("unstableFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    if unstable_methods.is_empty() && fields.is_empty() {
+        return Ok(stable.clone());
+    }
+    let udefs = unstable.and_then(|u| u.get("$defs")).and_then(Value::as_object).ok_or_else(|| format!("{dir}/methods.json names unstable methods or fields, and there is no {dir}/schema.unstable.json with $defs"))?;
+    let mut merged = stable.clone();
+    // Adds `roots` and what they reach in the unstable schema, stopping at defs the stable one has.
+    let add = |merged: &mut Map<String, Value>, roots: Vec<String>| -> Result<(), String> {
+        let mut todo = roots;
+        while let Some(name) = todo.pop() {
+            if merged.contains_key(&name) {
+                continue;
+            }
+            let def = udefs.get(&name).ok_or_else(|| format!("{dir}/schema.unstable.json has no $defs `{name}`"))?;
+            let mut found = BTreeSet::new();
+            refs(def, &mut found);
+            merged.insert(name, def.clone());
+            todo.extend(found);
+        }
+        Ok(())
+    };
+    for m in unstable_methods {
+        for def in std::iter::once(&m.params).chain(m.result.as_ref()) {
+            let named = udefs.get(def).and_then(|d| d.get("x-method")).and_then(Value::as_str);
+            if named != Some(m.method.as_str()) {
+                return Err(format!("{dir}/methods.json: `{}` takes `{def}`, which schema.unstable.json gives to {named:?}", m.method));
+            }
+            if stable.contains_key(def) {
+                return Err(format!("{dir}/methods.json: `{}` is marked unstable, and its `{def}` is in the stable schema", m.method));
+            }
+        }
+        add(&mut merged, std::iter::once(m.params.clone()).chain(m.result.clone()).collect())?;
+    }
+    for f in &fields {
+        let (Some(def), Some(prop)) = (f.get("def").and_then(Value::as_str), f.get("property").and_then(Value::as_str)) else {
+            return Err(format!("{dir}/methods.json: an unstableFields entry needs `def` and `property`: {f}"));
+        };
+        let property = udefs.get(def).and_then(|d| d.pointer(&format!("/properties/{prop}"))).ok_or_else(|| format!("{dir}/methods.json: schema.unstable.json's `{def}` has no property `{prop}`"))?.clone();
+        let target = merged.get_mut(def).and_then(|d| d.get_mut("properties")).and_then(Value::as_object_mut).ok_or_else(|| format!("{dir}/methods.json: the stable `{def}` has no properties to add `{prop}` to"))?;
+        if target.contains_key(prop) {
+            return Err(format!("{dir}/methods.json: `{def}.{prop}` is in the stable schema already; drop it from unstableFields"));
+        }
+        let mut found = BTreeSet::new();
+        refs(&property, &mut found);
+        target.insert(prop.to_owned(), property);
+        add(&mut merged, found.into_iter().collect())?;
+    }
+    Ok(merged)
+}
+
 /// `session/new` → `session_new`.
 fn fn_name(method: &str) -> String {
     method.replace(['/', '$'], "_").trim_start_matches('_').to_snake_case()
@@ -230,18 +295,24 @@ fn fn_name(method: &str) -> String {
 /// and their dispatch. Every method of `methods.json` must be in the official `meta.json`, and,
 /// where the schema names its methods on its defs (`x-method`, v2), its params and result must
 /// be the defs the schema names for it.
-pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str, dir: &str) -> Result<String, String> {
+pub fn generate(schema_text: &str, unstable_text: Option<&str>, meta_text: &str, methods_text: &str, dir: &str) -> Result<String, String> {
     let schema: Value = serde_json::from_str(schema_text).map_err(|e| format!("{dir}/schema.json: {e}"))?;
+    let unstable: Option<Value> = unstable_text.map(serde_json::from_str).transpose().map_err(|e| format!("{dir}/schema.unstable.json: {e}"))?;
     let meta: Value = serde_json::from_str(meta_text).map_err(|e| format!("{dir}/meta.json: {e}"))?;
     let table: Value = serde_json::from_str(methods_text).map_err(|e| format!("{dir}/methods.json: {e}"))?;
-    let defs = schema.get("$defs").and_then(Value::as_object).ok_or_else(|| format!("{dir}/schema.json: no $defs"))?;
+    let stable_defs = schema.get("$defs").and_then(Value::as_object).ok_or_else(|| format!("{dir}/schema.json: no $defs"))?;
     let agent = methods(&table, "agent", dir)?;
     let client = methods(&table, "client", dir)?;
+    let unstable_methods: Vec<&Method> = agent.iter().chain(client.iter()).filter(|m| m.unstable).collect();
+    let merged = overlay(stable_defs, unstable.as_ref(), &table, &unstable_methods, dir)?;
+    let defs = &merged;
     // Every method we implement must be an official one; the protocol's own methods
     // (`$/cancel_request`) are received like the agent's.
     for (list, keys) in [(&agent, ["agentMethods", "protocolMethods"]), (&client, ["clientMethods", "clientMethods"])] {
         let official: Vec<&str> = keys.iter().filter_map(|k| meta.get(*k).and_then(Value::as_object)).flat_map(|m| m.values().filter_map(Value::as_str)).collect();
-        for m in list.iter() {
+        // An unstable method is not in the stable method table; `overlay` checked that the
+        // unstable schema names it.
+        for m in list.iter().filter(|m| !m.unstable) {
             if !official.contains(&m.method.as_str()) {
                 return Err(format!("{dir}/methods.json: `{}` is not in meta.json's {}", m.method, keys[0]));
             }
@@ -292,6 +363,8 @@ pub fn generate(schema_text: &str, meta_text: &str, methods_text: &str, dir: &st
         info(&agent),
         info(&client)
     );
+    let unstable_names: String = unstable_methods.iter().map(|m| format!("{:?}, ", m.method)).collect();
+    let _ = write!(out, "\n/// The methods typed and validated from the unstable schema beside the stable one.\npub const ACP_UNSTABLE_METHODS: &[&str] = &[{unstable_names}];\n");
 
     let requests: Vec<&Method> = agent.iter().filter(|m| m.result.is_some()).collect();
     let notifications: Vec<&Method> = agent.iter().filter(|m| m.result.is_none()).collect();

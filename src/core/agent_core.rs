@@ -64,6 +64,12 @@ impl Default for AgentInfo {
 pub struct Capabilities {
     /// Sessions kept as files: listed, loaded, resumed, deleted, switched.
     pub sessions: bool,
+    /// A stored session can be copied into a new one that goes its own way (the session loaded
+    /// from its file, then [`AgentCore::clone_session`]): ACP v2's `session/fork`.
+    pub fork: bool,
+    /// Any stored session can be named, live or not (loaded from its file, then
+    /// [`AgentCore::set_session_name`], saved there): ACP v2's `session/set_title`.
+    pub titles: bool,
     /// Prompts may carry images.
     pub images: bool,
     /// The host's tools (rpc `set_host_tools`, wire external tools) are offered to the model.

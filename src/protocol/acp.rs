@@ -134,6 +134,11 @@ pub struct AcpValidator {
     text: fn() -> &'static str,
     /// The schema document, parsed only when asked for ([`Self::schema`]).
     doc: OnceLock<Value>,
+    /// The methods typed from the unstable schema vendored beside this one (v2's `session/fork`,
+    /// `session/set_title`), and that schema's validator: their frames are checked against it,
+    /// every other frame against this schema.
+    unstable_methods: &'static [&'static str],
+    unstable: Option<fn() -> &'static AcpValidator>,
 }
 
 impl std::fmt::Debug for AcpValidator {
@@ -145,7 +150,28 @@ impl std::fmt::Debug for AcpValidator {
 impl AcpValidator {
     /// The validator of one version's generated tables and checks.
     pub(crate) const fn new(version: u16, agent: &'static [AcpMethodInfo], client: &'static [AcpMethodInfo], checks: fn(&str) -> Option<super::check::CheckFn>, text: fn() -> &'static str) -> Self {
-        Self { version, agent, client, checks, text, doc: OnceLock::new() }
+        Self { version, agent, client, checks, text, doc: OnceLock::new(), unstable_methods: &[], unstable: None }
+    }
+
+    /// The same, checking the frames of `methods` against the validator `unstable` gives.
+    pub(crate) const fn with_unstable(mut self, methods: &'static [&'static str], unstable: fn() -> &'static AcpValidator) -> Self {
+        self.unstable_methods = methods;
+        self.unstable = Some(unstable);
+        self
+    }
+
+    /// The validator for the frames of `method`: the unstable schema's for an unstable method,
+    /// this one otherwise.
+    pub fn for_method(&self, method: Option<&str>) -> &AcpValidator {
+        match (method, self.unstable) {
+            (Some(m), Some(unstable)) if self.unstable_methods.contains(&m) => unstable(),
+            _ => self,
+        }
+    }
+
+    /// Whether `method` is typed and validated from the unstable schema.
+    pub fn is_unstable(&self, method: &str) -> bool {
+        self.unstable_methods.contains(&method)
     }
 }
 
@@ -208,6 +234,10 @@ impl AcpValidator {
     /// Validates the params of an agent-side method (what a client sends); `Ok` for methods
     /// agentwire does not implement (they are answered -32601 before this).
     pub fn validate_agent_params(&self, method: &str, params: &Value) -> Result<(), FrameError> {
+        let tier = self.for_method(Some(method));
+        if !std::ptr::eq(tier, self) {
+            return tier.validate_agent_params(method, params);
+        }
         match self.agent_method(method) {
             Some(info) => self.check(info.params, params, "/params", method),
             None => Ok(()),
@@ -217,6 +247,10 @@ impl AcpValidator {
     /// Validates the params of a client-side method (what an agent asks a client, or tells it);
     /// `Ok` for methods not in the table (they are answered -32601 before this).
     pub fn validate_client_params(&self, method: &str, params: &Value) -> Result<(), FrameError> {
+        let tier = self.for_method(Some(method));
+        if !std::ptr::eq(tier, self) {
+            return tier.validate_client_params(method, params);
+        }
         match self.client_method(method) {
             Some(info) => self.check(info.params, params, "/params", method),
             None => Ok(()),
@@ -244,6 +278,10 @@ impl AcpValidator {
     /// response answers, its result.
     pub fn validate_outbound(&self, frame: &Value, answered: Option<&str>) -> Result<(), FrameError> {
         let method = frame.get("method").and_then(Value::as_str);
+        let tier = self.for_method(method.or(answered));
+        if !std::ptr::eq(tier, self) {
+            return tier.validate_outbound(frame, answered);
+        }
         self.check(AGENT_MESSAGE, frame, "", method.or(answered).unwrap_or_default())?;
         if let Some(method) = method {
             // ACP reserves `_`-prefixed method names for extensions ("implementations MAY expose
@@ -273,6 +311,10 @@ impl AcpValidator {
     /// the agent's request a response answers, its result.
     pub fn validate_inbound(&self, frame: &Value, answered: Option<&str>) -> Result<(), FrameError> {
         let method = frame.get("method").and_then(Value::as_str);
+        let tier = self.for_method(method.or(answered));
+        if !std::ptr::eq(tier, self) {
+            return tier.validate_inbound(frame, answered);
+        }
         self.check(CLIENT_MESSAGE, frame, "", method.or(answered).unwrap_or_default())?;
         if let Some(method) = method {
             return self.validate_agent_params(method, frame.get("params").unwrap_or(&Value::Null));
@@ -297,6 +339,30 @@ pub fn is_extension_method(method: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// v2's unstable methods are checked against the vendored unstable schema (the stable one
+    /// has none of their defs), every other frame against the stable one; the unstable schema
+    /// types the fields it adds, which the stable one lets through as unknown.
+    #[test]
+    fn v2_checks_unstable_methods_against_the_unstable_schema() {
+        let v2 = super::super::acp_v2::acp_v2_validator();
+        let unstable = super::super::acp_v2::acp_v2_unstable_validator();
+        assert!(v2.is_unstable("session/fork") && v2.is_unstable("session/set_title") && !v2.is_unstable("session/new"));
+        assert!(std::ptr::eq(v2.for_method(Some("session/fork")), unstable) && std::ptr::eq(v2.for_method(Some("session/new")), v2));
+        let fork = json!({"jsonrpc": "2.0", "id": 1, "method": "session/fork", "params": {"sessionId": "s", "cwd": "/tmp"}});
+        v2.validate_inbound(&fork, None).unwrap_or_else(|e| panic!("{e}"));
+        let no_cwd = json!({"jsonrpc": "2.0", "id": 1, "method": "session/fork", "params": {"sessionId": "s"}});
+        assert!(v2.validate_inbound(&no_cwd, None).is_err());
+        v2.validate_outbound(&json!({"jsonrpc": "2.0", "id": 1, "result": {"title": "t"}}), Some("session/set_title")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(v2.validate_outbound(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}), Some("session/set_title")).is_err());
+        let idle = |usage: Value| json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn", "usage": usage}}});
+        let good = idle(json!({"totalTokens": 3, "inputTokens": 2, "outputTokens": 1}));
+        v2.validate_outbound(&good, None).unwrap_or_else(|e| panic!("{e}"));
+        unstable.validate_outbound(&good, None).unwrap_or_else(|e| panic!("{e}"));
+        let bad = idle(json!({"totalTokens": "three"}));
+        assert!(v2.validate_outbound(&bad, None).is_ok(), "the stable schema does not know `usage`");
+        assert!(unstable.validate_outbound(&bad, None).is_err(), "the unstable schema types it");
+    }
 
     #[test]
     fn an_agents_extension_notification_validates_and_an_unknown_plain_method_does_not() {

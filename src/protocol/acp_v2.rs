@@ -15,8 +15,17 @@ pub const ACP_V2_META_JSON: &str = include_str!("../../schema/acp/v2/meta.json")
 /// The protocol version of this module.
 pub const ACP_V2_PROTOCOL_VERSION: u16 = 2;
 
-/// The process-wide ACP v2 validator.
+/// The process-wide ACP v2 validator: the stable schema's, the frames of the unstable methods
+/// ([`ACP_UNSTABLE_METHODS`]) checked against the unstable schema ([`acp_v2_unstable_validator`]).
 pub fn acp_v2_validator() -> &'static AcpValidator {
-    static GLOBAL: AcpValidator = AcpValidator::new(ACP_V2_PROTOCOL_VERSION, ACP_AGENT_METHODS, ACP_CLIENT_METHODS, super::acp_v2_checks::check_fn, super::embedded::acp_v2_schema_json);
+    static GLOBAL: AcpValidator = AcpValidator::new(ACP_V2_PROTOCOL_VERSION, ACP_AGENT_METHODS, ACP_CLIENT_METHODS, super::acp_v2_checks::check_fn, super::embedded::acp_v2_schema_json).with_unstable(ACP_UNSTABLE_METHODS, acp_v2_unstable_validator);
+    &GLOBAL
+}
+
+/// The ACP v2 validator of the unstable schema (`schema/acp/v2/schema.unstable.json`), for
+/// every frame: what an unstable method sends and receives, and, in tests, the stable frames
+/// that carry unstable fields (`usage` on `idle`, the `fork` and `title` capabilities).
+pub fn acp_v2_unstable_validator() -> &'static AcpValidator {
+    static GLOBAL: AcpValidator = AcpValidator::new(ACP_V2_PROTOCOL_VERSION, ACP_AGENT_METHODS, ACP_CLIENT_METHODS, super::acp_v2_unstable_checks::check_fn, super::embedded::acp_v2_unstable_schema_json);
     &GLOBAL
 }

@@ -65,6 +65,11 @@ pub fn acp_v2_schema_json() -> &'static str {
     text(ACP_V2_SCHEMA_RANGE)
 }
 
+/// The vendored ACP v2 unstable schema (`schema/acp/v2/schema.unstable.json`), as shipped in `@agentclientprotocol/sdk`.
+pub fn acp_v2_unstable_schema_json() -> &'static str {
+    text(ACP_V2_UNSTABLE_SCHEMA_RANGE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

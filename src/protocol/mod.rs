@@ -34,6 +34,12 @@ pub(crate) mod acp_v2_checks {
     include!(concat!(env!("OUT_DIR"), "/acp_v2_validators.rs"));
 }
 
+/// The validators `build.rs` generates from the vendored ACP v2 unstable schema.
+#[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
+pub(crate) mod acp_v2_unstable_checks {
+    include!(concat!(env!("OUT_DIR"), "/acp_v2_unstable_validators.rs"));
+}
+
 pub use rpc_reply::RpcError;
 pub use generated::*;
 

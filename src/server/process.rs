@@ -410,6 +410,9 @@ impl SessionFactory<Agent> for AcpSessions {
     fn capabilities(&self) -> Capabilities {
         let mut can = Capabilities::none().with_images(self.accepts_images);
         (can.sessions, can.host_tools, can.dialogs, can.mcp, can.additional_directories, can.auth) = (true, true, true, true, true, true);
+        // The built-in agent loads a stored session and clones or names it (`session/fork`,
+        // `session/set_title`).
+        (can.fork, can.titles) = (true, true);
         can.approval = Some(self.options.approval);
         can
     }

@@ -160,7 +160,8 @@ impl<M: MakeAgent> SessionFactory<M::Agent> for Made<M> {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { sessions: false, auth: false, ..self.capabilities.clone() }
+        // No session is loaded from a file (`create` refuses one): nothing to fork or retitle.
+        Capabilities { sessions: false, fork: false, titles: false, auth: false, ..self.capabilities.clone() }
     }
 
     fn find_session_file(&self, _session: &str, _cwd: Option<&Path>) -> Option<std::path::PathBuf> {

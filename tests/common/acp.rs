@@ -27,6 +27,8 @@ pub struct Acp {
     next_id: u64,
     /// The vendored schema of the version spoken (v1 unless [`Acp::v2`]).
     schema: &'static AcpValidator,
+    /// A second schema every frame must fit too ([`Acp::v2_unstable`]).
+    also: Option<&'static AcpValidator>,
 }
 
 fn key(id: &Value) -> String {
@@ -55,13 +57,22 @@ impl Acp {
         // Frames are validated when a test takes them (`next`), against the method they answer.
         let rx = super::frames_of(child.stdout.take().unwrap(), |_, _| {});
         let stdin = child.stdin.take();
-        Acp { child, stdin, frames: rx, methods: HashMap::new(), next_id: 100, schema: acp_validator() }
+        Acp { child, stdin, frames: rx, methods: HashMap::new(), next_id: 100, schema: acp_validator(), also: None }
     }
 
     /// The same, its frames checked against the vendored ACP v2 schema (the test initializes
     /// with protocol version 2).
     pub fn v2(mut self) -> Acp {
         self.schema = agentwire::protocol::acp_v2::acp_v2_validator();
+        self
+    }
+
+    /// [`Acp::v2`], every frame (both ways) also checked against the vendored v2 unstable schema
+    /// (`schema/acp/v2/schema.unstable.json`), which types `usage`, `fork`, `title`,
+    /// `session/fork` and `session/set_title`; the stable methods' frames still fit the stable one.
+    pub fn v2_unstable(mut self) -> Acp {
+        self.schema = agentwire::protocol::acp_v2::acp_v2_validator();
+        self.also = Some(agentwire::protocol::acp_v2::acp_v2_unstable_validator());
         self
     }
 
@@ -74,6 +85,9 @@ impl Acp {
 
     pub fn send(&mut self, frame: &Value) {
         self.schema.validate_inbound(frame, None).unwrap_or_else(|e| panic!("test sends an invalid frame: {e}\n{frame}"));
+        if let Some(also) = self.also {
+            also.validate_inbound(frame, None).unwrap_or_else(|e| panic!("test sends a frame the unstable schema rejects: {e}\n{frame}"));
+        }
         self.send_raw(&frame.to_string());
     }
 
@@ -95,6 +109,9 @@ impl Acp {
         let frame = self.frames.recv_timeout(TIMEOUT).expect("a frame from agentwire in time");
         let answered = frame.get("id").filter(|_| frame.get("method").is_none()).and_then(|id| self.methods.get(&key(id))).map(String::as_str);
         self.schema.validate_outbound(&frame, answered).unwrap_or_else(|e| panic!("agentwire sent an invalid frame: {e}\n{frame}"));
+        if let Some(also) = self.also {
+            also.validate_outbound(&frame, answered).unwrap_or_else(|e| panic!("agentwire sent a frame the unstable schema rejects: {e}\n{frame}"));
+        }
         frame
     }
 

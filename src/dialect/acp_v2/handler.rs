@@ -8,6 +8,11 @@
 //! `session/close` cancel held prompts (-32800). `session/close` answers after the cancelled run
 //! reported `idle`. Closing or deleting a session that does not exist succeeds, as the spec
 //! asks.
+//!
+//! From the unstable schema, where the factory keeps sessions as files: `session/fork` copies
+//! the stored source into a new live session (the core's `clone_session`), `session/set_title`
+//! names a session, live or stored (the core's `set_session_name`, saved in its file), and each
+//! run's `idle` carries the tokens it used (`usage`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -133,15 +138,32 @@ impl<A: AgentCore> AcpV2Server<A> {
     }
 
     fn open(&self, cwd: &std::path::Path, resume: Option<&std::path::Path>) -> Result<Live<A>, Error> {
-        let host = Arc::new(AcpV2SessionHost::new(self.conn.clone()));
+        let live = self.build(cwd, resume, AcpV2SessionHost::new(self.conn.clone()))?;
+        self.register(&live);
+        Ok(live)
+    }
+
+    /// A session's agent and host, not yet live on the connection.
+    fn build(&self, cwd: &std::path::Path, resume: Option<&std::path::Path>, host: AcpV2SessionHost) -> Result<Live<A>, Error> {
+        let host = Arc::new(host);
         let agent = Arc::new(self.factory.create(cwd, resume, Host::new(host.clone(), host.clone())).map_err(Error::internal)?);
-        let id = agent.session_id();
-        *lock(&host.session_id) = id.clone();
         *lock(&host.cwd) = Some(cwd.to_path_buf());
         *lock(&host.context_window) = agent.current_model().map(|m| m.context_window);
-        let live = Live { agent, host };
+        Ok(Live { agent, host })
+    }
+
+    /// Makes a built session live under the id its agent has now.
+    fn register(&self, live: &Live<A>) {
+        let id = live.agent.session_id();
+        *lock(&live.host.session_id) = id.clone();
         lock(&self.sessions).insert(id, live.clone());
-        Ok(live)
+    }
+
+    /// The stored file of `session`: a live session's own (it writes its entries as they come),
+    /// else the one the factory finds.
+    fn stored(&self, session: &str, cwd: Option<&std::path::Path>) -> Result<std::path::PathBuf, Error> {
+        let live = lock(&self.sessions).get(session).and_then(|l| l.agent.session_path()).filter(|p| p.exists());
+        live.or_else(|| self.factory.find_session_file(session, cwd)).ok_or_else(|| not_found(session))
     }
 
     /// Ends a live session: its run is cancelled and has reported `idle` when this returns.
@@ -195,7 +217,9 @@ impl<A: AgentCore> AcpV2Server<A> {
                 Some(RunOutcome::Failed(e)) => ("error", same_shape(&auth::prompt_failure(&e))),
                 None => ("error", same_shape(&Error::internal("The prompt ended without an outcome"))),
             };
-            live.host.state("idle", Some(reason), error).await;
+            // The tokens of this run only (the unstable schema's `usage`: not cumulative).
+            let usage = lock(&live.host.state).run_usage.take().map(super::RunUsage::usage);
+            live.host.state_with_usage("idle", Some(reason), error, usage).await;
             let _ = idle.send(true);
         });
     }
@@ -222,6 +246,14 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         }
         if can.sessions {
             session = session.with_delete(SessionDeleteCapabilities::new());
+        }
+        // The unstable schema's `fork` and `title`: where a stored session can be loaded and
+        // cloned (the core's `clone_session`) or named (its `set_session_name`, saved in the file).
+        if can.fork {
+            session = session.with_fork(SessionForkCapabilities::new());
+        }
+        if can.titles {
+            session = session.with_title(SessionTitleCapabilities::new());
         }
         if can.additional_directories {
             session = session.with_additional_directories(SessionAdditionalDirectoriesCapabilities::new());
@@ -355,6 +387,76 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         }
         // A session that never existed is deleted already.
         Ok(DeleteSessionResponse::new())
+    }
+
+    async fn session_fork(&self, params: ForkSessionRequest) -> Result<ForkSessionResponse, Error> {
+        if !self.can().fork {
+            return Err(Error::method_not_found("This agent cannot fork sessions (it loads no stored session to copy): `session.fork` is not in its capabilities"));
+        }
+        if params.system_prompt.is_some() {
+            return Err(Error::invalid_params("agentwire does not take a system prompt on session requests (no `session.systemPrompt` capability)").at("/systemPrompt", "not advertised"));
+        }
+        let source = params.session_id.0.clone();
+        let cwd = absolute(&params.cwd.0)?;
+        let roots = params.additional_directories.iter().map(|d| absolute(&d.0)).collect::<Result<Vec<_>, _>>()?;
+        let servers = mcp_configs(&params.mcp_servers)?;
+        let path = self.stored(&source, Some(&cwd))?;
+        // The stored source, loaded into a new agent that copies it into a session of its own
+        // (new id, the source recorded as its parent) and goes on there: the source's history,
+        // then each its own way.
+        let live = self.build(&cwd, Some(&path), AcpV2SessionHost::new(self.conn.clone()))?;
+        let forked = async {
+            live.agent.clone_session().await?;
+            live.agent.set_additional_roots(roots)?;
+            live.agent.save_session()
+        };
+        if let Err(e) = forked.await {
+            live.agent.shutdown().await;
+            return Err(core_error(e));
+        }
+        self.register(&live);
+        // Live messages continue after the copied history's (ids are indexes).
+        let history = live.agent.messages().map(|m| m.len() as u64).unwrap_or(0);
+        {
+            let mut st = lock(&live.host.state);
+            st.next_message = st.next_message.max(history);
+        }
+        self.connect_mcp(&live, &servers).await;
+        let mut response = ForkSessionResponse::new(SessionId(live.agent.session_id()));
+        response.config_options = config_options(&*live.agent);
+        response.available_commands = commands(&*live.agent);
+        Ok(response)
+    }
+
+    async fn session_set_title(&self, params: SetSessionTitleRequest) -> Result<SetSessionTitleResponse, Error> {
+        if !self.can().titles {
+            return Err(Error::method_not_found("This agent cannot retitle sessions (it keeps no stored session to name): `session.title` is not in its capabilities"));
+        }
+        // Normalized by trimming; the core saves it in the session file.
+        let title = params.title.trim().to_owned();
+        if title.is_empty() {
+            return Err(Error::invalid_params("The title is empty").at("/title", "empty after trimming whitespace"));
+        }
+        let session = params.session_id.0;
+        let open = lock(&self.sessions).get(&session).cloned();
+        match open {
+            // A live session also tells the client (`session_info_update`).
+            Some(live) => live.agent.set_session_name(&title).await.map_err(core_error)?,
+            None => {
+                // Any stored session can be retitled: opened for the change, quietly (the client
+                // did not make it active), and let go.
+                let path = self.stored(&session, None)?;
+                let factory = self.factory.clone();
+                let id = session.clone();
+                let listed = tokio::task::spawn_blocking(move || factory.list_sessions(None).into_iter().find(|s| s.session_id.0 == id)).await.map_err(|e| Error::internal(format!("reading the sessions failed: {e}")))?;
+                let cwd = listed.map(|s| std::path::PathBuf::from(s.cwd)).ok_or_else(|| not_found(&session))?;
+                let live = self.build(&cwd, Some(&path), AcpV2SessionHost::quiet(self.conn.clone()))?;
+                let named = live.agent.set_session_name(&title).await;
+                live.agent.shutdown().await;
+                named.map_err(core_error)?;
+            }
+        }
+        Ok(SetSessionTitleResponse::new(title))
     }
 
     async fn session_set_config_option(&self, params: SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, Error> {

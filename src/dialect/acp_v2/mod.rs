@@ -15,6 +15,9 @@
 //! | tool call streamed, complete, running, finished | `tool_call_update` upserts keyed by `toolCallId` (`pending`, then title, kind, locations and `rawInput`; `in_progress`; `completed` / `failed` with text, or a unified diff for `edit` / `write`) |
 //! | approval | `session/request_permission` with a `tool_call` subject (a diff for `edit` / `write`) and the four standard options |
 //! | assistant `MessageEnd` | `usage_update` (context tokens used of the model's window) |
+//! | a run's assistant messages' token counts | `usage` on the run's `idle` (unstable schema) |
+//! | the core's `clone_session` of a stored session | `session/fork` (unstable schema) |
+//! | the core's `set_session_name` | `session/set_title` (unstable schema), live or stored |
 //! | `TodosChanged` / `SessionNameChanged` / a notice | `plan_update` / `session_info_update` / `notice` |
 //!
 //! Files and commands are the agent's own tools: v2 has no client `fs/*` or `terminal/*`
@@ -36,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::Connection;
-use crate::protocol::acp_v2::{methods, MessageId, SessionId, SessionUpdate, UpdateSessionNotification};
+use crate::protocol::acp_v2::{methods, MessageId, SessionId, SessionUpdate, UpdateSessionNotification, Usage};
 
 pub use decode::AcpV2AgentSide;
 pub use handler::AcpV2Server;
@@ -80,6 +83,39 @@ struct SessionState {
     calls: HashMap<String, CallInfo>,
     /// The tools the user answered `allow_always` or `reject_always` for.
     standing: crate::dialect::acp::port::Standing,
+    /// The token usage of the run in progress, summed over its assistant messages (`None`
+    /// before the first: a run without a model call reports no usage), for its `idle`.
+    run_usage: Option<RunUsage>,
+}
+
+/// The tokens a run's model calls used, summed over its assistant messages.
+#[derive(Debug, Clone, Copy, Default)]
+struct RunUsage {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    total: u64,
+    /// `None` while no message reported reasoning tokens.
+    reasoning: Option<u64>,
+}
+
+impl RunUsage {
+    fn add(&mut self, u: &crate::protocol::Usage) {
+        self.input += u.input;
+        self.output += u.output;
+        self.cache_read += u.cache_read;
+        self.cache_write += u.cache_write;
+        self.total += u.total_tokens;
+        if let Some(r) = u.reasoning {
+            self.reasoning = Some(self.reasoning.unwrap_or(0) + r);
+        }
+    }
+
+    /// As the unstable schema's `usage` of an `idle` update.
+    fn usage(self) -> Usage {
+        Usage::new(self.input, self.output, self.total).with_cached_read_tokens(self.cache_read).with_cached_write_tokens(self.cache_write).with_thought_tokens(self.reasoning)
+    }
 }
 
 /// One ACP v2 session's side of the core: its event sink and host port.
@@ -95,12 +131,20 @@ pub struct AcpV2SessionHost {
     /// Taken by a `session/prompt` until its run started: prompts are inserted one at a time,
     /// in the order they came.
     admission: tokio::sync::Mutex<()>,
+    /// Sends nothing: the host of a session opened only to change it (`session/set_title` of a
+    /// session not active on the connection), whose updates the client did not ask for.
+    quiet: bool,
 }
 
 impl AcpV2SessionHost {
     /// A host for a session of `conn` (its id is set once the core created the session).
     pub fn new(conn: Arc<Connection>) -> Self {
-        Self { conn, session_id: Mutex::new(String::new()), state: Mutex::new(SessionState::default()), cwd: Mutex::new(None), context_window: Mutex::new(None), admission: tokio::sync::Mutex::new(()) }
+        Self { conn, session_id: Mutex::new(String::new()), state: Mutex::new(SessionState::default()), cwd: Mutex::new(None), context_window: Mutex::new(None), admission: tokio::sync::Mutex::new(()), quiet: false }
+    }
+
+    /// A host that sends nothing, for a session opened only to change it.
+    pub fn quiet(conn: Arc<Connection>) -> Self {
+        Self { quiet: true, ..Self::new(conn) }
     }
 
     fn session_id(&self) -> String {
@@ -117,6 +161,9 @@ impl AcpV2SessionHost {
 
     /// Sends one `session/update`.
     async fn update(&self, update: SessionUpdate) {
+        if self.quiet {
+            return;
+        }
         let n = UpdateSessionNotification::new(SessionId(self.session_id()), update);
         self.conn.peer().notify::<methods::SessionUpdate>(&n).await;
     }
@@ -124,7 +171,12 @@ impl AcpV2SessionHost {
     /// Sends a `state_update` (`running`, `requires_action`, or `idle` with its stop reason
     /// and, for `error`, the error).
     async fn state(&self, state: &str, stop_reason: Option<&str>, error: Option<crate::protocol::acp_v2::Error>) {
-        self.update(SessionUpdate::StateUpdate { background: None, error, meta: None, state: state.to_owned(), stop_reason: stop_reason.map(str::to_owned) }).await;
+        self.state_with_usage(state, stop_reason, error, None).await;
+    }
+
+    /// [`Self::state`] with the token usage of the run it ends (an `idle` ending a run).
+    async fn state_with_usage(&self, state: &str, stop_reason: Option<&str>, error: Option<crate::protocol::acp_v2::Error>, usage: Option<Usage>) {
+        self.update(SessionUpdate::StateUpdate { background: None, error, meta: None, state: state.to_owned(), stop_reason: stop_reason.map(str::to_owned), usage }).await;
     }
 
     /// Cancels the prompts held now (they are answered -32800, never inserted).

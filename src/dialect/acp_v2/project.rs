@@ -229,7 +229,11 @@ impl AcpV2SessionHost {
 
     async fn project(&self, event: AgentEvent<'_>) {
         match event {
-            AgentEvent::RunStart { .. } => lock(&self.state).hit_length = false,
+            AgentEvent::RunStart { .. } => {
+                let mut st = lock(&self.state);
+                st.hit_length = false;
+                st.run_usage = None;
+            }
             AgentEvent::TurnStart => {}
             // The user message was upserted by `session/prompt` with the id it answered.
             AgentEvent::MessageStart { message } => {
@@ -254,9 +258,13 @@ impl AcpV2SessionHost {
             },
             AgentEvent::MessageEnd { message } => {
                 let AgentMessage::Assistant(m) = message else { return };
-                lock(&self.state).agent_message = None;
-                if m.stop_reason == StopReason::Length {
-                    lock(&self.state).hit_length = true;
+                {
+                    let mut st = lock(&self.state);
+                    st.agent_message = None;
+                    if m.stop_reason == StopReason::Length {
+                        st.hit_length = true;
+                    }
+                    st.run_usage.get_or_insert_default().add(&m.usage);
                 }
                 let window = *lock(&self.context_window);
                 if let Some((size, used)) = v1::context_usage(m, window) {
