@@ -148,6 +148,18 @@ fn a_transcript_that_checks_nothing_of_what_its_header_names_fails() {
     let out = agentwire(&["conformance", "run", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("ACP-INIT-1 is not among the header's requirements"), "{}", text(&out));
+    // An effect line is checked as written: a file outside the work directory, or a check with
+    // nothing to look for, is refused before the agent starts.
+    for (effect, why) in [
+        (json!({"kind": "effect", "effect": "file", "path": "../x", "absent": true}), "must be a relative path inside the work directory"),
+        (json!({"kind": "effect", "effect": "file", "path": "x"}), "needs `content` or `absent: true`"),
+        (json!({"kind": "effect", "effect": "model_received"}), "needs a non-empty `contains`"),
+    ] {
+        let path = write_transcript(d, "malformed-effect", &[header("malformed-effect", &["ACP-INIT-1"]), initialize(), initialized(json!({})), effect]);
+        let out = agentwire(&["conformance", "run", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains(why), "{why}: {}", text(&out));
+    }
     // The same transcript whose line earns what the header names passes.
     let path = write_transcript(d, "earned", &[header("earned", &["ACP-INIT-1"]), initialize(), initialized(json!({}))]);
     let out = agentwire(&["conformance", "run", path.to_str().unwrap()]);
