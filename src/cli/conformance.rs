@@ -278,13 +278,23 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
         Ok(r) => r,
         Err(e) => return fail(&e.to_string()),
     };
-    // A whole corpus (a directory with its registry, unfiltered) must exercise every MANDATORY
-    // requirement of the dialects the agent speaks.
-    if opts.filter.is_none() && matches!(paths, [dir] if dir.join("requirements.json").is_file()) {
-        report.judge_coverage(registry);
+    // A whole corpus (a directory with its registry among the paths, unfiltered) must exercise
+    // every MANDATORY requirement of the dialects the agent speaks; more paths beside it do not
+    // switch that off.
+    let corpus = paths.iter().any(|p| p.is_dir() && p.join("requirements.json").is_file());
+    let not_judged = match (corpus, &opts.filter) {
+        (true, None) => {
+            report.judge_coverage(registry);
+            None
+        }
+        (true, Some(filter)) => Some(format!("coverage not judged: --filter {filter} runs part of the corpus")),
+        (false, _) => Some("coverage not judged: no corpus directory (one holding requirements.json) among the paths".to_owned()),
+    };
+    if let (Some(note), false) = (&not_judged, matches!(opts.format, ReportFormat::Text)) {
+        eprintln!("{note}");
     }
     let text = match opts.format {
-        ReportFormat::Text => report.text() + &report.requirements_text(registry),
+        ReportFormat::Text => report.text() + &report.requirements_text(registry) + &not_judged.map(|n| format!("\n{n}\n")).unwrap_or_default(),
         ReportFormat::Json => report.json_lines_with_requirements(registry),
         ReportFormat::Junit => report.junit(),
     };

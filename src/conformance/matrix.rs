@@ -39,7 +39,7 @@ pub struct Column {
 impl Column {
     /// Transcripts that applied to the agent (not skipped), and those of them that passed.
     pub fn applicable(&self) -> (usize, usize) {
-        let applied = self.report.entries.iter().filter(|e| !matches!(e.verdict, Verdict::Skipped(_))).count();
+        let applied = self.report.entries.iter().filter(|e| !matches!(e.verdict, Verdict::Skipped(_) | Verdict::SkippedButListed(_))).count();
         let passed = self.report.entries.iter().filter(|e| e.verdict == Verdict::Passed).count();
         (applied, passed)
     }
@@ -49,7 +49,7 @@ impl Column {
     pub fn by_dialect(&self) -> Vec<(String, usize, usize)> {
         let mut out: Vec<(String, usize, usize)> = Vec::new();
         for dialect in ["acp", "acp-v2", "rpc", "wire"] {
-            let ran: Vec<&super::suite::Entry> = self.report.entries.iter().filter(|e| e.outcome.dialect.as_deref() == Some(dialect) && !matches!(e.verdict, Verdict::Skipped(_))).collect();
+            let ran: Vec<&super::suite::Entry> = self.report.entries.iter().filter(|e| e.outcome.dialect.as_deref() == Some(dialect) && !matches!(e.verdict, Verdict::Skipped(_) | Verdict::SkippedButListed(_))).collect();
             if !ran.is_empty() {
                 out.push((dialect.to_owned(), ran.len(), ran.iter().filter(|e| e.verdict == Verdict::Passed).count()));
             }
@@ -199,6 +199,7 @@ pub fn markdown(columns: &[Column], registry: &Registry, generated_at: &str, com
             .filter_map(|e| match &e.verdict {
                 Verdict::ExpectedFailure(why) => Some(format!("- `{}`: {why}", e.outcome.name)),
                 Verdict::Failed => Some(format!("- `{}`: fails, not in the baseline", e.outcome.name)),
+                Verdict::SkippedButListed(why) => Some(format!("- `{}`: skipped ({why}) but listed in the baseline", e.outcome.name)),
                 Verdict::Passed | Verdict::UnexpectedPass | Verdict::Skipped(_) => None,
             })
             .collect();

@@ -21,7 +21,7 @@ use crate::client::process::{isolate, signal_group};
 use crate::protocol::acp::{acp_validator, AcpValidator};
 use crate::protocol::acp_v2::acp_v2_validator;
 use crate::protocol::validate::{validator, SchemaDialect, Direction, FrameError};
-use crate::protocol::{ConformanceAdapter, ConformanceAdapterCapabilitiesItem, ConformanceAdapterDialectsItem, TranscriptHeaderDialect, TranscriptLine};
+use crate::protocol::{ConformanceAdapter, ConformanceAdapterCapabilitiesItem, ConformanceAdapterDialectsItem, TranscriptEffect, TranscriptEffectEffect, TranscriptHeaderDialect, TranscriptLine};
 
 /// The agent under test.
 #[derive(Debug, Clone)]
@@ -108,9 +108,181 @@ pub fn load(path: &Path) -> Result<Vec<TranscriptLine>, String> {
         validator().validate_def("TranscriptLine", &v).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
         lines.push(TranscriptLine::from_value(v).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
     }
-    match lines.first() {
-        Some(TranscriptLine::Header(_)) => Ok(lines),
-        _ => Err(format!("{}: the first line must be the header", path.display())),
+    let Some(TranscriptLine::Header(header)) = lines.first() else {
+        return Err(format!("{}: the first line must be the header", path.display()));
+    };
+    // A check charged to a requirement the header does not name would count for nothing: the
+    // header's requirements are what the transcript claims, its lines what earns them.
+    for (i, line) in lines.iter().enumerate().skip(1) {
+        let named = match line {
+            TranscriptLine::Out(l) => l.requirements.as_deref(),
+            TranscriptLine::Unordered(l) => l.requirements.as_deref(),
+            TranscriptLine::Wait(l) => l.requirements.as_deref(),
+            TranscriptLine::Effect(l) => {
+                effect_shape(l).map_err(|e| format!("{}: line {}: {e}", path.display(), i + 1))?;
+                l.requirements.as_deref()
+            }
+            TranscriptLine::Header(_)
+            | TranscriptLine::In(_)
+            | TranscriptLine::Model(_)
+            | TranscriptLine::CloseStdin(_)
+            | TranscriptLine::Exit(_)
+            | TranscriptLine::Sleep(_) => None,
+        };
+        if let Some(other) = named.into_iter().flatten().find(|r| !header.requirements.contains(r)) {
+            return Err(format!("{}: line {}: {other} is not among the header's requirements", path.display(), i + 1));
+        }
+    }
+    Ok(lines)
+}
+
+/// Why an `effect` line does not hold, or cannot be checked as written.
+#[derive(Debug, thiserror::Error)]
+pub enum EffectError {
+    /// The line lacks a field its effect needs, or has one it does not take.
+    #[error("`{effect}` effect: {why}")]
+    Shape { effect: &'static str, why: &'static str },
+    /// `file`'s path leaves the run's work directory.
+    #[error("`file` effect: {0:?} must be a relative path inside the work directory")]
+    Outside(String),
+    /// No model request held the text.
+    #[error("the model received {requests} request(s), none holding {text:?}")]
+    NotReceived { text: String, requests: usize },
+    /// The streamed reply does not hold the text.
+    #[error("the reply the host received so far does not hold {text:?}: {got:?}")]
+    NotReplied { text: String, got: String },
+    /// The file's content differs (or it is missing, or unreadable).
+    #[error("{path}: expected content {expected:?}, found {found}")]
+    Content { path: String, expected: String, found: String },
+    /// The file exists although it must not.
+    #[error("{path}: exists (content {found:?}) although it must not")]
+    Present { path: String, found: String },
+}
+
+fn effect_name(effect: TranscriptEffectEffect) -> &'static str {
+    match effect {
+        TranscriptEffectEffect::ModelReceived => "model_received",
+        TranscriptEffectEffect::ReplyReceived => "reply_received",
+        TranscriptEffectEffect::File => "file",
+    }
+}
+
+/// Checks that an `effect` line carries what its effect needs, and only that.
+fn effect_shape(l: &TranscriptEffect) -> Result<(), EffectError> {
+    let effect = effect_name(l.effect);
+    let shape = |why| Err(EffectError::Shape { effect, why });
+    match l.effect {
+        TranscriptEffectEffect::ModelReceived | TranscriptEffectEffect::ReplyReceived => {
+            if l.contains.as_deref().is_none_or(str::is_empty) {
+                return shape("needs a non-empty `contains`");
+            }
+            if l.path.is_some() || l.content.is_some() || l.absent.is_some() {
+                return shape("takes no `path`, `content` or `absent`");
+            }
+        }
+        TranscriptEffectEffect::File => {
+            let Some(path) = l.path.as_deref() else { return shape("needs `path`") };
+            if path.is_empty() || Path::new(path).is_absolute() || path.split('/').any(|c| c == "..") {
+                return Err(EffectError::Outside(path.to_owned()));
+            }
+            if l.contains.is_some() {
+                return shape("takes no `contains` (`content` is the whole file)");
+            }
+            match (&l.content, l.absent) {
+                (Some(_), None | Some(false)) | (None, Some(true)) => {}
+                (Some(_), Some(true)) => return shape("takes `content` or `absent: true`, not both"),
+                (None, None | Some(false)) => return shape("needs `content` or `absent: true`"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The assistant text a frame streams to the host, if it is such a frame: an ACP
+/// `agent_message_chunk` (v1 and v2), a wire `ContentPart` of type text, an rpc `text_delta`.
+fn streamed_text(dialect: TranscriptHeaderDialect, frame: &Value) -> Option<&str> {
+    match dialect {
+        TranscriptHeaderDialect::Acp => {
+            let update = frame.pointer("/params/update").filter(|_| frame.get("method").is_some_and(|m| m == "session/update"))?;
+            (update.get("sessionUpdate")? == "agent_message_chunk").then(|| update.pointer("/content/text")?.as_str()).flatten()
+        }
+        TranscriptHeaderDialect::Wire => {
+            let params = frame.get("params").filter(|_| frame.get("method").is_some_and(|m| m == "event"))?;
+            (params.get("type")? == "ContentPart" && params.pointer("/payload/type")? == "text").then(|| params.pointer("/payload/text")?.as_str()).flatten()
+        }
+        TranscriptHeaderDialect::Rpc => {
+            let event = frame.get("assistantMessageEvent").filter(|_| frame.get("type").is_some_and(|t| t == "message_update"))?;
+            (event.get("type")? == "text_delta").then(|| event.get("delta")?.as_str()).flatten()
+        }
+    }
+}
+
+/// Whether a string anywhere in `v` holds `text`.
+fn holds_text(v: &Value, text: &str) -> bool {
+    match v {
+        Value::String(s) => s.contains(text),
+        Value::Array(items) => items.iter().any(|i| holds_text(i, text)),
+        Value::Object(map) => map.values().any(|i| holds_text(i, text)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+/// Checks an `effect` line now. `Ok(false)`: it cannot be judged in this run (a model request
+/// when no fake server serves the model), which is neither a pass nor a failure.
+fn check_effect(run: &Run, model: Option<&FakeLlm>, work: &Path, l: &TranscriptEffect) -> Result<bool, EffectError> {
+    match l.effect {
+        TranscriptEffectEffect::ModelReceived => {
+            let Some(model) = model else { return Ok(false) };
+            let text = l.contains.clone().unwrap_or_default();
+            let requests = model.requests();
+            if requests.iter().any(|body| holds_text(body, &text)) {
+                Ok(true)
+            } else {
+                Err(EffectError::NotReceived { text, requests: requests.len() })
+            }
+        }
+        TranscriptEffectEffect::ReplyReceived => {
+            let text = l.contains.clone().unwrap_or_default();
+            let frames = run.seen.iter().flat_map(|f| match f {
+                Value::Array(members) => members.iter().collect::<Vec<_>>(),
+                single => vec![single],
+            });
+            let got: String = frames.filter_map(|f| streamed_text(run.dialect, f)).collect();
+            if got.contains(&text) {
+                Ok(true)
+            } else {
+                Err(EffectError::NotReplied { text, got })
+            }
+        }
+        TranscriptEffectEffect::File => {
+            let relative = l.path.clone().unwrap_or_default();
+            let file = work.join(&relative);
+            let read = || match std::fs::read(&file) {
+                Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+                Err(_) => None,
+            };
+            match &l.content {
+                None => match read() {
+                    None if !file.exists() => Ok(true),
+                    found => Err(EffectError::Present { path: relative, found: found.unwrap_or_default() }),
+                },
+                Some(expected) => {
+                    // The write may land just after the frame that reported it.
+                    let deadline = Instant::now() + run.timeout;
+                    loop {
+                        let found = read();
+                        if found.as_deref() == Some(expected.as_str()) {
+                            return Ok(true);
+                        }
+                        if Instant::now() > deadline {
+                            let found = found.map_or_else(|| "no such file".to_owned(), |f| format!("{f:?}"));
+                            return Err(EffectError::Content { path: relative, expected: expected.clone(), found });
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -143,7 +315,16 @@ pub fn acp_version(lines: &[TranscriptLine]) -> u64 {
                 let frame = l.frame.clone().or_else(|| l.raw.as_deref().and_then(|r| serde_json::from_str(r).ok()))?;
                 (frame.get("method")? == "initialize").then(|| frame.pointer("/params/protocolVersion").and_then(Value::as_u64)).flatten()
             }
-            _ => None,
+            TranscriptLine::In(_)
+            | TranscriptLine::Header(_)
+            | TranscriptLine::Out(_)
+            | TranscriptLine::Unordered(_)
+            | TranscriptLine::Model(_)
+            | TranscriptLine::Wait(_)
+            | TranscriptLine::CloseStdin(_)
+            | TranscriptLine::Exit(_)
+            | TranscriptLine::Sleep(_)
+            | TranscriptLine::Effect(_) => None,
         })
         .unwrap_or(1)
 }
@@ -605,7 +786,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         checked: std::collections::BTreeSet::new(),
     };
     let mut matcher = Matcher::new(temp.path().display().to_string());
-    let result = steps(&mut run, &mut matcher, &lines[1..], &header.requirements);
+    let result = steps(&mut run, &mut matcher, &lines[1..], &header.requirements, fake.as_ref(), &work);
     run.stop();
     drop(fake);
     let seen = std::mem::take(&mut run.seen);
@@ -741,7 +922,9 @@ fn blame(requirements: &Option<Vec<String>>, setup: Option<bool>) -> Cause {
     Cause::Line { requirements: requirements.clone(), setup: setup == Some(true) }
 }
 
-fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], defaults: &[String]) -> Result<(), Failure> {
+/// Plays the lines after the header. `model` is the fake server serving the model replies, when
+/// one does; `work` the run's work directory (the agent's cwd), where `file` effects look.
+fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], defaults: &[String], model: Option<&FakeLlm>, work: &Path) -> Result<(), Failure> {
     let mut pending: PendingOptional<'_> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let n = i + 2; // 1-based, after the header
@@ -828,7 +1011,24 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], default
                 }
             }
             TranscriptLine::Sleep(l) => std::thread::sleep(Duration::from_millis(l.ms)),
+            TranscriptLine::Effect(l) => match check_effect(run, model, work, l) {
+                Ok(true) => held(run, &l.requirements, None),
+                Ok(false) => {}
+                Err(e) => return Err(Failure { text: format!("line {n}: {e}"), cause: blame(&l.requirements, None) }),
+            },
         }
+    }
+    // Coverage is earned per line: a header naming a requirement that no checking line held
+    // (only `in` lines, only optional or setup lines, checks charged elsewhere) passed nothing.
+    let unearned: Vec<&str> = defaults.iter().filter(|r| !run.checked.contains(*r)).map(String::as_str).collect();
+    if !unearned.is_empty() {
+        return Err(Failure {
+            text: format!(
+                "the header names {} but no checking line charged to it held (an `out`, `unordered`, `wait` or `effect` line, neither `setup` nor `optional`): the transcript exercises nothing of it",
+                unearned.join(", ")
+            ),
+            cause: Cause::Harness,
+        });
     }
     Ok(())
 }

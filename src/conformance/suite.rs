@@ -145,12 +145,15 @@ pub enum Verdict {
     UnexpectedPass,
     /// Not run (a dialect the agent does not speak).
     Skipped(String),
+    /// Not run (the reason), although the baseline lists it: the entry claims a failure
+    /// nothing checks, so it must go.
+    SkippedButListed(String),
 }
 
 impl Verdict {
     /// Whether this verdict fails the run.
     pub fn is_failure(&self) -> bool {
-        matches!(self, Verdict::Failed | Verdict::UnexpectedPass)
+        matches!(self, Verdict::Failed | Verdict::UnexpectedPass | Verdict::SkippedButListed(_))
     }
 }
 
@@ -266,7 +269,8 @@ pub fn run_suite_with_progress(files: &[PathBuf], options: &RunOptions, baseline
 fn verdict(outcome: &mut Outcome, baseline: Option<&Baseline>) -> Verdict {
     let listed = baseline.and_then(|b| b.entry(&outcome.name));
     match (&outcome.skipped, &outcome.failure, listed) {
-        (Some(why), _, _) => Verdict::Skipped(why.clone()),
+        (Some(why), _, Some(_)) => Verdict::SkippedButListed(why.clone()),
+        (Some(why), _, None) => Verdict::Skipped(why.clone()),
         (None, None, None) => Verdict::Passed,
         (None, None, Some(_)) => Verdict::UnexpectedPass,
         (None, Some(_), Some(BaselineEntry { check: Some(id), .. })) if !outcome.charged.contains(id) => {
@@ -318,6 +322,9 @@ impl Report {
                 Verdict::UnexpectedPass => {
                     let _ = writeln!(out, "FAIL {name} ({file}): passes now; remove it from the baseline");
                 }
+                Verdict::SkippedButListed(why) => {
+                    let _ = writeln!(out, "FAIL {name} ({file}): skipped ({why}), but the baseline lists it; remove the entry");
+                }
                 Verdict::Failed => {
                     let _ = writeln!(out, "FAIL {name} ({file}) [{}]", e.outcome.requirements.join(", "));
                     let _ = writeln!(out, "  {}", e.outcome.failure.clone().unwrap_or_default().replace('\n', "\n  "));
@@ -358,7 +365,7 @@ impl Report {
     /// against the requirements of the line that failed only; a MANDATORY requirement of a
     /// dialect the agent was run on that no transcript exercised is `Unexercised`.
     pub fn requirement_results(&self, registry: &Registry) -> Vec<RequirementResult> {
-        let ran = |e: &&Entry| !matches!(e.verdict, Verdict::Skipped(_));
+        let ran = |e: &&Entry| !matches!(e.verdict, Verdict::Skipped(_) | Verdict::SkippedButListed(_));
         let dialects: std::collections::BTreeSet<&str> = self.entries.iter().filter(ran).filter_map(|e| e.outcome.dialect.as_deref()).collect();
         registry
             .iter()
@@ -368,8 +375,9 @@ impl Report {
                 let charged = |e: &&&Entry| e.outcome.failure.is_some() && ran(e) && e.outcome.charged.iter().any(|x| x == id);
                 let failed = naming.iter().filter(charged).any(|e| !e.outcome.not_testable);
                 let untestable = naming.iter().filter(charged).any(|e| e.outcome.not_testable);
-                // A transcript that passed, or one that failed later, after this requirement's lines held.
-                let passed = naming.iter().any(|e| matches!(e.verdict, Verdict::Passed | Verdict::UnexpectedPass) || (ran(e) && e.outcome.checked.iter().any(|x| x == id)));
+                // Earned per line: a checking line charged to it held (in a transcript that passed,
+                // or one that failed later); a transcript merely naming it proves nothing.
+                let passed = naming.iter().any(|e| ran(e) && e.outcome.checked.iter().any(|x| x == id));
                 let status = if failed {
                     RequirementStatus::Fail
                 } else if untestable {
@@ -437,10 +445,11 @@ impl Report {
                 Verdict::ExpectedFailure(_) => "expected_failure",
                 Verdict::UnexpectedPass => "unexpected_pass",
                 Verdict::Skipped(_) => "skipped",
+                Verdict::SkippedButListed(_) => "skipped_but_listed",
             };
             let reason = match &e.verdict {
-                Verdict::ExpectedFailure(r) | Verdict::Skipped(r) => Some(r.clone()),
-                _ => None,
+                Verdict::ExpectedFailure(r) | Verdict::Skipped(r) | Verdict::SkippedButListed(r) => Some(r.clone()),
+                Verdict::Passed | Verdict::Failed | Verdict::UnexpectedPass => None,
             };
             let line = json!({"transcript": e.path.display().to_string(), "name": e.outcome.name, "requirements": e.outcome.requirements,
                               "agent": self.agent, "verdict": verdict, "passed": !e.verdict.is_failure(), "failure": e.outcome.failure,
@@ -489,6 +498,9 @@ impl Report {
                 }
                 Verdict::UnexpectedPass => {
                     let _ = writeln!(out, "><failure message=\"passes now; remove it from the baseline\"/></testcase>");
+                }
+                Verdict::SkippedButListed(why) => {
+                    let _ = writeln!(out, "><failure message=\"skipped ({}), but the baseline lists it; remove the entry\"/></testcase>", xml(why));
                 }
                 Verdict::Failed => {
                     let failure = e.outcome.failure.clone().unwrap_or_default();
@@ -546,7 +558,8 @@ mod tests {
             failure: failure.map(|(f, _)| f.to_owned()),
             charged: failure.map(|(_, c)| c.iter().map(|r| (*r).to_owned()).collect()).unwrap_or_default(),
             not_testable: false,
-            checked: Vec::new(),
+            // A passing transcript's lines held for all it names.
+            checked: if failure.is_none() { requirements.iter().map(|r| (*r).to_owned()).collect() } else { Vec::new() },
             skipped: None,
             duration: Duration::from_millis(5),
             last_frames: vec![json!({"type": "x<y"})],
@@ -659,6 +672,38 @@ mod tests {
         let text = report.text();
         assert!(text.contains("FAIL t (t.jsonl): passes now; remove it from the baseline"), "{text}");
         assert!(text.contains("FAIL baseline entry gone: no such transcript; remove it"), "{text}");
+    }
+
+    #[test]
+    fn a_passing_transcript_whose_lines_checked_nothing_exercises_nothing() {
+        let registry = registry();
+        // It passed, names R-1, and no checking line of it held (only `in` lines, say).
+        let mut vacuous = outcome("t", &["R-1"], None);
+        vacuous.checked.clear();
+        let entries = vec![Entry { path: "t.jsonl".into(), outcome: vacuous, verdict: Verdict::Passed }];
+        let mut report = Report { agent: "pi".into(), entries, unknown_baseline_entries: vec![], unexercised: vec![], coverage_judged: false };
+        assert_eq!(report.requirement_results(&registry)[0].status, RequirementStatus::NotTested);
+        report.judge_coverage(&registry);
+        assert_eq!(report.unexercised, ["R-1", "R-2"]);
+        assert!(!report.passed());
+    }
+
+    #[test]
+    fn a_baseline_entry_for_a_skipped_transcript_is_stale() {
+        let b = Baseline::parse("t  # fails on pi\nu:R-1  # one check").unwrap();
+        let skipped = |name: &str| {
+            let mut o = outcome(name, &["R-1"], None);
+            o.skipped = Some("AGENTWIRE tier".into());
+            o
+        };
+        let (mut t, mut u, mut v) = (skipped("t"), skipped("u"), skipped("v"));
+        assert_eq!(verdict(&mut t, Some(&b)), Verdict::SkippedButListed("AGENTWIRE tier".into()));
+        assert_eq!(verdict(&mut u, Some(&b)), Verdict::SkippedButListed("AGENTWIRE tier".into()));
+        assert_eq!(verdict(&mut v, Some(&b)), Verdict::Skipped("AGENTWIRE tier".into()), "an unlisted skip is no failure");
+        let entries = vec![Entry { path: "t.jsonl".into(), outcome: t, verdict: Verdict::SkippedButListed("AGENTWIRE tier".into()) }];
+        let report = Report { agent: "pi".into(), entries, unknown_baseline_entries: vec![], unexercised: vec![], coverage_judged: false };
+        assert!(!report.passed());
+        assert!(report.text().contains("FAIL t (t.jsonl): skipped (AGENTWIRE tier), but the baseline lists it; remove the entry"), "{}", report.text());
     }
 
     #[test]

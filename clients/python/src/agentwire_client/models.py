@@ -3997,11 +3997,49 @@ class TranscriptSleep(BaseModel):
     """
 
 
+class TranscriptEffect(BaseModel):
+    """
+    Something the agent must have done beyond its frames, checked when every earlier line is satisfied: the model it was pointed at received a request (`model_received`), the model's reply reached the host (`reply_received`), or a file of the run's work directory holds a content or is absent (`file`). A checking line like `out`: when it holds it exercises its requirements.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    kind: Literal["effect"] = "effect"
+    """
+    Line kind.
+    """
+    effect: Literal["model_received", "reply_received", "file"]
+    """
+    What is checked. `model_received`: one of the model requests the run's fake model server received so far has a string holding `contains` (the user's prompt, a tool's real output); not judged when agentwire plays the replies with its offline model (`--model-script`), which no server sees. `reply_received`: the text the agent streamed to the host so far (ACP `agent_message_chunk` text, wire `ContentPart` text, rpc `text_delta`s, joined) holds `contains`. `file`: the file at `path` holds exactly `content` (waited for up to the frame timeout), or, with `absent`, does not exist.
+    """
+    contains: Optional[str] = None
+    """
+    The text `model_received` and `reply_received` look for.
+    """
+    path: Optional[str] = None
+    """
+    `file`: a path relative to the run's work directory (the agent's cwd).
+    """
+    content: Optional[str] = None
+    """
+    `file`: the file's whole content.
+    """
+    absent: Optional[bool] = None
+    """
+    `file`: the file must not exist (a denied write).
+    """
+    requirements: Optional[List[str]] = None
+    """
+    The requirement ids a failure of this line is charged to (default: the header's). A line checking an ADVISORY detail names only that requirement, so it does not turn the transcript's MANDATORY ones red.
+    """
+
+
 class TranscriptLine(
-    RootModel[Union[TranscriptHeader, TranscriptIn, TranscriptOut, TranscriptUnordered, TranscriptModel, TranscriptWait, TranscriptCloseStdin, TranscriptExit, TranscriptSleep]]
+    RootModel[Union[TranscriptHeader, TranscriptIn, TranscriptOut, TranscriptUnordered, TranscriptModel, TranscriptWait, TranscriptCloseStdin, TranscriptExit, TranscriptSleep, TranscriptEffect]]
 ):
     root: Annotated[
-        Union[TranscriptHeader, TranscriptIn, TranscriptOut, TranscriptUnordered, TranscriptModel, TranscriptWait, TranscriptCloseStdin, TranscriptExit, TranscriptSleep],
+        Union[TranscriptHeader, TranscriptIn, TranscriptOut, TranscriptUnordered, TranscriptModel, TranscriptWait, TranscriptCloseStdin, TranscriptExit, TranscriptSleep, TranscriptEffect],
         Field(discriminator="kind"),
     ]
     """

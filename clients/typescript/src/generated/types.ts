@@ -285,7 +285,8 @@ export type TranscriptLine =
   | TranscriptWait
   | TranscriptCloseStdin
   | TranscriptExit
-  | TranscriptSleep;
+  | TranscriptSleep
+  | TranscriptEffect;
 /**
  * A part of user input or streamed content, discriminated by `type`.
  *
@@ -4780,6 +4781,44 @@ export interface TranscriptSleep {
    * Milliseconds.
    */
   ms: number;
+}
+/**
+ * Something the agent must have done beyond its frames, checked when every earlier line is satisfied: the model it was pointed at received a request (`model_received`), the model's reply reached the host (`reply_received`), or a file of the run's work directory holds a content or is absent (`file`). A checking line like `out`: when it holds it exercises its requirements.
+ *
+ * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
+ * via the `definition` "TranscriptEffect".
+ */
+export interface TranscriptEffect {
+  /**
+   * Line kind.
+   */
+  kind: "effect";
+  /**
+   * What is checked. `model_received`: one of the model requests the run's fake model server received so far has a string holding `contains` (the user's prompt, a tool's real output); not judged when agentwire plays the replies with its offline model (`--model-script`), which no server sees. `reply_received`: the text the agent streamed to the host so far (ACP `agent_message_chunk` text, wire `ContentPart` text, rpc `text_delta`s, joined) holds `contains`. `file`: the file at `path` holds exactly `content` (waited for up to the frame timeout), or, with `absent`, does not exist.
+   */
+  effect: "model_received" | "reply_received" | "file";
+  /**
+   * The text `model_received` and `reply_received` look for.
+   */
+  contains?: string;
+  /**
+   * `file`: a path relative to the run's work directory (the agent's cwd).
+   */
+  path?: string;
+  /**
+   * `file`: the file's whole content.
+   */
+  content?: string;
+  /**
+   * `file`: the file must not exist (a denied write).
+   */
+  absent?: boolean;
+  /**
+   * The requirement ids a failure of this line is charged to (default: the header's). A line checking an ADVISORY detail names only that requirement, so it does not turn the transcript's MANDATORY ones red.
+   *
+   * Items: A requirement id of the registry.
+   */
+  requirements?: string[];
 }
 /**
  * How `agentwire conformance run --adapter FILE` starts an agent and points it at the run's fake OpenAI-compatible server (which serves the transcript's `model` replies). Every string may hold `{{baseUrl}}` (the server's `http://127.0.0.1:PORT/v1`), `{{origin}}` (`http://127.0.0.1:PORT`, for Gemini and Anthropic clients), `{{model}}` (the model id it serves), `{{home}}` (the run's HOME), `{{config}}`, `{{work}}` (the agent's working directory), `{{tmp}}`, `{{dialect}}` (`rpc` or `wire`, the transcript's) `{{agentwire}}` (this agentwire binary) and `{{modelScript}}` (the transcript's `model` replies as a `--model-script` file, for agentwire itself).
