@@ -894,7 +894,7 @@ export interface AbortRetryCommand {
   type: "abort_retry";
 }
 /**
- * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries only the step (`assistantMessageEvent` with its delta), without the top-level `message` snapshot and without `assistantMessageEvent.partial`: a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default depends on the profile: `false` in the default profile (pi 1.6.0's delta-only `message_update`, docs/json.md "Reconstruct streaming messages"), `true` under `--rpc-profile pi-0.73` (pi 0.73's snapshots). The choice lasts for the process (every session it switches to).
+ * agentwire: choose how events are streamed to this host. With `partialMessages:false`, `message_update` carries the step (`assistantMessageEvent` with its delta) without the top-level `message` snapshot and without `assistantMessageEvent.partial` (in the default profile also pi 1.6's `usage` and omp's `messageId`; under `--rpc-profile pi-0.73` the step alone): a long reply then costs output linear in its length instead of quadratic. `message_end` always carries the whole message. The default depends on the profile: `false` in the default profile (pi 1.6.0's delta-only `message_update`, docs/json.md "Reconstruct streaming messages"), `true` under `--rpc-profile pi-0.73` (pi 0.73's snapshots). The choice lasts for the process (every session it switches to).
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "SetEventOptionsCommand".
