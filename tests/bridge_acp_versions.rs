@@ -177,3 +177,80 @@ fn a_v2_host_in_front_of_an_rpc_agent_is_offered_no_mcp_and_told_after_the_sessi
     assert!(answered < frames.len() - 1);
     finish(&mut bridge);
 }
+
+/// The agent's own answer to `initialize` as the agent itself gives it (what the bridge must
+/// pass on): agentwire's provider-keys method, no terminal one (the bridge offers no terminal).
+fn is_provider_keys(method: &Value) -> bool {
+    method["methodId"] == "provider-keys" || method["id"] == "provider-keys"
+}
+
+/// A v2 host in front of agentwire's own v1 ACP agent sees the agent's auth method, and
+/// `auth/login` reaches the agent: its answer comes back, and so do its errors, code, message
+/// and data as it gave them (with no provider key it answers -32000; an unknown method -32602
+/// naming `/methodId`).
+#[test]
+fn a_v2_host_sees_a_v1_agents_auth_methods_and_its_login_reaches_the_agent() {
+    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), "acp", &[json!({"text": "x"})], &["--agent-acp-version", "1"]);
+    let init = init_v2(&mut bridge);
+    let methods = init["result"]["authMethods"].as_array().cloned().unwrap_or_default();
+    assert_eq!(methods.len(), 1, "the agent's one method: {init}");
+    assert!(is_provider_keys(&methods[0]) && methods[0]["type"] == "agent", "{init}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "auth/login", "params": {"methodId": "provider-keys"}}));
+    let login = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    assert_eq!(login["error"]["code"], -32000, "the agent's own answer: no key: {login}");
+    assert!(login["error"]["message"].as_str().unwrap_or_default().contains("no provider has an API key"), "{login}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "auth/login", "params": {"methodId": "nope"}}));
+    let unknown = bridge.until(|f| f["id"] == 2).pop().unwrap();
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(unknown["error"]["message"].as_str().unwrap_or_default().contains("provider-keys"), "the agent's message: {unknown}");
+    assert!(unknown["error"]["data"].to_string().contains("/methodId"), "the agent's data: {unknown}");
+    // The v1 agent offers `logout`: v2's `auth/logout` reaches it.
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "auth/logout", "params": {}}));
+    let logout = bridge.until(|f| f["id"] == 3).pop().unwrap();
+    assert!(logout["result"].is_object(), "{logout}");
+    finish(&mut bridge);
+}
+
+/// With a provider key the agent's own `authenticate` succeeds, and that answer comes back.
+#[test]
+fn a_v2_host_logs_in_to_a_v1_agent_that_has_a_key() {
+    let env = [("OPENAI_API_KEY", std::ffi::OsString::from("sk-bridge-test"))];
+    let mut bridge = Bridge::start_acp_versions_with(acp_v2_validator(), "acp", &[json!({"text": "x"})], &["--agent-acp-version", "1"], &env);
+    init_v2(&mut bridge);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "auth/login", "params": {"methodId": "provider-keys"}}));
+    let login = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    assert!(login["result"].is_object(), "{login}");
+    finish(&mut bridge);
+}
+
+/// A v1 host in front of agentwire's own v2 agent (`--agent-acp-version 2`): the agent's method
+/// in v1's shape, `authenticate` sent on as v2's `auth/login`, `logout` offered and sent on.
+#[test]
+fn a_v1_host_sees_a_v2_agents_auth_methods_and_its_authenticate_reaches_the_agent() {
+    let mut bridge = Bridge::start_acp_versions(acp_validator(), "acp", &[json!({"text": "x"})], &["--agent-acp-version", "2"]);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}));
+    let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
+    let methods = init["result"]["authMethods"].as_array().cloned().unwrap_or_default();
+    assert!(methods.len() == 1 && is_provider_keys(&methods[0]), "{init}");
+    assert!(init["result"]["agentCapabilities"]["auth"]["logout"].is_object(), "{init}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "authenticate", "params": {"methodId": "provider-keys"}}));
+    let login = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    assert_eq!(login["error"]["code"], -32000, "the agent's own answer: no key: {login}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "logout", "params": {}}));
+    let logout = bridge.until(|f| f["id"] == 2).pop().unwrap();
+    assert!(logout["result"].is_object(), "{logout}");
+    finish(&mut bridge);
+}
+
+/// An rpc agent has no auth methods a host could name: none are advertised, and `auth/login`
+/// is refused as before.
+#[test]
+fn a_v2_host_in_front_of_an_rpc_agent_sees_no_auth_methods() {
+    let mut bridge = Bridge::start_acp_versions(acp_v2_validator(), "rpc", &[json!({"text": "x"})], &[]);
+    let init = init_v2(&mut bridge);
+    assert_eq!(init["result"]["authMethods"].as_array().map_or(0, Vec::len), 0, "{init}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "auth/login", "params": {"methodId": "provider-keys"}}));
+    let login = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    assert_eq!(login["error"]["code"], -32601, "{login}");
+    finish(&mut bridge);
+}

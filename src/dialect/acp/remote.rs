@@ -25,11 +25,11 @@ use crate::core::events::RunOutcome;
 use crate::core::port::Decision;
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Setting, SettingValue, Submitted};
 use crate::client::{AcpClient, AcpClientError};
-use crate::dialect::remote::{approve, failed, Answer, Owed, WIND_DOWN};
+use crate::dialect::remote::{approve, failed, refused, Answer, Owed, WIND_DOWN};
 use super::router::{Router, Sorted, Streams};
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{
-    AcpClientHandler, AvailableCommand, ContentBlock, EnvVariable, HttpHeader, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
+    AcpClientHandler, AuthMethod, AuthMethodId, AuthenticateRequest, AvailableCommand, ContentBlock, LogoutRequest, EnvVariable, HttpHeader, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
     SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionUpdate, SetSessionConfigOptionRequest, StopReason, ToolCallContent, ToolCallStatus,
 };
 use crate::core::mcp::{McpServerConfig, StartFailure};
@@ -535,6 +535,38 @@ impl AcpClientHandler for Permissions {
 /// Any front's ACP sessions: each in the directory the host names.
 impl crate::core::MakeAgent for AcpAgents {
     type Agent = AcpRemote;
+
+    /// The agent's `agent` methods from its `initialize` answer. A `terminal` one is left out:
+    /// the host would run its own command line (the bridge's) with the method's arguments,
+    /// which is not the agent's login (the bridge does not offer terminal auth to the agent).
+    fn auth_methods(&self) -> Vec<crate::core::AuthMethod> {
+        let Some(agent) = self.client.agent() else { return Vec::new() };
+        agent
+            .auth_methods
+            .into_iter()
+            .filter_map(|method| match method {
+                AuthMethod::AuthMethodAgent(m) => Some(crate::core::AuthMethod::new(m.id.0, m.name).with_description(m.description)),
+                AuthMethod::Object { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The agent's `authenticate`; its error comes back as it gave it.
+    async fn authenticate(&self, method: &str) -> CoreResult<()> {
+        let request = AuthenticateRequest::new(AuthMethodId(method.to_owned()));
+        self.client.request::<crate::protocol::acp::methods::Authenticate>(&request).await.map(drop).map_err(refused)
+    }
+
+    fn can_logout(&self) -> bool {
+        self.client.agent().is_some_and(|a| a.agent_capabilities.auth.logout.is_some())
+    }
+
+    async fn logout(&self) -> CoreResult<()> {
+        if !self.can_logout() {
+            return Err(CoreError::Unsupported("the agent does not log out: its initialize answer leaves out agentCapabilities.auth.logout".into()));
+        }
+        self.client.request::<crate::protocol::acp::methods::Logout>(&LogoutRequest::new()).await.map(drop).map_err(refused)
+    }
 
     fn make(&self, host: Host) -> CoreResult<AcpRemote> {
         Ok(self.agent(host, None))
