@@ -254,3 +254,85 @@ fn a_v2_host_in_front_of_an_rpc_agent_sees_no_auth_methods() {
     assert_eq!(login["error"]["code"], -32601, "{login}");
     finish(&mut bridge);
 }
+
+/// `tests/fixtures/extension_acp_agent.py`: a v1 agent that switches its model on its own and
+/// sends `_auth/status_update` extension notifications.
+fn extension_agent() -> Vec<std::ffi::OsString> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/extension_acp_agent.py");
+    vec!["python3".into(), script.into()]
+}
+
+fn is_config_update(f: &Value) -> bool {
+    f["params"]["update"]["sessionUpdate"] == "config_option_update"
+}
+
+fn current_model(update: &Value) -> Option<&str> {
+    update["params"]["update"]["configOptions"].as_array()?.iter().find(|o| o["configId"] == "model" || o["id"] == "model")?["currentValue"].as_str()
+}
+
+/// The agent switches its model on its own, during a prompt and with none running: a v2 host
+/// in front of it (translated) hears each switch as v2's `config_option_update`, in order. Its
+/// `_auth/status_update` extension has no v2 counterpart here and is dropped.
+#[test]
+fn a_v2_host_hears_of_a_v1_agents_own_config_changes() {
+    let mut bridge = Bridge::spawn_checked("acp", &[], &extension_agent(), &[], tempfile::tempdir().unwrap(), acp_v2_validator());
+    init_v2(&mut bridge);
+    let session = new_session(&mut bridge);
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    let during = bridge.until(is_config_update);
+    assert_eq!(current_model(during.last().unwrap()), Some("beta"), "{during:#?}");
+    let mut frames = bridge.until(is_idle);
+    frames.extend(bridge.until(is_config_update));
+    let after = frames.last().unwrap();
+    assert_eq!(current_model(after), Some("alpha"), "the switch back, after the turn: {frames:#?}");
+    assert_eq!(after["params"]["sessionId"], session.as_str(), "{after}");
+    assert!(frames.iter().chain(&during).all(|f| f["method"] != "_auth/status_update"), "{frames:#?}");
+    finish(&mut bridge);
+}
+
+/// A v1 host in front of the same v1 agent is proxied: the agent's `_auth/status_update`
+/// extension notifications reach the host unchanged, and the bridge does not report them as
+/// frames that do not fit the schema (ACP allows `_` methods).
+#[test]
+fn a_proxied_agents_extension_notifications_pass_unremarked() {
+    use std::io::{BufRead, Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(["bridge", "--serve", "acp", "--"])
+        .args(extension_agent())
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut read_until = |done: &dyn Fn(&Value) -> bool| -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let mut line = String::new();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "the bridge's output ended: {seen:#?}");
+            let frame: Value = serde_json::from_str(&line).unwrap();
+            let end = done(&frame);
+            seen.push(frame);
+            if end {
+                return seen;
+            }
+        }
+    };
+    let cwd = dir.path().display().to_string();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})).unwrap();
+    let status = read_until(&|f| f["method"] == "_auth/status_update");
+    assert_eq!(status.last().unwrap()["params"], json!({"status": "signed_in"}), "unchanged: {status:#?}");
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}})).unwrap();
+    read_until(&|f| f["id"] == 1);
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}})).unwrap();
+    let frames = read_until(&|f| f["id"] == 2);
+    assert!(frames.iter().any(|f| f["method"] == "_auth/status_update" && f["params"]["status"] == "refreshed"), "{frames:#?}");
+    drop(stdin);
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(!stderr.contains("does not fit"), "the extension notifications were reported: {stderr}");
+}

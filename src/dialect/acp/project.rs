@@ -300,6 +300,9 @@ impl AcpSessionHost {
                 self.update(SessionUpdate::SessionInfoUpdate { meta: None, title: Some(name), updated_at: None }).await;
             }
             AgentEvent::TodosChanged { phases } => self.update(plan(phases)).await,
+            AgentEvent::SettingsChanged { settings } => {
+                self.update(SessionUpdate::ConfigOptionUpdate { config_options: settings.iter().map(super::config::setting).collect(), meta: None }).await;
+            }
             // The one notice the core sends (the step limit) is the prompt's `max_turn_requests`.
             AgentEvent::Notice { .. } => {}
         }

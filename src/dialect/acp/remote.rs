@@ -88,7 +88,7 @@ impl AcpAgents {
         // The permission handler needs the router, which needs the client's updates.
         let slot: Arc<std::sync::OnceLock<V1Router>> = Arc::default();
         let (client, updates) = AcpClient::over(input, out, closer, Permissions { router: slot.clone() }, Some(initialized));
-        let router = Router::start(updates, sort);
+        let router = Router::start(updates, sort, setting);
         let _ = slot.set(router.clone());
         Self { client, router, cwd, ready: Arc::default() }
     }

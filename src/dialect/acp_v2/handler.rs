@@ -50,15 +50,7 @@ impl<A> std::fmt::Debug for AcpV2Server<A> {
 
 /// v1's config options in v2's shape (v2 names the id `configId`).
 fn config_options(agent: &impl AgentCore) -> Vec<SessionConfigOption> {
-    config::options(agent)
-        .iter()
-        .filter_map(|o| {
-            let mut v = serde_json::to_value(o).ok()?;
-            let id = v.as_object_mut()?.remove("id")?;
-            v.as_object_mut()?.insert("configId".into(), id);
-            serde_json::from_value(v).ok()
-        })
-        .collect()
+    config::options(agent).iter().filter_map(super::project::config_option).collect()
 }
 
 /// The session's slash commands; those that take text carry it as their `input` hint.

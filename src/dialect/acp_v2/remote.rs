@@ -80,7 +80,7 @@ impl AcpV2Agents {
         // The permission handler needs the router, which needs the client's updates.
         let slot: Arc<std::sync::OnceLock<V2Router>> = Arc::default();
         let (client, updates) = AcpV2Client::over(input, out, closer, Permissions { router: slot.clone() });
-        let router = Router::start(updates, sort);
+        let router = Router::start(updates, sort, setting);
         let _ = slot.set(router.clone());
         Self { client, router, cwd }
     }
