@@ -336,3 +336,23 @@ fn a_proxied_agents_extension_notifications_pass_unremarked() {
     assert!(child.wait().unwrap().success());
     assert!(!stderr.contains("does not fit"), "the extension notifications were reported: {stderr}");
 }
+
+/// An agent that wants authentication before any session (codex-acp without a key answers
+/// `session/new` -32000): a v2 host in front of it (translated) is served, sees its method,
+/// logs in through the bridge, and then gets a session with the agent's own options.
+#[test]
+fn a_v2_host_logs_in_to_an_agent_that_wants_it_before_a_session() {
+    let mut agent = extension_agent();
+    agent.push("--auth".into());
+    let mut bridge = Bridge::spawn_checked("acp", &[], &agent, &[], tempfile::tempdir().unwrap(), acp_v2_validator());
+    let init = init_v2(&mut bridge);
+    assert_eq!(init["result"]["authMethods"][0]["methodId"], "fixture-login", "{init}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "auth/login", "params": {"methodId": "fixture-login"}}));
+    let login = bridge.until(|f| f["id"] == 1).pop().unwrap();
+    assert!(login["result"].is_object(), "{login}");
+    let cwd = bridge.dir.path().display().to_string();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let answer = bridge.until(|f| f["id"] == 2).pop().unwrap();
+    assert!(option_ids(&answer["result"]["configOptions"]).contains(&"model".to_owned()), "the agent's own options: {answer}");
+    finish(&mut bridge);
+}

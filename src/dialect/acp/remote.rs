@@ -61,6 +61,9 @@ pub struct AcpAgents {
     /// A session opened before the front asked (so its first session's config options are
     /// known at once); the first front session takes it.
     ready: Arc<Mutex<Option<Opened>>>,
+    /// The agent wanted authentication before that first session: it is opened once the host
+    /// has authenticated.
+    first_after_auth: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// An agent session and what a run of it reads.
@@ -90,15 +93,26 @@ impl AcpAgents {
         let (client, updates) = AcpClient::over(input, out, closer, Permissions { router: slot.clone() }, Some(initialized));
         let router = Router::start(updates, sort, setting);
         let _ = slot.set(router.clone());
-        Self { client, router, cwd, ready: Arc::default() }
+        Self { client, router, cwd, ready: Arc::default(), first_after_auth: Arc::default() }
     }
 
-    /// Opens the first session now (its refusal, an agent that wants authentication say, ends
-    /// the bridge before the host is served).
+    /// Opens the first session now. An agent that wants authentication first (-32000, with
+    /// methods to offer) gets it from the host: the session is opened once the host has
+    /// authenticated. Any other refusal is returned (it ends the bridge before the host is
+    /// served).
     pub async fn open_first(&self) -> Result<(), AcpClientError> {
-        let opened = self.open(&self.cwd, Vec::new()).await?;
-        *lock(&self.ready) = Some(opened);
-        Ok(())
+        match self.open(&self.cwd, Vec::new()).await {
+            Ok(opened) => {
+                *lock(&self.ready) = Some(opened);
+                Ok(())
+            }
+            Err(crate::client::CallError::Rejected { error, .. }) if error.code == crate::jsonrpc::ErrorCode::AuthRequired && !crate::core::MakeAgent::auth_methods(self).is_empty() => {
+                tracing::info!("the agent wants authentication before a session: the host is offered its methods");
+                self.first_after_auth.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Opens an agent session in `cwd` with the host's MCP `servers`.
@@ -554,7 +568,14 @@ impl crate::core::MakeAgent for AcpAgents {
     /// The agent's `authenticate`; its error comes back as it gave it.
     async fn authenticate(&self, method: &str) -> CoreResult<()> {
         let request = AuthenticateRequest::new(AuthMethodId(method.to_owned()));
-        self.client.request::<crate::protocol::acp::methods::Authenticate>(&request).await.map(drop).map_err(refused)
+        self.client.request::<crate::protocol::acp::methods::Authenticate>(&request).await.map_err(refused)?;
+        // The first session the agent refused before: its options are known at `session/new`.
+        if self.first_after_auth.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            if let Err(e) = self.open_first().await {
+                tracing::warn!("the agent refused `session/new` after authentication: {e}");
+            }
+        }
+        Ok(())
     }
 
     fn can_logout(&self) -> bool {
