@@ -356,3 +356,24 @@ fn a_v2_host_logs_in_to_an_agent_that_wants_it_before_a_session() {
     assert!(option_ids(&answer["result"]["configOptions"]).contains(&"model".to_owned()), "the agent's own options: {answer}");
     finish(&mut bridge);
 }
+
+/// The same agent in v2, a v1 host in front of it (`--agent-acp-version 2`): each switch the
+/// agent makes on its own reaches the host once, as v1's `config_option_update`.
+#[test]
+fn a_v1_host_hears_of_a_v2_agents_own_config_changes_once_each() {
+    let mut agent = extension_agent();
+    agent.push("--v2".into());
+    let mut bridge = Bridge::spawn_checked("acp", &["--agent-acp-version", "2"], &agent, &[], tempfile::tempdir().unwrap(), acp_validator());
+    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}));
+    bridge.until(|f| f["id"] == 0);
+    let cwd = bridge.dir.path().display().to_string();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let session = bridge.until(|f| f["id"] == 1).pop().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned();
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}));
+    let mut frames = bridge.until(|f| f["id"] == 2);
+    assert_eq!(frames.last().unwrap()["result"]["stopReason"], "end_turn", "{frames:#?}");
+    frames.extend(bridge.until(|f| is_config_update(f) && current_model(f) == Some("alpha")));
+    let switches: Vec<Option<&str>> = frames.iter().filter(|f| is_config_update(f)).map(current_model).collect();
+    assert_eq!(switches, [Some("beta"), Some("alpha")], "{frames:#?}");
+    finish(&mut bridge);
+}

@@ -580,7 +580,8 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         // A slash command (`/model`) or the run changed a setting: the client hears of it
         // before the prompt's answer.
         let options = config::options(&*live.agent);
-        if options != options_before {
+        let announced = lock(&live.host.state).announced_options.take();
+        if options != options_before && announced.as_ref() != Some(&options) {
             *lock(&live.host.context_window) = live.agent.current_model().map(|m| m.context_window);
             live.host.update(SessionUpdate::ConfigOptionUpdate { config_options: options, meta: None }).await;
         }

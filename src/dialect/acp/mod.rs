@@ -94,6 +94,9 @@ struct SessionState {
     calls: HashMap<String, CallInfo>,
     /// The tools the user answered `allow_always` or `reject_always` for.
     standing: port::Standing,
+    /// The config options last sent because the agent changed them on its own: the prompt's
+    /// end does not send the same again.
+    announced_options: Option<Vec<crate::protocol::acp::SessionConfigOption>>,
 }
 
 /// One ACP session's side of the core: its event sink and host port.
