@@ -201,16 +201,26 @@ fn a_v2_host_in_front_of_opencode_which_speaks_v1_is_translated() {
     assert!(status.success(), "{status}");
 }
 
-/// A v2 host in front of opencode (translated) sees opencode's own `model` and `mode` config
-/// options, switches the model, and opencode's answer (its new current model) reaches the host.
+/// A v2 host in front of opencode (translated) sees opencode's own auth method
+/// (`opencode-login`, whose `auth/login` reaches opencode and is answered by it) and its own
+/// `model` and `mode` config options, switches the model, and opencode's answer (its new
+/// current model) reaches the host.
 #[test]
-fn a_v2_host_in_front_of_opencode_sees_its_model_and_mode_and_switches_the_model() {
+fn a_v2_host_in_front_of_opencode_sees_its_auth_method_model_and_mode_and_switches_the_model() {
     let Some(opencode) = opencode() else { return eprintln!("{SKIP}") };
     let (dir, env, agent, llm) = set_up(&opencode, vec![json!({"text": "x"})]);
     let cwd = dir.path().display().to_string();
     let mut bridge = Bridge::spawn_checked("acp", &[], &agent, &env, dir, agentwire::protocol::acp_v2::acp_v2_validator());
     bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}}));
-    bridge.until(|f| f["id"] == 0);
+    let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
+    let methods = init["result"]["authMethods"].as_array().cloned().unwrap_or_default();
+    assert!(methods.iter().any(|m| m["methodId"] == "opencode-login" && m["type"] == "agent"), "opencode's auth method: {init}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 10, "method": "auth/login", "params": {"methodId": "opencode-login"}}));
+    let login = bridge.until(|f| f["id"] == 10).pop().unwrap();
+    assert!(login["result"].is_object(), "opencode's own answer: {login}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 11, "method": "auth/login", "params": {"methodId": "nope"}}));
+    let refused = bridge.until(|f| f["id"] == 11).pop().unwrap();
+    assert_eq!((refused["error"]["code"].as_i64(), &refused["error"]["data"]["methodId"]), (Some(-32602), &json!("nope")), "opencode's own error: {refused}");
     bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
     let answer = bridge.until(|f| f["id"] == 1).pop().unwrap();
     let options = answer["result"]["configOptions"].as_array().cloned().unwrap_or_default();

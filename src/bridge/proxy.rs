@@ -70,9 +70,11 @@ fn problems<S: Side>(line: Line<S>) -> Option<String> {
     }
 }
 
-/// What the decoder refused or ignored in one message.
+/// What the decoder refused or ignored in one message. A `_`-prefixed notification is an
+/// extension ACP allows (codex-acp's `_auth/status_update`): it passes on unremarked.
 fn problem<S: Side>(decoded: Decoded<S>) -> Option<String> {
     match decoded {
+        Ok(Inbound::Ignored { method, .. }) if method.starts_with('_') => None,
         Ok(Inbound::Ignored { method, reason }) => Some(format!("{method}: {reason}")),
         Ok(Inbound::Request { .. } | Inbound::Notification(_) | Inbound::Response { .. }) => None,
         Err(frame) => Some(frame.error.message),

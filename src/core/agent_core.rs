@@ -159,6 +159,34 @@ impl SettingValue {
     }
 }
 
+/// A way to authenticate that the agent carries out itself once the host names it (ACP's
+/// `agent` authentication method): the host only chooses. Authentication comes before any
+/// session, so the agents' maker offers it ([`MakeAgent::auth_methods`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthMethod {
+    /// Its id, which the host names to authenticate.
+    pub id: String,
+    /// Its name, for people.
+    pub name: String,
+    /// What it does.
+    pub description: Option<String>,
+}
+
+impl AuthMethod {
+    /// The method `id`, called `name`.
+    pub fn new(id: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { id: id.into(), name: name.into(), description: None }
+    }
+
+    /// The same, described.
+    #[must_use]
+    pub fn with_description(mut self, description: Option<String>) -> Self {
+        self.description = description;
+        self
+    }
+}
+
 /// What a state snapshot carries beyond the state itself, on request (rpc `get_state` with
 /// `dumpTools` / `systemPrompt`). Both are large (every tool's parameter schema; the whole
 /// prompt) and rarely read, so a plain `get_state` leaves them out (omp sends them in every
@@ -664,6 +692,28 @@ pub trait MakeAgent: Send + Sync + 'static {
     fn make_in(&self, host: Host, cwd: &std::path::Path) -> CoreResult<Self::Agent> {
         let _ = cwd;
         self.make(host)
+    }
+
+    /// The ways the host may authenticate with the agents built here, offered before any
+    /// session exists (ACP's `authMethods`). Default: none.
+    fn auth_methods(&self) -> Vec<AuthMethod> {
+        Vec::new()
+    }
+
+    /// Authenticates with `method` (one of [`MakeAgent::auth_methods`]).
+    fn authenticate(&self, method: &str) -> impl Future<Output = CoreResult<()>> + Send {
+        let _ = method;
+        async { Err(unsupported("authenticate")) }
+    }
+
+    /// Whether [`MakeAgent::logout`] is offered. Default: no.
+    fn can_logout(&self) -> bool {
+        false
+    }
+
+    /// Forgets the authentication.
+    fn logout(&self) -> impl Future<Output = CoreResult<()>> + Send {
+        async { Err(unsupported("logout")) }
     }
 }
 

@@ -26,6 +26,30 @@ pub enum CoreError {
     /// An unexpected failure (I/O, a provider).
     #[error("{0}")]
     Internal(String),
+    /// The agent behind (one driven over a JSON-RPC connection, behind the bridge) refused
+    /// with an error of its own; a front speaking the agent's protocol passes it back as it
+    /// came, code and data included.
+    #[error("{}", .0.message)]
+    Refused(Refusal),
+}
+
+/// An agent's own JSON-RPC error ([`CoreError::Refused`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// Its code.
+    pub code: i32,
+    /// Its message.
+    pub message: String,
+    /// Its data, if any.
+    pub data: Option<serde_json::Value>,
+}
+
+impl Refusal {
+    /// The error `code` with `message` and `data`.
+    pub fn new(code: i32, message: impl Into<String>, data: Option<serde_json::Value>) -> Self {
+        Self { code, message: message.into(), data }
+    }
 }
 
 /// A core result.

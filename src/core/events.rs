@@ -133,6 +133,10 @@ pub enum AgentEvent<'a> {
     SessionNameChanged { name: String },
     /// The todo list changed.
     TodosChanged { phases: &'a [TodoPhase] },
+    /// The settings an agent names itself ([`crate::core::AgentCore::settings`]) changed
+    /// without the host asking (an ACP agent behind the bridge switched its model or mode on its
+    /// own): all of them, as they are now.
+    SettingsChanged { settings: &'a [crate::core::Setting] },
     /// Something the host should be told.
     Notice { level: NoticeLevel, message: String },
 }

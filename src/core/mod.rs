@@ -30,8 +30,8 @@ pub mod runs;
 pub mod stream;
 pub mod tools;
 
-pub use agent_core::{unsupported, AgentCore, AgentInfo, ApprovalPolicy, BashOutput, Capabilities, MakeAgent, RunControl, Setting, SettingValue, StateExtras, StateVersion};
-pub use error::{CoreError, CoreResult};
+pub use agent_core::{unsupported, AgentCore, AgentInfo, ApprovalPolicy, AuthMethod, BashOutput, Capabilities, MakeAgent, RunControl, Setting, SettingValue, StateExtras, StateVersion};
+pub use error::{CoreError, CoreResult, Refusal};
 pub use events::{AgentEvent, EventSink, PromptId, RunOutcome};
 pub use port::HostPort;
 pub use prompt::{Prompt, QueueKind, Start, Submitted};

@@ -170,6 +170,18 @@ impl<T> Drop for Answer<'_, T> {
     }
 }
 
+/// How a request the host made through the bridge ended at a JSON-RPC agent, as the core's
+/// error: the agent's own error as it gave it ([`crate::core::CoreError::Refused`]), or why no
+/// answer came.
+pub fn refused(e: crate::client::CallError) -> crate::core::CoreError {
+    use crate::client::CallError;
+    match e {
+        CallError::Rejected { error, .. } => crate::core::CoreError::Refused(crate::core::Refusal::new(error.code.code(), error.message, error.data)),
+        CallError::NotOffered { .. } => crate::core::CoreError::Unsupported(e.to_string()),
+        CallError::Closed { .. } | CallError::Data { .. } => crate::core::CoreError::Internal(format!("agent: {e}")),
+    }
+}
+
 /// A run that failed with `message`.
 pub fn failed(message: impl Into<String>) -> RunOutcome {
     RunOutcome::Failed(PromptError { message: message.into(), http_status: None, retryable: false })
@@ -261,6 +273,39 @@ impl RemoteAgents {
 
 impl MakeAgent for RemoteAgents {
     type Agent = RemoteAgent;
+
+    /// An ACP agent's own methods; an rpc or wire agent has none the host could name.
+    fn auth_methods(&self) -> Vec<crate::core::AuthMethod> {
+        match self {
+            Self::Acp(a) => a.auth_methods(),
+            Self::AcpV2(a) => a.auth_methods(),
+            Self::Rpc(_) | Self::Wire(_) => Vec::new(),
+        }
+    }
+
+    async fn authenticate(&self, method: &str) -> CoreResult<()> {
+        match self {
+            Self::Acp(a) => a.authenticate(method).await,
+            Self::AcpV2(a) => a.authenticate(method).await,
+            Self::Rpc(_) | Self::Wire(_) => Err(crate::core::unsupported("authenticate")),
+        }
+    }
+
+    fn can_logout(&self) -> bool {
+        match self {
+            Self::Acp(a) => a.can_logout(),
+            Self::AcpV2(a) => a.can_logout(),
+            Self::Rpc(_) | Self::Wire(_) => false,
+        }
+    }
+
+    async fn logout(&self) -> CoreResult<()> {
+        match self {
+            Self::Acp(a) => a.logout().await,
+            Self::AcpV2(a) => a.logout().await,
+            Self::Rpc(_) | Self::Wire(_) => Err(crate::core::unsupported("logout")),
+        }
+    }
 
     fn make(&self, host: Host) -> CoreResult<RemoteAgent> {
         Ok(match self {

@@ -271,6 +271,12 @@ fn receive<'s, S: Service>(
             service.notified(n);
             None
         }
+        // A `_`-prefixed method is a peer's extension (ACP's convention): it is allowed, and
+        // not ours to understand.
+        Ok(Inbound::Ignored { method, reason }) if method.starts_with('_') => {
+            tracing::debug!("ignoring the extension notification `{method}`: {reason}");
+            None
+        }
         Ok(Inbound::Ignored { method, reason }) => {
             tracing::warn!("ignoring a `{method}` notification: {reason}");
             None

@@ -183,4 +183,20 @@ impl<M: MakeAgent> SessionFactory<M::Agent> for Made<M> {
     fn mcp_startup_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(10)
     }
+
+    fn agent_auth_methods(&self) -> Vec<crate::core::AuthMethod> {
+        self.make.auth_methods()
+    }
+
+    fn agent_authenticate<'a>(&'a self, method: &'a str) -> crate::dialect::acp::AuthFuture<'a> {
+        Box::pin(self.make.authenticate(method))
+    }
+
+    fn agent_can_logout(&self) -> bool {
+        self.make.can_logout()
+    }
+
+    fn agent_logout(&self) -> crate::dialect::acp::AuthFuture<'_> {
+        Box::pin(self.make.logout())
+    }
 }

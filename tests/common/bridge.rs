@@ -62,6 +62,12 @@ impl Bridge {
         Self::spawn_checked("acp", extra, &agent, &[], dir, host)
     }
 
+    /// [`Bridge::start_acp_versions`], the bridge and its agent run with `env`.
+    pub fn start_acp_versions_with(host: &'static AcpValidator, mode: &str, script: &[Value], extra: &[&str], env: &[(&str, OsString)]) -> Bridge {
+        let (dir, agent) = Self::agent_command(mode, script, &[]);
+        Self::spawn_checked("acp", extra, &agent, env, dir, host)
+    }
+
     /// `agentwire --mode <mode>` playing `script` in a directory of its own.
     fn agent_command(mode: &str, script: &[Value], agent_args: &[&str]) -> (tempfile::TempDir, Vec<OsString>) {
         let dir = tempfile::tempdir().unwrap();

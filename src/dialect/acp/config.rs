@@ -46,7 +46,7 @@ fn select(id: &str, name: &str, description: &str, current: String, options: Vec
 }
 
 /// A setting the agent names itself, as the select it was.
-fn setting(s: &Setting) -> SessionConfigOption {
+pub(crate) fn setting(s: &Setting) -> SessionConfigOption {
     let values = s.values.iter().map(|v| value(&v.value, &v.name, v.description.clone())).collect();
     SessionConfigOption::Variant0 {
         category: s.category.clone().map(SessionConfigOptionCategory),

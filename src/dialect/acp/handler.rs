@@ -42,6 +42,33 @@ pub trait SessionFactory<A>: Send + Sync {
     fn forget_stored_keys(&self) -> std::io::Result<bool>;
     /// How long one MCP server may take to start (`--mcp-startup-timeout-ms`).
     fn mcp_startup_timeout(&self) -> std::time::Duration;
+    /// The agents' own authentication methods (an agent behind the bridge offers its own),
+    /// advertised when [`Capabilities::auth`] (agentwire's provider keys) is off. Default: none.
+    fn agent_auth_methods(&self) -> Vec<crate::core::AuthMethod> {
+        Vec::new()
+    }
+    /// Authenticates with the agents' own `method`.
+    fn agent_authenticate<'a>(&'a self, method: &'a str) -> AuthFuture<'a> {
+        let _ = method;
+        Box::pin(async { Err(crate::core::unsupported("authenticate")) })
+    }
+    /// Whether the agents log out themselves.
+    fn agent_can_logout(&self) -> bool {
+        false
+    }
+    /// Logs out of the agents' own authentication.
+    fn agent_logout(&self) -> AuthFuture<'_> {
+        Box::pin(async { Err(crate::core::unsupported("logout")) })
+    }
+}
+
+/// What [`SessionFactory::agent_authenticate`] and [`SessionFactory::agent_logout`] return
+/// (boxed: the factory is a trait object).
+pub type AuthFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = crate::core::CoreResult<()>> + Send + 'a>>;
+
+/// An agent's own authentication method as ACP v1's (the agent carries it out: no `type`).
+pub(crate) fn auth_method(method: &crate::core::AuthMethod) -> AuthMethod {
+    AuthMethod::AuthMethodAgent(AuthMethodAgent::new(AuthMethodId(method.id.clone()), method.name.clone()).with_description(method.description.clone()))
 }
 
 /// One live session.
@@ -133,11 +160,20 @@ fn unsupported_method(method: &str) -> Error {
     Error::method_not_found(format!("this agent does not support `{method}`"))
 }
 
-/// The core's refusal as an ACP error: what it does not support is -32601, the rest -32603.
+/// The core's refusal as an ACP error: what it does not support is -32601, an agent's own
+/// error (behind the bridge) as it came, the rest -32603.
 pub(crate) fn core_error(e: CoreError) -> Error {
     match e {
         CoreError::Unsupported(message) => Error::method_not_found(message),
         CoreError::InvalidParams(_) | CoreError::NotFound(_) | CoreError::Busy(_) | CoreError::Conflict(_) | CoreError::SessionWrite(_) | CoreError::Internal(_) => Error::internal(e.to_string()),
+        // An ACP agent's own error, passed back as it gave it.
+        CoreError::Refused(refusal) => {
+            let error = Error::new(refusal.code, refusal.message);
+            match refusal.data {
+                Some(data) => error.with_data(data),
+                None => error,
+            }
+        }
     }
 }
 
@@ -333,7 +369,10 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         *lock(&self.client) = Some(params.client_capabilities);
         // What the agents cannot do is advertised absent (and refused if asked anyway).
         let can = self.factory.capabilities();
-        let auth = if can.auth { AgentAuthCapabilities::new().with_logout(LogoutCapabilities::new()) } else { AgentAuthCapabilities::new() };
+        // agentwire's provider keys, or else the methods of the agent behind.
+        let own = if can.auth { Vec::new() } else { self.factory.agent_auth_methods() };
+        let logout = can.auth || (!own.is_empty() && self.factory.agent_can_logout());
+        let auth = if logout { AgentAuthCapabilities::new().with_logout(LogoutCapabilities::new()) } else { AgentAuthCapabilities::new() };
         let mut sessions = SessionCapabilities::new();
         if can.additional_directories {
             sessions = sessions.with_additional_directories(SessionAdditionalDirectoriesCapabilities::new());
@@ -353,7 +392,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
                 session_capabilities: sessions,
             },
             agent_info: Some(Implementation::new(self.info.name.clone(), self.info.version.clone()).with_title(self.info.name.clone())),
-            auth_methods: if can.auth { auth::methods(terminal_auth) } else { Vec::new() },
+            auth_methods: if can.auth { auth::methods(terminal_auth) } else { own.iter().map(auth_method).collect() },
             meta: None,
             protocol_version: ProtocolVersion(ACP_PROTOCOL_VERSION),
         })
@@ -471,6 +510,10 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     }
 
     async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
+        if !self.factory.capabilities().auth && !self.factory.agent_auth_methods().is_empty() {
+            self.factory.agent_authenticate(&params.method_id.0).await.map_err(core_error)?;
+            return Ok(AuthenticateResponse::new());
+        }
         self.require(|can| can.auth, "authenticate")?;
         auth::check_method(&params.method_id.0)?;
         if self.factory.provider_configured() {
@@ -481,6 +524,10 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     }
 
     async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
+        if !self.factory.capabilities().auth && self.factory.agent_can_logout() {
+            self.factory.agent_logout().await.map_err(core_error)?;
+            return Ok(LogoutResponse::new());
+        }
         self.require(|can| can.auth, "logout")?;
         self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
         Ok(LogoutResponse::new())
@@ -533,7 +580,8 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         // A slash command (`/model`) or the run changed a setting: the client hears of it
         // before the prompt's answer.
         let options = config::options(&*live.agent);
-        if options != options_before {
+        let announced = lock(&live.host.state).announced_options.take();
+        if options != options_before && announced.as_ref() != Some(&options) {
             *lock(&live.host.context_window) = live.agent.current_model().map(|m| m.context_window);
             live.host.update(SessionUpdate::ConfigOptionUpdate { config_options: options, meta: None }).await;
         }

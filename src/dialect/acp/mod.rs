@@ -57,7 +57,7 @@ use crate::jsonrpc::Connection;
 use crate::protocol::acp::{methods, SessionId, SessionNotification, SessionUpdate};
 
 pub use decode::{decode_acp_line, AcpAgentSide, AcpInbound};
-pub use handler::{AcpServer, SessionFactory};
+pub use handler::{AcpServer, AuthFuture, SessionFactory};
 pub use serve::serve_acp;
 pub(crate) use mcp::configs as mcp_configs;
 
@@ -94,6 +94,9 @@ struct SessionState {
     calls: HashMap<String, CallInfo>,
     /// The tools the user answered `allow_always` or `reject_always` for.
     standing: port::Standing,
+    /// The config options last sent because the agent changed them on its own: the prompt's
+    /// end does not send the same again.
+    announced_options: Option<Vec<crate::protocol::acp::SessionConfigOption>>,
 }
 
 /// One ACP session's side of the core: its event sink and host port.

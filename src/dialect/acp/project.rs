@@ -300,6 +300,11 @@ impl AcpSessionHost {
                 self.update(SessionUpdate::SessionInfoUpdate { meta: None, title: Some(name), updated_at: None }).await;
             }
             AgentEvent::TodosChanged { phases } => self.update(plan(phases)).await,
+            AgentEvent::SettingsChanged { settings } => {
+                let config_options: Vec<_> = settings.iter().map(super::config::setting).collect();
+                lock(&self.state).announced_options = Some(config_options.clone());
+                self.update(SessionUpdate::ConfigOptionUpdate { config_options, meta: None }).await;
+            }
             // The one notice the core sends (the step limit) is the prompt's `max_turn_requests`.
             AgentEvent::Notice { .. } => {}
         }

@@ -25,11 +25,11 @@ use crate::core::events::RunOutcome;
 use crate::core::port::Decision;
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Setting, SettingValue, Submitted};
 use crate::client::{AcpClient, AcpClientError};
-use crate::dialect::remote::{approve, failed, Answer, Owed, WIND_DOWN};
+use crate::dialect::remote::{approve, failed, refused, Answer, Owed, WIND_DOWN};
 use super::router::{Router, Sorted, Streams};
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{
-    AcpClientHandler, AvailableCommand, ContentBlock, EnvVariable, HttpHeader, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
+    AcpClientHandler, AuthMethod, AuthMethodId, AuthenticateRequest, AvailableCommand, ContentBlock, LogoutRequest, EnvVariable, HttpHeader, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
     SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionUpdate, SetSessionConfigOptionRequest, StopReason, ToolCallContent, ToolCallStatus,
 };
 use crate::core::mcp::{McpServerConfig, StartFailure};
@@ -61,6 +61,9 @@ pub struct AcpAgents {
     /// A session opened before the front asked (so its first session's config options are
     /// known at once); the first front session takes it.
     ready: Arc<Mutex<Option<Opened>>>,
+    /// The agent wanted authentication before that first session: it is opened once the host
+    /// has authenticated.
+    first_after_auth: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// An agent session and what a run of it reads.
@@ -88,17 +91,28 @@ impl AcpAgents {
         // The permission handler needs the router, which needs the client's updates.
         let slot: Arc<std::sync::OnceLock<V1Router>> = Arc::default();
         let (client, updates) = AcpClient::over(input, out, closer, Permissions { router: slot.clone() }, Some(initialized));
-        let router = Router::start(updates, sort);
+        let router = Router::start(updates, sort, setting);
         let _ = slot.set(router.clone());
-        Self { client, router, cwd, ready: Arc::default() }
+        Self { client, router, cwd, ready: Arc::default(), first_after_auth: Arc::default() }
     }
 
-    /// Opens the first session now (its refusal, an agent that wants authentication say, ends
-    /// the bridge before the host is served).
+    /// Opens the first session now. An agent that wants authentication first (-32000, with
+    /// methods to offer) gets it from the host: the session is opened once the host has
+    /// authenticated. Any other refusal is returned (it ends the bridge before the host is
+    /// served).
     pub async fn open_first(&self) -> Result<(), AcpClientError> {
-        let opened = self.open(&self.cwd, Vec::new()).await?;
-        *lock(&self.ready) = Some(opened);
-        Ok(())
+        match self.open(&self.cwd, Vec::new()).await {
+            Ok(opened) => {
+                *lock(&self.ready) = Some(opened);
+                Ok(())
+            }
+            Err(crate::client::CallError::Rejected { error, .. }) if error.code == crate::jsonrpc::ErrorCode::AuthRequired && !crate::core::MakeAgent::auth_methods(self).is_empty() => {
+                tracing::info!("the agent wants authentication before a session: the host is offered its methods");
+                self.first_after_auth.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Opens an agent session in `cwd` with the host's MCP `servers`.
@@ -535,6 +549,45 @@ impl AcpClientHandler for Permissions {
 /// Any front's ACP sessions: each in the directory the host names.
 impl crate::core::MakeAgent for AcpAgents {
     type Agent = AcpRemote;
+
+    /// The agent's `agent` methods from its `initialize` answer. A `terminal` one is left out:
+    /// the host would run its own command line (the bridge's) with the method's arguments,
+    /// which is not the agent's login (the bridge does not offer terminal auth to the agent).
+    fn auth_methods(&self) -> Vec<crate::core::AuthMethod> {
+        let Some(agent) = self.client.agent() else { return Vec::new() };
+        agent
+            .auth_methods
+            .into_iter()
+            .filter_map(|method| match method {
+                AuthMethod::AuthMethodAgent(m) => Some(crate::core::AuthMethod::new(m.id.0, m.name).with_description(m.description)),
+                AuthMethod::Object { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The agent's `authenticate`; its error comes back as it gave it.
+    async fn authenticate(&self, method: &str) -> CoreResult<()> {
+        let request = AuthenticateRequest::new(AuthMethodId(method.to_owned()));
+        self.client.request::<crate::protocol::acp::methods::Authenticate>(&request).await.map_err(refused)?;
+        // The first session the agent refused before: its options are known at `session/new`.
+        if self.first_after_auth.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            if let Err(e) = self.open_first().await {
+                tracing::warn!("the agent refused `session/new` after authentication: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    fn can_logout(&self) -> bool {
+        self.client.agent().is_some_and(|a| a.agent_capabilities.auth.logout.is_some())
+    }
+
+    async fn logout(&self) -> CoreResult<()> {
+        if !self.can_logout() {
+            return Err(CoreError::Unsupported("the agent does not log out: its initialize answer leaves out agentCapabilities.auth.logout".into()));
+        }
+        self.client.request::<crate::protocol::acp::methods::Logout>(&LogoutRequest::new()).await.map(drop).map_err(refused)
+    }
 
     fn make(&self, host: Host) -> CoreResult<AcpRemote> {
         Ok(self.agent(host, None))

@@ -1,7 +1,9 @@
 //! What both ACP remote agents (v1 and v2) do with an agent's `session/update` stream: each
 //! update goes to its session's run, the session's slash commands and config options are kept
 //! as the agent last reported them, and the agent's requests about a session (a permission)
-//! wait until that session's run has forwarded what came before them.
+//! wait until that session's run has forwarded what came before them. Config options the agent
+//! reports on its own (`config_option_update`: it switched its model or mode itself) are told to
+//! the session's host, in the order they came.
 //!
 //! The updates arrive on the connection's one stream, in the agent's order; a prompt's answer or
 //! the agent's request can overtake them on the extra hop to the run, so a run or a request
@@ -16,7 +18,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Notifications;
-use crate::core::Host;
+use crate::core::events::AgentEvent;
+use crate::core::{Host, Setting};
 use crate::dialect::remote::HostSlot;
 
 /// How long a run or a request waits for a flush or a catch-up.
@@ -79,11 +82,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl<U: Send + 'static, C: Clone + Send + 'static, O: Clone + Send + 'static> Router<U, C, O> {
     /// Routes `updates` (the connection's notifications), each sorted by `sort` into its
-    /// session and what it is; until the agent's output ends.
-    pub fn start<N: Send + 'static>(mut updates: Notifications<N>, sort: impl Fn(N) -> (String, Sorted<U, C, O>) + Send + Sync + 'static) -> Self {
+    /// session and what it is; until the agent's output ends. `setting` reads a config option
+    /// as the core's setting (for the host, when the agent changes them on its own).
+    pub fn start<N: Send + 'static>(mut updates: Notifications<N>, sort: impl Fn(N) -> (String, Sorted<U, C, O>) + Send + Sync + 'static, setting: fn(&O) -> Option<Setting>) -> Self {
         let routes = Arc::new(Mutex::new(Routes { by_session: HashMap::new(), commands: HashMap::new(), config: HashMap::new() }));
         let (flush, mut flushes) = mpsc::unbounded_channel::<Catch>();
         let shared = routes.clone();
+        // One task tells the hosts, so a session's changes reach its host in the agent's order.
+        let (changed, mut changes) = mpsc::unbounded_channel::<(Host, Vec<Setting>)>();
+        tokio::spawn(async move {
+            while let Some((host, settings)) = changes.recv().await {
+                host.sink().emit(AgentEvent::SettingsChanged { settings: &settings }).await;
+            }
+        });
         tokio::spawn(async move {
             let deliver = |notification: N| {
                 let (session, sorted) = sort(notification);
@@ -93,6 +104,9 @@ impl<U: Send + 'static, C: Clone + Send + 'static, O: Clone + Send + 'static> Ro
                         routes.commands.insert(session, commands);
                     }
                     Sorted::Config(options) => {
+                        if let Some(host) = routes.by_session.get(&session).and_then(|r| r.host.get()) {
+                            let _ = changed.send((host, options.iter().filter_map(setting).collect()));
+                        }
                         routes.config.insert(session, options);
                     }
                     Sorted::Update(update) => {

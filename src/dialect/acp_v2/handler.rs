@@ -55,15 +55,7 @@ impl<A> std::fmt::Debug for AcpV2Server<A> {
 
 /// v1's config options in v2's shape (v2 names the id `configId`).
 fn config_options(agent: &impl AgentCore) -> Vec<SessionConfigOption> {
-    config::options(agent)
-        .iter()
-        .filter_map(|o| {
-            let mut v = serde_json::to_value(o).ok()?;
-            let id = v.as_object_mut()?.remove("id")?;
-            v.as_object_mut()?.insert("configId".into(), id);
-            serde_json::from_value(v).ok()
-        })
-        .collect()
+    config::options(agent).iter().filter_map(super::project::config_option).collect()
 }
 
 /// The session's slash commands; those that take text carry it as their `input` hint.
@@ -276,7 +268,8 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
                 })
                 .collect()
         } else {
-            Vec::new()
+            // The methods of the agent behind, if it has any.
+            self.factory.agent_auth_methods().into_iter().map(|m| AuthMethod::Agent { description: m.description, meta: None, method_id: AuthMethodId(m.id), name: m.name }).collect()
         };
         let info = Implementation::new(self.info.name.clone(), self.info.version.clone()).with_title(self.info.name.clone());
         let mut response = InitializeResponse::new(info, ProtocolVersion(ACP_V2_PROTOCOL_VERSION));
@@ -286,6 +279,10 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
     }
 
     async fn auth_login(&self, params: LoginAuthRequest) -> Result<LoginAuthResponse, Error> {
+        if !self.can().auth && !self.factory.agent_auth_methods().is_empty() {
+            self.factory.agent_authenticate(&params.method_id.0).await.map_err(core_error)?;
+            return Ok(LoginAuthResponse::new());
+        }
         if !self.can().auth {
             return Err(Error::method_not_found("this agent does not support `auth/login`"));
         }
@@ -298,6 +295,12 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
     }
 
     async fn auth_logout(&self, _params: LogoutAuthRequest) -> Result<LogoutAuthResponse, Error> {
+        // v2 asks for `auth/logout` wherever `authMethods` is not empty; an agent behind that
+        // cannot log out refuses it (-32601, naming what it lacks).
+        if !self.can().auth && !self.factory.agent_auth_methods().is_empty() {
+            self.factory.agent_logout().await.map_err(core_error)?;
+            return Ok(LogoutAuthResponse::new());
+        }
         if !self.can().auth {
             return Err(Error::method_not_found("this agent does not support `auth/logout`"));
         }

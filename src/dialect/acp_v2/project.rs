@@ -13,6 +13,14 @@ use crate::protocol::acp_v2::{ContentBlock, DiffChange, DiffPatch, DiffPatchForm
 use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, TodoStatus, UserContent};
 
 /// A tool call status (v2's statuses are an open string union).
+/// A v1 config option in v2's shape (v2 names the id `configId`).
+pub(super) fn config_option(option: &crate::protocol::acp::SessionConfigOption) -> Option<crate::protocol::acp_v2::SessionConfigOption> {
+    let mut v = serde_json::to_value(option).ok()?;
+    let id = v.as_object_mut()?.remove("id")?;
+    v.as_object_mut()?.insert("configId".into(), id);
+    serde_json::from_value(v).ok()
+}
+
 pub(super) fn status(status: &str) -> ToolCallStatus {
     ToolCallStatus(status.to_owned())
 }
@@ -292,6 +300,10 @@ impl AcpV2SessionHost {
                 self.update(SessionUpdate::SessionInfoUpdate { meta: None, title: Some(name), updated_at: None }).await;
             }
             AgentEvent::TodosChanged { phases } => self.update(plan(phases)).await,
+            AgentEvent::SettingsChanged { settings } => {
+                let config_options = settings.iter().filter_map(|s| config_option(&crate::dialect::acp::config::setting(s))).collect();
+                self.update(SessionUpdate::ConfigOptionUpdate { config_options, meta: None }).await;
+            }
             AgentEvent::Notice { level, message } => {
                 let severity = match level {
                     NoticeLevel::Info => "info",

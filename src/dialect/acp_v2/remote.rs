@@ -26,10 +26,10 @@ use crate::core::mcp::{McpServerConfig, StartFailure};
 use crate::core::port::Decision;
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Setting, SettingValue, Submitted};
 use crate::dialect::acp::router::{Router, Sorted, Streams};
-use crate::dialect::remote::{approve, failed, slash_command, WIND_DOWN};
+use crate::dialect::remote::{approve, failed, refused, slash_command, WIND_DOWN};
 use crate::jsonrpc::Error;
 use crate::protocol::acp_v2::{
-    AbsolutePath, AcpClientHandler, AvailableCommand, ContentBlock, McpServer, MediaType, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate,
+    AbsolutePath, AcpClientHandler, AuthMethod, AuthMethodId, AvailableCommand, LoginAuthRequest, LogoutAuthRequest, ContentBlock, McpServer, MediaType, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate,
     SessionConfigId, SessionConfigOption, SessionConfigSelectOptions, SessionConfigValueId, SetSessionConfigOptionRequest, ToolCallContent, ToolCallUpdate,
 };
 use crate::protocol::{CommandsResult, ImageContent, ThinkingLevel};
@@ -80,7 +80,7 @@ impl AcpV2Agents {
         // The permission handler needs the router, which needs the client's updates.
         let slot: Arc<std::sync::OnceLock<V2Router>> = Arc::default();
         let (client, updates) = AcpV2Client::over(input, out, closer, Permissions { router: slot.clone() });
-        let router = Router::start(updates, sort);
+        let router = Router::start(updates, sort, setting);
         let _ = slot.set(router.clone());
         Self { client, router, cwd }
     }
@@ -583,6 +583,35 @@ impl AcpClientHandler for Permissions {
 /// Any front's v2 sessions: each in the directory the host names.
 impl crate::core::MakeAgent for AcpV2Agents {
     type Agent = AcpV2Remote;
+
+    /// The agent's `agent` methods from its `initialize` answer; a `terminal` one is left out
+    /// (the host would run the bridge's command line with its arguments, not the agent's).
+    fn auth_methods(&self) -> Vec<crate::core::AuthMethod> {
+        let Some(agent) = self.client.agent() else { return Vec::new() };
+        agent
+            .auth_methods
+            .into_iter()
+            .filter_map(|method| match method {
+                AuthMethod::Agent { method_id, name, description, .. } => Some(crate::core::AuthMethod::new(method_id.0, name).with_description(description)),
+                AuthMethod::Terminal { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The agent's `auth/login`; its error comes back as it gave it.
+    async fn authenticate(&self, method: &str) -> CoreResult<()> {
+        let request = LoginAuthRequest::new(AuthMethodId(method.to_owned()));
+        self.client.request::<crate::protocol::acp_v2::methods::AuthLogin>(&request).await.map(drop).map_err(refused)
+    }
+
+    /// v2 agents offering methods serve `auth/logout` too.
+    fn can_logout(&self) -> bool {
+        !self.auth_methods().is_empty()
+    }
+
+    async fn logout(&self) -> CoreResult<()> {
+        self.client.request::<crate::protocol::acp_v2::methods::AuthLogout>(&LogoutAuthRequest::new()).await.map(drop).map_err(refused)
+    }
 
     fn make(&self, host: Host) -> CoreResult<AcpV2Remote> {
         Ok(self.agent(host, None))

@@ -191,7 +191,7 @@ pub fn rpc_error(e: CoreError) -> RpcError {
         CoreError::Busy(_) => RpcErrorCode::Busy,
         CoreError::Conflict(_) => RpcErrorCode::Conflict,
         CoreError::Unsupported(_) => RpcErrorCode::Unsupported,
-        CoreError::Internal(_) | CoreError::SessionWrite(_) => RpcErrorCode::Internal,
+        CoreError::Internal(_) | CoreError::SessionWrite(_) | CoreError::Refused(_) => RpcErrorCode::Internal,
     };
     RpcError::new(code, e.to_string())
 }

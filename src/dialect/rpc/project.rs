@@ -222,6 +222,8 @@ impl RpcHost {
             }
             AgentEvent::SessionNameChanged { name } => out.send(&SessionInfoChangedEvent::new().with_name(Some(name))).await,
             AgentEvent::TodosChanged { phases } => out.send(&TodoUpdateEvent::new(phases.to_vec())).await,
+            // rpc has no event for an agent's own settings: `get_state` shows what they affect.
+            AgentEvent::SettingsChanged { .. } => Ok(()),
             AgentEvent::Notice { level, message } => {
                 let level = match level {
                     NoticeLevel::Info => NoticeEventLevel::Info,

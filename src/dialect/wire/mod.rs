@@ -172,7 +172,8 @@ pub fn wire_error(e: CoreError) -> Error {
         CoreError::InvalidParams(_) => ErrorCode::InvalidParams,
         CoreError::Busy(_) | CoreError::Conflict(_) => codes::INVALID_STATE,
         CoreError::Unsupported(_) => codes::LLM_NOT_SUPPORTED,
-        CoreError::NotFound(_) | CoreError::Internal(_) | CoreError::SessionWrite(_) => ErrorCode::InternalError,
+        // An ACP agent's codes mean other things in wire: its refusal is an internal error here.
+        CoreError::NotFound(_) | CoreError::Internal(_) | CoreError::SessionWrite(_) | CoreError::Refused(_) => ErrorCode::InternalError,
     };
     Error::new(code, e.to_string())
 }

@@ -155,7 +155,7 @@ impl WireHost {
                 self.event(WireStepRetryEvent::new(retry).into()).await;
             }
             // kimi has no events for these; the client asks for state when it needs it.
-            AgentEvent::RetryEnd { .. } | AgentEvent::ThinkingLevelChanged { .. } | AgentEvent::SessionNameChanged { .. } | AgentEvent::TodosChanged { .. } => {}
+            AgentEvent::RetryEnd { .. } | AgentEvent::ThinkingLevelChanged { .. } | AgentEvent::SessionNameChanged { .. } | AgentEvent::TodosChanged { .. } | AgentEvent::SettingsChanged { .. } => {}
             // The one notice the core sends (the step limit) is the prompt's `max_steps_reached`.
             AgentEvent::Notice { .. } => {}
         }
