@@ -520,6 +520,18 @@ fn import_hand_made_kimi(scenario: &str) -> (String, Vec<serde_json::Value>) {
     (text, lines)
 }
 
+/// The one interleaved line of an imported parallel step: its stream (`Type:id` per frame) and
+/// the tool call ids of its results.
+fn interleaved_step(lines: &[serde_json::Value]) -> (Vec<String>, Vec<String>) {
+    let groups: Vec<&serde_json::Value> = lines.iter().filter(|l| l["kind"] == "unordered" && l["interleaved"] == true).collect();
+    assert_eq!(groups.len(), 1, "one interleaved step in {lines:?}");
+    let sequences = groups[0]["frames"].as_array().unwrap();
+    let name = |f: &serde_json::Value| format!("{}:{}", f["params"]["type"].as_str().unwrap(), f["params"]["payload"]["id"].as_str().unwrap_or(""));
+    let stream = sequences[0].as_array().unwrap().iter().map(name).collect();
+    let results = sequences[1..].iter().map(|s| s[0]["params"]["payload"]["tool_call_id"].as_str().unwrap().to_owned()).collect();
+    (stream, results)
+}
+
 /// Runs an imported transcript against agentwire; it must pass.
 fn assert_replays(name: &str, text: &str) {
     let dir = tempfile::tempdir().unwrap();
@@ -535,7 +547,9 @@ fn an_imported_kimi_recording_honours_yolo_and_matches_parallel_results_by_id() 
     assert_eq!(lines[0]["args"], serde_json::json!([]), "--yolo asks for nothing: no --approval");
     let unordered: Vec<&serde_json::Value> = lines.iter().filter(|l| l["kind"] == "unordered").collect();
     assert_eq!(unordered.len(), 1, "{text}");
-    let ids: Vec<&str> = unordered[0]["frames"].as_array().unwrap().iter().map(|f| f["params"]["payload"]["tool_call_id"].as_str().unwrap()).collect();
+    // The step's stream first, then each result as a sequence of its own, free to fall anywhere.
+    assert_eq!(unordered[0]["interleaved"], true, "{text}");
+    let ids: Vec<&str> = unordered[0]["frames"].as_array().unwrap()[1..].iter().map(|s| s[0]["params"]["payload"]["tool_call_id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["call_sh_1", "call_sh_2"]);
     // agentwire finishes the fast call first, kimi's recording has the slow one first: still a pass.
     assert_replays("kimi-parallel-yolo", &text);
@@ -572,17 +586,11 @@ fn an_imported_kimi_recording_with_a_result_between_the_next_calls_argument_part
     let (text, lines) = import_hand_made_kimi("parallel_eager");
     let reply = &lines.iter().find(|l| l["kind"] == "model").unwrap()["reply"];
     assert_eq!((&reply["delayMs"], &reply["toolCalls"][1]["argumentChunks"]), (&serde_json::json!(800), &serde_json::json!(["{\"command\": \"", "echo second\"}"])));
-    let events: Vec<String> = lines
-        .iter()
-        .filter(|l| l["kind"] == "out" && l["frame"]["method"] == "event")
-        .map(|l| {
-            let payload = &l["frame"]["params"]["payload"];
-            format!("{}:{}", l["frame"]["params"]["type"].as_str().unwrap(), payload["id"].as_str().or(payload["tool_call_id"].as_str()).unwrap_or(""))
-        })
-        .collect();
-    let at = |e: &str| events.iter().position(|x| x == e).unwrap_or_else(|| panic!("{e} in {events:?}"));
-    let parts: Vec<usize> = events.iter().enumerate().filter(|(_, e)| *e == "ToolCallPart:").map(|(i, _)| i).collect();
-    assert!(at("ToolCall:call_sh_2") < parts[2] && parts[2] < at("ToolResult:call_sh_1") && at("ToolResult:call_sh_1") < parts[3], "{events:?}");
+    // The step's stream keeps its order; each result may fall anywhere in it, so the recorded
+    // order (a result between the next call's parts) and agentwire's both replay.
+    let (stream, results) = interleaved_step(&lines);
+    assert_eq!(stream, ["ToolCall:call_sh_1", "ToolCallPart:", "ToolCallPart:", "ToolCall:call_sh_2", "ToolCallPart:", "ToolCallPart:", "StatusUpdate:"], "{text}");
+    assert_eq!(results, ["call_sh_1", "call_sh_2"]);
     assert_replays("kimi-parallel-eager", &text);
 }
 
@@ -593,9 +601,8 @@ fn real_kimi_recordings_of_two_parallel_calls_replay_with_and_without_approvals(
     // StatusUpdate follows the second result; with approvals the first is asked while the second
     // call streams.
     let (text, lines) = import_hand_made_kimi("parallel_eager_recorded");
-    let events: Vec<String> = lines.iter().filter(|l| l["kind"] == "out" && l["frame"]["method"] == "event").map(|l| l["frame"]["params"]["type"].as_str().unwrap().to_owned()).collect();
-    let result = events.iter().position(|e| e == "ToolResult").unwrap();
-    assert_eq!(events[result - 1..=result + 1], ["ToolCallPart", "ToolResult", "ToolCallPart"], "{events:?}");
+    let (stream, results) = interleaved_step(&lines);
+    assert_eq!((stream.iter().filter(|e| e.starts_with("ToolCall:")).count(), results.len()), (2, 2), "{text}");
     assert_replays("kimi-parallel-eager-recorded", &text);
     let (text, lines) = import_hand_made_kimi("parallel_eager_approvals");
     assert_eq!(lines.iter().filter(|l| l["frame"]["params"]["type"] == "ApprovalRequest").count(), 2);
@@ -625,4 +632,193 @@ fn a_frame_the_transcript_sent_invalid_is_blamed_on_the_harness() {
     assert!(outcome.charged.is_empty(), "charged to the agent: {outcome:?}");
     let outcome = run(&write("marked", true), &options());
     assert!(outcome.failure.is_none(), "{outcome:?}");
+}
+
+/// The text of a cited document as the repository keeps it, or `None` for the two documents it
+/// does not hold (the JSON-RPC 2.0 specification and the ACP specification pages, both on the
+/// web): `tests/conformance/sources/` (pi's and oh-my-pi's documents from their npm packages,
+/// the seeds, shared/protocol-notes.md), the vendored ACP schemas (their descriptions) and our
+/// own docs.
+fn document_text(document: &str) -> Option<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = root.join("tests/conformance/sources");
+    let files_in = |dir: &Path, ext: &str| -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == ext)).collect();
+        files.sort();
+        files
+    };
+    let files: Vec<PathBuf> = match document {
+        "pi-rpc" => [files_in(&sources.join("pi-1.6.0"), "md"), vec![sources.join("seeds/pi-rpc-mode.en.md")]].concat(),
+        "omp-rpc-reference" => vec![sources.join("seeds/omp-rpc-reference.zh.txt")],
+        "omp-rpc-types" => files_in(&sources.join("omp-18.3.4"), "ts"),
+        "kimi-wire-transport" => vec![sources.join("seeds/kimi-cli-jsonrpc-transport.zh.txt")],
+        "protocol-notes" => vec![sources.join("protocol-notes.md")],
+        "agentwire" => [files_in(&root.join("docs"), "md"), vec![sources.join("protocol-notes.md")]].concat(),
+        "acp-schema" => {
+            // The descriptions, as text: the quotes are sentences of them.
+            fn strings(v: &serde_json::Value, out: &mut String) {
+                match v {
+                    serde_json::Value::String(s) => {
+                        out.push_str(s);
+                        out.push('\n');
+                    }
+                    serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+                    serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+                    serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => {}
+                }
+            }
+            let mut text = String::new();
+            for schema in ["schema/acp/schema.json", "schema/acp/v2/schema.json"] {
+                strings(&serde_json::from_str(&std::fs::read_to_string(root.join(schema)).unwrap()).unwrap(), &mut text);
+            }
+            return Some(text);
+        }
+        "json-rpc-2.0" | "acp-spec" => return None,
+        other => panic!("a document the registry schema does not list: {other}"),
+    };
+    Some(files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()))).collect::<Vec<_>>().join("\n"))
+}
+
+#[test]
+fn every_requirement_quotes_its_document_verbatim_and_mandatory_ones_oblige() {
+    use agentwire::conformance::requirements::{find_quote, normative_problem};
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire")).args(["conformance", "requirements", "--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    let registry = Registry::embedded().unwrap();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        // The client requirements follow the agent ones; they are judged elsewhere.
+        let Some(requirement) = v["requirement"].as_str().and_then(|id| registry.get(id)) else { continue };
+        let id = requirement.id.as_str();
+        let quote = v["quote"].as_str().unwrap_or_default();
+        if quote.is_empty() {
+            problems.push(format!("{id}: no quote"));
+            continue;
+        }
+        let Some(document) = requirement.document else {
+            problems.push(format!("{id}: no document"));
+            continue;
+        };
+        if v["tier"] == "MANDATORY" {
+            if let Some(problem) = normative_problem(document, quote) {
+                problems.push(format!("{id}: MANDATORY, but its quote {problem}"));
+            }
+        }
+        if let Some(text) = document_text(&document.to_string()) {
+            checked += 1;
+            if let Err(e) = find_quote(quote, &text) {
+                problems.push(format!("{id} ({document}): {e}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+    assert!(checked >= 120, "only {checked} quotes were checked against a document in the repository");
+}
+
+/// An "agent" that writes `frames` (rpc JSONL), then waits for its input to close: the order of
+/// what it writes is fixed, so a test can hold the runner's matching to each order.
+fn canned_rpc_agent(frames: &[serde_json::Value]) -> RunOptions {
+    let text: String = frames.iter().map(|f| format!("{f}\n")).collect();
+    let script = format!("printf '%s' '{}'; cat > /dev/null", text.replace('\'', r"'\''"));
+    let agent = AgentUnderTest::command(vec!["sh".into(), "-c".into(), script], PathBuf::from(env!("CARGO_BIN_EXE_agentwire"))).unwrap();
+    RunOptions { agent, frame_timeout: Duration::from_secs(10) }
+}
+
+fn transcript_file(dir: &Path, name: &str, body: &[serde_json::Value]) -> PathBuf {
+    let mut lines = vec![serde_json::json!({"kind": "header", "name": name, "dialect": "rpc", "description": "d", "requirements": ["X-TEST-1"]})];
+    lines.extend(body.iter().cloned());
+    write_transcript(dir, name, &lines)
+}
+
+#[test]
+fn an_interleaved_line_accepts_every_interleaving_and_keeps_each_sequences_order() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let (start, turn, answer) = (json!({"type": "agent_start"}), json!({"type": "turn_start"}), json!({"id": "a", "type": "response", "command": "abort", "success": true}));
+    let line = json!({"kind": "unordered", "interleaved": true, "frames": [[start, turn], [answer]]});
+    let path = transcript_file(dir.path(), "interleaved", &[line]);
+    for order in [[&start, &turn, &answer], [&start, &answer, &turn], [&answer, &start, &turn]] {
+        let outcome = run(&path, &canned_rpc_agent(&order.map(Clone::clone)));
+        assert!(outcome.failure.is_none(), "{order:?}: {outcome:?}");
+    }
+    // A sequence's own order is fixed.
+    let outcome = run(&path, &canned_rpc_agent(&[turn.clone(), start.clone(), answer.clone()]));
+    assert!(outcome.failure.as_deref().is_some_and(|f| f.contains("none of the interleaved sequences")), "{outcome:?}");
+    // What `skip` names is passed over, anything else fails.
+    let skipping = json!({"kind": "unordered", "interleaved": true, "subset": true, "skip": [{"type": "agent_start"}], "frames": [[turn], [answer]]});
+    let path = transcript_file(dir.path(), "skipping", &[skipping]);
+    let outcome = run(&path, &canned_rpc_agent(&[turn.clone(), start.clone(), answer.clone()]));
+    assert!(outcome.failure.is_none(), "{outcome:?}");
+    let outcome = run(&path, &canned_rpc_agent(&[answer.clone(), answer.clone(), turn.clone()]));
+    assert!(outcome.failure.as_deref().is_some_and(|f| f.contains("none of the interleaved sequences")), "{outcome:?}");
+}
+
+#[test]
+fn an_answer_after_the_last_line_fails_unless_an_optional_line_allows_it() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let answer = json!({"id": "a", "type": "response", "command": "abort", "success": true});
+    let path = transcript_file(dir.path(), "trailing", &[json!({"kind": "out", "frame": answer})]);
+    assert!(run(&path, &canned_rpc_agent(&[answer.clone()])).failure.is_none());
+    // A second response to the same request, after everything the transcript expects.
+    let outcome = run(&path, &canned_rpc_agent(&[answer.clone(), answer.clone()]));
+    let failure = outcome.failure.clone().unwrap_or_default();
+    assert!(failure.contains("after the last line"), "{outcome:?}");
+    assert_eq!(outcome.charged, ["X-TEST-1"]);
+    // What the agent sends on its own after the end (an event) is not the transcript's subject.
+    assert!(run(&path, &canned_rpc_agent(&[answer.clone(), json!({"type": "agent_start"})])).failure.is_none());
+    // An optional line still waiting accepts the frame it describes, and only that one.
+    let settled = json!({"type": "agent_settled", "aborted": false});
+    let path = transcript_file(dir.path(), "trailing-optional", &[json!({"kind": "out", "frame": answer}), json!({"kind": "out", "frame": settled, "optional": true})]);
+    assert!(run(&path, &canned_rpc_agent(&[answer.clone(), settled.clone()])).failure.is_none());
+    assert!(run(&path, &canned_rpc_agent(&[answer.clone(), settled.clone(), answer.clone()])).failure.is_some());
+}
+
+#[test]
+fn both_recorded_orders_of_kimis_parallel_tool_calls_import_and_pass() {
+    // kimi-cli 1.50.0 wrote the first call's ToolResult between the second call's ToolCallParts
+    // in one run and after the whole stream in another (tests/fixtures/kimi-parallel-order);
+    // which one a run writes is timing, so both must pass whatever order agentwire writes.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kimi-parallel-order");
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/kimi-parallel-order");
+    let scripts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("scripts.json")).unwrap()).unwrap();
+    let update = std::env::var_os("AGENTWIRE_UPDATE_IMPORTS").is_some();
+    for order in ["interleaved", "sequential"] {
+        let text = agentwire::conformance::import::import_kimi(&fixtures.join(format!("parallel_{order}.jsonl")), &scripts).unwrap();
+        let committed = target.join(format!("kimi-parallel-{order}.jsonl"));
+        if update {
+            std::fs::write(&committed, &text).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&committed).unwrap_or_default(), text, "{} is stale: AGENTWIRE_UPDATE_IMPORTS=1 cargo test --test conformance", committed.display());
+        assert!(text.contains(r#""interleaved":true"#), "the step's stream and its results become one interleaved line: {text}");
+    }
+    // As a user runs them: the directory, through the command line.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentwire")).args(["conformance", "run"]).arg(&target).output().unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 passed"), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_every_printing_subcommand_quietly() {
+    // `agentwire conformance run … | head`: the reader closes its end early; the command must not
+    // panic ("failed printing to stdout") but end with the status it would have had.
+    use std::process::{Command, Stdio};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let runs: [Vec<String>; 4] = [
+        vec!["conformance".into(), "requirements".into()],
+        vec!["conformance".into(), "run".into(), root.join("tests/conformance/rpc-framing.jsonl").display().to_string()],
+        vec!["schema".into(), "bundle".into()],
+        vec!["schema".into(), "docs".into()],
+    ];
+    for args in runs {
+        // A pipe whose reading end is closed before the command writes anything.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_agentwire")).args(&args).stdout(Stdio::from(writer)).stderr(Stdio::piped()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?} ended {:?}: {stderr}", out.status);
+    }
 }

@@ -26,7 +26,7 @@ pub(super) fn run(action: &CodegenAction, out: Option<&std::path::Path>) -> Exit
     };
     let written = match out {
         Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display())),
-        None => std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()).map_err(|e| e.to_string()),
+        None => super::emit(&text).map_err(|e| e.to_string()),
     };
     match written {
         Ok(()) => ExitCode::SUCCESS,

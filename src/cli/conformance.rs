@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::{fail, ConformanceAction, ImportFrom, ReportFormat, RequirementsFormat};
+use super::{emit, emit_or_fail, fail, ConformanceAction, ImportFrom, ReportFormat, RequirementsFormat};
 use crate::conformance::fake_llm::FakeLlm;
 use crate::conformance::matrix::{json_path, markdown, run_matrix, MatrixOptions};
 use crate::conformance::requirements::{corpus_files, json_lines, text, transcripts_by_id, Registry};
@@ -16,11 +16,13 @@ pub fn requirements(format: RequirementsFormat, dir: &Path) -> ExitCode {
         Err(e) => return fail(&e.to_string()),
     };
     let by_id = transcripts_by_id(&corpus_files(dir));
-    match format {
-        RequirementsFormat::Text => print!("{}", text(registry, &by_id)),
-        RequirementsFormat::Json => print!("{}", json_lines(registry, &by_id)),
+    let agent = match format {
+        RequirementsFormat::Text => text(registry, &by_id),
+        RequirementsFormat::Json => json_lines(registry, &by_id),
+    };
+    if let Err(code) = emit_or_fail(&agent).and_then(|()| emit_or_fail(&super::conformance_client::requirements(format))) {
+        return code;
     }
-    super::conformance_client::requirements(format);
     ExitCode::SUCCESS
 }
 
@@ -56,13 +58,10 @@ pub fn serve_model(listen: &str, script: &Path) -> ExitCode {
     };
     llm.push_script(entries);
     let origin = llm.origin();
-    println!("serving {count} scripted replies on {origin}");
-    println!("  OpenAI Chat Completions: POST {origin}/v1/chat/completions");
-    println!("  OpenAI Responses:        POST {origin}/v1/responses");
-    println!("  Anthropic Messages:      POST {origin}/v1/messages");
-    println!("  Gemini:                  POST {origin}/v1beta/models/<model>:streamGenerateContent?alt=sse");
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
+    // The server keeps serving when nobody reads the banner any more.
+    let _ = emit(&format!(
+        "serving {count} scripted replies on {origin}\n  OpenAI Chat Completions: POST {origin}/v1/chat/completions\n  OpenAI Responses:        POST {origin}/v1/responses\n  Anthropic Messages:      POST {origin}/v1/messages\n  Gemini:                  POST {origin}/v1beta/models/<model>:streamGenerateContent?alt=sse\n"
+    ));
     // Each request, as it arrives, on stderr: what the agent sent is half of what one debugs.
     let (mut main_seen, mut side_seen) = (0, 0);
     loop {
@@ -113,7 +112,11 @@ pub fn matrix(adapters: Vec<PathBuf>, out: Option<&Path>, frame_timeout: u64, jo
                 return fail(&format!("{}: {e}", path.display()));
             }
         }
-        None => print!("{md}"),
+        None => {
+            if let Err(code) = emit_or_fail(&md) {
+                return code;
+            }
+        }
     }
     for c in &columns {
         if !c.report.passed() {
@@ -298,6 +301,8 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
         ReportFormat::Json => report.json_lines_with_requirements(registry),
         ReportFormat::Junit => report.junit(),
     };
-    print!("{text}");
+    if let Err(code) = emit_or_fail(&text) {
+        return code;
+    }
     if report.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }

@@ -56,9 +56,12 @@ pub fn client(dialect: ClientDialectArg, names: &[String], format: RequirementsF
         Ok(r) => r,
         Err(e) => return fail(&e.to_string()),
     };
-    match format {
-        RequirementsFormat::Text => print!("{}", text_report(&run.command, &runs)),
-        RequirementsFormat::Json => print!("{}", json_report(&runs)),
+    let report = match format {
+        RequirementsFormat::Text => text_report(&run.command, &runs),
+        RequirementsFormat::Json => json_report(&runs),
+    };
+    if let Err(code) = super::emit_or_fail(&report) {
+        return code;
     }
     if failed(&runs) { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
@@ -93,7 +96,11 @@ pub fn client_matrix(dialect: ClientDialectArg, names: &[String], waits: (u64, u
                 return fail(&format!("{}: {e}", path.display()));
             }
         }
-        None => print!("{section}"),
+        None => {
+            if let Err(code) = super::emit_or_fail(&section) {
+                return code;
+            }
+        }
     }
     let unexpected = unexpected(&columns);
     if !unexpected.is_empty() {
@@ -120,10 +127,10 @@ pub fn scripted_agent(dialect: ClientDialectArg, name: &str, report: &Path, wait
     ExitCode::SUCCESS
 }
 
-/// The client requirements after the agent ones (`conformance requirements`).
-pub fn requirements(format: RequirementsFormat) {
+/// The client requirements, printed after the agent ones (`conformance requirements`).
+pub fn requirements(format: RequirementsFormat) -> String {
     match format {
-        RequirementsFormat::Text => print!("{}", requirements::text()),
-        RequirementsFormat::Json => print!("{}", requirements::json_lines()),
+        RequirementsFormat::Text => requirements::text(),
+        RequirementsFormat::Json => requirements::json_lines(),
     }
 }

@@ -46,6 +46,23 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
+/// Writes `text` to stdout and flushes it. A reader that has gone away (`agentwire … | head`)
+/// is not an error: what it did not read it did not want, so the command ends quietly with the
+/// status it would have had, instead of panicking as `print!` does.
+pub(crate) fn emit(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// [`emit`], and a failure when stdout is unusable for another reason (a full disk).
+pub(crate) fn emit_or_fail(text: &str) -> Result<(), ExitCode> {
+    emit(text).map_err(|e| fail(&format!("cannot write to stdout: {e}")))
+}
+
 fn fail(message: &str) -> ExitCode {
     tracing::error!("{message}");
     ExitCode::from(2)

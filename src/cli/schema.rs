@@ -171,7 +171,11 @@ pub fn validate_files(paths: &[String], dialect: Option<SchemaDialect>, out: &mu
         .map_err(|e| format!("{path}: {e}"))?;
         for (line, problem) in problems {
             invalid += 1;
-            writeln!(out, "{path}:{line}: {problem}").map_err(|e| e.to_string())?;
+            // A reader gone away (`| head`) has all it wanted; the count still decides the status.
+            match writeln!(out, "{path}:{line}: {problem}") {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.to_string()),
+                Ok(()) | Err(_) => {}
+            }
         }
     }
     Ok(invalid)
@@ -187,10 +191,10 @@ pub(super) fn run(action: SchemaAction) -> ExitCode {
             Some(BundleDialectArg::Wire) => bundle_text(Some(SchemaDialect::Wire)),
             None => bundle_text(None),
         } {
-            Ok(text) => {
-                println!("{text}");
-                ExitCode::SUCCESS
-            }
+            Ok(text) => match super::emit_or_fail(&format!("{text}\n")) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(code) => code,
+            },
             Err(e) => fail(&e),
         },
         SchemaAction::Validate { dialect, files } => match validate_files(&files, dialect.map(SchemaDialect::from), &mut stdout.lock()) {
@@ -199,10 +203,10 @@ pub(super) fn run(action: SchemaAction) -> ExitCode {
             Err(e) => fail(&e),
         },
         SchemaAction::Docs => match crate::codegen::docs::protocol_markdown() {
-            Ok(text) => {
-                print!("{text}");
-                ExitCode::SUCCESS
-            }
+            Ok(text) => match super::emit_or_fail(&text) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(code) => code,
+            },
             Err(e) => fail(&e),
         },
     }

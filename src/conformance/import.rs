@@ -20,7 +20,13 @@
 //!   recording ran with `--yolo`;
 //! - the `ToolResult`s of parallel tool calls come in completion order, which is the tools'
 //!   timing, not the protocol: consecutive `ToolResult`s become one `unordered` line, matched by
-//!   their tool call ids whatever order either agent finished them in.
+//!   their tool call ids whatever order either agent finished them in;
+//! - and a call starts once its arguments are complete, so its `ToolResult` may come while the
+//!   next call's arguments still stream or after the step's stream: a step streaming several
+//!   calls becomes one `interleaved` line, the stream in its order and each result anywhere in
+//!   it. Fixed: the stream's own order (calls, their argument parts, the StatusUpdate) and the
+//!   step's place in the turn. Open: where each result falls (a result before its own call's
+//!   arguments end is not refused by the line, which the wire document does not fix either).
 
 use std::path::Path;
 
@@ -292,6 +298,45 @@ fn place_status_updates(lines: &mut Vec<Recorded>) {
     }
 }
 
+/// The type of the event an `out` line expects, if it expects one.
+fn event_type(line: &Value) -> Option<&str> {
+    (line["kind"] == "out" && line["frame"]["method"] == "event").then(|| line["frame"]["params"]["type"].as_str()).flatten()
+}
+
+/// Turns each step that streams two or more tool calls, with their results, into one
+/// `interleaved` line (see the module docs): the step's stream (calls, argument parts, content,
+/// its StatusUpdate) keeps its order, and each `ToolResult` is a sequence of its own that may
+/// come anywhere in it. A call runs once its arguments are complete, so its result may arrive
+/// while the next call's arguments still stream, or after the stream: which one a run writes
+/// is the tools' timing, and the wire document fixes neither. The line is a subset match when
+/// any of its frames was one (the StatusUpdate).
+fn interleave_parallel_calls(lines: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let in_step = |l: &Value| matches!(event_type(l), Some("ToolCall" | "ToolCallPart" | "ContentPart" | "StatusUpdate" | "ToolResult"));
+        let end = if event_type(&lines[i]) == Some("ToolCall") { i + lines[i..].iter().take_while(|l| in_step(l)).count() } else { i };
+        let segment = &lines[i..end];
+        let calls = segment.iter().filter(|l| event_type(l) == Some("ToolCall")).count();
+        let results = segment.iter().filter(|l| event_type(l) == Some("ToolResult")).count();
+        if calls < 2 || results == 0 {
+            out.push(lines[i].clone());
+            i += 1;
+            continue;
+        }
+        let stream: Vec<Value> = segment.iter().filter(|l| event_type(l) != Some("ToolResult")).map(|l| l["frame"].clone()).collect();
+        let mut sequences = vec![Value::Array(stream)];
+        sequences.extend(segment.iter().filter(|l| event_type(l) == Some("ToolResult")).map(|l| json!([l["frame"].clone()])));
+        let mut line = json!({"kind": "unordered", "interleaved": true, "frames": sequences});
+        if segment.iter().any(|l| l["subset"] == true) {
+            line["subset"] = json!(true);
+        }
+        out.push(line);
+        i = end;
+    }
+    out
+}
+
 fn is_tool_result_line(line: &Value) -> bool {
     line["kind"] == "out" && line["subset"].is_null() && line["frame"]["method"] == "event" && line["frame"]["params"]["type"] == "ToolResult"
 }
@@ -392,5 +437,5 @@ pub fn import_kimi(path: &Path, scripts: &Value) -> Result<String, String> {
             }
         });
     }
-    Ok(group_tool_results(out).iter().map(|l| format!("{l}\n")).collect())
+    Ok(group_tool_results(interleave_parallel_calls(out)).iter().map(|l| format!("{l}\n")).collect())
 }

@@ -363,8 +363,26 @@ struct Run {
 
 impl Run {
     fn next(&mut self) -> Result<Value, String> {
-        match self.frames.recv_timeout(self.timeout) {
-            Ok(Ok(frame)) => {
+        loop {
+            let item = match self.frames.recv_timeout(self.timeout) {
+                Ok(item) => item,
+                Err(RecvTimeoutError::Timeout) => return Err(format!("no frame within {:?}", self.timeout)),
+                Err(RecvTimeoutError::Disconnected) => {
+                    let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    let tail = tail.trim();
+                    return Err(if tail.is_empty() { "the agent closed stdout".into() } else { format!("the agent closed stdout; its stderr ends:\n{tail}") });
+                }
+            };
+            if let Some(frame) = self.take(item)? {
+                return Ok(frame);
+            }
+        }
+    }
+
+    /// Checks one line the agent wrote: `None` when the adapter's `ignore` drops it.
+    fn take(&mut self, item: Result<Value, String>) -> Result<Option<Value>, String> {
+        match item {
+            Ok(frame) => {
                 // A batch's answer (JSON-RPC 2.0): each response is checked as one on its own.
                 if let Value::Array(members) = &frame {
                     for member in members {
@@ -372,7 +390,7 @@ impl Run {
                         validate_outbound(self.dialect, acp_schema(self.acp_version), member, answered).map_err(|e| format!("the agent wrote a batch answer that does not validate: {e}\n  {frame}"))?;
                     }
                     self.seen.push(frame.clone());
-                    return Ok(frame);
+                    return Ok(Some(frame));
                 }
                 let answered = match (frame.get("method"), frame.get("id")) {
                     (None, Some(id)) => self.requests.get(&id.to_string()).map(String::as_str),
@@ -398,17 +416,11 @@ impl Run {
                     .map_err(|e| format!("the agent wrote a frame that does not validate: {e}\n  {frame}"))?;
                 self.seen.push(frame.clone());
                 if self.ignore.iter().any(|p| Matcher::default().check(p, &frame, true).is_ok()) {
-                    return self.next();
+                    return Ok(None);
                 }
-                Ok(frame)
+                Ok(Some(frame))
             }
-            Ok(Err(line)) => Err(format!("the agent wrote a line that is not JSON: {line}")),
-            Err(RecvTimeoutError::Timeout) => Err(format!("no frame within {:?}", self.timeout)),
-            Err(RecvTimeoutError::Disconnected) => {
-                let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let tail = tail.trim();
-                Err(if tail.is_empty() { "the agent closed stdout".into() } else { format!("the agent closed stdout; its stderr ends:\n{tail}") })
-            }
+            Err(line) => Err(format!("the agent wrote a line that is not JSON: {line}")),
         }
     }
 
@@ -922,6 +934,45 @@ fn blame(requirements: &Option<Vec<String>>, setup: Option<bool>) -> Cause {
     Cause::Line { requirements: requirements.clone(), setup: setup == Some(true) }
 }
 
+/// Why an `interleaved` line was not satisfied.
+#[derive(Debug, thiserror::Error)]
+enum InterleavedError {
+    /// The transcript's fault: an item of `frames` that is not an array of patterns.
+    #[error("harness error: item {0} of an interleaved line is not an array of patterns")]
+    NotASequence(usize),
+    /// No frame came (a timeout, the agent's end) while some were still expected.
+    #[error("{remaining} interleaved frames still expected: {reason}")]
+    Ended { remaining: usize, reason: String },
+    /// A frame that is the next of no sequence and is not to be skipped.
+    #[error("frame matches the next pattern of none of the interleaved sequences:\n  {frame}\nexpected one of:\n{}", heads.join("\n"))]
+    Unmatched { frame: Value, heads: Vec<String> },
+}
+
+/// Matches the next frames against `sequences`, each in its own order, interleaved in any way:
+/// each frame must match the first pattern still open in one of them (tried in order), or else
+/// one of `skip` (a subset match), which passes it over.
+fn interleaved(run: &mut Run, matcher: &mut Matcher, pending: &mut PendingOptional<'_>, sequences: &[Value], skip: &[Value], subset: bool) -> Result<(), InterleavedError> {
+    let mut open: Vec<std::collections::VecDeque<&Value>> = Vec::with_capacity(sequences.len());
+    for (k, sequence) in sequences.iter().enumerate() {
+        open.push(sequence.as_array().ok_or(InterleavedError::NotASequence(k))?.iter().collect());
+    }
+    loop {
+        let remaining: usize = open.iter().map(std::collections::VecDeque::len).sum();
+        if remaining == 0 {
+            return Ok(());
+        }
+        let frame = next_frame(run, matcher, pending).map_err(|reason| InterleavedError::Ended { remaining, reason })?;
+        let hit = open.iter().position(|s| s.front().is_some_and(|p| matcher.check(p, &frame, subset).is_ok()));
+        match hit {
+            Some(k) => {
+                open[k].pop_front();
+            }
+            None if skip.iter().any(|p| matcher.check(p, &frame, true).is_ok()) => {}
+            None => return Err(InterleavedError::Unmatched { frame, heads: open.iter().filter_map(|s| s.front().map(|p| format!("  {p}"))).collect() }),
+        }
+    }
+}
+
 /// Plays the lines after the header. `model` is the fake server serving the model replies, when
 /// one does; `work` the run's work directory (the agent's cwd), where `file` effects look.
 fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], defaults: &[String], model: Option<&FakeLlm>, work: &Path) -> Result<(), Failure> {
@@ -968,6 +1019,14 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], default
                 let cause = blame(&l.requirements, l.setup);
                 let fail = |text: String| Failure { text, cause: cause.clone() };
                 let subset = l.subset.unwrap_or(false);
+                if l.interleaved == Some(true) {
+                    interleaved(run, matcher, &mut pending, &l.frames, l.skip.as_deref().unwrap_or_default(), subset).map_err(|e| match e {
+                        InterleavedError::NotASequence(_) => Failure { text: format!("line {n}: {e}"), cause: Cause::Harness },
+                        InterleavedError::Ended { .. } | InterleavedError::Unmatched { .. } => fail(format!("line {n}: {e}")),
+                    })?;
+                    held(run, &l.requirements, l.setup);
+                    continue;
+                }
                 let mut open: Vec<&Value> = l.frames.iter().collect();
                 while !open.is_empty() {
                     let frame = next_frame(run, matcher, &mut pending).map_err(|e| fail(format!("line {n}: {} unordered frames still expected: {e}", open.len())))?;
@@ -1018,6 +1077,7 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], default
             },
         }
     }
+    trailing(run, matcher, &mut pending, lines.len() + 2)?;
     // Coverage is earned per line: a header naming a requirement that no checking line held
     // (only `in` lines, only optional or setup lines, checks charged elsewhere) passed nothing.
     let unearned: Vec<&str> = defaults.iter().filter(|r| !run.checked.contains(*r)).map(String::as_str).collect();
@@ -1031,6 +1091,41 @@ fn steps(run: &mut Run, matcher: &mut Matcher, lines: &[TranscriptLine], default
         });
     }
     Ok(())
+}
+
+/// How long the agent is watched after the last line for an answer it should not write.
+const TRAILING_QUIET: Duration = Duration::from_millis(300);
+
+/// After the last line, the agent must not answer anything more: a reply to a notification, a
+/// second response to a request, a response nobody asked for all fail (charged to the
+/// transcript's requirements). Frames the agent sends on its own (events, notifications,
+/// requests) are not judged here: what follows the last line is not the transcript's subject,
+/// and an `optional` line still waiting accepts the response it describes. The agent is watched
+/// until it is quiet for [`TRAILING_QUIET`] or has closed its output.
+fn trailing(run: &mut Run, matcher: &mut Matcher, pending: &mut PendingOptional<'_>, after: usize) -> Result<(), Failure> {
+    loop {
+        let item = match run.frames.recv_timeout(TRAILING_QUIET) {
+            Ok(item) => item,
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return Ok(()),
+        };
+        let Some(frame) = run.take(item).map_err(|e| Failure::agent(format!("line {after}: after the last line: {e}")))? else { continue };
+        if let Some(k) = pending.iter().position(|(pattern, subset)| matcher.check(pattern, &frame, *subset).is_ok()) {
+            pending.drain(..=k);
+            continue;
+        }
+        if is_response(run.dialect, &frame) {
+            return Err(Failure::agent(format!("line {after}: the agent answered after the last line, where nothing was asked:\n  {frame}")));
+        }
+    }
+}
+
+/// Whether `frame` answers a request: an rpc `response`, a JSON-RPC response (an `id` and no
+/// `method`) or a batch of them.
+fn is_response(dialect: TranscriptHeaderDialect, frame: &Value) -> bool {
+    match dialect {
+        TranscriptHeaderDialect::Rpc => frame.get("type").and_then(Value::as_str) == Some("response"),
+        TranscriptHeaderDialect::Wire | TranscriptHeaderDialect::Acp => frame.is_array() || (frame.get("method").is_none() && frame.get("id").is_some()),
+    }
 }
 
 #[cfg(test)]

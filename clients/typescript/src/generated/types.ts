@@ -4664,7 +4664,7 @@ export interface TranscriptOut {
   setup?: boolean;
 }
 /**
- * The next frames must match these patterns in any order.
+ * The next frames must match these patterns in any order: where no document fixes an order (parallel tool calls finish in either order), the line accepts every order a correct agent can produce.
  *
  * This interface was referenced by `AgentwireProtocol`'s JSON-Schema
  * via the `definition` "TranscriptUnordered".
@@ -4677,9 +4677,19 @@ export interface TranscriptUnordered {
   /**
    * The patterns.
    *
-   * Items: A pattern.
+   * Items: A pattern (with `interleaved`: an array of patterns, a sequence).
    */
   frames: unknown[];
+  /**
+   * Each item of `frames` is a sequence (an array of patterns) whose own order is fixed, and the sequences interleave in any way: one stream's order kept, another's frames anywhere among it (a tool's result while the next call's arguments still stream).
+   */
+  interleaved?: boolean;
+  /**
+   * With `interleaved`: frames matching none of the sequences' next patterns but one of these are passed over (the rest of a stream whose end the line is about, such as the deltas still in flight after an `abort`).
+   *
+   * Items: A pattern, matched as a subset.
+   */
+  skip?: unknown[];
   /**
    * Subset matching for every pattern.
    */
@@ -4973,7 +4983,7 @@ export interface ConformanceRequirement {
    */
   source: string;
   /**
-   * The document the requirement cites: `pi-rpc` (pi's RPC documents: `docs/rpc.md`, `docs/rpc-commands.md`, `docs/json.md` and `docs/message-types.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `omp-rpc-types` (oh-my-pi's exported protocol types, `src/modes/rpc/rpc-types.ts` of its package, whose doc comments state the contract), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `agentwire` (our own decision: never MANDATORY).
+   * The document the requirement cites: `pi-rpc` (pi's RPC documents: `docs/rpc.md`, `docs/rpc-commands.md`, `docs/json.md` and `docs/message-types.md` of pi-coding-agent), `omp-rpc-reference` (oh-my-pi's RPC protocol reference), `omp-rpc-types` (oh-my-pi's exported protocol types, `src/modes/rpc/rpc-types.ts` of its package, whose doc comments state the contract), `kimi-wire-transport` (kimi-cli's JSON-RPC wire transport doc, `src/kimi_cli/wire/jsonrpc.py`), `json-rpc-2.0` (the JSON-RPC 2.0 specification), `acp-spec` / `acp-schema` (the Agent Client Protocol's specification pages and JSON schema), `protocol-notes` (shared/protocol-notes.md: what the implementations were recorded doing where no published document says it; never MANDATORY), `agentwire` (our own decision, in our docs or a "We:" paragraph of the notes: never MANDATORY). The documents kept in the repository (`tests/conformance/sources/`, `schema/acp/`) are where a test finds each quote verbatim.
    */
   document?:
     | "pi-rpc"
@@ -4983,11 +4993,12 @@ export interface ConformanceRequirement {
     | "json-rpc-2.0"
     | "acp-spec"
     | "acp-schema"
+    | "protocol-notes"
     | "agentwire";
   /**
-   * The sentence of `document` that supports the requirement and its tier, verbatim (a translation follows in parentheses when the document is not in English). MANDATORY requirements must have one.
+   * The sentences of `document` that support the requirement and its tier, verbatim (whitespace aside): several passages are joined by ` … `, and a note or translation in parentheses may follow. Every requirement has one; a MANDATORY one rests on a statement every implementation must follow (MUST, REQUIRED, SHALL in the RFC 2119 documents), never on MAY or SHOULD alone.
    */
-  quote?: string;
+  quote: string;
   /**
    * One line: what is required.
    */
