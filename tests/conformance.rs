@@ -714,7 +714,7 @@ fn every_requirement_quotes_its_document_verbatim_and_mandatory_ones_oblige() {
         }
     }
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
-    assert!(checked >= 120, "only {checked} quotes were checked against a document in the repository");
+    assert!(checked >= 110, "only {checked} quotes were checked against a document in the repository");
 }
 
 /// An "agent" that writes `frames` (rpc JSONL), then waits for its input to close: the order of
