@@ -88,24 +88,22 @@ impl<U: Send + 'static, C: Clone + Send + 'static, O: Clone + Send + 'static> Ro
         let routes = Arc::new(Mutex::new(Routes { by_session: HashMap::new(), commands: HashMap::new(), config: HashMap::new() }));
         let (flush, mut flushes) = mpsc::unbounded_channel::<Catch>();
         let shared = routes.clone();
-        // One task tells the hosts, so a session's changes reach its host in the agent's order.
-        let (changed, mut changes) = mpsc::unbounded_channel::<(Host, Vec<Setting>)>();
         tokio::spawn(async move {
-            while let Some((host, settings)) = changes.recv().await {
-                host.sink().emit(AgentEvent::SettingsChanged { settings: &settings }).await;
-            }
-        });
-        tokio::spawn(async move {
-            let deliver = |notification: N| {
+            // Returns the host to tell of config options the agent changed on its own, told by
+            // this loop before it routes anything later: a flush (a run ending on the prompt's
+            // answer) then finds them told, so they reach the host before the run's end, in
+            // the agent's order with what came before.
+            let deliver = |notification: N| -> Option<(Host, Vec<Setting>)> {
                 let (session, sorted) = sort(notification);
                 let mut routes = lock(&shared);
+                let mut told = None;
                 match sorted {
                     Sorted::Commands(commands) => {
                         routes.commands.insert(session, commands);
                     }
                     Sorted::Config(options) => {
                         if let Some(host) = routes.by_session.get(&session).and_then(|r| r.host.get()) {
-                            let _ = changed.send((host, options.iter().filter_map(setting).collect()));
+                            told = Some((host, options.iter().filter_map(setting).collect()));
                         }
                         routes.config.insert(session, options);
                     }
@@ -115,18 +113,24 @@ impl<U: Send + 'static, C: Clone + Send + 'static, O: Clone + Send + 'static> Ro
                         }
                     }
                 }
+                told
+            };
+            let tell = |told: Option<(Host, Vec<Setting>)>| async move {
+                if let Some((host, settings)) = told {
+                    host.sink().emit(AgentEvent::SettingsChanged { settings: &settings }).await;
+                }
             };
             loop {
                 tokio::select! {
                     biased;
                     Some(done) = flushes.recv() => {
                         while let Some(notification) = updates.try_next() {
-                            deliver(notification);
+                            tell(deliver(notification)).await;
                         }
                         let _ = done.send(());
                     }
                     notification = updates.next() => match notification {
-                        Some(notification) => deliver(notification),
+                        Some(notification) => tell(deliver(notification)).await,
                         None => break,
                     },
                 }

@@ -351,6 +351,10 @@ async fn run(client: AcpV2Client, router: V2Router, opened: Arc<Opened>, request
     tokio::pin!(ack);
     let mut acked = false;
     let mut running = false;
+    // An `idle` read before the prompt's answer was: the answer comes first on the wire, but
+    // it reaches this run by another task than the updates and can be overtaken. It ends the
+    // turn once the answer is read.
+    let mut idle_early = None;
     let mut stream = Stream::default();
     let mut cancel_sent = false;
     loop {
@@ -363,6 +367,7 @@ async fn run(client: AcpV2Client, router: V2Router, opened: Arc<Opened>, request
                         stream.start_pending(&reply).await;
                         return outcome(stop_reason.as_deref(), error.as_ref());
                     }
+                    "idle" => idle_early = Some((stop_reason, error)),
                     "running" | "requires_action" => running = true,
                     _ => {}
                 },
@@ -380,7 +385,14 @@ async fn run(client: AcpV2Client, router: V2Router, opened: Arc<Opened>, request
                 let _ = done.send(());
             }
             answer = &mut ack, if !acked => match answer {
-                Ok(Ok(_)) => acked = true,
+                Ok(Ok(_)) => {
+                    acked = true;
+                    if let Some((stop_reason, error)) = idle_early.take() {
+                        opened.turn_left.store(false, std::sync::atomic::Ordering::SeqCst);
+                        stream.start_pending(&reply).await;
+                        return outcome(stop_reason.as_deref(), error.as_ref());
+                    }
+                }
                 Ok(Err(CallError::Closed { .. })) | Err(_) => {
                     opened.turn_left.store(false, std::sync::atomic::Ordering::SeqCst);
                     return failed("The agent exited before the prompt ended");
