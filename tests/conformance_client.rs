@@ -71,3 +71,52 @@ fn a_client_command_without_the_agent_placeholder_is_refused_with_a_clear_error(
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("{{agent}}"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// tests/fixtures/acp_client_faults.py with one fault, judged on the scenarios that show it.
+fn judge_fault(fault: &str, scenarios: &[&str]) -> (Vec<Value>, Option<i32>) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp_client_faults.py");
+    judge(&["python3".to_owned(), script.display().to_string(), fault.to_owned(), "{{agent}}".to_owned()], scenarios)
+}
+
+#[test]
+fn the_fault_free_client_passes_with_no_client_capabilities() {
+    let (lines, code) = judge_fault("none", &[]);
+    for l in &lines {
+        assert!(l["verdict"] != "fail" && l["verdict"] != "not testable", "{l}");
+    }
+    // Its initialize leaves clientCapabilities out, as the schema allows.
+    assert_eq!(verdict(&lines, "ACP-CLIENT-INIT-1"), "pass");
+    for id in ["ACP-CLIENT-ORDER-2", "ACP-CLIENT-RPC-1", "ACP-CLIENT-PERM-3", "ACP-CLIENT-CANCEL-1", "ACP-CLIENT-CANCEL-3"] {
+        assert_eq!(verdict(&lines, id), "pass", "{id}: {lines:#?}");
+    }
+    assert_eq!(code, Some(0), "{lines:#?}");
+}
+
+#[test]
+fn a_permission_request_answered_with_an_error_fails_perm_3() {
+    let (lines, _) = judge_fault("perm-error", &["permission"]);
+    assert_eq!(verdict(&lines, "ACP-CLIENT-PERM-3"), "fail", "{lines:#?}");
+    // The request was answered: the JSON-RPC requirement holds.
+    assert_eq!(verdict(&lines, "ACP-CLIENT-PERM-1"), "pass", "{lines:#?}");
+}
+
+#[test]
+fn a_permission_request_answered_twice_fails_rpc_1() {
+    let (lines, code) = judge_fault("double-answer", &["permission"]);
+    assert_eq!(verdict(&lines, "ACP-CLIENT-RPC-1"), "fail", "{lines:#?}");
+    assert_eq!(code, Some(1), "a MANDATORY failure fails the run");
+}
+
+#[test]
+fn session_cancel_sent_as_a_request_fails_cancel_3() {
+    let (lines, code) = judge_fault("cancel-request", &["cancel"]);
+    assert_eq!(verdict(&lines, "ACP-CLIENT-CANCEL-3"), "fail", "{lines:#?}");
+    assert_eq!(code, Some(1), "a CAPABILITY failure fails the run");
+}
+
+#[test]
+fn a_prompt_before_the_session_new_response_fails_order_2() {
+    let (lines, code) = judge_fault("early-prompt", &["initialize"]);
+    assert_eq!(verdict(&lines, "ACP-CLIENT-ORDER-2"), "fail", "{lines:#?}");
+    assert_eq!(code, Some(1), "a MANDATORY failure fails the run");
+}
