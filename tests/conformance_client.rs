@@ -17,8 +17,13 @@ fn example(name: &str) -> PathBuf {
 
 /// Runs the harness on `client`; the per-requirement verdicts (JSON lines) and the exit code.
 fn judge(client: &[String], scenarios: &[&str]) -> (Vec<Value>, Option<i32>) {
+    judge_in("acp", client, scenarios)
+}
+
+/// [`judge`] in a dialect.
+fn judge_in(dialect: &str, client: &[String], scenarios: &[&str]) -> (Vec<Value>, Option<i32>) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentwire"));
-    command.args(["conformance", "client", "--dialect", "acp", "--format", "json", "--wait", "10", "--timeout", "40"]);
+    command.args(["conformance", "client", "--dialect", dialect, "--format", "json", "--wait", "10", "--timeout", "40"]);
     for s in scenarios {
         command.args(["--scenario", s]);
     }
@@ -118,5 +123,36 @@ fn session_cancel_sent_as_a_request_fails_cancel_3() {
 fn a_prompt_before_the_session_new_response_fails_order_2() {
     let (lines, code) = judge_fault("early-prompt", &["initialize"]);
     assert_eq!(verdict(&lines, "ACP-CLIENT-ORDER-2"), "fail", "{lines:#?}");
+    assert_eq!(code, Some(1), "a MANDATORY failure fails the run");
+}
+
+/// tests/fixtures/rpc_client_faults.py with one fault, judged in the rpc dialect.
+fn judge_rpc_fault(fault: &str, scenarios: &[&str]) -> (Vec<Value>, Option<i32>) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rpc_client_faults.py");
+    judge_in("rpc", &["python3".to_owned(), script.display().to_string(), fault.to_owned(), "{{agent}}".to_owned()], scenarios)
+}
+
+#[test]
+fn the_fault_free_rpc_host_passes_every_rpc_requirement() {
+    let (lines, code) = judge_rpc_fault("none", &[]);
+    assert!(lines.iter().all(|l| l["requirement"].as_str().is_some_and(|r| r.starts_with("RPC-CLIENT-"))), "only rpc requirements: {lines:#?}");
+    for l in &lines {
+        assert_eq!(l["verdict"], "pass", "{l}");
+    }
+    assert_eq!(code, Some(0), "{lines:#?}");
+}
+
+#[test]
+fn an_rpc_host_that_splits_records_at_u2028_fails_frame_2() {
+    let (lines, code) = judge_rpc_fault("splitlines", &["framing"]);
+    assert_eq!(verdict(&lines, "RPC-CLIENT-FRAME-2"), "fail", "{lines:#?}");
+    assert_eq!(code, Some(1), "a MANDATORY failure fails the run");
+}
+
+#[test]
+fn an_rpc_host_that_answers_a_fire_and_forget_request_fails_ui_1() {
+    let (lines, code) = judge_rpc_fault("answer-notify", &["extension-ui"]);
+    assert_eq!(verdict(&lines, "RPC-CLIENT-UI-1"), "fail", "{lines:#?}");
+    assert_eq!(verdict(&lines, "RPC-CLIENT-UI-2"), "pass", "{lines:#?}");
     assert_eq!(code, Some(1), "a MANDATORY failure fails the run");
 }

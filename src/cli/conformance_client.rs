@@ -103,6 +103,9 @@ pub fn client_matrix(names: &[String], waits: (u64, u64), file: &Path, out: Opti
     ExitCode::SUCCESS
 }
 
+/// What a SIGTERM to the scripted ACP agent appends to its report.
+static ACP_SIGTERM_LINES: &[u8] = b"{\"kind\":\"event\",\"event\":\"sigterm\"}\n{\"kind\":\"event\",\"event\":\"exit\"}\n";
+
 /// Plays one scenario on stdio, verdicts appended to `report`.
 pub fn scripted_agent(dialect: ClientDialectArg, name: &str, report: &Path, wait_ms: u64) -> ExitCode {
     let scenario = match scenarios(dialect.dialect(), &[name.to_owned()]) {
@@ -120,7 +123,7 @@ pub fn scripted_agent(dialect: ClientDialectArg, name: &str, report: &Path, wait
     match scenario {
         Scenario::Acp(s) => {
             if let Some(file) = file {
-                on_sigterm_report(file, b"{\"kind\":\"event\",\"event\":\"sigterm\"}\n{\"kind\":\"event\",\"event\":\"exit\"}\n");
+                on_sigterm_report(file, &ACP_SIGTERM_LINES);
             }
             crate::conformance::client::acp::ScriptedAcpAgent::new(s, writer, wait).run()
         }

@@ -285,7 +285,8 @@ impl ScriptedAcpAgent {
             // `authenticate` follows) is one of them.
             result[capabilities]["_meta"] = json!({"agentwire.dev/future": true});
             result["_meta"] = json!({"agentwire.dev/probe": "initialize"});
-            result["authMethods"] = json!([{"id": "agentwire-future", "name": "A sign-in of a later kind", "type": "agentwire_future_kind", "description": "an auth method variant the client does not know"}]);
+            let id = if self.version >= 2 { "methodId" } else { "id" };
+            result["authMethods"] = json!([{id: "agentwire-future", "name": "A sign-in of a later kind", "type": "agentwire_future_kind", "description": "an auth method variant the client does not know"}]);
         }
         self.respond(&first["id"], "initialize", result);
         Some(())
@@ -301,11 +302,9 @@ impl ScriptedAcpAgent {
 
     fn extensions(&mut self) -> Option<()> {
         self.notify("_agentwire/notice", json!({"text": "an extension notification", "_meta": {"agentwire.dev/probe": 1}}));
-        self.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {
-            "sessionId": SESSION,
-            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "with _meta", "_meta": {"agentwire.dev/probe": 2}}, "_meta": {"agentwire.dev/probe": 3}},
-            "_meta": {"agentwire.dev/probe": 4},
-        }}));
+        let mut update = self.chunk(json!({"type": "text", "text": "with _meta", "_meta": {"agentwire.dev/probe": 2}}));
+        update["_meta"] = json!({"agentwire.dev/probe": 3});
+        self.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SESSION, "update": update, "_meta": {"agentwire.dev/probe": 4}}}));
         let probe = self.request("_agentwire/probe", json!({"question": "do you know this method?"}));
         match self.await_answer(&probe) {
             Some(answer) => self.report.check("ACP-CLIENT-EXT-1", Verdict::Pass, format!("answered: {answer}")),

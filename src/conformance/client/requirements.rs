@@ -114,8 +114,8 @@ pub const CLIENT_REQUIREMENTS: &[ClientRequirement] = &[
         "ACP-CLIENT-EXT-4",
         Dialect::Acp,
         Advisory,
-        "ACP v1 schema, AuthMethod (https://agentclientprotocol.com/protocol/v1/initialization)",
-        "When no `type` is present, the method is treated as `agent`.",
+        "ACP v2 schema, AuthMethod `other` (https://agentclientprotocol.com/protocol/v2/initialization); v1's AuthMethod leaves `type` open the same way",
+        "Clients that do not understand this method type should preserve the raw payload when storing, replaying, proxying, or forwarding initialization data, and otherwise ignore the method or display it generically.",
         "an `authMethods` entry of a `type` the client does not know (a later kind, valid as the schema's open `agent` branch) does not stop it: it goes on to `session/new` (a client crashed on one, codex-acp#230)",
     ),
     req(

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::report::{on_sigterm_report, ReportWriter, Verdict};
+use super::report::{on_sigterm_report, set_sigterm_report, ReportWriter, Verdict};
 use super::scenarios::RpcScenario;
 use crate::protocol::validate::{validator, Direction, SchemaDialect};
 
@@ -25,9 +25,13 @@ enum Incoming {
     Timeout,
 }
 
-/// What the SIGTERM handler appends: pi's docs name SIGTERM an orderly shutdown, so a host that
-/// sends it ended its agent as documented.
-const SIGTERM_LINES: &[u8] = b"{\"kind\":\"check\",\"requirement\":\"RPC-CLIENT-EOF-2\",\"verdict\":\"pass\",\"detail\":\"the client ended the agent with SIGTERM (an orderly shutdown in pi's docs)\"}\n{\"kind\":\"event\",\"event\":\"sigterm\"}\n{\"kind\":\"event\",\"event\":\"exit\"}\n";
+/// What a SIGTERM appends: pi's docs name SIGTERM an orderly shutdown, so a host that sends it
+/// ended its agent as documented.
+static SIGTERM_LINES: &[u8] = b"{\"kind\":\"check\",\"requirement\":\"RPC-CLIENT-EOF-2\",\"verdict\":\"pass\",\"detail\":\"the client ended the agent with SIGTERM (an orderly shutdown in pi's docs)\"}\n{\"kind\":\"event\",\"event\":\"sigterm\"}\n{\"kind\":\"event\",\"event\":\"exit\"}\n";
+/// A SIGTERM after the framing scenario's last records: the run ended for the client.
+static SIGTERM_AFTER_FRAMING: &[u8] = b"{\"kind\":\"check\",\"requirement\":\"RPC-CLIENT-FRAME-2\",\"verdict\":\"pass\",\"detail\":\"the client saw its turn end (it stopped the agent with SIGTERM after it): records with U+2028 and U+2029 inside their strings were read whole\"}\n{\"kind\":\"event\",\"event\":\"sigterm\"}\n{\"kind\":\"event\",\"event\":\"exit\"}\n";
+/// A SIGTERM after the extensions scenario's last records.
+static SIGTERM_AFTER_EXTENSIONS: &[u8] = b"{\"kind\":\"check\",\"requirement\":\"RPC-CLIENT-EVENT-1\",\"verdict\":\"pass\",\"detail\":\"the client finished its turn past an unknown event type (it stopped the agent with SIGTERM after it)\"}\n{\"kind\":\"event\",\"event\":\"sigterm\"}\n{\"kind\":\"event\",\"event\":\"exit\"}\n";
 
 /// The scripted rpc agent of one scenario.
 #[derive(Debug)]
@@ -48,7 +52,7 @@ impl ScriptedRpcAgent {
     /// the same report, for the SIGTERM handler).
     pub fn new(scenario: RpcScenario, report: ReportWriter, file: Option<std::fs::File>, wait: Duration) -> Self {
         if let Some(file) = file {
-            on_sigterm_report(file, SIGTERM_LINES);
+            on_sigterm_report(file, &SIGTERM_LINES);
         }
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -144,6 +148,13 @@ impl ScriptedRpcAgent {
         self.send(json!({"type": "message_update", "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": text, "partial": assistant}}));
         self.send(json!({"type": "message_end", "message": assistant}));
         self.send(json!({"type": "turn_end", "message": assistant, "toolResults": []}));
+        // The run ends with the next record: a SIGTERM from then on is a host done with it (a
+        // host written for pi 0.73 stops on `agent_end`, before `agent_settled` is written).
+        match self.scenario {
+            RpcScenario::Framing => set_sigterm_report(&SIGTERM_AFTER_FRAMING),
+            RpcScenario::Extensions => set_sigterm_report(&SIGTERM_AFTER_EXTENSIONS),
+            RpcScenario::Turn | RpcScenario::ExtensionUi | RpcScenario::AgentExit => {}
+        }
         self.send(json!({"type": "agent_end", "messages": [user, assistant]}));
         self.send(json!({"type": "agent_settled", "aborted": false}));
         match self.scenario {
