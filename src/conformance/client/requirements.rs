@@ -50,8 +50,8 @@ pub const CLIENT_REQUIREMENTS: &[ClientRequirement] = &[
         "ACP-CLIENT-INIT-1",
         Dialect::Acp,
         Mandatory,
-        "ACP v1 schema, InitializeRequest (https://agentclientprotocol.com/protocol/v1/initialization)",
-        "Sent by the client to establish connection and negotiate capabilities.",
+        "ACP v1 prompt turn (https://agentclientprotocol.com/protocol/v1/prompt-turn), and the InitializeRequest schema (https://agentclientprotocol.com/protocol/v1/initialization)",
+        "Before sending prompts, Clients MUST first complete the initialization phase and session setup.",
         "the client's first message is an `initialize` request with an integer protocol version, before any session (`clientCapabilities` may be left out: the schema defaults it)",
     ),
     req(
