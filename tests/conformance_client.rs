@@ -156,3 +156,32 @@ fn an_rpc_host_that_answers_a_fire_and_forget_request_fails_ui_1() {
     assert_eq!(verdict(&lines, "RPC-CLIENT-UI-2"), "pass", "{lines:#?}");
     assert_eq!(code, Some(1), "a MANDATORY failure fails the run");
 }
+
+/// tests/fixtures/wire_client_faults.py with one fault, judged in the wire dialect.
+fn judge_wire_fault(fault: &str, scenarios: &[&str]) -> (Vec<Value>, Option<i32>) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/wire_client_faults.py");
+    judge_in("wire", &["python3".to_owned(), script.display().to_string(), fault.to_owned(), "{{agent}}".to_owned()], scenarios)
+}
+
+#[test]
+fn the_fault_free_wire_host_passes_every_wire_requirement() {
+    let (lines, code) = judge_wire_fault("none", &[]);
+    assert!(lines.iter().all(|l| l["requirement"].as_str().is_some_and(|r| r.starts_with("WIRE-CLIENT-"))), "only wire requirements: {lines:#?}");
+    for l in &lines {
+        assert_eq!(l["verdict"], "pass", "{l}");
+    }
+    assert_eq!(code, Some(0), "{lines:#?}");
+}
+
+#[test]
+fn a_wire_host_that_answers_a_request_twice_fails_req_1() {
+    let (lines, code) = judge_wire_fault("double-answer", &["approval"]);
+    assert_eq!(verdict(&lines, "WIRE-CLIENT-REQ-1"), "fail", "{lines:#?}");
+    assert_eq!(code, Some(1), "a MANDATORY failure fails the run");
+}
+
+#[test]
+fn a_wire_host_that_answers_an_event_fails_event_1() {
+    let (lines, _) = judge_wire_fault("answer-event", &["extensions"]);
+    assert_eq!(verdict(&lines, "WIRE-CLIENT-EVENT-1"), "fail", "{lines:#?}");
+}

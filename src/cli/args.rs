@@ -424,6 +424,8 @@ pub enum ClientDialectArg {
     Acp,
     /// pi's JSONL rpc (`pi --mode rpc`), as pi 0.73 and 1.6 hosts speak it.
     Rpc,
+    /// kimi-cli's JSON-RPC 2.0 wire (`kimi --wire`).
+    Wire,
 }
 
 impl ClientDialectArg {
@@ -432,6 +434,7 @@ impl ClientDialectArg {
         match self {
             Self::Acp => crate::protocol::Dialect::Acp,
             Self::Rpc => crate::protocol::Dialect::Rpc,
+            Self::Wire => crate::protocol::Dialect::Wire,
         }
     }
 }

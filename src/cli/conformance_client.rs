@@ -128,6 +128,7 @@ pub fn scripted_agent(dialect: ClientDialectArg, name: &str, report: &Path, wait
             crate::conformance::client::acp::ScriptedAcpAgent::new(s, writer, wait).run()
         }
         Scenario::Rpc(s) => crate::conformance::client::rpc::ScriptedRpcAgent::new(s, writer, file, wait).run(),
+        Scenario::Wire(s) => crate::conformance::client::wire::ScriptedWireAgent::new(s, writer, wait).run(),
     }
     ExitCode::SUCCESS
 }

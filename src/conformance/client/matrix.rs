@@ -49,6 +49,8 @@ pub enum EntryDialect {
     Acp,
     /// pi's JSONL rpc.
     Rpc,
+    /// kimi's JSON-RPC wire.
+    Wire,
 }
 
 impl EntryDialect {
@@ -57,6 +59,7 @@ impl EntryDialect {
         match self {
             Self::Acp => Dialect::Acp,
             Self::Rpc => Dialect::Rpc,
+            Self::Wire => Dialect::Wire,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod report;
 pub mod requirements;
 pub mod rpc;
 pub mod scenarios;
+pub mod wire;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use report::{parse_lines, ReportLine, Verdict};
 use requirements::{client_requirement, CLIENT_REQUIREMENTS};
-use scenarios::{AcpScenario, RpcScenario, Scenario};
+use scenarios::{AcpScenario, RpcScenario, Scenario, WireScenario};
 
 use crate::protocol::{ConformanceRequirementTier, Dialect};
 
@@ -269,7 +270,8 @@ fn run_scenario(run: &ClientRun, scenario: Scenario) -> Result<ScenarioRun, Clie
             findings.push(Finding { requirement: requirement.into(), verdict, detail });
         }
         Scenario::Acp(AcpScenario::EarlyUpdate | AcpScenario::Extensions | AcpScenario::Permission | AcpScenario::Cancel | AcpScenario::FsTerminal | AcpScenario::Load)
-        | Scenario::Rpc(RpcScenario::Turn | RpcScenario::Framing | RpcScenario::Extensions | RpcScenario::ExtensionUi) => {}
+        | Scenario::Rpc(RpcScenario::Turn | RpcScenario::Framing | RpcScenario::Extensions | RpcScenario::ExtensionUi)
+        | Scenario::Wire(WireScenario::Turn | WireScenario::Approval | WireScenario::Extensions) => {}
     }
     let agent_ended_itself = lines.contains(&ReportLine::Event("exit".into())) || lines.contains(&ReportLine::Event("agent-exit".into()));
     for id in scenario.requirements() {

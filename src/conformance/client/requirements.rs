@@ -271,6 +271,30 @@ pub const CLIENT_REQUIREMENTS: &[ClientRequirement] = &[
         "Close the child's stdin to request an orderly shutdown.",
         "when done the client ends its agent as documented: it closes the agent's input (or sends SIGTERM, which pi's docs also name an orderly shutdown)",
     ),
+    req(
+        "WIRE-CLIENT-FRAME-1",
+        Dialect::Wire,
+        Mandatory,
+        JSONRPC,
+        "A String specifying the version of the JSON-RPC protocol. MUST be exactly \"2.0\".",
+        "every frame the host writes is a JSON-RPC 2.0 object the wire schema knows: its requests (`initialize`, `prompt`, …) and its answers to the agent's requests",
+    ),
+    req(
+        "WIRE-CLIENT-REQ-1",
+        Dialect::Wire,
+        Mandatory,
+        JSONRPC,
+        "When a rpc call is made, the Server MUST reply with a Response, except for in the case of Notifications.",
+        "the agent's `request` (an `ApprovalRequest`) gets exactly one response with its id (no second one)",
+    ),
+    req(
+        "WIRE-CLIENT-EVENT-1",
+        Dialect::Wire,
+        Advisory,
+        JSONRPC,
+        "A Request object that is a Notification signifies the Client's lack of interest in the corresponding Response object, and as such no Response object needs to be returned to the client.",
+        "an `event` of a type the host does not know (kimi adds them between versions) is not answered and leaves the turn going: the host finishes it",
+    ),
 ];
 
 /// One requirement by id.

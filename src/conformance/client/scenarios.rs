@@ -110,6 +110,41 @@ impl RpcScenario {
     }
 }
 
+/// One scenario of `agentwire conformance client --dialect wire`: the scripted agent plays kimi
+/// 1.50's JSON-RPC wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireScenario {
+    /// `initialize` (when the host sends it), then a plain turn on `prompt`.
+    Turn,
+    /// An `ApprovalRequest` request in the middle of the turn.
+    Approval,
+    /// An event type the host does not know, in the middle of the turn.
+    Extensions,
+}
+
+impl WireScenario {
+    /// Every scenario, in run order.
+    pub const ALL: [WireScenario; 3] = [Self::Turn, Self::Approval, Self::Extensions];
+
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Turn => "turn",
+            Self::Approval => "approval",
+            Self::Extensions => "extensions",
+        }
+    }
+
+    /// The requirements it judges.
+    pub fn requirements(self) -> &'static [&'static str] {
+        match self {
+            Self::Turn => &["WIRE-CLIENT-FRAME-1"],
+            Self::Approval => &["WIRE-CLIENT-REQ-1"],
+            Self::Extensions => &["WIRE-CLIENT-EVENT-1"],
+        }
+    }
+}
+
 /// A scenario of any dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
@@ -117,15 +152,17 @@ pub enum Scenario {
     Acp(AcpScenario),
     /// pi's JSONL rpc.
     Rpc(RpcScenario),
+    /// kimi's JSON-RPC wire.
+    Wire(WireScenario),
 }
 
 impl Scenario {
-    /// Every scenario of a dialect, in run order (none for a dialect without a scripted agent).
+    /// Every scenario of a dialect, in run order.
     pub fn all(dialect: Dialect) -> Vec<Scenario> {
         match dialect {
             Dialect::Acp => AcpScenario::ALL.into_iter().map(Self::Acp).collect(),
             Dialect::Rpc => RpcScenario::ALL.into_iter().map(Self::Rpc).collect(),
-            Dialect::Wire => Vec::new(),
+            Dialect::Wire => WireScenario::ALL.into_iter().map(Self::Wire).collect(),
         }
     }
 
@@ -139,6 +176,7 @@ impl Scenario {
         match self {
             Self::Acp(s) => s.name(),
             Self::Rpc(s) => s.name(),
+            Self::Wire(s) => s.name(),
         }
     }
 
@@ -147,6 +185,7 @@ impl Scenario {
         match self {
             Self::Acp(_) => Dialect::Acp,
             Self::Rpc(_) => Dialect::Rpc,
+            Self::Wire(_) => Dialect::Wire,
         }
     }
 
@@ -155,6 +194,7 @@ impl Scenario {
         match self {
             Self::Acp(s) => s.requirements(),
             Self::Rpc(s) => s.requirements(),
+            Self::Wire(s) => s.requirements(),
         }
     }
 }
