@@ -94,6 +94,7 @@ fn the_fault_free_client_passes_with_no_client_capabilities() {
     for id in ["ACP-CLIENT-ORDER-2", "ACP-CLIENT-RPC-1", "ACP-CLIENT-PERM-3", "ACP-CLIENT-CANCEL-1", "ACP-CLIENT-CANCEL-3"] {
         assert_eq!(verdict(&lines, id), "pass", "{id}: {lines:#?}");
     }
+    assert_eq!(verdict(&lines, "ACP-CLIENT-VERSION-1"), "n/a", "it asks for v1: {lines:#?}");
     assert_eq!(code, Some(0), "{lines:#?}");
 }
 
@@ -184,4 +185,12 @@ fn a_wire_host_that_answers_a_request_twice_fails_req_1() {
 fn a_wire_host_that_answers_an_event_fails_event_1() {
     let (lines, _) = judge_wire_fault("answer-event", &["extensions"]);
     assert_eq!(verdict(&lines, "WIRE-CLIENT-EVENT-1"), "fail", "{lines:#?}");
+}
+
+#[test]
+fn a_client_that_goes_on_in_v2_after_a_v1_answer_fails_version_1() {
+    let (lines, _) = judge_fault("v2-after-v1", &["version-downgrade"]);
+    assert_eq!(verdict(&lines, "ACP-CLIENT-VERSION-1"), "fail", "{lines:#?}");
+    let detail = lines.iter().find(|l| l["requirement"] == "ACP-CLIENT-VERSION-1").unwrap()["findings"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("mcpServers"), "the v1 violation is quoted: {detail}");
 }

@@ -72,6 +72,8 @@ pub struct ScriptedAcpAgent {
     prompt_seen: bool,
     /// The ACP version spoken: 2 when the client's `initialize` asks for 2 or later, else 1.
     version: u64,
+    /// Whether the downgrade scenario answered a v2 client with v1.
+    downgraded: bool,
 }
 
 impl ScriptedAcpAgent {
@@ -111,6 +113,7 @@ impl ScriptedAcpAgent {
             cancel_request: None,
             prompt_seen: false,
             version: 1,
+            downgraded: false,
         }
     }
 
@@ -120,9 +123,16 @@ impl ScriptedAcpAgent {
         if played.is_some() {
             self.wait_for_eof();
         }
-        match self.invalid.take() {
-            Some(detail) => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Fail, detail),
-            None => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Pass, "every frame validated"),
+        match (self.downgraded, self.invalid.take()) {
+            // After the downgrade a frame invalid as v1 is the version's fault, charged there.
+            (true, Some(detail)) => self.report.check("ACP-CLIENT-VERSION-1", Verdict::Fail, format!("after a v1 answer to its v2 initialize, a frame that is not v1: {detail}")),
+            (true, None) if self.prompt_seen => self.report.check("ACP-CLIENT-VERSION-1", Verdict::Pass, "after a v1 answer to its v2 initialize the client spoke v1"),
+            (true, None) => self.report.check("ACP-CLIENT-VERSION-1", Verdict::Pass, "after a v1 answer to its v2 initialize the client sent nothing more (it disconnected or stopped)"),
+            (false, Some(detail)) => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Fail, detail),
+            (false, None) => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Pass, "every frame validated"),
+        }
+        if self.scenario == AcpScenario::Downgrade && !self.downgraded {
+            self.report.check("ACP-CLIENT-VERSION-1", Verdict::NotApplicable, "the client asked for v1");
         }
         match (self.duplicates.first(), self.stray.first()) {
             (Some(frame), _) => self.report.check("ACP-CLIENT-RPC-1", Verdict::Fail, format!("a second response to a request already answered: {frame}")),
@@ -229,7 +239,7 @@ impl ScriptedAcpAgent {
             AcpScenario::Permission => self.permission(),
             AcpScenario::Cancel => self.cancel(),
             AcpScenario::FsTerminal => self.fs_terminal(),
-            AcpScenario::Load => self.plain_turn(),
+            AcpScenario::Load | AcpScenario::Downgrade => self.plain_turn(),
             AcpScenario::AgentExit => {
                 self.text("the agent exits now, in the middle of the turn");
                 self.report.event("agent-exit");
@@ -266,6 +276,12 @@ impl ScriptedAcpAgent {
         }
         self.report.event(&format!("{}{}", super::ACP_VERSION_EVENT, version.as_u64().unwrap_or(0)));
         self.capabilities = first["params"][caps_field].clone();
+        if self.scenario == AcpScenario::Downgrade && self.version >= 2 {
+            // An agent that knows only v1 answers with its latest version; the client's next
+            // frames are judged as v1.
+            self.version = 1;
+            self.downgraded = true;
+        }
         let info = json!({"name": "agentwire-scripted-agent", "version": env!("CARGO_PKG_VERSION")});
         let (mut result, capabilities) = match self.version {
             2.. => (json!({"protocolVersion": 2, "info": info, "capabilities": {"session": {}}, "authMethods": []}), "capabilities"),

@@ -269,7 +269,7 @@ fn run_scenario(run: &ClientRun, scenario: Scenario) -> Result<ScenarioRun, Clie
             };
             findings.push(Finding { requirement: requirement.into(), verdict, detail });
         }
-        Scenario::Acp(AcpScenario::EarlyUpdate | AcpScenario::Extensions | AcpScenario::Permission | AcpScenario::Cancel | AcpScenario::FsTerminal | AcpScenario::Load)
+        Scenario::Acp(AcpScenario::EarlyUpdate | AcpScenario::Extensions | AcpScenario::Permission | AcpScenario::Cancel | AcpScenario::FsTerminal | AcpScenario::Load | AcpScenario::Downgrade)
         | Scenario::Rpc(RpcScenario::Turn | RpcScenario::Framing | RpcScenario::Extensions | RpcScenario::ExtensionUi)
         | Scenario::Wire(WireScenario::Turn | WireScenario::Approval | WireScenario::Extensions) => {}
     }

@@ -171,6 +171,14 @@ pub const CLIENT_REQUIREMENTS: &[ClientRequirement] = &[
         "Clients MAY cancel an ongoing prompt turn at any time by sending a session/cancel notification.",
         "`session/cancel` is a notification (no `id`), not a request",
     ),
+    req(
+        "ACP-CLIENT-VERSION-1",
+        Dialect::Acp,
+        Advisory,
+        "ACP v1 schema, InitializeResponse `protocolVersion` (https://agentclientprotocol.com/protocol/v1/initialization#version-negotiation)",
+        "The client should disconnect, if it doesn't support this version.",
+        "a client that asked for v2 and was answered v1 speaks v1 from then on (every frame validates as v1) or disconnects: v2-only frames do not reach a v1 peer (the mirror of v2 updates closing a v1 client, crab#263)",
+    ),
     cap(
         "ACP-CLIENT-LOAD-1",
         "loadSession",

@@ -23,11 +23,14 @@ pub enum AcpScenario {
     /// The agent advertises `loadSession`; a `session/load` is answered as the v1 schema's
     /// `LoadSessionResponse` is, without a `sessionId`.
     Load,
+    /// A client that asks for v2 is answered v1 (the agent's latest), as an agent that knows
+    /// only v1 answers.
+    Downgrade,
 }
 
 impl AcpScenario {
     /// Every scenario, in run order.
-    pub const ALL: [AcpScenario; 8] = [Self::Initialize, Self::EarlyUpdate, Self::Extensions, Self::Permission, Self::Cancel, Self::FsTerminal, Self::AgentExit, Self::Load];
+    pub const ALL: [AcpScenario; 9] = [Self::Initialize, Self::EarlyUpdate, Self::Extensions, Self::Permission, Self::Cancel, Self::FsTerminal, Self::AgentExit, Self::Load, Self::Downgrade];
 
     /// The name on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -40,6 +43,7 @@ impl AcpScenario {
             Self::FsTerminal => "fs-terminal",
             Self::AgentExit => "agent-exit",
             Self::Load => "load",
+            Self::Downgrade => "version-downgrade",
         }
     }
 
@@ -60,6 +64,7 @@ impl AcpScenario {
             Self::FsTerminal => &["ACP-CLIENT-FS-1", "ACP-CLIENT-FS-2", "ACP-CLIENT-TERM-1"],
             Self::AgentExit => &["ACP-CLIENT-EOF-1"],
             Self::Load => &["ACP-CLIENT-LOAD-1"],
+            Self::Downgrade => &["ACP-CLIENT-VERSION-1"],
         }
     }
 }
