@@ -366,9 +366,9 @@ pub enum ConformanceAction {
     /// every scenario's verdicts are printed per requirement; exits 1 when a MANDATORY or
     /// CAPABILITY requirement fails. The client's stdin gets the `--input-line`s, then EOF.
     Client {
-        /// The dialect the client speaks.
-        #[arg(long, value_enum)]
-        dialect: ClientDialectArg,
+        /// The dialect the client speaks (with `--clients`, each client's own `dialect`).
+        #[arg(long, value_enum, required_unless_present = "clients")]
+        dialect: Option<ClientDialectArg>,
         /// Only these scenarios (repeatable; default: all).
         #[arg(long = "scenario", value_name = "NAME")]
         scenarios: Vec<String>,
@@ -385,8 +385,8 @@ pub enum ConformanceAction {
         /// the first at once, each next one when the agent asks for permission again.
         #[arg(long = "input-line", value_name = "LINE")]
         input: Vec<String>,
-        /// Judge every client of this file instead (a JSON array of `{name, version, command,
-        /// input, expectFailure}`; `{{dir}}` in a command is the file's directory), e.g.
+        /// Judge every client of this file instead (a JSON array of `{name, version, dialect,
+        /// command, input, expectFailure}`; `{{dir}}` in a command is the file's directory), e.g.
         /// tests/acp-clients/clients.json; exits 1 when a client's result is not the expected one.
         #[arg(long, value_name = "FILE", conflicts_with = "command")]
         clients: Option<std::path::PathBuf>,
@@ -420,8 +420,23 @@ pub enum ConformanceAction {
 /// `conformance client --dialect`: the dialects whose clients the harness judges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ClientDialectArg {
-    /// The Agent Client Protocol v1.
+    /// The Agent Client Protocol, v1 or v2 as the client's `initialize` asks.
     Acp,
+    /// pi's JSONL rpc (`pi --mode rpc`), as pi 0.73 and 1.6 hosts speak it.
+    Rpc,
+    /// kimi-cli's JSON-RPC 2.0 wire (`kimi --wire`).
+    Wire,
+}
+
+impl ClientDialectArg {
+    /// The protocol dialect.
+    pub fn dialect(self) -> crate::protocol::Dialect {
+        match self {
+            Self::Acp => crate::protocol::Dialect::Acp,
+            Self::Rpc => crate::protocol::Dialect::Rpc,
+            Self::Wire => crate::protocol::Dialect::Wire,
+        }
+    }
 }
 
 /// `--thinking`: a level of the protocol's `ThinkingLevel` enum.

@@ -202,8 +202,11 @@ pub(super) fn run(action: ConformanceAction) -> ExitCode {
             matrix(adapters, out.as_deref(), frame_timeout, jobs, dir)
         }
         ConformanceAction::Client { dialect, scenarios, format, wait, timeout, input, clients, out, command } => match clients {
-            Some(file) => super::conformance_client::client_matrix(dialect, &scenarios, (wait, timeout), &file, out.as_deref()),
-            None => super::conformance_client::client(dialect, &scenarios, format, (wait, timeout), input, command),
+            Some(file) => super::conformance_client::client_matrix(&scenarios, (wait, timeout), &file, out.as_deref()),
+            None => match dialect {
+                Some(dialect) => super::conformance_client::client(dialect, &scenarios, format, (wait, timeout), input, command),
+                None => super::fail("--dialect is required without --clients"),
+            },
         },
         ConformanceAction::ScriptedAgent { dialect, scenario, report, wait_ms } => super::conformance_client::scripted_agent(dialect, &scenario, &report, wait_ms),
     }

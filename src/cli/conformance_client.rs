@@ -8,22 +8,24 @@ use std::time::Duration;
 use super::args::ClientDialectArg;
 use super::{fail, RequirementsFormat};
 use crate::conformance::client::matrix::{load_clients, markdown, unexpected, write_section};
-use crate::conformance::client::report::ReportWriter;
+use crate::conformance::client::report::{on_sigterm_report, ReportWriter};
 use crate::conformance::client::requirements;
-use crate::conformance::client::scenarios::AcpScenario;
+use crate::conformance::client::scenarios::Scenario;
+use crate::protocol::Dialect;
 use crate::conformance::client::{failed, json_report, run_client, text_report, ClientRun, PROMPT_LINE};
 
-/// The scenarios named on the command line (all when none is); an unknown name is a usage error.
-fn scenarios(names: &[String]) -> Result<Vec<AcpScenario>, ExitCode> {
+/// The scenarios named on the command line (all of the dialect's when none is); an unknown name
+/// is a usage error.
+fn scenarios(dialect: Dialect, names: &[String]) -> Result<Vec<Scenario>, ExitCode> {
     if names.is_empty() {
-        return Ok(AcpScenario::ALL.to_vec());
+        return Ok(Scenario::all(dialect));
     }
     names
         .iter()
         .map(|n| {
-            AcpScenario::parse(n).ok_or_else(|| {
-                let known: Vec<&str> = AcpScenario::ALL.iter().map(|s| s.name()).collect();
-                fail(&format!("unknown scenario {n:?} (known: {})", known.join(", ")))
+            Scenario::parse(dialect, n).ok_or_else(|| {
+                let known: Vec<&str> = Scenario::all(dialect).iter().map(|s| s.name()).collect();
+                fail(&format!("unknown {} scenario {n:?} (known: {})", dialect.name(), known.join(", ")))
             })
         })
         .collect()
@@ -32,11 +34,8 @@ fn scenarios(names: &[String]) -> Result<Vec<AcpScenario>, ExitCode> {
 /// What every client of one invocation shares: the scenarios, this binary as the scripted
 /// agent, the waits (`waits`: seconds the scripted agent waits for a step, and one run may
 /// take). The command and the user's input are the caller's.
-fn base_run(dialect: ClientDialectArg, names: &[String], waits: (u64, u64)) -> Result<ClientRun, ExitCode> {
-    match dialect {
-        ClientDialectArg::Acp => {}
-    }
-    let scenarios = scenarios(names)?;
+fn base_run(dialect: Dialect, names: &[String], waits: (u64, u64)) -> Result<ClientRun, ExitCode> {
+    let scenarios = scenarios(dialect, names)?;
     let agentwire = std::env::current_exe().map_err(|e| fail(&format!("cannot find this binary (it plays the scripted agent): {e}")))?;
     Ok(ClientRun { command: Vec::new(), scenarios, agentwire, wait: Duration::from_secs(waits.0), timeout: Duration::from_secs(waits.1), input: Vec::new() })
 }
@@ -48,7 +47,7 @@ fn user_input(input: Vec<String>) -> Vec<String> {
 
 /// Runs the client command once per scenario and prints the verdicts.
 pub fn client(dialect: ClientDialectArg, names: &[String], format: RequirementsFormat, waits: (u64, u64), input: Vec<String>, command: Vec<String>) -> ExitCode {
-    let run = match base_run(dialect, names, waits) {
+    let run = match base_run(dialect.dialect(), names, waits) {
         Ok(base) => ClientRun { command, input: user_input(input), ..base },
         Err(code) => return code,
     };
@@ -66,26 +65,27 @@ pub fn client(dialect: ClientDialectArg, names: &[String], format: RequirementsF
     if failed(&runs) { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
 
-/// Judges every client of a clients file; prints (or writes into `out`) the client matrix.
-pub fn client_matrix(dialect: ClientDialectArg, names: &[String], waits: (u64, u64), file: &Path, out: Option<&Path>) -> ExitCode {
-    let base = match base_run(dialect, names, waits) {
-        Ok(base) => base,
-        Err(code) => return code,
-    };
+/// Judges every client of a clients file (each in its own dialect); prints (or writes into
+/// `out`) the client matrix.
+pub fn client_matrix(names: &[String], waits: (u64, u64), file: &Path, out: Option<&Path>) -> ExitCode {
     let clients = match load_clients(file) {
         Ok(c) => c,
         Err(e) => return fail(&e.to_string()),
     };
     let mut columns = Vec::new();
     for client in clients {
-        let run = ClientRun { command: client.command.clone(), input: user_input(client.input.clone()), ..base.clone() };
+        let base = match base_run(client.dialect.dialect(), names, waits) {
+            Ok(base) => base,
+            Err(code) => return code,
+        };
+        let run = ClientRun { command: client.command.clone(), input: user_input(client.input.clone()), ..base };
         eprintln!("judging {} {}", client.name, client.version);
         match run_client(&run) {
             Ok(runs) => columns.push((client, runs)),
             Err(e) => return fail(&format!("{}: {e}", client.name)),
         }
     }
-    let mut reproduce = format!("agentwire conformance client --dialect acp --clients {}", file.display());
+    let mut reproduce = format!("agentwire conformance client --clients {}", file.display());
     if let Some(out) = out {
         reproduce.push_str(&format!(" --out {}", out.display()));
     }
@@ -110,20 +110,33 @@ pub fn client_matrix(dialect: ClientDialectArg, names: &[String], waits: (u64, u
     ExitCode::SUCCESS
 }
 
+/// What a SIGTERM to the scripted ACP agent appends to its report.
+static ACP_SIGTERM_LINES: &[u8] = b"{\"kind\":\"event\",\"event\":\"sigterm\"}\n{\"kind\":\"event\",\"event\":\"exit\"}\n";
+
 /// Plays one scenario on stdio, verdicts appended to `report`.
 pub fn scripted_agent(dialect: ClientDialectArg, name: &str, report: &Path, wait_ms: u64) -> ExitCode {
-    match dialect {
-        ClientDialectArg::Acp => {}
-    }
-    let scenario = match scenarios(&[name.to_owned()]) {
+    let scenario = match scenarios(dialect.dialect(), &[name.to_owned()]) {
         Ok(s) => s[0],
         Err(code) => return code,
     };
-    let writer = match ReportWriter::open(report) {
+    let open = || ReportWriter::open(report).map_err(|e| fail(&format!("{}: {e}", report.display())));
+    let writer = match open() {
         Ok(w) => w,
-        Err(e) => return fail(&format!("{}: {e}", report.display())),
+        Err(code) => return code,
     };
-    crate::conformance::client::acp::ScriptedAcpAgent::new(scenario, writer, Duration::from_millis(wait_ms)).run();
+    let wait = Duration::from_millis(wait_ms);
+    // A second handle on the report, for what a SIGTERM handler writes.
+    let file = std::fs::OpenOptions::new().append(true).open(report).ok();
+    match scenario {
+        Scenario::Acp(s) => {
+            if let Some(file) = file {
+                on_sigterm_report(file, &ACP_SIGTERM_LINES);
+            }
+            crate::conformance::client::acp::ScriptedAcpAgent::new(s, writer, wait).run()
+        }
+        Scenario::Rpc(s) => crate::conformance::client::rpc::ScriptedRpcAgent::new(s, writer, file, wait).run(),
+        Scenario::Wire(s) => crate::conformance::client::wire::ScriptedWireAgent::new(s, writer, wait).run(),
+    }
     ExitCode::SUCCESS
 }
 

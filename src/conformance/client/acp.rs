@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 
 use super::report::{ReportWriter, Verdict};
 use super::scenarios::AcpScenario;
-use crate::protocol::acp::acp_validator;
+use crate::protocol::acp::{acp_validator, AcpValidator};
+use crate::protocol::acp_v2::acp_v2_validator;
 
 /// The session id the scripted agent hands out.
 const SESSION: &str = "sess-conformance-1";
@@ -53,6 +54,26 @@ pub struct ScriptedAcpAgent {
     invalid: Option<String>,
     /// Responses to ids this agent never used (a reply to a notification, or a made-up id).
     stray: Vec<Value>,
+    /// Requests of ours already answered (id as JSON text): a second response to one is a
+    /// duplicate.
+    answered: std::collections::HashSet<String>,
+    /// Second responses to a request already answered.
+    duplicates: Vec<Value>,
+    /// Whether the `session/new` response went out (a prompt before it names a session the
+    /// client cannot know yet).
+    session_answered: bool,
+    /// A `session/prompt` that came before the `session/new` response.
+    early_prompt: Option<Value>,
+    /// A prompt read while waiting for something else, kept for the scenario.
+    stashed_prompt: Option<Value>,
+    /// A `session/cancel` sent as a request (with an id).
+    cancel_request: Option<Value>,
+    /// Whether any `session/prompt` request came.
+    prompt_seen: bool,
+    /// The ACP version spoken: 2 when the client's `initialize` asks for 2 or later, else 1.
+    version: u64,
+    /// Whether the downgrade scenario answered a v2 client with v1.
+    downgraded: bool,
 }
 
 impl ScriptedAcpAgent {
@@ -84,6 +105,15 @@ impl ScriptedAcpAgent {
             eof: false,
             invalid: None,
             stray: Vec::new(),
+            answered: std::collections::HashSet::new(),
+            duplicates: Vec::new(),
+            session_answered: false,
+            early_prompt: None,
+            stashed_prompt: None,
+            cancel_request: None,
+            prompt_seen: false,
+            version: 1,
+            downgraded: false,
         }
     }
 
@@ -93,26 +123,87 @@ impl ScriptedAcpAgent {
         if played.is_some() {
             self.wait_for_eof();
         }
-        match self.invalid.take() {
-            Some(detail) => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Fail, detail),
-            None => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Pass, "every frame validated"),
+        match (self.downgraded, self.invalid.take()) {
+            // After the downgrade a frame invalid as v1 is the version's fault, charged there.
+            (true, Some(detail)) => self.report.check("ACP-CLIENT-VERSION-1", Verdict::Fail, format!("after a v1 answer to its v2 initialize, a frame that is not v1: {detail}")),
+            (true, None) if self.prompt_seen => self.report.check("ACP-CLIENT-VERSION-1", Verdict::Pass, "after a v1 answer to its v2 initialize the client spoke v1"),
+            (true, None) => self.report.check("ACP-CLIENT-VERSION-1", Verdict::Pass, "after a v1 answer to its v2 initialize the client sent nothing more (it disconnected or stopped)"),
+            (false, Some(detail)) => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Fail, detail),
+            (false, None) => self.report.check("ACP-CLIENT-SCHEMA-1", Verdict::Pass, "every frame validated"),
+        }
+        if self.scenario == AcpScenario::Downgrade && !self.downgraded {
+            self.report.check("ACP-CLIENT-VERSION-1", Verdict::NotApplicable, "the client asked for v1");
+        }
+        match (self.duplicates.first(), self.stray.first()) {
+            (Some(frame), _) => self.report.check("ACP-CLIENT-RPC-1", Verdict::Fail, format!("a second response to a request already answered: {frame}")),
+            (None, Some(frame)) => self.report.check("ACP-CLIENT-RPC-1", Verdict::Fail, format!("a response to no request of the agent: {frame}")),
+            (None, None) => self.report.check("ACP-CLIENT-RPC-1", Verdict::Pass, "one response per request of the agent, none to anything else"),
+        }
+        match (&self.early_prompt, self.session_answered) {
+            (Some(frame), _) => self.report.check("ACP-CLIENT-ORDER-2", Verdict::Fail, format!("session/prompt before the session/new response: {frame}")),
+            (None, true) if self.prompt_seen => self.report.check("ACP-CLIENT-ORDER-2", Verdict::Pass, "session/prompt came after the session/new response"),
+            (None, _) => {}
+        }
+        if let Some(frame) = self.cancel_request.take() {
+            self.report.check("ACP-CLIENT-CANCEL-3", Verdict::Fail, format!("session/cancel sent as a request (with an id), not a notification: {frame}"));
         }
         self.report.event("exit");
     }
 
     fn play(&mut self) -> Option<()> {
         self.handshake()?;
-        let session_new = self.expect_request("session/new")?;
+        let setup = match self.scenario {
+            AcpScenario::Load if self.version < 2 => self.expect_request_of(&["session/new", "session/load"]),
+            _ => self.expect_request_of(&["session/new"]),
+        };
+        if self.scenario == AcpScenario::Extensions {
+            match &setup {
+                Some(_) => self.report.check("ACP-CLIENT-EXT-4", Verdict::Pass, "the client went on to session/new past an auth method of an unknown type"),
+                None => self.report.check("ACP-CLIENT-EXT-4", Verdict::Fail, format!("no session/new after an initialize result whose authMethods holds an unknown type ({})", if self.eof { "the client closed the agent's input" } else { "nothing within the wait" })),
+            }
+        }
+        let session_new = setup?;
+        let loading = session_new["method"] == "session/load";
+        if self.scenario == AcpScenario::Load && !loading {
+            let why = if self.version >= 2 { "ACP v2 has no session/load (it resumes with session/resume)" } else { "the client created a session instead of loading one" };
+            self.report.check("ACP-CLIENT-LOAD-1", Verdict::NotApplicable, why);
+        }
         self.cwd = session_new["params"]["cwd"].as_str().map(str::to_owned);
         if self.scenario == AcpScenario::EarlyUpdate {
-            self.update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "an update before the session/new response"}}));
+            self.text("an update before the session/new response");
         }
-        let mut result = json!({"sessionId": SESSION});
-        if self.scenario == AcpScenario::Extensions {
-            result["_meta"] = json!({"agentwire.dev/probe": {"nested": [1, 2]}});
+        // A moment before the response: a client that prompts without waiting for it shows
+        // here (its prompt is kept and played as the turn's).
+        let settle = Instant::now() + Duration::from_millis(300);
+        while self.stashed_prompt.is_none() && !self.eof && Instant::now() < settle {
+            if let Incoming::Frame(f) = self.next(settle.saturating_duration_since(Instant::now())) {
+                match (f["method"].as_str(), f.get("id")) {
+                    (Some("session/prompt"), Some(_)) => self.stashed_prompt = Some(f),
+                    (Some(_), _) => self.answer_other(&f),
+                    (None, _) => {}
+                }
+            }
         }
-        self.respond(&session_new["id"], "session/new", result);
-        let Some(prompt) = self.expect_request("session/prompt") else {
+        if loading {
+            // The v1 schema's LoadSessionResponse: no sessionId (the client named it).
+            self.respond(&session_new["id"], "session/load", json!({}));
+        } else {
+            let mut result = json!({"sessionId": SESSION});
+            if self.scenario == AcpScenario::Extensions {
+                result["_meta"] = json!({"agentwire.dev/probe": {"nested": [1, 2]}});
+            }
+            self.respond(&session_new["id"], "session/new", result);
+        }
+        let prompted = self.expect_request("session/prompt");
+        if loading {
+            let loaded = &session_new["params"]["sessionId"];
+            match &prompted {
+                Some(p) if p["params"]["sessionId"] == *loaded => self.report.check("ACP-CLIENT-LOAD-1", Verdict::Pass, "the client prompted the session it loaded, answered without a sessionId"),
+                Some(p) => self.report.check("ACP-CLIENT-LOAD-1", Verdict::Fail, format!("the client prompted another session than the one it loaded ({loaded}): {p}")),
+                None => self.report.check("ACP-CLIENT-LOAD-1", Verdict::Fail, format!("no session/prompt after a session/load answered `{{}}` (a LoadSessionResponse has no sessionId){}", if self.eof { ": the client closed the agent's input" } else { "" })),
+            }
+        }
+        let Some(prompt) = prompted else {
             let why = match self.eof {
                 true => "the client closed the agent's input before sending session/prompt",
                 false => "the client sent no session/prompt",
@@ -131,6 +222,13 @@ impl ScriptedAcpAgent {
             return None;
         };
         self.prompt_id = Some(prompt["id"].clone());
+        if self.version >= 2 {
+            // v2 answers the prompt at once with the user message's id; the run's end is an
+            // `idle` state update.
+            self.prompt_id = None;
+            self.respond(&prompt["id"], "session/prompt", json!({"messageId": "msg-user-1"}));
+            self.update(json!({"sessionUpdate": "state_update", "state": "running"}));
+        }
         match self.scenario {
             AcpScenario::Initialize => self.plain_turn(),
             AcpScenario::EarlyUpdate => {
@@ -141,6 +239,7 @@ impl ScriptedAcpAgent {
             AcpScenario::Permission => self.permission(),
             AcpScenario::Cancel => self.cancel(),
             AcpScenario::FsTerminal => self.fs_terminal(),
+            AcpScenario::Load | AcpScenario::Downgrade => self.plain_turn(),
             AcpScenario::AgentExit => {
                 self.text("the agent exits now, in the middle of the turn");
                 self.report.event("agent-exit");
@@ -167,21 +266,43 @@ impl ScriptedAcpAgent {
             return None;
         }
         let version = &first["params"]["protocolVersion"];
-        match (version.as_u64(), first["params"].get("clientCapabilities")) {
+        // v1's `clientCapabilities` may be left out: the schema gives it a default (no fs, no
+        // terminal), which is what an absent one advertises. v2 names it `capabilities`.
+        let caps_field = if self.version >= 2 { "capabilities" } else { "clientCapabilities" };
+        match (version.as_u64(), first["params"].get(caps_field)) {
+            (Some(_), None) => self.report.check("ACP-CLIENT-INIT-1", Verdict::Pass, format!("initialize with protocolVersion {version}, no {caps_field} (the schema's default: none)")),
             (Some(_), Some(caps)) if caps.is_object() => self.report.check("ACP-CLIENT-INIT-1", Verdict::Pass, format!("initialize with protocolVersion {version}")),
-            _ => self.report.check("ACP-CLIENT-INIT-1", Verdict::Fail, format!("initialize without an integer protocolVersion and a clientCapabilities object: {first}")),
+            _ => self.report.check("ACP-CLIENT-INIT-1", Verdict::Fail, format!("initialize without an integer protocolVersion, or with a {caps_field} that is not an object: {first}")),
         }
-        self.capabilities = first["params"]["clientCapabilities"].clone();
-        let mut result = json!({
-            "protocolVersion": 1,
-            "agentCapabilities": {"loadSession": false, "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false}},
-            "authMethods": [],
-            "agentInfo": {"name": "agentwire-scripted-agent", "version": env!("CARGO_PKG_VERSION")},
-        });
+        self.report.event(&format!("{}{}", super::ACP_VERSION_EVENT, version.as_u64().unwrap_or(0)));
+        self.capabilities = first["params"][caps_field].clone();
+        if self.scenario == AcpScenario::Downgrade && self.version >= 2 {
+            // An agent that knows only v1 answers with its latest version; the client's next
+            // frames are judged as v1.
+            self.version = 1;
+            self.downgraded = true;
+        }
+        let info = json!({"name": "agentwire-scripted-agent", "version": env!("CARGO_PKG_VERSION")});
+        let (mut result, capabilities) = match self.version {
+            2.. => (json!({"protocolVersion": 2, "info": info, "capabilities": {"session": {}}, "authMethods": []}), "capabilities"),
+            _ => (
+                json!({
+                    "protocolVersion": 1,
+                    "agentCapabilities": {"loadSession": self.scenario == AcpScenario::Load, "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false}},
+                    "authMethods": [],
+                    "agentInfo": info,
+                }),
+                "agentCapabilities",
+            ),
+        };
         if self.scenario == AcpScenario::Extensions {
-            // A newer agent's capability and metadata: a client reads what it knows.
-            result["agentCapabilities"]["_meta"] = json!({"agentwire.dev/future": true});
+            // A newer agent's capability and metadata: a client reads what it knows. An auth
+            // method of a kind this client's schema does not name (not needed: no
+            // `authenticate` follows) is one of them.
+            result[capabilities]["_meta"] = json!({"agentwire.dev/future": true});
             result["_meta"] = json!({"agentwire.dev/probe": "initialize"});
+            let id = if self.version >= 2 { "methodId" } else { "id" };
+            result["authMethods"] = json!([{id: "agentwire-future", "name": "A sign-in of a later kind", "type": "agentwire_future_kind", "description": "an auth method variant the client does not know"}]);
         }
         self.respond(&first["id"], "initialize", result);
         Some(())
@@ -197,11 +318,9 @@ impl ScriptedAcpAgent {
 
     fn extensions(&mut self) -> Option<()> {
         self.notify("_agentwire/notice", json!({"text": "an extension notification", "_meta": {"agentwire.dev/probe": 1}}));
-        self.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {
-            "sessionId": SESSION,
-            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "with _meta", "_meta": {"agentwire.dev/probe": 2}}, "_meta": {"agentwire.dev/probe": 3}},
-            "_meta": {"agentwire.dev/probe": 4},
-        }}));
+        let mut update = self.chunk(json!({"type": "text", "text": "with _meta", "_meta": {"agentwire.dev/probe": 2}}));
+        update["_meta"] = json!({"agentwire.dev/probe": 3});
+        self.send(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SESSION, "update": update, "_meta": {"agentwire.dev/probe": 4}}}));
         let probe = self.request("_agentwire/probe", json!({"question": "do you know this method?"}));
         match self.await_answer(&probe) {
             Some(answer) => self.report.check("ACP-CLIENT-EXT-1", Verdict::Pass, format!("answered: {answer}")),
@@ -210,9 +329,15 @@ impl ScriptedAcpAgent {
         }
         if self.eof {
             self.report.check("ACP-CLIENT-EXT-3", Verdict::Fail, "the client closed the agent's input during a turn with extension frames, before the prompt's answer");
+            self.report.check("ACP-CLIENT-EXT-5", Verdict::NotTestable, "the client left before the update naming an unknown terminal");
             self.report.check("ACP-CLIENT-EXT-2", Verdict::NotTestable, "the client left before the turn ended");
             return None;
         }
+        // A tool call embedding a terminal this client never created (the field's case: a whole
+        // update dropped for it), then text in the same turn.
+        let kind = if self.version >= 2 { "tool_call_update" } else { "tool_call" };
+        self.update(json!({"sessionUpdate": kind, "toolCallId": "call-term", "title": "A terminal the client never created", "kind": "execute", "status": "in_progress",
+            "content": [{"type": "terminal", "terminalId": "term-never-created"}]}));
         self.text("conformance: extensions tolerated?");
         self.finish_prompt("end_turn");
         // A stray reply shows up on the next read at the latest (the client's EOF follows it).
@@ -222,6 +347,7 @@ impl ScriptedAcpAgent {
             None => self.report.check("ACP-CLIENT-EXT-2", Verdict::Pass, "no notification was answered"),
         }
         self.report.check("ACP-CLIENT-EXT-3", Verdict::Pass, "the client stayed for the prompt's answer");
+        self.report.check("ACP-CLIENT-EXT-5", Verdict::Pass, "the client stayed for the prompt's answer past an update naming a terminal it never created");
         Some(())
     }
 
@@ -248,16 +374,21 @@ impl ScriptedAcpAgent {
     /// One permission request; the option id chosen (`None`: cancelled). Judges PERM-1.
     fn ask_permission(&mut self, call: &str, options: &[(&str, &str, &str); 3]) -> Option<Option<String>> {
         let options: Vec<Value> = options.iter().map(|(id, kind, name)| json!({"optionId": id, "kind": kind, "name": name})).collect();
-        let id = self.request("session/request_permission", json!({"sessionId": SESSION, "toolCall": {"toolCallId": call, "title": "Run `touch conformance.txt`", "kind": "execute"}, "options": options}));
+        let params = self.permission_params(call, json!(options));
+        let id = self.request("session/request_permission", params);
         self.report.event("ask");
         let Some(answer) = self.await_answer(&id) else {
             self.report.check("ACP-CLIENT-PERM-1", Verdict::Fail, format!("session/request_permission not answered within {} s", self.wait.as_secs()));
             return None;
         };
         if answer.get("error").is_some() {
-            self.report.check("ACP-CLIENT-PERM-1", Verdict::Fail, format!("an error instead of an outcome: {answer}"));
+            // A response, so the request is not left hanging; but no decision: an error is
+            // not the `cancelled` outcome and an agent must not read it as one.
+            self.report.check("ACP-CLIENT-PERM-1", Verdict::Pass, "answered (with an error)");
+            self.report.check("ACP-CLIENT-PERM-3", Verdict::Fail, format!("an error instead of the user's decision (`selected` or `cancelled`): {answer}"));
             return Some(None);
         }
+        self.report.check("ACP-CLIENT-PERM-3", Verdict::Pass, "answered with an outcome");
         let outcome = &answer["result"]["outcome"];
         match outcome["outcome"].as_str() {
             Some("cancelled") => {
@@ -283,8 +414,8 @@ impl ScriptedAcpAgent {
 
     fn cancel(&mut self) -> Option<()> {
         self.tool_call("call-1");
-        let id = self.request("session/request_permission", json!({"sessionId": SESSION, "toolCall": {"toolCallId": "call-1", "title": "Run `touch conformance.txt`", "kind": "execute"},
-            "options": [{"optionId": "once", "kind": "allow_once", "name": "Allow once"}, {"optionId": "reject", "kind": "reject_once", "name": "Reject"}]}));
+        let params = self.permission_params("call-1", json!([{"optionId": "once", "kind": "allow_once", "name": "Allow once"}, {"optionId": "reject", "kind": "reject_once", "name": "Reject"}]));
+        let id = self.request("session/request_permission", params);
         // Asks the harness to interrupt the client (SIGINT) while the request is pending.
         self.report.event("interrupt");
         let deadline = Instant::now() + self.wait;
@@ -304,7 +435,15 @@ impl ScriptedAcpAgent {
             };
             self.report.check("ACP-CLIENT-CANCEL-1", Verdict::NotApplicable, why);
             self.report.check("ACP-CLIENT-CANCEL-2", Verdict::NotApplicable, why);
+            self.report.check("ACP-CLIENT-CANCEL-3", Verdict::NotApplicable, why);
             return None;
+        }
+        if self.cancel_request.is_none() {
+            self.report.check("ACP-CLIENT-CANCEL-3", Verdict::Pass, "session/cancel sent as a notification");
+        }
+        if self.version >= 2 && answer.is_none() {
+            // v2: the agent cancels its own pending request; the client answers it `cancelled`.
+            self.notify("$/cancel_request", json!({"requestId": id}));
         }
         let answer = match answer {
             Some(a) => Some(a),
@@ -333,6 +472,13 @@ impl ScriptedAcpAgent {
     }
 
     fn fs_terminal(&mut self) -> Option<()> {
+        if self.version >= 2 {
+            for id in ["ACP-CLIENT-FS-1", "ACP-CLIENT-FS-2", "ACP-CLIENT-TERM-1"] {
+                self.report.check(id, Verdict::NotApplicable, "ACP v2 has no client fs/* or terminal/* methods");
+            }
+            self.finish_prompt("end_turn");
+            return Some(());
+        }
         let caps = self.capabilities.clone();
         let dir = self.cwd.clone().unwrap_or_else(|| std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default());
         if caps["fs"]["readTextFile"] == true {
@@ -403,7 +549,7 @@ impl ScriptedAcpAgent {
         // A frame of ours the schema refuses is the harness's fault: said so, never charged to
         // the client. Extension methods have no schema.
         if !frame["method"].as_str().is_some_and(|m| m.starts_with('_')) {
-            if let Err(e) = acp_validator().validate_outbound(&frame, answered) {
+            if let Err(e) = self.validator().validate_outbound(&frame, answered) {
                 self.report.check("HARNESS", Verdict::Fail, format!("the scripted agent wrote an invalid frame ({e}): {frame}"));
             }
         }
@@ -413,6 +559,9 @@ impl ScriptedAcpAgent {
     }
 
     fn respond(&mut self, id: &Value, method: &str, result: Value) {
+        if method == "session/new" || method == "session/load" {
+            self.session_answered = true;
+        }
         self.send_answering(json!({"jsonrpc": "2.0", "id": id, "result": result}), Some(method));
     }
 
@@ -424,12 +573,40 @@ impl ScriptedAcpAgent {
         self.notify("session/update", json!({"sessionId": SESSION, "update": update}));
     }
 
+    /// `session/request_permission` params of the version spoken (v2 titles the request itself
+    /// and has no `toolCall`).
+    fn permission_params(&self, call: &str, options: Value) -> Value {
+        match self.version {
+            2.. => json!({"sessionId": SESSION, "title": "Run `touch conformance.txt`", "options": options}),
+            _ => json!({"sessionId": SESSION, "toolCall": {"toolCallId": call, "title": "Run `touch conformance.txt`", "kind": "execute"}, "options": options}),
+        }
+    }
+
+    /// The validator of the version spoken.
+    fn validator(&self) -> &'static AcpValidator {
+        match self.version {
+            2.. => acp_v2_validator(),
+            _ => acp_validator(),
+        }
+    }
+
+    /// An agent message chunk of the version spoken (v2 names its message).
+    fn chunk(&self, content: Value) -> Value {
+        match self.version {
+            2.. => json!({"sessionUpdate": "agent_message_chunk", "messageId": "msg-agent-1", "content": content}),
+            _ => json!({"sessionUpdate": "agent_message_chunk", "content": content}),
+        }
+    }
+
     fn text(&mut self, text: &str) {
-        self.update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
+        let chunk = self.chunk(json!({"type": "text", "text": text}));
+        self.update(chunk);
     }
 
     fn tool_call(&mut self, id: &str) {
-        self.update(json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": "Run `touch conformance.txt`", "kind": "execute", "status": "pending"}));
+        // v2 has no `tool_call`: a `tool_call_update` upserts the call.
+        let kind = if self.version >= 2 { "tool_call_update" } else { "tool_call" };
+        self.update(json!({"sessionUpdate": kind, "toolCallId": id, "title": "Run `touch conformance.txt`", "kind": "execute", "status": "pending"}));
     }
 
     fn tool_call_done(&mut self, id: &str, status: &str) {
@@ -446,6 +623,12 @@ impl ScriptedAcpAgent {
     }
 
     fn finish_prompt(&mut self, stop: &str) {
+        if self.version >= 2 {
+            if self.prompt_seen {
+                self.update(json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": stop}));
+            }
+            return;
+        }
         if let Some(id) = self.prompt_id.take() {
             self.respond(&id, "session/prompt", json!({"stopReason": stop}));
         }
@@ -478,18 +661,33 @@ impl ScriptedAcpAgent {
             }
         };
         self.report.frame("in", &frame);
+        if frame["method"] == "initialize" {
+            // The version is the client's to ask: 2 or later gets v2, anything else v1.
+            self.version = match frame["params"]["protocolVersion"].as_u64() {
+                Some(2..) => 2,
+                Some(_) | None => 1,
+            };
+        }
         let answered = match (frame.get("method"), frame.get("id")) {
             (None, Some(id)) => self.pending.get(&id_key(id)).cloned(),
             _ => None,
         };
-        if let Err(e) = acp_validator().validate_inbound(&frame, answered.as_deref()) {
+        if let Err(e) = self.validator().validate_inbound(&frame, answered.as_deref()) {
             self.invalid.get_or_insert_with(|| format!("{e}: {frame}"));
+        }
+        if frame["method"] == "session/prompt" && frame.get("id").is_some() {
+            self.prompt_seen = true;
+            if !self.session_answered && self.early_prompt.is_none() {
+                self.early_prompt = Some(frame.clone());
+            }
         }
         if frame.get("method").is_none() {
             match frame.get("id").map(id_key) {
                 Some(key) if self.pending.remove(&key).is_some() => {
+                    self.answered.insert(key.clone());
                     self.answers.insert(key, frame.clone());
                 }
+                Some(key) if self.answered.contains(&key) => self.duplicates.push(frame.clone()),
                 _ => self.stray.push(frame.clone()),
             }
         }
@@ -505,8 +703,29 @@ impl ScriptedAcpAgent {
         }
     }
 
+    /// The next request of one of `methods`, answering anything else meanwhile.
+    fn expect_request_of(&mut self, methods: &[&str]) -> Option<Value> {
+        let deadline = Instant::now() + self.wait;
+        loop {
+            match self.next(deadline.saturating_duration_since(Instant::now())) {
+                Incoming::Frame(f) if f["method"].as_str().is_some_and(|m| methods.contains(&m)) && f.get("id").is_some() => return Some(f),
+                Incoming::Frame(f) => {
+                    if f.get("method").is_some() {
+                        self.answer_other(&f);
+                    }
+                }
+                Incoming::Eof | Incoming::Timeout => return None,
+            }
+        }
+    }
+
     /// The next request `method`, answering anything else meanwhile; `None` at EOF or timeout.
     fn expect_request(&mut self, method: &str) -> Option<Value> {
+        if method == "session/prompt" {
+            if let Some(prompt) = self.stashed_prompt.take() {
+                return Some(prompt);
+            }
+        }
         let deadline = Instant::now() + self.wait;
         loop {
             match self.next(deadline.saturating_duration_since(Instant::now())) {
@@ -542,6 +761,14 @@ impl ScriptedAcpAgent {
         let method = frame["method"].as_str().unwrap_or_default();
         match (method, frame.get("id")) {
             ("session/cancel", None) => self.cancelled = true,
+            ("session/cancel", Some(id)) => {
+                // The client did cancel, in the wrong shape: the cancel is played (its
+                // requirements judged) and the shape judged on its own.
+                self.cancelled = true;
+                self.cancel_request.get_or_insert_with(|| frame.clone());
+                let id = id.clone();
+                self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found: session/cancel is a notification"}}));
+            }
             (_, None) => {}
             (_, Some(id)) => {
                 let id = id.clone();

@@ -15,7 +15,9 @@ pub mod acp;
 pub mod matrix;
 pub mod report;
 pub mod requirements;
+pub mod rpc;
 pub mod scenarios;
+pub mod wire;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -24,12 +26,15 @@ use std::time::{Duration, Instant};
 
 use report::{parse_lines, ReportLine, Verdict};
 use requirements::{client_requirement, CLIENT_REQUIREMENTS};
-use scenarios::AcpScenario;
+use scenarios::{AcpScenario, RpcScenario, Scenario, WireScenario};
 
-use crate::protocol::ConformanceRequirementTier;
+use crate::protocol::{ConformanceRequirementTier, Dialect};
 
 /// The placeholder for the scripted agent's command line in the client command.
 pub const AGENT_PLACEHOLDER: &str = "{{agent}}";
+
+/// The report event naming the ACP version a client asked for: this prefix, then the number.
+pub const ACP_VERSION_EVENT: &str = "acp-version ";
 
 /// The line the client reads on its stdin when no other is given: a prompt for clients that
 /// read theirs from stdin.
@@ -59,7 +64,7 @@ pub struct ClientRun {
     /// The client command, `{{agent}}` in one of its arguments.
     pub command: Vec<String>,
     /// The scenarios to play.
-    pub scenarios: Vec<AcpScenario>,
+    pub scenarios: Vec<Scenario>,
     /// This binary (it plays the scripted agent).
     pub agentwire: PathBuf,
     /// How long the scripted agent waits for the client's next step.
@@ -86,7 +91,7 @@ pub struct Finding {
 #[derive(Debug, Clone)]
 pub struct ScenarioRun {
     /// The scenario.
-    pub scenario: AcpScenario,
+    pub scenario: Scenario,
     /// How the client ended: its exit code, `None` when killed (signal or timeout).
     pub exit: Option<i32>,
     /// Whether the harness killed it at the timeout.
@@ -95,16 +100,18 @@ pub struct ScenarioRun {
     pub findings: Vec<Finding>,
     /// The end of the client's stderr (for a reader working out a failure).
     pub stderr_tail: String,
+    /// The ACP protocol version the client's `initialize` asked for (ACP scenarios).
+    pub acp_version: Option<u64>,
 }
 
 /// The command line of the scripted agent for `scenario`, quoted for a shell.
-pub fn agent_command_line(run: &ClientRun, scenario: AcpScenario, report: &Path) -> String {
+pub fn agent_command_line(run: &ClientRun, scenario: Scenario, report: &Path) -> String {
     let args = [
         run.agentwire.display().to_string(),
         "conformance".into(),
         "scripted-agent".into(),
         "--dialect".into(),
-        "acp".into(),
+        scenario.dialect().name().into(),
         "--scenario".into(),
         scenario.name().into(),
         "--report".into(),
@@ -150,7 +157,7 @@ fn signal(pid: i32, signal: i32) {
     }
 }
 
-fn run_scenario(run: &ClientRun, scenario: AcpScenario) -> Result<ScenarioRun, ClientHarnessError> {
+fn run_scenario(run: &ClientRun, scenario: Scenario) -> Result<ScenarioRun, ClientHarnessError> {
     let scratch = tempfile::tempdir().map_err(ClientHarnessError::Scratch)?;
     let work = scratch.path().join("work");
     std::fs::create_dir_all(&work).map_err(ClientHarnessError::Scratch)?;
@@ -166,7 +173,7 @@ fn run_scenario(run: &ClientRun, scenario: AcpScenario) -> Result<ScenarioRun, C
         Ok(c) => c,
         Err(e) => {
             let findings = scenario.requirements().iter().map(|r| Finding { requirement: (*r).to_owned(), verdict: Verdict::NotTestable, detail: format!("the client command did not start: {e}") }).collect();
-            return Ok(ScenarioRun { scenario, exit: None, timed_out: false, findings, stderr_tail: String::new() });
+            return Ok(ScenarioRun { scenario, exit: None, timed_out: false, findings, stderr_tail: String::new(), acp_version: None });
         }
     };
     let pid = child.id() as i32;
@@ -226,6 +233,7 @@ fn run_scenario(run: &ClientRun, scenario: AcpScenario) -> Result<ScenarioRun, C
     }
     drop(stdin);
     let agent_finished = lines.contains(&ReportLine::Event("exit".into())) || agent_exited_at.is_some();
+    let sigterm = lines.contains(&ReportLine::Event("sigterm".into()));
     signal(-pid, libc::SIGKILL);
     let _ = stdout.map(|h| h.join());
     let stderr = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
@@ -240,23 +248,30 @@ fn run_scenario(run: &ClientRun, scenario: AcpScenario) -> Result<ScenarioRun, C
     let started_agent = !lines.is_empty();
     let secs = run.timeout.as_secs();
     match scenario {
-        AcpScenario::Initialize => {
+        Scenario::Acp(AcpScenario::Initialize) => {
             let (verdict, detail) = match (timed_out, agent_finished) {
                 (true, _) => (Verdict::Fail, format!("the client was still running {secs} s after its run began, its own input closed after one prompt")),
+                (false, true) if sigterm => (Verdict::Pass, "the client exited and ended its agent with SIGTERM".to_owned()),
                 (false, true) => (Verdict::Pass, "the client exited and its agent saw its input close".to_owned()),
                 (false, false) => (Verdict::Fail, "the client exited and left its agent running, its input open".to_owned()),
             };
             findings.push(Finding { requirement: "ACP-CLIENT-EOF-2".into(), verdict, detail });
         }
-        AcpScenario::AgentExit => {
+        Scenario::Acp(AcpScenario::AgentExit) | Scenario::Rpc(RpcScenario::AgentExit) => {
             let (verdict, detail) = match (agent_exited_at.is_some(), timed_out) {
                 (false, _) => (Verdict::NotTestable, "the run did not reach the agent's exit".to_owned()),
                 (true, true) => (Verdict::Fail, format!("the agent exited mid-turn and the client was still running at the {secs} s timeout")),
                 (true, false) => (Verdict::Pass, format!("the client exited ({}) after its agent did", exit.map_or("by a signal".to_owned(), |c| format!("code {c}")))),
             };
-            findings.push(Finding { requirement: "ACP-CLIENT-EOF-1".into(), verdict, detail });
+            let requirement = match scenario.dialect() {
+                Dialect::Rpc => "RPC-CLIENT-EOF-1",
+                Dialect::Acp | Dialect::Wire => "ACP-CLIENT-EOF-1",
+            };
+            findings.push(Finding { requirement: requirement.into(), verdict, detail });
         }
-        AcpScenario::EarlyUpdate | AcpScenario::Extensions | AcpScenario::Permission | AcpScenario::Cancel | AcpScenario::FsTerminal => {}
+        Scenario::Acp(AcpScenario::EarlyUpdate | AcpScenario::Extensions | AcpScenario::Permission | AcpScenario::Cancel | AcpScenario::FsTerminal | AcpScenario::Load | AcpScenario::Downgrade)
+        | Scenario::Rpc(RpcScenario::Turn | RpcScenario::Framing | RpcScenario::Extensions | RpcScenario::ExtensionUi)
+        | Scenario::Wire(WireScenario::Turn | WireScenario::Approval | WireScenario::Extensions) => {}
     }
     let agent_ended_itself = lines.contains(&ReportLine::Event("exit".into())) || lines.contains(&ReportLine::Event("agent-exit".into()));
     for id in scenario.requirements() {
@@ -270,7 +285,11 @@ fn run_scenario(run: &ClientRun, scenario: AcpScenario) -> Result<ScenarioRun, C
         }
     }
     let stderr_tail = stderr.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-    Ok(ScenarioRun { scenario, exit, timed_out, findings, stderr_tail })
+    let acp_version = lines.iter().find_map(|l| match l {
+        ReportLine::Event(e) => e.strip_prefix(ACP_VERSION_EVENT).and_then(|v| v.parse().ok()),
+        ReportLine::Check { .. } | ReportLine::Frame { .. } => None,
+    });
+    Ok(ScenarioRun { scenario, exit, timed_out, findings, stderr_tail, acp_version })
 }
 
 /// A requirement's verdict over every scenario: a failure anywhere fails it; otherwise a pass
@@ -278,6 +297,11 @@ fn run_scenario(run: &ClientRun, scenario: AcpScenario) -> Result<ScenarioRun, C
 pub fn overall(runs: &[ScenarioRun], requirement: &str) -> Option<Verdict> {
     let verdicts: Vec<Verdict> = runs.iter().flat_map(|r| &r.findings).filter(|f| f.requirement == requirement).map(|f| f.verdict).collect();
     [Verdict::Fail, Verdict::Pass, Verdict::NotTestable, Verdict::NotApplicable].into_iter().find(|v| verdicts.contains(v))
+}
+
+/// The requirements of the dialects `runs` played, in registry order.
+pub fn judged_requirements(runs: &[ScenarioRun]) -> Vec<&'static requirements::ClientRequirement> {
+    CLIENT_REQUIREMENTS.iter().filter(|r| runs.iter().any(|run| run.scenario.dialect() == r.dialect)).collect()
 }
 
 /// Whether the client fails the run: a MANDATORY requirement failed or never tested, a
@@ -304,7 +328,8 @@ pub fn text_report(command: &[String], runs: &[ScenarioRun]) -> String {
             (false, Some(code)) => format!("exited {code}"),
             (false, None) => "ended by a signal".to_owned(),
         };
-        let _ = writeln!(out, "\nscenario {} (client {ended})", run.scenario.name());
+        let version = run.acp_version.map(|v| format!(", ACP v{v}")).unwrap_or_default();
+        let _ = writeln!(out, "\nscenario {} (client {ended}{version})", run.scenario.name());
         for f in &run.findings {
             let _ = writeln!(out, "  {:<12} {:<20} {}", f.verdict.name(), f.requirement, f.detail);
         }
@@ -313,7 +338,7 @@ pub fn text_report(command: &[String], runs: &[ScenarioRun]) -> String {
         }
     }
     let _ = writeln!(out, "\nrequirements:");
-    for r in CLIENT_REQUIREMENTS {
+    for r in judged_requirements(runs) {
         let verdict = overall(runs, r.id).map_or("not run", Verdict::name);
         let _ = writeln!(out, "  {:<12} {:<13} {:<20} {}", verdict, super::requirements::tier_name(r.tier), r.id, r.text);
     }
@@ -324,7 +349,7 @@ pub fn text_report(command: &[String], runs: &[ScenarioRun]) -> String {
 /// The JSON report: one line per requirement, with each scenario's verdict and detail.
 pub fn json_report(runs: &[ScenarioRun]) -> String {
     let mut out = String::new();
-    for r in CLIENT_REQUIREMENTS {
+    for r in judged_requirements(runs) {
         let seen: Vec<serde_json::Value> = runs
             .iter()
             .flat_map(|run| run.findings.iter().filter(|f| f.requirement == r.id).map(|f| serde_json::json!({"scenario": run.scenario.name(), "verdict": f.verdict.name(), "detail": f.detail})))
@@ -353,7 +378,7 @@ mod tests {
 
     #[test]
     fn a_command_without_the_agent_placeholder_is_refused() {
-        let run = ClientRun { command: vec!["client".into()], scenarios: AcpScenario::ALL.to_vec(), agentwire: "agentwire".into(), wait: Duration::from_secs(1), timeout: Duration::from_secs(1), input: Vec::new() };
+        let run = ClientRun { command: vec!["client".into()], scenarios: Scenario::all(Dialect::Acp), agentwire: "agentwire".into(), wait: Duration::from_secs(1), timeout: Duration::from_secs(1), input: Vec::new() };
         assert!(matches!(run_client(&run), Err(ClientHarnessError::NoAgentPlaceholder)));
     }
 }

@@ -39,6 +39,48 @@ impl Verdict {
     }
 }
 
+/// The report's file descriptor, for the SIGTERM handler (-1: none).
+static SIGTERM_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+/// What the SIGTERM handler appends to the report: a `&'static &'static [u8]`, swapped whole as
+/// the scenario goes on (null: nothing).
+static SIGTERM_LINES: std::sync::atomic::AtomicPtr<&'static [u8]> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+extern "C" fn on_sigterm(_: libc::c_int) {
+    let fd = SIGTERM_FD.load(std::sync::atomic::Ordering::SeqCst);
+    let lines = SIGTERM_LINES.load(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: the pointer is null or came from a `&'static &'static [u8]`; write(2) and _exit(2)
+    // are async-signal-safe.
+    unsafe {
+        if fd >= 0 && !lines.is_null() {
+            let lines: &[u8] = *lines;
+            libc::write(fd, lines.as_ptr().cast(), lines.len());
+        }
+        libc::_exit(0);
+    }
+}
+
+/// On SIGTERM the scripted agent appends `lines` (report lines, each ending in LF) to `file` and
+/// exits: a client that ends its agent with SIGTERM is told apart from one that leaves it
+/// running, although nothing after the signal runs.
+pub fn on_sigterm_report(file: File, lines: &'static &'static [u8]) {
+    use std::os::fd::IntoRawFd;
+    set_sigterm_report(lines);
+    // The descriptor stays open until the process ends: the handler may write at any time.
+    let old = SIGTERM_FD.swap(file.into_raw_fd(), std::sync::atomic::Ordering::SeqCst);
+    if old >= 0 {
+        return;
+    }
+    // SAFETY: installs a handler that only calls async-signal-safe functions.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_sigterm as *const () as libc::sighandler_t);
+    }
+}
+
+/// What a SIGTERM from now on appends (what the scenario has seen so far makes it mean more).
+pub fn set_sigterm_report(lines: &'static &'static [u8]) {
+    SIGTERM_LINES.store(std::ptr::from_ref(lines).cast_mut(), std::sync::atomic::Ordering::SeqCst);
+}
+
 /// The writing end, held by the scripted agent.
 #[derive(Debug)]
 pub struct ReportWriter {

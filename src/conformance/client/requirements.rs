@@ -12,6 +12,9 @@ use crate::protocol::{ConformanceRequirementTier, Dialect};
 /// JSON-RPC 2.0, the framing ACP and kimi's wire share.
 pub const JSONRPC: &str = "https://www.jsonrpc.org/specification";
 
+/// pi's rpc reference: what a host of `pi --mode rpc` is told to do.
+pub const PI_RPC: &str = "pi 1.6.0 docs/rpc.md (https://github.com/earendil-works/pi/blob/main/packages/coding-agent/docs/rpc.md)";
+
 /// One requirement on clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientRequirement {
@@ -47,9 +50,25 @@ pub const CLIENT_REQUIREMENTS: &[ClientRequirement] = &[
         "ACP-CLIENT-INIT-1",
         Dialect::Acp,
         Mandatory,
-        "ACP v1 schema, InitializeRequest (https://agentclientprotocol.com/protocol/v1/initialization)",
-        "Sent by the client to establish connection and negotiate capabilities.",
-        "the client's first message is an `initialize` request with its protocol version and capabilities, before any session",
+        "ACP v1 prompt turn (https://agentclientprotocol.com/protocol/v1/prompt-turn), and the InitializeRequest schema (https://agentclientprotocol.com/protocol/v1/initialization)",
+        "Before sending prompts, Clients MUST first complete the initialization phase and session setup.",
+        "the client's first message is an `initialize` request with an integer protocol version, before any session (`clientCapabilities` may be left out: the schema defaults it)",
+    ),
+    req(
+        "ACP-CLIENT-ORDER-2",
+        Dialect::Acp,
+        Mandatory,
+        "ACP v1 prompt turn (https://agentclientprotocol.com/protocol/v1/prompt-turn)",
+        "Before sending prompts, Clients MUST first complete the initialization phase and session setup.",
+        "no `session/prompt` before the `session/new` response (the agent holds that response back 300 ms to see)",
+    ),
+    req(
+        "ACP-CLIENT-RPC-1",
+        Dialect::Acp,
+        Mandatory,
+        JSONRPC,
+        "When a rpc call is made, the Server MUST reply with a Response, except for in the case of Notifications.",
+        "one response per request of the agent: no second response to a request already answered, none to an id the agent never used",
     ),
     req(
         "ACP-CLIENT-SCHEMA-1",
@@ -92,12 +111,36 @@ pub const CLIENT_REQUIREMENTS: &[ClientRequirement] = &[
         "unknown notifications, unknown fields and `_meta` in the agent's frames leave the turn going: the client waits for the prompt's answer",
     ),
     req(
+        "ACP-CLIENT-EXT-4",
+        Dialect::Acp,
+        Advisory,
+        "ACP v2 schema, AuthMethod `other` (https://agentclientprotocol.com/protocol/v2/initialization); v1's AuthMethod leaves `type` open the same way",
+        "Clients that do not understand this method type should preserve the raw payload when storing, replaying, proxying, or forwarding initialization data, and otherwise ignore the method or display it generically.",
+        "an `authMethods` entry of a `type` the client does not know (a later kind, valid as the schema's open `agent` branch) does not stop it: it goes on to `session/new` (a client crashed on one, codex-acp#230)",
+    ),
+    req(
+        "ACP-CLIENT-EXT-5",
+        Dialect::Acp,
+        Advisory,
+        "ACP v1 schema, ToolCallContent `terminal` (https://agentclientprotocol.com/protocol/v1/tool-calls#content)",
+        "Embed a terminal created with `terminal/create` by its id.",
+        "a `session/update` whose tool call embeds a terminal id the client never created leaves the turn going: the client stays for the prompt's answer (Zed dropped such whole updates, zed#64538)",
+    ),
+    req(
         "ACP-CLIENT-PERM-1",
         Dialect::Acp,
         Mandatory,
-        "ACP v1 schema, RequestPermissionOutcome (https://agentclientprotocol.com/protocol/v1/tool-calls#requesting-permission)",
-        "The user selected one of the provided options.",
-        "`session/request_permission` is answered, `cancelled` or `selected` with an `optionId` the request offered",
+        JSONRPC,
+        "When a rpc call is made, the Server MUST reply with a Response, except for in the case of Notifications.",
+        "`session/request_permission` is answered; a result is `cancelled` or `selected` with an `optionId` the request offered",
+    ),
+    req(
+        "ACP-CLIENT-PERM-3",
+        Dialect::Acp,
+        Advisory,
+        "ACP v1 schema, RequestPermissionResponse `outcome` (https://agentclientprotocol.com/protocol/v1/tool-calls#requesting-permission)",
+        "The user's decision on the permission request.",
+        "`session/request_permission` is answered with an outcome, not an error (an error is no decision: an agent cannot read it as `cancelled`)",
     ),
     req(
         "ACP-CLIENT-PERM-2",
@@ -120,6 +163,28 @@ pub const CLIENT_REQUIREMENTS: &[ClientRequirement] = &[
         "ACP v1 prompt turn, Cancellation (https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)",
         "Clients SHOULD continue accepting tool call updates even after sending a session/cancel notification, as the agent may send final updates before responding with the cancelled stop reason.",
         "after `session/cancel` the client keeps reading until the prompt's answer (updates that follow the cancel included)",
+    ),
+    cap(
+        "ACP-CLIENT-CANCEL-3",
+        "cancel",
+        "ACP v1 prompt turn, Cancellation (https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)",
+        "Clients MAY cancel an ongoing prompt turn at any time by sending a session/cancel notification.",
+        "`session/cancel` is a notification (no `id`), not a request",
+    ),
+    req(
+        "ACP-CLIENT-VERSION-1",
+        Dialect::Acp,
+        Advisory,
+        "ACP v1 schema, InitializeResponse `protocolVersion` (https://agentclientprotocol.com/protocol/v1/initialization#version-negotiation)",
+        "The client should disconnect, if it doesn't support this version.",
+        "a client that asked for v2 and was answered v1 speaks v1 from then on (every frame validates as v1) or disconnects: v2-only frames do not reach a v1 peer (the mirror of v2 updates closing a v1 client, crab#263)",
+    ),
+    cap(
+        "ACP-CLIENT-LOAD-1",
+        "loadSession",
+        "ACP v1 schema, LoadSessionResponse (https://agentclientprotocol.com/protocol/v1/session-setup#loading-sessions)",
+        "Response from loading an existing session.",
+        "a `session/load` answered with a `LoadSessionResponse`, which has no `sessionId` (`{}`), is accepted: the client prompts the session it loaded (a client rejected it, opencode#42442)",
     ),
     cap(
         "ACP-CLIENT-FS-1",
@@ -158,6 +223,86 @@ pub const CLIENT_REQUIREMENTS: &[ClientRequirement] = &[
         "Agents are programs that use generative AI to autonomously modify code. They typically run as subprocesses of the Client.",
         "when the client is done it closes the agent's input, so the agent it started does not outlive it",
     ),
+    req(
+        "RPC-CLIENT-FRAME-1",
+        Dialect::Rpc,
+        Mandatory,
+        PI_RPC,
+        "Write one complete JSON object per record and terminate it with LF (`\\n`).",
+        "every record the client writes is one JSON object ending in LF, a command (or `extension_ui_response`) the rpc schema knows",
+    ),
+    req(
+        "RPC-CLIENT-FRAME-2",
+        Dialect::Rpc,
+        Mandatory,
+        PI_RPC,
+        "Read stdout as a byte or UTF-8 stream and split records only on LF.",
+        "records whose strings hold U+2028 and U+2029 are read whole: the turn whose `agent_end` carries them ends for the client (a host that waits only for `agent_settled` is not tested by this)",
+    ),
+    req(
+        "RPC-CLIENT-EVENT-1",
+        Dialect::Rpc,
+        Advisory,
+        PI_RPC,
+        "Continue consuming [events](json.md) after that response.",
+        "an event type the client does not know (pi adds them: `agent_settled` is new in 1.6) leaves the turn going: the client finishes it",
+    ),
+    req(
+        "RPC-CLIENT-UI-1",
+        Dialect::Rpc,
+        Mandatory,
+        "pi 1.6.0 docs/rpc-extension-ui.md (https://github.com/earendil-works/pi/blob/main/packages/coding-agent/docs/rpc-extension-ui.md)",
+        "Responses are sent for dialog methods only (`select`, `confirm`, `input`, `editor`). The `id` must match the request.",
+        "no `extension_ui_response` to a fire-and-forget request (`notify`), none naming an id the agent never sent",
+    ),
+    req(
+        "RPC-CLIENT-UI-2",
+        Dialect::Rpc,
+        Advisory,
+        "pi 1.6.0 docs/rpc-extension-ui.md (https://github.com/earendil-works/pi/blob/main/packages/coding-agent/docs/rpc-extension-ui.md)",
+        "Dialog methods with a `timeout` field include the timeout in milliseconds; the agent auto-resolves with `undefined` if the client doesn't respond in time.",
+        "an extension's `confirm` dialog is answered (with its id) before its timeout",
+    ),
+    req(
+        "RPC-CLIENT-EOF-1",
+        Dialect::Rpc,
+        Mandatory,
+        PI_RPC,
+        "Clients must also handle child-process startup failures, unexpected exits, stderr diagnostics, cancellation, and their own deadlines.",
+        "when the agent exits mid-turn the client notices: it ends before the harness's timeout instead of waiting for events that cannot come",
+    ),
+    req(
+        "RPC-CLIENT-EOF-2",
+        Dialect::Rpc,
+        Advisory,
+        PI_RPC,
+        "Close the child's stdin to request an orderly shutdown.",
+        "when done the client ends its agent as documented: it closes the agent's input (or sends SIGTERM, which pi's docs also name an orderly shutdown)",
+    ),
+    req(
+        "WIRE-CLIENT-FRAME-1",
+        Dialect::Wire,
+        Mandatory,
+        JSONRPC,
+        "A String specifying the version of the JSON-RPC protocol. MUST be exactly \"2.0\".",
+        "every frame the host writes is a JSON-RPC 2.0 object the wire schema knows: its requests (`initialize`, `prompt`, …) and its answers to the agent's requests",
+    ),
+    req(
+        "WIRE-CLIENT-REQ-1",
+        Dialect::Wire,
+        Mandatory,
+        JSONRPC,
+        "When a rpc call is made, the Server MUST reply with a Response, except for in the case of Notifications.",
+        "the agent's `request` (an `ApprovalRequest`) gets exactly one response with its id (no second one)",
+    ),
+    req(
+        "WIRE-CLIENT-EVENT-1",
+        Dialect::Wire,
+        Advisory,
+        JSONRPC,
+        "A Request object that is a Notification signifies the Client's lack of interest in the corresponding Response object, and as such no Response object needs to be returned to the client.",
+        "an `event` of a type the host does not know (kimi adds them between versions) is not answered and leaves the turn going: the host finishes it",
+    ),
 ];
 
 /// One requirement by id.
@@ -170,7 +315,7 @@ pub fn client_requirement(id: &str) -> Option<&'static ClientRequirement> {
 pub fn json_lines() -> String {
     let mut out = String::new();
     for r in CLIENT_REQUIREMENTS {
-        let scenarios: Vec<&str> = super::scenarios::AcpScenario::ALL.iter().filter(|s| s.requirements().contains(&r.id)).map(|s| s.name()).collect();
+        let scenarios: Vec<&str> = super::scenarios::Scenario::all(r.dialect).into_iter().filter(|s| s.requirements().contains(&r.id)).map(|s| s.name()).collect();
         let line = serde_json::json!({"requirement": r.id, "side": "client", "dialect": r.dialect.name(), "tier": super::super::requirements::tier_name(r.tier),
                                       "capability": r.capability, "source": r.source, "quote": r.quote, "text": r.text, "scenarios": scenarios});
         out.push_str(&line.to_string());
@@ -201,7 +346,7 @@ mod tests {
         for (i, r) in CLIENT_REQUIREMENTS.iter().enumerate() {
             assert!(CLIENT_REQUIREMENTS[..i].iter().all(|o| o.id != r.id), "{} twice", r.id);
             assert_eq!(r.tier == ConformanceRequirementTier::Capability, r.capability.is_some(), "{}", r.id);
-            assert!(super::super::scenarios::AcpScenario::ALL.iter().any(|s| s.requirements().contains(&r.id)), "no scenario checks {}", r.id);
+            assert!(super::super::scenarios::Scenario::all(r.dialect).iter().any(|s| s.requirements().contains(&r.id)), "no scenario checks {}", r.id);
         }
     }
 }
