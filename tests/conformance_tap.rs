@@ -1,4 +1,4 @@
-//! The recorder a same-dialect proxy calls (`agentwire::conformance::tap::Tap`): a live session
+//! The recorder a same-dialect proxy calls (`agentwire::recording::Tap`): a live session
 //! with `agentwire` in a directory of its own, every line fed through the tap as a proxy would
 //! (the agent's lines from the thread reading them), and the transcript it writes must pass
 //! `agentwire conformance run`, three times over.
@@ -10,7 +10,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentwire::conformance::tap::Tap;
+use agentwire::recording::Tap;
 use agentwire::protocol::TranscriptHeaderDialect as Dialect;
 use serde_json::{json, Value};
 
