@@ -7,12 +7,11 @@
 //! deadlines, so a client that stops answering is a verdict, not a hang.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::inbox::{write, ClientLines, Framing, Incoming};
 use super::report::{ReportWriter, Verdict};
 use super::scenarios::AcpScenario;
 use crate::protocol::acp::{acp_validator, AcpValidator};
@@ -21,19 +20,12 @@ use crate::protocol::acp_v2::acp_v2_validator;
 /// The session id the scripted agent hands out.
 const SESSION: &str = "sess-conformance-1";
 
-/// What came from the client.
-#[derive(Debug)]
-enum Incoming {
-    Frame(Value),
-    Eof,
-    Timeout,
-}
-
 /// The scripted agent of one scenario.
 #[derive(Debug)]
 pub struct ScriptedAcpAgent {
     scenario: AcpScenario,
-    lines: Receiver<Option<String>>,
+    /// The client's frames (and whether it closed the agent's input, its first invalid one).
+    input: ClientLines,
     report: ReportWriter,
     /// How long to wait for the client's next step.
     wait: Duration,
@@ -49,9 +41,6 @@ pub struct ScriptedAcpAgent {
     /// The id of the `session/prompt` request, once it came.
     prompt_id: Option<Value>,
     cancelled: bool,
-    eof: bool,
-    /// The first schema violation (judged once, at the end).
-    invalid: Option<String>,
     /// Responses to ids this agent never used (a reply to a notification, or a made-up id).
     stray: Vec<Value>,
     /// Requests of ours already answered (id as JSON text): a second response to one is a
@@ -79,20 +68,9 @@ pub struct ScriptedAcpAgent {
 impl ScriptedAcpAgent {
     /// An agent for `scenario` reading this process's stdin; verdicts go to `report`.
     pub fn new(scenario: AcpScenario, report: ReportWriter, wait: Duration) -> Self {
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            let stdin = std::io::stdin();
-            for line in stdin.lock().lines() {
-                let Ok(line) = line else { break };
-                if tx.send(Some(line)).is_err() {
-                    break;
-                }
-            }
-            let _ = tx.send(None);
-        });
         Self {
             scenario,
-            lines,
+            input: ClientLines::stdin(Framing::Lines),
             report,
             wait,
             next_id: 0,
@@ -102,8 +80,6 @@ impl ScriptedAcpAgent {
             cwd: None,
             prompt_id: None,
             cancelled: false,
-            eof: false,
-            invalid: None,
             stray: Vec::new(),
             answered: std::collections::HashSet::new(),
             duplicates: Vec::new(),
@@ -123,7 +99,7 @@ impl ScriptedAcpAgent {
         if played.is_some() {
             self.wait_for_eof();
         }
-        match (self.downgraded, self.invalid.take()) {
+        match (self.downgraded, self.input.invalid.take()) {
             // After the downgrade a frame invalid as v1 is the version's fault, charged there.
             (true, Some(detail)) => self.report.check("ACP-CLIENT-VERSION-1", Verdict::Fail, format!("after a v1 answer to its v2 initialize, a frame that is not v1: {detail}")),
             (true, None) if self.prompt_seen => self.report.check("ACP-CLIENT-VERSION-1", Verdict::Pass, "after a v1 answer to its v2 initialize the client spoke v1"),
@@ -159,7 +135,7 @@ impl ScriptedAcpAgent {
         if self.scenario == AcpScenario::Extensions {
             match &setup {
                 Some(_) => self.report.check("ACP-CLIENT-EXT-4", Verdict::Pass, "the client went on to session/new past an auth method of an unknown type"),
-                None => self.report.check("ACP-CLIENT-EXT-4", Verdict::Fail, format!("no session/new after an initialize result whose authMethods holds an unknown type ({})", if self.eof { "the client closed the agent's input" } else { "nothing within the wait" })),
+                None => self.report.check("ACP-CLIENT-EXT-4", Verdict::Fail, format!("no session/new after an initialize result whose authMethods holds an unknown type ({})", if self.input.eof { "the client closed the agent's input" } else { "nothing within the wait" })),
             }
         }
         let session_new = setup?;
@@ -175,7 +151,7 @@ impl ScriptedAcpAgent {
         // A moment before the response: a client that prompts without waiting for it shows
         // here (its prompt is kept and played as the turn's).
         let settle = Instant::now() + Duration::from_millis(300);
-        while self.stashed_prompt.is_none() && !self.eof && Instant::now() < settle {
+        while self.stashed_prompt.is_none() && !self.input.eof && Instant::now() < settle {
             if let Incoming::Frame(f) = self.next(settle.saturating_duration_since(Instant::now())) {
                 match (f["method"].as_str(), f.get("id")) {
                     (Some("session/prompt"), Some(_)) => self.stashed_prompt = Some(f),
@@ -200,16 +176,16 @@ impl ScriptedAcpAgent {
             match &prompted {
                 Some(p) if p["params"]["sessionId"] == *loaded => self.report.check("ACP-CLIENT-LOAD-1", Verdict::Pass, "the client prompted the session it loaded, answered without a sessionId"),
                 Some(p) => self.report.check("ACP-CLIENT-LOAD-1", Verdict::Fail, format!("the client prompted another session than the one it loaded ({loaded}): {p}")),
-                None => self.report.check("ACP-CLIENT-LOAD-1", Verdict::Fail, format!("no session/prompt after a session/load answered `{{}}` (a LoadSessionResponse has no sessionId){}", if self.eof { ": the client closed the agent's input" } else { "" })),
+                None => self.report.check("ACP-CLIENT-LOAD-1", Verdict::Fail, format!("no session/prompt after a session/load answered `{{}}` (a LoadSessionResponse has no sessionId){}", if self.input.eof { ": the client closed the agent's input" } else { "" })),
             }
         }
         let Some(prompt) = prompted else {
-            let why = match self.eof {
+            let why = match self.input.eof {
                 true => "the client closed the agent's input before sending session/prompt",
                 false => "the client sent no session/prompt",
             };
             if self.scenario == AcpScenario::EarlyUpdate {
-                let detail = match self.eof {
+                let detail = match self.input.eof {
                     true => "the client closed the agent's input after a session/update that came before the session/new response, without prompting".to_owned(),
                     false => format!("no session/prompt within {} s of a session/update that came before the session/new response", self.wait.as_secs()),
                 };
@@ -324,10 +300,10 @@ impl ScriptedAcpAgent {
         let probe = self.request("_agentwire/probe", json!({"question": "do you know this method?"}));
         match self.await_answer(&probe) {
             Some(answer) => self.report.check("ACP-CLIENT-EXT-1", Verdict::Pass, format!("answered: {answer}")),
-            None if self.eof => self.report.check("ACP-CLIENT-EXT-1", Verdict::Fail, "the client closed the agent's input instead of answering an unknown request"),
+            None if self.input.eof => self.report.check("ACP-CLIENT-EXT-1", Verdict::Fail, "the client closed the agent's input instead of answering an unknown request"),
             None => self.report.check("ACP-CLIENT-EXT-1", Verdict::Fail, format!("no response to the unknown request `_agentwire/probe` within {} s", self.wait.as_secs())),
         }
-        if self.eof {
+        if self.input.eof {
             self.report.check("ACP-CLIENT-EXT-3", Verdict::Fail, "the client closed the agent's input during a turn with extension frames, before the prompt's answer");
             self.report.check("ACP-CLIENT-EXT-5", Verdict::NotTestable, "the client left before the update naming an unknown terminal");
             self.report.check("ACP-CLIENT-EXT-2", Verdict::NotTestable, "the client left before the turn ended");
@@ -420,7 +396,7 @@ impl ScriptedAcpAgent {
         self.report.event("interrupt");
         let deadline = Instant::now() + self.wait;
         let (mut answer, mut answered_first) = (None, false);
-        while !self.cancelled && !self.eof && Instant::now() < deadline {
+        while !self.cancelled && !self.input.eof && Instant::now() < deadline {
             self.pump(deadline);
             if answer.is_none() {
                 answer = self.answers.remove(&id_key(&id));
@@ -429,7 +405,7 @@ impl ScriptedAcpAgent {
             }
         }
         if !self.cancelled {
-            let why = match self.eof {
+            let why = match self.input.eof {
                 true => "the client ended when interrupted, without session/cancel",
                 false => "the client sent no session/cancel when interrupted",
             };
@@ -459,10 +435,10 @@ impl ScriptedAcpAgent {
         self.tool_call_done("call-1", "failed");
         self.text("an update after session/cancel");
         let settle = Instant::now() + Duration::from_millis(300);
-        while !self.eof && Instant::now() < settle {
+        while !self.input.eof && Instant::now() < settle {
             self.pump(settle);
         }
-        if self.eof {
+        if self.input.eof {
             self.report.check("ACP-CLIENT-CANCEL-2", Verdict::Fail, "the client closed the agent's input after session/cancel, before the prompt's answer (`cancelled`)");
             return None;
         }
@@ -500,7 +476,7 @@ impl ScriptedAcpAgent {
         } else {
             self.report.check("ACP-CLIENT-TERM-1", Verdict::NotApplicable, "the client does not advertise terminal");
         }
-        if self.eof {
+        if self.input.eof {
             return None;
         }
         self.finish_prompt("end_turn");
@@ -553,9 +529,7 @@ impl ScriptedAcpAgent {
                 self.report.check("HARNESS", Verdict::Fail, format!("the scripted agent wrote an invalid frame ({e}): {frame}"));
             }
         }
-        self.report.frame("out", &frame);
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{frame}").and_then(|()| out.flush());
+        write(&mut self.report, &frame);
     }
 
     fn respond(&mut self, id: &Value, method: &str, result: Value) {
@@ -638,29 +612,10 @@ impl ScriptedAcpAgent {
 
     /// The next line, validated and recorded; responses to our requests are matched here.
     fn next(&mut self, within: Duration) -> Incoming {
-        if self.eof {
-            return Incoming::Eof;
-        }
-        let line = match self.lines.recv_timeout(within) {
-            Ok(Some(line)) => line,
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                self.eof = true;
-                self.report.event("eof");
-                return Incoming::Eof;
-            }
-            Err(RecvTimeoutError::Timeout) => return Incoming::Timeout,
+        let frame = match self.input.next(&mut self.report, within, "a line that is not JSON") {
+            Incoming::Frame(frame) => frame,
+            other => return other,
         };
-        if line.trim().is_empty() {
-            return self.next(within);
-        }
-        let frame: Value = match serde_json::from_str(&line) {
-            Ok(f) => f,
-            Err(e) => {
-                self.invalid.get_or_insert_with(|| format!("a line that is not JSON ({e}): {line}"));
-                return self.next(within);
-            }
-        };
-        self.report.frame("in", &frame);
         if frame["method"] == "initialize" {
             // The version is the client's to ask: 2 or later gets v2, anything else v1.
             self.version = match frame["params"]["protocolVersion"].as_u64() {
@@ -673,7 +628,7 @@ impl ScriptedAcpAgent {
             _ => None,
         };
         if let Err(e) = self.validator().validate_inbound(&frame, answered.as_deref()) {
-            self.invalid.get_or_insert_with(|| format!("{e}: {frame}"));
+            self.input.invalid.get_or_insert_with(|| format!("{e}: {frame}"));
         }
         if frame["method"] == "session/prompt" && frame.get("id").is_some() {
             self.prompt_seen = true;
@@ -748,7 +703,7 @@ impl ScriptedAcpAgent {
             if let Some(answer) = self.answers.remove(&key) {
                 return Some(answer);
             }
-            if self.eof || Instant::now() >= deadline {
+            if self.input.eof || Instant::now() >= deadline {
                 return None;
             }
             self.pump(deadline);
@@ -780,7 +735,7 @@ impl ScriptedAcpAgent {
     /// After its turn the agent waits for the client to close its input.
     fn wait_for_eof(&mut self) {
         let deadline = Instant::now() + self.wait;
-        while !self.eof && Instant::now() < deadline {
+        while !self.input.eof && Instant::now() < deadline {
             self.pump(deadline);
         }
     }

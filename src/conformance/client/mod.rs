@@ -12,6 +12,7 @@
 //! The client's stdin gets the user's lines (`--input-line`; by default one prompt line), then EOF.
 
 pub mod acp;
+mod inbox;
 pub mod matrix;
 pub mod report;
 pub mod requirements;

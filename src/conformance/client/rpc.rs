@@ -7,24 +7,16 @@
 //! The host ends the agent by closing its input or with SIGTERM (pi's documented shutdowns); a
 //! SIGTERM handler writes that verdict, since nothing after the signal runs.
 
-use std::io::{BufRead, Write};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::inbox::{write, ClientLines, Framing, Incoming};
 use super::report::{on_sigterm_report, set_sigterm_report, ReportWriter, Verdict};
 use super::scenarios::RpcScenario;
 use crate::protocol::validate::{validator, Direction, SchemaDialect};
 
 /// What came from the host.
-#[derive(Debug)]
-enum Incoming {
-    Frame(Value),
-    Eof,
-    Timeout,
-}
-
 /// What a SIGTERM appends: pi's docs name SIGTERM an orderly shutdown, so a host that sends it
 /// ended its agent as documented.
 static SIGTERM_LINES: &[u8] = b"{\"kind\":\"check\",\"requirement\":\"RPC-CLIENT-EOF-2\",\"verdict\":\"pass\",\"detail\":\"the client ended the agent with SIGTERM (an orderly shutdown in pi's docs)\"}\n{\"kind\":\"event\",\"event\":\"sigterm\"}\n{\"kind\":\"event\",\"event\":\"exit\"}\n";
@@ -37,12 +29,10 @@ static SIGTERM_AFTER_EXTENSIONS: &[u8] = b"{\"kind\":\"check\",\"requirement\":\
 #[derive(Debug)]
 pub struct ScriptedRpcAgent {
     scenario: RpcScenario,
-    lines: Receiver<Option<String>>,
+    /// The client's frames (and whether it closed the agent's input, its first invalid one).
+    input: ClientLines,
     report: ReportWriter,
     wait: Duration,
-    eof: bool,
-    /// The first record that is not a schema-valid command (judged at the end of the turn).
-    invalid: Option<String>,
     /// Extension UI responses read, by the request id they name.
     ui_responses: Vec<Value>,
 }
@@ -54,41 +44,23 @@ impl ScriptedRpcAgent {
         if let Some(file) = file {
             on_sigterm_report(file, &SIGTERM_LINES);
         }
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            // Records end at LF only, as pi's framing says.
-            loop {
-                let mut bytes = Vec::new();
-                match stdin.read_until(b'\n', &mut bytes) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        let line = String::from_utf8_lossy(&bytes).trim_end_matches(['\n', '\r']).to_owned();
-                        if tx.send(Some(line)).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            let _ = tx.send(None);
-        });
-        Self { scenario, lines, report, wait, eof: false, invalid: None, ui_responses: Vec::new() }
+        Self { scenario, input: ClientLines::stdin(Framing::LfOnly), report, wait, ui_responses: Vec::new() }
     }
 
     /// Plays the scenario to its end.
     pub fn run(mut self) {
         let played = self.play();
-        match self.invalid.take() {
+        match self.input.invalid.take() {
             Some(detail) => self.report.check("RPC-CLIENT-FRAME-1", Verdict::Fail, detail),
             None => self.report.check("RPC-CLIENT-FRAME-1", Verdict::Pass, "every record was one JSON object, a command the rpc schema knows"),
         }
         if played.is_some() {
             let deadline = Instant::now() + self.wait;
-            while !self.eof && Instant::now() < deadline {
+            while !self.input.eof && Instant::now() < deadline {
                 self.pump(deadline);
             }
             if self.scenario == RpcScenario::Turn {
-                match self.eof {
+                match self.input.eof {
                     true => self.report.check("RPC-CLIENT-EOF-2", Verdict::Pass, "the client closed the agent's input when done"),
                     false => self.report.check("RPC-CLIENT-EOF-2", Verdict::Fail, format!("the client neither closed the agent's input nor sent SIGTERM within {} s of its turn's end", self.wait.as_secs())),
                 }
@@ -103,7 +75,7 @@ impl ScriptedRpcAgent {
                 Incoming::Frame(f) if f["type"] == "prompt" => break f,
                 Incoming::Frame(f) => self.answer_other(&f),
                 Incoming::Eof | Incoming::Timeout => {
-                    let why = if self.eof { "the client closed the agent's input without a prompt" } else { "the client sent no prompt" };
+                    let why = if self.input.eof { "the client closed the agent's input without a prompt" } else { "the client sent no prompt" };
                     for id in self.scenario.requirements() {
                         self.report.check(id, Verdict::NotTestable, why);
                     }
@@ -160,10 +132,10 @@ impl ScriptedRpcAgent {
         match self.scenario {
             RpcScenario::Framing => {
                 let deadline = Instant::now() + self.wait;
-                while !self.eof && Instant::now() < deadline {
+                while !self.input.eof && Instant::now() < deadline {
                     self.pump(deadline);
                 }
-                match self.eof {
+                match self.input.eof {
                     true => self.report.check("RPC-CLIENT-FRAME-2", Verdict::Pass, "the client saw its turn end: records with U+2028 and U+2029 inside their strings were read whole"),
                     false => self.report.check(
                         "RPC-CLIENT-FRAME-2",
@@ -174,10 +146,10 @@ impl ScriptedRpcAgent {
             }
             RpcScenario::Extensions => {
                 let deadline = Instant::now() + self.wait;
-                while !self.eof && Instant::now() < deadline {
+                while !self.input.eof && Instant::now() < deadline {
                     self.pump(deadline);
                 }
-                match self.eof {
+                match self.input.eof {
                     true => self.report.check("RPC-CLIENT-EVENT-1", Verdict::Pass, "the client finished its turn past an unknown event type"),
                     false => self.report.check("RPC-CLIENT-EVENT-1", Verdict::Fail, format!("no EOF within {} s of the turn's end, after an unknown event type", self.wait.as_secs())),
                 }
@@ -193,12 +165,12 @@ impl ScriptedRpcAgent {
         self.send(json!({"type": "extension_ui_request", "id": "ui-notify-1", "method": "notify", "message": "conformance notice", "notifyType": "info"}));
         self.send(json!({"type": "extension_ui_request", "id": "ui-confirm-1", "method": "confirm", "title": "Confirm?", "message": "conformance dialog", "timeout": self.wait.as_millis() as u64}));
         let deadline = Instant::now() + self.wait;
-        while !self.eof && Instant::now() < deadline && !self.ui_responses.iter().any(|r| r["id"] == "ui-confirm-1") {
+        while !self.input.eof && Instant::now() < deadline && !self.ui_responses.iter().any(|r| r["id"] == "ui-confirm-1") {
             self.pump(deadline);
         }
         // A stray answer to the notification shows up on the next read at the latest.
         let settle = Instant::now() + Duration::from_millis(300);
-        while !self.eof && Instant::now() < settle {
+        while !self.input.eof && Instant::now() < settle {
             self.pump(settle);
         }
         let answered_notify = self.ui_responses.iter().find(|r| r["id"] == "ui-notify-1").cloned();
@@ -213,10 +185,10 @@ impl ScriptedRpcAgent {
                 let detail = format!("the dialog was answered: {r}");
                 self.report.check("RPC-CLIENT-UI-2", Verdict::Pass, detail);
             }
-            None if self.eof => self.report.check("RPC-CLIENT-UI-2", Verdict::Fail, "the client closed the agent's input with the dialog unanswered"),
+            None if self.input.eof => self.report.check("RPC-CLIENT-UI-2", Verdict::Fail, "the client closed the agent's input with the dialog unanswered"),
             None => self.report.check("RPC-CLIENT-UI-2", Verdict::Fail, format!("the `confirm` dialog was not answered within its {} s timeout", self.wait.as_secs())),
         }
-        if self.eof {
+        if self.input.eof {
             return None;
         }
         Some(())
@@ -245,37 +217,16 @@ impl ScriptedRpcAgent {
 
     /// Writes a record without validation (the unknown event the extensions scenario plays).
     fn send_unchecked(&mut self, frame: Value) {
-        self.report.frame("out", &frame);
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{frame}").and_then(|()| out.flush());
+        write(&mut self.report, &frame);
     }
 
     fn next(&mut self, within: Duration) -> Incoming {
-        if self.eof {
-            return Incoming::Eof;
-        }
-        let line = match self.lines.recv_timeout(within) {
-            Ok(Some(line)) => line,
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                self.eof = true;
-                self.report.event("eof");
-                return Incoming::Eof;
-            }
-            Err(RecvTimeoutError::Timeout) => return Incoming::Timeout,
+        let frame = match self.input.next(&mut self.report, within, "a record that is not one JSON object") {
+            Incoming::Frame(frame) => frame,
+            other => return other,
         };
-        if line.trim().is_empty() {
-            return self.next(within);
-        }
-        let frame: Value = match serde_json::from_str(&line) {
-            Ok(f) => f,
-            Err(e) => {
-                self.invalid.get_or_insert_with(|| format!("a record that is not one JSON object ({e}): {line}"));
-                return self.next(within);
-            }
-        };
-        self.report.frame("in", &frame);
         if let Err(e) = validator().validate_frame(SchemaDialect::Rpc, Direction::Inbound, &frame, None) {
-            self.invalid.get_or_insert_with(|| format!("{e}: {frame}"));
+            self.input.invalid.get_or_insert_with(|| format!("{e}: {frame}"));
         }
         if frame["type"] == "extension_ui_response" {
             self.ui_responses.push(frame.clone());

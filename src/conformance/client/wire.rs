@@ -5,34 +5,24 @@
 //! schema, and writes its verdicts to the report file as it goes.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::inbox::{write, ClientLines, Framing, Incoming};
 use super::report::{ReportWriter, Verdict};
 use super::scenarios::WireScenario;
 use crate::protocol::validate::{validator, Direction, SchemaDialect};
 
 /// What came from the host.
-#[derive(Debug)]
-enum Incoming {
-    Frame(Value),
-    Eof,
-    Timeout,
-}
-
 /// The scripted wire agent of one scenario.
 #[derive(Debug)]
 pub struct ScriptedWireAgent {
     scenario: WireScenario,
-    lines: Receiver<Option<String>>,
+    /// The client's frames (and whether it closed the agent's input, its first invalid one).
+    input: ClientLines,
     report: ReportWriter,
     wait: Duration,
-    eof: bool,
-    /// The first frame that is not schema-valid (judged at the end).
-    invalid: Option<String>,
     /// Requests of ours not answered yet: id (as JSON text) → request type.
     pending: HashMap<String, String>,
     /// Answers to our requests, by id.
@@ -44,35 +34,25 @@ pub struct ScriptedWireAgent {
 impl ScriptedWireAgent {
     /// An agent for `scenario` reading this process's stdin; verdicts go to `report`.
     pub fn new(scenario: WireScenario, report: ReportWriter, wait: Duration) -> Self {
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
-                if tx.send(Some(line)).is_err() {
-                    return;
-                }
-            }
-            let _ = tx.send(None);
-        });
-        Self { scenario, lines, report, wait, eof: false, invalid: None, pending: HashMap::new(), answers: HashMap::new(), stray: Vec::new() }
+        Self { scenario, input: ClientLines::stdin(Framing::Lines), report, wait, pending: HashMap::new(), answers: HashMap::new(), stray: Vec::new() }
     }
 
     /// Plays the scenario to its end.
     pub fn run(mut self) {
         if self.play().is_some() {
             let deadline = Instant::now() + self.wait;
-            while !self.eof && Instant::now() < deadline {
+            while !self.input.eof && Instant::now() < deadline {
                 self.pump(deadline);
             }
             if self.scenario == WireScenario::Extensions {
-                match (self.eof, self.stray.first()) {
+                match (self.input.eof, self.stray.first()) {
                     (_, Some(frame)) => self.report.check("WIRE-CLIENT-EVENT-1", Verdict::Fail, format!("a response to no request of the agent (an answered event?): {frame}")),
                     (true, None) => self.report.check("WIRE-CLIENT-EVENT-1", Verdict::Pass, "the host finished its turn past an event type it does not know, and answered no event"),
                     (false, None) => self.report.check("WIRE-CLIENT-EVENT-1", Verdict::Fail, format!("no EOF within {} s of the turn's end, after an unknown event type", self.wait.as_secs())),
                 }
             }
         }
-        match self.invalid.take() {
+        match self.input.invalid.take() {
             Some(detail) => self.report.check("WIRE-CLIENT-FRAME-1", Verdict::Fail, detail),
             None => self.report.check("WIRE-CLIENT-FRAME-1", Verdict::Pass, "every frame was a JSON-RPC 2.0 object the wire schema knows"),
         }
@@ -86,7 +66,7 @@ impl ScriptedWireAgent {
                 Incoming::Frame(f) if f["method"] == "prompt" && f.get("id").is_some() => break f,
                 Incoming::Frame(f) => self.answer_other(&f),
                 Incoming::Eof | Incoming::Timeout => {
-                    let why = if self.eof { "the host closed the agent's input without a prompt" } else { "the host sent no prompt" };
+                    let why = if self.input.eof { "the host closed the agent's input without a prompt" } else { "the host sent no prompt" };
                     for id in self.scenario.requirements() {
                         self.report.check(id, Verdict::NotTestable, why);
                     }
@@ -124,21 +104,21 @@ impl ScriptedWireAgent {
         );
         let key = json!(id).to_string();
         let deadline = Instant::now() + self.wait;
-        while !self.answers.contains_key(&key) && !self.eof && Instant::now() < deadline {
+        while !self.answers.contains_key(&key) && !self.input.eof && Instant::now() < deadline {
             self.pump(deadline);
         }
         // A second answer shows up on the next reads.
         let settle = Instant::now() + Duration::from_millis(300);
-        while !self.eof && Instant::now() < settle {
+        while !self.input.eof && Instant::now() < settle {
             self.pump(settle);
         }
         match (self.answers.get(&key).cloned(), self.stray.first().cloned()) {
             (Some(_), Some(second)) => self.report.check("WIRE-CLIENT-REQ-1", Verdict::Fail, format!("a second response, or one to no request: {second}")),
             (Some(answer), None) => self.report.check("WIRE-CLIENT-REQ-1", Verdict::Pass, format!("answered once: {answer}")),
-            (None, _) if self.eof => self.report.check("WIRE-CLIENT-REQ-1", Verdict::Fail, "the host closed the agent's input with the ApprovalRequest unanswered"),
+            (None, _) if self.input.eof => self.report.check("WIRE-CLIENT-REQ-1", Verdict::Fail, "the host closed the agent's input with the ApprovalRequest unanswered"),
             (None, _) => self.report.check("WIRE-CLIENT-REQ-1", Verdict::Fail, format!("the ApprovalRequest was not answered within {} s", self.wait.as_secs())),
         }
-        if self.eof {
+        if self.input.eof {
             return None;
         }
         Some(())
@@ -171,42 +151,21 @@ impl ScriptedWireAgent {
     }
 
     fn write(&mut self, frame: Value) {
-        self.report.frame("out", &frame);
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{frame}").and_then(|()| out.flush());
+        write(&mut self.report, &frame);
     }
 
     fn next(&mut self, within: Duration) -> Incoming {
-        if self.eof {
-            return Incoming::Eof;
-        }
-        let line = match self.lines.recv_timeout(within) {
-            Ok(Some(line)) => line,
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                self.eof = true;
-                self.report.event("eof");
-                return Incoming::Eof;
-            }
-            Err(RecvTimeoutError::Timeout) => return Incoming::Timeout,
+        let frame = match self.input.next(&mut self.report, within, "a line that is not JSON") {
+            Incoming::Frame(frame) => frame,
+            other => return other,
         };
-        if line.trim().is_empty() {
-            return self.next(within);
-        }
-        let frame: Value = match serde_json::from_str(&line) {
-            Ok(f) => f,
-            Err(e) => {
-                self.invalid.get_or_insert_with(|| format!("a line that is not JSON ({e}): {line}"));
-                return self.next(within);
-            }
-        };
-        self.report.frame("in", &frame);
         let key = frame.get("id").map(Value::to_string);
         let answered = match (frame.get("method"), &key) {
             (None, Some(key)) => self.pending.get(key).cloned(),
             _ => None,
         };
         if let Err(e) = validator().validate_frame(SchemaDialect::Wire, Direction::Inbound, &frame, answered.as_deref()) {
-            self.invalid.get_or_insert_with(|| format!("{e}: {frame}"));
+            self.input.invalid.get_or_insert_with(|| format!("{e}: {frame}"));
         }
         if frame.get("method").is_none() {
             match key {
