@@ -132,7 +132,9 @@ fn a_transcript_that_checks_nothing_of_what_its_header_names_fails() {
     let d = dir.path();
     let vacuous = [
         ("header-only", vec![header("header-only", &["ACP-TOOL-1"])]),
-        ("in-only", vec![header("in-only", &["ACP-TOOL-1"]), initialize()]),
+        // A notification, which is answered by nothing: an answer after the last line would
+        // fail the transcript for that instead.
+        ("in-only", vec![header("in-only", &["ACP-TOOL-1"]), json!({"kind": "in", "frame": {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "none"}}})]),
         ("optional-only", vec![header("optional-only", &["ACP-TOOL-1"]), initialize(), initialized(json!({"optional": true}))]),
         ("setup-only", vec![header("setup-only", &["ACP-TOOL-1"]), initialize(), initialized(json!({"setup": true}))]),
         ("charged-elsewhere", vec![header("charged-elsewhere", &["ACP-TOOL-1", "ACP-INIT-1"]), initialize(), initialized(json!({"requirements": ["ACP-INIT-1"]}))]),
