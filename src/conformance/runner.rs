@@ -692,6 +692,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
     let dialect = header.dialect;
     let replies: Vec<Value> = lines.iter().filter_map(|l| if let TranscriptLine::Model(m) = l { serde_json::to_value(&m.reply).ok() } else { None }).collect();
     let mut fake = None;
+    let mut plays_script = false;
     let script = temp.path().join("model-script.jsonl");
     let mut command = match &options.agent {
         AgentUnderTest::Adapted { adapter, agentwire } => {
@@ -723,6 +724,9 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
                 .collect();
             llm.push_script(replies.clone());
             std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
+            // An agent that plays the replies from the script itself (agentwire's offline
+            // model) asks no server: what the model received cannot be judged.
+            plays_script = adapter.command.iter().any(|a| a.contains("{{modelScript}}"));
             fake = Some(llm);
             let mut command = adapted_command(adapter, &dirs, header.args.as_deref().unwrap_or_default())?;
             if header.approvals != Some(true) {
@@ -798,7 +802,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
         checked: std::collections::BTreeSet::new(),
     };
     let mut matcher = Matcher::new(temp.path().display().to_string());
-    let result = steps(&mut run, &mut matcher, &lines[1..], &header.requirements, fake.as_ref(), &work);
+    let result = steps(&mut run, &mut matcher, &lines[1..], &header.requirements, fake.as_ref().filter(|_| !plays_script), &work);
     run.stop();
     drop(fake);
     let seen = std::mem::take(&mut run.seen);
