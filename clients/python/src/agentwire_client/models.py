@@ -2219,6 +2219,10 @@ class CustomMessage(BaseModel):
     """
     Extension-defined details.
     """
+    attribution: Optional[str] = None
+    """
+    Who initiated the message, for billing and attribution (omp: `user` or `agent`; @oh-my-pi/pi-agent-core's `CustomMessage.attribution`, sent on the async-result message of a background job).
+    """
     timestamp: Annotated[int, Field(ge=0)]
     """
     Unix time in milliseconds when the message was created.

@@ -1929,6 +1929,10 @@ export interface CustomMessage {
    */
   details?: unknown;
   /**
+   * Who initiated the message, for billing and attribution (omp: `user` or `agent`; @oh-my-pi/pi-agent-core's `CustomMessage.attribution`, sent on the async-result message of a background job).
+   */
+  attribution?: string;
+  /**
    * Unix time in milliseconds when the message was created.
    */
   timestamp: number;
