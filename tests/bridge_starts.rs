@@ -36,6 +36,16 @@ fn finish(bridge: Bridge, starts: &std::path::Path) -> usize {
     finish_reading(bridge, starts).0
 }
 
+/// The host's `initialize` in ACP `version` (1 or 2), and its answer.
+fn initialize(bridge: &mut Bridge, version: u64) -> Value {
+    let params = match version {
+        1 => json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        _ => json!({"protocolVersion": version, "info": {"name": "test", "version": "1"}, "capabilities": {}}),
+    };
+    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}));
+    bridge.until(|f| f["id"] == 0).pop().unwrap()
+}
+
 fn session_new(bridge: &mut Bridge) -> Value {
     let cwd = bridge.dir.path().display().to_string();
     bridge.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
@@ -45,8 +55,7 @@ fn session_new(bridge: &mut Bridge) -> Value {
 #[test]
 fn a_v1_host_in_front_of_an_acp_agent_starts_it_once_and_gets_its_own_answer() {
     let (mut bridge, starts) = counted("acp", false, &[]);
-    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
+    let init = initialize(&mut bridge, 1);
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
     assert_eq!(init["result"]["agentInfo"]["name"], "agentwire", "the agent's own answer: {init}");
     assert!(session_new(&mut bridge)["result"]["sessionId"].is_string());
@@ -56,8 +65,7 @@ fn a_v1_host_in_front_of_an_acp_agent_starts_it_once_and_gets_its_own_answer() {
 #[test]
 fn a_v2_host_in_front_of_a_v2_agent_starts_it_once() {
     let (mut bridge, starts) = counted("acp", true, &[]);
-    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}}));
-    let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
+    let init = initialize(&mut bridge, 2);
     assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
     assert!(session_new(&mut bridge)["result"]["sessionId"].is_string());
     assert_eq!(finish(bridge, &starts), 1);
@@ -66,8 +74,7 @@ fn a_v2_host_in_front_of_a_v2_agent_starts_it_once() {
 #[test]
 fn a_v2_host_in_front_of_an_rpc_agent_starts_it_once() {
     let (mut bridge, starts) = counted("rpc", true, &[]);
-    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}}));
-    let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
+    let init = initialize(&mut bridge, 2);
     assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
     assert!(session_new(&mut bridge)["result"]["sessionId"].is_string());
     assert_eq!(finish(bridge, &starts), 1);
@@ -76,8 +83,7 @@ fn a_v2_host_in_front_of_an_rpc_agent_starts_it_once() {
 #[test]
 fn a_v1_host_with_agent_acp_version_2_speaks_v2_to_the_agent_once_started() {
     let (mut bridge, starts) = counted("acp", false, &["--agent-acp-version", "2"]);
-    bridge.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    let init = bridge.until(|f| f["id"] == 0).pop().unwrap();
+    let init = initialize(&mut bridge, 1);
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
     // The v1 front's own answer: the agent behind is spoken to in v2 by its remote agent.
     assert_eq!(init["result"]["agentInfo"]["name"], "agentwire-bridge", "{init}");
