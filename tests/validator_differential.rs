@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use agentwire::codegen::bundle::reachable;
 use agentwire::protocol::acp::acp_validator;
-use agentwire::protocol::embedded::{acp_schema_json, bundle_json};
+use agentwire::protocol::acp_v2::{acp_v2_unstable_validator, AcpValidator};
+use agentwire::protocol::embedded::{acp_schema_json, acp_v2_schema_json, acp_v2_unstable_schema_json, bundle_json};
 use agentwire::protocol::doc::Doc;
 use agentwire::protocol::validate::{validator, FrameError};
 use proptest::prelude::*;
@@ -26,6 +27,22 @@ use serde_json::{json, Map, Value};
 enum Schema {
     Bundle,
     Acp,
+    /// ACP v2's stable schema, its checks reached through the process's v2 validator.
+    AcpV2,
+    /// ACP v2's unstable schema: its checks reuse the stable schema's where a def constrains
+    /// alike, so both are compared with the oracle.
+    AcpV2Unstable,
+}
+
+impl Schema {
+    fn acp_validator(self) -> Option<&'static AcpValidator> {
+        match self {
+            Self::Bundle => None,
+            Self::Acp => Some(acp_validator()),
+            Self::AcpV2 => Some(agentwire::protocol::acp_v2::acp_v2_validator()),
+            Self::AcpV2Unstable => Some(acp_v2_unstable_validator()),
+        }
+    }
 }
 
 /// The roots every corpus frame is checked against.
@@ -36,11 +53,17 @@ const FRAME_ROOTS: &[(Schema, &str)] = &[
     (Schema::Bundle, "WireOutboundFrame"),
     (Schema::Acp, "#client-message"),
     (Schema::Acp, "#agent-message"),
+    (Schema::AcpV2, "#client-message"),
+    (Schema::AcpV2, "#agent-message"),
+    (Schema::AcpV2Unstable, "#client-message"),
+    (Schema::AcpV2Unstable, "#agent-message"),
 ];
 
 struct Oracle {
     bundle: Value,
     acp: Value,
+    acp_v2: Value,
+    acp_v2_unstable: Value,
     compiled: HashMap<(Schema, String), jsonschema::Validator>,
 }
 
@@ -88,22 +111,31 @@ impl Oracle {
         let mut acp: Value = serde_json::from_str(acp_schema_json()).unwrap();
         formats_as_ranges(&mut bundle);
         formats_as_ranges(&mut acp);
-        Self { bundle, acp, compiled: HashMap::new() }
+        let mut acp_v2: Value = serde_json::from_str(acp_v2_schema_json()).unwrap();
+        let mut acp_v2_unstable: Value = serde_json::from_str(acp_v2_unstable_schema_json()).unwrap();
+        formats_as_ranges(&mut acp_v2);
+        formats_as_ranges(&mut acp_v2_unstable);
+        Self { bundle, acp, acp_v2, acp_v2_unstable, compiled: HashMap::new() }
+    }
+
+    fn doc(&self, schema: Schema) -> &Value {
+        match schema {
+            Schema::Bundle => &self.bundle,
+            Schema::Acp => &self.acp,
+            Schema::AcpV2 => &self.acp_v2,
+            Schema::AcpV2Unstable => &self.acp_v2_unstable,
+        }
     }
 
     fn defs(&self, schema: Schema) -> &Map<String, Value> {
-        let doc = match schema {
-            Schema::Bundle => &self.bundle,
-            Schema::Acp => &self.acp,
-        };
-        doc["$defs"].as_object().unwrap()
+        self.doc(schema)["$defs"].as_object().unwrap()
     }
 
     /// The schema of a def (or ACP pseudo-root).
     fn schema_of(&self, schema: Schema, key: &str) -> Value {
         match (schema, key) {
-            (Schema::Acp, "#agent-message") => self.acp["anyOf"][0].clone(),
-            (Schema::Acp, "#client-message") => self.acp["anyOf"][1].clone(),
+            (_, "#agent-message") => self.doc(schema)["anyOf"][0].clone(),
+            (_, "#client-message") => self.doc(schema)["anyOf"][1].clone(),
             _ => self.defs(schema)[key].clone(),
         }
     }
@@ -112,7 +144,7 @@ impl Oracle {
         let slot = (schema, key.to_owned());
         if !self.compiled.contains_key(&slot) {
             let doc = match (schema, key) {
-                (Schema::Acp, "#agent-message" | "#client-message") => {
+                (_, "#agent-message" | "#client-message") => {
                     let mut root = self.schema_of(schema, key);
                     root["$defs"] = Value::Object(self.defs(schema).clone());
                     root
@@ -141,9 +173,9 @@ fn ours(schema: Schema, key: &str, value: &Value) -> Result<(), FrameError> {
     let text = value.to_string();
     let parsed = Doc::parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
     assert!(parsed.same_as_value, "{text}");
-    let (from_text, from_value) = match schema {
-        Schema::Bundle => (validator().validate_def_doc(key, &parsed.doc, ""), validator().validate_def(key, value)),
-        Schema::Acp => (acp_validator().validate_def_doc(key, &parsed.doc), acp_validator().validate_def(key, value)),
+    let (from_text, from_value) = match schema.acp_validator() {
+        None => (validator().validate_def_doc(key, &parsed.doc, ""), validator().validate_def(key, value)),
+        Some(acp) => (acp.validate_def_doc(key, &parsed.doc), acp.validate_def(key, value)),
     };
     assert_eq!(from_text, from_value, "{key}: {text}");
     from_text
@@ -483,7 +515,7 @@ fn generated_validators_agree_with_jsonschema() {
     assert!(accepted > 2000, "only {accepted} of {checked} corpus checks were valid frames");
 
     // One synthesized instance per def of both schemas (three for unions).
-    for schema in [Schema::Bundle, Schema::Acp] {
+    for schema in [Schema::Bundle, Schema::Acp, Schema::AcpV2, Schema::AcpV2Unstable] {
         let defs = oracle.defs(schema).clone();
         for (i, (name, def)) in defs.iter().enumerate() {
             for round in 0..3u64 {

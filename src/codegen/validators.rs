@@ -59,14 +59,35 @@ const ANY: u8 = 127;
 /// schemas outside `$defs`, such as ACP's top-level message shapes). The output defines
 /// `pub fn check_fn(name: &str) -> Option<CheckFn>` and expects `crate::protocol::check`.
 pub fn generate(defs: &Map<String, Value>, extra: &[(&str, &Value)]) -> Result<String, ValidatorGenError> {
+    generate_over(defs, extra, None)
+}
+
+/// [`generate`] for a schema that extends `base` (ACP v2's unstable schema over its stable
+/// one): a def the two schemas state alike, down to every def it reaches, is checked by
+/// `base`'s function, generated once in the module at `base_module`, not a second time here.
+pub fn generate_extending(defs: &Map<String, Value>, extra: &[(&str, &Value)], base: &Map<String, Value>, base_module: &str) -> Result<String, ValidatorGenError> {
+    generate_over(defs, extra, Some((base, base_module)))
+}
+
+fn generate_over(defs: &Map<String, Value>, extra: &[(&str, &Value)], base: Option<(&Map<String, Value>, &str)>) -> Result<String, ValidatorGenError> {
     let mut gen = Gen { defs, def_fns: BTreeMap::new(), fns: Vec::new(), next: 0 };
     for (i, name) in defs.keys().enumerate() {
-        gen.def_fns.insert(name.clone(), format!("d{i}_{}", ident_part(name)));
+        gen.def_fns.insert(name.clone(), def_fn_name(i, name));
+    }
+    let shared = base.map(|(base_defs, _)| alike(defs, base_defs)).unwrap_or_default();
+    if let Some((base_defs, module)) = base {
+        for (i, name) in base_defs.keys().enumerate() {
+            if shared.contains(name) {
+                gen.def_fns.insert(name.clone(), format!("{module}::{}", def_fn_name(i, name)));
+            }
+        }
     }
     let mut table = Vec::new();
     for (name, schema) in defs {
         let f = gen.def_fns[name].clone();
-        gen.function(&f, schema, name)?;
+        if !shared.contains(name) {
+            gen.function(&f, schema, name)?;
+        }
         table.push((name.clone(), f));
     }
     for (i, (name, schema)) in extra.iter().enumerate() {
@@ -87,6 +108,57 @@ pub fn generate(defs: &Map<String, Value>, extra: &[(&str, &Value)]) -> Result<S
         out.push('\n');
     }
     Ok(out)
+}
+
+/// The function checking def `name`, the `index`th of its schema's defs.
+fn def_fn_name(index: usize, name: &str) -> String {
+    format!("d{index}_{}", ident_part(name))
+}
+
+/// The defs `defs` states exactly as `base` does, and whose every `$ref`, followed to the end,
+/// reaches only such defs: their checks are the same functions.
+fn alike(defs: &Map<String, Value>, base: &Map<String, Value>) -> std::collections::BTreeSet<String> {
+    let mut same: std::collections::BTreeSet<String> = defs.iter().filter(|(name, def)| base.get(*name).is_some_and(|b| constraints(b) == constraints(def))).map(|(name, _)| name.clone()).collect();
+    loop {
+        let before = same.len();
+        let keep: Vec<String> = same.iter().filter(|name| defs.get(*name).is_some_and(|def| refs_within(def, &same))).cloned().collect();
+        same = keep.into_iter().collect();
+        if same.len() == before {
+            return same;
+        }
+    }
+}
+
+/// `schema` without its annotations (descriptions differ between two versions of a schema that
+/// constrain alike), down through every subschema.
+fn constraints(schema: &Value) -> Value {
+    let Value::Object(map) = schema else { return schema.clone() };
+    let mut out = Map::new();
+    for (key, value) in map {
+        if is_annotation(key) {
+            continue;
+        }
+        let value = match (key.as_str(), value) {
+            ("properties", Value::Object(props)) => Value::Object(props.iter().map(|(k, v)| (k.clone(), constraints(v))).collect()),
+            ("allOf" | "anyOf" | "oneOf", Value::Array(items)) => Value::Array(items.iter().map(constraints).collect()),
+            ("items" | "additionalProperties" | "unevaluatedProperties" | "not", v) => constraints(v),
+            (_, v) => v.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    Value::Object(out)
+}
+
+/// Every `$ref` in `schema` names a def in `set`.
+fn refs_within(schema: &Value, set: &std::collections::BTreeSet<String>) -> bool {
+    match schema {
+        Value::Object(map) => map.iter().all(|(key, value)| match (key.as_str(), value) {
+            ("$ref", Value::String(r)) => r.strip_prefix("#/$defs/").is_some_and(|name| set.contains(name)),
+            _ => refs_within(value, set),
+        }),
+        Value::Array(items) => items.iter().all(|v| refs_within(v, set)),
+        _ => true,
+    }
 }
 
 fn ident_part(name: &str) -> String {
@@ -119,7 +191,7 @@ impl Gen<'_> {
     /// Emits `fn name(v, at, s)` checking `schema`.
     fn function(&mut self, name: &str, schema: &Value, path: &str) -> Result<(), ValidatorGenError> {
         let body = self.node(schema, "v", "at", path)?;
-        let text = format!("#[allow(unused_variables, clippy::all)]\nfn {name}(v: &Doc<'_>, at: &c::Loc<'_>, s: &mut c::Sink) {{\n{body}}}\n");
+        let text = format!("#[allow(unused_variables, clippy::all)]\npub(crate) fn {name}(v: &Doc<'_>, at: &c::Loc<'_>, s: &mut c::Sink) {{\n{body}}}\n");
         self.fns.push(text);
         Ok(())
     }
@@ -561,4 +633,47 @@ fn type_bit(name: &str) -> Option<u8> {
 /// expression), then stopping when the sink is done.
 fn fail(at: &str, message: &str) -> String {
     format!("s.fail({at}, || {message}); if s.done() {{ return; }}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn defs(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_def_is_shared_only_when_it_and_all_it_reaches_constrain_alike() {
+        let base = defs(json!({
+            "Same": {"description": "old words", "type": "object", "properties": {"a": {"$ref": "#/$defs/Leaf"}}},
+            "Leaf": {"type": "string"},
+            "Grown": {"type": "object", "properties": {"b": {"type": "string"}}},
+            "UsesGrown": {"type": "object", "properties": {"g": {"$ref": "#/$defs/Grown"}}},
+            "Renamed": {"type": "object", "properties": {"description": {"type": "string"}}}
+        }));
+        let next = defs(json!({
+            "Same": {"description": "new words", "type": "object", "properties": {"a": {"$ref": "#/$defs/Leaf", "title": "A"}}},
+            "Leaf": {"type": "string"},
+            "Grown": {"type": "object", "properties": {"b": {"type": "string"}, "usage": {"type": "integer"}}},
+            "UsesGrown": {"type": "object", "properties": {"g": {"$ref": "#/$defs/Grown"}}},
+            "Renamed": {"type": "object", "properties": {"description": {"type": "integer"}}},
+            "New": {"type": "null"}
+        }));
+        let shared: Vec<String> = alike(&next, &base).into_iter().collect();
+        // A property named like an annotation is a constraint, not an annotation.
+        assert_eq!(shared, ["Leaf", "Same"]);
+    }
+
+    #[test]
+    fn shared_defs_are_called_in_the_base_module_and_not_generated_again() {
+        let base = defs(json!({"Leaf": {"type": "string"}, "Grown": {"type": "object"}}));
+        let next = defs(json!({"Leaf": {"type": "string"}, "Grown": {"type": "object", "required": ["x"]}, "Pair": {"type": "array", "items": {"$ref": "#/$defs/Leaf"}}}));
+        let code = generate_extending(&next, &[], &base, "crate::base").unwrap();
+        // Functions are numbered in each schema's own order of defs.
+        assert!(code.contains("\"Leaf\" => Some(crate::base::d0_Leaf)"), "{code}");
+        assert!(!code.contains("fn d0_Leaf"), "{code}");
+        assert!(code.contains("fn d1_Grown") && code.contains("fn d2_Pair") && code.contains("crate::base::d0_Leaf("), "{code}");
+    }
 }
