@@ -15,6 +15,7 @@ pub mod validate;
 pub mod acp;
 pub mod acp_v2;
 pub mod embedded;
+pub mod envelope;
 
 /// The validators `build.rs` generates from the rpc/wire bundle (`src/codegen/validators.rs`).
 #[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
