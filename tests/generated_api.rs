@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
+use agentwire::jsonrpc::dispatch::wire::dispatch_wire_request;
 use agentwire::jsonrpc::{Error as WireError, Responder};
 use agentwire::protocol::*;
 use serde::de::DeserializeOwned;

@@ -31,9 +31,10 @@ use super::call::{settle, CallError};
 use super::inbox::Notifications;
 use super::input::{spawn_closable_writer, InputCloser, OUTBOUND_BUDGET};
 use super::rpc::MAX_AGENT_LINE_BYTES;
+use crate::jsonrpc::dispatch::acp::dispatch_acp_client_request;
 use crate::jsonrpc::{Connection, Dispatch, Error, Policy, Request, Responder, Service, Side};
 use crate::protocol::acp::{
-    dispatch_acp_client_request, methods, AcpClientHandler, AcpClientNotification, AcpClientRequest, AcpReader, CancelNotification,
+    methods, AcpClientHandler, AcpClientNotification, AcpClientRequest, AcpReader, CancelNotification,
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
     NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
@@ -54,7 +55,7 @@ impl Side for AcpClientSide {
         AcpReader::Client.request(method, frame, AcpClientRequest::from_params)
     }
 
-    fn notification(method: &str, frame: Value) -> Result<AcpClientNotification, String> {
+    fn notification(method: &str, frame: Value) -> Result<AcpClientNotification, crate::jsonrpc::IgnoredNotification> {
         AcpReader::Client.notification(method, frame, AcpClientNotification::from_params)
     }
 }

@@ -16,9 +16,10 @@ use super::call::{settle, CallError};
 use super::inbox::Notifications;
 use super::input::InputCloser;
 use super::rpc::MAX_AGENT_LINE_BYTES;
+use crate::jsonrpc::dispatch::acp_v2::dispatch_acp_client_request;
 use crate::jsonrpc::{Connection, Dispatch, Error, Policy, Request, Responder, Service, Side};
 use crate::protocol::acp_v2::{
-    acp_v2_validator, dispatch_acp_client_request, methods, AcpClientHandler, AcpClientNotification, AcpClientRequest, AcpReader, CancelSessionNotification, CloseSessionRequest,
+    acp_v2_validator, methods, AcpClientHandler, AcpClientNotification, AcpClientRequest, AcpReader, CancelSessionNotification, CloseSessionRequest,
     CloseSessionResponse, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SessionId, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, UpdateSessionNotification,
 };
@@ -37,7 +38,7 @@ impl Side for AcpV2ClientSide {
         AcpReader::Client.request_in(acp_v2_validator(), method, frame, AcpClientRequest::from_params)
     }
 
-    fn notification(method: &str, frame: Value) -> Result<AcpClientNotification, String> {
+    fn notification(method: &str, frame: Value) -> Result<AcpClientNotification, crate::jsonrpc::IgnoredNotification> {
         AcpReader::Client.notification_in(acp_v2_validator(), method, frame, AcpClientNotification::from_params)
     }
 }

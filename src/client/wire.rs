@@ -47,11 +47,11 @@ impl Side for WireClientSide {
         serde_json::from_value::<WireAgentRequest>(frame).map(|r| r.params).map_err(|e| Error::invalid_params(format!("Invalid parameters for method `request`: {e}")))
     }
 
-    fn notification(method: &str, frame: Value) -> Result<WireEvent, String> {
+    fn notification(method: &str, frame: Value) -> Result<WireEvent, crate::jsonrpc::IgnoredNotification> {
         if method != "event" {
-            return Err(format!("unknown notification `{method}`"));
+            return Err(crate::jsonrpc::IgnoredNotification::Unknown);
         }
-        serde_json::from_value::<WireEventNotification>(frame).map(|n| n.params).map_err(|e| e.to_string())
+        Ok(serde_json::from_value::<WireEventNotification>(frame)?.params)
     }
 }
 

@@ -416,7 +416,7 @@ pub fn generate(schema_text: &str, unstable_text: Option<&str>, meta_text: &str,
                 quote! { let _ = request; Ok(RequestPermissionResponse::new(#cancelled)) }
             } else {
                 let message = format!("{} is not offered by this client (its clientCapabilities leave it out)", m.method);
-                quote! { let _ = request; Err(crate::jsonrpc::Error::method_not_found(#message)) }
+                quote! { let _ = request; Err(crate::protocol::envelope::Error::method_not_found(#message)) }
             };
             let doc = format!("`{}`; by default {}.", m.method, if m.method == "session/request_permission" { "answered `cancelled`" } else { "refused (-32601)" });
             HandlerMethod { function: fn_name(&m.method), variant: fn_name(&m.method).to_upper_camel_case(), params: quote!(#params), result: quote!(#result), doc, default: Some(default) }

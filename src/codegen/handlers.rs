@@ -9,6 +9,12 @@
 //! frame, and a blanket `jsonrpc::Dispatch` impl lets the runtime's serve loop drive any type
 //! that implements the trait. The JSONL dialect keeps its own framing (`RpcReply`). Compiled
 //! only into `build.rs`.
+//!
+//! The handler traits and the method types name only the protocol layer (the error object and
+//! the method traits are `crate::protocol::envelope`'s); the dispatch names the JSON-RPC
+//! runtime. [`split_runtime`] takes every generated item that names the runtime out of a
+//! module's code, so the protocol layer includes the types and `crate::jsonrpc::dispatch` the
+//! rest.
 
 use heck::{ToSnakeCase, ToUpperCamelCase};
 use proc_macro2::TokenStream;
@@ -16,6 +22,85 @@ use quote::{format_ident, quote};
 use serde_json::{Map, Value};
 
 use crate::rust_types::{doc_of, ref_name};
+
+/// Why the handler layer could not be generated: the schema lacks what it is generated from.
+#[derive(Debug)]
+pub enum HandlerError {
+    /// The schema has no union of this name (`RpcCommand`, `WireRequest`, …).
+    NoUnion(String),
+    /// A member of the union is not a `$ref` to a def.
+    MemberNotRef(String),
+    /// A member def has no `const` for its tag property: (member, tag property).
+    NoTag(String, String),
+    /// A wire member def names no `x-result`.
+    NoResult(String),
+    /// Generated code that does not parse (a generator bug): what, and syn's message.
+    Parse(&'static str, String),
+}
+
+impl std::fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoUnion(union) => write!(f, "the schema has no union `{union}`"),
+            Self::MemberNotRef(union) => write!(f, "{union}: members must be $refs"),
+            Self::NoTag(member, tag) => write!(f, "{member}: no {tag}"),
+            Self::NoResult(member) => write!(f, "{member}: no x-result"),
+            Self::Parse(what, e) => write!(f, "{what} does not parse: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HandlerError {}
+
+// The generators calling these still report errors as text (`rust_types::generate`).
+impl From<HandlerError> for String {
+    fn from(e: HandlerError) -> Self {
+        e.to_string()
+    }
+}
+
+/// Splits one generated module's code in two: the items that name the JSON-RPC runtime
+/// (`crate::jsonrpc`: the dispatch functions and their `Dispatch` impls) and the rest (the
+/// types, tables, handler traits and method types, which the protocol layer includes). Both
+/// are returned formatted, `header` (a `//` comment) on top of each.
+pub fn split_runtime(code: &str, header: &str) -> Result<(String, String), HandlerError> {
+    let mut file = syn::parse_file(code).map_err(|e| HandlerError::Parse("a generated module", e.to_string()))?;
+    let (runtime, protocol): (Vec<syn::Item>, Vec<syn::Item>) = std::mem::take(&mut file.items).into_iter().partition(names_runtime);
+    let unparse = |items: Vec<syn::Item>| {
+        let mut part = file.clone();
+        part.items = items;
+        format!("{header}\n\n{}", prettyplease::unparse(&part))
+    };
+    Ok((unparse(protocol), unparse(runtime)))
+}
+
+/// Whether `item` names a path under `crate::jsonrpc`.
+fn names_runtime(item: &syn::Item) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        let mut last: Vec<String> = Vec::new();
+        for tree in tokens {
+            match tree {
+                proc_macro2::TokenTree::Group(g) => {
+                    if walk(g.stream()) {
+                        return true;
+                    }
+                    last.clear();
+                }
+                other => {
+                    last.push(other.to_string());
+                    if last.len() > 4 {
+                        last.remove(0);
+                    }
+                    if last == ["crate", ":", ":", "jsonrpc"] {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+    walk(quote::ToTokens::to_token_stream(item))
+}
 
 /// One request a handler trait answers.
 pub struct HandlerMethod {
@@ -63,7 +148,7 @@ fn trait_methods(methods: &[HandlerMethod], error: &TokenStream) -> Vec<TokenStr
 /// `dispatch` and the runtime's `Dispatch` impl for every implementor.
 pub fn jsonrpc_handler(name: &str, requests: &str, dispatch: &str, doc: &str, methods: &[HandlerMethod]) -> TokenStream {
     let (name, requests, dispatch) = (format_ident!("{}", name), format_ident!("{}", requests), format_ident!("{}", dispatch));
-    let declarations = trait_methods(methods, &quote!(crate::jsonrpc::Error));
+    let declarations = trait_methods(methods, &quote!(crate::protocol::envelope::Error));
     let arms = methods.iter().map(|m| {
         let (function, variant) = (format_ident!("{}", m.function), format_ident!("{}", m.variant));
         quote! { #requests::#variant(request) => responder.answer(handler.#function(request).await) }
@@ -75,7 +160,6 @@ pub fn jsonrpc_handler(name: &str, requests: &str, dispatch: &str, doc: &str, me
             #(#declarations)*
         }
         #[doc = #dispatch_doc]
-        #[cfg(feature = "transport")]
         pub async fn #dispatch<H: #name + ?Sized>(
             handler: &H,
             request: #requests,
@@ -83,7 +167,6 @@ pub fn jsonrpc_handler(name: &str, requests: &str, dispatch: &str, doc: &str, me
         ) -> crate::jsonrpc::Answer {
             match request { #(#arms,)* }
         }
-        #[cfg(feature = "transport")]
         impl<H: #name + ?Sized> crate::jsonrpc::Dispatch<#requests> for H {
             fn dispatch(&self, request: #requests, responder: crate::jsonrpc::Responder)
                 -> impl ::std::future::Future<Output = crate::jsonrpc::Answer> + Send + '_ {
@@ -93,7 +176,7 @@ pub fn jsonrpc_handler(name: &str, requests: &str, dispatch: &str, doc: &str, me
     }
 }
 
-/// One uninhabited type per method of a JSON-RPC schema, implementing the runtime's
+/// One uninhabited type per method of a JSON-RPC schema, implementing the envelope's
 /// `Request` (with a result) or `Notification` (without): (type name, method, params, result).
 pub fn method_types(methods: &[(String, String, String, Option<String>)]) -> TokenStream {
     let items = methods.iter().map(|(ty, method, params, result)| {
@@ -110,7 +193,7 @@ pub fn method_types(methods: &[(String, String, String, Option<String>)]) -> Tok
             #[doc = #doc]
             #[derive(Debug)]
             pub enum #ident {}
-            impl crate::jsonrpc::#kind for #ident {
+            impl crate::protocol::envelope::#kind for #ident {
                 const METHOD: &'static str = #method;
                 type Params = super::#params;
                 #result
@@ -120,7 +203,7 @@ pub fn method_types(methods: &[(String, String, String, Option<String>)]) -> Tok
     quote! { #(#items)* }
 }
 /// The JSONL dialect: `RpcMethod` impls, the `RpcHandler` trait and `dispatch_rpc_command`.
-pub fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
+pub fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, HandlerError> {
     let commands = union_members(defs, "RpcCommand")?;
     let mut impls = Vec::new();
     let mut methods = Vec::new();
@@ -129,7 +212,7 @@ pub fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
     let mut table = Vec::new();
     for member in &commands {
         let def = &defs[member];
-        let tag = def.pointer("/properties/type/const").and_then(Value::as_str).ok_or(format!("{member}: no tag"))?;
+        let tag = def.pointer("/properties/type/const").and_then(Value::as_str).ok_or_else(|| HandlerError::NoTag(member.clone(), "type".to_owned()))?;
         let ty = format_ident!("{}", member);
         let method = format_ident!("{}", tag.to_snake_case());
         let variant = format_ident!("{}", tag.to_upper_camel_case());
@@ -226,7 +309,7 @@ pub fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
 }
 
 /// The wire dialect: `WireMethod` impls, agent request kinds, `WireHandler` and its dispatch.
-pub fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
+pub fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, HandlerError> {
     let mut impls = Vec::new();
     let mut methods = Vec::new();
     let mut normalize_arms = Vec::new();
@@ -290,19 +373,19 @@ pub fn wire_layer(defs: &Map<String, Value>) -> Result<TokenStream, String> {
 }
 
 /// A wire union member's def, its tag (the const of `tag`) and its result def (`x-result`).
-fn wire_member<'a>(defs: &'a Map<String, Value>, member: &str, tag: &str) -> Result<(&'a Value, &'a str, &'a str), String> {
+fn wire_member<'a>(defs: &'a Map<String, Value>, member: &str, tag: &str) -> Result<(&'a Value, &'a str, &'a str), HandlerError> {
     let def = &defs[member];
-    let name = def.pointer(&format!("/properties/{tag}/const")).and_then(Value::as_str).ok_or(format!("{member}: no {tag}"))?;
-    let result = def.get("x-result").and_then(ref_name).ok_or(format!("{member}: no x-result"))?;
+    let name = def.pointer(&format!("/properties/{tag}/const")).and_then(Value::as_str).ok_or_else(|| HandlerError::NoTag(member.to_owned(), tag.to_owned()))?;
+    let result = def.get("x-result").and_then(ref_name).ok_or_else(|| HandlerError::NoResult(member.to_owned()))?;
     Ok((def, name, result))
 }
 
-fn union_members(defs: &Map<String, Value>, union: &str) -> Result<Vec<String>, String> {
+fn union_members(defs: &Map<String, Value>, union: &str) -> Result<Vec<String>, HandlerError> {
     defs.get(union)
         .and_then(|d| d["oneOf"].as_array())
-        .ok_or(format!("the schema has no union `{union}`"))?
+        .ok_or_else(|| HandlerError::NoUnion(union.to_owned()))?
         .iter()
-        .map(|m| ref_name(m).map(str::to_owned).ok_or(format!("{union}: members must be $refs")))
+        .map(|m| ref_name(m).map(str::to_owned).ok_or_else(|| HandlerError::MemberNotRef(union.to_owned())))
         .collect()
 }
 

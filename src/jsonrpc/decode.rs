@@ -15,8 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use super::frames::ErrorFrame;
-use super::error::{Error, ErrorCode};
+use crate::protocol::envelope::{Error, ErrorCode, ErrorFrame, IgnoredNotification};
 use crate::transport::raw_id::{exact_id, id_kind, marked_id, peek_id_and_type, raw_id, IdKind};
 use crate::transport::InboundLine;
 
@@ -97,7 +96,7 @@ pub trait Side {
     /// is answered with the request's id (-32601 unknown method, -32602 bad params).
     fn request(method: &str, frame: Value) -> Result<Self::Request, Error>;
     /// The typed notification of `method`; `Err` says why it is ignored (never answered).
-    fn notification(method: &str, frame: Value) -> Result<Self::Notification, String>;
+    fn notification(method: &str, frame: Value) -> Result<Self::Notification, IgnoredNotification>;
 }
 
 /// A decoded inbound frame.
@@ -225,7 +224,7 @@ pub fn decode<S: Side>(line: InboundLine) -> Decoded<S> {
     let Some(id) = id else {
         return Ok(match S::notification(&method, value) {
             Ok(n) => Inbound::Notification(n),
-            Err(reason) => Inbound::Ignored { method, reason },
+            Err(reason) => Inbound::Ignored { method, reason: reason.to_string() },
         });
     };
     match S::request(&method, value) {
@@ -297,8 +296,8 @@ mod tests {
         }
     }
 
-    fn notification(method: &str, _frame: Value) -> Result<String, String> {
-        (method == "note").then(|| method.to_owned()).ok_or_else(|| "unknown".to_owned())
+    fn notification(method: &str, _frame: Value) -> Result<String, IgnoredNotification> {
+        (method == "note").then(|| method.to_owned()).ok_or(IgnoredNotification::Unknown)
     }
 
     impl Side for Strict {
@@ -308,7 +307,7 @@ mod tests {
         fn request(method: &str, frame: Value) -> Result<Value, Error> {
             request(method, frame)
         }
-        fn notification(method: &str, frame: Value) -> Result<String, String> {
+        fn notification(method: &str, frame: Value) -> Result<String, IgnoredNotification> {
             notification(method, frame)
         }
     }
@@ -320,7 +319,7 @@ mod tests {
         fn request(method: &str, frame: Value) -> Result<Value, Error> {
             request(method, frame)
         }
-        fn notification(method: &str, frame: Value) -> Result<String, String> {
+        fn notification(method: &str, frame: Value) -> Result<String, IgnoredNotification> {
             notification(method, frame)
         }
     }

@@ -3,10 +3,14 @@
 //! decodes and the generated handler trait it implements (the old ACP crate's
 //! `RpcConnection<Local, Remote>`; rmcp's model / service / handler / transport split).
 //!
-//! - [`error`]: the one error object (`code`, `message`, `data`), its [`ErrorCode`] enum;
-//! - [`frames`]: typed request, notification, success and error frames, serialized once
-//!   straight into the frame bytes; the [`Request`] / [`Notification`] method traits; the
-//!   [`Responder`] a generated dispatch answers through;
+//! - the one error object (`code`, `message`, `data`), its [`ErrorCode`] enum, the typed
+//!   request, notification, success and error frames and the [`Request`] / [`Notification`]
+//!   method traits: data, defined in the protocol layer ([`crate::protocol::envelope`]) so the
+//!   generated types name them without naming this runtime; re-exported here;
+//! - [`frames`]: the [`Responder`] a generated dispatch answers through, serializing the typed
+//!   result once, straight into the frame bytes;
+//! - [`dispatch`]: the generated dispatch of each JSON-RPC handler trait (wire, ACP v1, ACP v2)
+//!   onto this runtime's [`Responder`] and [`Dispatch`];
 //! - [`decode`]: envelope decoding with each dialect's [`Policy`] (ids byte-exact, see
 //!   [`crate::transport::raw_id`]);
 //! - [`peer`]: our requests to the other side (ids, correlation, timeouts, cancellation,
@@ -15,17 +19,19 @@
 //!   answer (used by the JSONL dialect's loop too);
 //! - [`serve`]: the one serve loop, generic over [`Service`] + the generated [`Dispatch`].
 //!
-//! It knows nothing of any dialect or of the agent: it sits on the transport, and the
-//! dialects sit on it.
+//! It knows no dialect's code nor the agent: it sits on the transport and the protocol's
+//! types, and the dialects sit on it.
 
-// Without the `transport` feature only the error object, the method traits and the frame types
-// are here (the generated handler traits name them); decoding, the peer, the serve loop and
+// Without the `transport` feature only the protocol's error object, method traits and frame
+// types are here (re-exported); decoding, the peer, the serve loop, the generated dispatch and
 // the encoded answers stand on the transport.
 #[cfg(feature = "transport")]
 pub mod answer;
 #[cfg(feature = "transport")]
 pub mod decode;
-pub mod error;
+#[cfg(feature = "transport")]
+pub mod dispatch;
+#[cfg(feature = "transport")]
 pub mod frames;
 #[cfg(feature = "transport")]
 pub mod peer;
@@ -36,8 +42,7 @@ pub mod serve;
 pub use decode::{decode, decode_line, Decoded, Inbound, Line, Policy, Side, Words};
 #[cfg(feature = "transport")]
 pub use frames::{Answer, Responder};
-pub use frames::{ErrorFrame, Notification, NotificationFrame, Request, RequestFrame, SuccessFrame};
-pub use error::{Error, ErrorCode};
+pub use crate::protocol::envelope::{Error, ErrorCode, ErrorFrame, IgnoredNotification, Notification, NotificationFrame, Request, RequestFrame, SuccessFrame};
 #[cfg(feature = "transport")]
 pub use peer::{Outcome, Peer, Pending, Reply};
 #[cfg(feature = "transport")]

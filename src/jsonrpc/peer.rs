@@ -25,8 +25,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::frames::{Notification, NotificationFrame, Request, RequestFrame};
-use super::error::Error;
+use crate::protocol::envelope::{Notification, NotificationFrame, Request, RequestFrame};
+use crate::protocol::envelope::Error;
 use crate::transport::Outbox;
 
 /// A JSON-RPC answer: `result`, or the error the peer answered with.

@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 use super::answer::{scope, Answered};
 use super::decode::{decode_line, Decoded, Inbound, Line, Side};
 use super::frames::{Answer, Responder};
-use super::error::Error;
+use crate::protocol::envelope::Error;
 use super::peer::Peer;
 use crate::transport::lines::spawn_line_channel;
 use crate::transport::{FrameBatch, Outbox};
@@ -326,7 +326,7 @@ mod tests {
         fn request(method: &str, _frame: Value) -> Result<String, Error> {
             Ok(method.to_owned())
         }
-        fn notification(_method: &str, _frame: Value) -> Result<(), String> {
+        fn notification(_method: &str, _frame: Value) -> Result<(), crate::protocol::envelope::IgnoredNotification> {
             Ok(())
         }
     }

@@ -3,9 +3,12 @@
 //!
 //! Everything here comes from `schema/`: [`generated`] is written by `build.rs`, and so are the
 //! checks [`validate`] runs ([`check`] is their runtime half). The hand-written parts are the
-//! JSONL dialect's command replies and their error ([`rpc_reply`]), the [`Dialect`] names, and
-//! the method traits below, which the generated code implements for every command and wire
-//! method.
+//! JSONL dialect's command replies and their error ([`rpc_reply`]), the JSON-RPC envelope
+//! ([`envelope`]: the error object, the frames and the method traits the generated ACP method
+//! types implement), the [`Dialect`] names, and the method traits below, which the generated
+//! code implements for every command and wire method. Nothing here, generated code included,
+//! names a layer above (`tests/layering.rs`): the generated dispatch onto the JSON-RPC runtime
+//! is included by `crate::jsonrpc::dispatch`.
 
 pub mod generated;
 pub mod rpc_reply;
@@ -15,6 +18,7 @@ pub mod validate;
 pub mod acp;
 pub mod acp_v2;
 pub mod embedded;
+pub mod envelope;
 
 /// The validators `build.rs` generates from the rpc/wire bundle (`src/codegen/validators.rs`).
 #[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]

@@ -1,6 +1,6 @@
 //! The JSONL dialect's command replies (`response` frames) and their error, kept apart from the
 //! library's own errors: [`RpcError`] is a failed command (`success:false`, human `error`,
-//! machine `code`). The JSON-RPC dialects' error object is [`crate::jsonrpc::Error`].
+//! machine `code`). The JSON-RPC dialects' error object is [`super::envelope::Error`].
 
 use serde_json::Value;
 

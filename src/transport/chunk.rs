@@ -8,14 +8,33 @@
 //!   with every rule a host can break checked (order, counts, declared length, the reassembly
 //!   limit, base64) and one [`ChunkError`] per broken sequence.
 //!
-//! Pure logic: no I/O, no protocol beyond the chunk frame itself.
+//! Pure logic: no I/O, no protocol beyond the chunk frame itself, which is defined here
+//! ([`Chunk`]) rather than taken from the protocol layer so that the transport names no layer
+//! above it; `tests/chunk_frame.rs` checks it against the schema's `RpcChunk`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
-use crate::protocol::RpcChunk;
+use serde::{Deserialize, Serialize};
+
+/// One `rpc_chunk` frame, `{"type":"rpc_chunk","chunkId","index","count","byteLength","data"}`:
+/// the schema's `RpcChunk` (`schema/frames.schema.json`) as the framing reads and writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "rpc_chunk", rename_all = "camelCase")]
+pub struct Chunk {
+    /// Names one chunked frame (`rpc-1`, `rpc-2`, … for the frames we split).
+    pub chunk_id: String,
+    /// The slice's place in the sequence, from 0.
+    pub index: u32,
+    /// How many chunks the frame travels in.
+    pub count: u32,
+    /// The whole frame's length in bytes.
+    pub byte_length: u64,
+    /// The base64 of this slice of the frame.
+    pub data: String,
+}
 
 /// Longest physical frame written once protocol v2 is negotiated (omp's `maxFrameBytes`),
 /// counted without the LF.
@@ -32,14 +51,14 @@ pub const MAX_REASSEMBLED_FRAME_BYTES: usize = 64 * 1024 * 1024;
 const HEAD_BYTES: usize = 4096;
 
 /// The chunk frames of one logical frame (`frame`: its UTF-8 JSON text without LF).
-pub fn split(frame: &[u8], chunk_id: &str, data_bytes: usize) -> Vec<RpcChunk> {
+pub fn split(frame: &[u8], chunk_id: &str, data_bytes: usize) -> Vec<Chunk> {
     let data_bytes = data_bytes.max(1);
     let count = frame.len().div_ceil(data_bytes).max(1);
     let count_u32 = u32::try_from(count).unwrap_or(u32::MAX);
     (0..count)
         .map(|i| {
             let slice = &frame[(i * data_bytes).min(frame.len())..((i + 1) * data_bytes).min(frame.len())];
-            RpcChunk::new(chunk_id.to_owned(), i as u32, count_u32, frame.len() as u64, BASE64.encode(slice))
+            Chunk { chunk_id: chunk_id.to_owned(), index: i as u32, count: count_u32, byte_length: frame.len() as u64, data: BASE64.encode(slice) }
         })
         .collect()
 }
@@ -158,7 +177,7 @@ impl Reassembler {
 
     /// Takes one chunk. `errors` receives one error per sequence this chunk broke (at most
     /// two: an interrupted sequence and the interrupting chunk's own).
-    pub fn push(&mut self, chunk: RpcChunk, errors: &mut Vec<ChunkError>) -> Reassembled {
+    pub fn push(&mut self, chunk: Chunk, errors: &mut Vec<ChunkError>) -> Reassembled {
         let last = chunk.index.saturating_add(1) >= chunk.count;
         // Index 0 under a refused id is a new sequence (hosts may reuse ids).
         if chunk.index > 0 && self.dropping.as_deref() == Some(chunk.chunk_id.as_str()) {
@@ -204,8 +223,8 @@ impl Reassembler {
         })
     }
 
-    fn accept(&mut self, chunk: RpcChunk) -> Result<Reassembled, (ChunkError, String)> {
-        let RpcChunk { chunk_id, index, count, byte_length, data, .. } = chunk;
+    fn accept(&mut self, chunk: Chunk) -> Result<Reassembled, (ChunkError, String)> {
+        let Chunk { chunk_id, index, count, byte_length, data } = chunk;
         let decoded = BASE64.decode(data.as_bytes());
         // What an error can show of the frame: the sequence so far, or this first slice.
         let head = match (&self.open, &decoded) {
@@ -272,11 +291,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn chunk(id: &str, index: u32, count: u32, byte_length: u64, data: &[u8]) -> RpcChunk {
-        RpcChunk::new(id.to_owned(), index, count, byte_length, BASE64.encode(data))
+    fn chunk(id: &str, index: u32, count: u32, byte_length: u64, data: &[u8]) -> Chunk {
+        Chunk { chunk_id: id.to_owned(), index, count, byte_length, data: BASE64.encode(data) }
     }
 
-    fn push_all(r: &mut Reassembler, chunks: Vec<RpcChunk>) -> (Vec<Reassembled>, Vec<ChunkError>) {
+    fn push_all(r: &mut Reassembler, chunks: Vec<Chunk>) -> (Vec<Reassembled>, Vec<ChunkError>) {
         let mut errors = Vec::new();
         let steps = chunks.into_iter().map(|c| r.push(c, &mut errors)).collect();
         (steps, errors)
@@ -337,7 +356,7 @@ mod tests {
         assert!(errors.is_empty());
         assert_eq!(steps.last(), Some(&Reassembled::Frame(frame.to_vec())));
 
-        let cases: Vec<(Vec<RpcChunk>, String)> = vec![
+        let cases: Vec<(Vec<Chunk>, String)> = vec![
             (vec![chunk("x", 1, 2, n, frame)], "rpc_chunk x: a sequence starts at index 0, not 1; the frame was discarded".into()),
             (vec![chunk("x", 2, 2, n, frame)], "rpc_chunk x: index 2 is not below count 2; the frame was discarded".into()),
             (vec![chunk("x", 0, 2, n, &frame[..5]), chunk("x", 1, 3, n, &frame[5..])], format!("rpc_chunk x index 1: count 3 / byteLength {n} differ from the sequence's 2 / {n}; the frame was discarded")),
@@ -345,7 +364,7 @@ mod tests {
             (vec![chunk("x", 0, 1, n + 1, frame)], format!("rpc_chunk x: the chunks carry {n} bytes but byteLength is {}; the frame was discarded", n + 1)),
             (vec![chunk("x", 0, 1, 1 << 21, frame)], "rpc_chunk x: byteLength 2097152 exceeds the 1048576-byte reassembly limit (maxReassembledFrameBytes); the frame was discarded".into()),
             (
-                vec![RpcChunk::new("x", 0, 1, n, "not base64!")],
+                vec![Chunk { chunk_id: "x".into(), index: 0, count: 1, byte_length: n, data: "not base64!".into() }],
                 "rpc_chunk x index 0: `data` is not valid base64 (Invalid symbol 32, offset 3.); the frame was discarded".into(),
             ),
         ];
@@ -393,7 +412,7 @@ mod tests {
             let mut rebuilt = Vec::new();
             for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                 prop_assert!(line.len() <= limit.max(CHUNK_DATA_BYTES * 4 / 3 + 200));
-                match serde_json::from_slice::<RpcChunk>(line) {
+                match serde_json::from_slice::<Chunk>(line) {
                     Ok(c) if line.starts_with(b"{\"type\":\"rpc_chunk\"") => {
                         if let Reassembled::Frame(f) = r.push(c, &mut Vec::new()) {
                             rebuilt.push(f);

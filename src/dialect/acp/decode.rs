@@ -32,7 +32,7 @@ impl Side for AcpAgentSide {
         AcpReader::Agent.request(method, frame, AcpAgentRequest::from_params)
     }
 
-    fn notification(method: &str, frame: Value) -> Result<AcpAgentNotification, String> {
+    fn notification(method: &str, frame: Value) -> Result<AcpAgentNotification, crate::jsonrpc::IgnoredNotification> {
         AcpReader::Agent.notification(method, frame, AcpAgentNotification::from_params)
     }
 }

@@ -19,7 +19,7 @@ impl Side for AcpV2AgentSide {
         AcpReader::Agent.request_in(acp_v2_validator(), method, frame, AcpAgentRequest::from_params)
     }
 
-    fn notification(method: &str, frame: Value) -> Result<AcpAgentNotification, String> {
+    fn notification(method: &str, frame: Value) -> Result<AcpAgentNotification, crate::jsonrpc::IgnoredNotification> {
         AcpReader::Agent.notification_in(acp_v2_validator(), method, frame, AcpAgentNotification::from_params)
     }
 }

@@ -8,7 +8,7 @@
 
 use super::decode::{decode_line, failure, Inbound, RpcFailure};
 use crate::protocol::{RpcChunk, RpcErrorCode};
-use crate::transport::chunk::{ChunkError, Reassembled, Reassembler, MAX_REASSEMBLED_FRAME_BYTES};
+use crate::transport::chunk::{Chunk, ChunkError, Reassembled, Reassembler, MAX_REASSEMBLED_FRAME_BYTES};
 use crate::transport::{FrameBatch, InboundLine};
 
 /// The reader's chunk state.
@@ -34,7 +34,8 @@ impl InboundChunks {
             return None;
         }
         let mut failed = Vec::new();
-        let step = self.reassembler.push(chunk, &mut failed);
+        let RpcChunk { chunk_id, index, count, byte_length, data, .. } = chunk;
+        let step = self.reassembler.push(Chunk { chunk_id, index, count, byte_length, data }, &mut failed);
         for error in failed {
             let _ = sequence_failure(error).push_to(errors);
         }

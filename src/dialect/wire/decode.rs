@@ -68,8 +68,8 @@ impl Side for WireSide {
         WireRequest::from_value(frame).map_err(|e| invalid_params("", &e.to_string()))
     }
 
-    fn notification(_method: &str, _frame: Value) -> Result<Infallible, String> {
-        Err("the wire dialect has no notifications (requests need an id)".into())
+    fn notification(_method: &str, _frame: Value) -> Result<Infallible, crate::jsonrpc::IgnoredNotification> {
+        Err(crate::jsonrpc::IgnoredNotification::Unsupported("the wire dialect has no notifications (requests need an id)"))
     }
 }
 

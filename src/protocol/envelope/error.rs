@@ -93,7 +93,7 @@ macro_rules! constructors {
 }
 
 /// A JSON-RPC error object. `data` absent is `None`; whether an absent `data` is written as
-/// `null` (kimi) or left out (ACP) is the dialect's [`super::Policy`], applied when the error
+/// `null` (kimi) or left out (ACP) is the dialect's `jsonrpc::Policy`, applied when the error
 /// frame is written.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 #[error("{message} ({code})")]
@@ -149,6 +149,25 @@ impl Error {
         /// -32800: the request was cancelled.
         request_cancelled => RequestCancelled,
     }
+}
+
+/// Why an inbound notification is ignored: never answered, never executed, reported with its
+/// method (`jsonrpc::Inbound::Ignored`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IgnoredNotification {
+    /// Not a notification this side acts on.
+    #[error("unknown notification")]
+    Unknown,
+    /// The dialect takes no notifications at all (kimi's wire: every request carries an id).
+    #[error("{0}")]
+    Unsupported(&'static str),
+    /// The params do not fit the schema.
+    #[error(transparent)]
+    Invalid(#[from] crate::protocol::validate::FrameError),
+    /// The params do not read as the typed notification.
+    #[error(transparent)]
+    Params(#[from] serde_json::Error),
 }
 
 #[cfg(test)]
