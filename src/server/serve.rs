@@ -79,7 +79,7 @@ impl ServeOptions {
     /// The same, serving ACP in `version`: the connection's first line was read already to
     /// choose it ([`acp_version`]).
     #[must_use]
-    pub(crate) fn with_acp_version(mut self, version: AcpVersion) -> Self {
+    pub fn with_acp_version(mut self, version: AcpVersion) -> Self {
         self.acp_version = Some(version);
         self
     }

@@ -263,15 +263,24 @@ mod child {
         let mut signals = Signals::new();
         loop {
             let signal = signals.next().await;
-            if let (Some(pgid), true) = (pgid.and_then(|p| i32::try_from(p).ok()), alive.load(Ordering::SeqCst)) {
-                // SAFETY: killpg has no memory-safety preconditions; the group is the agent's
-                // own and it has not been reaped (`alive`).
-                unsafe { libc::killpg(pgid, signal.number()) };
+            // Only while the agent has not been reaped (`alive`): its group id is its own.
+            if let (Some(pgid), true) = (pgid, alive.load(Ordering::SeqCst)) {
+                crate::client::process::signal_group(pgid, signal.number());
             }
             match signal {
                 Signal::Terminate | Signal::Hangup => stop.cancel(),
                 Signal::Interrupt => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Signal;
+
+    #[test]
+    fn a_signal_exits_with_128_plus_its_number() {
+        assert_eq!([Signal::Interrupt, Signal::Terminate, Signal::Hangup].map(Signal::exit_code), [130, 143, 129]);
     }
 }
