@@ -116,3 +116,36 @@ fn deny_keeps_the_tool_from_running() {
     assert_eq!(result["payload"]["return_value"]["is_error"], true, "{result}");
     assert!(!result["payload"]["return_value"]["output"].as_str().unwrap().contains("approved-run"), "{result}");
 }
+
+/// Sends `signal` to the bridge itself (not to its agent).
+fn signal_bridge(bridge: &Bridge, signal: i32) {
+    // SAFETY: kill has no memory-safety preconditions; the pid is the test's live child.
+    assert_eq!(unsafe { libc::kill(i32::try_from(bridge.child.id()).unwrap(), signal) }, 0);
+}
+
+#[test]
+fn sigint_is_passed_on_to_the_agent() {
+    // The bridge only passes SIGINT on: the agent (`agentwire --mode rpc`) exits on it, and the
+    // bridge, its agent gone, exits 1.
+    let mut bridge = Bridge::start_serving("wire", &[json!({"text": "hi"})], &[]);
+    bridge.request(1, "initialize", json!({"protocol_version": "1.10"}));
+    let sent = Instant::now();
+    signal_bridge(&bridge, libc::SIGINT);
+    let status = bridge.exit_within(sent, TIMEOUT, "SIGINT");
+    assert_eq!(status.code(), Some(1), "{status}");
+}
+
+#[test]
+fn sigterm_ends_the_bridge_and_its_agent() {
+    let mut bridge = Bridge::start_serving("wire", &[json!({"text": "hi"})], &[]);
+    bridge.request(1, "initialize", json!({"protocol_version": "1.10"}));
+    let agent = bridge.agent_pid();
+    let sent = Instant::now();
+    signal_bridge(&bridge, libc::SIGTERM);
+    let status = bridge.exit_within(sent, Duration::from_secs(3), "SIGTERM");
+    assert!(status.code().is_some(), "the bridge handles SIGTERM: {status}");
+    while common::bridge::running(agent) {
+        assert!(sent.elapsed() < Duration::from_secs(3), "the agent still runs 3 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -18,14 +18,10 @@
 pub mod proxy;
 
 use std::ffi::OsString;
-use std::future::Future;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::BufReader;
-use tokio_util::sync::CancellationToken;
 
 use crate::core::{AgentInfo, Capabilities};
 use crate::client::detect::{connect, first_answer, go_on, DetectError, FirstAnswer, Handshake, DETECT_TIMEOUT};
@@ -39,8 +35,9 @@ use crate::dialect::wire::remote::WireAgents;
 use crate::protocol::acp::{Implementation, InitializeRequest, ProtocolVersion};
 use crate::protocol::{WireClientInfo, WireInitializeParams};
 use crate::dialect::remote::RemoteAgents;
-use crate::server::ServeOptions;
-use crate::transport::until::UntilCancelled;
+use crate::server::served::Remotes;
+use crate::server::supervisor::{supervise, Stdin};
+use crate::server::{Input, ServeOptions};
 use crate::transport::LineReader;
 
 /// Bytes of frames that may wait for a slow agent.
@@ -330,47 +327,60 @@ fn v2_initialize() -> crate::protocol::acp_v2::InitializeRequest {
 /// EOF, a signal or the agent's death; then closes the agent's input and ends it.
 /// Returns the exit code.
 async fn compose(mut agent: AgentProcess, options: &BridgeOptions, host: HostInput, capabilities: Capabilities, agents: RemoteAgents) -> u8 {
-    let serve_options = ServeOptions::default()
+    let mut serve_options = ServeOptions::default()
         .with_max_line_bytes(options.max_line_bytes)
         .with_acp_capabilities(capabilities)
         .with_info(AgentInfo::new("agentwire-bridge", env!("CARGO_PKG_VERSION")));
-    let HostInput { input, stop, ended } = host;
+    if let Some(version) = host.acp {
+        serve_options = serve_options.with_acp_version(version);
+    }
+    let HostInput { input, stdin, .. } = host;
     let close = agents.clone();
     let serve = async {
-        if let Err(e) = crate::server::serve_with(options.serve, serve_options, agents, input, tokio::io::stdout()).await {
+        if let Err(e) = crate::server::serve_with(options.serve, serve_options, Remotes(agents), input, tokio::io::stdout()).await {
             tracing::warn!("writing to the host failed: {e}");
         }
     };
-    let agent_died = supervise(&mut agent, &stop, &ended, serve).await;
+    let agent_died = supervise(&mut agent, &stdin, EOF_GRACE, serve).await;
     close.close().await;
     finish(agent, agent_died).await
 }
 
-/// The host's input (stdin) and what ends it early: `stop` (a forwarded SIGTERM or SIGHUP,
-/// the agent's death) ends it as EOF would; `ended` fires once it ended. An ACP host's first
-/// line may have been read already to learn its version ([`HostInput::route`]): it is read
-/// again from here, first.
+/// The host's input (stdin) and what ends it early ([`Stdin::stop`]: a forwarded SIGTERM or
+/// SIGHUP, the agent's death). An ACP host's first line may have been read already to learn its
+/// version ([`HostInput::route`]): it is read again from here, first.
 struct HostInput {
-    input: Box<dyn tokio::io::AsyncBufRead + Unpin + Send>,
-    stop: CancellationToken,
-    ended: CancellationToken,
+    input: Input,
+    stdin: Stdin,
+    /// The ACP version the host's first line chose, once read.
+    acp: Option<AcpVersion>,
 }
 
 impl HostInput {
     fn new() -> Self {
-        let stop = CancellationToken::new();
-        let ended = CancellationToken::new();
-        let input = UntilCancelled::new(BufReader::with_capacity(64 * 1024, crate::transport::stdio::stdin()), stop.clone()).noting_end(ended.clone());
-        Self { input: Box::new(input), stop, ended }
+        let stdin = Stdin::new();
+        Self { input: Box::new(stdin.reader()), stdin, acp: None }
     }
 
     /// Reads the host's first line: the ACP version it asks for, and the line.
     async fn route(&mut self, max_line_bytes: usize) -> (AcpVersion, Vec<u8>) {
         let input = std::mem::replace(&mut self.input, Box::new(tokio::io::empty()));
-        let (version, line, routed) = crate::dialect::acp_version::route_keeping(input, max_line_bytes).await;
-        self.input = Box::new(routed);
+        let (version, line, routed) = crate::server::acp_version(input, max_line_bytes).await;
+        self.input = routed;
+        self.acp = Some(version);
         (version, line)
     }
+}
+
+/// Why an ACP agent spoken to in v2 (`--agent-acp-version 2`) does not speak it.
+#[derive(Debug, thiserror::Error)]
+enum NotV2 {
+    #[error("it answered protocol version {0}")]
+    Version(u16),
+    #[error(transparent)]
+    Failed(crate::client::CallError),
+    #[error("no answer to initialize in {} s", .0.as_secs())]
+    Silent(Duration),
 }
 
 /// An ACP agent spoken to in v2: `initialize` with version 2 (it must answer 2), then its
@@ -386,9 +396,9 @@ async fn bridge_v2_agent(mut agent: AgentProcess, options: &BridgeOptions, host:
     let refused = match tokio::time::timeout(DETECT_TIMEOUT, agents.client().initialize(&v2_initialize())).await {
         Ok(Ok(answer)) if answer.protocol_version.0 == 2 => Ok(answer),
         // A v1 agent answers 1 in v1's shape, which does not read as v2's.
-        Ok(Ok(answer)) => Err(format!("it answered protocol version {}", answer.protocol_version.0)),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer to initialize in {} s", DETECT_TIMEOUT.as_secs())),
+        Ok(Ok(answer)) => Err(NotV2::Version(answer.protocol_version.0)),
+        Ok(Err(e)) => Err(NotV2::Failed(e)),
+        Err(_) => Err(NotV2::Silent(DETECT_TIMEOUT)),
     };
     let initialized = match refused {
         Ok(answer) => answer,
@@ -403,49 +413,6 @@ async fn bridge_v2_agent(mut agent: AgentProcess, options: &BridgeOptions, host:
     compose(agent, options, host, Capabilities { mcp: true, ..Capabilities::none().with_images(images) }, RemoteAgents::AcpV2(agents)).await
 }
 
-/// Runs `serve` (the host's side) while watching the agent and forwarding signals, until it
-/// returns, or [`EOF_GRACE`] after the host's input ended; returns how the agent died, if
-/// it did (then `stop` was cancelled, so the host's input ended and what was in flight got
-/// its error).
-async fn supervise(agent: &mut AgentProcess, stop: &CancellationToken, ended: &CancellationToken, serve: impl Future<Output = ()>) -> Option<String> {
-    let mut agent_died = None;
-    let mut exited = false;
-    let alive = Arc::new(AtomicBool::new(true));
-    let signals = forward_signals(agent.id(), alive.clone(), stop.clone());
-    tokio::pin!(signals);
-    tokio::pin!(serve);
-    // What was asked before host EOF has this long to finish.
-    let answer_grace = async {
-        ended.cancelled().await;
-        tokio::time::sleep(EOF_GRACE).await;
-    };
-    tokio::pin!(answer_grace);
-    loop {
-        tokio::select! {
-            () = &mut serve => break,
-            () = &mut answer_grace => break,
-            status = agent.wait(), if !exited => {
-                exited = true;
-                alive.store(false, Ordering::SeqCst);
-                if ended.is_cancelled() {
-                    // Our input ended, so the agent's did: it finished, as it should.
-                    continue;
-                }
-                // The agent is gone: its output ended, so every prompt in flight ends with an
-                // error; our input ends so the serve loop answers what is left.
-                let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
-                eprintln!("agentwire bridge: the agent exited ({status})");
-                alive.store(false, Ordering::SeqCst);
-                agent_died = Some(status);
-                stop.cancel();
-            }
-            () = &mut signals => {}
-        }
-    }
-    alive.store(false, Ordering::SeqCst);
-    agent_died
-}
-
 /// Ends the agent (bounded, then its group killed); the bridge's exit code.
 async fn finish(agent: AgentProcess, agent_died: Option<String>) -> u8 {
     match (agent_died, agent.shutdown(DEFAULT_EXIT_GRACE).await) {
@@ -454,37 +421,6 @@ async fn finish(agent: AgentProcess, agent_died: Option<String>) -> u8 {
         (None, Err(e)) => {
             eprintln!("agentwire bridge: {e}");
             1
-        }
-    }
-}
-
-/// Forwards SIGINT, SIGTERM and SIGHUP to the agent's group; SIGTERM and SIGHUP also end our
-/// input. Never returns (a select arm that stays pending).
-async fn forward_signals(pgid: Option<u32>, alive: Arc<AtomicBool>, stop: CancellationToken) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return std::future::pending().await;
-    };
-    loop {
-        let (sig, ends) = tokio::select! {
-            _ = int.recv() => (libc::SIGINT, false),
-            _ = term.recv() => (libc::SIGTERM, true),
-            _ = hup.recv() => (libc::SIGHUP, true),
-        };
-        if let (Some(pgid), true) = (
-            pgid.and_then(|p| i32::try_from(p).ok()),
-            alive.load(Ordering::SeqCst),
-        ) {
-            // SAFETY: killpg has no memory-safety preconditions; the group is the agent's own
-            // and it has not been reaped (`alive`).
-            unsafe { libc::killpg(pgid, sig) };
-        }
-        if ends {
-            stop.cancel();
         }
     }
 }

@@ -8,7 +8,8 @@ use serde_json::Value;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use super::{supervise, BridgeOptions, HostInput};
+use super::{BridgeOptions, HostInput, EOF_GRACE};
+use crate::server::supervisor::supervise;
 use crate::client::rpc::MAX_AGENT_LINE_BYTES;
 use crate::client::{AcpClientSide, AcpV2ClientSide, AgentProcess, Dialect};
 use crate::recording::Tap;
@@ -159,7 +160,7 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions, host: 
         }
         None => None,
     };
-    let HostInput { input, stop, ended } = host;
+    let HostInput { input, stdin: host_stdin, .. } = host;
     let mut host_lines = LineReader::new(input, options.max_line_bytes);
     let seen = match &opening {
         Some((host_line, answer)) => {
@@ -203,7 +204,7 @@ pub(super) async fn run(mut agent: AgentProcess, options: &BridgeOptions, host: 
     let serve = async {
         tokio::join!(to_agent, to_host);
     };
-    let agent_died = supervise(&mut agent, &stop, &ended, serve).await;
+    let agent_died = supervise(&mut agent, &host_stdin, EOF_GRACE, serve).await;
     let status = agent.shutdown(crate::client::DEFAULT_EXIT_GRACE).await;
     if let Some(tap) = &tap {
         // What came after the host's input ended, and how the agent ended (a replay expects the

@@ -27,6 +27,7 @@ pub mod model;
 pub mod port;
 pub mod prompt;
 pub mod runs;
+pub mod sessions;
 pub mod stream;
 pub mod tools;
 
@@ -36,3 +37,4 @@ pub use events::{AgentEvent, EventSink, PromptId, RunOutcome};
 pub use port::HostPort;
 pub use prompt::{Prompt, QueueKind, Start, Submitted};
 pub use runs::{Host, Reply, Runs};
+pub use sessions::{AuthFuture, SessionError, SessionFactory, StartFuture};

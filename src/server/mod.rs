@@ -2,7 +2,10 @@
 //! and handles signals and the end of output. Which frames mean what lives in the dialects
 //! (`crate::dialect::rpc`, `crate::dialect::wire`); the agent in `crate::agent`.
 //!
-//! One process runner serves all three dialects ([`run_process`]), so they end alike:
+//! One serve path ([`serve_with`]) serves every dialect, for the built-in agent, a custom one
+//! and the agents behind `agentwire bridge`; one supervisor ([`supervisor`]) reads stdin and
+//! handles signals for the agent process and the bridge. The agent process ends alike in every
+//! dialect ([`supervisor::run`]):
 //! - stdin EOF means "no more requests": the dialect's loop stops reading, what waits for the
 //!   host's answer fails closed ([`crate::dialect::HostRequests`]), every request read is
 //!   answered and every run goes on to its end; then the output is flushed and the exit code is
@@ -19,8 +22,11 @@
 #[cfg(feature = "agent")]
 mod process;
 mod serve;
+#[cfg(any(feature = "agent", feature = "client"))]
+pub mod served;
+pub mod supervisor;
 
 pub use crate::core::MakeAgent;
 #[cfg(feature = "agent")]
-pub use process::{run_acp_process, run_rpc_process, run_wire_process, ProcessOptions, SessionOptions};
-pub use serve::{serve, serve_with, Dialect, ServeOptions};
+pub use process::{run_acp_process, run_rpc_process, run_wire_process, ProcessOptions, SessionOptions, StartupError};
+pub use serve::{acp_version, serve, serve_with, Dialect, Input, ServeOptions};

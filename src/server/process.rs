@@ -3,22 +3,20 @@
 //! `crate::server`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::agent::{Agent, AgentConfig, ApprovalPolicy, Capabilities, RetryPolicy};
 use crate::core::events::NoticeLevel;
-use crate::core::port::UiNotice;
-use crate::agent::{Agent, AgentConfig, ApprovalPolicy, Capabilities, EventSink, HostPort, RetryPolicy};
+use crate::core::{AgentCore, Host, SessionError, SessionFactory, StartFuture};
 use crate::protocol::acp::{SessionId, SessionInfo};
-use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
-use crate::dialect::wire::{serve_wire, WireHost, WireSession};
-use crate::dialect::acp::{serve_acp, AcpServer, SessionFactory};
-use crate::dialect::acp_v2::{serve_acp_v2, AcpV2Server};
-use crate::dialect::acp_version::AcpVersion;
 use crate::providers::offline::OfflineModel;
 use crate::sessions::Session;
-use crate::transport::until::UntilCancelled;
-use tokio_util::sync::CancellationToken;
+
+use super::serve::{serve_sessions, Serving};
+use super::served::ServedAgent;
+use super::supervisor::Stdin;
+use super::{Dialect, ServeOptions};
 
 /// Options of the agent process, whichever dialect it speaks (`--mode rpc`, `wire`, `acp`).
 #[derive(Debug, Clone)]
@@ -77,7 +75,7 @@ pub struct SessionOptions {
 
 /// The directory new sessions go to, the root for `list_sessions {scope:"all"}`, and the session
 /// to start with.
-fn initial_session(options: &ProcessOptions) -> Result<(Option<PathBuf>, Option<PathBuf>, Session), String> {
+fn initial_session(options: &ProcessOptions) -> Result<(Option<PathBuf>, Option<PathBuf>, Session), crate::sessions::SessionError> {
     let s = &options.sessions;
     let config_root = crate::providers::config::config_dir(options.selection.config_dir.as_deref()).map(|d| d.join("sessions"));
     let dir = if s.disabled {
@@ -117,6 +115,21 @@ struct Prepared {
     session: Session,
 }
 
+/// Why the agent cannot start: said on stderr, and the process exits 1 before any frame (an
+/// ACP session that cannot start is refused with it).
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// `--model-script` cannot be read or parsed.
+    #[error("--model-script: {0}")]
+    ModelScript(crate::providers::offline::ScriptError),
+    /// A bad models file, an unknown `--provider` or `--model`.
+    #[error(transparent)]
+    Models(crate::providers::config::ConfigError),
+    /// The session to resume cannot be read.
+    #[error("cannot resume the session: {0}")]
+    Resume(crate::sessions::SessionError),
+}
+
 /// Reads the models and the session; `Err` is the exit code after the reason was printed.
 fn prepare(options: &ProcessOptions) -> Result<Prepared, u8> {
     prepare_or_explain(options).map_err(|e| {
@@ -126,18 +139,15 @@ fn prepare(options: &ProcessOptions) -> Result<Prepared, u8> {
 }
 
 /// [`prepare`], with the reason it failed.
-fn prepare_or_explain(options: &ProcessOptions) -> Result<Prepared, String> {
+fn prepare_or_explain(options: &ProcessOptions) -> Result<Prepared, StartupError> {
     let mut selection = options.selection.clone();
     if let Some(path) = &options.model_script {
-        match OfflineModel::from_script_file(path) {
-            Ok(m) => selection.offline = Some(Arc::new(m)),
-            Err(e) => return Err(format!("--model-script: {e}")),
-        }
+        selection.offline = Some(Arc::new(OfflineModel::from_script_file(path).map_err(StartupError::ModelScript)?));
     }
     // A bad models file or an unknown --provider/--model is a startup error we were explicitly
     // pointed at: say so on stderr and exit 1.
-    let catalogue = crate::providers::config::load(&selection).map_err(|e| e.to_string())?;
-    let (session_dir, sessions_root, session) = initial_session(options).map_err(|e| format!("cannot resume the session: {e}"))?;
+    let catalogue = crate::providers::config::load(&selection).map_err(StartupError::Models)?;
+    let (session_dir, sessions_root, session) = initial_session(options).map_err(StartupError::Resume)?;
     let config = AgentConfig {
         cwd: options.cwd.clone(),
         approval: options.approval,
@@ -155,152 +165,15 @@ fn prepare_or_explain(options: &ProcessOptions) -> Result<Prepared, String> {
 }
 
 impl Prepared {
-    fn build(self, host: Arc<impl EventSink + HostPort + 'static>) -> Agent {
-        self.build_in(crate::core::Host::new(host.clone(), host))
-    }
-
-    fn build_in(self, host: crate::core::Host) -> Agent {
+    fn build_in(self, host: Host) -> Agent {
         Agent::new(self.config, self.catalogue, self.session, host.sink().clone(), host.port().clone())
     }
-}
-
-/// How long the end of input's final flush waits for a slow host to read what is left.
-const FLUSH_GRACE: Duration = Duration::from_secs(5);
-
-/// From a signal to the exit: the process answers what was read, flushes and exits within this
-/// (a host is promised 1.5 s; the rest is room for the runtime to stop).
-const SIGNAL_EXIT: Duration = Duration::from_millis(1300);
-
-/// Of [`SIGNAL_EXIT`], the part the cancelled work has to write its answers; the rest is for
-/// the flush.
-const SIGNAL_ANSWERS: Duration = Duration::from_millis(1000);
-
-/// After `--eof-timeout` cancelled the work, or the host went away: how long the cancelled work
-/// has to end before the process exits anyway.
-const CANCEL_GRACE: Duration = Duration::from_secs(1);
-
-/// stdin as the serve loops read it, and the tokens the runner drives it by.
-struct Input {
-    /// Cancelled by the runner (a signal, `--eof-timeout`): the input ends for the serve loop
-    /// even while a read of stdin is blocked.
-    stop: CancellationToken,
-    /// Cancelled when stdin itself ended (EOF or a read error): `--eof-timeout` counts from here.
-    ended: CancellationToken,
-}
-
-impl Input {
-    fn new() -> Self {
-        Self { stop: CancellationToken::new(), ended: CancellationToken::new() }
-    }
-
-    /// stdin, ending when `stop` is cancelled and noting its own end.
-    fn reader(&self) -> UntilCancelled<tokio::io::BufReader<crate::transport::stdio::Stdin>> {
-        UntilCancelled::new(tokio::io::BufReader::with_capacity(64 * 1024, crate::transport::stdio::stdin()), self.stop.clone()).noting_end(self.ended.clone())
-    }
-}
-
-/// Why the process stops waiting.
-enum Ending {
-    /// Everything asked is done (after stdin EOF): exit 0.
-    Finished,
-    /// A signal: exit 128+n.
-    Signal(u8),
-    /// `--eof-timeout` passed after stdin EOF.
-    EofTimeout,
-    /// stdout failed (EPIPE): nobody reads our answers any more.
-    HostGone,
-}
-
-/// Cancels every agent's work ([`Agent::shutdown`]: the run aborted, `bash` process groups
-/// terminated, later requests started cancelled).
-async fn cancel_all(agents: Vec<Agent>) {
-    futures_util::future::join_all(agents.iter().map(Agent::shutdown)).await;
-}
-
-/// The one process runner of all three dialects. `serve` is the dialect's
-/// loop: it reads requests until its input ends and returns once every request it read is
-/// answered. `agents` lists the agents whose runs the end of input waits for and whose work a
-/// signal cancels. Returns the exit code:
-/// - stdin EOF: the loop stops reading; every request read is answered, every run goes on to
-///   its end (queued messages delivered), then the output is flushed: 0. `eof_timeout` bounds
-///   that wait: past it, the work is cancelled as `abort` would, and answered.
-/// - SIGINT / SIGTERM / SIGHUP: the input ends (even while a read is blocked), the work is
-///   cancelled and answered in the dialect's terms, the output flushed: 130 / 143 / 129 within
-///   [`SIGNAL_EXIT`].
-/// - stdout fails or its pipe reports an error (the host is gone): the work is cancelled, child
-///   process groups stopped: 0.
-async fn run_process(
-    agents: impl Fn() -> Vec<Agent>,
-    serve: impl std::future::Future<Output = ()>,
-    writer: tokio::task::JoinHandle<std::io::Result<u64>>,
-    input: Input,
-    eof_timeout: Option<Duration>,
-) -> u8 {
-    let mut writer = writer;
-    let host_gone = crate::transport::hangup::watch_stdout_hangup();
-    // Everything asked is done: each request read answered, then each run ended.
-    // Boxed so it can be dropped (with the session it owns) before the final flush.
-    let mut finished = Box::pin(async {
-        serve.await;
-        futures_util::future::join_all(agents().iter().map(Agent::settled)).await;
-        // Nothing is left to ask them: the MCP servers go before the process does.
-        futures_util::future::join_all(agents().iter().map(Agent::close_mcp)).await;
-    });
-    let eof_expired = async {
-        input.ended.cancelled().await;
-        match eof_timeout {
-            Some(t) => tokio::time::sleep(t).await,
-            None => std::future::pending().await,
-        }
-    };
-    let ending = tokio::select! {
-        biased;
-        code = signalled() => Ending::Signal(code),
-        _ = &mut writer => Ending::HostGone,
-        () = host_gone.cancelled() => Ending::HostGone,
-        () = &mut finished => Ending::Finished,
-        () = eof_expired => Ending::EofTimeout,
-    };
-    let now = tokio::time::Instant::now();
-    let (code, flush_by) = match ending {
-        Ending::Finished => (0, now + FLUSH_GRACE),
-        Ending::Signal(code) => {
-            // The input ends even while a read of stdin is blocked; the cancelled work answers.
-            input.stop.cancel();
-            let answered = async {
-                cancel_all(agents()).await;
-                (&mut finished).await;
-            };
-            let _ = tokio::time::timeout_at(now + SIGNAL_ANSWERS, answered).await;
-            (code, now + SIGNAL_EXIT)
-        }
-        Ending::EofTimeout => {
-            tracing::info!("--eof-timeout passed after stdin EOF: cancelling what is still running");
-            let answered = async {
-                cancel_all(agents()).await;
-                (&mut finished).await;
-            };
-            let _ = tokio::time::timeout(CANCEL_GRACE, answered).await;
-            (0, tokio::time::Instant::now() + FLUSH_GRACE)
-        }
-        Ending::HostGone => {
-            // Nobody can read an answer: stop the work (child process groups included) and go.
-            let _ = tokio::time::timeout(CANCEL_GRACE, cancel_all(agents())).await;
-            return 0;
-        }
-    };
-    // The agents and the session hold the dialect's outbox: once they are gone, the writer
-    // drains and ends.
-    drop(finished);
-    drop(agents);
-    let _ = tokio::time::timeout_at(flush_by, writer).await;
-    code
 }
 
 /// Connects the servers of `--mcp-config` (rpc and wire). A config file that cannot be read or
 /// is malformed, and a server that cannot start, are logged and returned for the dialect to
 /// tell its host; the agent works on without them.
-async fn start_mcp_servers(agent: &Agent, options: &ProcessOptions) -> Vec<(NoticeLevel, String)> {
+async fn start_mcp_servers(agent: &impl AgentCore, options: &ProcessOptions) -> Vec<(NoticeLevel, String)> {
     let Some(path) = &options.mcp_config else { return Vec::new() };
     let configs = match crate::mcp::config::read_config_file(path) {
         Ok(configs) => configs,
@@ -315,59 +188,80 @@ async fn start_mcp_servers(agent: &Agent, options: &ProcessOptions) -> Vec<(Noti
 
 /// Runs `agentwire --mode rpc` on stdin/stdout; returns the exit code.
 pub async fn run_rpc_process(options: ProcessOptions) -> u8 {
-    let prepared = match prepare(&options) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
-    let (out, writer) = crate::transport::stdio::spawn_stdout_writer(options.max_outbound_bytes);
-    let host = Arc::new(RpcHost::with_profile(out.clone(), options.rpc_profile));
-    let agent = prepared.build(host.clone());
-    let session = RpcSession::new(agent.clone(), host, options.max_line_bytes);
-    let _ = out.send(&session.ready_frame()).await;
-    drop(out);
-    // Commands sent meanwhile wait in stdin: the first prompt already sees the servers' tools.
-    for (level, message) in start_mcp_servers(&agent, &options).await {
-        agent.notice(level, message).await;
-    }
-    let input = Input::new();
-    let serve = serve_rpc(session, input.reader(), options.max_line_bytes);
-    run_process(move || vec![agent.clone()], serve, writer, input, options.eof_timeout).await
+    run_one(Dialect::Rpc, options).await
 }
 
 /// Runs `agentwire --mode wire` on stdin/stdout; returns the exit code.
 pub async fn run_wire_process(options: ProcessOptions) -> u8 {
+    run_one(Dialect::Wire, options).await
+}
+
+/// rpc and wire: one agent, built before the first frame (a startup problem exits 1 first).
+async fn run_one(dialect: Dialect, options: ProcessOptions) -> u8 {
     let prepared = match prepare(&options) {
         Ok(p) => p,
         Err(code) => return code,
     };
+    let session_file = prepared.session.path().map(Path::to_path_buf);
+    let sessions = BuiltinSessions { options, accepts_images: false, first: Mutex::new(Some(prepared)), session_file };
+    serve_process(dialect, sessions).await
+}
+
+/// Serves the built-in agents `sessions` builds in `dialect` on stdin/stdout, under the
+/// process's supervisor (signals, end of input, exit codes).
+async fn serve_process(dialect: Dialect, sessions: BuiltinSessions) -> u8 {
+    let options = &sessions.options;
     let (out, writer) = crate::transport::stdio::spawn_stdout_writer(options.max_outbound_bytes);
-    let host = Arc::new(WireHost::new(out, prepared.session.path().map(Path::to_path_buf)));
-    let agent = prepared.build(host.clone());
-    // The wire's own notices are `Notification` events.
-    for (level, message) in start_mcp_servers(&agent, &options).await {
-        host.notify(UiNotice::Notify { level, message }).await;
-    }
-    let session = WireSession::new(agent.clone(), host);
-    let input = Input::new();
-    let serve = serve_wire(session, input.reader(), options.max_line_bytes);
-    run_process(move || vec![agent.clone()], serve, writer, input, options.eof_timeout).await
+    let serve_options = ServeOptions::default().with_max_line_bytes(options.max_line_bytes).with_rpc_profile(options.rpc_profile);
+    let eof_timeout = options.eof_timeout;
+    let stdin = Stdin::new();
+    let input = Box::new(stdin.reader());
+    let serving: Arc<OnceLock<Serving<ServedAgent>>> = Arc::default();
+    let served = serving.clone();
+    let factory: Arc<dyn SessionFactory<ServedAgent>> = Arc::new(sessions);
+    let finished = async move {
+        if let Err(e) = serve_sessions(dialect, serve_options, factory, input, out, &served).await {
+            tracing::error!("{e}");
+        }
+        // Nothing is left to ask them: the MCP servers go before the process does.
+        if let Some(serving) = served.get() {
+            futures_util::future::join_all(serving.agents().iter().map(|a| a.close_mcp())).await;
+        }
+    };
+    // Every agent's work: the run aborted, `bash` process groups terminated, later requests
+    // started cancelled.
+    let cancel = move || {
+        let serving = serving.clone();
+        async move {
+            if let Some(serving) = serving.get() {
+                futures_util::future::join_all(serving.agents().iter().map(|a| a.shutdown())).await;
+            }
+        }
+    };
+    super::supervisor::run(finished, cancel, writer, stdin, eof_timeout).await
 }
 
-/// Builds one agent per ACP session, for the session's working directory.
-struct AcpSessions {
-    /// The process's options, with the offline model's script already read (it plays on
-    /// across sessions).
+/// Builds the built-in agent: rpc's and wire's (prepared before the first frame), and one per
+/// ACP session, for the session's working directory.
+struct BuiltinSessions {
+    /// The process's options; for ACP, with the offline model's script already read (it plays
+    /// on across sessions).
     options: ProcessOptions,
+    /// Whether a model the client can select takes images (ACP's `initialize` says).
     accepts_images: bool,
+    /// rpc's and wire's agent, prepared before the first frame.
+    first: Mutex<Option<Prepared>>,
+    /// Its session file.
+    session_file: Option<PathBuf>,
 }
 
-impl AcpSessions {
+impl BuiltinSessions {
     fn config_root(&self) -> Option<PathBuf> {
         crate::providers::config::config_dir(self.options.selection.config_dir.as_deref()).map(|d| d.join("sessions"))
     }
 }
 
-impl AcpSessions {
+impl BuiltinSessions {
     /// Directories holding session files: those of `cwd` first, then every other one (all of
     /// them when `cwd` is `None`).
     fn session_dirs(&self, cwd: Option<&Path>) -> Vec<PathBuf> {
@@ -396,17 +290,32 @@ impl AcpSessions {
 
 }
 
-impl SessionFactory<Agent> for AcpSessions {
-    fn create(&self, cwd: &Path, resume: Option<&Path>, host: crate::core::Host) -> Result<Agent, String> {
+impl SessionFactory<ServedAgent> for BuiltinSessions {
+    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Host) -> Result<ServedAgent, SessionError> {
         let mut options = self.options.clone();
         options.cwd = cwd.to_path_buf();
         options.sessions.resume = resume.map(Path::to_path_buf);
         options.sessions.continue_recent = false;
-        Ok(prepare_or_explain(&options)?.build_in(host))
+        let prepared = prepare_or_explain(&options).map_err(|e| SessionError::Startup(Box::new(e)))?;
+        Ok(ServedAgent::Builtin(prepared.build_in(host)))
     }
 
-    /// The session file of `session`, looked for in the directories of `cwd` first (in all of
-    /// them without one).
+    fn make(&self, host: Host) -> Result<ServedAgent, SessionError> {
+        let first = self.first.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        match first {
+            Some(prepared) => Ok(ServedAgent::Builtin(prepared.build_in(host))),
+            None => self.create(&self.options.cwd, None, host),
+        }
+    }
+
+    fn session_file(&self) -> Option<PathBuf> {
+        self.session_file.clone()
+    }
+
+    fn start<'a>(&'a self, agent: &'a ServedAgent) -> StartFuture<'a> {
+        Box::pin(start_mcp_servers(agent, &self.options))
+    }
+
     fn capabilities(&self) -> Capabilities {
         let mut can = Capabilities::none().with_images(self.accepts_images);
         (can.sessions, can.host_tools, can.dialogs, can.mcp, can.additional_directories, can.auth) = (true, true, true, true, true, true);
@@ -417,6 +326,8 @@ impl SessionFactory<Agent> for AcpSessions {
         can
     }
 
+    /// The session file of `session`, looked for in the directories of `cwd` first (in all of
+    /// them without one).
     fn find_session_file(&self, session: &str, cwd: Option<&Path>) -> Option<PathBuf> {
         self.session_dirs(cwd)
             .iter()
@@ -495,60 +406,6 @@ pub async fn run_acp_process(options: ProcessOptions) -> u8 {
             }
         }
     }
-    let (out, writer) = crate::transport::stdio::spawn_stdout_writer(options.max_outbound_bytes);
-    let conn = Arc::new(crate::jsonrpc::Connection::new(out));
-    let (eof_timeout, max_line_bytes) = (options.eof_timeout, options.max_line_bytes);
-    let factory: Arc<dyn SessionFactory<Agent>> = Arc::new(AcpSessions { options, accepts_images });
     drop(prepared);
-    let input = Input::new();
-    let reader = input.reader();
-    // The connection's `initialize` picks the version; until then there are no sessions.
-    let front: Arc<std::sync::OnceLock<AcpFront>> = Arc::default();
-    let serving = front.clone();
-    let serve = async move {
-        match crate::dialect::acp_version::route(reader, max_line_bytes).await {
-            (AcpVersion::V1, input) => {
-                let server = serving.get_or_init(|| AcpFront::V1(AcpServer::new(conn, factory)));
-                if let AcpFront::V1(server) = server {
-                    serve_acp(server, input, max_line_bytes).await;
-                }
-            }
-            (AcpVersion::V2, input) => {
-                let server = serving.get_or_init(|| AcpFront::V2(AcpV2Server::new(conn, factory)));
-                if let AcpFront::V2(server) = server {
-                    serve_acp_v2(server, input, max_line_bytes).await;
-                }
-            }
-        }
-    };
-    run_process(move || front.get().map(AcpFront::agents).unwrap_or_default(), serve, writer, input, eof_timeout).await
-}
-
-/// The ACP front a connection speaks.
-enum AcpFront {
-    V1(AcpServer<Agent>),
-    V2(AcpV2Server<Agent>),
-}
-
-impl AcpFront {
-    fn agents(&self) -> Vec<Agent> {
-        let agents = match self {
-            Self::V1(server) => server.agents(),
-            Self::V2(server) => server.agents(),
-        };
-        agents.iter().map(|a| Agent::clone(a)).collect()
-    }
-}
-
-/// The first of SIGINT, SIGTERM and SIGHUP, as the exit code it asks for (128+n).
-async fn signalled() -> u8 {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup())) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => 130,
-        _ = term.recv() => 143,
-        _ = hup.recv() => 129,
-    }
+    serve_process(Dialect::Acp, BuiltinSessions { options, accepts_images, first: Mutex::new(None), session_file: None }).await
 }

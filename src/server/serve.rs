@@ -7,22 +7,23 @@
 //!
 //! The end of input means "no more requests", as for the `agentwire` process: every request read
 //! is answered, every run goes on to its end, the output is flushed, and `serve` returns.
-//! Signals and the process's exit code are the caller's (the `agentwire` binary's runner,
-//! `crate::server::run_process`, adds them for the built-in agent).
+//! Signals and the process's exit code are the caller's (the `agentwire` binary adds them with
+//! [`crate::server::supervisor`]).
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite};
 
-use crate::core::{AgentCore, AgentInfo, Capabilities, Host, MakeAgent};
-use crate::dialect::acp::{serve_acp, AcpServer, SessionFactory};
+use crate::core::port::UiNotice;
+use crate::core::{AgentCore, AgentEvent, AgentInfo, AuthFuture, Capabilities, EventSink, Host, HostPort, MakeAgent, SessionError, SessionFactory};
+use crate::dialect::acp::{serve_acp, AcpServer};
 use crate::dialect::acp_v2::{serve_acp_v2, AcpV2Server};
 use crate::dialect::acp_version::AcpVersion;
 use crate::dialect::rpc::{serve_rpc, RpcHost, RpcSession};
 use crate::dialect::wire::{serve_wire, WireHost, WireSession};
 use crate::jsonrpc::Connection;
-use crate::transport::spawn_writer;
+use crate::transport::{spawn_writer, Outbox};
 
 pub use crate::protocol::Dialect;
 
@@ -42,11 +43,14 @@ pub struct ServeOptions {
     pub info: AgentInfo,
     /// Which generation of the rpc dialect [`Dialect::Rpc`] speaks (the current one by default).
     pub rpc_profile: crate::dialect::rpc::RpcProfile,
+    /// The ACP version, when the connection's first line was read already to choose it
+    /// ([`acp_version`]); `None`: read it.
+    pub(crate) acp_version: Option<AcpVersion>,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
-        Self { max_line_bytes: 16 * 1024 * 1024, max_outbound_bytes: crate::transport::writer::DEFAULT_OUTBOUND_BYTES, acp_capabilities: Capabilities::none(), info: AgentInfo::default(), rpc_profile: crate::dialect::rpc::RpcProfile::default() }
+        Self { max_line_bytes: 16 * 1024 * 1024, max_outbound_bytes: crate::transport::writer::DEFAULT_OUTBOUND_BYTES, acp_capabilities: Capabilities::none(), info: AgentInfo::default(), rpc_profile: crate::dialect::rpc::RpcProfile::default(), acp_version: None }
     }
 }
 
@@ -69,6 +73,14 @@ impl ServeOptions {
     #[must_use]
     pub fn with_rpc_profile(mut self, profile: crate::dialect::rpc::RpcProfile) -> Self {
         self.rpc_profile = profile;
+        self
+    }
+
+    /// The same, serving ACP in `version`: the connection's first line was read already to
+    /// choose it ([`acp_version`]).
+    #[must_use]
+    pub fn with_acp_version(mut self, version: AcpVersion) -> Self {
+        self.acp_version = Some(version);
         self
     }
 
@@ -101,47 +113,124 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out, writer) = spawn_writer(output, options.max_outbound_bytes);
-    let input = tokio::io::BufReader::new(input);
+    let factory: Arc<dyn SessionFactory<M::Agent>> = Arc::new(Made { make, capabilities: options.acp_capabilities.clone() });
+    let serving = OnceLock::new();
+    let served = serve_sessions(dialect, options, factory, Box::new(tokio::io::BufReader::new(input)), out, &serving).await;
+    // Every frame is queued once the agents and the hosts holding the outbox are gone; the
+    // writer then drains and ends.
+    drop(serving);
+    served.map_err(std::io::Error::other)?;
+    writer.await.map_err(std::io::Error::other)?.map(drop)
+}
+
+/// What a front reads its requests from.
+pub type Input = Box<dyn AsyncBufRead + Unpin + Send>;
+
+/// Reads the first line of an ACP connection: the version the connection is served in (its
+/// `initialize` picks it, see [`crate::dialect::acp_version`]), that line, and the whole input
+/// to serve. The one place the version is chosen: the fronts and the bridge ask here.
+pub async fn acp_version(input: Input, max_line_bytes: usize) -> (AcpVersion, Vec<u8>, Input) {
+    let (version, line, routed) = crate::dialect::acp_version::route_keeping(input, max_line_bytes).await;
+    (version, line, Box::new(routed))
+}
+
+/// The one serve path: the agents `factory` builds, served in `dialect` on `input`, their
+/// frames queued on `out`. What is served is set in `serving` as soon as it is (the process
+/// cancels its work from there on a signal). Returns once the input ended, every request read
+/// was answered and every run settled; `Err` when the agent of an rpc or wire connection could
+/// not be built.
+pub(crate) async fn serve_sessions<A: AgentCore>(dialect: Dialect, options: ServeOptions, factory: Arc<dyn SessionFactory<A>>, input: Input, out: Outbox, serving: &OnceLock<Serving<A>>) -> Result<(), SessionError> {
     let max_line_bytes = options.max_line_bytes;
     match dialect {
         Dialect::Rpc => {
             let host = Arc::new(RpcHost::with_profile(out.clone(), options.rpc_profile));
-            let agent = make.make(Host::new(host.clone(), host.clone())).map_err(std::io::Error::other)?;
-            let session = RpcSession::new(agent, host, max_line_bytes).with_info(options.info);
+            let agent = factory.make(Host::new(host.clone(), host.clone()))?;
+            let session = RpcSession::new(agent, host.clone(), max_line_bytes).with_info(options.info);
             let _ = out.send(&session.ready_frame()).await;
             drop(out);
-            serve_rpc(session.clone(), input, max_line_bytes).await;
-            session.agent().settled().await;
+            let _ = serving.set(Serving::Rpc(session.clone()));
+            // Requests sent meanwhile wait in the input: the first prompt already sees what the
+            // start brought (the MCP servers' tools).
+            for (level, message) in factory.start(session.agent()).await {
+                host.emit(AgentEvent::Notice { level, message }).await;
+            }
+            serve_rpc(session, input, max_line_bytes).await;
         }
         Dialect::Wire => {
-            let host = Arc::new(WireHost::new(out, None));
-            let agent = make.make(Host::new(host.clone(), host.clone())).map_err(std::io::Error::other)?;
-            let session = WireSession::new(agent, host).with_info(options.info);
-            serve_wire(session.clone(), input, max_line_bytes).await;
-            session.agent().settled().await;
+            let host = Arc::new(WireHost::new(out, factory.session_file()));
+            let agent = factory.make(Host::new(host.clone(), host.clone()))?;
+            let session = WireSession::new(agent, host.clone()).with_info(options.info);
+            let _ = serving.set(Serving::Wire(session.clone()));
+            // The wire's own notices are `Notification` events.
+            for (level, message) in factory.start(session.agent()).await {
+                host.notify(UiNotice::Notify { level, message }).await;
+            }
+            serve_wire(session, input, max_line_bytes).await;
         }
         Dialect::Acp => {
-            let factory: Arc<dyn SessionFactory<M::Agent>> = Arc::new(Made { make, capabilities: options.acp_capabilities });
             let conn = Arc::new(Connection::new(out));
-            // The connection's `initialize` picks the version.
-            let agents = match crate::dialect::acp_version::route(input, max_line_bytes).await {
-                (AcpVersion::V1, input) => {
-                    let server = AcpServer::new(conn, factory).with_info(options.info);
-                    serve_acp(&server, input, max_line_bytes).await;
-                    server.agents()
-                }
-                (AcpVersion::V2, input) => {
-                    let server = AcpV2Server::new(conn, factory).with_info(options.info);
-                    serve_acp_v2(&server, input, max_line_bytes).await;
-                    server.agents()
+            let (version, input) = match options.acp_version {
+                Some(version) => (version, input),
+                None => {
+                    let (version, _, input) = acp_version(input, max_line_bytes).await;
+                    (version, input)
                 }
             };
-            futures_util::future::join_all(agents.iter().map(|a| a.settled())).await;
+            match version {
+                AcpVersion::V1 => {
+                    let server = Arc::new(AcpServer::new(conn, factory).with_info(options.info));
+                    let _ = serving.set(Serving::AcpV1(server.clone()));
+                    serve_acp(&server, input, max_line_bytes).await;
+                }
+                AcpVersion::V2 => {
+                    let server = Arc::new(AcpV2Server::new(conn, factory).with_info(options.info));
+                    let _ = serving.set(Serving::AcpV2(server.clone()));
+                    serve_acp_v2(&server, input, max_line_bytes).await;
+                }
+            }
         }
     }
-    // Every frame is queued once the agents and the hosts holding the outbox are gone; the
-    // writer then drains and ends.
-    writer.await.map_err(std::io::Error::other)?.map(drop)
+    if let Some(serving) = serving.get() {
+        futures_util::future::join_all(serving.agents().iter().map(|a| a.settled())).await;
+    }
+    Ok(())
+}
+
+/// What a connection is served by, once its front is chosen: the agents it serves.
+pub(crate) enum Serving<A> {
+    Rpc(RpcSession<A>),
+    Wire(WireSession<A>),
+    AcpV1(Arc<AcpServer<A>>),
+    AcpV2(Arc<AcpV2Server<A>>),
+}
+
+impl<A: AgentCore> Serving<A> {
+    /// The agents served: the one of rpc and wire, ACP's live sessions'.
+    pub(crate) fn agents(&self) -> Vec<AgentRef<'_, A>> {
+        match self {
+            Self::Rpc(session) => vec![AgentRef::Borrowed(session.agent())],
+            Self::Wire(session) => vec![AgentRef::Borrowed(session.agent())],
+            Self::AcpV1(server) => server.agents().into_iter().map(AgentRef::Shared).collect(),
+            Self::AcpV2(server) => server.agents().into_iter().map(AgentRef::Shared).collect(),
+        }
+    }
+}
+
+/// An agent [`Serving`] lists: rpc's and wire's is the session's own, ACP's are shared.
+pub(crate) enum AgentRef<'a, A> {
+    Borrowed(&'a A),
+    Shared(Arc<A>),
+}
+
+impl<A> std::ops::Deref for AgentRef<'_, A> {
+    type Target = A;
+
+    fn deref(&self) -> &A {
+        match self {
+            Self::Borrowed(a) => a,
+            Self::Shared(a) => a,
+        }
+    }
 }
 
 /// ACP sessions of agents built by a function.
@@ -151,12 +240,16 @@ struct Made<F> {
 }
 
 impl<M: MakeAgent> SessionFactory<M::Agent> for Made<M> {
-    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Host) -> Result<M::Agent, String> {
+    fn create(&self, cwd: &Path, resume: Option<&Path>, host: Host) -> Result<M::Agent, SessionError> {
         // Loading is refused before a factory is asked (no `sessions` capability).
         if let Some(path) = resume {
-            return Err(format!("this agent does not load session files ({})", path.display()));
+            return Err(SessionError::NoSessionFiles(path.to_path_buf()));
         }
-        self.make.make_in(host, cwd).map_err(|e| e.to_string())
+        Ok(self.make.make_in(host, cwd)?)
+    }
+
+    fn make(&self, host: Host) -> Result<M::Agent, SessionError> {
+        Ok(self.make.make(host)?)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -164,31 +257,11 @@ impl<M: MakeAgent> SessionFactory<M::Agent> for Made<M> {
         Capabilities { sessions: false, fork: false, titles: false, auth: false, ..self.capabilities.clone() }
     }
 
-    fn find_session_file(&self, _session: &str, _cwd: Option<&Path>) -> Option<std::path::PathBuf> {
-        None
-    }
-
-    fn list_sessions(&self, _cwd: Option<&Path>) -> Vec<crate::protocol::acp::SessionInfo> {
-        Vec::new()
-    }
-
-    fn provider_configured(&self) -> bool {
-        false
-    }
-
-    fn forget_stored_keys(&self) -> std::io::Result<bool> {
-        Ok(false)
-    }
-
-    fn mcp_startup_timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(10)
-    }
-
     fn agent_auth_methods(&self) -> Vec<crate::core::AuthMethod> {
         self.make.auth_methods()
     }
 
-    fn agent_authenticate<'a>(&'a self, method: &'a str) -> crate::dialect::acp::AuthFuture<'a> {
+    fn agent_authenticate<'a>(&'a self, method: &'a str) -> AuthFuture<'a> {
         Box::pin(self.make.authenticate(method))
     }
 
@@ -196,7 +269,7 @@ impl<M: MakeAgent> SessionFactory<M::Agent> for Made<M> {
         self.make.can_logout()
     }
 
-    fn agent_logout(&self) -> crate::dialect::acp::AuthFuture<'_> {
+    fn agent_logout(&self) -> AuthFuture<'_> {
         Box::pin(self.make.logout())
     }
 }

@@ -15,56 +15,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::client_tools::ClientTools;
-use super::{auth, config, lock, modes, AcpSessionHost};
+use super::{auth, config, lock, modes, AcpSessionHost, SessionFactory};
 use crate::core::events::RunOutcome;
 use crate::core::{AgentCore, AgentInfo, Capabilities, CoreError, Submitted};
 use crate::jsonrpc::{Connection, Error};
 use crate::protocol::acp::*;
 use crate::protocol::ImageContent;
-
-/// What the process provides to build sessions: an agent for a working directory (new, or
-/// resuming a session file), what the agents can do, and where session files are.
-pub trait SessionFactory<A>: Send + Sync {
-    /// A new agent for `cwd` reporting to `host` (the front's projection and port), continuing the session file `resume` if given.
-    fn create(&self, cwd: &Path, resume: Option<&Path>, host: crate::core::Host) -> Result<A, String>;
-    /// What the sessions' agents can do (`initialize` advertises it before any session exists).
-    fn capabilities(&self) -> Capabilities;
-    /// The file of the stored session `session`, looked for among those of `cwd` first (among
-    /// all of them without one); `None` when there is none (or sessions are not stored).
-    fn find_session_file(&self, session: &str, cwd: Option<&Path>) -> Option<PathBuf>;
-    /// The stored sessions, newest first; only those of `cwd` when given. Reads files: called
-    /// on the blocking pool.
-    fn list_sessions(&self, cwd: Option<&Path>) -> Vec<SessionInfo>;
-    /// Whether a provider other than the offline model can be used: its key is in the
-    /// environment, `models.json` or the key store (`agentwire login`), or it needs none.
-    fn provider_configured(&self) -> bool;
-    /// Forgets the keys stored with `agentwire login`; whether there were any.
-    fn forget_stored_keys(&self) -> std::io::Result<bool>;
-    /// How long one MCP server may take to start (`--mcp-startup-timeout-ms`).
-    fn mcp_startup_timeout(&self) -> std::time::Duration;
-    /// The agents' own authentication methods (an agent behind the bridge offers its own),
-    /// advertised when [`Capabilities::auth`] (agentwire's provider keys) is off. Default: none.
-    fn agent_auth_methods(&self) -> Vec<crate::core::AuthMethod> {
-        Vec::new()
-    }
-    /// Authenticates with the agents' own `method`.
-    fn agent_authenticate<'a>(&'a self, method: &'a str) -> AuthFuture<'a> {
-        let _ = method;
-        Box::pin(async { Err(crate::core::unsupported("authenticate")) })
-    }
-    /// Whether the agents log out themselves.
-    fn agent_can_logout(&self) -> bool {
-        false
-    }
-    /// Logs out of the agents' own authentication.
-    fn agent_logout(&self) -> AuthFuture<'_> {
-        Box::pin(async { Err(crate::core::unsupported("logout")) })
-    }
-}
-
-/// What [`SessionFactory::agent_authenticate`] and [`SessionFactory::agent_logout`] return
-/// (boxed: the factory is a trait object).
-pub type AuthFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = crate::core::CoreResult<()>> + Send + 'a>>;
 
 /// An agent's own authentication method as ACP v1's (the agent carries it out: no `type`).
 pub(crate) fn auth_method(method: &crate::core::AuthMethod) -> AuthMethod {

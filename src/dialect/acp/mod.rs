@@ -57,7 +57,8 @@ use crate::jsonrpc::Connection;
 use crate::protocol::acp::{methods, SessionId, SessionNotification, SessionUpdate};
 
 pub use decode::{decode_acp_line, AcpAgentSide, AcpInbound};
-pub use handler::{AcpServer, AuthFuture, SessionFactory};
+pub use crate::core::{AuthFuture, SessionFactory};
+pub use handler::AcpServer;
 pub use serve::serve_acp;
 pub(crate) use mcp::configs as mcp_configs;
 
