@@ -13,7 +13,7 @@ use super::project::{call_update, described, diff, text_block};
 use super::{lock, AcpV2SessionHost};
 use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
 use crate::core::tools::ToolOutput;
-use crate::jsonrpc::Reply;
+use crate::dialect::acp::port::{chosen, settled};
 use crate::protocol::acp_v2::{methods, CancelRequestNotification, MessageId, RequestId, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate};
 
 
@@ -48,27 +48,22 @@ impl AcpV2SessionHost {
             st.waiting = st.waiting.saturating_sub(1);
             st.waiting == 0
         };
-        let outcome = match reply {
-            Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),
-            Reply::TimedOut => return Decision::TimedOut,
-            // The run was cancelled (`session/cancel`, `session/close`): the request is
-            // withdrawn on the wire too (the schema's SHOULD), so the client closes its dialog
-            // and answers `cancelled`, which nobody waits for any more. The run reports `idle`
-            // itself.
-            Reply::Abandoned => {
-                self.withdraw(id).await;
-                return Decision::Abandoned;
-            }
-            Reply::InputEnded => return Decision::Unanswerable,
+        // Withdrawn once the run was cancelled, the client closes its dialog and answers
+        // `cancelled`, which nobody waits for any more; the run reports `idle` itself.
+        let answer = match settled::<methods::CancelRequest>(&self.conn, reply, id, |id| serde_json::from_value::<RequestId>(id).map(CancelRequestNotification::new)).await {
+            Ok(answer) => answer,
+            Err(decision) => return decision,
         };
         if last {
             self.state("running", None, None).await;
         }
-        let chosen = match outcome {
-            Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0,
-            Some(RequestPermissionOutcome::Cancelled { .. }) => return Decision::Abandoned,
-            // An unknown outcome (or an unreadable answer) is no approval.
-            None => return Decision::Reject { feedback: None },
+        let outcome = answer.and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| match r.outcome {
+            RequestPermissionOutcome::Selected { option_id, .. } => Some(option_id.0),
+            RequestPermissionOutcome::Cancelled { .. } => None,
+        });
+        let chosen = match chosen(outcome) {
+            Ok(chosen) => chosen,
+            Err(decision) => return decision,
         };
         let decision = lock(&self.state).standing.decide(&tool, &chosen);
         // Allowed: the call runs now.
@@ -76,16 +71,6 @@ impl AcpV2SessionHost {
             self.update(super::project::as_update(call_update(&ask.call.id).with_status(super::project::status("in_progress")))).await;
         }
         decision
-    }
-}
-
-impl AcpV2SessionHost {
-    /// Sends `$/cancel_request` for our request `id`.
-    async fn withdraw(&self, id: serde_json::Value) {
-        match serde_json::from_value::<RequestId>(id) {
-            Ok(request_id) => self.conn.peer().notify::<methods::CancelRequest>(&CancelRequestNotification::new(request_id)).await,
-            Err(e) => tracing::warn!("cannot name request for $/cancel_request: {e}"),
-        }
     }
 }
 

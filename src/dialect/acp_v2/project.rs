@@ -5,7 +5,8 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
 
-use super::{lock, same_shape, AcpV2SessionHost, CallInfo};
+use super::{lock, AcpV2SessionHost, CallInfo};
+use crate::dialect::acp::compat;
 use crate::core::events::{AgentEvent, EventSink, NoticeLevel, StreamDelta};
 use crate::core::port::FileChange;
 use crate::dialect::acp::project as v1;
@@ -13,14 +14,6 @@ use crate::protocol::acp_v2::{ContentBlock, DiffChange, DiffPatch, DiffPatchForm
 use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, TodoStatus, UserContent};
 
 /// A tool call status (v2's statuses are an open string union).
-/// A v1 config option in v2's shape (v2 names the id `configId`).
-pub(super) fn config_option(option: &crate::protocol::acp::SessionConfigOption) -> Option<crate::protocol::acp_v2::SessionConfigOption> {
-    let mut v = serde_json::to_value(option).ok()?;
-    let id = v.as_object_mut()?.remove("id")?;
-    v.as_object_mut()?.insert("configId".into(), id);
-    serde_json::from_value(v).ok()
-}
-
 pub(super) fn status(status: &str) -> ToolCallStatus {
     ToolCallStatus(status.to_owned())
 }
@@ -96,7 +89,7 @@ fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextO
         .into_iter()
         .filter_map(|c| match c {
             crate::protocol::acp::ToolCallContent::Diff { new_text, old_text, path, .. } => Some(diff(&path, old_text.as_deref(), &new_text)),
-            other => same_shape(&other),
+            other => compat::tool_call_content(&other),
         })
         .collect()
 }
@@ -109,11 +102,11 @@ pub(super) fn call_update(id: &str) -> ToolCallUpdate {
 /// A call's title, kind, locations and raw input.
 pub(super) fn described(update: ToolCallUpdate, cwd: Option<&std::path::Path>, name: &str, arguments: &Map<String, Value>) -> ToolCallUpdate {
     let update = update.with_title(v1::tool_title(name, arguments)).with_name(name.to_owned()).with_raw_input(Value::Object(arguments.clone()));
-    let update = match same_shape::<_, crate::protocol::acp_v2::ToolKind>(&v1::tool_kind(name)) {
+    let update = match compat::tool_kind(&v1::tool_kind(name)) {
         Some(kind) => update.with_kind(kind),
         None => update,
     };
-    match same_shape::<_, Vec<crate::protocol::acp_v2::ToolCallLocation>>(&v1::tool_locations(cwd, arguments)) {
+    match compat::tool_locations(&v1::tool_locations(cwd, arguments)) {
         Some(locations) => update.with_locations(locations),
         None => update,
     }
@@ -301,7 +294,7 @@ impl AcpV2SessionHost {
             }
             AgentEvent::TodosChanged { phases } => self.update(plan(phases)).await,
             AgentEvent::SettingsChanged { settings } => {
-                let config_options = settings.iter().filter_map(|s| config_option(&crate::dialect::acp::config::setting(s))).collect();
+                let config_options = settings.iter().filter_map(|s| compat::config_option(&crate::dialect::acp::config::setting(s))).collect();
                 self.update(SessionUpdate::ConfigOptionUpdate { config_options, meta: None }).await;
             }
             AgentEvent::Notice { level, message } => {
