@@ -110,7 +110,7 @@ fn diff(change: FileChange) -> ToolCallContent {
 }
 
 impl AcpSessionHost {
-    async fn request_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
+    async fn ask_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
         let tool = ask.call.name.to_string();
         if let Some(given) = lock(&self.state).standing.given(&tool) {
             return given;
@@ -151,13 +151,28 @@ impl AcpSessionHost {
     }
 }
 
-impl HostPort for AcpSessionHost {
+/// A session host of either ACP version as the core's host port: both ask approvals as
+/// `session/request_permission`, have no host tools (none are ever registered), offer the model
+/// no questions, refuse slash-command dialogs with a reason (only commands that work without
+/// one are offered), and show the core's notices as the version can.
+pub(crate) trait AcpPort: Send + Sync {
+    /// Asks the client with `session/request_permission`.
+    fn request_permission<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision>;
+    /// Shows a notice of the core's.
+    fn show(&self, notice: UiNotice) -> BoxFuture<'_, ()>;
+    /// The client's tools for the built-in ones, when it lends any.
+    fn client_tools(&self) -> Option<std::sync::Arc<dyn crate::core::tools::HostTools>> {
+        None
+    }
+}
+
+impl<T: AcpPort> HostPort for T {
     fn tools(&self) -> Option<std::sync::Arc<dyn crate::core::tools::HostTools>> {
-        lock(&self.tools).clone()
+        self.client_tools()
     }
 
     fn approve<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
-        self.request_permission(ask).boxed()
+        self.request_permission(ask)
     }
 
     fn call_tool<'a>(&'a self, ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
@@ -184,17 +199,58 @@ impl HostPort for AcpSessionHost {
         false
     }
 
-    /// Every notice but the title (the session name goes out as `session_info_update`) is
-    /// shown as agent message text: ACP v1 has no status bar, widgets or editor access.
     fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
+        self.show(notice)
+    }
+}
+
+/// How a notice of the core's is shown as agent message text: a notification's message (v2
+/// sends it as a `notice` instead), the status, a widget's lines, the last prompt; nothing
+/// for the title (it goes out as `session_info_update`) or for empty text.
+pub(crate) enum Shown {
+    /// A notification's message.
+    Notification(String),
+    /// Text to show.
+    Text(String),
+    /// Nothing to show.
+    Nothing,
+}
+
+impl Shown {
+    /// What `notice` shows.
+    pub(crate) fn of(notice: UiNotice) -> Self {
+        let text = match notice {
+            UiNotice::Notify { message, .. } => return Self::Notification(message),
+            UiNotice::Status { text, .. } => text.unwrap_or_default(),
+            UiNotice::Widget { lines: Some(lines), .. } => lines.join("\n"),
+            UiNotice::Widget { key, lines: None } => format!("No {key}."),
+            UiNotice::EditorText { text } => format!("Last prompt:\n\n{text}"),
+            UiNotice::Title { .. } => return Self::Nothing,
+        };
+        if text.is_empty() {
+            Self::Nothing
+        } else {
+            Self::Text(text)
+        }
+    }
+}
+
+impl AcpPort for AcpSessionHost {
+    fn request_permission<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+        self.ask_permission(ask).boxed()
+    }
+
+    fn client_tools(&self) -> Option<std::sync::Arc<dyn crate::core::tools::HostTools>> {
+        lock(&self.tools).clone()
+    }
+
+    /// Every notice but the title is shown as agent message text: ACP v1 has no status bar,
+    /// widgets or editor access.
+    fn show(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
         async move {
-            let text = match notice {
-                UiNotice::Notify { message, .. } => message,
-                UiNotice::Status { text, .. } => text.unwrap_or_default(),
-                UiNotice::Widget { lines: Some(lines), .. } => lines.join("\n"),
-                UiNotice::Widget { key, lines: None } => format!("No {key}."),
-                UiNotice::EditorText { text } => format!("Last prompt:\n\n{text}"),
-                UiNotice::Title { .. } => return,
+            let text = match Shown::of(notice) {
+                Shown::Notification(text) | Shown::Text(text) => text,
+                Shown::Nothing => return,
             };
             if text.is_empty() {
                 return;
