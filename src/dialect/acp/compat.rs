@@ -108,6 +108,11 @@ pub fn tool_locations(locations: &[v1::ToolCallLocation]) -> Option<Vec<v2::Tool
     same_shape(&locations)
 }
 
+/// v1 plan entries in v2's shape (those that have one).
+pub fn plan_entries(entries: &[v1::PlanEntry]) -> Vec<v2::PlanEntry> {
+    entries.iter().filter_map(same_shape).collect()
+}
+
 /// A JSON-RPC error as v2's error object (the `error` of an `idle` state update).
 pub fn error(error: &Error) -> Option<v2::Error> {
     same_shape(error)

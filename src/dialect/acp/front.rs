@@ -84,6 +84,55 @@ impl<V: Projection, A: AgentCore> Front<V, A> {
         lock(&self.sessions).get(session).cloned()
     }
 
+    /// Ends a live session: it is no longer live, its run is cancelled and its agent shut down.
+    /// `ending` (given the session before) returns what turns `true` once the run's end has
+    /// gone out to the client (v1: the prompt's answer; v2: the `idle` update), which this
+    /// waits for.
+    pub(crate) async fn end_with(&self, session: &str, ending: impl FnOnce(&Live<A, V::Host>) -> Option<tokio::sync::watch::Receiver<bool>>) -> Option<Live<A, V::Host>> {
+        let live = lock(&self.sessions).remove(session)?;
+        let out = ending(&live);
+        live.agent.cancel_now();
+        live.agent.shutdown().await;
+        if let Some(mut out) = out {
+            // An error means nothing is owed any more (the request went away unanswered).
+            let _ = out.wait_for(|out| *out).await;
+        }
+        Some(live)
+    }
+
+    /// `authenticate` (v1) or `auth/login` (v2, `name`) with `method`: the agents' own
+    /// method where they have some and agentwire's provider keys are not in use, else one of
+    /// agentwire's (its keys must be configured), else -32601.
+    pub(crate) async fn authenticate_with(&self, name: &str, method: &str) -> Result<(), Error> {
+        let can = self.factory.capabilities();
+        if !can.auth && !self.factory.agent_auth_methods().is_empty() {
+            return self.factory.agent_authenticate(method).await.map_err(super::handler::core_error);
+        }
+        if !can.auth {
+            return Err(super::handler::unsupported_method(name));
+        }
+        super::auth::check_method(method)?;
+        if self.factory.provider_configured() {
+            Ok(())
+        } else {
+            Err(super::auth::required())
+        }
+    }
+
+    /// `logout` (v1) or `auth/logout` (v2, `name`): the agents' own when `agents` (they log out
+    /// themselves) and agentwire's provider keys are not in use, else the keys stored with
+    /// `agentwire login` are forgotten, else -32601.
+    pub(crate) async fn logout_with(&self, name: &str, agents: bool) -> Result<(), Error> {
+        let can = self.factory.capabilities();
+        if !can.auth && agents {
+            return self.factory.agent_logout().await.map_err(super::handler::core_error);
+        }
+        if !can.auth {
+            return Err(super::handler::unsupported_method(name));
+        }
+        self.factory.forget_stored_keys().map(drop).map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))
+    }
+
     /// `session/list`'s sessions, newest first (only those of `cwd` when given): every file is
     /// read whole, on the blocking pool, not on a worker other sessions share.
     pub(crate) async fn stored_sessions(&self, cwd: Option<PathBuf>) -> Result<Vec<crate::protocol::acp::SessionInfo>, Error> {

@@ -156,7 +156,7 @@ pub(crate) fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<Image
 }
 
 /// A method the sessions' agents cannot serve (not advertised in `initialize`).
-fn unsupported_method(method: &str) -> Error {
+pub(crate) fn unsupported_method(method: &str) -> Error {
     Error::method_not_found(format!("this agent does not support `{method}`"))
 }
 
@@ -201,18 +201,13 @@ impl<A: AgentCore> AcpServer<A> {
     /// `cancelled`), its `bash` commands are terminated, and later requests for it fail. Returns
     /// once a prompt it cancelled has been answered, so that answer comes first.
     async fn end(&self, session: &str) -> Option<Live<A>> {
-        let live = lock(&self.sessions).remove(session)?;
-        lock(&self.extra.closed).insert(session.to_owned());
         // A prompt still waiting for its run has not been answered (answers are written by the
         // loop this request runs on): wait until its answer is queued.
-        let prompt_answered = lock(&live.host.state).prompt_answered.clone();
-        live.agent.cancel_now();
-        live.agent.shutdown().await;
-        if let Some(mut answered) = prompt_answered {
-            // An error means the prompt's request went away unanswered: nothing to wait for.
-            let _ = answered.wait_for(|answered| *answered).await;
-        }
-        Some(live)
+        self.end_with(session, |live| {
+            lock(&self.extra.closed).insert(session.to_owned());
+            lock(&live.host.state).prompt_answered.clone()
+        })
+        .await
     }
 
     /// `session/cancel`: aborts the session's run (its prompt resolves `cancelled`, a pending
@@ -458,27 +453,11 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     }
 
     async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
-        if !self.factory.capabilities().auth && !self.factory.agent_auth_methods().is_empty() {
-            self.factory.agent_authenticate(&params.method_id.0).await.map_err(core_error)?;
-            return Ok(AuthenticateResponse::new());
-        }
-        self.require(|can| can.auth, "authenticate")?;
-        auth::check_method(&params.method_id.0)?;
-        if self.factory.provider_configured() {
-            Ok(AuthenticateResponse::new())
-        } else {
-            Err(auth::required())
-        }
+        self.authenticate_with("authenticate", &params.method_id.0).await.map(|()| AuthenticateResponse::new())
     }
 
     async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
-        if !self.factory.capabilities().auth && self.factory.agent_can_logout() {
-            self.factory.agent_logout().await.map_err(core_error)?;
-            return Ok(LogoutResponse::new());
-        }
-        self.require(|can| can.auth, "logout")?;
-        self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
-        Ok(LogoutResponse::new())
+        self.logout_with("logout", self.factory.agent_can_logout()).await.map(|()| LogoutResponse::new())
     }
 
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {

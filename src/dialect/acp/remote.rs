@@ -485,9 +485,6 @@ struct Permissions {
 impl AcpClientHandler for Permissions {
     async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
         let cancelled = || Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
-        // The tool call it is about reaches the host first.
-        let Some(router) = self.router.get() else { return cancelled() };
-        let Some((host, cancel)) = router.caught_up(&request.session_id.0).await else { return cancelled() };
         let call = &request.tool_call;
         let name = call.name.clone().or_else(|| call.title.clone()).unwrap_or_else(|| "tool".to_owned());
         let arguments = shared::arguments(call.raw_input.as_ref()).unwrap_or_default();
@@ -498,7 +495,7 @@ impl AcpClientHandler for Permissions {
             ToolCallContent::Content { .. } | ToolCallContent::Terminal { .. } => None,
         });
         let asked = Asked { call_id: call.tool_call_id.0.clone(), name, arguments, summary, change };
-        let Some(wanted) = shared::decide(&host, &cancel, asked).await else { return cancelled() };
+        let Some(wanted) = shared::decide(&self.router, &request.session_id.0, asked).await else { return cancelled() };
         let chosen = wanted.iter().find_map(|kind| request.options.iter().find(|o| o.kind == super::port::kind(kind)));
         match chosen {
             Some(option) => Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Selected { option_id: option.option_id.clone(), meta: None })),

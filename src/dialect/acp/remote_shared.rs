@@ -5,10 +5,10 @@
 //! shapes make its own.
 
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 
 use crate::core::port::{Decision, FileChange};
-use crate::core::{AgentCore, CoreError, CoreResult, Host, Setting, Submitted};
+use super::router::Router;
+use crate::core::{AgentCore, CoreError, CoreResult, Setting, Submitted};
 use crate::dialect::remote::approve;
 use crate::protocol::{ImageContent, ThinkingLevel};
 
@@ -113,10 +113,17 @@ pub(crate) struct Asked {
     pub(crate) change: Option<FileChange>,
 }
 
-/// Asks `host` about the agent's permission request and returns the kinds of option to pick,
+/// Asks the host of `session` (routed by `router`, once the tool call the request is about has
+/// reached it) about the agent's permission request, and returns the kinds of option to pick,
 /// best first (`None`: answer `cancelled`, nobody decided).
-pub(crate) async fn decide(host: &Host, cancel: &CancellationToken, asked: Asked) -> Option<&'static [&'static str]> {
-    let decision = approve(host, &asked.call_id, &asked.name, asked.arguments, asked.summary, asked.change, cancel).await;
+pub(crate) async fn decide<U, C, O>(router: &std::sync::OnceLock<Router<U, C, O>>, session: &str, asked: Asked) -> Option<&'static [&'static str]>
+where
+    U: Send + 'static,
+    C: Clone + Send + 'static,
+    O: Clone + Send + 'static,
+{
+    let (host, cancel) = router.get()?.caught_up(session).await?;
+    let decision = approve(&host, &asked.call_id, &asked.name, asked.arguments, asked.summary, asked.change, &cancel).await;
     match decision {
         Decision::Approve => Some(&["allow_once"]),
         Decision::ApproveForSession => Some(&["allow_always", "allow_once"]),

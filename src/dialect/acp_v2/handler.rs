@@ -119,15 +119,11 @@ impl<A: AgentCore> AcpV2Server<A> {
 
     /// Ends a live session: its run is cancelled and has reported `idle` when this returns.
     async fn end(&self, session: &str) -> Option<Live<A>> {
-        let live = lock(&self.sessions).remove(session)?;
-        live.host.cancel_held();
-        let idle = lock(&live.host.state).idle.clone();
-        live.agent.cancel_now();
-        live.agent.shutdown().await;
-        if let Some(mut idle) = idle {
-            let _ = idle.wait_for(|idle| *idle).await;
-        }
-        Some(live)
+        self.end_with(session, |live| {
+            live.host.cancel_held();
+            lock(&live.host.state).idle.clone()
+        })
+        .await
     }
 
     /// Connects the session's MCP servers; a notice for each that did not start follows the
@@ -224,33 +220,13 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
     }
 
     async fn auth_login(&self, params: LoginAuthRequest) -> Result<LoginAuthResponse, Error> {
-        if !self.can().auth && !self.factory.agent_auth_methods().is_empty() {
-            self.factory.agent_authenticate(&params.method_id.0).await.map_err(core_error)?;
-            return Ok(LoginAuthResponse::new());
-        }
-        if !self.can().auth {
-            return Err(Error::method_not_found("this agent does not support `auth/login`"));
-        }
-        auth::check_method(&params.method_id.0)?;
-        if self.factory.provider_configured() {
-            Ok(LoginAuthResponse::new())
-        } else {
-            Err(auth::required())
-        }
+        self.authenticate_with("auth/login", &params.method_id.0).await.map(|()| LoginAuthResponse::new())
     }
 
+    /// v2 asks for `auth/logout` wherever `authMethods` is not empty; an agent behind that
+    /// cannot log out refuses it (-32601, naming what it lacks).
     async fn auth_logout(&self, _params: LogoutAuthRequest) -> Result<LogoutAuthResponse, Error> {
-        // v2 asks for `auth/logout` wherever `authMethods` is not empty; an agent behind that
-        // cannot log out refuses it (-32601, naming what it lacks).
-        if !self.can().auth && !self.factory.agent_auth_methods().is_empty() {
-            self.factory.agent_logout().await.map_err(core_error)?;
-            return Ok(LogoutAuthResponse::new());
-        }
-        if !self.can().auth {
-            return Err(Error::method_not_found("this agent does not support `auth/logout`"));
-        }
-        self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
-        Ok(LogoutAuthResponse::new())
+        self.logout_with("auth/logout", !self.factory.agent_auth_methods().is_empty()).await.map(|()| LogoutAuthResponse::new())
     }
 
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {

@@ -10,8 +10,8 @@ use crate::dialect::acp::compat;
 use crate::core::events::{AgentEvent, EventSink, NoticeLevel, StreamDelta};
 use crate::core::port::FileChange;
 use crate::dialect::acp::project as v1;
-use crate::protocol::acp_v2::{ContentBlock, DiffChange, DiffPatch, DiffPatchFormat, MessageId, NoticeSeverity, PlanEntry, PlanEntryPriority, PlanEntryStatus, PlanId, PlanUpdateContent, SessionUpdate, SessionUpdateTitle, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate};
-use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, TodoStatus, UserContent};
+use crate::protocol::acp_v2::{ContentBlock, DiffChange, DiffPatch, DiffPatchFormat, MessageId, NoticeSeverity, PlanId, PlanUpdateContent, SessionUpdate, SessionUpdateTitle, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate};
+use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, UserContent};
 
 /// A tool call status (v2's statuses are an open string union).
 pub(super) fn status(status: &str) -> ToolCallStatus {
@@ -117,21 +117,9 @@ pub(super) fn as_update(u: ToolCallUpdate) -> SessionUpdate {
     SessionUpdate::ToolCallUpdate { capabilities, content, kind, locations, meta, name, raw_input, raw_output, status, title, tool_call_id }
 }
 
-/// The todo list as a v2 plan.
+/// The todo list as a v2 plan: v1's entries, in v2's shape.
 fn plan(phases: &[TodoPhase]) -> SessionUpdate {
-    let entries = phases
-        .iter()
-        .flat_map(|p| p.tasks.iter())
-        .filter(|t| !matches!(t.status, TodoStatus::Abandoned))
-        .map(|t| {
-            let status = match t.status {
-                TodoStatus::Completed => "completed",
-                TodoStatus::InProgress => "in_progress",
-                TodoStatus::Pending | TodoStatus::Blocked | TodoStatus::Abandoned => "pending",
-            };
-            PlanEntry::new(t.content.to_string(), PlanEntryPriority("medium".to_owned()), PlanEntryStatus(status.to_owned()))
-        })
-        .collect();
+    let entries = compat::plan_entries(&v1::plan_entries(phases));
     SessionUpdate::PlanUpdate { meta: None, plan: PlanUpdateContent::Items { entries, meta: None, plan_id: PlanId("todos".to_owned()) } }
 }
 
@@ -283,12 +271,10 @@ impl AcpV2SessionHost {
                 let AgentToolResult { content, details, .. } = result;
                 self.finish(&call.id, content, details.as_ref(), is_error, change).await;
             }
-            AgentEvent::TurnEnd { .. } | AgentEvent::RunEnd { .. } => {}
-            // The handler reports the outcome as the idle `state_update`.
-            AgentEvent::PromptSettled { .. } => {}
-            AgentEvent::QueueChanged { .. } => {}
+            // The handler reports the outcome (`PromptSettled`) as the idle `state_update`; the
+            // rest has no v2 update.
+            AgentEvent::TurnEnd { .. } | AgentEvent::RunEnd { .. } | AgentEvent::PromptSettled { .. } | AgentEvent::QueueChanged { .. } | AgentEvent::ThinkingLevelChanged { .. } => {}
             AgentEvent::CompactionStart { .. } | AgentEvent::CompactionEnd { .. } | AgentEvent::RetryStart { .. } | AgentEvent::RetryEnd { .. } => {}
-            AgentEvent::ThinkingLevelChanged { .. } => {}
             AgentEvent::SessionNameChanged { name } => {
                 self.update(SessionUpdate::SessionInfoUpdate { meta: None, title: Some(name), updated_at: None }).await;
             }

@@ -77,7 +77,7 @@ impl AcpV2Agents {
     pub fn connect(input: impl tokio::io::AsyncBufRead + Unpin + Send + 'static, out: crate::transport::Outbox, closer: crate::client::InputCloser, cwd: String) -> Self {
         // The permission handler needs the router, which needs the client's updates.
         let slot: Arc<std::sync::OnceLock<V2Router>> = Arc::default();
-        let (client, updates) = AcpV2Client::over(input, out, closer, Permissions { router: slot.clone() });
+        let (client, updates) = AcpV2Client::over(input, out, closer, Permissions { router: slot.clone() }, None);
         let router = Router::start(updates, sort, setting);
         let _ = slot.set(router.clone());
         Self { client, router, cwd }
@@ -516,9 +516,6 @@ struct Permissions {
 impl AcpClientHandler for Permissions {
     async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
         let cancelled = || Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled { meta: None }));
-        // The tool call it is about reaches the host first.
-        let Some(router) = self.router.get() else { return cancelled() };
-        let Some((host, cancel)) = router.caught_up(&request.session_id.0).await else { return cancelled() };
         let empty = ToolCallUpdate::new(crate::protocol::acp_v2::ToolCallId(String::new()));
         let call = match &request.subject {
             Some(RequestPermissionSubject::ToolCall { tool_call, .. }) => tool_call,
@@ -532,7 +529,7 @@ impl AcpClientHandler for Permissions {
         let summary = call.title.clone().unwrap_or_else(|| request.title.clone());
         // v2's diff is a patch, not the file's texts: the host is not shown it.
         let asked = Asked { call_id: call.tool_call_id.0.clone(), name, arguments, summary, change: None };
-        let Some(wanted) = shared::decide(&host, &cancel, asked).await else { return cancelled() };
+        let Some(wanted) = shared::decide(&self.router, &request.session_id.0, asked).await else { return cancelled() };
         match wanted.iter().find_map(|kind| request.options.iter().find(|o| o.kind.0 == *kind)) {
             Some(option) => Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Selected { option_id: option.option_id.clone(), meta: None })),
             None => cancelled(),
