@@ -23,7 +23,6 @@ use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
@@ -31,7 +30,7 @@ use super::call::{settle, CallError};
 use super::inbox::Notifications;
 use super::input::{spawn_closable_writer, InputCloser, OUTBOUND_BUDGET};
 use super::rpc::MAX_AGENT_LINE_BYTES;
-use crate::jsonrpc::{Connection, Dispatch, Error, Request, Responder, Service, Side};
+use crate::jsonrpc::{Connection, Dispatch, Request, Responder, Service, Side};
 use crate::protocol::acp::{
     dispatch_acp_client_request, methods, AcpClientHandler, AcpClientRequest, InitializeResponse, ListSessionsRequest,
     ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionNotification,
@@ -317,6 +316,8 @@ mod tests {
         ContentBlock, InitializeRequest, NewSessionRequest, PermissionOption, PermissionOptionId, PermissionOptionKind, PromptRequest, ProtocolVersion, ReadTextFileRequest, RequestPermissionOutcome, SessionId,
         RequestPermissionRequest, RequestPermissionResponse, StopReason, ToolCallId, ToolCallUpdate,
     };
+    use crate::jsonrpc::Error;
+    use serde_json::Value;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     /// A scripted agent on the other end of two pipes: reads our lines, writes its own.
