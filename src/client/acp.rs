@@ -23,7 +23,6 @@ use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
@@ -31,13 +30,11 @@ use super::call::{settle, CallError};
 use super::inbox::Notifications;
 use super::input::{spawn_closable_writer, InputCloser, OUTBOUND_BUDGET};
 use super::rpc::MAX_AGENT_LINE_BYTES;
+use crate::jsonrpc::{Connection, Dispatch, Request, Responder, Service, Side};
 use crate::jsonrpc::dispatch::acp::dispatch_acp_client_request;
-use crate::jsonrpc::{Connection, Dispatch, Error, Policy, Request, Responder, Service, Side};
 use crate::protocol::acp::{
-    methods, AcpClientHandler, AcpClientNotification, AcpClientRequest, AcpReader, CancelNotification,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    methods, AcpClientHandler, AcpClientRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionNotification,
 };
 use crate::transport::Outbox;
 
@@ -46,20 +43,6 @@ use crate::transport::Outbox;
 #[derive(Debug)]
 pub enum AcpClientSide {}
 
-impl Side for AcpClientSide {
-    type Request = AcpClientRequest;
-    type Notification = AcpClientNotification;
-    const POLICY: Policy = Policy::STRICT;
-
-    fn request(method: &str, frame: Value) -> Result<AcpClientRequest, Error> {
-        AcpReader::Client.request(method, frame, AcpClientRequest::from_params)
-    }
-
-    fn notification(method: &str, frame: Value) -> Result<AcpClientNotification, crate::jsonrpc::IgnoredNotification> {
-        AcpReader::Client.notification(method, frame, AcpClientNotification::from_params)
-    }
-}
-
 /// Why a request to the ACP agent got no result, or not the one asked for.
 pub type AcpClientError = CallError;
 
@@ -67,32 +50,109 @@ pub type AcpClientError = CallError;
 /// output ends. Every update of a prompt is here before that prompt's answer is returned.
 pub type AcpUpdates = Notifications<SessionNotification>;
 
-/// The serve loop's service: the host's handler answering the agent's requests.
-struct Host<H> {
-    conn: Arc<Connection>,
-    handler: H,
-    updates: mpsc::UnboundedSender<SessionNotification>,
+/// What one ACP version's host side is made of: the side that reads the agent's frames, the
+/// updates it sends, and the methods both versions have (each version's generated types).
+/// v1 and v2 hosts are [`Client`] of their version ([`AcpClient`], [`super::AcpV2Client`]).
+pub trait ClientVersion: Send + Sync + 'static {
+    /// The decoding of the agent's frames.
+    type Side: Side<Notification = Self::Notification>;
+    /// The agent's notifications.
+    type Notification;
+    /// Its `session/update` notification.
+    type Update: Send + 'static;
+    /// `initialize`.
+    type Initialize: Request<Result: Clone + DeserializeOwned + Send + 'static, Params: Serialize + Sync>;
+    /// `session/new`.
+    type SessionNew: Request<Result: DeserializeOwned, Params: Serialize + Sync>;
+    /// `session/prompt`.
+    type SessionPrompt: Request<Result: DeserializeOwned, Params: Serialize + Sync>;
+    /// `session/set_config_option`.
+    type SessionSetConfigOption: Request<Result: DeserializeOwned, Params: Serialize + Sync>;
+    /// `session/cancel`.
+    type SessionCancel: crate::jsonrpc::Notification<Params: Serialize + Sync>;
+    /// A session's id.
+    type SessionId: Clone + Sync;
+    /// The update a notification carries.
+    fn update(notification: Self::Notification) -> Self::Update;
+    /// `session/cancel`'s params for `session`.
+    fn cancel(session: Self::SessionId) -> <Self::SessionCancel as crate::jsonrpc::Notification>::Params;
 }
 
-impl<H: AcpClientHandler> Dispatch<AcpClientRequest> for Host<H> {
+/// Implements [`ClientVersion`] for `$version` from the generated module `$p` (both versions'
+/// modules name their methods alike), and the decoding of the agent's frames (`$side`) with the
+/// version's schema (`$validator`).
+macro_rules! client_version {
+    ($version:ty, $p:ident, $validator:ident, $side:ty, $update:ident, $cancel:ident) => {
+        impl $crate::jsonrpc::Side for $side {
+            type Request = $crate::protocol::$p::AcpClientRequest;
+            type Notification = $crate::protocol::$p::AcpClientNotification;
+            const POLICY: $crate::jsonrpc::Policy = $crate::jsonrpc::Policy::STRICT;
+
+            fn request(method: &str, frame: serde_json::Value) -> Result<Self::Request, $crate::jsonrpc::Error> {
+                $crate::protocol::$p::AcpReader::Client.request_in($crate::protocol::$p::$validator(), method, frame, Self::Request::from_params)
+            }
+
+            fn notification(method: &str, frame: serde_json::Value) -> Result<Self::Notification, $crate::jsonrpc::IgnoredNotification> {
+                $crate::protocol::$p::AcpReader::Client.notification_in($crate::protocol::$p::$validator(), method, frame, Self::Notification::from_params)
+            }
+        }
+
+        impl $crate::client::acp::ClientVersion for $version {
+            type Side = $side;
+            type Notification = $crate::protocol::$p::AcpClientNotification;
+            type Update = $crate::protocol::$p::$update;
+            type Initialize = $crate::protocol::$p::methods::Initialize;
+            type SessionNew = $crate::protocol::$p::methods::SessionNew;
+            type SessionPrompt = $crate::protocol::$p::methods::SessionPrompt;
+            type SessionSetConfigOption = $crate::protocol::$p::methods::SessionSetConfigOption;
+            type SessionCancel = $crate::protocol::$p::methods::SessionCancel;
+            type SessionId = $crate::protocol::$p::SessionId;
+
+            fn update(notification: Self::Notification) -> Self::Update {
+                match notification {
+                    $crate::protocol::$p::AcpClientNotification::SessionUpdate(update) => update,
+                }
+            }
+
+            fn cancel(session: Self::SessionId) -> $crate::protocol::$p::$cancel {
+                $crate::protocol::$p::$cancel::new(session)
+            }
+        }
+    };
+}
+pub(super) use client_version;
+
+/// ACP v1 on the host side.
+#[derive(Debug)]
+pub enum V1 {}
+
+client_version!(V1, acp, acp_validator, AcpClientSide, SessionNotification, CancelNotification);
+
+/// The serve loop's service of a [`Client`]: the host's handler answering the agent's requests.
+pub struct Host<V: ClientVersion, H> {
+    conn: Arc<Connection>,
+    pub(super) handler: H,
+    updates: mpsc::UnboundedSender<V::Update>,
+}
+
+impl<H: AcpClientHandler> Dispatch<AcpClientRequest> for Host<V1, H> {
     fn dispatch(&self, request: AcpClientRequest, responder: Responder) -> impl std::future::Future<Output = crate::jsonrpc::Answer> + Send + '_ {
         dispatch_acp_client_request(&self.handler, request, responder)
     }
 }
 
-impl<H: AcpClientHandler> Service for Host<H> {
-    type Side = AcpClientSide;
+impl<V: ClientVersion, H: Send + Sync> Service for Host<V, H>
+where
+    Self: Dispatch<<V::Side as Side>::Request>,
+{
+    type Side = V::Side;
 
     fn connection(&self) -> &Connection {
         &self.conn
     }
 
-    fn notified(&self, notification: AcpClientNotification) {
-        match notification {
-            AcpClientNotification::SessionUpdate(update) => {
-                let _ = self.updates.send(update);
-            }
-        }
+    fn notified(&self, notification: V::Notification) {
+        let _ = self.updates.send(V::update(notification));
     }
 }
 
@@ -102,13 +162,27 @@ pub struct NoAcpHost;
 
 impl AcpClientHandler for NoAcpHost {}
 
-/// A connection to an agent speaking ACP. Cheap to clone.
-#[derive(Debug, Clone)]
-pub struct AcpClient {
+/// A connection to an agent speaking ACP version `V`. Cheap to clone.
+pub struct Client<V: ClientVersion> {
     conn: Arc<Connection>,
     input: InputCloser,
-    agent: Arc<Mutex<Option<InitializeResponse>>>,
+    agent: Arc<Mutex<Option<<V::Initialize as Request>::Result>>>,
 }
+
+impl<V: ClientVersion> Clone for Client<V> {
+    fn clone(&self) -> Self {
+        Self { conn: self.conn.clone(), input: self.input.clone(), agent: self.agent.clone() }
+    }
+}
+
+impl<V: ClientVersion> std::fmt::Debug for Client<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpClient").field("conn", &self.conn).field("input", &self.input).finish_non_exhaustive()
+    }
+}
+
+/// A connection to an agent speaking ACP (v1).
+pub type AcpClient = Client<V1>;
 
 impl AcpClient {
     /// Connects to an agent reading `input` (its stdout) and writing `output` (its stdin).
@@ -122,13 +196,17 @@ impl AcpClient {
         let (out, closer) = spawn_closable_writer(output, OUTBOUND_BUDGET);
         Self::over(input, out, closer, handler, None)
     }
+}
 
-    /// Connects over a reader and an input already in use (after dialect detection, which
-    /// sent `initialize`: `initialized` is the agent's answer).
-    pub fn over<R, H>(input: R, out: Outbox, closer: InputCloser, handler: H, initialized: Option<InitializeResponse>) -> (Self, AcpUpdates)
+impl<V: ClientVersion> Client<V> {
+    /// Connects over a reader (the agent's stdout) and an input already in use (`out`, closed
+    /// by `closer`); `initialized` is the agent's `initialize` answer when it was sent already
+    /// (dialect detection sends it), else send [`Client::initialize`] first.
+    pub fn over<R, H>(input: R, out: Outbox, closer: InputCloser, handler: H, initialized: Option<<V::Initialize as Request>::Result>) -> (Self, Notifications<V::Update>)
     where
         R: AsyncBufRead + Unpin + Send + 'static,
-        H: AcpClientHandler + 'static,
+        H: Send + Sync + 'static,
+        Host<V, H>: Service,
     {
         let conn = Arc::new(Connection::new(out));
         let (tx, notifications) = Notifications::channel();
@@ -153,37 +231,58 @@ impl AcpClient {
     }
 
     /// `initialize`; the answer is kept to check what the agent offers.
-    pub async fn initialize(&self, request: &InitializeRequest) -> Result<InitializeResponse, AcpClientError> {
-        let answer = self.request::<methods::Initialize>(request).await?;
+    pub async fn initialize(&self, request: &<V::Initialize as Request>::Params) -> Result<<V::Initialize as Request>::Result, AcpClientError> {
+        let answer = self.request::<V::Initialize>(request).await?;
         *self.agent.lock().unwrap_or_else(|e| e.into_inner()) = Some(answer.clone());
         Ok(answer)
     }
 
     /// The agent's `initialize` answer, once it gave one.
-    pub fn agent(&self) -> Option<InitializeResponse> {
+    pub fn agent(&self) -> Option<<V::Initialize as Request>::Result> {
         self.agent.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// `session/new`.
-    pub async fn new_session(&self, request: &NewSessionRequest) -> Result<NewSessionResponse, AcpClientError> {
-        self.request::<methods::SessionNew>(request).await
+    pub async fn new_session(&self, request: &<V::SessionNew as Request>::Params) -> Result<<V::SessionNew as Request>::Result, AcpClientError> {
+        self.request::<V::SessionNew>(request).await
     }
 
-    /// `session/prompt`: resolves when the prompt ends; its updates are on [`AcpUpdates`] first.
-    pub async fn prompt(&self, request: &PromptRequest) -> Result<PromptResponse, AcpClientError> {
-        self.request::<methods::SessionPrompt>(request).await
+    /// `session/prompt`: in v1 it resolves when the prompt ends (its updates are on the update
+    /// stream first); in v2 once the user message is inserted (its id), the turn going on on the
+    /// update stream.
+    pub async fn prompt(&self, request: &<V::SessionPrompt as Request>::Params) -> Result<<V::SessionPrompt as Request>::Result, AcpClientError> {
+        self.request::<V::SessionPrompt>(request).await
     }
 
-    /// `session/cancel` (a notification: the running prompt answers `cancelled`).
-    pub async fn cancel(&self, session: &SessionId) {
-        self.conn.peer().notify::<methods::SessionCancel>(&CancelNotification::new(session.clone())).await;
+    /// `session/cancel` (a notification: the running prompt answers `cancelled`; a v2 turn
+    /// ends `idle`, `cancelled`).
+    pub async fn cancel(&self, session: &V::SessionId) {
+        self.conn.peer().notify::<V::SessionCancel>(&V::cancel(session.clone())).await;
     }
 
     /// `session/set_config_option`.
-    pub async fn set_config_option(&self, request: &SetSessionConfigOptionRequest) -> Result<SetSessionConfigOptionResponse, AcpClientError> {
-        self.request::<methods::SessionSetConfigOption>(request).await
+    pub async fn set_config_option(&self, request: &<V::SessionSetConfigOption as Request>::Params) -> Result<<V::SessionSetConfigOption as Request>::Result, AcpClientError> {
+        self.request::<V::SessionSetConfigOption>(request).await
     }
 
+    /// Closes the agent's input once what is queued is written (it sees EOF); answers still
+    /// arrive, requests sent afterwards are lost.
+    pub async fn close(&self) {
+        self.input.close().await;
+    }
+
+    /// Whether the agent's output has ended (nothing can be answered any more).
+    pub fn is_closed(&self) -> bool {
+        self.conn.peer().is_closed()
+    }
+
+    /// How many of our requests wait for the agent's answer.
+    pub fn in_flight(&self) -> usize {
+        self.conn.peer().in_flight()
+    }
+}
+
+impl AcpClient {
     /// `session/load`, when the agent offers `loadSession`.
     pub async fn load_session(&self, request: &LoadSessionRequest) -> Result<LoadSessionResponse, AcpClientError> {
         self.offered(methods::SessionLoad::METHOD, "agentCapabilities.loadSession", |a| a.agent_capabilities.load_session)?;
@@ -208,31 +307,17 @@ impl AcpClient {
             Some(_) | None => Err(AcpClientError::NotOffered { method, capability }),
         }
     }
-
-    /// Closes the agent's input once what is queued is written (it sees EOF); answers still
-    /// arrive, requests sent afterwards are lost.
-    pub async fn close(&self) {
-        self.input.close().await;
-    }
-
-    /// Whether the agent's output has ended (nothing can be answered any more).
-    pub fn is_closed(&self) -> bool {
-        self.conn.peer().is_closed()
-    }
-
-    /// How many of our requests wait for the agent's answer.
-    pub fn in_flight(&self) -> usize {
-        self.conn.peer().in_flight()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::acp::{
-        ContentBlock, PermissionOption, PermissionOptionId, PermissionOptionKind, ProtocolVersion, ReadTextFileRequest, RequestPermissionOutcome,
+        ContentBlock, InitializeRequest, NewSessionRequest, PermissionOption, PermissionOptionId, PermissionOptionKind, PromptRequest, ProtocolVersion, ReadTextFileRequest, RequestPermissionOutcome, SessionId,
         RequestPermissionRequest, RequestPermissionResponse, StopReason, ToolCallId, ToolCallUpdate,
     };
+    use crate::jsonrpc::Error;
+    use serde_json::Value;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     /// A scripted agent on the other end of two pipes: reads our lines, writes its own.

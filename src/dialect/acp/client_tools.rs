@@ -32,6 +32,27 @@ const OUTPUT_BYTE_LIMIT: u64 = 256 * 1024;
 /// command is over (or given up on) a client that stops answering must not hold the run.
 const CLEANUP_WAIT: Duration = Duration::from_secs(10);
 
+/// Why a call to the client's `fs/*` or `terminal/*` methods has no usable answer (the tool
+/// reports it as its error, to the model).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientCallError {
+    /// The client answered with a JSON-RPC error.
+    #[error("the client answered {method} with an error: {message}")]
+    Refused { method: &'static str, message: String },
+    /// No answer within the call's bound.
+    #[error("the client did not answer {method} within {timeout:?}")]
+    TimedOut { method: &'static str, timeout: Duration },
+    /// The run was cancelled while the call waited.
+    #[error("{method} was abandoned: the run was cancelled")]
+    Abandoned { method: &'static str },
+    /// The client's input ended before it answered.
+    #[error("the client closed its input (stdin EOF) before it answered {method}, so nobody can")]
+    InputEnded { method: &'static str },
+    /// The answer does not fit the vendored schema's result def.
+    #[error("the client's answer to {method} does not fit the schema: {reason}")]
+    Unfit { method: &'static str, reason: String },
+}
+
 /// What the client offered, for one session.
 #[derive(Debug)]
 pub struct ClientTools {
@@ -54,8 +75,8 @@ impl ClientTools {
 
     /// Calls the client method `M` and waits for its answer (at most `timeout`; `cancel`
     /// abandons it). The answer is checked against the vendored schema's result def before it
-    /// is read; `Err` is readable.
-    async fn call<M>(&self, params: &M::Params, timeout: Option<Duration>, cancel: Option<&CancellationToken>) -> Result<M::Result, String>
+    /// is read.
+    async fn call<M>(&self, params: &M::Params, timeout: Option<Duration>, cancel: Option<&CancellationToken>) -> Result<M::Result, ClientCallError>
     where
         M: Request,
         M::Params: Serialize,
@@ -64,16 +85,17 @@ impl ClientTools {
         let method = M::METHOD;
         let value = match self.conn.peer().request::<M>(params).await.wait(timeout, cancel).await {
             Reply::Answered(Ok(v)) => v,
-            Reply::Answered(Err(e)) => return Err(format!("the client answered {method} with an error: {}", e.message)),
-            Reply::TimedOut => return Err(format!("the client did not answer {method} within {:?}", timeout.unwrap_or_default())),
-            Reply::Abandoned => return Err(format!("{method} was abandoned: the run was cancelled")),
-            Reply::InputEnded => return Err(format!("the client closed its input (stdin EOF) before it answered {method}, so nobody can")),
+            Reply::Answered(Err(e)) => return Err(ClientCallError::Refused { method, message: e.message }),
+            Reply::TimedOut => return Err(ClientCallError::TimedOut { method, timeout: timeout.unwrap_or_default() }),
+            Reply::Abandoned => return Err(ClientCallError::Abandoned { method }),
+            Reply::InputEnded => return Err(ClientCallError::InputEnded { method }),
         };
-        let value = acp_validator().check_client_result(method, value).map_err(|e| format!("the client's answer to {method} does not fit the schema: {e}"))?;
-        serde_json::from_value(value).map_err(|e| format!("the client's answer to {method} does not fit the schema: {e}"))
+        let unfit = |e: &dyn std::fmt::Display| ClientCallError::Unfit { method, reason: e.to_string() };
+        let value = acp_validator().check_client_result(method, value).map_err(|e| unfit(&e))?;
+        serde_json::from_value(value).map_err(|e| unfit(&e))
     }
 
-    async fn run(&self, command: &str, cwd: &Path, timeout: Option<Duration>, cancel: CancellationToken) -> Result<HostCommandOutcome, String> {
+    async fn run(&self, command: &str, cwd: &Path, timeout: Option<Duration>, cancel: CancellationToken) -> Result<HostCommandOutcome, ClientCallError> {
         let mut create = CreateTerminalRequest::new("bash", self.session()).with_cwd(cwd.display().to_string()).with_output_byte_limit(OUTPUT_BYTE_LIMIT);
         create.args = vec!["-c".to_owned(), format!("exec 2>&1\n{command}")];
         let terminal: TerminalId = self.call::<TerminalCreate>(&create, None, Some(&cancel)).await?.terminal_id;
@@ -111,12 +133,13 @@ impl ClientTools {
     }
 }
 
+/// The core's host tools take their errors as text (the tool's error message).
 impl HostTools for ClientTools {
     fn read_text_file<'a>(&'a self, path: &'a Path, cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<String, String>>> {
         self.read.then(|| {
             async move {
                 let params = ReadTextFileRequest::new(path.display().to_string(), self.session());
-                Ok(self.call::<FsReadTextFile>(&params, None, Some(cancel)).await?.content)
+                self.call::<FsReadTextFile>(&params, None, Some(cancel)).await.map(|r| r.content).map_err(|e| e.to_string())
             }
             .boxed()
         })
@@ -126,13 +149,13 @@ impl HostTools for ClientTools {
         self.write.then(|| {
             async move {
                 let params = WriteTextFileRequest::new(content, path.display().to_string(), self.session());
-                self.call::<FsWriteTextFile>(&params, None, Some(cancel)).await.map(drop)
+                self.call::<FsWriteTextFile>(&params, None, Some(cancel)).await.map(drop).map_err(|e| e.to_string())
             }
             .boxed()
         })
     }
 
     fn run_command<'a>(&'a self, command: &'a str, cwd: &'a Path, timeout: Option<Duration>, cancel: CancellationToken) -> Option<BoxFuture<'a, Result<HostCommandOutcome, String>>> {
-        self.terminal.then(|| self.run(command, cwd, timeout, cancel).boxed())
+        self.terminal.then(|| async move { self.run(command, cwd, timeout, cancel).await.map_err(|e| e.to_string()) }.boxed())
     }
 }

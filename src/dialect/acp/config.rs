@@ -106,6 +106,28 @@ pub enum Change {
     Setting(String, String),
 }
 
+/// Makes `change` in `agent`'s session (the model's context window goes to `context_window`);
+/// returns the approval policy when the mode changed (v1 also tells the client of the mode).
+pub async fn apply(agent: &impl AgentCore, context_window: &std::sync::Mutex<Option<u64>>, change: Change) -> Result<Option<crate::core::ApprovalPolicy>, Error> {
+    match change {
+        Change::Model(provider, id) => {
+            agent.set_model(&provider, &id).await.map_err(|e| Error::internal(e.to_string()))?;
+            *context_window.lock().unwrap_or_else(|e| e.into_inner()) = agent.current_model().map(|m| m.context_window);
+        }
+        Change::ThoughtLevel(level) => {
+            agent.set_thinking_level(level).await.map_err(super::handler::core_error)?;
+        }
+        Change::Mode(policy) => {
+            agent.set_approval_policy(policy).map_err(super::handler::core_error)?;
+            return Ok(Some(policy));
+        }
+        Change::Setting(id, value) => {
+            agent.set_setting(&id, &value).await.map_err(super::handler::core_error)?;
+        }
+    }
+    Ok(None)
+}
+
 /// The change `config` = `given` stands for in `agent`'s session; -32602 naming `/configId`
 /// or `/value` for an option or value the session does not have.
 pub fn change(agent: &impl AgentCore, config: &str, given: &str) -> Result<Change, Error> {

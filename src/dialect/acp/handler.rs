@@ -10,15 +10,15 @@
 //! `session/resume`) go out before the answer, so nothing for that session follows it until
 //! the next request.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::client_tools::ClientTools;
-use super::{auth, config, lock, modes, AcpSessionHost, SessionFactory};
+use super::{auth, config, lock, modes, AcpSessionHost};
 use crate::core::events::RunOutcome;
-use crate::core::{AgentCore, AgentInfo, Capabilities, CoreError, Submitted};
-use crate::jsonrpc::{Connection, Error};
+use crate::core::{AgentCore, Capabilities, CoreError, Submitted};
+use crate::jsonrpc::Error;
 use crate::protocol::acp::*;
 use crate::protocol::ImageContent;
 
@@ -28,36 +28,36 @@ pub(crate) fn auth_method(method: &crate::core::AuthMethod) -> AuthMethod {
 }
 
 /// One live session.
-struct Live<A> {
-    agent: Arc<A>,
-    host: Arc<AcpSessionHost>,
-}
+type Live<A> = super::front::Live<A, AcpSessionHost>;
 
-impl<A> Clone for Live<A> {
-    fn clone(&self) -> Self {
-        Self { agent: self.agent.clone(), host: self.host.clone() }
+/// ACP v1's projection of the front: its session host, and per connection `initialize`'s
+/// `clientCapabilities` and the sessions closed or deleted.
+#[derive(Debug)]
+pub enum V1 {}
+
+impl super::front::Projection for V1 {
+    const NAME: &'static str = "AcpServer";
+    type Host = AcpSessionHost;
+    type Extra = V1Connection;
+    type Side = super::AcpAgentSide;
+
+    fn notified<A: AgentCore>(front: &AcpServer<A>, notification: AcpAgentNotification) {
+        super::serve::route_notification(front.conn(), notification, |session| front.cancel(session));
     }
 }
 
-/// The ACP agent: the connection, the session factory and the live sessions, each served by
-/// one core (the built-in [`Agent`], or any [`AgentCore`]).
-pub struct AcpServer<A> {
-    conn: Arc<Connection>,
-    factory: Arc<dyn SessionFactory<A>>,
-    sessions: Mutex<HashMap<String, Live<A>>>,
+/// What a v1 connection keeps beside its sessions.
+#[derive(Debug, Default)]
+pub struct V1Connection {
     /// `initialize`'s `clientCapabilities` (only `fs` and `terminal` are read).
     client: Mutex<Option<ClientCapabilities>>,
     /// Sessions closed or deleted in this process, so a later request for one says so.
     closed: Mutex<HashSet<String>>,
-    /// The name `initialize` gives.
-    info: AgentInfo,
 }
 
-impl<A> std::fmt::Debug for AcpServer<A> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AcpServer").finish_non_exhaustive()
-    }
-}
+/// The ACP agent: the connection, the session factory and the live sessions, each served by
+/// one core (the built-in [`Agent`], or any [`AgentCore`]).
+pub type AcpServer<A> = super::front::Front<V1, A>;
 
 pub(crate) fn not_found(session: &str) -> Error {
     Error::resource_not_found(format!("Session not found: {session}")).with_details([("sessionId", session)])
@@ -112,7 +112,7 @@ pub(crate) fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<Image
 }
 
 /// A method the sessions' agents cannot serve (not advertised in `initialize`).
-fn unsupported_method(method: &str) -> Error {
+pub(crate) fn unsupported_method(method: &str) -> Error {
     Error::method_not_found(format!("this agent does not support `{method}`"))
 }
 
@@ -134,25 +134,6 @@ pub(crate) fn core_error(e: CoreError) -> Error {
 }
 
 impl<A: AgentCore> AcpServer<A> {
-    /// A server on `conn` building sessions with `factory`.
-    pub fn new(conn: Arc<Connection>, factory: Arc<dyn SessionFactory<A>>) -> Self {
-        Self {
-            conn,
-            factory,
-            sessions: Mutex::new(HashMap::new()),
-            client: Mutex::new(None),
-            closed: Mutex::new(HashSet::new()),
-            info: AgentInfo::default(),
-        }
-    }
-
-    /// The same, naming the agent `info` in `initialize` (agentwire's own name by default).
-    #[must_use]
-    pub fn with_info(mut self, info: AgentInfo) -> Self {
-        self.info = info;
-        self
-    }
-
     /// -32601 naming `method` unless the agents can (`capable`) serve it.
     fn require(&self, capable: impl Fn(&Capabilities) -> bool, method: &str) -> Result<(), Error> {
         if capable(&self.factory.capabilities()) {
@@ -162,19 +143,9 @@ impl<A: AgentCore> AcpServer<A> {
         }
     }
 
-    /// The connection (client responses go there).
-    pub fn conn(&self) -> &Connection {
-        &self.conn
-    }
-
-    /// Every live session's agent.
-    pub fn agents(&self) -> Vec<Arc<A>> {
-        lock(&self.sessions).values().map(|l| l.agent.clone()).collect()
-    }
-
     fn live(&self, session: &str) -> Result<Live<A>, Error> {
-        lock(&self.sessions).get(session).cloned().ok_or_else(|| {
-            if lock(&self.closed).contains(session) {
+        self.session(session).ok_or_else(|| {
+            if lock(&self.extra.closed).contains(session) {
                 Error::resource_not_found(format!("Session closed: {session}")).with_details([("sessionId", session)])
             } else {
                 not_found(session)
@@ -186,18 +157,13 @@ impl<A: AgentCore> AcpServer<A> {
     /// `cancelled`), its `bash` commands are terminated, and later requests for it fail. Returns
     /// once a prompt it cancelled has been answered, so that answer comes first.
     async fn end(&self, session: &str) -> Option<Live<A>> {
-        let live = lock(&self.sessions).remove(session)?;
-        lock(&self.closed).insert(session.to_owned());
         // A prompt still waiting for its run has not been answered (answers are written by the
         // loop this request runs on): wait until its answer is queued.
-        let prompt_answered = lock(&live.host.state).prompt_answered.clone();
-        live.agent.cancel_now();
-        live.agent.shutdown().await;
-        if let Some(mut answered) = prompt_answered {
-            // An error means the prompt's request went away unanswered: nothing to wait for.
-            let _ = answered.wait_for(|answered| *answered).await;
-        }
-        Some(live)
+        self.end_with(session, |live| {
+            lock(&self.extra.closed).insert(session.to_owned());
+            lock(&live.host.state).prompt_answered.clone()
+        })
+        .await
     }
 
     /// `session/cancel`: aborts the session's run (its prompt resolves `cancelled`, a pending
@@ -226,13 +192,13 @@ impl<A: AgentCore> AcpServer<A> {
         host.set_session_id(&id);
         *lock(&host.cwd) = Some(cwd.to_path_buf());
         *lock(&host.context_window) = agent.current_model().map(|m| m.context_window);
-        let offered = match &*lock(&self.client) {
+        let offered = match &*lock(&self.extra.client) {
             Some(client) => ClientTools::offered(self.conn.clone(), id.clone(), client.fs.read_text_file, client.fs.write_text_file, client.terminal),
             None => None,
         };
         *lock(&host.tools) = offered.map(|t| Arc::new(t) as Arc<dyn crate::core::tools::HostTools>);
         let live = Live { agent, host };
-        lock(&self.closed).remove(&id);
+        lock(&self.extra.closed).remove(&id);
         lock(&self.sessions).insert(id, live.clone());
         Ok(live)
     }
@@ -272,8 +238,7 @@ impl<A: AgentCore> AcpServer<A> {
     /// An open session or one loaded from its file; its commands (and its title, when it has
     /// one) are announced before the answer (the client named the session, so it knows it).
     async fn open_existing(&self, session: &str, cwd: &str) -> Result<Live<A>, Error> {
-        let open = lock(&self.sessions).get(session).cloned();
-        let live = match open {
+        let live = match self.session(session) {
             Some(live) if live.agent.is_running() => return Err(Error::internal("The session is running a prompt; cancel it first")),
             Some(live) => live,
             None => {
@@ -322,7 +287,7 @@ fn set_roots<A: AgentCore>(live: &Live<A>, roots: Vec<PathBuf>) -> Result<(), Er
 impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, Error> {
         let terminal_auth = params.client_capabilities.auth.terminal;
-        *lock(&self.client) = Some(params.client_capabilities);
+        *lock(&self.extra.client) = Some(params.client_capabilities);
         // What the agents cannot do is advertised absent (and refused if asked anyway).
         let can = self.factory.capabilities();
         // agentwire's provider keys, or else the methods of the agent behind.
@@ -387,12 +352,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
     async fn session_list(&self, params: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
         self.require(|can| can.sessions, "session/list")?;
         let cwd = params.cwd.as_deref().map(absolute).transpose()?;
-        // Every file is read whole: on the blocking pool, not on a worker other sessions share.
-        let factory = self.factory.clone();
-        let sessions = tokio::task::spawn_blocking(move || factory.list_sessions(cwd.as_deref()))
-            .await
-            .map_err(|e| Error::internal(format!("listing the sessions failed: {e}")))?;
-        Ok(ListSessionsResponse::new(sessions))
+        Ok(ListSessionsResponse::new(self.stored_sessions(cwd).await?))
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
@@ -424,21 +384,9 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
             }
         };
         let live = self.live(&session)?;
-        match config::change(&*live.agent, &config_id.0, &value.0)? {
-            config::Change::Model(provider, id) => {
-                live.agent.set_model(&provider, &id).await.map_err(|e| Error::internal(e.to_string()))?;
-                *lock(&live.host.context_window) = live.agent.current_model().map(|m| m.context_window);
-            }
-            config::Change::ThoughtLevel(level) => {
-                live.agent.set_thinking_level(level).await.map_err(core_error)?;
-            }
-            config::Change::Mode(policy) => {
-                set_policy(&live, policy)?;
-                live.host.update(SessionUpdate::CurrentModeUpdate { current_mode_id: SessionModeId(modes::mode_id(policy).to_owned()), meta: None }).await;
-            }
-            config::Change::Setting(id, value) => {
-                live.agent.set_setting(&id, &value).await.map_err(core_error)?;
-            }
+        let change = config::change(&*live.agent, &config_id.0, &value.0)?;
+        if let Some(policy) = config::apply(&*live.agent, &live.host.context_window, change).await? {
+            live.host.update(SessionUpdate::CurrentModeUpdate { current_mode_id: SessionModeId(modes::mode_id(policy).to_owned()), meta: None }).await;
         }
         Ok(SetSessionConfigOptionResponse::new(config::options(&*live.agent)))
     }
@@ -452,41 +400,20 @@ impl<A: AgentCore> AcpAgentHandler for AcpServer<A> {
         self.require(|can| can.sessions, "session/delete")?;
         let session = params.session_id.0;
         let live = self.end(&session).await;
-        let path = match live.as_ref().and_then(|l| l.agent.session_path()) {
-            Some(path) => Some(path).filter(|p| p.exists()),
-            None => self.factory.find_session_file(&session, None),
-        };
         // A session kept in memory only (`--no-session`) is gone once closed; one that never
         // existed is as deleted as it can be (the spec asks for silent success).
-        if let Some(path) = path {
-            std::fs::remove_file(&path).map_err(|e| Error::internal(format!("Cannot delete {}: {e}", path.display())))?;
-            lock(&self.closed).insert(session);
+        if self.delete_file(&session, live.as_ref(), true)? {
+            lock(&self.extra.closed).insert(session);
         }
         Ok(DeleteSessionResponse::new())
     }
 
     async fn authenticate(&self, params: AuthenticateRequest) -> Result<AuthenticateResponse, Error> {
-        if !self.factory.capabilities().auth && !self.factory.agent_auth_methods().is_empty() {
-            self.factory.agent_authenticate(&params.method_id.0).await.map_err(core_error)?;
-            return Ok(AuthenticateResponse::new());
-        }
-        self.require(|can| can.auth, "authenticate")?;
-        auth::check_method(&params.method_id.0)?;
-        if self.factory.provider_configured() {
-            Ok(AuthenticateResponse::new())
-        } else {
-            Err(auth::required())
-        }
+        self.authenticate_with("authenticate", &params.method_id.0).await.map(|()| AuthenticateResponse::new())
     }
 
     async fn logout(&self, _params: LogoutRequest) -> Result<LogoutResponse, Error> {
-        if !self.factory.capabilities().auth && self.factory.agent_can_logout() {
-            self.factory.agent_logout().await.map_err(core_error)?;
-            return Ok(LogoutResponse::new());
-        }
-        self.require(|can| can.auth, "logout")?;
-        self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
-        Ok(LogoutResponse::new())
+        self.logout_with("logout", self.factory.agent_can_logout()).await.map(|()| LogoutResponse::new())
     }
 
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {

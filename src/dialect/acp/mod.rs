@@ -3,6 +3,7 @@
 //! (`crate::protocol::acp`, `schema/acp/`).
 //!
 //! - [`decode`]: one inbound line → a request, a notification, a client response, or its error;
+//! - [`front`]: the session table both versions' fronts keep, projected per version;
 //! - [`handler`]: the generated `AcpAgentHandler` trait, implemented by mapping each method onto
 //!   the core (one [`crate::core::AgentCore`] per ACP session — the built-in
 //!   [`crate::agent::Agent`] or a custom one — each with its own [`AcpSessionHost`]);
@@ -15,6 +16,8 @@
 //! - [`auth`]: how agentwire gets provider keys, as auth methods (`authenticate`, `logout`);
 //! - [`client_tools`]: the built-in tools' file and `bash` access through the client's
 //!   `fs/*` and `terminal/*` methods, when it advertises them;
+//! - [`compat`]: every translation between v1 and v2 values ([`crate::dialect::acp_v2`] reuses
+//!   v1's projection through it);
 //! - [`port`]: the core's host port → `session/request_permission`;
 //! - [`serve`]: the dialect as a service of the JSON-RPC runtime's one serve loop
 //!   ([`crate::jsonrpc`]: envelopes, ids, our requests to the client and their answers,
@@ -34,8 +37,10 @@
 
 pub mod auth;
 pub mod client_tools;
+pub mod compat;
 pub mod config;
 pub mod decode;
+pub mod front;
 pub mod handler;
 pub mod images;
 mod mcp;
@@ -45,6 +50,8 @@ pub mod project;
 pub mod serve;
 #[cfg(feature = "client")]
 pub mod remote;
+#[cfg(feature = "client")]
+pub(crate) mod remote_shared;
 #[cfg(feature = "client")]
 pub mod router;
 

@@ -23,7 +23,8 @@ use crate::core::tools::ToolOutput;
 /// The four standard options, v1 and v2 alike: id (which is also its kind) and label.
 pub const OPTIONS: [(&str, &str); 4] = [("allow_once", "Allow"), ("allow_always", "Always allow"), ("reject_once", "Reject"), ("reject_always", "Always reject")];
 
-fn kind(id: &str) -> PermissionOptionKind {
+/// The v1 kind of the standard option `id`.
+pub(crate) fn kind(id: &str) -> PermissionOptionKind {
     match id {
         "allow_once" => PermissionOptionKind::AllowOnce,
         "allow_always" => PermissionOptionKind::AllowAlways,
@@ -68,13 +69,48 @@ impl Standing {
     }
 }
 
+/// The client's answer to a permission request (`None` when it answered an error), or the
+/// decision that stands without one: timed out; abandoned once the run was cancelled
+/// (`session/cancel`, `session/close`), the request then withdrawn on the wire too with the
+/// protocol's `$/cancel_request` `C` (v2's SHOULD; v1 has the method, and after `session/cancel`
+/// its client answers `cancelled` by itself, but after `session/close` nothing else would close
+/// the client's dialog); nobody left to answer (the client's input ended).
+pub(crate) async fn settled<C>(conn: &crate::jsonrpc::Connection, reply: Reply, id: Value, withdraw: impl FnOnce(Value) -> serde_json::Result<C::Params>) -> Result<Option<Value>, Decision>
+where
+    C: crate::jsonrpc::Notification,
+    C::Params: serde::Serialize,
+{
+    match reply {
+        Reply::Answered(answer) => Ok(answer.ok()),
+        Reply::TimedOut => Err(Decision::TimedOut),
+        Reply::Abandoned => {
+            match withdraw(id) {
+                Ok(params) => conn.peer().notify::<C>(&params).await,
+                Err(e) => tracing::warn!("cannot name request for $/cancel_request: {e}"),
+            }
+            Err(Decision::Abandoned)
+        }
+        Reply::InputEnded => Err(Decision::Unanswerable),
+    }
+}
+
+/// The option the client chose (`Some(None)`: it answered `cancelled`; `None`: an unknown
+/// outcome or an unreadable answer, which is no approval), or the decision that stands.
+pub(crate) fn chosen(outcome: Option<Option<String>>) -> Result<String, Decision> {
+    match outcome {
+        Some(Some(option)) => Ok(option),
+        Some(None) => Err(Decision::Abandoned),
+        None => Err(Decision::Reject { feedback: None }),
+    }
+}
+
 /// A file change as ACP's `diff` tool call content (`oldText` absent for a new file).
 fn diff(change: FileChange) -> ToolCallContent {
     ToolCallContent::Diff { meta: None, new_text: change.new_text, old_text: change.old_text, path: change.path.display().to_string() }
 }
 
 impl AcpSessionHost {
-    async fn request_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
+    async fn ask_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
         let tool = ask.call.name.to_string();
         if let Some(given) = lock(&self.state).standing.given(&tool) {
             return given;
@@ -90,27 +126,18 @@ impl AcpSessionHost {
         let params = RequestPermissionRequest::new(options, SessionId(self.session_id()), tool_call);
         let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
         let id = pending.id().clone();
-        let outcome = match pending.wait(Some(ask.timeout), Some(ask.cancel)).await {
-            Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),
-            Reply::TimedOut => return Decision::TimedOut,
-            // The run was cancelled (`session/cancel`, `session/close`): the request is withdrawn
-            // on the wire too with the protocol's `$/cancel_request`, as v2 asks (v1 has the
-            // method; after `session/cancel` its client answers `cancelled` by itself, but after
-            // `session/close` nothing else would close the client's dialog).
-            Reply::Abandoned => {
-                match serde_json::from_value::<RequestId>(id) {
-                    Ok(request_id) => self.conn.peer().notify::<methods::CancelRequest>(&CancelRequestNotification::new(request_id)).await,
-                    Err(e) => tracing::warn!("cannot name request for $/cancel_request: {e}"),
-                }
-                return Decision::Abandoned;
-            }
-            // The client's input ended before it answered: nobody can.
-            Reply::InputEnded => return Decision::Unanswerable,
+        let reply = pending.wait(Some(ask.timeout), Some(ask.cancel)).await;
+        let answer = match settled::<methods::CancelRequest>(&self.conn, reply, id, |id| serde_json::from_value::<RequestId>(id).map(CancelRequestNotification::new)).await {
+            Ok(answer) => answer,
+            Err(decision) => return decision,
         };
-        let chosen = match outcome {
-            Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0,
-            Some(RequestPermissionOutcome::Cancelled) => return Decision::Abandoned,
-            None => return Decision::Reject { feedback: None },
+        let outcome = answer.and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| match r.outcome {
+            RequestPermissionOutcome::Selected { option_id, .. } => Some(option_id.0),
+            RequestPermissionOutcome::Cancelled => None,
+        });
+        let chosen = match chosen(outcome) {
+            Ok(chosen) => chosen,
+            Err(decision) => return decision,
         };
         let decision = lock(&self.state).standing.decide(&tool, &chosen);
         if matches!(decision, Decision::Approve | Decision::ApproveForSession) {
@@ -124,13 +151,28 @@ impl AcpSessionHost {
     }
 }
 
-impl HostPort for AcpSessionHost {
+/// A session host of either ACP version as the core's host port: both ask approvals as
+/// `session/request_permission`, have no host tools (none are ever registered), offer the model
+/// no questions, refuse slash-command dialogs with a reason (only commands that work without
+/// one are offered), and show the core's notices as the version can.
+pub(crate) trait AcpPort: Send + Sync {
+    /// Asks the client with `session/request_permission`.
+    fn request_permission<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision>;
+    /// Shows a notice of the core's.
+    fn show(&self, notice: UiNotice) -> BoxFuture<'_, ()>;
+    /// The client's tools for the built-in ones, when it lends any.
+    fn client_tools(&self) -> Option<std::sync::Arc<dyn crate::core::tools::HostTools>> {
+        None
+    }
+}
+
+impl<T: AcpPort> HostPort for T {
     fn tools(&self) -> Option<std::sync::Arc<dyn crate::core::tools::HostTools>> {
-        lock(&self.tools).clone()
+        self.client_tools()
     }
 
     fn approve<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
-        self.request_permission(ask).boxed()
+        self.request_permission(ask)
     }
 
     fn call_tool<'a>(&'a self, ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
@@ -157,17 +199,58 @@ impl HostPort for AcpSessionHost {
         false
     }
 
-    /// Every notice but the title (the session name goes out as `session_info_update`) is
-    /// shown as agent message text: ACP v1 has no status bar, widgets or editor access.
     fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
+        self.show(notice)
+    }
+}
+
+/// How a notice of the core's is shown as agent message text: a notification's message (v2
+/// sends it as a `notice` instead), the status, a widget's lines, the last prompt; nothing
+/// for the title (it goes out as `session_info_update`) or for empty text.
+pub(crate) enum Shown {
+    /// A notification's message.
+    Notification(String),
+    /// Text to show.
+    Text(String),
+    /// Nothing to show.
+    Nothing,
+}
+
+impl Shown {
+    /// What `notice` shows.
+    pub(crate) fn of(notice: UiNotice) -> Self {
+        let text = match notice {
+            UiNotice::Notify { message, .. } => return Self::Notification(message),
+            UiNotice::Status { text, .. } => text.unwrap_or_default(),
+            UiNotice::Widget { lines: Some(lines), .. } => lines.join("\n"),
+            UiNotice::Widget { key, lines: None } => format!("No {key}."),
+            UiNotice::EditorText { text } => format!("Last prompt:\n\n{text}"),
+            UiNotice::Title { .. } => return Self::Nothing,
+        };
+        if text.is_empty() {
+            Self::Nothing
+        } else {
+            Self::Text(text)
+        }
+    }
+}
+
+impl AcpPort for AcpSessionHost {
+    fn request_permission<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+        self.ask_permission(ask).boxed()
+    }
+
+    fn client_tools(&self) -> Option<std::sync::Arc<dyn crate::core::tools::HostTools>> {
+        lock(&self.tools).clone()
+    }
+
+    /// Every notice but the title is shown as agent message text: ACP v1 has no status bar,
+    /// widgets or editor access.
+    fn show(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
         async move {
-            let text = match notice {
-                UiNotice::Notify { message, .. } => message,
-                UiNotice::Status { text, .. } => text.unwrap_or_default(),
-                UiNotice::Widget { lines: Some(lines), .. } => lines.join("\n"),
-                UiNotice::Widget { key, lines: None } => format!("No {key}."),
-                UiNotice::EditorText { text } => format!("Last prompt:\n\n{text}"),
-                UiNotice::Title { .. } => return,
+            let text = match Shown::of(notice) {
+                Shown::Notification(text) | Shown::Text(text) => text,
+                Shown::Nothing => return,
             };
             if text.is_empty() {
                 return;

@@ -144,7 +144,12 @@ pub fn context_usage(m: &crate::protocol::AssistantMessage, window: Option<u64>)
 
 /// The todo list as an ACP plan.
 pub fn plan(phases: &[TodoPhase]) -> SessionUpdate {
-    let entries = phases
+    SessionUpdate::Plan { entries: plan_entries(phases), meta: None }
+}
+
+/// The todo list's tasks as plan entries (an abandoned task is left out).
+pub fn plan_entries(phases: &[TodoPhase]) -> Vec<PlanEntry> {
+    phases
         .iter()
         .flat_map(|p| p.tasks.iter())
         .filter(|t| !matches!(t.status, TodoStatus::Abandoned))
@@ -156,8 +161,7 @@ pub fn plan(phases: &[TodoPhase]) -> SessionUpdate {
             };
             PlanEntry::new(t.content.to_string(), PlanEntryPriority::Medium, status)
         })
-        .collect();
-    SessionUpdate::Plan { entries, meta: None }
+        .collect()
 }
 
 impl AcpSessionHost {

@@ -22,22 +22,20 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 
 use crate::core::events::RunOutcome;
-use crate::core::port::Decision;
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Setting, SettingValue, Submitted};
 use crate::client::{AcpClient, AcpClientError};
-use crate::dialect::remote::{approve, failed, refused, Answer, Owed, WIND_DOWN};
+use crate::dialect::remote::{failed, refused, Answer, Owed, WIND_DOWN};
+use super::remote_shared::{self as shared, Asked, Thinking};
 use super::router::{Router, Sorted, Streams};
 use crate::jsonrpc::Error;
 use crate::protocol::acp::{
-    AcpClientHandler, AuthMethod, AuthMethodId, AuthenticateRequest, AvailableCommand, ContentBlock, LogoutRequest, EnvVariable, HttpHeader, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
+    AcpClientHandler, AuthMethod, AuthMethodId, AuthenticateRequest, AvailableCommand, ContentBlock, LogoutRequest, EnvVariable, HttpHeader, McpServer, McpServerStdio, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
     SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionUpdate, SetSessionConfigOptionRequest, StopReason, ToolCallContent, ToolCallStatus,
 };
 use crate::core::mcp::{McpServerConfig, StartFailure};
 use crate::dialect::remote::slash_command;
 use crate::protocol::{CommandsResult, ImageContent, ThinkingLevel};
 use std::path::Path;
-
-const NO_QUEUE: &str = "ACP has no message queue: a prompt runs alone (cancel it, then prompt)";
 
 /// The router of a v1 agent's updates.
 type V1Router = Router<SessionUpdate, AvailableCommand, SessionConfigOption>;
@@ -155,13 +153,6 @@ pub struct AcpRemote {
     servers: Mutex<Vec<McpServer>>,
 }
 
-/// The agent's `thought_level` config option.
-struct Thinking {
-    id: crate::protocol::acp::SessionConfigId,
-    current: String,
-    values: Vec<String>,
-}
-
 impl AcpRemote {
     /// The agent session's id, opening it first if need be.
     async fn session(&self) -> CoreResult<SessionId> {
@@ -170,7 +161,7 @@ impl AcpRemote {
             return Ok(opened.id.clone());
         }
         let servers = lock(&self.servers).clone();
-        let opened = self.agents.open(&self.cwd, servers).await.map_err(|e| CoreError::Internal(format!("the agent refused `session/new`: {e}")))?;
+        let opened = self.agents.open(&self.cwd, servers).await.map_err(shared::session_refused)?;
         self.agents.router.set_host(&opened.id.0, self.runs.host());
         let id = opened.id.clone();
         *session = Some(Arc::new(opened));
@@ -182,17 +173,7 @@ impl AcpRemote {
     }
 
     fn thinking(&self) -> Option<Thinking> {
-        let id = self.current_id()?;
-        self.agents.router.config(&id).into_iter().find_map(|option| match option {
-            SessionConfigOption::Variant0 { category: Some(c), id, current_value, options, .. } if c.0 == "thought_level" => {
-                let values = match &options {
-                    SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(|o| o.value.0.clone()).collect(),
-                    SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(|o| o.value.0.clone())).collect(),
-                };
-                Some(Thinking { id, current: current_value.0, values })
-            }
-            SessionConfigOption::Variant0 { .. } | SessionConfigOption::Variant1 { .. } => None,
-        })
+        Thinking::of(self.settings()?)
     }
 }
 
@@ -204,14 +185,11 @@ impl AgentCore for AcpRemote {
     }
 
     async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
-        if queue.is_some() && self.runs.is_running() {
-            return Err(CoreError::Unsupported(NO_QUEUE.into()));
-        }
+        shared::check_queue(queue.is_some(), self.runs.is_running())?;
         self.check_input(&images)?;
         self.session().await?;
         let Some(opened) = self.session.lock().await.clone() else { return Err(CoreError::Internal("no agent session".into())) };
-        let mut blocks = vec![ContentBlock::Text { annotations: None, meta: None, text: text.clone() }];
-        blocks.extend(images.iter().map(|i| ContentBlock::Image { annotations: None, meta: None, data: i.data.clone(), mime_type: String::from(i.mime_type.clone()), uri: None }));
+        let blocks = shared::prompt_blocks(&text, &images, |text| ContentBlock::Text { annotations: None, meta: None, text }, |data, mime_type| ContentBlock::Image { annotations: None, meta: None, data, mime_type, uri: None });
         let request = PromptRequest::new(blocks, opened.id.clone());
         let (client, router) = (self.agents.client.clone(), self.agents.router.clone());
         self.runs.start_cooperative(text, images, None, WIND_DOWN, move |reply| run(client, router, opened, request, reply)).await
@@ -251,14 +229,12 @@ impl AgentCore for AcpRemote {
         }
     }
 
-    async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
-        let _ = (text, images);
-        Err(CoreError::Unsupported(NO_QUEUE.into()))
+    async fn steer(&self, _text: String, _images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        shared::no_queue()
     }
 
-    async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
-        let _ = (text, images);
-        Err(CoreError::Unsupported(NO_QUEUE.into()))
+    async fn follow_up(&self, _text: String, _images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        shared::no_queue()
     }
 
     async fn new_session(&self, parent: Option<String>) -> CoreResult<()> {
@@ -281,47 +257,41 @@ impl AgentCore for AcpRemote {
     async fn set_setting(&self, id: &str, value: &str) -> CoreResult<()> {
         let session = self.session().await?;
         let request = SetSessionConfigOptionRequest::Variant1 { config_id: crate::protocol::acp::SessionConfigId(id.to_owned()), meta: None, session_id: session.clone(), value: SessionConfigValueId(value.to_owned()) };
-        let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
-        self.agents.router.set_config(&session.0, answer.config_options);
-        Ok(())
+        self.set_config_option(&session, &request).await
     }
 
     fn thinking_level(&self) -> Option<ThinkingLevel> {
-        self.thinking().and_then(|t| t.current.parse().ok())
+        self.thinking()?.level()
     }
 
     fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
-        self.thinking().map(|t| t.values.iter().filter_map(|v| v.parse().ok()).collect()).unwrap_or_default()
+        self.thinking().map(|t| t.levels()).unwrap_or_default()
     }
 
     async fn set_thinking_level(&self, level: ThinkingLevel) -> CoreResult<ThinkingLevel> {
         let session = self.session().await?;
-        let thinking = self.thinking().ok_or_else(|| CoreError::Unsupported("thinking levels are not available: the ACP agent offers no `thought_level` config option".into()))?;
-        let value = level.to_string();
-        if !thinking.values.contains(&value) {
-            return Err(CoreError::InvalidParams(format!("Thinking level {value} is not offered by the agent (it offers {})", thinking.values.join(", "))));
-        }
-        let request = SetSessionConfigOptionRequest::Variant1 { config_id: thinking.id, meta: None, session_id: session.clone(), value: SessionConfigValueId(value) };
-        let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
-        self.agents.router.set_config(&session.0, answer.config_options);
-        Ok(level)
+        let thinking = Thinking::required(self.thinking())?;
+        let request = SetSessionConfigOptionRequest::Variant1 { config_id: crate::protocol::acp::SessionConfigId(thinking.id.clone()), meta: None, session_id: session.clone(), value: SessionConfigValueId(thinking.value(level)?) };
+        self.set_config_option(&session, &request).await.map(|()| level)
     }
 
     async fn cycle_thinking_level(&self) -> CoreResult<Option<ThinkingLevel>> {
-        let levels = self.available_thinking_levels();
-        if levels.len() < 2 {
-            return Ok(None);
-        }
-        let current = self.thinking_level();
-        let at = levels.iter().position(|l| Some(*l) == current).map_or(0, |i| i + 1);
-        self.set_thinking_level(levels[at % levels.len()]).await.map(Some)
+        shared::cycle_thinking_level(self).await
     }
+}
 
+impl AcpRemote {
+    /// `session/set_config_option`; the agent's answer is the session's options now.
+    async fn set_config_option(&self, session: &SessionId, request: &SetSessionConfigOptionRequest) -> CoreResult<()> {
+        let answer = self.agents.client.set_config_option(request).await.map_err(shared::agent_error)?;
+        self.agents.router.set_config(&session.0, answer.config_options);
+        Ok(())
+    }
 }
 
 /// An ACP select config option as the core's setting (a grouped one's values in one list); a
 /// boolean one has no setting.
-fn setting(option: &SessionConfigOption) -> Option<Setting> {
+pub(crate) fn setting(option: &SessionConfigOption) -> Option<Setting> {
     match option {
         SessionConfigOption::Variant0 { id, name, description, category, current_value, options, .. } => {
             let value = |o: &crate::protocol::acp::SessionConfigSelectOption| SettingValue::new(o.value.0.clone(), o.name.clone(), o.description.clone());
@@ -336,7 +306,7 @@ fn setting(option: &SessionConfigOption) -> Option<Setting> {
 }
 
 /// A server config as ACP's `McpServer` (the inverse of what the ACP front reads).
-fn acp_server(config: &McpServerConfig) -> McpServer {
+pub(crate) fn acp_server(config: &McpServerConfig) -> McpServer {
     match config {
         McpServerConfig::Stdio(s) => {
             let env = s.env.iter().map(|(name, value)| EnvVariable::new(name.clone(), value.clone())).collect();
@@ -515,30 +485,18 @@ struct Permissions {
 impl AcpClientHandler for Permissions {
     async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
         let cancelled = || Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
-        // The tool call it is about reaches the host first.
-        let Some(router) = self.router.get() else { return cancelled() };
-        let Some((host, cancel)) = router.caught_up(&request.session_id.0).await else { return cancelled() };
         let call = &request.tool_call;
         let name = call.name.clone().or_else(|| call.title.clone()).unwrap_or_else(|| "tool".to_owned());
-        let args = match &call.raw_input {
-            Some(Value::Object(args)) => args.clone(),
-            Some(other) => Map::from_iter([("input".to_owned(), other.clone())]),
-            None => Map::new(),
-        };
+        let arguments = shared::arguments(call.raw_input.as_ref()).unwrap_or_default();
         let summary = call.title.clone().unwrap_or_default();
         // The change it would make, when the agent shows it as a diff.
         let change = call.content.iter().flatten().find_map(|c| match c {
             ToolCallContent::Diff { path, old_text, new_text, .. } => Some(crate::core::port::FileChange { path: path.into(), old_text: old_text.clone(), new_text: new_text.clone() }),
             ToolCallContent::Content { .. } | ToolCallContent::Terminal { .. } => None,
         });
-        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary, change, &cancel).await;
-        let wanted: &[PermissionOptionKind] = match decision {
-            Decision::Approve => &[PermissionOptionKind::AllowOnce],
-            Decision::ApproveForSession => &[PermissionOptionKind::AllowAlways, PermissionOptionKind::AllowOnce],
-            Decision::Reject { .. } | Decision::RejectAndStop => &[PermissionOptionKind::RejectOnce, PermissionOptionKind::RejectAlways],
-            Decision::TimedOut | Decision::Abandoned | Decision::Unanswerable => return cancelled(),
-        };
-        let chosen = wanted.iter().find_map(|kind| request.options.iter().find(|o| o.kind == *kind));
+        let asked = Asked { call_id: call.tool_call_id.0.clone(), name, arguments, summary, change };
+        let Some(wanted) = shared::decide(&self.router, &request.session_id.0, asked).await else { return cancelled() };
+        let chosen = wanted.iter().find_map(|kind| request.options.iter().find(|o| o.kind == super::port::kind(kind)));
         match chosen {
             Some(option) => Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Selected { option_id: option.option_id.clone(), meta: None })),
             None => cancelled(),

@@ -11,44 +11,16 @@
 //! run ends, as it would have — and the loop returns. Bounding that wait (`--eof-timeout`, a
 //! signal) is the process runner's (`crate::server`): it cancels the runs.
 
-use tokio::io::AsyncBufRead;
-
-use super::{AcpAgentSide, AcpServer};
-use crate::core::AgentCore;
-use crate::jsonrpc::{Connection, Service};
+use crate::jsonrpc::Connection;
 use crate::protocol::acp::{AcpAgentNotification, SessionId};
 
-impl<A: AgentCore> Service for AcpServer<A> {
-    type Side = AcpAgentSide;
-
-    fn connection(&self) -> &Connection {
-        self.conn()
-    }
-
-    fn notified(&self, notification: AcpAgentNotification) {
-        route_notification(self.conn(), notification, |session| self.cancel(session));
-    }
-}
+pub use super::front::serve as serve_acp;
 
 /// Routes a client's notification: `session/cancel` to `cancel`, `$/cancel_request` to the
 /// request it names on `conn` (every ACP agent side, ours and the bridge's, does the same).
 pub fn route_notification(conn: &Connection, notification: AcpAgentNotification, cancel: impl FnOnce(&SessionId)) {
     match notification {
         AcpAgentNotification::SessionCancel(n) => cancel(&n.session_id),
-        AcpAgentNotification::CancelRequest(n) => {
-            let id = serde_json::to_value(&n.request_id).unwrap_or_default();
-            if !conn.cancel_request(&id) {
-                tracing::debug!("$/cancel_request for {id}, which is not in flight");
-            }
-        }
+        AcpAgentNotification::CancelRequest(n) => super::front::cancel_request(conn, &n.request_id),
     }
-}
-
-/// Serves ACP on `input` until it ends and every request read is answered.
-pub async fn serve_acp<A, R>(server: &AcpServer<A>, input: R, max_line_bytes: usize)
-where
-    A: AgentCore,
-    R: AsyncBufRead + Unpin + Send + 'static,
-{
-    crate::jsonrpc::serve(server, input, max_line_bytes).await;
 }

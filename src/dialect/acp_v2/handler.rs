@@ -14,48 +14,40 @@
 //! names a session, live or stored (the core's `set_session_name`, saved in its file), and each
 //! run's `idle` carries the tokens it used (`usage`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use serde_json::Value;
-
-use super::{lock, same_shape, AcpV2SessionHost};
+use super::{lock, AcpV2SessionHost};
 use crate::core::events::RunOutcome;
-use crate::core::{AgentCore, AgentInfo, Capabilities, Host, Submitted};
+use crate::core::{AgentCore, Capabilities, Host, Submitted};
 use crate::dialect::acp::handler::{absolute, core_error, not_found};
-use crate::dialect::acp::{auth, config, SessionFactory};
-use crate::jsonrpc::{Connection, Error};
+use crate::dialect::acp::{auth, compat, config};
+use crate::jsonrpc::Error;
 use crate::protocol::acp_v2::*;
 
 /// One live session.
-struct Live<A> {
-    agent: Arc<A>,
-    host: Arc<AcpV2SessionHost>,
-}
+type Live<A> = crate::dialect::acp::front::Live<A, AcpV2SessionHost>;
 
-impl<A> Clone for Live<A> {
-    fn clone(&self) -> Self {
-        Self { agent: self.agent.clone(), host: self.host.clone() }
+/// ACP v2's projection of the front: its session host; nothing else per connection.
+#[derive(Debug)]
+pub enum V2 {}
+
+impl crate::dialect::acp::front::Projection for V2 {
+    const NAME: &'static str = "AcpV2Server";
+    type Host = AcpV2SessionHost;
+    type Extra = ();
+    type Side = super::AcpV2AgentSide;
+
+    fn notified<A: AgentCore>(front: &AcpV2Server<A>, notification: AcpAgentNotification) {
+        super::serve::route_notification(front, notification);
     }
 }
 
 /// The ACP v2 agent: the connection, the session factory and the live sessions.
-pub struct AcpV2Server<A> {
-    conn: Arc<Connection>,
-    factory: Arc<dyn SessionFactory<A>>,
-    sessions: Mutex<HashMap<String, Live<A>>>,
-    info: AgentInfo,
-}
-
-impl<A> std::fmt::Debug for AcpV2Server<A> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AcpV2Server").finish_non_exhaustive()
-    }
-}
+pub type AcpV2Server<A> = crate::dialect::acp::front::Front<V2, A>;
 
 /// v1's config options in v2's shape (v2 names the id `configId`).
 fn config_options(agent: &impl AgentCore) -> Vec<SessionConfigOption> {
-    config::options(agent).iter().filter_map(super::project::config_option).collect()
+    config::options(agent).iter().filter_map(compat::config_option).collect()
 }
 
 /// The session's slash commands; those that take text carry it as their `input` hint.
@@ -71,51 +63,18 @@ fn commands(agent: &impl AgentCore) -> Vec<AvailableCommand> {
         .collect()
 }
 
-/// The MCP servers of a v2 request as the core's configs (v2 tags stdio servers, v1 does not).
+/// The MCP servers of a v2 request as the core's configs.
 fn mcp_configs(servers: &[McpServer]) -> Result<Vec<crate::core::mcp::McpServerConfig>, Error> {
-    let v1: Vec<crate::protocol::acp::McpServer> = servers
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut v = serde_json::to_value(s).unwrap_or_default();
-            if let Some(o) = v.as_object_mut().filter(|o| o.get("type").and_then(Value::as_str) == Some("stdio")) {
-                o.remove("type");
-            }
-            serde_json::from_value(v).map_err(|e| Error::invalid_params(format!("MCP server {i}: {e}")).at(format!("/mcpServers/{i}"), "not a server agentwire can start"))
-        })
-        .collect::<Result<_, _>>()?;
-    crate::dialect::acp::mcp_configs(&v1)
+    crate::dialect::acp::mcp_configs(&compat::mcp_servers_v1(servers)?)
 }
 
 impl<A: AgentCore> AcpV2Server<A> {
-    /// A server on `conn` building sessions with `factory`.
-    pub fn new(conn: Arc<Connection>, factory: Arc<dyn SessionFactory<A>>) -> Self {
-        Self { conn, factory, sessions: Mutex::new(HashMap::new()), info: AgentInfo::default() }
-    }
-
-    /// The same, naming the agent `info` in `initialize`.
-    #[must_use]
-    pub fn with_info(mut self, info: AgentInfo) -> Self {
-        self.info = info;
-        self
-    }
-
-    /// The connection.
-    pub fn conn(&self) -> &Connection {
-        &self.conn
-    }
-
-    /// Every live session's agent.
-    pub fn agents(&self) -> Vec<Arc<A>> {
-        lock(&self.sessions).values().map(|l| l.agent.clone()).collect()
-    }
-
     fn can(&self) -> Capabilities {
         self.factory.capabilities()
     }
 
     fn live(&self, session: &str) -> Result<Live<A>, Error> {
-        lock(&self.sessions).get(session).cloned().ok_or_else(|| not_found(session))
+        self.session(session).ok_or_else(|| not_found(session))
     }
 
     /// `session/cancel`: cancels the session's foreground run (it reports `idle`, `cancelled`).
@@ -160,15 +119,11 @@ impl<A: AgentCore> AcpV2Server<A> {
 
     /// Ends a live session: its run is cancelled and has reported `idle` when this returns.
     async fn end(&self, session: &str) -> Option<Live<A>> {
-        let live = lock(&self.sessions).remove(session)?;
-        live.host.cancel_held();
-        let idle = lock(&live.host.state).idle.clone();
-        live.agent.cancel_now();
-        live.agent.shutdown().await;
-        if let Some(mut idle) = idle {
-            let _ = idle.wait_for(|idle| *idle).await;
-        }
-        Some(live)
+        self.end_with(session, |live| {
+            live.host.cancel_held();
+            lock(&live.host.state).idle.clone()
+        })
+        .await
     }
 
     /// Connects the session's MCP servers; a notice for each that did not start follows the
@@ -206,8 +161,8 @@ impl<A: AgentCore> AcpV2Server<A> {
                 Some(RunOutcome::Completed) => ("end_turn", None),
                 Some(RunOutcome::StepLimit { .. }) => ("max_turn_requests", None),
                 Some(RunOutcome::Aborted) => ("cancelled", None),
-                Some(RunOutcome::Failed(e)) => ("error", same_shape(&auth::prompt_failure(&e))),
-                None => ("error", same_shape(&Error::internal("The prompt ended without an outcome"))),
+                Some(RunOutcome::Failed(e)) => ("error", compat::error(&auth::prompt_failure(&e))),
+                None => ("error", compat::error(&Error::internal("The prompt ended without an outcome"))),
             };
             // The tokens of this run only (the unstable schema's `usage`: not cumulative).
             let usage = lock(&live.host.state).run_usage.take().map(super::RunUsage::usage);
@@ -252,21 +207,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         }
         let capabilities = AgentCapabilities::new().with_session(session);
         let auth_methods: Vec<AuthMethod> = if can.auth {
-            auth::methods(terminal_auth)
-                .iter()
-                .filter_map(|m| {
-                    let mut v = serde_json::to_value(m).ok()?;
-                    let o = v.as_object_mut()?;
-                    let id = o.remove("id")?;
-                    o.insert("methodId".into(), id);
-                    o.entry("type").or_insert_with(|| Value::String("agent".into()));
-                    if o.get("type").and_then(Value::as_str) == Some("terminal") {
-                        o.insert("env".into(), Value::Array(Vec::new()));
-                    }
-                    o.remove("description");
-                    serde_json::from_value(v).ok()
-                })
-                .collect()
+            auth::methods(terminal_auth).iter().filter_map(compat::auth_method).collect()
         } else {
             // The methods of the agent behind, if it has any.
             self.factory.agent_auth_methods().into_iter().map(|m| AuthMethod::Agent { description: m.description, meta: None, method_id: AuthMethodId(m.id), name: m.name }).collect()
@@ -279,33 +220,13 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
     }
 
     async fn auth_login(&self, params: LoginAuthRequest) -> Result<LoginAuthResponse, Error> {
-        if !self.can().auth && !self.factory.agent_auth_methods().is_empty() {
-            self.factory.agent_authenticate(&params.method_id.0).await.map_err(core_error)?;
-            return Ok(LoginAuthResponse::new());
-        }
-        if !self.can().auth {
-            return Err(Error::method_not_found("this agent does not support `auth/login`"));
-        }
-        auth::check_method(&params.method_id.0)?;
-        if self.factory.provider_configured() {
-            Ok(LoginAuthResponse::new())
-        } else {
-            Err(auth::required())
-        }
+        self.authenticate_with("auth/login", &params.method_id.0).await.map(|()| LoginAuthResponse::new())
     }
 
+    /// v2 asks for `auth/logout` wherever `authMethods` is not empty; an agent behind that
+    /// cannot log out refuses it (-32601, naming what it lacks).
     async fn auth_logout(&self, _params: LogoutAuthRequest) -> Result<LogoutAuthResponse, Error> {
-        // v2 asks for `auth/logout` wherever `authMethods` is not empty; an agent behind that
-        // cannot log out refuses it (-32601, naming what it lacks).
-        if !self.can().auth && !self.factory.agent_auth_methods().is_empty() {
-            self.factory.agent_logout().await.map_err(core_error)?;
-            return Ok(LogoutAuthResponse::new());
-        }
-        if !self.can().auth {
-            return Err(Error::method_not_found("this agent does not support `auth/logout`"));
-        }
-        self.factory.forget_stored_keys().map_err(|e| Error::internal(format!("Cannot forget the stored keys: {e}")))?;
-        Ok(LogoutAuthResponse::new())
+        self.logout_with("auth/logout", !self.factory.agent_auth_methods().is_empty()).await.map(|()| LogoutAuthResponse::new())
     }
 
     async fn session_new(&self, params: NewSessionRequest) -> Result<NewSessionResponse, Error> {
@@ -331,9 +252,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
             return Ok(ListSessionsResponse::new(Vec::new()));
         }
         let cwd = params.cwd.as_ref().map(|c| absolute(&c.0)).transpose()?;
-        let factory = self.factory.clone();
-        let sessions = tokio::task::spawn_blocking(move || factory.list_sessions(cwd.as_deref())).await.map_err(|e| Error::internal(format!("listing the sessions failed: {e}")))?;
-        Ok(ListSessionsResponse::new(sessions.iter().filter_map(same_shape).collect()))
+        Ok(ListSessionsResponse::new(compat::session_infos(&self.stored_sessions(cwd).await?)))
     }
 
     async fn session_resume(&self, params: ResumeSessionRequest) -> Result<ResumeSessionResponse, Error> {
@@ -341,7 +260,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
         let cwd = absolute(&params.cwd.0)?;
         let roots = params.additional_directories.iter().map(|d| absolute(&d.0)).collect::<Result<Vec<_>, _>>()?;
         let servers = mcp_configs(&params.mcp_servers)?;
-        let open = lock(&self.sessions).get(&session).cloned();
+        let open = self.session(&session);
         let live = match open {
             Some(live) if live.agent.is_running() => return Err(Error::internal("The session is running a prompt; cancel it first")),
             Some(live) => live,
@@ -380,14 +299,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
     async fn session_delete(&self, params: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
         let session = params.session_id.0;
         let live = self.end(&session).await;
-        let path = match live.as_ref().and_then(|l| l.agent.session_path()) {
-            Some(path) => Some(path).filter(|p| p.exists()),
-            None if self.can().sessions => self.factory.find_session_file(&session, None),
-            None => None,
-        };
-        if let Some(path) = path {
-            std::fs::remove_file(&path).map_err(|e| Error::internal(format!("Cannot delete {}: {e}", path.display())))?;
-        }
+        self.delete_file(&session, live.as_ref(), self.can().sessions)?;
         // A session that never existed is deleted already.
         Ok(DeleteSessionResponse::new())
     }
@@ -441,7 +353,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
             return Err(Error::invalid_params("The title is empty").at("/title", "empty after trimming whitespace"));
         }
         let session = params.session_id.0;
-        let open = lock(&self.sessions).get(&session).cloned();
+        let open = self.session(&session);
         match open {
             // A live session also tells the client (`session_info_update`).
             Some(live) => live.agent.set_session_name(&title).await.map_err(core_error)?,
@@ -470,21 +382,8 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
             }
         };
         let live = self.live(&session.0)?;
-        match config::change(&*live.agent, &config_id.0, &value.0)? {
-            config::Change::Model(provider, id) => {
-                live.agent.set_model(&provider, &id).await.map_err(|e| Error::internal(e.to_string()))?;
-                *lock(&live.host.context_window) = live.agent.current_model().map(|m| m.context_window);
-            }
-            config::Change::ThoughtLevel(level) => {
-                live.agent.set_thinking_level(level).await.map_err(core_error)?;
-            }
-            config::Change::Mode(policy) => {
-                live.agent.set_approval_policy(policy).map_err(core_error)?;
-            }
-            config::Change::Setting(id, value) => {
-                live.agent.set_setting(&id, &value).await.map_err(core_error)?;
-            }
-        }
+        let change = config::change(&*live.agent, &config_id.0, &value.0)?;
+        config::apply(&*live.agent, &live.host.context_window, change).await?;
         Ok(SetSessionConfigOptionResponse::new(config_options(&*live.agent)))
     }
 
@@ -496,7 +395,7 @@ impl<A: AgentCore> AcpAgentHandler for AcpV2Server<A> {
 
     async fn session_prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
         let live = self.live(&params.session_id.0)?;
-        let v1_blocks: Vec<crate::protocol::acp::ContentBlock> = params.prompt.iter().map(same_shape).collect::<Option<_>>().ok_or_else(|| Error::invalid_params("A prompt block has no ACP v1 equivalent"))?;
+        let v1_blocks = compat::content_blocks_v1(&params.prompt)?;
         let (text, images) = crate::dialect::acp::handler::prompt_input(&v1_blocks)?;
         let at = params.prompt.iter().position(|b| matches!(b, ContentBlock::Image { .. })).unwrap_or(0);
         crate::dialect::acp::images::check(&*live.agent, &images, at)?;

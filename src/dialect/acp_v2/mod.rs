@@ -49,12 +49,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A value of one version's generated type as the same wire shape in the other's: v1 and v2
-/// share many shapes (content blocks, tool kinds, locations, session listings), generated twice.
-fn same_shape<T: serde::Serialize, U: serde::de::DeserializeOwned>(value: &T) -> Option<U> {
-    serde_json::to_value(value).ok().and_then(|v| serde_json::from_value(v).ok())
-}
-
 /// What a tool call looked like when it was announced, for its later updates.
 #[derive(Debug, Clone, Default)]
 struct CallInfo {

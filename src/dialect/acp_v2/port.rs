@@ -11,14 +11,13 @@ use futures_util::FutureExt;
 
 use super::project::{call_update, described, diff, text_block};
 use super::{lock, AcpV2SessionHost};
-use crate::core::port::{Answers, ApprovalAsk, Decision, DialogAsk, DialogOutcome, HostPort, QuestionAsk, ToolAsk, UiNotice};
-use crate::core::tools::ToolOutput;
-use crate::jsonrpc::Reply;
+use crate::core::port::{ApprovalAsk, Decision, UiNotice};
+use crate::dialect::acp::port::{chosen, settled, AcpPort, Shown};
 use crate::protocol::acp_v2::{methods, CancelRequestNotification, MessageId, RequestId, PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate};
 
 
 impl AcpV2SessionHost {
-    async fn request_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
+    async fn ask_permission(&self, ask: ApprovalAsk<'_>) -> Decision {
         let tool = ask.call.name.to_string();
         if let Some(given) = lock(&self.state).standing.given(&tool) {
             return given;
@@ -48,27 +47,22 @@ impl AcpV2SessionHost {
             st.waiting = st.waiting.saturating_sub(1);
             st.waiting == 0
         };
-        let outcome = match reply {
-            Reply::Answered(answer) => answer.ok().and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| r.outcome),
-            Reply::TimedOut => return Decision::TimedOut,
-            // The run was cancelled (`session/cancel`, `session/close`): the request is
-            // withdrawn on the wire too (the schema's SHOULD), so the client closes its dialog
-            // and answers `cancelled`, which nobody waits for any more. The run reports `idle`
-            // itself.
-            Reply::Abandoned => {
-                self.withdraw(id).await;
-                return Decision::Abandoned;
-            }
-            Reply::InputEnded => return Decision::Unanswerable,
+        // Withdrawn once the run was cancelled, the client closes its dialog and answers
+        // `cancelled`, which nobody waits for any more; the run reports `idle` itself.
+        let answer = match settled::<methods::CancelRequest>(&self.conn, reply, id, |id| serde_json::from_value::<RequestId>(id).map(CancelRequestNotification::new)).await {
+            Ok(answer) => answer,
+            Err(decision) => return decision,
         };
         if last {
             self.state("running", None, None).await;
         }
-        let chosen = match outcome {
-            Some(RequestPermissionOutcome::Selected { option_id, .. }) => option_id.0,
-            Some(RequestPermissionOutcome::Cancelled { .. }) => return Decision::Abandoned,
-            // An unknown outcome (or an unreadable answer) is no approval.
-            None => return Decision::Reject { feedback: None },
+        let outcome = answer.and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| match r.outcome {
+            RequestPermissionOutcome::Selected { option_id, .. } => Some(option_id.0),
+            RequestPermissionOutcome::Cancelled { .. } => None,
+        });
+        let chosen = match chosen(outcome) {
+            Ok(chosen) => chosen,
+            Err(decision) => return decision,
         };
         let decision = lock(&self.state).standing.decide(&tool, &chosen);
         // Allowed: the call runs now.
@@ -79,60 +73,22 @@ impl AcpV2SessionHost {
     }
 }
 
-impl AcpV2SessionHost {
-    /// Sends `$/cancel_request` for our request `id`.
-    async fn withdraw(&self, id: serde_json::Value) {
-        match serde_json::from_value::<RequestId>(id) {
-            Ok(request_id) => self.conn.peer().notify::<methods::CancelRequest>(&CancelRequestNotification::new(request_id)).await,
-            Err(e) => tracing::warn!("cannot name request for $/cancel_request: {e}"),
-        }
-    }
-}
-
-impl HostPort for AcpV2SessionHost {
-    fn approve<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
-        self.request_permission(ask).boxed()
+impl AcpPort for AcpV2SessionHost {
+    fn request_permission<'a>(&'a self, ask: ApprovalAsk<'a>) -> BoxFuture<'a, Decision> {
+        self.ask_permission(ask).boxed()
     }
 
-    fn call_tool<'a>(&'a self, ask: ToolAsk<'a>) -> BoxFuture<'a, ToolOutput> {
-        // v2 has no host tools; none are ever registered, so this is not reached.
-        let name = ask.def.name.to_string();
-        async move { ToolOutput::error(format!("Host tool \"{name}\" is not available over ACP")) }.boxed()
-    }
-
-    fn supports_questions(&self) -> bool {
-        false
-    }
-
-    fn ask_questions<'a>(&'a self, _ask: QuestionAsk<'a>) -> BoxFuture<'a, Option<Answers>> {
-        async { None }.boxed()
-    }
-
-    fn dialog<'a>(&'a self, _ask: DialogAsk<'a>) -> BoxFuture<'a, DialogOutcome> {
-        async { DialogOutcome::Unsupported("ACP clients show no dialogs".into()) }.boxed()
-    }
-
-    fn supports_dialogs(&self) -> bool {
-        false
-    }
-
-    /// A notification as a `notice`; status, widgets and the last prompt as agent text; the
-    /// title goes out as `session_info_update`.
-    fn notify(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
+    /// A notification as a `notice`; status, widgets and the last prompt as agent text.
+    fn show(&self, notice: UiNotice) -> BoxFuture<'_, ()> {
         async move {
-            let text = match notice {
-                UiNotice::Notify { message, .. } => return self.notice("info", &message).await,
-                UiNotice::Status { text, .. } => text.unwrap_or_default(),
-                UiNotice::Widget { lines: Some(lines), .. } => lines.join("\n"),
-                UiNotice::Widget { key, lines: None } => format!("No {key}."),
-                UiNotice::EditorText { text } => format!("Last prompt:\n\n{text}"),
-                UiNotice::Title { .. } => return,
-            };
-            if text.is_empty() {
-                return;
+            match Shown::of(notice) {
+                Shown::Notification(message) => self.notice("info", &message).await,
+                Shown::Text(text) => {
+                    let id = self.next_message_id();
+                    self.update(SessionUpdate::AgentMessageChunk { content: text_block(text), message_id: MessageId(id), meta: None }).await;
+                }
+                Shown::Nothing => {}
             }
-            let id = self.next_message_id();
-            self.update(SessionUpdate::AgentMessageChunk { content: text_block(text), message_id: MessageId(id), meta: None }).await;
         }
         .boxed()
     }

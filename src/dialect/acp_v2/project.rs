@@ -5,22 +5,15 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
 
-use super::{lock, same_shape, AcpV2SessionHost, CallInfo};
+use super::{lock, AcpV2SessionHost, CallInfo};
+use crate::dialect::acp::compat;
 use crate::core::events::{AgentEvent, EventSink, NoticeLevel, StreamDelta};
 use crate::core::port::FileChange;
 use crate::dialect::acp::project as v1;
-use crate::protocol::acp_v2::{ContentBlock, DiffChange, DiffPatch, DiffPatchFormat, MessageId, NoticeSeverity, PlanEntry, PlanEntryPriority, PlanEntryStatus, PlanId, PlanUpdateContent, SessionUpdate, SessionUpdateTitle, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate};
-use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, TodoStatus, UserContent};
+use crate::protocol::acp_v2::{ContentBlock, DiffChange, DiffPatch, DiffPatchFormat, MessageId, NoticeSeverity, PlanId, PlanUpdateContent, SessionUpdate, SessionUpdateTitle, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate};
+use crate::protocol::{AgentMessage, AgentToolResult, AssistantContent, StopReason, TextOrImageContent, TodoPhase, UserContent};
 
 /// A tool call status (v2's statuses are an open string union).
-/// A v1 config option in v2's shape (v2 names the id `configId`).
-pub(super) fn config_option(option: &crate::protocol::acp::SessionConfigOption) -> Option<crate::protocol::acp_v2::SessionConfigOption> {
-    let mut v = serde_json::to_value(option).ok()?;
-    let id = v.as_object_mut()?.remove("id")?;
-    v.as_object_mut()?.insert("configId".into(), id);
-    serde_json::from_value(v).ok()
-}
-
 pub(super) fn status(status: &str) -> ToolCallStatus {
     ToolCallStatus(status.to_owned())
 }
@@ -96,7 +89,7 @@ fn tool_content(info: &CallInfo, cwd: Option<&std::path::Path>, content: &[TextO
         .into_iter()
         .filter_map(|c| match c {
             crate::protocol::acp::ToolCallContent::Diff { new_text, old_text, path, .. } => Some(diff(&path, old_text.as_deref(), &new_text)),
-            other => same_shape(&other),
+            other => compat::tool_call_content(&other),
         })
         .collect()
 }
@@ -109,11 +102,11 @@ pub(super) fn call_update(id: &str) -> ToolCallUpdate {
 /// A call's title, kind, locations and raw input.
 pub(super) fn described(update: ToolCallUpdate, cwd: Option<&std::path::Path>, name: &str, arguments: &Map<String, Value>) -> ToolCallUpdate {
     let update = update.with_title(v1::tool_title(name, arguments)).with_name(name.to_owned()).with_raw_input(Value::Object(arguments.clone()));
-    let update = match same_shape::<_, crate::protocol::acp_v2::ToolKind>(&v1::tool_kind(name)) {
+    let update = match compat::tool_kind(&v1::tool_kind(name)) {
         Some(kind) => update.with_kind(kind),
         None => update,
     };
-    match same_shape::<_, Vec<crate::protocol::acp_v2::ToolCallLocation>>(&v1::tool_locations(cwd, arguments)) {
+    match compat::tool_locations(&v1::tool_locations(cwd, arguments)) {
         Some(locations) => update.with_locations(locations),
         None => update,
     }
@@ -124,21 +117,9 @@ pub(super) fn as_update(u: ToolCallUpdate) -> SessionUpdate {
     SessionUpdate::ToolCallUpdate { capabilities, content, kind, locations, meta, name, raw_input, raw_output, status, title, tool_call_id }
 }
 
-/// The todo list as a v2 plan.
+/// The todo list as a v2 plan: v1's entries, in v2's shape.
 fn plan(phases: &[TodoPhase]) -> SessionUpdate {
-    let entries = phases
-        .iter()
-        .flat_map(|p| p.tasks.iter())
-        .filter(|t| !matches!(t.status, TodoStatus::Abandoned))
-        .map(|t| {
-            let status = match t.status {
-                TodoStatus::Completed => "completed",
-                TodoStatus::InProgress => "in_progress",
-                TodoStatus::Pending | TodoStatus::Blocked | TodoStatus::Abandoned => "pending",
-            };
-            PlanEntry::new(t.content.to_string(), PlanEntryPriority("medium".to_owned()), PlanEntryStatus(status.to_owned()))
-        })
-        .collect();
+    let entries = compat::plan_entries(&v1::plan_entries(phases));
     SessionUpdate::PlanUpdate { meta: None, plan: PlanUpdateContent::Items { entries, meta: None, plan_id: PlanId("todos".to_owned()) } }
 }
 
@@ -290,18 +271,16 @@ impl AcpV2SessionHost {
                 let AgentToolResult { content, details, .. } = result;
                 self.finish(&call.id, content, details.as_ref(), is_error, change).await;
             }
-            AgentEvent::TurnEnd { .. } | AgentEvent::RunEnd { .. } => {}
-            // The handler reports the outcome as the idle `state_update`.
-            AgentEvent::PromptSettled { .. } => {}
-            AgentEvent::QueueChanged { .. } => {}
+            // The handler reports the outcome (`PromptSettled`) as the idle `state_update`; the
+            // rest has no v2 update.
+            AgentEvent::TurnEnd { .. } | AgentEvent::RunEnd { .. } | AgentEvent::PromptSettled { .. } | AgentEvent::QueueChanged { .. } | AgentEvent::ThinkingLevelChanged { .. } => {}
             AgentEvent::CompactionStart { .. } | AgentEvent::CompactionEnd { .. } | AgentEvent::RetryStart { .. } | AgentEvent::RetryEnd { .. } => {}
-            AgentEvent::ThinkingLevelChanged { .. } => {}
             AgentEvent::SessionNameChanged { name } => {
                 self.update(SessionUpdate::SessionInfoUpdate { meta: None, title: Some(name), updated_at: None }).await;
             }
             AgentEvent::TodosChanged { phases } => self.update(plan(phases)).await,
             AgentEvent::SettingsChanged { settings } => {
-                let config_options = settings.iter().filter_map(|s| config_option(&crate::dialect::acp::config::setting(s))).collect();
+                let config_options = settings.iter().filter_map(|s| compat::config_option(&crate::dialect::acp::config::setting(s))).collect();
                 self.update(SessionUpdate::ConfigOptionUpdate { config_options, meta: None }).await;
             }
             AgentEvent::Notice { level, message } => {

@@ -23,18 +23,16 @@ use serde_json::{Map, Value};
 use crate::client::{AcpV2Client, CallError};
 use crate::core::events::RunOutcome;
 use crate::core::mcp::{McpServerConfig, StartFailure};
-use crate::core::port::Decision;
-use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Setting, SettingValue, Submitted};
+use crate::core::{AgentCore, Capabilities, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Setting, Submitted};
+use crate::dialect::acp::remote_shared::{self as shared, Asked, Thinking};
 use crate::dialect::acp::router::{Router, Sorted, Streams};
-use crate::dialect::remote::{approve, failed, refused, slash_command, WIND_DOWN};
+use crate::dialect::remote::{failed, refused, slash_command, WIND_DOWN};
 use crate::jsonrpc::Error;
 use crate::protocol::acp_v2::{
     AbsolutePath, AcpClientHandler, AuthMethod, AuthMethodId, AvailableCommand, LoginAuthRequest, LogoutAuthRequest, ContentBlock, McpServer, MediaType, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, RequestPermissionSubject, SessionId, SessionUpdate,
-    SessionConfigId, SessionConfigOption, SessionConfigSelectOptions, SessionConfigValueId, SetSessionConfigOptionRequest, ToolCallContent, ToolCallUpdate,
+    SessionConfigId, SessionConfigOption, SessionConfigValueId, SetSessionConfigOptionRequest, ToolCallContent, ToolCallUpdate,
 };
 use crate::protocol::{CommandsResult, ImageContent, ThinkingLevel};
-
-const NO_QUEUE: &str = "ACP has no message queue: a prompt runs alone (cancel it, then prompt)";
 
 /// How long a run waits for the `idle` of a turn an earlier run left before it ended.
 const LEFT_TURN: Duration = Duration::from_secs(5);
@@ -79,7 +77,7 @@ impl AcpV2Agents {
     pub fn connect(input: impl tokio::io::AsyncBufRead + Unpin + Send + 'static, out: crate::transport::Outbox, closer: crate::client::InputCloser, cwd: String) -> Self {
         // The permission handler needs the router, which needs the client's updates.
         let slot: Arc<std::sync::OnceLock<V2Router>> = Arc::default();
-        let (client, updates) = AcpV2Client::over(input, out, closer, Permissions { router: slot.clone() });
+        let (client, updates) = AcpV2Client::over(input, out, closer, Permissions { router: slot.clone() }, None);
         let router = Router::start(updates, sort, setting);
         let _ = slot.set(router.clone());
         Self { client, router, cwd }
@@ -128,7 +126,7 @@ impl AcpV2Remote {
             return Ok(opened.clone());
         }
         let servers = lock(&self.servers).clone();
-        let opened = Arc::new(self.agents.open(&self.cwd, servers).await.map_err(|e| CoreError::Internal(format!("the agent refused `session/new`: {e}")))?);
+        let opened = Arc::new(self.agents.open(&self.cwd, servers).await.map_err(shared::session_refused)?);
         self.agents.router.set_host(&opened.id.0, self.runs.host());
         *session = Some(opened.clone());
         Ok(opened)
@@ -138,51 +136,29 @@ impl AcpV2Remote {
         self.session.try_lock().ok().and_then(|s| s.as_ref().map(|o| o.id.0.clone()))
     }
 
-    /// The agent's `thought_level` select: its id, current value and values.
-    fn thinking(&self) -> Option<(SessionConfigId, String, Vec<String>)> {
-        let id = self.current_id()?;
-        self.agents.router.config(&id).into_iter().find_map(|option| match option {
-            SessionConfigOption::Variant0 { category: Some(c), config_id, current_value, options, .. } if c.0 == "thought_level" => {
-                let values = match &options {
-                    SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(|o| o.value.0.clone()).collect(),
-                    SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(|o| o.value.0.clone())).collect(),
-                };
-                Some((config_id, current_value.0, values))
-            }
-            SessionConfigOption::Variant0 { .. } | SessionConfigOption::Variant1 { .. } => None,
-        })
+    /// The agent's `thought_level` select.
+    fn thinking(&self) -> Option<Thinking> {
+        Thinking::of(self.settings()?)
+    }
+
+    /// `session/set_config_option` of a select; the agent's answer is the session's options now.
+    async fn set_select(&self, config_id: String, value: String) -> CoreResult<()> {
+        let session = self.opened().await?.id.clone();
+        let request = SetSessionConfigOptionRequest::Variant0 { config_id: SessionConfigId(config_id), meta: None, session_id: session.clone(), type_: "select".to_owned(), value: SessionConfigValueId(value) };
+        let answer = self.agents.client.set_config_option(&request).await.map_err(shared::agent_error)?;
+        self.agents.router.set_config(&session.0, answer.config_options);
+        Ok(())
     }
 }
 
-/// A v2 select config option as the core's setting (a grouped one's values in one list); a
-/// boolean one has no setting.
+/// A v2 select config option as the core's setting: v1's, of the option in v1's shape.
 fn setting(option: &SessionConfigOption) -> Option<Setting> {
-    match option {
-        SessionConfigOption::Variant0 { config_id, name, description, category, current_value, options, .. } => {
-            let value = |o: &crate::protocol::acp_v2::SessionConfigSelectOption| SettingValue::new(o.value.0.clone(), o.name.clone(), o.description.clone());
-            let values = match options {
-                SessionConfigSelectOptions::Ungrouped(list) => list.iter().map(value).collect(),
-                SessionConfigSelectOptions::Grouped(groups) => groups.iter().flat_map(|g| g.options.iter().map(value)).collect(),
-            };
-            Some(Setting::new(config_id.0.clone(), name.clone(), current_value.0.clone(), values).with_description(description.clone()).with_category(category.as_ref().map(|c| c.0.clone())))
-        }
-        SessionConfigOption::Variant1 { .. } => None,
-    }
+    crate::dialect::acp::remote::setting(&crate::dialect::acp::compat::config_option_v1(option)?)
 }
 
-/// A server config as v2's `McpServer` (v2 tags stdio servers).
+/// A server config as v2's `McpServer`: v1's, in v2's shape.
 fn v2_server(config: &McpServerConfig) -> Option<McpServer> {
-    let value = match config {
-        McpServerConfig::Stdio(s) => serde_json::json!({
-            "type": "stdio", "name": s.name, "command": s.command, "args": s.args,
-            "env": s.env.iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect::<Vec<_>>(),
-        }),
-        McpServerConfig::Http(h) => serde_json::json!({
-            "type": "http", "name": h.name, "url": h.url,
-            "headers": h.headers.iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect::<Vec<_>>(),
-        }),
-    };
-    serde_json::from_value(value).ok()
+    crate::dialect::acp::compat::mcp_server(&crate::dialect::acp::remote::acp_server(config))
 }
 
 impl AgentCore for AcpV2Remote {
@@ -193,13 +169,10 @@ impl AgentCore for AcpV2Remote {
     }
 
     async fn prompt(&self, text: String, images: Vec<ImageContent>, queue: Option<QueueKind>) -> CoreResult<Submitted> {
-        if queue.is_some() && self.runs.is_running() {
-            return Err(CoreError::Unsupported(NO_QUEUE.into()));
-        }
+        shared::check_queue(queue.is_some(), self.runs.is_running())?;
         self.check_input(&images)?;
         let opened = self.opened().await?;
-        let mut blocks = vec![ContentBlock::Text { annotations: None, meta: None, text: text.clone() }];
-        blocks.extend(images.iter().map(|i| ContentBlock::Image { annotations: None, meta: None, data: i.data.clone(), mime_type: MediaType(String::from(i.mime_type.clone())), uri: None }));
+        let blocks = shared::prompt_blocks(&text, &images, |text| ContentBlock::Text { annotations: None, meta: None, text }, |data, mime| ContentBlock::Image { annotations: None, meta: None, data, mime_type: MediaType(mime), uri: None });
         let request = PromptRequest::new(blocks, opened.id.clone());
         let (client, router) = (self.agents.client.clone(), self.agents.router.clone());
         self.runs.start_cooperative(text, images, None, WIND_DOWN, move |reply| run(client, router, opened, request, reply)).await
@@ -244,14 +217,12 @@ impl AgentCore for AcpV2Remote {
         self.runs.session_id()
     }
 
-    async fn steer(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
-        let _ = (text, images);
-        Err(CoreError::Unsupported(NO_QUEUE.into()))
+    async fn steer(&self, _text: String, _images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        shared::no_queue()
     }
 
-    async fn follow_up(&self, text: String, images: Vec<ImageContent>) -> CoreResult<Submitted> {
-        let _ = (text, images);
-        Err(CoreError::Unsupported(NO_QUEUE.into()))
+    async fn follow_up(&self, _text: String, _images: Vec<ImageContent>) -> CoreResult<Submitted> {
+        shared::no_queue()
     }
 
     async fn new_session(&self, parent: Option<String>) -> CoreResult<()> {
@@ -272,42 +243,26 @@ impl AgentCore for AcpV2Remote {
     }
 
     async fn set_setting(&self, id: &str, value: &str) -> CoreResult<()> {
-        let session = self.opened().await?.id.clone();
-        let request = SetSessionConfigOptionRequest::Variant0 { config_id: SessionConfigId(id.to_owned()), meta: None, session_id: session.clone(), type_: "select".to_owned(), value: SessionConfigValueId(value.to_owned()) };
-        let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
-        self.agents.router.set_config(&session.0, answer.config_options);
-        Ok(())
+        self.set_select(id.to_owned(), value.to_owned()).await
     }
 
     fn thinking_level(&self) -> Option<ThinkingLevel> {
-        self.thinking().and_then(|(_, current, _)| current.parse().ok())
+        self.thinking()?.level()
     }
 
     fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
-        self.thinking().map(|(_, _, values)| values.iter().filter_map(|v| v.parse().ok()).collect()).unwrap_or_default()
+        self.thinking().map(|t| t.levels()).unwrap_or_default()
     }
 
     async fn set_thinking_level(&self, level: ThinkingLevel) -> CoreResult<ThinkingLevel> {
-        let session = self.opened().await?.id.clone();
-        let (config_id, _, values) = self.thinking().ok_or_else(|| CoreError::Unsupported("thinking levels are not available: the ACP agent offers no `thought_level` config option".into()))?;
-        let value = level.to_string();
-        if !values.contains(&value) {
-            return Err(CoreError::InvalidParams(format!("Thinking level {value} is not offered by the agent (it offers {})", values.join(", "))));
-        }
-        let request = SetSessionConfigOptionRequest::Variant0 { config_id, meta: None, session_id: session.clone(), type_: "select".to_owned(), value: SessionConfigValueId(value) };
-        let answer = self.agents.client.set_config_option(&request).await.map_err(|e| CoreError::Internal(format!("agent: {e}")))?;
-        self.agents.router.set_config(&session.0, answer.config_options);
-        Ok(level)
+        self.opened().await?;
+        let thinking = Thinking::required(self.thinking())?;
+        let value = thinking.value(level)?;
+        self.set_select(thinking.id, value).await.map(|()| level)
     }
 
     async fn cycle_thinking_level(&self) -> CoreResult<Option<ThinkingLevel>> {
-        let levels = self.available_thinking_levels();
-        if levels.len() < 2 {
-            return Ok(None);
-        }
-        let current = self.thinking_level();
-        let at = levels.iter().position(|l| Some(*l) == current).map_or(0, |i| i + 1);
-        self.set_thinking_level(levels[at % levels.len()]).await.map(Some)
+        shared::cycle_thinking_level(self).await
     }
 }
 
@@ -561,30 +516,20 @@ struct Permissions {
 impl AcpClientHandler for Permissions {
     async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
         let cancelled = || Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled { meta: None }));
-        // The tool call it is about reaches the host first.
-        let Some(router) = self.router.get() else { return cancelled() };
-        let Some((host, cancel)) = router.caught_up(&request.session_id.0).await else { return cancelled() };
         let empty = ToolCallUpdate::new(crate::protocol::acp_v2::ToolCallId(String::new()));
         let call = match &request.subject {
             Some(RequestPermissionSubject::ToolCall { tool_call, .. }) => tool_call,
             Some(RequestPermissionSubject::Command { .. }) | None => &empty,
         };
         let name = call.name.clone().or_else(|| call.title.clone()).unwrap_or_else(|| "tool".to_owned());
-        let args = match (&call.raw_input, &request.subject) {
-            (Some(Value::Object(args)), _) => args.clone(),
-            (Some(other), _) => Map::from_iter([("input".to_owned(), other.clone())]),
-            (None, Some(RequestPermissionSubject::Command { command, cwd, .. })) => Map::from_iter([("command".to_owned(), Value::String(command.clone())), ("cwd".to_owned(), Value::String(cwd.0.clone()))]),
-            (None, _) => Map::new(),
-        };
+        let arguments = shared::arguments(call.raw_input.as_ref()).unwrap_or_else(|| match &request.subject {
+            Some(RequestPermissionSubject::Command { command, cwd, .. }) => Map::from_iter([("command".to_owned(), Value::String(command.clone())), ("cwd".to_owned(), Value::String(cwd.0.clone()))]),
+            Some(RequestPermissionSubject::ToolCall { .. }) | None => Map::new(),
+        });
         let summary = call.title.clone().unwrap_or_else(|| request.title.clone());
         // v2's diff is a patch, not the file's texts: the host is not shown it.
-        let decision = approve(&host, &call.tool_call_id.0, &name, args, summary, None, &cancel).await;
-        let wanted: &[&str] = match decision {
-            Decision::Approve => &["allow_once"],
-            Decision::ApproveForSession => &["allow_always", "allow_once"],
-            Decision::Reject { .. } | Decision::RejectAndStop => &["reject_once", "reject_always"],
-            Decision::TimedOut | Decision::Abandoned | Decision::Unanswerable => return cancelled(),
-        };
+        let asked = Asked { call_id: call.tool_call_id.0.clone(), name, arguments, summary, change: None };
+        let Some(wanted) = shared::decide(&self.router, &request.session_id.0, asked).await else { return cancelled() };
         match wanted.iter().find_map(|kind| request.options.iter().find(|o| o.kind.0 == *kind)) {
             Some(option) => Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Selected { option_id: option.option_id.clone(), meta: None })),
             None => cancelled(),
