@@ -153,7 +153,7 @@ pub(super) fn run(action: ConformanceAction) -> ExitCode {
                     }
                     Err(e) => fail(&format!("{}: {e}", out.display())),
                 },
-                Err(e) => fail(&e),
+                Err(e) => fail(&e.to_string()),
             }
         }
         ConformanceAction::Import { from, out, recordings } => {
@@ -241,11 +241,11 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
                 }
                 AgentUnderTest::Adapted { adapter: Box::new(adapter), agentwire: exe }
             }
-            Err(e) => return fail(&e),
+            Err(e) => return fail(&e.to_string()),
         },
         (None, Some(bin)) => match AgentUnderTest::command(bin, exe) {
             Ok(a) => a,
-            Err(e) => return fail(&e),
+            Err(e) => return fail(&e.to_string()),
         },
         (None, None) => AgentUnderTest::Agentwire(exe),
     };
@@ -260,7 +260,7 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
     };
     let mut baseline = match baseline_path.as_deref().map(Baseline::load).transpose() {
         Ok(b) => b,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let files = collect(paths, opts.filter.as_deref());
     if let (Some(b), Some(_)) = (baseline.as_mut(), &opts.filter) {

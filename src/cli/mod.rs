@@ -63,7 +63,7 @@ pub(crate) fn emit_or_fail(text: &str) -> Result<(), ExitCode> {
     emit(text).map_err(|e| fail(&format!("cannot write to stdout: {e}")))
 }
 
-fn fail(message: impl std::fmt::Display) -> ExitCode {
+fn fail(message: &str) -> ExitCode {
     tracing::error!("{message}");
     ExitCode::from(2)
 }

@@ -213,19 +213,19 @@ pub(super) fn run(action: SchemaAction) -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(code) => code,
             },
-            Err(e) => fail(&e),
+            Err(e) => fail(&e.to_string()),
         },
         SchemaAction::Validate { dialect, files } => match validate_files(&files, dialect.map(SchemaDialect::from), &mut stdout.lock()) {
             Ok(0) => ExitCode::SUCCESS,
             Ok(_) => ExitCode::from(1),
-            Err(e) => fail(&e),
+            Err(e) => fail(&e.to_string()),
         },
         SchemaAction::Docs => match crate::codegen::docs::protocol_markdown() {
             Ok(text) => match super::emit_or_fail(&text) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(code) => code,
             },
-            Err(e) => fail(&e),
+            Err(e) => fail(&e.to_string()),
         },
     }
 }

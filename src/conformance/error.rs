@@ -87,17 +87,17 @@ pub enum RunError {
     #[error("the agent wrote a batch answer that does not validate: {error}\n  {frame}")]
     InvalidBatch {
         /// The validator's reason.
-        error: FrameError,
+        error: Box<FrameError>,
         /// The whole batch.
-        frame: Value,
+        frame: Box<Value>,
     },
     /// A frame the agent wrote does not validate.
     #[error("the agent wrote a frame that does not validate: {error}\n  {frame}")]
     InvalidFrame {
         /// The validator's reason.
-        error: FrameError,
+        error: Box<FrameError>,
         /// The frame.
-        frame: Value,
+        frame: Box<Value>,
     },
     /// The agent answered `initialize` with an older ACP version than the transcript's.
     #[error("the agent does not speak ACP v{0}")]

@@ -390,7 +390,7 @@ impl Run {
                 if let Value::Array(members) = &frame {
                     for member in members {
                         let answered = member.get("id").and_then(|id| self.requests.get(&id.to_string())).map(String::as_str);
-                        validate_outbound(self.dialect, acp_schema(self.acp_version), member, answered).map_err(|error| RunError::InvalidBatch { error, frame: frame.clone() })?;
+                        validate_outbound(self.dialect, acp_schema(self.acp_version), member, answered).map_err(|error| RunError::InvalidBatch { error: Box::new(error), frame: Box::new(frame.clone()) })?;
                     }
                     self.seen.push(frame.clone());
                     return Ok(Some(frame));
@@ -416,7 +416,7 @@ impl Run {
                     }
                 }
                 validate_outbound(self.dialect, acp_schema(self.acp_version), &frame, answered)
-                    .map_err(|error| RunError::InvalidFrame { error, frame: frame.clone() })?;
+                    .map_err(|error| RunError::InvalidFrame { error: Box::new(error), frame: Box::new(frame.clone()) })?;
                 self.seen.push(frame.clone());
                 if self.ignore.iter().any(|p| Matcher::default().check(p, &frame, true).is_ok()) {
                     return Ok(None);
