@@ -60,7 +60,7 @@ fn main() {
             (name, text)
         })
         .collect();
-    let code = rust_types::generate(&bundled).unwrap_or_else(|e| fail(&e));
+    let code = rust_types::generate(&bundled).unwrap_or_else(|e| fail(&e.to_string()));
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     // The Agent Client Protocol: the vendored official schema, generated into its own module.
     let acp_dir = schema_dir.join("acp");
@@ -70,13 +70,13 @@ fn main() {
         std::fs::read_to_string(&path).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())))
     };
     let acp_schema = read("schema.json");
-    let acp = acp_types::generate(&acp_schema, None, &read("meta.json"), &read("methods.json"), "schema/acp").unwrap_or_else(|e| fail(&e));
+    let acp = acp_types::generate(&acp_schema, None, &read("meta.json"), &read("methods.json"), "schema/acp").unwrap_or_else(|e| fail(&e.to_string()));
     // ACP v2 beside it, from its own vendored schema (`schema/acp/v2/`), into its own module;
     // the unstable methods and fields v2's `methods.json` names come from the unstable schema
     // vendored beside the stable one.
     let acp_v2_schema = read("v2/schema.json");
     let acp_v2_unstable_schema = read("v2/schema.unstable.json");
-    let acp_v2 = acp_types::generate(&acp_v2_schema, Some(&acp_v2_unstable_schema), &read("v2/meta.json"), &read("v2/methods.json"), "schema/acp/v2").unwrap_or_else(|e| fail(&e));
+    let acp_v2 = acp_types::generate(&acp_v2_schema, Some(&acp_v2_unstable_schema), &read("v2/meta.json"), &read("v2/methods.json"), "schema/acp/v2").unwrap_or_else(|e| fail(&e.to_string()));
     // The validators, one generator for both schemas.
     let no_defs = serde_json::Map::new();
     let bundle_defs = bundled.get("$defs").and_then(serde_json::Value::as_object).unwrap_or(&no_defs);

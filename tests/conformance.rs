@@ -60,7 +60,7 @@ fn the_kimi_recordings_pass_against_agentwire_except_the_listed_differences() {
 /// Re-imports every recording of one peer and compares with the committed transcripts, so a
 /// change to the importer (or to the recordings in tests/fixtures/) shows up here. Update:
 /// AGENTWIRE_UPDATE_IMPORTS=1.
-fn assert_imports_current(peer: &str, committed: &[PathBuf], import: impl Fn(&Path, &serde_json::Value) -> Result<String, String>) {
+fn assert_imports_current(peer: &str, committed: &[PathBuf], import: impl Fn(&Path, &serde_json::Value) -> Result<String, agentwire::conformance::error::InputError>) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-transcripts").join(peer);
     let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance").join(peer);
     let scripts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(source.join("scripts.json")).unwrap()).unwrap();

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{AgentEvent, CompactionReason};
 use super::Agent;
+use crate::core::CoreError;
 use crate::protocol::*;
 use crate::providers::{ModelChunk, ModelRequest, Purpose};
 use crate::sessions::{message_text, ContextItem, Payload};
@@ -30,6 +31,15 @@ pub enum CompactionError {
     /// The summary could not be saved.
     #[error("could not write the session file: {0}")]
     Write(String),
+}
+
+impl From<CompactionError> for CoreError {
+    fn from(e: CompactionError) -> Self {
+        match e {
+            CompactionError::AlreadyCompacted | CompactionError::NothingToCompact => CoreError::Conflict(e.to_string()),
+            CompactionError::Aborted | CompactionError::Model(_) | CompactionError::Write(_) => CoreError::Internal(e.to_string()),
+        }
+    }
 }
 
 /// When compaction happens.
@@ -202,6 +212,6 @@ pub async fn auto_compact(agent: &Agent, reason: CompactionReason, will_retry: b
     agent.emit(AgentEvent::CompactionStart { reason }).await;
     let outcome = compact(agent, None, cancel).await;
     let ok = outcome.is_ok();
-    agent.emit(AgentEvent::CompactionEnd { reason, result: outcome.map_err(|e| e.to_string()), aborted: cancel.is_cancelled(), will_retry: will_retry && ok }).await;
+    agent.emit(AgentEvent::CompactionEnd { reason, result: outcome.map_err(CoreError::from), aborted: cancel.is_cancelled(), will_retry: will_retry && ok }).await;
     ok
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 use super::events::{AgentEvent, CompactionReason};
-use super::compaction::{self, CompactionError};
+use super::compaction;
 use super::{nonempty, Agent, CoreError, CoreResult};
 use crate::protocol::*;
 use crate::sessions::{self, ContextItem, MessagesJson, MessagesPageJson, Payload, Role, Session};
@@ -240,13 +240,10 @@ impl Agent {
         self.state().compacting = true;
         let reason = CompactionReason::Manual;
         self.emit(AgentEvent::CompactionStart { reason }).await;
-        let outcome = compaction::compact(self, custom_instructions, &CancellationToken::new()).await;
+        let outcome = compaction::compact(self, custom_instructions, &CancellationToken::new()).await.map_err(CoreError::from);
         self.state().compacting = false;
-        self.emit(AgentEvent::CompactionEnd { reason, result: outcome.clone().map_err(|e| e.to_string()), aborted: false, will_retry: false }).await;
-        outcome.map_err(|e| match e {
-            CompactionError::AlreadyCompacted | CompactionError::NothingToCompact => CoreError::Conflict(e.to_string()),
-            CompactionError::Aborted | CompactionError::Model(_) | CompactionError::Write(_) => CoreError::Internal(e.to_string()),
-        })
+        self.emit(AgentEvent::CompactionEnd { reason, result: outcome.clone(), aborted: false, will_retry: false }).await;
+        outcome
     }
 }
 

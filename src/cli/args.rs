@@ -439,9 +439,14 @@ impl ClientDialectArg {
     }
 }
 
+/// `--thinking` names no level of the protocol's `ThinkingLevel` enum (clap prints it).
+#[derive(Debug, thiserror::Error)]
+#[error("unknown thinking level {0:?}")]
+struct UnknownThinkingLevel(String);
+
 /// `--thinking`: a level of the protocol's `ThinkingLevel` enum.
-fn parse_thinking_level(text: &str) -> Result<crate::protocol::ThinkingLevel, String> {
-    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| format!("unknown thinking level {text:?}"))
+fn parse_thinking_level(text: &str) -> Result<crate::protocol::ThinkingLevel, UnknownThinkingLevel> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| UnknownThinkingLevel(text.to_owned()))
 }
 
 /// `agentwire conformance requirements --format`.

@@ -153,10 +153,11 @@ pub(super) fn run(action: ConformanceAction) -> ExitCode {
                     }
                     Err(e) => fail(&format!("{}: {e}", out.display())),
                 },
-                Err(e) => fail(&e),
+                Err(e) => fail(&e.to_string()),
             }
         }
         ConformanceAction::Import { from, out, recordings } => {
+            use crate::conformance::error::InputError;
             use crate::conformance::import_rpc::{import_rpc, Peer};
             let mut failed = false;
             // A shell glob over a recordings directory also names the companion files.
@@ -164,8 +165,8 @@ pub(super) fn run(action: ConformanceAction) -> ExitCode {
             for recording in recordings.iter().filter(|r| !is_companion(r)) {
                 let scripts = recording.with_file_name("scripts.json");
                 let converted = std::fs::read_to_string(&scripts)
-                    .map_err(|e| format!("{}: {e}", scripts.display()))
-                    .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{}: {e}", scripts.display())))
+                    .map_err(|source| InputError::Io { path: scripts.clone(), source })
+                    .and_then(|t| serde_json::from_str(&t).map_err(|source| InputError::Json { at: scripts.display().to_string(), source }))
                     .and_then(|scripts| match from {
                         ImportFrom::Kimi => crate::conformance::import::import_kimi(recording, &scripts),
                         ImportFrom::Pi => import_rpc(Peer::Pi, recording, &scripts),
@@ -178,7 +179,7 @@ pub(super) fn run(action: ConformanceAction) -> ExitCode {
                 };
                 let stem = recording.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
                 let target = out.join(format!("{prefix}-{}.jsonl", stem.replace(['.', '_'], "-")));
-                match converted.and_then(|text| std::fs::write(&target, text).map_err(|e| format!("{}: {e}", target.display()))) {
+                match converted.and_then(|text| std::fs::write(&target, text).map_err(|source| InputError::Io { path: target.clone(), source })) {
                     Ok(()) => tracing::info!("wrote {}", target.display()),
                     Err(e) => {
                         tracing::error!("{e}");
@@ -240,11 +241,11 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
                 }
                 AgentUnderTest::Adapted { adapter: Box::new(adapter), agentwire: exe }
             }
-            Err(e) => return fail(&e),
+            Err(e) => return fail(&e.to_string()),
         },
         (None, Some(bin)) => match AgentUnderTest::command(bin, exe) {
             Ok(a) => a,
-            Err(e) => return fail(&e),
+            Err(e) => return fail(&e.to_string()),
         },
         (None, None) => AgentUnderTest::Agentwire(exe),
     };
@@ -259,7 +260,7 @@ fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitC
     };
     let mut baseline = match baseline_path.as_deref().map(Baseline::load).transpose() {
         Ok(b) => b,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let files = collect(paths, opts.filter.as_deref());
     if let (Some(b), Some(_)) = (baseline.as_mut(), &opts.filter) {

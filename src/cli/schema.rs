@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use super::{fail, BundleDialectArg, SchemaAction};
-use crate::codegen::bundle::SchemaSet;
+use crate::codegen::bundle::{BundleError, SchemaSet};
 use crate::protocol::validate::{validator, SchemaDialect, Direction, FrameError};
 use crate::protocol::embedded::schema_files;
 use crate::protocol::UnionInfo;
@@ -27,10 +27,11 @@ pub fn dialect_roots(dialect: Option<SchemaDialect>) -> Option<&'static [&'stati
 pub const FILE_FORMAT_ROOTS: &[&str] = &["ConformanceAdapter", "ConformanceRequirements", "ModelScriptEntry", "ModelsFile", "SessionFileLine", "TranscriptLine"];
 
 /// The bundled schema (one dialect's or all of it) as pretty JSON text.
-pub fn bundle_text(dialect: Option<SchemaDialect>) -> Result<String, String> {
-    let set = SchemaSet::from_texts(schema_files().iter().copied()).map_err(|e| e.to_string())?;
-    let bundle = set.bundle_reachable(dialect_roots(dialect)).map_err(|e| e.to_string())?;
-    serde_json::to_string_pretty(&bundle).map_err(|e| e.to_string())
+pub fn bundle_text(dialect: Option<SchemaDialect>) -> Result<String, BundleError> {
+    let set = SchemaSet::from_texts(schema_files().iter().copied())?;
+    let bundle = set.bundle_reachable(dialect_roots(dialect))?;
+    // `{:#}` is serde_json's pretty printer, which cannot fail on a `Value`.
+    Ok(format!("{bundle:#}"))
 }
 
 /// What one input line is, once the transcript wrapper (if any) is taken off.
@@ -157,23 +158,40 @@ pub fn check_lines(reader: impl BufRead, dialect: Option<SchemaDialect>) -> std:
     Ok(problems)
 }
 
+/// Why `schema validate` stopped before checking every file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValidateFilesError {
+    /// A file could not be opened or read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The path as given (`-` for stdin).
+        path: String,
+        /// The OS's reason.
+        source: std::io::Error,
+    },
+    /// The report could not be written.
+    #[error("{0}")]
+    Write(std::io::Error),
+}
+
 /// `schema validate`: checks every line of every file (`-` is stdin), prints one line per
 /// invalid frame to `out`, and returns how many were invalid. Unreadable files are `Err`.
-pub fn validate_files(paths: &[String], dialect: Option<SchemaDialect>, out: &mut dyn Write) -> Result<usize, String> {
+pub fn validate_files(paths: &[String], dialect: Option<SchemaDialect>, out: &mut dyn Write) -> Result<usize, ValidateFilesError> {
     let mut invalid = 0;
     for path in paths {
         let problems = if path == "-" {
             check_lines(std::io::stdin().lock(), dialect)
         } else {
-            let file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+            let file = std::fs::File::open(path).map_err(|source| ValidateFilesError::Read { path: path.clone(), source })?;
             check_lines(std::io::BufReader::new(file), dialect)
         }
-        .map_err(|e| format!("{path}: {e}"))?;
+        .map_err(|source| ValidateFilesError::Read { path: path.clone(), source })?;
         for (line, problem) in problems {
             invalid += 1;
             // A reader gone away (`| head`) has all it wanted; the count still decides the status.
             match writeln!(out, "{path}:{line}: {problem}") {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.to_string()),
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(ValidateFilesError::Write(e)),
                 Ok(()) | Err(_) => {}
             }
         }
@@ -195,19 +213,19 @@ pub(super) fn run(action: SchemaAction) -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(code) => code,
             },
-            Err(e) => fail(&e),
+            Err(e) => fail(&e.to_string()),
         },
         SchemaAction::Validate { dialect, files } => match validate_files(&files, dialect.map(SchemaDialect::from), &mut stdout.lock()) {
             Ok(0) => ExitCode::SUCCESS,
             Ok(_) => ExitCode::from(1),
-            Err(e) => fail(&e),
+            Err(e) => fail(&e.to_string()),
         },
         SchemaAction::Docs => match crate::codegen::docs::protocol_markdown() {
             Ok(text) => match super::emit_or_fail(&text) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(code) => code,
             },
-            Err(e) => fail(&e),
+            Err(e) => fail(&e.to_string()),
         },
     }
 }

@@ -193,7 +193,7 @@ pub enum FirstAnswer {
     },
     /// Another JSON-RPC answer to it (an error, or a result without `protocolVersion`: kimi's
     /// wire wants `protocol_version`).
-    Other(Result<Value, String>),
+    Other(Result<Value, crate::jsonrpc::Error>),
 }
 
 /// Reads the agent's output up to the first telling frame after an ACP `initialize` with id
@@ -285,7 +285,7 @@ async fn wire_initialize<R: AsyncBufRead + Unpin>(
             if answer.id.as_ref().and_then(Value::as_str) == Some(PROBE_WIRE_ID) {
                 return match answer.outcome {
                     Ok(result) => wire_result(result),
-                    Err(message) => Err(DetectError::Refused(message)),
+                    Err(error) => Err(DetectError::Refused(error.message)),
                 };
             }
         }
@@ -303,14 +303,14 @@ fn acp_answer(answer: JsonRpcAnswer) -> Result<Detected, DetectError> {
         Ok(result) => serde_json::from_value(result.clone())
             .map(|r| Detected::Acp(Box::new(r)))
             .map_err(|e| DetectError::Unknown(format!("ACP `initialize` result {result}: {e}"))),
-        Err(message) => Err(DetectError::Refused(message)),
+        Err(error) => Err(DetectError::Refused(error.message)),
     }
 }
 
-/// A JSON-RPC answer: its id and result or error message.
+/// A JSON-RPC answer: its id and result or error.
 struct JsonRpcAnswer {
     id: Option<Value>,
-    outcome: Result<Value, String>,
+    outcome: Result<Value, crate::jsonrpc::Error>,
 }
 
 enum Frame {
@@ -350,9 +350,11 @@ async fn next_frame<R: AsyncBufRead + Unpin>(
                     .and_then(Value::as_str)
                     .unwrap_or("error")
                     .to_owned();
+                // A code that is no integer reads as an internal error: only the message is shown.
+                let code = error.get("code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok()).unwrap_or(crate::jsonrpc::ErrorCode::InternalError.code());
                 return Ok((Frame::JsonRpc(JsonRpcAnswer {
                     id,
-                    outcome: Err(message),
+                    outcome: Err(crate::jsonrpc::Error::new(code, message)),
                 }), bytes));
             }
             continue;

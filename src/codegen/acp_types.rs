@@ -43,6 +43,7 @@ use quote::{format_ident, quote};
 use serde_json::{Map, Value};
 
 use crate::handlers::{jsonrpc_handler, method_types, HandlerMethod};
+use crate::rust_types::CodegenError;
 
 /// One method of `methods.json`.
 struct Method {
@@ -53,19 +54,19 @@ struct Method {
     unstable: bool,
 }
 
-fn methods(table: &Value, side: &str, dir: &str) -> Result<Vec<Method>, String> {
-    let list = table.get(side).and_then(Value::as_array).ok_or_else(|| format!("{dir}/methods.json: no `{side}` list"))?;
+fn methods(table: &Value, side: &str, dir: &str) -> Result<Vec<Method>, CodegenError> {
+    let list = table.get(side).and_then(Value::as_array).ok_or_else(|| CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("no `{side}` list") })?;
     list.iter()
         .map(|m| {
             let field = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
             Ok(Method {
-                method: field("method").ok_or_else(|| format!("{dir}/methods.json: an entry has no `method`"))?,
-                params: field("params").ok_or_else(|| format!("{dir}/methods.json: an entry has no `params`"))?,
+                method: field("method").ok_or_else(|| CodegenError::Schema { at: format!("{dir}/methods.json"), reason: "an entry has no `method`".into() })?,
+                params: field("params").ok_or_else(|| CodegenError::Schema { at: format!("{dir}/methods.json"), reason: "an entry has no `params`".into() })?,
                 result: field("result"),
                 unstable: match field("schema").as_deref() {
                     None | Some("stable") => false,
                     Some("unstable") => true,
-                    Some(other) => return Err(format!("{dir}/methods.json: `{}` names the schema `{other}` (stable or unstable)", field("method").unwrap_or_default())),
+                    Some(other) => return Err(CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("`{}` names the schema `{other}` (stable or unstable)", field("method").unwrap_or_default()) }),
                 },
             })
         })
@@ -90,14 +91,14 @@ fn refs(v: &Value, out: &mut BTreeSet<String>) {
 }
 
 /// The def names reachable from `roots`.
-fn reachable(defs: &Map<String, Value>, roots: &[String], dir: &str) -> Result<BTreeSet<String>, String> {
+fn reachable(defs: &Map<String, Value>, roots: &[String], dir: &str) -> Result<BTreeSet<String>, CodegenError> {
     let mut keep: BTreeSet<String> = BTreeSet::new();
     let mut todo: Vec<String> = roots.to_vec();
     while let Some(name) = todo.pop() {
         if !keep.insert(name.clone()) {
             continue;
         }
-        let def = defs.get(&name).ok_or_else(|| format!("{dir}/schema.json has no $defs `{name}`"))?;
+        let def = defs.get(&name).ok_or_else(|| CodegenError::MissingDef { file: format!("{dir}/schema.json"), def: name.clone() })?;
         let mut found = BTreeSet::new();
         refs(def, &mut found);
         todo.extend(found.into_iter().filter(|n| !keep.contains(n)));
@@ -233,21 +234,21 @@ fn union_fields(node: &Value) -> Vec<(String, Value)> {
 /// frame reads as before and an unstable addition we do not implement stays unknown. Every
 /// unstable method must be named by the unstable schema itself (`x-method`), every field must be
 /// new (absent from the stable def, present in the unstable one).
-fn overlay(stable: &Map<String, Value>, unstable: Option<&Value>, table: &Value, unstable_methods: &[&Method], dir: &str) -> Result<Map<String, Value>, String> {
+fn overlay(stable: &Map<String, Value>, unstable: Option<&Value>, table: &Value, unstable_methods: &[&Method], dir: &str) -> Result<Map<String, Value>, CodegenError> {
     let fields = table.get("unstableFields").and_then(Value::as_array).cloned().unwrap_or_default();
     if unstable_methods.is_empty() && fields.is_empty() {
         return Ok(stable.clone());
     }
-    let udefs = unstable.and_then(|u| u.get("$defs")).and_then(Value::as_object).ok_or_else(|| format!("{dir}/methods.json names unstable methods or fields, and there is no {dir}/schema.unstable.json with $defs"))?;
+    let udefs = unstable.and_then(|u| u.get("$defs")).and_then(Value::as_object).ok_or_else(|| CodegenError::NoUnstableSchema { dir: dir.to_owned() })?;
     let mut merged = stable.clone();
     // Adds `roots` and what they reach in the unstable schema, stopping at defs the stable one has.
-    let add = |merged: &mut Map<String, Value>, roots: Vec<String>| -> Result<(), String> {
+    let add = |merged: &mut Map<String, Value>, roots: Vec<String>| -> Result<(), CodegenError> {
         let mut todo = roots;
         while let Some(name) = todo.pop() {
             if merged.contains_key(&name) {
                 continue;
             }
-            let def = udefs.get(&name).ok_or_else(|| format!("{dir}/schema.unstable.json has no $defs `{name}`"))?;
+            let def = udefs.get(&name).ok_or_else(|| CodegenError::MissingDef { file: format!("{dir}/schema.unstable.json"), def: name.clone() })?;
             let mut found = BTreeSet::new();
             refs(def, &mut found);
             merged.insert(name, def.clone());
@@ -259,22 +260,22 @@ fn overlay(stable: &Map<String, Value>, unstable: Option<&Value>, table: &Value,
         for def in std::iter::once(&m.params).chain(m.result.as_ref()) {
             let named = udefs.get(def).and_then(|d| d.get("x-method")).and_then(Value::as_str);
             if named != Some(m.method.as_str()) {
-                return Err(format!("{dir}/methods.json: `{}` takes `{def}`, which schema.unstable.json gives to {named:?}", m.method));
+                return Err(CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("`{}` takes `{def}`, which schema.unstable.json gives to {named:?}", m.method) });
             }
             if stable.contains_key(def) {
-                return Err(format!("{dir}/methods.json: `{}` is marked unstable, and its `{def}` is in the stable schema", m.method));
+                return Err(CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("`{}` is marked unstable, and its `{def}` is in the stable schema", m.method) });
             }
         }
         add(&mut merged, std::iter::once(m.params.clone()).chain(m.result.clone()).collect())?;
     }
     for f in &fields {
         let (Some(def), Some(prop)) = (f.get("def").and_then(Value::as_str), f.get("property").and_then(Value::as_str)) else {
-            return Err(format!("{dir}/methods.json: an unstableFields entry needs `def` and `property`: {f}"));
+            return Err(CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("an unstableFields entry needs `def` and `property`: {f}") });
         };
-        let property = udefs.get(def).and_then(|d| d.pointer(&format!("/properties/{prop}"))).ok_or_else(|| format!("{dir}/methods.json: schema.unstable.json's `{def}` has no property `{prop}`"))?.clone();
-        let target = merged.get_mut(def).and_then(|d| d.get_mut("properties")).and_then(Value::as_object_mut).ok_or_else(|| format!("{dir}/methods.json: the stable `{def}` has no properties to add `{prop}` to"))?;
+        let property = udefs.get(def).and_then(|d| d.pointer(&format!("/properties/{prop}"))).ok_or_else(|| CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("schema.unstable.json's `{def}` has no property `{prop}`") })?.clone();
+        let target = merged.get_mut(def).and_then(|d| d.get_mut("properties")).and_then(Value::as_object_mut).ok_or_else(|| CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("the stable `{def}` has no properties to add `{prop}` to") })?;
         if target.contains_key(prop) {
-            return Err(format!("{dir}/methods.json: `{def}.{prop}` is in the stable schema already; drop it from unstableFields"));
+            return Err(CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("`{def}.{prop}` is in the stable schema already; drop it from unstableFields") });
         }
         let mut found = BTreeSet::new();
         refs(&property, &mut found);
@@ -295,12 +296,12 @@ fn fn_name(method: &str) -> String {
 /// and their dispatch. Every method of `methods.json` must be in the official `meta.json`, and,
 /// where the schema names its methods on its defs (`x-method`, v2), its params and result must
 /// be the defs the schema names for it.
-pub fn generate(schema_text: &str, unstable_text: Option<&str>, meta_text: &str, methods_text: &str, dir: &str) -> Result<String, String> {
-    let schema: Value = serde_json::from_str(schema_text).map_err(|e| format!("{dir}/schema.json: {e}"))?;
-    let unstable: Option<Value> = unstable_text.map(serde_json::from_str).transpose().map_err(|e| format!("{dir}/schema.unstable.json: {e}"))?;
-    let meta: Value = serde_json::from_str(meta_text).map_err(|e| format!("{dir}/meta.json: {e}"))?;
-    let table: Value = serde_json::from_str(methods_text).map_err(|e| format!("{dir}/methods.json: {e}"))?;
-    let stable_defs = schema.get("$defs").and_then(Value::as_object).ok_or_else(|| format!("{dir}/schema.json: no $defs"))?;
+pub fn generate(schema_text: &str, unstable_text: Option<&str>, meta_text: &str, methods_text: &str, dir: &str) -> Result<String, CodegenError> {
+    let schema: Value = serde_json::from_str(schema_text).map_err(|source| CodegenError::Json { file: format!("{dir}/schema.json"), source })?;
+    let unstable: Option<Value> = unstable_text.map(serde_json::from_str).transpose().map_err(|source| CodegenError::Json { file: format!("{dir}/schema.unstable.json"), source })?;
+    let meta: Value = serde_json::from_str(meta_text).map_err(|source| CodegenError::Json { file: format!("{dir}/meta.json"), source })?;
+    let table: Value = serde_json::from_str(methods_text).map_err(|source| CodegenError::Json { file: format!("{dir}/methods.json"), source })?;
+    let stable_defs = schema.get("$defs").and_then(Value::as_object).ok_or_else(|| CodegenError::Schema { at: format!("{dir}/schema.json"), reason: "no $defs".into() })?;
     let agent = methods(&table, "agent", dir)?;
     let client = methods(&table, "client", dir)?;
     let unstable_methods: Vec<&Method> = agent.iter().chain(client.iter()).filter(|m| m.unstable).collect();
@@ -314,12 +315,12 @@ pub fn generate(schema_text: &str, unstable_text: Option<&str>, meta_text: &str,
         // unstable schema names it.
         for m in list.iter().filter(|m| !m.unstable) {
             if !official.contains(&m.method.as_str()) {
-                return Err(format!("{dir}/methods.json: `{}` is not in meta.json's {}", m.method, keys[0]));
+                return Err(CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("`{}` is not in meta.json's {}", m.method, keys[0]) });
             }
             for def in std::iter::once(&m.params).chain(m.result.as_ref()) {
                 let named = defs.get(def).and_then(|d| d.get("x-method")).and_then(Value::as_str);
                 if named.is_some_and(|named| named != m.method) {
-                    return Err(format!("{dir}/methods.json: `{}` takes `{def}`, which the schema gives to `{}`", m.method, named.unwrap_or_default()));
+                    return Err(CodegenError::Schema { at: format!("{dir}/methods.json"), reason: format!("`{}` takes `{def}`, which the schema gives to `{}`", m.method, named.unwrap_or_default()) });
                 }
             }
         }
@@ -334,14 +335,14 @@ pub fn generate(schema_text: &str, unstable_text: Option<&str>, meta_text: &str,
     for name in &keep {
         let mut def = defs[name].clone();
         normalize(&mut def, defs);
-        let schema: schemars::schema::Schema = serde_json::from_value(def).map_err(|e| format!("ACP {name}: not a schema typify understands: {e}"))?;
+        let schema: schemars::schema::Schema = serde_json::from_value(def).map_err(|source| CodegenError::NotTypifiable { def: format!("ACP {name}"), source })?;
         prepared.push((name.clone(), schema));
     }
-    type_space.add_ref_types(prepared).map_err(|e| format!("typify (ACP): {e}"))?;
-    let file: syn::File = syn::parse2(type_space.to_stream()).map_err(|e| format!("typify output (ACP) does not parse: {e}"))?;
+    type_space.add_ref_types(prepared).map_err(|source| CodegenError::Typify { context: "typify (ACP)", source })?;
+    let file: syn::File = syn::parse2(type_space.to_stream()).map_err(|source| CodegenError::Parse { what: "typify output (ACP)", source })?;
     // `new(required…)` + `with_*` for every struct, as for our own schema's frames.
     let constructors = crate::rust_types::constructors(&file, defs, &Default::default(), true)?;
-    let constructors: syn::File = syn::parse2(constructors).map_err(|e| format!("the ACP constructors do not parse: {e}"))?;
+    let constructors: syn::File = syn::parse2(constructors).map_err(|source| CodegenError::Parse { what: "the ACP constructors", source })?;
     let mut out = format!("// Generated by build.rs from {dir}/ (src/codegen/acp_types.rs). Do not edit.\n\n");
     // Empty arrays are sent, not omitted: `authMethods: []` says "no authentication" in so
     // many words, and `[]` is always valid where the schema defaults to it.
@@ -441,7 +442,7 @@ pub fn generate(schema_text: &str, unstable_text: Option<&str>, meta_text: &str,
             #types
         }
     };
-    let layer: syn::File = syn::parse2(layer).map_err(|e| format!("the ACP handler layer does not parse: {e}"))?;
+    let layer: syn::File = syn::parse2(layer).map_err(|source| CodegenError::Parse { what: "the ACP handler layer", source })?;
     out.push('\n');
     out.push_str(&prettyplease::unparse(&layer));
     Ok(out)

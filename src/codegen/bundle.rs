@@ -51,6 +51,9 @@ impl fmt::Display for BundleError {
 
 impl std::error::Error for BundleError {}
 
+/// Each `$defs` name and the file that defines it.
+pub type Owners = BTreeMap<String, String>;
+
 /// One schema file: its file name (e.g. `commands.schema.json`) and parsed content.
 #[derive(Debug, Clone)]
 pub struct SchemaFile {
@@ -86,8 +89,8 @@ impl SchemaSet {
     }
 
     /// Which file defines each `$defs` name. Fails on duplicates.
-    pub fn owners(&self) -> Result<BTreeMap<String, String>, BundleError> {
-        let mut owners: BTreeMap<String, String> = BTreeMap::new();
+    pub fn owners(&self) -> Result<Owners, BundleError> {
+        let mut owners = Owners::new();
         for file in &self.files {
             for name in defs_of(&file.doc).keys() {
                 if let Some(first) = owners.get(name) {

@@ -10,7 +10,7 @@ use super::*;
 /// them a `serde(default)`, that default, the value reading the frame without them would give.
 /// A struct that already has an inherent `new` keeps it and gets none. With `every_struct`
 /// (ACP's schema, which has no constant markers) every struct gets one.
-pub fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<String, String>, every_struct: bool) -> Result<TokenStream, String> {
+pub fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap<String, String>, every_struct: bool) -> Result<TokenStream, CodegenError> {
     let lit_values: BTreeMap<&str, &str> = lits.iter().map(|(value, name)| (name.as_str(), value.as_str())).collect();
     let has_new: BTreeSet<String> = file
         .items
@@ -70,11 +70,11 @@ pub fn constructors(file: &syn::File, defs: &Map<String, Value>, lits: &BTreeMap
             } else {
                 match default {
                     Some(Some(path)) => {
-                        let path: syn::Path = syn::parse_str(&path).map_err(|e| format!("{name}.{wire}: default `{path}`: {e}"))?;
+                        let path: syn::Path = syn::parse_str(&path).map_err(|e| CodegenError::Schema { at: format!("{name}.{wire}"), reason: format!("default `{path}`: {e}") })?;
                         inits.push(quote! { #ident: #path() });
                     }
                     Some(None) => inits.push(quote! { #ident: ::std::default::Default::default() }),
-                    None => return Err(format!("{name}.{wire}: optional, but neither an Option nor defaulted; no `new` can leave it out")),
+                    None => return Err(CodegenError::Schema { at: format!("{name}.{wire}"), reason: "optional, but neither an Option nor defaulted; no `new` can leave it out".into() }),
                 }
             }
         }

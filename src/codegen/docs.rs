@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::bundle::SchemaSet;
+use super::bundle::{BundleError, SchemaSet};
 use crate::protocol::acp::{AcpMethodInfo, ACP_AGENT_METHODS, ACP_CLIENT_METHODS};
 use crate::protocol::embedded::{acp_schema_json, example_files, schema_files};
 
@@ -28,21 +28,38 @@ struct Docs {
     referenced: BTreeSet<String>,
 }
 
+/// Why the protocol reference could not be rendered from the embedded schema texts.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DocsError {
+    /// The schema files do not bundle.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// An example or the ACP schema is not JSON.
+    #[error("{file}: {source}")]
+    Json {
+        /// The file.
+        file: String,
+        /// The parser's reason.
+        source: serde_json::Error,
+    },
+}
+
 /// The protocol reference in Markdown.
-pub fn protocol_markdown() -> Result<String, String> {
-    let set = SchemaSet::from_texts(schema_files().iter().copied()).map_err(|e| e.to_string())?;
-    let bundle = set.bundle().map_err(|e| e.to_string())?;
+pub fn protocol_markdown() -> Result<String, DocsError> {
+    let set = SchemaSet::from_texts(schema_files().iter().copied())?;
+    let bundle = set.bundle()?;
     let defs = bundle["$defs"].as_object().cloned().unwrap_or_default();
     let mut examples = Vec::new();
     for (file, text) in example_files() {
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let v: Value = serde_json::from_str(line).map_err(|e| format!("{file}: {e}"))?;
+            let v: Value = serde_json::from_str(line).map_err(|source| DocsError::Json { file: (*file).to_owned(), source })?;
             examples.push(((*file).to_owned(), v));
         }
     }
     let mut d = Docs { prefix: "def-", defs, examples, out: String::new(), written: BTreeSet::new(), referenced: BTreeSet::new() };
     d.render();
-    let acp: Value = serde_json::from_str(acp_schema_json()).map_err(|e| format!("schema/acp/schema.json: {e}"))?;
+    let acp: Value = serde_json::from_str(acp_schema_json()).map_err(|source| DocsError::Json { file: "schema/acp/schema.json".into(), source })?;
     let defs = acp["$defs"].as_object().cloned().unwrap_or_default();
     let mut a = Docs { prefix: "acp-def-", defs, examples: Vec::new(), out: d.out, written: BTreeSet::new(), referenced: BTreeSet::new() };
     a.render_acp();

@@ -40,7 +40,7 @@ pub(super) fn typify_leaf_types(
     defs: &Map<String, Value>,
     unions: &[Union],
     lits: &BTreeMap<String, String>,
-) -> Result<TokenStream, String> {
+) -> Result<TokenStream, CodegenError> {
     let mut settings = typify::TypeSpaceSettings::default();
     settings.with_derive("PartialEq".to_owned()).with_struct_builder(false);
     for u in unions {
@@ -56,10 +56,10 @@ pub(super) fn typify_leaf_types(
         let mut def = def.clone();
         tags_default_not_required(&mut def);
         let schema: schemars::schema::Schema =
-            serde_json::from_value(def).map_err(|e| format!("{name}: not a schema typify understands: {e}"))?;
+            serde_json::from_value(def).map_err(|source| CodegenError::NotTypifiable { def: name.clone(), source })?;
         prepared.push((name.clone(), schema));
     }
-    type_space.add_ref_types(prepared).map_err(|e| format!("typify: {e}"))?;
+    type_space.add_ref_types(prepared).map_err(|source| CodegenError::Typify { context: "typify", source })?;
     Ok(type_space.to_stream())
 }
 

@@ -22,14 +22,14 @@ pub fn ref_name(v: &Value) -> Option<&str> {
     v.get("$ref")?.as_str()?.strip_prefix("#/$defs/")
 }
 
-pub(super) fn find_unions(defs: &Map<String, Value>) -> Result<Vec<Union>, String> {
+pub(super) fn find_unions(defs: &Map<String, Value>) -> Result<Vec<Union>, CodegenError> {
     let mut unions = Vec::new();
     for (name, def) in defs {
         let Some(prop) = def.pointer("/discriminator/propertyName").and_then(Value::as_str) else { continue };
-        let one_of = def["oneOf"].as_array().ok_or_else(|| format!("{name}: discriminator without oneOf"))?;
+        let one_of = def["oneOf"].as_array().ok_or_else(|| CodegenError::Schema { at: name.clone(), reason: "discriminator without oneOf".into() })?;
         let mut members = Vec::new();
         for m in one_of {
-            let member = ref_name(m).ok_or_else(|| format!("{name}: oneOf members must be $refs"))?;
+            let member = ref_name(m).ok_or_else(|| CodegenError::Schema { at: name.clone(), reason: "oneOf members must be $refs".into() })?;
             let tags = tags_of(defs, member, prop)?;
             members.push((member.to_owned(), tags));
         }
@@ -39,8 +39,8 @@ pub(super) fn find_unions(defs: &Map<String, Value>) -> Result<Vec<Union>, Strin
 }
 
 /// The values of `prop` a member accepts: its own `const`, or those of its members.
-pub(super) fn tags_of(defs: &Map<String, Value>, member: &str, prop: &str) -> Result<Vec<String>, String> {
-    let def = defs.get(member).ok_or_else(|| format!("unknown union member {member}"))?;
+pub(super) fn tags_of(defs: &Map<String, Value>, member: &str, prop: &str) -> Result<Vec<String>, CodegenError> {
+    let def = defs.get(member).ok_or_else(|| CodegenError::UnknownMember(member.to_owned()))?;
     if let Some(one_of) = def.get("oneOf").and_then(Value::as_array) {
         let mut tags = Vec::new();
         for m in one_of {
@@ -55,7 +55,7 @@ pub(super) fn tags_of(defs: &Map<String, Value>, member: &str, prop: &str) -> Re
     def.pointer(&format!("/properties/{prop}/const"))
         .and_then(Value::as_str)
         .map(|t| vec![t.to_owned()])
-        .ok_or_else(|| format!("union member {member} has no `{prop}` const"))
+        .ok_or_else(|| CodegenError::NoTag { member: member.to_owned(), prop: prop.to_owned() })
 }
 
 pub(super) fn variant_ident(member: &str, tags: &[String], defs: &Map<String, Value>) -> proc_macro2::Ident {

@@ -33,6 +33,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use crate::recording::Normalizer;
+use super::error::InputError;
 use super::runner::in_line;
 use crate::protocol::TranscriptHeaderDialect;
 
@@ -73,31 +74,31 @@ pub(super) const REDACTED_TMP: &str = "<tmp>";
 
 /// Reads a recording: `in`/`out` lines, `eof` markers (pi, kimi) and omp's harness `meta`
 /// events `stdin_close` and `exit`; other bookkeeping is skipped.
-pub(super) fn read_recording(path: &Path) -> Result<Vec<Recorded>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?.replace(REDACTED_TMP, "/tmp");
+pub(super) fn read_recording(path: &Path) -> Result<Vec<Recorded>, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|source| InputError::Io { path: path.to_owned(), source })?.replace(REDACTED_TMP, "/tmp");
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let at = |e: String| format!("{}:{}: {e}", path.display(), i + 1);
-        let v: Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        let at = |reason: &str| InputError::Content { at: format!("{}:{}", path.display(), i + 1), reason: reason.to_owned() };
+        let v: Value = serde_json::from_str(line).map_err(|source| InputError::Json { at: format!("{}:{}", path.display(), i + 1), source })?;
         let dir = v.get("dir").and_then(Value::as_str).unwrap_or_default();
         let eof = v.get("eof").and_then(Value::as_bool) == Some(true);
         if dir == "meta" {
             match v.get("event").and_then(Value::as_str) {
                 Some("stdin_close") => out.push(Recorded::CloseStdin),
-                Some("exit") => out.push(Recorded::Exit(v.get("code").and_then(Value::as_i64).ok_or_else(|| at("an exit event without code".into()))?)),
+                Some("exit") => out.push(Recorded::Exit(v.get("code").and_then(Value::as_i64).ok_or_else(|| at("an exit event without code"))?)),
                 _ => {}
             }
             continue;
         }
         out.push(match (dir, eof) {
             ("in", true) => Recorded::CloseStdin,
-            ("out", true) => Recorded::Exit(v.get("exit_code").and_then(Value::as_i64).ok_or_else(|| at("eof without exit_code".into()))?),
+            ("out", true) => Recorded::Exit(v.get("exit_code").and_then(Value::as_i64).ok_or_else(|| at("eof without exit_code"))?),
             ("in", false) => match (v.get("raw").and_then(Value::as_str), v.get("frame")) {
                 (Some(raw), _) => Recorded::InRaw(raw.to_owned()),
                 (None, Some(frame)) => Recorded::In(frame.clone()),
-                (None, None) => return Err(at("an in line without frame or raw".into())),
+                (None, None) => return Err(at("an in line without frame or raw")),
             },
-            ("out", false) => Recorded::Out(v.get("frame").cloned().ok_or_else(|| at("an out line without frame".into()))?),
+            ("out", false) => Recorded::Out(v.get("frame").cloned().ok_or_else(|| at("an out line without frame"))?),
             _ => continue, // harness bookkeeping
         });
     }
@@ -365,9 +366,9 @@ fn group_tool_results(lines: Vec<Value>) -> Vec<Value> {
 
 /// Converts one kimi-cli recording (`<scenario>.jsonl`, with `scripts.json` beside it) into a
 /// transcript for agentwire's wire dialect.
-pub fn import_kimi(path: &Path, scripts: &Value) -> Result<String, String> {
-    let scenario = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".jsonl")).ok_or_else(|| format!("{}: not a .jsonl file", path.display()))?;
-    let script = scripts.get(scenario).ok_or_else(|| format!("{}: no entry {scenario:?} in scripts.json", path.display()))?;
+pub fn import_kimi(path: &Path, scripts: &Value) -> Result<String, InputError> {
+    let scenario = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".jsonl")).ok_or_else(|| InputError::Content { at: path.display().to_string(), reason: "not a .jsonl file".into() })?;
+    let script = scripts.get(scenario).ok_or_else(|| InputError::Content { at: path.display().to_string(), reason: format!("no entry {scenario:?} in scripts.json") })?;
     let script: Value = serde_json::from_str(&script.to_string().replace(REDACTED_TMP, "/tmp")).unwrap_or_else(|_| script.clone());
     let mut lines = read_recording(path)?;
     let argument_chunks = recorded_argument_chunks(&lines);

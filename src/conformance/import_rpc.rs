@@ -32,6 +32,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
+use super::error::InputError;
 use super::import::{read_recording, Recorded, REDACTED_TMP};
 use crate::recording::Normalizer;
 use super::runner::in_line;
@@ -668,10 +669,10 @@ fn header_args(peer: Peer, script: &Value) -> Vec<String> {
 
 /// Converts one pi or oh-my-pi recording (`<scenario>.jsonl`, with `scripts.json` beside it)
 /// into a transcript for agentwire's rpc dialect, run through the peer's `agentwire-as-*` adapter.
-pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, String> {
-    let scenario = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".jsonl")).ok_or_else(|| format!("{}: not a .jsonl file", path.display()))?;
-    let script = scripts.get(scenario).ok_or_else(|| format!("{}: no entry {scenario:?} in scripts.json", path.display()))?;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn import_rpc(peer: Peer, path: &Path, scripts: &Value) -> Result<String, InputError> {
+    let scenario = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".jsonl")).ok_or_else(|| InputError::Content { at: path.display().to_string(), reason: "not a .jsonl file".into() })?;
+    let script = scripts.get(scenario).ok_or_else(|| InputError::Content { at: path.display().to_string(), reason: format!("no entry {scenario:?} in scripts.json") })?;
+    let text = std::fs::read_to_string(path).map_err(|source| InputError::Io { path: path.to_owned(), source })?;
     let (dir, work) = run_dir(peer, scenario, &text);
     let mut lines = read_recording(path)?;
     start_before_host_call(&mut lines);

@@ -17,7 +17,7 @@ use super::suite::{collect, find_baseline, run_suite, Baseline, Report, Requirem
 pub enum MatrixError {
     /// An adapter or baseline file is unusable (the message names it).
     #[error("{0}")]
-    Input(String),
+    Input(#[from] super::error::InputError),
     /// The corpus directory holds no transcripts.
     #[error("{}: no transcripts", .0.display())]
     Empty(PathBuf),

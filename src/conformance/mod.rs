@@ -16,6 +16,7 @@
 //! agentwire's own additions such as `ready`); `unordered` groups match in any order.
 
 pub mod client;
+pub mod error;
 pub mod fake_llm;
 pub mod import;
 pub mod import_rpc;
@@ -28,6 +29,8 @@ pub mod suite;
 use std::collections::HashMap;
 
 use serde_json::Value;
+
+pub use error::{Mismatch, NotCaptured};
 
 /// Inside a pattern string, stands for the run's temporary directory.
 pub use crate::recording::TMP_PLACEHOLDER;
@@ -46,9 +49,9 @@ impl Matcher {
         Self { captures: HashMap::new(), path_prefix: path_prefix.into() }
     }
 
-    /// Whether `actual` matches `pattern`; `Err` is `<json pointer>: <reason>`. Captures made by
-    /// a failed match are rolled back.
-    pub fn check(&mut self, pattern: &Value, actual: &Value, subset: bool) -> Result<(), String> {
+    /// Whether `actual` matches `pattern`; `Err` says where and why not. Captures made by a
+    /// failed match are rolled back.
+    pub fn check(&mut self, pattern: &Value, actual: &Value, subset: bool) -> Result<(), Mismatch> {
         let saved = self.captures.clone();
         let result = self.walk(pattern, actual, subset, "");
         if result.is_err() {
@@ -61,10 +64,10 @@ impl Matcher {
     /// frames that answer something the agent chose, such as a host tool call id) and `{{tmp}}`
     /// inside strings by the run's temporary directory (ACP's `session/new` needs an absolute
     /// `cwd`: `{{tmp}}/work`).
-    pub fn substitute(&self, frame: &Value) -> Result<Value, String> {
+    pub fn substitute(&self, frame: &Value) -> Result<Value, NotCaptured> {
         match frame {
             Value::String(s) => match s.strip_prefix("{{capture:").and_then(|r| r.strip_suffix("}}")) {
-                Some(name) => self.captures.get(name).cloned().ok_or_else(|| format!("nothing was captured as {name} yet")),
+                Some(name) => self.captures.get(name).cloned().ok_or_else(|| NotCaptured(name.to_owned())),
                 None if s.contains(TMP_PLACEHOLDER) => Ok(Value::String(s.replace(TMP_PLACEHOLDER, &self.path_prefix))),
                 None => Ok(frame.clone()),
             },
@@ -74,8 +77,9 @@ impl Matcher {
         }
     }
 
-    fn walk(&mut self, pattern: &Value, actual: &Value, subset: bool, at: &str) -> Result<(), String> {
+    fn walk(&mut self, pattern: &Value, actual: &Value, subset: bool, at: &str) -> Result<(), Mismatch> {
         let here = || if at.is_empty() { "/".to_owned() } else { at.to_owned() };
+        let differs = |at: String, reason: String| Err(Mismatch { at, reason });
         if let Some(placeholder) = pattern.as_str().and_then(|s| s.strip_prefix("{{")).and_then(|s| s.strip_suffix("}}")) {
             let ok = match placeholder {
                 "any" => true,
@@ -87,26 +91,26 @@ impl Matcher {
                 other => match other.strip_prefix("capture:") {
                     Some(name) => match self.captures.get(name) {
                         Some(v) if v == actual => true,
-                        Some(v) => return Err(format!("{}: expected the captured {name} = {v}, got {actual}", here())),
+                        Some(v) => return differs(here(), format!("expected the captured {name} = {v}, got {actual}")),
                         None => {
                             self.captures.insert(name.to_owned(), actual.clone());
                             true
                         }
                     },
-                    None => return Err(format!("{}: unknown placeholder {{{{{other}}}}}", here())),
+                    None => return differs(here(), format!("unknown placeholder {{{{{other}}}}}")),
                 },
             };
-            return if ok { Ok(()) } else { Err(format!("{}: {actual} does not match {{{{{placeholder}}}}}", here())) };
+            return if ok { Ok(()) } else { differs(here(), format!("{actual} does not match {{{{{placeholder}}}}}")) };
         }
         if let Some(p) = pattern.as_str().filter(|p| p.contains(TMP_PLACEHOLDER)) {
             // A path inside a longer string (`Wrote 5 bytes to {{tmp}}/work/a.txt`).
             let expected = p.replace(TMP_PLACEHOLDER, &self.path_prefix);
-            return if actual.as_str() == Some(expected.as_str()) { Ok(()) } else { Err(format!("{}: expected {expected:?}, got {actual}", here())) };
+            return if actual.as_str() == Some(expected.as_str()) { Ok(()) } else { differs(here(), format!("expected {expected:?}, got {actual}")) };
         }
         if let Some(needle) = contains(pattern) {
             return match actual.as_str() {
                 Some(text) if text.contains(needle) => Ok(()),
-                _ => Err(format!("{}: {actual} does not contain {needle:?}", here())),
+                _ => differs(here(), format!("{actual} does not contain {needle:?}")),
             };
         }
         if let Some((form, alternatives)) = compound(pattern) {
@@ -118,19 +122,19 @@ impl Matcher {
                     let child = format!("{at}/{k}");
                     match a.get(k) {
                         Some(av) => self.walk(pv, av, subset, &child)?,
-                        None => return Err(format!("{child}: missing")),
+                        None => return differs(child, "missing".into()),
                     }
                 }
                 if !subset {
                     if let Some(extra) = a.keys().find(|k| !p.contains_key(*k)) {
-                        return Err(format!("{at}/{extra}: unexpected key"));
+                        return differs(format!("{at}/{extra}"), "unexpected key".into());
                     }
                 }
                 Ok(())
             }
             (Value::Array(p), Value::Array(a)) => {
                 if p.len() != a.len() {
-                    return Err(format!("{}: expected {} items, got {}", here(), p.len(), a.len()));
+                    return differs(here(), format!("expected {} items, got {}", p.len(), a.len()));
                 }
                 for (i, (pv, av)) in p.iter().zip(a).enumerate() {
                     self.walk(pv, av, subset, &format!("{at}/{i}"))?;
@@ -139,7 +143,7 @@ impl Matcher {
             }
             (Value::Number(p), Value::Number(a)) if p.as_f64() == a.as_f64() => Ok(()),
             (p, a) if p == a => Ok(()),
-            (p, a) => Err(format!("{}: expected {p}, got {a}", here())),
+            (p, a) => differs(here(), format!("expected {p}, got {a}")),
         }
     }
 }
@@ -173,8 +177,9 @@ fn compound(pattern: &Value) -> Option<(Compound, &[Value])> {
 impl Matcher {
     /// Matches a compound form; every attempt that fails rolls its captures back, so a later
     /// alternative starts clean.
-    fn compound(&mut self, form: Compound, patterns: &[Value], actual: &Value, subset: bool, at: &str) -> Result<(), String> {
+    fn compound(&mut self, form: Compound, patterns: &[Value], actual: &Value, subset: bool, at: &str) -> Result<(), Mismatch> {
         let here = if at.is_empty() { "/" } else { at };
+        let differs = |reason: String| Err(Mismatch { at: here.to_owned(), reason });
         match form {
             Compound::AnyOf => {
                 for p in patterns {
@@ -184,10 +189,10 @@ impl Matcher {
                     }
                     self.captures = saved;
                 }
-                Err(format!("{here}: {actual} matches none of the {} alternatives", patterns.len()))
+                differs(format!("{actual} matches none of the {} alternatives", patterns.len()))
             }
             Compound::Superset => {
-                let Some(items) = actual.as_array() else { return Err(format!("{here}: expected an array, got {actual}")) };
+                let Some(items) = actual.as_array() else { return differs(format!("expected an array, got {actual}")) };
                 let mut used = vec![false; items.len()];
                 for (k, p) in patterns.iter().enumerate() {
                     let found = items.iter().enumerate().filter(|(i, _)| !used[*i]).find_map(|(i, item)| {
@@ -201,7 +206,7 @@ impl Matcher {
                     });
                     match found {
                         Some(i) => used[i] = true,
-                        None => return Err(format!("{here}: no item (of {}) matches the superset's pattern {k}: {p}", items.len())),
+                        None => return differs(format!("no item (of {}) matches the superset's pattern {k}: {p}", items.len())),
                     }
                 }
                 Ok(())
@@ -223,7 +228,7 @@ mod tests {
         m.check(&pattern, &options, true).unwrap();
         assert_eq!(m.substitute(&json!(["{{capture:allow}}", "{{capture:reject}}"])).unwrap(), json!(["proceed", "no"]));
         let e = m.check(&json!({"$superset": [{"kind": "reject_always"}]}), &options, true).unwrap_err();
-        assert!(e.starts_with("/: no item (of 3) matches"), "{e}");
+        assert!(e.to_string().starts_with("/: no item (of 3) matches"), "{e}");
         // Distinct items: two patterns cannot both take the one allow_once option.
         assert!(m.check(&json!({"$superset": [{"kind": "allow_once"}, {"kind": "allow_once"}]}), &options, true).is_err());
         // A failed attempt leaves no capture behind: `mode` is captured from the item that matched.
@@ -237,7 +242,7 @@ mod tests {
         assert!(m.check(&json!("{{nonempty}}"), &json!(3), false).is_err());
         m.check(&json!({"errorMessage": {"$contains": "no such model"}}), &json!({"errorMessage": "400 bad request: no such model"}), false).unwrap();
         let e = m.check(&json!({"$contains": "overloaded"}), &json!("busy"), false).unwrap_err();
-        assert_eq!(e, r#"/: "busy" does not contain "overloaded""#);
+        assert_eq!(e.to_string(), r#"/: "busy" does not contain "overloaded""#);
     }
 
     #[test]
@@ -246,11 +251,11 @@ mod tests {
         let p = json!({"id": "{{capture:sid}}", "n": 1, "t": "{{timestamp}}", "path": "{{path}}", "any": "{{any}}"});
         m.check(&p, &json!({"id": "abc", "n": 1.0, "t": "2026-11-22T06:00:00.000Z", "path": "/tmp/run/x", "any": [1]}), false).unwrap();
         let e = m.check(&json!({"again": "{{capture:sid}}"}), &json!({"again": "xyz"}), false).unwrap_err();
-        assert_eq!(e, r#"/again: expected the captured sid = "abc", got "xyz""#);
-        assert_eq!(m.check(&json!({"a": 1}), &json!({"a": 1, "b": 2}), false).unwrap_err(), "/b: unexpected key");
+        assert_eq!(e.to_string(), r#"/again: expected the captured sid = "abc", got "xyz""#);
+        assert_eq!(m.check(&json!({"a": 1}), &json!({"a": 1, "b": 2}), false).unwrap_err().to_string(), "/b: unexpected key");
         m.check(&json!({"a": 1}), &json!({"a": 1, "b": 2}), true).unwrap();
-        assert_eq!(m.check(&json!({"a": [1, 2]}), &json!({"a": [1]}), true).unwrap_err(), "/a: expected 2 items, got 1");
-        assert_eq!(m.check(&json!("{{path}}"), &json!("/etc/passwd"), false).unwrap_err(), r#"/: "/etc/passwd" does not match {{path}}"#);
+        assert_eq!(m.check(&json!({"a": [1, 2]}), &json!({"a": [1]}), true).unwrap_err().to_string(), "/a: expected 2 items, got 1");
+        assert_eq!(m.check(&json!("{{path}}"), &json!("/etc/passwd"), false).unwrap_err().to_string(), r#"/: "/etc/passwd" does not match {{path}}"#);
         // A failed match does not leave captures behind.
         assert!(m.check(&json!([{"x": "{{capture:late}}"}, 2]), &json!([{"x": 1}, 3]), false).is_err());
         m.check(&json!("{{capture:late}}"), &json!("fresh"), false).unwrap();

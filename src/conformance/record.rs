@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::error::{InputError, RecordError, RunError};
 use crate::client::process::{isolate, GroupGuard};
 use crate::recording::{Normalizer, Recording};
 use crate::protocol::validate::SchemaDialect;
@@ -42,7 +43,7 @@ pub struct RecordOptions {
 
 /// The model script named by `--model-script` in `args`, as `model` reply values, and the args
 /// without it (the runner supplies the script).
-fn split_model_script(args: &[String]) -> Result<(Vec<Value>, Vec<String>), String> {
+fn split_model_script(args: &[String]) -> Result<(Vec<Value>, Vec<String>), InputError> {
     let mut rest = Vec::new();
     let mut replies = Vec::new();
     let mut it = args.iter();
@@ -50,9 +51,9 @@ fn split_model_script(args: &[String]) -> Result<(Vec<Value>, Vec<String>), Stri
         let file = if a == "--model-script" { it.next().cloned() } else { a.strip_prefix("--model-script=").map(str::to_owned) };
         match file {
             Some(f) => {
-                let text = std::fs::read_to_string(&f).map_err(|e| format!("{f}: {e}"))?;
+                let text = std::fs::read_to_string(&f).map_err(|source| InputError::Io { path: f.clone().into(), source })?;
                 for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                    replies.push(serde_json::from_str(line).map_err(|e| format!("{f}:{}: {e}", i + 1))?);
+                    replies.push(serde_json::from_str(line).map_err(|source| InputError::Json { at: format!("{f}:{}", i + 1), source })?);
                 }
             }
             None => rest.push(a.clone()),
@@ -112,19 +113,19 @@ enum Event {
 
 /// Records a session: host frames from `input`, agent frames echoed to `echo`; returns the
 /// transcript text.
-pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, echo: &mut dyn Write) -> Result<String, String> {
+pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, echo: &mut dyn Write) -> Result<String, RecordError> {
     let (scripted, args) = split_model_script(&options.args)?;
-    let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let temp = tempfile::tempdir().map_err(RunError::Setup)?;
     let (home, config, work) = (temp.path().join("home"), temp.path().join("config"), temp.path().join("work"));
     for d in [&home, &config, &work] {
-        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(d).map_err(RunError::Setup)?;
     }
     let mode = if options.dialect == SchemaDialect::Rpc { "rpc" } else { "wire" };
     let mut command = Command::new(&options.agentwire);
     command.arg("--mode").arg(mode).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
     if !scripted.is_empty() {
         let script = temp.path().join("model-script.jsonl");
-        std::fs::write(&script, scripted.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
+        std::fs::write(&script, scripted.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(RunError::Setup)?;
         command.arg("--model-script").arg(script);
     }
     command.args(&args).env("HOME", &home).current_dir(&work);
@@ -132,7 +133,7 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
         command.env_remove(var);
     }
     isolate(&mut command);
-    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().map_err(|e| format!("could not start the agent: {e}"))?;
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().map_err(RunError::Spawn)?;
     // Whatever ends the recording (an early error return included), nothing the agent started
     // stays behind.
     let _group = GroupGuard(child.id());
@@ -206,13 +207,13 @@ pub fn record(options: &RecordOptions, input: impl BufRead + Send + 'static, ech
                 recording.agent(&frame);
                 last_frame = Instant::now();
             }
-            Ok(Event::AgentRaw(line)) => return Err(format!("the agent wrote a line that is not JSON: {line}")),
+            Ok(Event::AgentRaw(line)) => return Err(RunError::NotJson(line).into()),
             Ok(Event::AgentEof) => agent_done = true,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => agent_done = true,
         }
     }
-    let code = child.wait().map_err(|e| e.to_string())?.code();
+    let code = child.wait().map_err(RunError::Setup)?.code();
     if let Some(code) = code {
         recording.exit(code);
     }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::error::{InputError, RunError};
 use super::fake_llm::{FakeLlm, FAKE_MODEL};
 use super::Matcher;
 use crate::client::process::{isolate, signal_group};
@@ -37,11 +38,11 @@ pub enum AgentUnderTest {
 impl AgentUnderTest {
     /// `--bin "CMD ARGS"` without an adapter file: the command as given, both dialects, the
     /// fake server's URL in `AGENTWIRE_CONFORMANCE_BASE_URL`.
-    pub fn command(command: Vec<String>, agentwire: std::path::PathBuf) -> Result<Self, String> {
-        let name = command.first().ok_or("empty --bin command")?.clone();
+    pub fn command(command: Vec<String>, agentwire: std::path::PathBuf) -> Result<Self, InputError> {
+        let name = command.first().ok_or(InputError::EmptyCommand)?.clone();
         let adapter = serde_json::json!({"name": name, "command": command, "dialects": ["rpc", "wire"],
                                           "env": {"AGENTWIRE_CONFORMANCE_BASE_URL": "{{baseUrl}}"}});
-        let adapter = serde_json::from_value(adapter).map_err(|e| e.to_string())?;
+        let adapter = serde_json::from_value(adapter).map_err(InputError::Adapter)?;
         Ok(Self::Adapted { adapter: Box::new(adapter), agentwire })
     }
 
@@ -55,11 +56,12 @@ impl AgentUnderTest {
 }
 
 /// Reads and validates an adapter file; errors name the file and the field.
-pub fn load_adapter(path: &Path) -> Result<ConformanceAdapter, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    validator().validate_def("ConformanceAdapter", &v).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_value(v).map_err(|e| format!("{}: {e}", path.display()))
+pub fn load_adapter(path: &Path) -> Result<ConformanceAdapter, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|source| InputError::Io { path: path.to_owned(), source })?;
+    let at = || path.display().to_string();
+    let v: Value = serde_json::from_str(&text).map_err(|source| InputError::Json { at: at(), source })?;
+    validator().validate_def("ConformanceAdapter", &v).map_err(|source| InputError::Schema { at: at(), source })?;
+    serde_json::from_value(v).map_err(|source| InputError::Json { at: at(), source })
 }
 
 /// How to run transcripts.
@@ -100,16 +102,17 @@ pub struct Outcome {
 }
 
 /// Parses a transcript file, validating each line; errors name the line.
-pub fn load(path: &Path) -> Result<Vec<TranscriptLine>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn load(path: &Path) -> Result<Vec<TranscriptLine>, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|source| InputError::Io { path: path.to_owned(), source })?;
     let mut lines = Vec::new();
     for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(raw).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
-        validator().validate_def("TranscriptLine", &v).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
-        lines.push(TranscriptLine::from_value(v).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+        let at = || format!("{}:{}", path.display(), i + 1);
+        let v: Value = serde_json::from_str(raw).map_err(|source| InputError::Json { at: at(), source })?;
+        validator().validate_def("TranscriptLine", &v).map_err(|source| InputError::Schema { at: at(), source })?;
+        lines.push(TranscriptLine::from_value(v).map_err(|source| InputError::Json { at: at(), source })?);
     }
     let Some(TranscriptLine::Header(header)) = lines.first() else {
-        return Err(format!("{}: the first line must be the header", path.display()));
+        return Err(InputError::Content { at: path.display().to_string(), reason: "the first line must be the header".into() });
     };
     // A check charged to a requirement the header does not name would count for nothing: the
     // header's requirements are what the transcript claims, its lines what earns them.
@@ -119,7 +122,7 @@ pub fn load(path: &Path) -> Result<Vec<TranscriptLine>, String> {
             TranscriptLine::Unordered(l) => l.requirements.as_deref(),
             TranscriptLine::Wait(l) => l.requirements.as_deref(),
             TranscriptLine::Effect(l) => {
-                effect_shape(l).map_err(|e| format!("{}: line {}: {e}", path.display(), i + 1))?;
+                effect_shape(l).map_err(|e| InputError::Content { at: format!("{}: line {}", path.display(), i + 1), reason: e.to_string() })?;
                 l.requirements.as_deref()
             }
             TranscriptLine::Header(_)
@@ -130,7 +133,7 @@ pub fn load(path: &Path) -> Result<Vec<TranscriptLine>, String> {
             | TranscriptLine::Sleep(_) => None,
         };
         if let Some(other) = named.into_iter().flatten().find(|r| !header.requirements.contains(r)) {
-            return Err(format!("{}: line {}: {other} is not among the header's requirements", path.display(), i + 1));
+            return Err(InputError::Content { at: format!("{}: line {}", path.display(), i + 1), reason: format!("{other} is not among the header's requirements") });
         }
     }
     Ok(lines)
@@ -342,7 +345,8 @@ fn acp_schema(version: u64) -> &'static AcpValidator {
 struct Run {
     child: Child,
     stdin: Option<std::process::ChildStdin>,
-    frames: Receiver<Result<Value, String>>,
+    /// Each line the agent wrote: a JSON value, or the line that is not one.
+    frames: Receiver<Result<Value, RunError>>,
     seen: Vec<Value>,
     dialect: TranscriptHeaderDialect,
     /// The JSON-RPC requests the transcript sent (id → method), so responses can be typed.
@@ -362,15 +366,14 @@ struct Run {
 }
 
 impl Run {
-    fn next(&mut self) -> Result<Value, String> {
+    fn next(&mut self) -> Result<Value, RunError> {
         loop {
             let item = match self.frames.recv_timeout(self.timeout) {
                 Ok(item) => item,
-                Err(RecvTimeoutError::Timeout) => return Err(format!("no frame within {:?}", self.timeout)),
+                Err(RecvTimeoutError::Timeout) => return Err(RunError::Timeout(self.timeout)),
                 Err(RecvTimeoutError::Disconnected) => {
                     let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    let tail = tail.trim();
-                    return Err(if tail.is_empty() { "the agent closed stdout".into() } else { format!("the agent closed stdout; its stderr ends:\n{tail}") });
+                    return Err(RunError::Closed(tail.trim().to_owned()));
                 }
             };
             if let Some(frame) = self.take(item)? {
@@ -380,14 +383,14 @@ impl Run {
     }
 
     /// Checks one line the agent wrote: `None` when the adapter's `ignore` drops it.
-    fn take(&mut self, item: Result<Value, String>) -> Result<Option<Value>, String> {
+    fn take(&mut self, item: Result<Value, RunError>) -> Result<Option<Value>, RunError> {
         match item {
             Ok(frame) => {
                 // A batch's answer (JSON-RPC 2.0): each response is checked as one on its own.
                 if let Value::Array(members) = &frame {
                     for member in members {
                         let answered = member.get("id").and_then(|id| self.requests.get(&id.to_string())).map(String::as_str);
-                        validate_outbound(self.dialect, acp_schema(self.acp_version), member, answered).map_err(|e| format!("the agent wrote a batch answer that does not validate: {e}\n  {frame}"))?;
+                        validate_outbound(self.dialect, acp_schema(self.acp_version), member, answered).map_err(|error| RunError::InvalidBatch { error: Box::new(error), frame: Box::new(frame.clone()) })?;
                     }
                     self.seen.push(frame.clone());
                     return Ok(Some(frame));
@@ -402,31 +405,31 @@ impl Run {
                     let answered_version = result.get("protocolVersion").and_then(Value::as_u64);
                     if answered_version.is_some_and(|v| v < self.acp_version) && self.missing.is_none() {
                         self.missing = Some(format!("ACP v{} (it answers protocolVersion {})", self.acp_version, answered_version.unwrap_or_default()));
-                        return Err(format!("the agent does not speak ACP v{}", self.acp_version));
+                        return Err(RunError::AcpVersion(self.acp_version));
                     }
                 }
                 if let (Some(method), Some(result)) = (answered, frame.get("result")) {
                     let absent = self.requires.iter().find(|c| advertises(self.dialect, c, method, result) == Some(false));
                     if let Some(capability) = absent.filter(|_| self.missing.is_none()) {
                         self.missing = Some(capability.clone());
-                        return Err(format!("the agent does not advertise {capability}"));
+                        return Err(RunError::NotAdvertised(capability.clone()));
                     }
                 }
                 validate_outbound(self.dialect, acp_schema(self.acp_version), &frame, answered)
-                    .map_err(|e| format!("the agent wrote a frame that does not validate: {e}\n  {frame}"))?;
+                    .map_err(|error| RunError::InvalidFrame { error: Box::new(error), frame: Box::new(frame.clone()) })?;
                 self.seen.push(frame.clone());
                 if self.ignore.iter().any(|p| Matcher::default().check(p, &frame, true).is_ok()) {
                     return Ok(None);
                 }
                 Ok(Some(frame))
             }
-            Err(line) => Err(format!("the agent wrote a line that is not JSON: {line}")),
+            Err(e) => Err(e),
         }
     }
 
-    fn write(&mut self, line: &str) -> Result<(), String> {
-        let stdin = self.stdin.as_mut().ok_or("stdin is already closed")?;
-        stdin.write_all(format!("{line}\n").as_bytes()).and_then(|()| stdin.flush()).map_err(|e| format!("could not write to the agent: {e}"))
+    fn write(&mut self, line: &str) -> Result<(), RunError> {
+        let stdin = self.stdin.as_mut().ok_or(RunError::StdinClosed)?;
+        stdin.write_all(format!("{line}\n").as_bytes()).and_then(|()| stdin.flush()).map_err(RunError::Write)
     }
 
     /// Closes the agent's input, gives it time to exit, then TERM and KILL to its whole process
@@ -469,7 +472,7 @@ pub fn run(path: &Path, options: &RunOptions) -> Outcome {
                 name,
                 requirements: Vec::new(),
                 dialect: None,
-                failure: Some(e),
+                failure: Some(e.to_string()),
                 charged: Vec::new(),
                 not_testable: false,
                 checked: Vec::new(),
@@ -592,8 +595,8 @@ struct Failure {
 }
 
 impl Failure {
-    fn agent(text: String) -> Self {
-        Self { text, cause: Cause::Agent }
+    fn agent(text: impl std::fmt::Display) -> Self {
+        Self { text: text.to_string(), cause: Cause::Agent }
     }
 }
 
@@ -672,22 +675,22 @@ fn play_role(call: &Value, tools: &crate::protocol::ConformanceAdapterTools, p: 
     Value::Object(mapped)
 }
 
-fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(Ending, Vec<Value>, Vec<String>), String> {
+fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(Ending, Vec<Value>, Vec<String>), RunError> {
     let TranscriptLine::Header(header) = &lines[0] else { unreachable!() };
-    let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let temp = tempfile::tempdir()?;
     let (home, config, work) = (temp.path().join("home"), temp.path().join("config"), temp.path().join("work"));
     for d in [&home, &config, &work] {
-        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(d)?;
     }
     for (relative, text) in &header.work_files {
         if Path::new(relative).is_absolute() || relative.split('/').any(|c| c == "..") {
-            return Err(format!("workFiles: {relative:?} must be a relative path inside the work directory"));
+            return Err(RunError::WorkFileOutside(relative.clone()));
         }
         let file = work.join(relative);
         if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(&file, text).map_err(|e| format!("workFiles: {relative}: {e}"))?;
+        std::fs::write(&file, text).map_err(|source| RunError::WorkFile { name: relative.clone(), source })?;
     }
     let dialect = header.dialect;
     let replies: Vec<Value> = lines.iter().filter_map(|l| if let TranscriptLine::Model(m) = l { serde_json::to_value(&m.reply).ok() } else { None }).collect();
@@ -696,7 +699,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
     let script = temp.path().join("model-script.jsonl");
     let mut command = match &options.agent {
         AgentUnderTest::Adapted { adapter, agentwire } => {
-            let llm = FakeLlm::start(Vec::new()).map_err(|e| format!("could not start the fake LLM server: {e}"))?;
+            let llm = FakeLlm::start(Vec::new()).map_err(RunError::FakeLlm)?;
             let dirs = Placeholders { base_url: llm.base_url(), origin: llm.origin(), dialect: mode_name(dialect), home: &home, config: &config, work: &work, tmp: temp.path(), agentwire, script: &script };
             // Tool calls by role become the agent's own tools.
             let replies: Vec<Value> = match &adapter.tools {
@@ -723,7 +726,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
                 })
                 .collect();
             llm.push_script(replies.clone());
-            std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
+            std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>())?;
             // An agent that plays the replies from the script itself (agentwire's offline
             // model) asks no server: what the model received cannot be judged.
             plays_script = adapter.command.iter().any(|a| a.contains("{{modelScript}}"));
@@ -739,7 +742,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
             base_env(&mut c, &home);
             c.arg("--mode").arg(mode_name(dialect)).arg("--cwd").arg(&work).arg("--config-dir").arg(&config);
             if !replies.is_empty() {
-                std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>()).map_err(|e| e.to_string())?;
+                std::fs::write(&script, replies.iter().map(|r| format!("{r}\n")).collect::<String>())?;
                 c.arg("--model-script").arg(script);
             }
             c.args(header.args.iter().flatten());
@@ -748,7 +751,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
     };
     command.current_dir(&work);
     isolate(&mut command);
-    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("could not start the agent: {e}"))?;
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(RunError::Spawn)?;
     // The last few KB of stderr, for the report when the agent dies.
     let stderr_tail = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     {
@@ -773,7 +776,7 @@ fn launch_and_play(lines: &[TranscriptLine], options: &RunOptions) -> Result<(En
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let item = serde_json::from_str::<Value>(&line).map_err(|_| line);
+            let item = serde_json::from_str::<Value>(&line).map_err(|_| RunError::NotJson(line));
             if tx.send(item).is_err() {
                 break;
             }
@@ -865,7 +868,7 @@ fn base_env(c: &mut Command, home: &Path) {
 }
 
 /// The adapter's command with its files written and its environment set.
-fn adapted_command(adapter: &ConformanceAdapter, p: &Placeholders<'_>, args: &[String]) -> Result<Command, String> {
+fn adapted_command(adapter: &ConformanceAdapter, p: &Placeholders<'_>, args: &[String]) -> Result<Command, RunError> {
     for file in adapter.files.iter().flatten() {
         let path = std::path::PathBuf::from(p.apply(file.path.as_str()));
         let content = match (&file.text, &file.json) {
@@ -874,9 +877,9 @@ fn adapted_command(adapter: &ConformanceAdapter, p: &Placeholders<'_>, args: &[S
             (None, None) => String::new(),
         };
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|source| RunError::AdapterFile { path: parent.to_owned(), source })?;
         }
-        std::fs::write(&path, content).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(&path, content).map_err(|source| RunError::AdapterFile { path: path.clone(), source })?;
     }
     let argv: Vec<String> = adapter.command.iter().map(|a| p.apply(a)).collect();
     let mut c = Command::new(&argv[0]);
@@ -898,7 +901,7 @@ fn adapted_command(adapter: &ConformanceAdapter, p: &Placeholders<'_>, args: &[S
 type PendingOptional<'a> = Vec<(&'a Value, bool)>;
 
 /// The next frame for a non-optional line, after settling pending optional lines.
-fn next_frame(run: &mut Run, matcher: &mut Matcher, pending: &mut PendingOptional<'_>) -> Result<Value, String> {
+fn next_frame(run: &mut Run, matcher: &mut Matcher, pending: &mut PendingOptional<'_>) -> Result<Value, RunError> {
     'frames: loop {
         let frame = run.next()?;
         while let Some((pattern, subset)) = pending.first().copied() {
@@ -946,7 +949,7 @@ enum InterleavedError {
     NotASequence(usize),
     /// No frame came (a timeout, the agent's end) while some were still expected.
     #[error("{remaining} interleaved frames still expected: {reason}")]
-    Ended { remaining: usize, reason: String },
+    Ended { remaining: usize, reason: RunError },
     /// A frame that is the next of no sequence and is not to be skipped.
     #[error("frame matches the next pattern of none of the interleaved sequences:\n  {frame}\nexpected one of:\n{}", heads.join("\n"))]
     Unmatched { frame: Value, heads: Vec<String> },

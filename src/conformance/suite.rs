@@ -15,6 +15,7 @@ use std::sync::Mutex;
 
 use serde_json::json;
 
+use super::error::InputError;
 use super::requirements::{tier_name, Registry, TIERS};
 use super::runner::{run, Outcome, RunOptions};
 use crate::protocol::ConformanceRequirementTier;
@@ -86,33 +87,37 @@ pub struct Baseline {
 
 impl Baseline {
     /// Parses `name  # reason` lines (blank lines and lines starting with `#` are ignored).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, InputError> {
         let mut entries = BTreeMap::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
+            let bad = |reason: String| Err(InputError::Content { at: format!("line {}", i + 1), reason });
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
             let (name, reason) = line.split_once('#').map_or((line, ""), |(n, r)| (n.trim(), r.trim()));
             if name.contains(char::is_whitespace) {
-                return Err(format!("line {}: expected `name  # reason` or `name:REQ-ID  # reason`, got {line:?}", i + 1));
+                return bad(format!("expected `name  # reason` or `name:REQ-ID  # reason`, got {line:?}"));
             }
             let (name, check) = match name.split_once(':') {
                 Some((n, id)) if !n.is_empty() && !id.is_empty() => (n, Some(id.to_owned())),
-                Some(_) => return Err(format!("line {}: expected `name:REQ-ID`, got {name:?}", i + 1)),
+                Some(_) => return bad(format!("expected `name:REQ-ID`, got {name:?}")),
                 None => (name, None),
             };
             if entries.insert(name.to_owned(), BaselineEntry { check, reason: reason.to_owned() }).is_some() {
-                return Err(format!("line {}: {name} is listed twice", i + 1));
+                return bad(format!("{name} is listed twice"));
             }
         }
         Ok(Self { entries })
     }
 
     /// Reads a baseline file.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<Self, InputError> {
+        let text = std::fs::read_to_string(path).map_err(|source| InputError::Io { path: path.to_owned(), source })?;
+        Self::parse(&text).map_err(|e| match e {
+            InputError::Content { at, reason } => InputError::Content { at: format!("{}: {at}", path.display()), reason },
+            other => other,
+        })
     }
 
     /// Drops the entries for transcripts a `--filter` left out of the run (they exist, they
@@ -591,8 +596,8 @@ mod tests {
         let b = Baseline::parse("# pi\nrpc-ready  # pi sends no ready\n\nrpc-other\n").unwrap();
         assert_eq!(b.reason("rpc-ready"), Some("pi sends no ready"));
         assert_eq!(b.reason("rpc-other"), Some(""));
-        assert!(Baseline::parse("two words # x").unwrap_err().contains("line 1"));
-        assert!(Baseline::parse("a\na").unwrap_err().contains("twice"));
+        assert!(Baseline::parse("two words # x").unwrap_err().to_string().contains("line 1"));
+        assert!(Baseline::parse("a\na").unwrap_err().to_string().contains("twice"));
     }
 
     #[test]

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
+use super::error::CoreError;
+
 use crate::protocol::{AgentMessage, AgentToolResult, AssistantMessage, CompactionResult, PromptError, ThinkingLevel, TodoPhase, ToolCall, ToolResultMessage};
 
 /// The core's handle for an accepted prompt; the dialect keeps its own id beside it.
@@ -122,7 +124,7 @@ pub enum AgentEvent<'a> {
     /// A compaction starts.
     CompactionStart { reason: CompactionReason },
     /// A compaction ended: its result, or why it failed; `will_retry` after an overflow.
-    CompactionEnd { reason: CompactionReason, result: Result<CompactionResult, String>, aborted: bool, will_retry: bool },
+    CompactionEnd { reason: CompactionReason, result: Result<CompactionResult, CoreError>, aborted: bool, will_retry: bool },
     /// A transient provider failure will be retried after `delay`.
     RetryStart { attempt: u32, max_attempts: u32, delay: Duration, error: String },
     /// Retrying ended (success, or the final error / "Retry cancelled").

@@ -80,21 +80,35 @@ pub struct HostCommandOutcome {
     pub timed_out: bool,
 }
 
+/// Why the host could not do what a tool asked; the model reads its message. The dialect that
+/// reaches the host says why in its own terms (its own error type, boxed here, so the core
+/// stays dialect-neutral).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HostError(Box<dyn std::error::Error + Send + Sync>);
+
+impl HostError {
+    /// The host's failure `error` (a typed error, or a message).
+    pub fn new(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(error.into())
+    }
+}
+
 /// What the host can do for the built-in tools. Errors are readable messages for the model.
 pub trait HostTools: Send + Sync + std::fmt::Debug {
     /// The text of the file at the absolute `path`, as the host sees it (`cancel` abandons the
     /// request).
-    fn read_text_file<'a>(&'a self, _path: &'a Path, _cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<String, String>>> {
+    fn read_text_file<'a>(&'a self, _path: &'a Path, _cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<String, HostError>>> {
         None
     }
 
     /// Replaces the text of the file at the absolute `path` (creating it).
-    fn write_text_file<'a>(&'a self, _path: &'a Path, _content: &'a str, _cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<(), String>>> {
+    fn write_text_file<'a>(&'a self, _path: &'a Path, _content: &'a str, _cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<(), HostError>>> {
         None
     }
 
     /// Runs the shell `command` in `cwd`, killing it on `cancel` or after `timeout`.
-    fn run_command<'a>(&'a self, _command: &'a str, _cwd: &'a Path, _timeout: Option<Duration>, _cancel: CancellationToken) -> Option<BoxFuture<'a, Result<HostCommandOutcome, String>>> {
+    fn run_command<'a>(&'a self, _command: &'a str, _cwd: &'a Path, _timeout: Option<Duration>, _cancel: CancellationToken) -> Option<BoxFuture<'a, Result<HostCommandOutcome, HostError>>> {
         None
     }
 }

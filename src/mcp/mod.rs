@@ -201,7 +201,7 @@ impl McpServers {
             let outcome = tokio::time::timeout(bound, connect(config, cwd, stderr.clone(), pgid.clone())).await;
             let reason = match outcome {
                 Ok(Ok(connected)) => return Ok(connected),
-                Ok(Err(reason)) => reason,
+                Ok(Err(reason)) => reason.to_string(),
                 Err(_) => format!("no answer to initialize within {}", humantime::format_duration(bound)),
             };
             // Whatever it started goes with it (the dropped transport kills the child; its
@@ -366,8 +366,23 @@ fn kill_group(pgid: u32) {
     }
 }
 
+/// Why one server could not be reached (the reason of its [`StartFailure`]).
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    #[error("cannot start {command}: {source}")]
+    Spawn { command: String, source: std::io::Error },
+    #[error("header \"{name}\": {source}")]
+    Header { name: String, source: Box<dyn std::error::Error + Send + Sync> },
+    #[error("initialize failed: {0}")]
+    Initialize(rmcp::service::ClientInitializeError),
+    #[error("initialize failed ({url}): {source}")]
+    InitializeHttp { url: String, source: rmcp::service::ClientInitializeError },
+    #[error("tools/list failed: {0}")]
+    ListTools(rmcp::ServiceError),
+}
+
 /// Starts or reaches one server, says `initialize` and lists its tools.
-async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDeque<String>>>, pgid_out: Arc<Mutex<Option<u32>>>) -> Result<Connected, String> {
+async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDeque<String>>>, pgid_out: Arc<Mutex<Option<u32>>>) -> Result<Connected, ConnectError> {
     let shared = Arc::new(Shared::new(config.name()));
     let client = Client(shared.clone());
     let (running, pgid, watchdog) = match config {
@@ -389,7 +404,7 @@ async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDequ
             let (process, err) = rmcp::transport::TokioChildProcess::builder(wrapped)
                 .stderr(std::process::Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", s.command))?;
+                .map_err(|source| ConnectError::Spawn { command: s.command.clone(), source })?;
             let pgid = process.id();
             *lock(&pgid_out) = pgid;
             // Even a SIGKILL of agentwire ends the server's whole group (PR_SET_PDEATHSIG ends
@@ -398,14 +413,14 @@ async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDequ
             if let Some(err) = err {
                 tokio::spawn(keep_stderr(shared.server.clone(), err, stderr));
             }
-            let running = client.serve(process).await.map_err(|e| format!("initialize failed: {e}"))?;
+            let running = client.serve(process).await.map_err(ConnectError::Initialize)?;
             (running, pgid, watchdog)
         }
         McpServerConfig::Http(h) => {
             let mut headers = HashMap::new();
             for (name, value) in &h.headers {
-                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header \"{name}\": {e}"))?;
-                let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| format!("header \"{name}\": {e}"))?;
+                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| ConnectError::Header { name: name.clone(), source: e.into() })?;
+                let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| ConnectError::Header { name: name.to_string(), source: e.into() })?;
                 headers.insert(name, value);
             }
             let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(h.url.as_str()).custom_headers(headers);
@@ -413,11 +428,11 @@ async fn connect(config: &McpServerConfig, cwd: &Path, stderr: Arc<Mutex<VecDequ
             // rustls uses the process default. `Err` only says one is installed already.
             let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-            let running = client.serve(transport).await.map_err(|e| format!("initialize failed ({}): {e}", h.url))?;
+            let running = client.serve(transport).await.map_err(|source| ConnectError::InitializeHttp { url: h.url.to_string(), source })?;
             (running, None, None)
         }
     };
-    let tools = running.peer().list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
+    let tools = running.peer().list_all_tools().await.map_err(ConnectError::ListTools)?;
     shared.set_tools(tools);
     let peer = running.peer().clone();
     let announces_list_changes = peer.peer_info().and_then(|info| info.capabilities.tools.as_ref().and_then(|t| t.list_changed)).unwrap_or(false);

@@ -3,6 +3,7 @@
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
+use super::host::HostError;
 use super::{ToolContext, ToolOutput};
 use crate::core::port::FileChange;
 use crate::protocol::{ImageContent, TextOrImageContent};
@@ -65,19 +66,30 @@ pub async fn read(ctx: &ToolContext, path: &str, offset: Option<u64>, limit: Opt
     ToolOutput::text(out).with_details(json!({"path": full.display().to_string(), "totalLines": total, "firstLine": start, "lastLine": last}))
 }
 
+/// Why a file could not be read or written, through the host or on the disk.
+#[derive(Debug, thiserror::Error)]
+enum FileError {
+    /// The host refused or failed.
+    #[error("{0}")]
+    Host(#[from] HostError),
+    /// The disk did.
+    #[error("{0}")]
+    Disk(#[from] std::io::Error),
+}
+
 /// Writes `content` through the host when it offers it, else to the disk.
-async fn save(ctx: &ToolContext, full: &std::path::Path, content: &str) -> Result<(), String> {
+async fn save(ctx: &ToolContext, full: &std::path::Path, content: &str) -> Result<(), FileError> {
     match ctx.host.as_ref().and_then(|h| h.write_text_file(full, content, &ctx.cancel)) {
-        Some(write) => write.await,
-        None => tokio::fs::write(full, content).await.map_err(|e| e.to_string()),
+        Some(write) => Ok(write.await?),
+        None => Ok(tokio::fs::write(full, content).await?),
     }
 }
 
 /// Reads a text file through the host when it offers it, else from the disk.
-async fn load(ctx: &ToolContext, full: &std::path::Path) -> Result<String, String> {
+async fn load(ctx: &ToolContext, full: &std::path::Path) -> Result<String, FileError> {
     match ctx.host.as_ref().and_then(|h| h.read_text_file(full, &ctx.cancel)) {
-        Some(read) => read.await,
-        None => tokio::fs::read_to_string(full).await.map_err(|e| e.to_string()),
+        Some(read) => Ok(read.await?),
+        None => Ok(tokio::fs::read_to_string(full).await?),
     }
 }
 
@@ -94,12 +106,12 @@ pub async fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolOutput {
     // shows whole), for the change the call reports. Through the host it is not: that would
     // be one more request to the editor for every write.
     let (saved, change) = match ctx.host.as_ref().and_then(|h| h.write_text_file(&full, content, &ctx.cancel)) {
-        Some(write) => (write.await, None),
+        Some(write) => (write.await.map_err(FileError::from), None),
         None => {
             let small = !tokio::fs::metadata(&full).await.is_ok_and(|m| m.len() > MAX_PLANNED_BYTES);
             let old_text = if existed && small { tokio::fs::read_to_string(&full).await.ok() } else { None };
             let change = (small && (old_text.is_some() || !existed)).then(|| FileChange { path: full.clone(), old_text, new_text: content.to_owned() });
-            (tokio::fs::write(&full, content).await.map_err(|e| e.to_string()), change)
+            (tokio::fs::write(&full, content).await.map_err(FileError::from), change)
         }
     };
     match saved {
@@ -114,16 +126,27 @@ pub async fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolOutput {
     }
 }
 
+/// Why `edit` cannot replace `oldText` (the message is for the model and names the file).
+#[derive(Debug, thiserror::Error)]
+enum ReplaceError {
+    #[error("oldText is empty; give the exact text to replace")]
+    Empty,
+    #[error("Could not find the text to replace in {0}; oldText must match the file exactly, whitespace included")]
+    NotFound(String),
+    #[error("The text to replace occurs {count} times in {path}; include more surrounding lines to make it unique")]
+    Ambiguous { path: String, count: usize },
+}
+
 /// `before` with `old` replaced by `new`, once: `old` must occur exactly once. `Err` says why
 /// not (it names `path`).
-fn replaced(before: &str, path: &str, old: &str, new: &str) -> Result<String, String> {
+fn replaced(before: &str, path: &str, old: &str, new: &str) -> Result<String, ReplaceError> {
     if old.is_empty() {
-        return Err("oldText is empty; give the exact text to replace".into());
+        return Err(ReplaceError::Empty);
     }
     match before.matches(old).count() {
-        0 => Err(format!("Could not find the text to replace in {path}; oldText must match the file exactly, whitespace included")),
+        0 => Err(ReplaceError::NotFound(path.to_owned())),
         1 => Ok(before.replacen(old, new, 1)),
-        n => Err(format!("The text to replace occurs {n} times in {path}; include more surrounding lines to make it unique")),
+        count => Err(ReplaceError::Ambiguous { path: path.to_owned(), count }),
     }
 }
 
@@ -172,7 +195,7 @@ pub async fn edit(ctx: &ToolContext, path: &str, old: &str, new: &str) -> ToolOu
     };
     let after = match replaced(&before, path, old, new) {
         Ok(after) => after,
-        Err(e) => return ToolOutput::error(e),
+        Err(e) => return ToolOutput::error(e.to_string()),
     };
     if let Err(e) = save(ctx, &full, &after).await {
         return ToolOutput::error(format!("Could not write {path}: {e}"));

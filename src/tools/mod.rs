@@ -6,7 +6,7 @@
 pub mod files;
 /// The host's file and command access, for the built-in tools.
 pub mod host {
-    pub use crate::core::tools::{HostCommandOutcome, HostTools};
+    pub use crate::core::tools::{HostCommandOutcome, HostError, HostTools};
 }
 pub mod schema;
 pub mod search;
@@ -260,7 +260,7 @@ async fn bash(ctx: &ToolContext, command: &str, timeout_s: Option<u64>, mut on_u
 
 /// `bash` run by the host: the same texts and details as a local run (no full-output file:
 /// the host keeps the output).
-fn host_bash(outcome: Result<host::HostCommandOutcome, String>, timeout_s: Option<u64>) -> ToolOutput {
+fn host_bash(outcome: Result<host::HostCommandOutcome, host::HostError>, timeout_s: Option<u64>) -> ToolOutput {
     let o = match outcome {
         Ok(o) => o,
         Err(e) => return ToolOutput::error(format!("Could not run the command: {e}")),

@@ -24,7 +24,7 @@ use crate::protocol::acp::{
     acp_validator, CreateTerminalRequest, KillTerminalRequest, ReadTextFileRequest, ReleaseTerminalRequest, SessionId, TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest,
     WriteTextFileRequest,
 };
-use crate::core::tools::{HostCommandOutcome, HostTools};
+use crate::core::tools::{HostCommandOutcome, HostError, HostTools};
 
 /// The most output a terminal keeps for one `bash` call (the client truncates from the start).
 const OUTPUT_BYTE_LIMIT: u64 = 256 * 1024;
@@ -133,29 +133,28 @@ impl ClientTools {
     }
 }
 
-/// The core's host tools take their errors as text (the tool's error message).
 impl HostTools for ClientTools {
-    fn read_text_file<'a>(&'a self, path: &'a Path, cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<String, String>>> {
+    fn read_text_file<'a>(&'a self, path: &'a Path, cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<String, HostError>>> {
         self.read.then(|| {
             async move {
                 let params = ReadTextFileRequest::new(path.display().to_string(), self.session());
-                self.call::<FsReadTextFile>(&params, None, Some(cancel)).await.map(|r| r.content).map_err(|e| e.to_string())
+                Ok(self.call::<FsReadTextFile>(&params, None, Some(cancel)).await.map_err(HostError::new)?.content)
             }
             .boxed()
         })
     }
 
-    fn write_text_file<'a>(&'a self, path: &'a Path, content: &'a str, cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<(), String>>> {
+    fn write_text_file<'a>(&'a self, path: &'a Path, content: &'a str, cancel: &'a CancellationToken) -> Option<BoxFuture<'a, Result<(), HostError>>> {
         self.write.then(|| {
             async move {
                 let params = WriteTextFileRequest::new(content, path.display().to_string(), self.session());
-                self.call::<FsWriteTextFile>(&params, None, Some(cancel)).await.map(drop).map_err(|e| e.to_string())
+                self.call::<FsWriteTextFile>(&params, None, Some(cancel)).await.map(drop).map_err(HostError::new)
             }
             .boxed()
         })
     }
 
-    fn run_command<'a>(&'a self, command: &'a str, cwd: &'a Path, timeout: Option<Duration>, cancel: CancellationToken) -> Option<BoxFuture<'a, Result<HostCommandOutcome, String>>> {
-        self.terminal.then(|| async move { self.run(command, cwd, timeout, cancel).await.map_err(|e| e.to_string()) }.boxed())
+    fn run_command<'a>(&'a self, command: &'a str, cwd: &'a Path, timeout: Option<Duration>, cancel: CancellationToken) -> Option<BoxFuture<'a, Result<HostCommandOutcome, HostError>>> {
+        self.terminal.then(|| self.run(command, cwd, timeout, cancel).map(|r| r.map_err(HostError::new)).boxed())
     }
 }

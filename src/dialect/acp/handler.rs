@@ -1,9 +1,9 @@
 //! The generated [`AcpAgentHandler`] trait, implemented by mapping each ACP method onto the core.
 //!
 //! Each ACP session is one core (an [`AgentCore`]: the built-in [`Agent`] or a custom one,
-//! built by the process's [`SessionFactory`] for the session's `cwd`) with its own
+//! built by the process's [`SessionFactory`](crate::core::SessionFactory) for the session's `cwd`) with its own
 //! [`AcpSessionHost`]; sessions live until `session/close`, `session/delete` or the end of the
-//! process. What the cores cannot do ([`SessionFactory::capabilities`]) `initialize` does not
+//! process. What the cores cannot do ([`SessionFactory::capabilities`](crate::core::SessionFactory::capabilities)) `initialize` does not
 //! advertise, and the methods for it answer -32601 naming them. Updates about a session that
 //! the client only learns of from an answer (`available_commands_update` after `session/new`)
 //! are sent once that answer is queued; those of a session it names (`session/load`,

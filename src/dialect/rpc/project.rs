@@ -208,7 +208,7 @@ impl RpcHost {
             AgentEvent::CompactionEnd { reason, result, aborted, will_retry } => {
                 let (result, error) = match result {
                     Ok(r) => (Some(r), None),
-                    Err(e) => (None, Some(e)),
+                    Err(e) => (None, Some(e.to_string())),
                 };
                 out.send(&CompactionEndEvent::new(end_reason(reason), aborted, will_retry).with_result(result).with_error_message(error)).await
             }
