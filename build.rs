@@ -38,7 +38,7 @@ fn main() {
 
     let files = match files_ending_in(&schema_dir, ".schema.json") {
         Ok(files) => files,
-        Err(e) => fail(&e),
+        Err(e) => fail(&e.to_string()),
     };
     let texts: Vec<(String, String)> = files
         .iter()
@@ -52,7 +52,7 @@ fn main() {
         .unwrap_or_else(|e| fail(&e.to_string()));
     let bundled = set.bundle().unwrap_or_else(|e| fail(&e.to_string()));
     let examples: Vec<(String, String)> = files_ending_in(&schema_dir.join("examples"), ".jsonl")
-        .unwrap_or_else(|e| fail(&e))
+        .unwrap_or_else(|e| fail(&e.to_string()))
         .into_iter()
         .map(|(name, path)| {
             println!("cargo:rerun-if-changed={}", path.display());
@@ -231,10 +231,11 @@ fn links(mut driver: std::process::Command, program: &[u8]) -> bool {
 }
 
 /// `(file name, path)` of the files in `dir` whose name ends in `suffix`, sorted.
-fn files_ending_in(dir: &Path, suffix: &str) -> Result<Vec<(String, PathBuf)>, String> {
+fn files_ending_in(dir: &Path, suffix: &str) -> std::io::Result<Vec<(String, PathBuf)>> {
+    let in_dir = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()));
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
+    for entry in std::fs::read_dir(dir).map_err(in_dir)? {
+        let path = entry.map_err(in_dir)?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
         if name.ends_with(suffix) {
             files.push((name, path));

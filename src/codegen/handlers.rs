@@ -52,13 +52,6 @@ impl std::fmt::Display for HandlerError {
 
 impl std::error::Error for HandlerError {}
 
-// The generators calling these still report errors as text (`rust_types::generate`).
-impl From<HandlerError> for String {
-    fn from(e: HandlerError) -> Self {
-        e.to_string()
-    }
-}
-
 /// Splits one generated module's code in two: the items that name the JSON-RPC runtime
 /// (`crate::jsonrpc`: the dispatch functions and their `Dispatch` impls) and the rest (the
 /// types, tables, handler traits and method types, which the protocol layer includes). Both
