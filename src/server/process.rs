@@ -388,7 +388,19 @@ impl SessionFactory<ServedAgent> for BuiltinSessions {
 /// Runs `agentwire --mode acp` on stdin/stdout (no `ready` line: stdout carries only
 /// JSON-RPC frames); returns the exit code.
 pub async fn run_acp_process(options: ProcessOptions) -> u8 {
-    // Startup problems (a bad models file, an unreadable script) exit 1 before any frame.
+    // The script is read once, here: every session's agent shares the model it describes.
+    let mut options = options;
+    if let Some(path) = options.model_script.take() {
+        match OfflineModel::from_script_file(&path) {
+            Ok(m) => options.selection.offline = Some(Arc::new(m)),
+            Err(e) => {
+                tracing::error!("{}", StartupError::ModelScript(e));
+                return 1;
+            }
+        }
+    }
+    // Startup problems (a bad models file, a session that cannot be resumed) exit 1 before any
+    // frame.
     let prepared = match prepare(&options) {
         Ok(p) => p,
         Err(code) => return code,
@@ -396,16 +408,6 @@ pub async fn run_acp_process(options: ProcessOptions) -> u8 {
     // Any model the client can select (`session/set_config_option`) may be the one an image
     // prompt goes to; a prompt while the current one takes none is refused naming it.
     let accepts_images = prepared.catalogue.models.iter().any(|m| m.info.input.iter().any(|k| matches!(k, crate::protocol::InputKind::Image)));
-    let mut options = options;
-    if let Some(path) = options.model_script.take() {
-        match OfflineModel::from_script_file(&path) {
-            Ok(m) => options.selection.offline = Some(Arc::new(m)),
-            Err(e) => {
-                tracing::error!("--model-script: {e}");
-                return 1;
-            }
-        }
-    }
     drop(prepared);
     serve_process(Dialect::Acp, BuiltinSessions { options, accepts_images, first: Mutex::new(None), session_file: None }).await
 }
