@@ -1,7 +1,7 @@
 //! Which ACP version a connection speaks: read off its first line, before either front serves
 //! it. An `initialize` asking for protocol version 2 or later gets v2 (which answers 2, the
 //! highest agentwire supports at or below the version asked); anything else — version 1, 0, a
-//! string, another method first, a line that is not JSON — is served by v1 exactly as before
+//! string, another method first, a line that is not JSON — is served by v1
 //! (v1 answers version 1 to any version, as its spec asks). The line is handed back to the
 //! front that serves the connection, so it is read once, by the front, like every other.
 
@@ -39,13 +39,9 @@ pub fn asked(first_line: &[u8]) -> AcpVersion {
 pub type Routed<R> = BufReader<tokio::io::Chain<std::io::Cursor<Vec<u8>>, R>>;
 
 /// Reads the first line of `input` (at most `max_line_bytes`; a longer one is left for the
-/// front to refuse) and returns the version it asks for, with the whole input to serve.
-pub async fn route<R: AsyncBufRead + Unpin>(input: R, max_line_bytes: usize) -> (AcpVersion, Routed<R>) {
-    let (version, _, routed) = route_keeping(input, max_line_bytes).await;
-    (version, routed)
-}
-
-/// [`route`], with a copy of the first line (as read, its newline included).
+/// front to refuse) and returns the version it asks for, a copy of that line (as read, its
+/// newline included) and the whole input to serve. `crate::server::acp_version` is the one
+/// caller: the version of a connection is chosen there.
 pub async fn route_keeping<R: AsyncBufRead + Unpin>(mut input: R, max_line_bytes: usize) -> (AcpVersion, Vec<u8>, Routed<R>) {
     let mut line = Vec::new();
     let limit = u64::try_from(max_line_bytes).unwrap_or(u64::MAX).saturating_add(1);
@@ -84,7 +80,8 @@ mod tests {
     #[tokio::test]
     async fn the_first_line_is_served_too() {
         let input: &[u8] = b"{\"method\":\"initialize\",\"params\":{\"protocolVersion\":2}}\nsecond\n";
-        let (version, mut routed) = route(input, 1024).await;
+        let (version, line, mut routed) = route_keeping(input, 1024).await;
+        assert_eq!(line, b"{\"method\":\"initialize\",\"params\":{\"protocolVersion\":2}}\n");
         assert_eq!(version, AcpVersion::V2);
         let mut all = String::new();
         routed.read_to_string(&mut all).await.unwrap();
