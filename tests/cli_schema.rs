@@ -1,4 +1,5 @@
-//! `agentwire schema bundle|validate` through the real binary.
+//! `agentwire schema bundle|validate` through the real binary, and how the agent's binary runs
+//! the tools' binary for them.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -109,4 +110,23 @@ fn a_missing_file_is_a_usage_error() {
     let out = agentwire(&["schema", "validate", "/nonexistent/frames.jsonl"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/frames.jsonl"));
+}
+
+/// The tools' arguments reach the tools' binary as given (a global flag before the subcommand,
+/// `--` and what follows), and without the tools' binary beside it the agent's binary says where
+/// it looked and how to get it, instead of a usage error.
+#[test]
+fn the_agent_binary_runs_the_tools_binary_beside_it() {
+    let out = agentwire(&["--log-level", "error", "schema", "validate", "--dialect", "rpc", "-"], Some("{\"type\":\"get_state\"}\n"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let lonely = tempfile::tempdir().unwrap();
+    let copy = lonely.path().join("agentwire");
+    std::fs::copy(env!("CARGO_BIN_EXE_agentwire"), &copy).unwrap();
+    let out = Command::new(&copy).args(["schema", "bundle"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{} not found", lonely.path().join("agentwire-tools").display())), "{stderr}");
+    assert!(stderr.contains("cargo build"), "{stderr}");
 }

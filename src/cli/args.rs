@@ -180,19 +180,18 @@ impl From<DialectArg> for SchemaDialect {
 #[command(defer = true)]
 pub enum Command {
     /// Run conformance transcripts against an agent.
+    #[command(disable_help_flag = true, disable_version_flag = true)]
     Conformance {
-        /// What to do.
-        #[command(subcommand)]
-        action: ConformanceAction,
+        /// The tool's arguments (`agentwire conformance --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<std::ffi::OsString>,
     },
     /// Generate the client bindings' inputs and protocol layers (see clients/generate).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
     Codegen {
-        /// What to generate.
-        #[command(subcommand)]
-        action: CodegenAction,
-        /// Write here instead of stdout.
-        #[arg(long, global = true, value_name = "FILE")]
-        out: Option<std::path::PathBuf>,
+        /// The tool's arguments (`agentwire codegen --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<std::ffi::OsString>,
     },
     /// Store a provider's API key in the config dir (`auth.json`, file mode 0600), where every
     /// mode finds it when the environment has no key for that provider. Reads the key from
@@ -204,10 +203,11 @@ pub enum Command {
         provider: Option<String>,
     },
     /// Work with the protocol schema.
+    #[command(disable_help_flag = true, disable_version_flag = true)]
     Schema {
-        /// What to do.
-        #[command(subcommand)]
-        action: SchemaAction,
+        /// The tool's arguments (`agentwire schema --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<std::ffi::OsString>,
     },
     /// Speak one dialect to the host on stdio and drive an agent process in another
     /// (docs/bridge.md).
@@ -232,6 +232,48 @@ pub enum Command {
         /// The agent's command line, after `--`.
         #[arg(last = true, required = true, value_name = "AGENT COMMAND")]
         command: Vec<std::ffi::OsString>,
+    },
+}
+
+/// The tools (`agentwire conformance | schema | codegen`), a binary of their own beside the
+/// agent's: the agent's binary runs it for those subcommands (see [`Command::Conformance`]), so
+/// the harness, the schema tools and the generators are not in the binary editors and hosts start.
+#[derive(Debug, Parser)]
+#[command(name = "agentwire", bin_name = "agentwire", version, about, long_about = None)]
+pub struct ToolsCli {
+    /// Diagnostics on stderr from this level on: error, warn, info (default), debug, trace; or
+    /// an env-filter directive. Default: $AGENTWIRE_LOG, else info.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// The tool.
+    #[command(subcommand)]
+    pub command: ToolCommand,
+}
+
+/// The tools' subcommands.
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub enum ToolCommand {
+    /// Run conformance transcripts against an agent.
+    Conformance {
+        /// What to do.
+        #[command(subcommand)]
+        action: ConformanceAction,
+    },
+    /// Generate the client bindings' inputs and protocol layers (see clients/generate).
+    Codegen {
+        /// What to generate.
+        #[command(subcommand)]
+        action: CodegenAction,
+        /// Write here instead of stdout.
+        #[arg(long, global = true, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+    },
+    /// Work with the protocol schema.
+    Schema {
+        /// What to do.
+        #[command(subcommand)]
+        action: SchemaAction,
     },
 }
 
@@ -536,25 +578,39 @@ pub enum SchemaAction {
 mod tests {
     use clap::CommandFactory;
 
-    use super::Cli;
+    use super::{Cli, ToolsCli};
 
-    /// clap's own consistency checks, over every subcommand (deferred ones built too).
+    /// clap's own consistency checks, over every subcommand (deferred ones built too), of both
+    /// binaries' command lines.
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+        ToolsCli::command().debug_assert();
     }
 
     /// A deferred subcommand's help opens with the line the top-level help lists for it: its
     /// arguments are added when it is built, and must not replace that line.
     #[test]
     fn a_deferred_subcommand_keeps_the_line_listed_for_it() {
-        let cli = Cli::command();
-        for sub in cli.get_subcommands() {
-            let listed = sub.get_about().map(ToString::to_string);
-            let mut built = sub.clone();
-            built.build();
-            assert_eq!(built.get_about().map(ToString::to_string), listed, "agentwire {}", sub.get_name());
-            assert!(built.get_arguments().count() > 0 || built.has_subcommands(), "agentwire {} was built", sub.get_name());
+        for cli in [Cli::command(), ToolsCli::command()] {
+            for sub in cli.get_subcommands() {
+                let listed = sub.get_about().map(ToString::to_string);
+                let mut built = sub.clone();
+                built.build();
+                assert_eq!(built.get_about().map(ToString::to_string), listed, "agentwire {}", sub.get_name());
+                assert!(built.get_arguments().count() > 0 || built.has_subcommands(), "agentwire {} was built", sub.get_name());
+            }
+        }
+    }
+
+    /// The agent's binary lists every tool the tools' binary has, with the same line: a tool
+    /// added to one and not the other is caught here.
+    #[test]
+    fn the_agent_lists_every_tool() {
+        let agent = Cli::command();
+        for tool in ToolsCli::command().get_subcommands() {
+            let listed = agent.find_subcommand(tool.get_name()).unwrap_or_else(|| panic!("agentwire --help lacks {}", tool.get_name()));
+            assert_eq!(listed.get_about().map(ToString::to_string), tool.get_about().map(ToString::to_string), "agentwire {}", tool.get_name());
         }
     }
 }

@@ -82,9 +82,9 @@ pub fn matrix(adapters: Vec<PathBuf>, out: Option<&Path>, frame_timeout: u64, jo
         Ok(r) => r,
         Err(e) => return fail(&e.to_string()),
     };
-    let agentwire = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => return fail(&e.to_string()),
+    let agentwire = match super::tools::agent_binary() {
+        Ok(path) => path,
+        Err(code) => return code,
     };
     let command = {
         let mut words = vec!["agentwire conformance matrix".to_owned()];
@@ -131,9 +131,9 @@ pub(super) fn run(action: ConformanceAction) -> ExitCode {
     match action {
         ConformanceAction::Record { out, name, description, requirements, dialect, settle_ms, args } => {
             let name = name.unwrap_or_else(|| out.file_stem().map_or_else(|| "recorded".to_owned(), |s| s.to_string_lossy().into_owned()));
-            let exe = match std::env::current_exe() {
-                Ok(exe) => exe,
-                Err(e) => return fail(&e.to_string()),
+            let exe = match super::tools::agent_binary() {
+                Ok(path) => path,
+                Err(code) => return code,
             };
             let options = crate::conformance::record::RecordOptions {
                 name,
@@ -228,9 +228,9 @@ struct ConformanceRun {
 fn run_conformance(opts: &ConformanceRun, paths: &[std::path::PathBuf]) -> ExitCode {
     use crate::conformance::runner::{load_adapter, AgentUnderTest, RunOptions};
     use crate::conformance::suite::{collect, find_baseline, run_suite_with_progress, transcript_name, Baseline};
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => return fail(&e.to_string()),
+    let exe = match super::tools::agent_binary() {
+        Ok(path) => path,
+        Err(code) => return code,
     };
     let bin: Option<Vec<String>> = opts.bin.as_ref().map(|b| b.split_whitespace().map(str::to_owned).collect());
     let agent = match (&opts.adapter, bin) {

@@ -1,4 +1,6 @@
-//! The command line: `agentwire --mode rpc|wire|acp` (the agent) and `agentwire schema …` (tools).
+//! The command lines of the two binaries: `agentwire` (the agent in `--mode rpc|wire|acp`,
+//! `bridge`, `login`) and `agentwire-tools` (`conformance`, `schema`, `codegen`), which
+//! `agentwire` runs for those subcommands ([`tools`]).
 //!
 //! [`args`] holds the clap types; [`agent`] starts the agent; each subcommand has its file
 //! ([`codegen`], [`conformance`] and [`conformance_client`], [`login`], [`schema`]); [`logging`] sets up diagnostics.
@@ -11,21 +13,22 @@ mod conformance_client;
 mod login;
 pub mod logging;
 pub mod schema;
+pub mod tools;
 
 use std::process::ExitCode;
 
 pub use args::{
     ApprovalArg, BundleDialectArg, Cli, CodegenAction, CodegenTarget, Command, ConformanceAction, DialectArg, ImportFrom, Mode, ReportFormat, RequirementsFormat,
-    SchemaAction,
+    SchemaAction, ToolCommand, ToolsCli,
 };
 
-/// Runs the command line and returns the process exit code.
+/// Runs the agent's command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     logging::init(cli.log_level.as_deref());
     match cli.command {
-        Some(Command::Schema { action }) => schema::run(action),
+        // Parsed by the tools' binary, which takes this process's arguments as they are.
+        Some(Command::Conformance { args: _ } | Command::Schema { args: _ } | Command::Codegen { args: _ }) => tools::exec_tools(),
         Some(Command::Login { provider }) => login::run(cli.config_dir.as_deref(), provider),
-        Some(Command::Codegen { action, out }) => codegen::run(&action, out.as_deref()),
         Some(Command::Bridge { serve, agent_dialect, agent_acp_version, record, command }) => {
             let mut options = crate::bridge::BridgeOptions::new(serve.dialect(), command);
             options.agent_acp_version = agent_acp_version;
@@ -41,8 +44,17 @@ pub fn run(cli: Cli) -> ExitCode {
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));
             ExitCode::from(code)
         }
-        Some(Command::Conformance { action }) => conformance::run(action),
         None => agent::run(&cli, cli.mode.unwrap_or(Mode::Rpc)),
+    }
+}
+
+/// Runs the tools' command line and returns the process exit code.
+pub fn run_tools(cli: ToolsCli) -> ExitCode {
+    logging::init(cli.log_level.as_deref());
+    match cli.command {
+        ToolCommand::Schema { action } => schema::run(action),
+        ToolCommand::Codegen { action, out } => codegen::run(&action, out.as_deref()),
+        ToolCommand::Conformance { action } => conformance::run(action),
     }
 }
 
