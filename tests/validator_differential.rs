@@ -531,18 +531,38 @@ fn generated_validators_agree_with_jsonschema() {
     }
     assert!(failures.is_empty(), "{} disagreements, first ones:\n{}", failures.len(), failures.iter().take(15).cloned().collect::<Vec<_>>().join("\n"));
 
-    // Mutated frames: 1 to 3 mutations of a valid seed, against the seed's def.
+    // Mutated frames: 1 to 3 mutations of a valid seed, against the seed's def. They are most of
+    // this test's time, so they run on every core, each runner with its own oracle.
     let pool = value_pool(&oracle, &seeds);
     let cases: u32 = std::env::var("DIFFERENTIAL_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(100_000);
+    let runners = u32::try_from(std::thread::available_parallelism().map_or(1, std::num::NonZero::get).min(4)).unwrap_or(1);
+    let (seeds, pool) = (&seeds, &pool);
+    let mut oracles = vec![oracle];
+    oracles.extend((1..runners).map(|_| Oracle::new()));
+    let rejected: u64 = std::thread::scope(|scope| {
+        let runs: Vec<_> = oracles
+            .into_iter()
+            .zip(0..)
+            .map(|(oracle, i)| scope.spawn(move || mutations_agree(oracle, seeds, pool, cases / runners + u32::from(i < cases % runners))))
+            .collect();
+        runs.into_iter().map(|run| run.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).sum()
+    });
+    // The mutations must mostly break frames, or the comparison of pointers is not exercised.
+    assert!(rejected * 2 > u64::from(cases), "only {rejected} of {cases} mutated frames were invalid");
+}
+
+/// Runs `cases` mutated frames through both validators; panics at the first disagreement, and
+/// returns how many of the frames were invalid.
+fn mutations_agree(oracle: Oracle, seeds: &[(Schema, String, Value)], pool: &[Value], cases: u32) -> u64 {
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
-    let rejected = std::cell::Cell::new(0usize);
+    let rejected = std::cell::Cell::new(0u64);
     let strategy = (any::<Index>(), prop::collection::vec((any::<Index>(), any::<u8>(), any::<Index>()), 1..4));
     let oracle = std::cell::RefCell::new(oracle);
     let result = runner.run(&strategy, |(seed, mutations)| {
         let (schema, key, base) = &seeds[seed.index(seeds.len())];
         let mut value = base.clone();
         for (at, op, pick) in mutations {
-            mutate(&mut value, at, op, pick, &pool);
+            mutate(&mut value, at, op, pick, pool);
         }
         match compare(&mut oracle.borrow_mut(), *schema, key, &value) {
             Ok(valid) => {
@@ -557,6 +577,5 @@ fn generated_validators_agree_with_jsonschema() {
     if let Err(e) = result {
         panic!("{e}");
     }
-    // The mutations must mostly break frames, or the comparison of pointers is not exercised.
-    assert!(rejected.get() as u64 * 2 > u64::from(cases), "only {} of {cases} mutated frames were invalid", rejected.get());
+    rejected.get()
 }
