@@ -37,9 +37,9 @@ use crate::core::events::RunOutcome;
 use crate::core::mcp::{McpServerConfig, StartFailure};
 use crate::core::{AgentCore, Capabilities, CoreError, CoreResult, Host, QueueKind, Reply, RunControl, Runs, Setting, SettingValue, Submitted};
 use crate::dialect::remote::{failed, refused, slash_command, Answer, Owed, WIND_DOWN};
-use crate::jsonrpc::{Error, Request, Service};
+use crate::jsonrpc::{Request, Service};
 use crate::protocol::acp::{
-    AcpClientHandler, AuthMethod, AuthMethodId, AuthenticateRequest, ContentBlock, EnvVariable, HttpHeader, LogoutRequest, McpServer, McpServerStdio, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
+    AuthMethod, AuthMethodId, AuthenticateRequest, ContentBlock, EnvVariable, HttpHeader, LogoutRequest, McpServer, McpServerStdio, NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionConfigOption,
     SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionUpdate, SetSessionConfigOptionRequest, StopReason, ToolCallContent, ToolCallStatus,
 };
 use crate::protocol::{CommandsResult, ImageContent, ThinkingLevel};
@@ -101,6 +101,10 @@ pub trait RemoteVersion: ClientVersion<SessionId: Send + std::fmt::Debug, Sessio
     fn auth_methods(agent: Initialized<Self>) -> Vec<crate::core::AuthMethod>;
     /// Whether the agent logs out.
     fn can_logout(agent: Option<Initialized<Self>>) -> bool;
+    /// The agent's login with `method`; its error comes back as it gave it.
+    fn authenticate(client: &Client<Self>, method: &str) -> impl Future<Output = CoreResult<()>> + Send;
+    /// The agent's logout.
+    fn logout(client: &Client<Self>) -> impl Future<Output = CoreResult<()>> + Send;
     /// A slash command's name and description.
     fn command(command: Self::Command) -> (String, String);
 
@@ -118,11 +122,6 @@ pub trait RemoteVersion: ClientVersion<SessionId: Send + std::fmt::Debug, Sessio
     fn config_options(answer: <Self::SessionSetConfigOption as Request>::Result) -> Vec<Self::ConfigOption>;
     /// One run: the prompt sent, the session's updates streamed to `reply` until the turn ends.
     fn run(client: Client<Self>, router: VersionRouter<Self>, opened: Arc<Opened<Self>>, request: PromptParams<Self>, reply: Reply) -> impl Future<Output = RunOutcome> + Send + 'static;
-
-    /// The agent's login with `method`; its error comes back as it gave it.
-    fn authenticate(client: &Client<Self>, method: &str) -> impl Future<Output = CoreResult<()>> + Send;
-    /// The agent's logout.
-    fn logout(client: &Client<Self>) -> impl Future<Output = CoreResult<()>> + Send;
 
     /// A permission request's session and what it asks the host.
     fn asked(request: &Self::PermissionRequest) -> (&str, Asked);
@@ -459,16 +458,51 @@ impl<V: RemoteVersion> Permissions<V> {
     }
 }
 
+/// What the remote agent of `$version` writes alike in both versions but for the generated
+/// module `$p` whose types it reads (both name their updates, content blocks and permission
+/// requests alike): the agent's permission requests answered, the router's sorting of its
+/// notifications (`$notification`: its `session/update`), and the text of its content.
+macro_rules! alike {
+    ($version:ty, $p:ident, $notification:ident) => {
+        impl $crate::protocol::$p::AcpClientHandler for $crate::dialect::acp::remote::Permissions<$version> {
+            async fn session_request_permission(&self, request: $crate::protocol::$p::RequestPermissionRequest) -> Result<$crate::protocol::$p::RequestPermissionResponse, $crate::jsonrpc::Error> {
+                Ok(self.answer(request).await)
+            }
+        }
+
+        /// What a notification is, for the router, and the session it names.
+        fn sort(notification: $crate::protocol::$p::$notification) -> (String, $crate::dialect::acp::router::Sorted<$crate::protocol::$p::SessionUpdate, $crate::protocol::$p::AvailableCommand, $crate::protocol::$p::SessionConfigOption>) {
+            use $crate::dialect::acp::router::Sorted;
+            use $crate::protocol::$p::SessionUpdate;
+            let sorted = match notification.update {
+                SessionUpdate::ConfigOptionUpdate { config_options, .. } => Sorted::Config(config_options),
+                SessionUpdate::AvailableCommandsUpdate { available_commands, .. } => Sorted::Commands(available_commands),
+                update => Sorted::Update(update),
+            };
+            (notification.session_id.0, sorted)
+        }
+
+        /// The text of content (text blocks; other blocks are named, not carried).
+        fn block_text(block: &$crate::protocol::$p::ContentBlock) -> String {
+            use $crate::protocol::$p::ContentBlock;
+            match block {
+                ContentBlock::Text { text, .. } => text.clone(),
+                ContentBlock::ResourceLink { uri, .. } => uri.clone(),
+                ContentBlock::Image { .. } => "[image]".to_owned(),
+                ContentBlock::Audio { .. } => "[audio]".to_owned(),
+                ContentBlock::Resource { .. } => "[resource]".to_owned(),
+            }
+        }
+    };
+}
+pub(crate) use alike;
+
+alike!(V1, acp, SessionNotification);
+
 /// An ACP v1 agent's connection.
 pub type AcpAgents = Agents<V1>;
 /// A front session of an ACP v1 agent.
 pub type AcpRemote = Remote<V1>;
-
-impl AcpClientHandler for Permissions<V1> {
-    async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
-        Ok(self.answer(request).await)
-    }
-}
 
 impl RemoteVersion for V1 {
     type SessionUpdate = SessionUpdate;
@@ -483,12 +517,7 @@ impl RemoteVersion for V1 {
     const RENEWED_ID: bool = true;
 
     fn sort(notification: crate::protocol::acp::SessionNotification) -> (String, Sorted<SessionUpdate, Self::Command, SessionConfigOption>) {
-        let sorted = match notification.update {
-            SessionUpdate::ConfigOptionUpdate { config_options, .. } => Sorted::Config(config_options),
-            SessionUpdate::AvailableCommandsUpdate { available_commands, .. } => Sorted::Commands(available_commands),
-            update => Sorted::Update(update),
-        };
-        (notification.session_id.0, sorted)
+        sort(notification)
     }
 
     fn setting(option: &SessionConfigOption) -> Option<Setting> {
@@ -523,6 +552,18 @@ impl RemoteVersion for V1 {
         agent.is_some_and(|a| a.agent_capabilities.auth.logout.is_some())
     }
 
+    async fn authenticate(client: &AcpClient, method: &str) -> CoreResult<()> {
+        let request = AuthenticateRequest::new(AuthMethodId(method.to_owned()));
+        client.request::<crate::protocol::acp::methods::Authenticate>(&request).await.map(drop).map_err(refused)
+    }
+
+    async fn logout(client: &AcpClient) -> CoreResult<()> {
+        if !Self::can_logout(client.agent()) {
+            return Err(CoreError::Unsupported("the agent does not log out: its initialize answer leaves out agentCapabilities.auth.logout".into()));
+        }
+        client.request::<crate::protocol::acp::methods::Logout>(&LogoutRequest::new()).await.map(drop).map_err(refused)
+    }
+
     fn command(command: Self::Command) -> (String, String) {
         (command.name, command.description)
     }
@@ -554,18 +595,6 @@ impl RemoteVersion for V1 {
 
     async fn run(client: AcpClient, router: VersionRouter<V1>, opened: Arc<Opened<V1>>, request: PromptRequest, reply: Reply) -> RunOutcome {
         run(client, router, opened, request, reply).await
-    }
-
-    async fn authenticate(client: &AcpClient, method: &str) -> CoreResult<()> {
-        let request = AuthenticateRequest::new(AuthMethodId(method.to_owned()));
-        client.request::<crate::protocol::acp::methods::Authenticate>(&request).await.map(drop).map_err(refused)
-    }
-
-    async fn logout(client: &AcpClient) -> CoreResult<()> {
-        if !Self::can_logout(client.agent()) {
-            return Err(CoreError::Unsupported("the agent does not log out: its initialize answer leaves out agentCapabilities.auth.logout".into()));
-        }
-        client.request::<crate::protocol::acp::methods::Logout>(&LogoutRequest::new()).await.map(drop).map_err(refused)
     }
 
     fn asked(request: &RequestPermissionRequest) -> (&str, Asked) {
@@ -680,16 +709,6 @@ async fn run(client: AcpClient, router: VersionRouter<V1>, opened: Arc<Opened<V1
     }
 }
 
-/// The text of ACP content (text blocks; other blocks are named, not carried).
-fn block_text(block: &ContentBlock) -> String {
-    match block {
-        ContentBlock::Text { text, .. } => text.clone(),
-        ContentBlock::ResourceLink { uri, .. } => uri.clone(),
-        ContentBlock::Image { .. } => "[image]".to_owned(),
-        ContentBlock::Audio { .. } => "[audio]".to_owned(),
-        ContentBlock::Resource { .. } => "[resource]".to_owned(),
-    }
-}
 
 fn call_text(content: &[ToolCallContent]) -> String {
     content
@@ -763,17 +782,11 @@ impl Stream {
                     }
                 }
             }
-            // Nothing the core reports (config options are kept by the router).
-            SessionUpdate::ConfigOptionUpdate { .. }
-            | SessionUpdate::UserMessageChunk { .. }
-            | SessionUpdate::Plan { .. }
-            | SessionUpdate::AvailableCommandsUpdate { .. }
-            | SessionUpdate::CurrentModeUpdate { .. }
-            | SessionUpdate::SessionInfoUpdate { .. }
-            | SessionUpdate::UsageUpdate { .. }
-            | SessionUpdate::Notice { .. }
-            | SessionUpdate::CompactionUpdate { .. }
-            | SessionUpdate::CompactionSummaryChunk { .. } => {}
+            // Kept by the router: they never reach a run.
+            SessionUpdate::ConfigOptionUpdate { .. } | SessionUpdate::AvailableCommandsUpdate { .. } => {}
+            // Nothing the core reports.
+            SessionUpdate::UserMessageChunk { .. } | SessionUpdate::Plan { .. } | SessionUpdate::CurrentModeUpdate { .. } | SessionUpdate::SessionInfoUpdate { .. } => {}
+            SessionUpdate::UsageUpdate { .. } | SessionUpdate::Notice { .. } | SessionUpdate::CompactionUpdate { .. } | SessionUpdate::CompactionSummaryChunk { .. } => {}
         }
     }
 }

@@ -26,13 +26,12 @@ use crate::client::{AcpV2Client, CallError};
 use crate::core::events::RunOutcome;
 use crate::core::mcp::McpServerConfig;
 use crate::core::{CoreResult, Reply, Setting};
-use crate::dialect::acp::remote::{Agents, Opened, Opening, Permissions, Remote, RemoteVersion, VersionRouter};
+use crate::dialect::acp::remote::{Agents, Opened, Opening, Remote, RemoteVersion, VersionRouter};
 use crate::dialect::acp::remote_shared::{self as shared, Asked};
 use crate::dialect::acp::router::Sorted;
 use crate::dialect::remote::{failed, refused};
-use crate::jsonrpc::Error;
 use crate::protocol::acp_v2::{
-    AbsolutePath, AcpClientHandler, AuthMethod, AuthMethodId, AvailableCommand, ContentBlock, InitializeResponse, LoginAuthRequest, LogoutAuthRequest, McpServer, MediaType, NewSessionRequest, NewSessionResponse, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    AbsolutePath, AuthMethod, AuthMethodId, AvailableCommand, ContentBlock, InitializeResponse, LoginAuthRequest, LogoutAuthRequest, McpServer, MediaType, NewSessionRequest, NewSessionResponse, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     RequestPermissionSubject, SessionConfigId, SessionConfigOption, SessionConfigValueId, SessionId, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, ToolCallContent, ToolCallUpdate, UpdateSessionNotification,
 };
 use crate::protocol::ImageContent;
@@ -40,16 +39,12 @@ use crate::protocol::ImageContent;
 /// How long a run waits for the `idle` of a turn an earlier run left before it ended.
 const LEFT_TURN: Duration = Duration::from_secs(5);
 
+crate::dialect::acp::remote::alike!(V2, acp_v2, UpdateSessionNotification);
+
 /// An ACP v2 agent's connection.
 pub type AcpV2Agents = Agents<V2>;
 /// A front session of an ACP v2 agent.
 pub type AcpV2Remote = Remote<V2>;
-
-impl AcpClientHandler for Permissions<V2> {
-    async fn session_request_permission(&self, request: RequestPermissionRequest) -> Result<RequestPermissionResponse, Error> {
-        Ok(self.answer(request).await)
-    }
-}
 
 impl RemoteVersion for V2 {
     type SessionUpdate = SessionUpdate;
@@ -64,12 +59,7 @@ impl RemoteVersion for V2 {
     const RENEWED_ID: bool = false;
 
     fn sort(notification: UpdateSessionNotification) -> (String, Sorted<SessionUpdate, AvailableCommand, SessionConfigOption>) {
-        let sorted = match notification.update {
-            SessionUpdate::ConfigOptionUpdate { config_options, .. } => Sorted::Config(config_options),
-            SessionUpdate::AvailableCommandsUpdate { available_commands, .. } => Sorted::Commands(available_commands),
-            update => Sorted::Update(update),
-        };
-        (notification.session_id.0, sorted)
+        sort(notification)
     }
 
     /// v1's, of the option in v1's shape.
@@ -107,6 +97,16 @@ impl RemoteVersion for V2 {
         agent.is_some_and(|a| !Self::auth_methods(a).is_empty())
     }
 
+    /// `auth/login`.
+    async fn authenticate(client: &AcpV2Client, method: &str) -> CoreResult<()> {
+        let request = LoginAuthRequest::new(AuthMethodId(method.to_owned()));
+        client.request::<crate::protocol::acp_v2::methods::AuthLogin>(&request).await.map(drop).map_err(refused)
+    }
+
+    async fn logout(client: &AcpV2Client) -> CoreResult<()> {
+        client.request::<crate::protocol::acp_v2::methods::AuthLogout>(&LogoutAuthRequest::new()).await.map(drop).map_err(refused)
+    }
+
     fn command(command: AvailableCommand) -> (String, String) {
         match command {
             AvailableCommand::Command { name, description, .. } => (name, description),
@@ -142,16 +142,6 @@ impl RemoteVersion for V2 {
 
     async fn run(client: AcpV2Client, router: VersionRouter<V2>, opened: Arc<Opened<V2>>, request: PromptRequest, reply: Reply) -> RunOutcome {
         run(client, router, opened, request, reply).await
-    }
-
-    /// `auth/login`.
-    async fn authenticate(client: &AcpV2Client, method: &str) -> CoreResult<()> {
-        let request = LoginAuthRequest::new(AuthMethodId(method.to_owned()));
-        client.request::<crate::protocol::acp_v2::methods::AuthLogin>(&request).await.map(drop).map_err(refused)
-    }
-
-    async fn logout(client: &AcpV2Client) -> CoreResult<()> {
-        client.request::<crate::protocol::acp_v2::methods::AuthLogout>(&LogoutAuthRequest::new()).await.map(drop).map_err(refused)
     }
 
     fn asked(request: &RequestPermissionRequest) -> (&str, Asked) {
@@ -280,15 +270,6 @@ async fn run(client: AcpV2Client, router: VersionRouter<V2>, opened: Arc<Opened<
     }
 }
 
-fn block_text(block: &ContentBlock) -> String {
-    match block {
-        ContentBlock::Text { text, .. } => text.clone(),
-        ContentBlock::ResourceLink { uri, .. } => uri.clone(),
-        ContentBlock::Image { .. } => "[image]".to_owned(),
-        ContentBlock::Audio { .. } => "[audio]".to_owned(),
-        ContentBlock::Resource { .. } => "[resource]".to_owned(),
-    }
-}
 
 fn call_text(content: &[ToolCallContent]) -> String {
     content
@@ -399,24 +380,14 @@ impl Stream {
             SessionUpdate::AgentThought { content: Some(content), message_id, .. } if !self.chunked.contains(&format!("t{}", message_id.0)) => {
                 reply.thinking(content.iter().map(block_text).collect::<String>()).await;
             }
+            // A whole message repeating its chunks, or without content.
+            SessionUpdate::AgentMessage { .. } | SessionUpdate::AgentThought { .. } => {}
+            // Read by the run (the turn's state) or by `forward` (tool calls); the router keeps
+            // the commands and config options.
+            SessionUpdate::StateUpdate { .. } | SessionUpdate::ToolCallUpdate { .. } | SessionUpdate::AvailableCommandsUpdate { .. } | SessionUpdate::ConfigOptionUpdate { .. } => {}
             // What the core does not report.
-            SessionUpdate::AgentMessage { .. }
-            | SessionUpdate::AgentThought { .. }
-            | SessionUpdate::UserMessage { .. }
-            | SessionUpdate::UserMessageChunk { .. }
-            | SessionUpdate::StateUpdate { .. }
-            | SessionUpdate::ToolCallUpdate { .. }
-            | SessionUpdate::ToolCallContentChunk { .. }
-            | SessionUpdate::TerminalUpdate { .. }
-            | SessionUpdate::TerminalOutputChunk { .. }
-            | SessionUpdate::PlanUpdate { .. }
-            | SessionUpdate::AvailableCommandsUpdate { .. }
-            | SessionUpdate::ConfigOptionUpdate { .. }
-            | SessionUpdate::SessionInfoUpdate { .. }
-            | SessionUpdate::UsageUpdate { .. }
-            | SessionUpdate::Notice { .. }
-            | SessionUpdate::CompactionUpdate { .. }
-            | SessionUpdate::CompactionSummaryChunk { .. } => {}
+            SessionUpdate::UserMessage { .. } | SessionUpdate::UserMessageChunk { .. } | SessionUpdate::PlanUpdate { .. } | SessionUpdate::SessionInfoUpdate { .. } | SessionUpdate::UsageUpdate { .. } | SessionUpdate::Notice { .. } => {}
+            SessionUpdate::ToolCallContentChunk { .. } | SessionUpdate::TerminalUpdate { .. } | SessionUpdate::TerminalOutputChunk { .. } | SessionUpdate::CompactionUpdate { .. } | SessionUpdate::CompactionSummaryChunk { .. } => {}
         }
     }
 }
