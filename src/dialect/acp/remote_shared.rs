@@ -1,8 +1,8 @@
-//! What the v1 and v2 remote agents ([`super::remote`], [`crate::dialect::acp_v2::remote`])
-//! do alike, written once: the refusals of a queue, the agent's `thought_level` select as the
-//! core's thinking level, the approval asked of the host for a permission request and the option
-//! it picks, and the text of a tool call's arguments. Each version keeps only what its wire
-//! shapes make its own.
+//! The pieces of the ACP remote agent ([`super::remote`]) that its versions' projections
+//! ([`super::remote::RemoteVersion`]) call too: the refusals of a queue, the agent's
+//! `thought_level` select as the core's thinking level, the approval asked of the host for a
+//! permission request and the option it picks, the prompt's content blocks, and the text of a
+//! tool call's arguments.
 
 use serde_json::{Map, Value};
 
