@@ -309,7 +309,7 @@ async fn serve_v1_agent(agent: AgentProcess, options: &BridgeOptions, host: Host
     let V1Connection { lines, out, closer, initialized } = connection;
     let images = initialized.agent_capabilities.prompt_capabilities.image;
     let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
-    let agents = AcpAgents::connect(lines.into_inner(), out, closer, *initialized, cwd);
+    let agents = AcpAgents::connect(lines.into_inner(), out, closer, Some(*initialized), cwd);
     if let Err(e) = agents.open_first().await {
         eprintln!("agentwire bridge: {}: session/new: {e}", agent.program());
         agents.close().await;
@@ -392,7 +392,7 @@ async fn bridge_v2_agent(mut agent: AgentProcess, options: &BridgeOptions, host:
     };
     let (agent_out, closer) = spawn_closable_writer(stdin, OUTBOUND_BUDGET);
     let cwd = std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.to_string_lossy().into_owned());
-    let agents = AcpV2Agents::connect(BufReader::new(stdout), agent_out, closer, cwd);
+    let agents = AcpV2Agents::connect(BufReader::new(stdout), agent_out, closer, None, cwd);
     let refused = match tokio::time::timeout(DETECT_TIMEOUT, agents.client().initialize(&v2_initialize())).await {
         Ok(Ok(answer)) if answer.protocol_version.0 == 2 => Ok(answer),
         // A v1 agent answers 1 in v1's shape, which does not read as v2's.

@@ -1,8 +1,8 @@
-//! What the v1 and v2 remote agents ([`super::remote`], [`crate::dialect::acp_v2::remote`])
-//! do alike, written once: the refusals of a queue, the agent's `thought_level` select as the
-//! core's thinking level, the approval asked of the host for a permission request and the option
-//! it picks, and the text of a tool call's arguments. Each version keeps only what its wire
-//! shapes make its own.
+//! The pieces of the ACP remote agent ([`super::remote`]) that its versions' projections
+//! ([`super::remote::RemoteVersion`]) call too: the refusals of a queue, the agent's
+//! `thought_level` select as the core's thinking level, the approval asked of the host for a
+//! permission request and the option it picks, the prompt's content blocks, and the text of a
+//! tool call's arguments.
 
 use serde_json::{Map, Value};
 
@@ -104,13 +104,20 @@ pub(crate) fn arguments(raw_input: Option<&Value>) -> Option<Map<String, Value>>
     }
 }
 
-/// What the agent's permission request is about, as the host is asked it.
-pub(crate) struct Asked {
-    pub(crate) call_id: String,
-    pub(crate) name: String,
-    pub(crate) arguments: Map<String, Value>,
-    pub(crate) summary: String,
-    pub(crate) change: Option<FileChange>,
+/// What the agent's permission request is about, as the host is asked it (public: a version's
+/// [`super::remote::RemoteVersion`] reads it off its request).
+#[derive(Debug)]
+pub struct Asked {
+    /// The tool call the request is about.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// What it does, in a line.
+    pub summary: String,
+    /// The change it would make to a file, when the agent shows it.
+    pub change: Option<FileChange>,
 }
 
 /// Asks the host of `session` (routed by `router`, once the tool call the request is about has
