@@ -96,7 +96,11 @@ fn a_slow_edit_diff_leaves_the_frames_flowing() {
     // takes seconds, far longer than a frame's round trip; rpc serves on one thread.
     let before: String = (0..2000).map(|i| format!("old line {i}\n")).collect();
     let after: String = (0..2000).map(|i| format!("new {i} line\n")).collect();
-    let mut a = Agent::start(&[], &[tool_reply("edit", json!({"path": "big.txt", "oldText": before, "newText": after})), text_reply("done")]);
+    // The arguments in one delta: streamed 8 characters at a time they are 20,000 frames, and
+    // this test, reading them unoptimized, would see `tool_execution_start` only after the diff.
+    let mut call = tool_reply("edit", json!({"path": "big.txt", "oldText": before, "newText": after}));
+    call["chunkSize"] = json!(1 << 20);
+    let mut a = Agent::start(&[], &[call, text_reply("done")]);
     std::fs::write(a.dir.path().join("big.txt"), &before).unwrap();
     a.send(json!({"id": "p", "type": "prompt", "message": "edit"}));
     a.until(|f| f["type"] == "tool_execution_start");
