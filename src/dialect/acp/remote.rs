@@ -709,7 +709,6 @@ async fn run(client: AcpClient, router: VersionRouter<V1>, opened: Arc<Opened<V1
     }
 }
 
-
 fn call_text(content: &[ToolCallContent]) -> String {
     content
         .iter()

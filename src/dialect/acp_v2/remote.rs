@@ -270,7 +270,6 @@ async fn run(client: AcpV2Client, router: VersionRouter<V2>, opened: Arc<Opened<
     }
 }
 
-
 fn call_text(content: &[ToolCallContent]) -> String {
     content
         .iter()
