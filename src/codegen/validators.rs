@@ -1,7 +1,7 @@
-//! Build-time generator of the frame validators: one Rust function per schema def, written
-//! into `$OUT_DIR` by `build.rs` for the rpc/wire bundle and for the vendored ACP schema alike.
-//! The run-time half (locations, the violation sink, shared checks and messages) is
-//! `crate::protocol::check`.
+//! Build-time compiler of the frame validators: each schema (the rpc/wire bundle, and the
+//! vendored ACP schemas alike) becomes a `Program` of the run-time half,
+//! `crate::protocol::program`, written into `$OUT_DIR` by `build.rs` as static data: every node
+//! a run of ops, every string an offset into one text. One interpreter checks every program.
 //!
 //! Every keyword that constrains a value is compiled: `type`, `const`, `enum`, `minimum`,
 //! `maximum`, the integer `format`s (`uint16` … `int64`, as ranges), `minLength`, `pattern`,
@@ -11,13 +11,13 @@
 //! silently ignored one would be laxer than the schema.
 //!
 //! A `oneOf`/`anyOf` whose members all require an object with a distinct constant tag (the
-//! same property in each) is compiled as a `match` on the tag, which is what the schema means
+//! same property in each) is compiled as a lookup of the tag, which is what the schema means
 //! there, and reports the tag (`/type: unknown type "x"`) or the chosen member's own errors
 //! instead of "not valid under any of the schemas". Other unions try each member quietly; when
 //! they all fail and only one member accepts the value's JSON type, that member's errors are
 //! reported.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::{self, Write as _};
 
 use serde_json::{Map, Value};
@@ -55,64 +55,92 @@ const ARRAY: u8 = 32;
 const OBJECT: u8 = 64;
 const ANY: u8 = 127;
 
-/// Generates the validators for `defs` (every def, by name) and for `extra` roots (named
-/// schemas outside `$defs`, such as ACP's top-level message shapes). The output defines
-/// `pub fn check_fn(name: &str) -> Option<CheckFn>` and expects `crate::protocol::check`.
+/// Compiles `defs` (every def, by name) and the `extra` roots (named schemas outside `$defs`,
+/// such as ACP's top-level message shapes). The output defines `pub static PROGRAM` and
+/// `pub fn check_fn(name: &str) -> Option<Check>`.
 pub fn generate(defs: &Map<String, Value>, extra: &[(&str, &Value)]) -> Result<String, ValidatorGenError> {
     generate_over(defs, extra, None)
 }
 
 /// [`generate`] for a schema that extends `base` (ACP v2's unstable schema over its stable
 /// one): a def the two schemas state alike, down to every def it reaches, is checked by
-/// `base`'s function, generated once in the module at `base_module`, not a second time here.
+/// `base`'s node, compiled once in the program of the module at `base_module`, not a second
+/// time here.
 pub fn generate_extending(defs: &Map<String, Value>, extra: &[(&str, &Value)], base: &Map<String, Value>, base_module: &str) -> Result<String, ValidatorGenError> {
     generate_over(defs, extra, Some((base, base_module)))
 }
 
+/// A node reference into the base program (`crate::protocol::program::BASE`).
+const BASE: u32 = 1 << 31;
+/// No node (`crate::protocol::program::NONE`).
+const NONE: u32 = u32::MAX;
+/// `additionalProperties: false` (`crate::protocol::program::CLOSED`).
+const CLOSED: u32 = u32::MAX - 1;
+
 fn generate_over(defs: &Map<String, Value>, extra: &[(&str, &Value)], base: Option<(&Map<String, Value>, &str)>) -> Result<String, ValidatorGenError> {
-    let mut gen = Gen { defs, def_fns: BTreeMap::new(), fns: Vec::new(), next: 0 };
-    for (i, name) in defs.keys().enumerate() {
-        gen.def_fns.insert(name.clone(), def_fn_name(i, name));
-    }
+    let mut gen = Gen { defs, def_nodes: BTreeMap::new(), text: String::new(), strs: HashMap::new(), ops: Vec::new(), nodes: Vec::new(), dedup: HashMap::new(), entries: Vec::new(), lists: HashMap::new(), patterns: 0 };
+    // Node i is def i; a def the base states alike is the base's node of it.
     let shared = base.map(|(base_defs, _)| alike(defs, base_defs)).unwrap_or_default();
-    if let Some((base_defs, module)) = base {
+    for name in defs.keys() {
+        let id = gen.reserve();
+        gen.def_nodes.insert(name.clone(), id);
+    }
+    if let Some((base_defs, _)) = base {
         for (i, name) in base_defs.keys().enumerate() {
             if shared.contains(name) {
-                gen.def_fns.insert(name.clone(), format!("{module}::{}", def_fn_name(i, name)));
+                gen.def_nodes.insert(name.clone(), BASE | i as u32);
             }
         }
     }
-    let mut table = Vec::new();
-    for (name, schema) in defs {
-        let f = gen.def_fns[name].clone();
+    let mut roots: BTreeMap<String, u32> = BTreeMap::new();
+    for (i, (name, schema)) in defs.iter().enumerate() {
+        let mut ops = Vec::new();
         if !shared.contains(name) {
-            gen.function(&f, schema, name)?;
+            gen.node(schema, name, &mut ops)?;
         }
-        table.push((name.clone(), f));
+        gen.finish(i as u32, ops);
+        roots.insert(name.clone(), gen.def_nodes[name]);
     }
-    for (i, (name, schema)) in extra.iter().enumerate() {
-        let f = format!("r{i}_{}", ident_part(name));
-        gen.function(&f, schema, name)?;
-        table.push(((*name).to_owned(), f));
+    for (name, schema) in extra {
+        let id = gen.reserve();
+        let mut ops = Vec::new();
+        gen.node(schema, name, &mut ops)?;
+        gen.finish(id, ops);
+        roots.insert((*name).to_owned(), id);
     }
+    let root_entries: Vec<String> = roots.iter().map(|(name, node)| gen.entry(name, *node, 0)).collect();
+    let roots_run = gen.list(root_entries);
+
     let mut out = String::new();
     out.push_str("// Generated by src/codegen/validators.rs from the schema; never edit by hand.\n");
-    out.push_str("#[allow(unused_imports)]\nuse crate::protocol::doc::Doc;\n#[allow(unused_imports)]\nuse crate::protocol::check as c;\n\n");
-    out.push_str("/// The generated check of a def (or named root) of this schema.\npub fn check_fn(name: &str) -> Option<c::CheckFn> {\n    match name {\n");
-    for (name, f) in &table {
-        let _ = writeln!(out, "        {name:?} => Some({f}),");
+    out.push_str("use crate::protocol::program::{Check, Entry as E, Op, Program, Run as R, Str as S};\n\n");
+    let base_ref = match base {
+        Some((_, module)) => format!("Some(&{module}::PROGRAM)"),
+        None => "None".to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "/// This schema, compiled.\npub static PROGRAM: Program = Program {{ text: TEXT, ops: &OPS, nodes: &NODES, entries: &ENTRIES, roots: {roots_run}, patterns: &PATTERNS, base: {base_ref} }};\n"
+    );
+    out.push_str("/// The check of a def (or named root) of this schema.\npub fn check_fn(name: &str) -> Option<Check> {\n    PROGRAM.check(name)\n}\n\n");
+    let _ = writeln!(out, "const TEXT: &str = {:?};\n", gen.text);
+    let _ = writeln!(out, "static OPS: [Op; {}] = [", gen.ops.len());
+    for op in &gen.ops {
+        let _ = writeln!(out, "    {op},");
     }
-    out.push_str("        _ => None,\n    }\n}\n\n");
-    for f in &gen.fns {
-        out.push_str(f);
-        out.push('\n');
+    out.push_str("];\n\n");
+    let _ = writeln!(out, "static NODES: [R; {}] = [", gen.nodes.len());
+    for (first, count) in &gen.nodes {
+        let _ = writeln!(out, "    R({first}, {count}),");
     }
+    out.push_str("];\n\n");
+    let _ = writeln!(out, "static ENTRIES: [E; {}] = [", gen.entries.len());
+    for entry in &gen.entries {
+        let _ = writeln!(out, "    {entry},");
+    }
+    out.push_str("];\n\n");
+    let _ = writeln!(out, "static PATTERNS: [std::sync::OnceLock<Option<regress::Regex>>; {0}] = [const {{ std::sync::OnceLock::new() }}; {0}];", gen.patterns);
     Ok(out)
-}
-
-/// The function checking def `name`, the `index`th of its schema's defs.
-fn def_fn_name(index: usize, name: &str) -> String {
-    format!("d{index}_{}", ident_part(name))
 }
 
 /// The defs `defs` states exactly as `base` does, and whose every `$ref`, followed to the end,
@@ -161,79 +189,140 @@ fn refs_within(schema: &Value, set: &std::collections::BTreeSet<String>) -> bool
     }
 }
 
-fn ident_part(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
-}
-
 struct Gen<'a> {
     defs: &'a Map<String, Value>,
-    def_fns: BTreeMap<String, String>,
-    fns: Vec<String>,
-    next: usize,
+    /// Each def's node (with [`BASE`] for the base program's).
+    def_nodes: BTreeMap<String, u32>,
+    /// The program's text and where each string already is in it.
+    text: String,
+    strs: HashMap<String, (u32, u32)>,
+    /// Each op as the Rust expression of it.
+    ops: Vec<String>,
+    /// Each node's run of ops.
+    nodes: Vec<(u32, u32)>,
+    /// Nodes already compiled, by their ops: a subschema stated twice is one node.
+    dedup: HashMap<Vec<String>, u32>,
+    /// Each entry as the Rust expression of it, and the lists already written.
+    entries: Vec<String>,
+    lists: HashMap<Vec<String>, String>,
+    patterns: u32,
 }
 
-/// One discriminated union: the tag property and, per tag, the function checking its member.
+/// One discriminated union: the tag property and, per tag, the node of its member.
 struct Tagged {
     property: String,
-    members: Vec<(String, String)>,
+    members: Vec<(String, u32)>,
 }
 
 impl Gen<'_> {
-    fn fresh(&mut self) -> usize {
-        self.next += 1;
-        self.next
-    }
-
     fn err(at: &str, reason: impl Into<String>) -> ValidatorGenError {
         ValidatorGenError { at: at.to_owned(), reason: reason.into() }
     }
 
-    /// Emits `fn name(v, at, s)` checking `schema`.
-    fn function(&mut self, name: &str, schema: &Value, path: &str) -> Result<(), ValidatorGenError> {
-        let body = self.node(schema, "v", "at", path)?;
-        let text = format!("#[allow(unused_variables, clippy::all)]\npub(crate) fn {name}(v: &Doc<'_>, at: &c::Loc<'_>, s: &mut c::Sink) {{\n{body}}}\n");
-        self.fns.push(text);
-        Ok(())
+    /// `S(offset, len)` of `text` in the program's text.
+    fn str(&mut self, text: &str) -> String {
+        let (offset, len) = match self.strs.get(text) {
+            Some(found) => *found,
+            None => {
+                let found = (self.text.len() as u32, text.len() as u32);
+                self.text.push_str(text);
+                self.strs.insert(text.to_owned(), found);
+                found
+            }
+        };
+        format!("S({offset}, {len})")
     }
 
-    /// A function for a subschema (a `$ref` alone is its def's function).
-    fn function_for(&mut self, schema: &Value, path: &str) -> Result<String, ValidatorGenError> {
-        if let Some(target) = self.plain_ref(schema, path)? {
-            return Ok(target);
+    /// An entry: a string, a node and a type mask.
+    fn entry(&mut self, text: &str, node: u32, mask: u8) -> String {
+        let s = self.str(text);
+        format!("E({s}, {node}, {mask})")
+    }
+
+    /// `R(first, count)` of a list of entries (a list written before is reused).
+    fn list(&mut self, entries: Vec<String>) -> String {
+        if let Some(run) = self.lists.get(&entries) {
+            return run.clone();
         }
-        let name = format!("n{}", self.fresh());
-        self.function(&name, schema, path)?;
-        Ok(name)
+        let run = format!("R({}, {})", self.entries.len(), entries.len());
+        self.entries.extend(entries.iter().cloned());
+        self.lists.insert(entries, run.clone());
+        run
     }
 
-    /// The def function of a schema that is only a `$ref` (plus annotations).
-    fn plain_ref(&self, schema: &Value, path: &str) -> Result<Option<String>, ValidatorGenError> {
-        let Some(map) = schema.as_object() else { return Ok(None) };
-        let Some(r) = map.get("$ref") else { return Ok(None) };
-        if map.keys().any(|k| k != "$ref" && !is_annotation(k)) {
-            return Ok(None);
+    /// A list of strings only.
+    fn names<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) -> String {
+        let entries = names.into_iter().map(|n| self.entry(n, NONE, 0)).collect();
+        self.list(entries)
+    }
+
+    /// A node whose ops are written later ([`Self::finish`]).
+    fn reserve(&mut self) -> u32 {
+        self.nodes.push((0, 0));
+        (self.nodes.len() - 1) as u32
+    }
+
+    fn finish(&mut self, id: u32, ops: Vec<String>) {
+        self.nodes[id as usize] = (self.ops.len() as u32, ops.len() as u32);
+        self.ops.extend(ops);
+    }
+
+    /// The node checking a subschema: its `$ref`'s def when it is only that, the node of the
+    /// same ops when one was compiled, else a new one; [`NONE`] when it checks nothing.
+    fn node_for(&mut self, schema: &Value, path: &str) -> Result<u32, ValidatorGenError> {
+        let mut ops = Vec::new();
+        self.node(schema, path, &mut ops)?;
+        if ops.is_empty() {
+            return Ok(NONE);
         }
-        self.ref_fn(r, path).map(Some)
+        if let [only] = ops.as_slice() {
+            if let Some(target) = only.strip_prefix("Op::Node(").and_then(|rest| rest.strip_suffix(')')).and_then(|n| n.parse().ok()) {
+                return Ok(target);
+            }
+        }
+        if let Some(id) = self.dedup.get(&ops) {
+            return Ok(*id);
+        }
+        let id = self.reserve();
+        self.dedup.insert(ops.clone(), id);
+        self.finish(id, ops);
+        Ok(id)
     }
 
-    fn ref_fn(&self, r: &Value, path: &str) -> Result<String, ValidatorGenError> {
+    /// [`Self::node_for`], for a place that needs a node even when it checks nothing (the
+    /// members of a union).
+    fn some_node_for(&mut self, schema: &Value, path: &str) -> Result<u32, ValidatorGenError> {
+        match self.node_for(schema, path)? {
+            NONE => {
+                let id = self.reserve();
+                self.finish(id, Vec::new());
+                Ok(id)
+            }
+            id => Ok(id),
+        }
+    }
+
+    fn ref_node(&self, r: &Value, path: &str) -> Result<u32, ValidatorGenError> {
         let target = r.as_str().and_then(|r| r.strip_prefix("#/$defs/")).ok_or_else(|| Self::err(path, format!("unsupported $ref {r}")))?;
-        self.def_fns.get(target).cloned().ok_or_else(|| Self::err(path, format!("$ref to a missing def `{target}`")))
+        self.def_nodes.get(target).copied().ok_or_else(|| Self::err(path, format!("$ref to a missing def `{target}`")))
     }
 
     fn def_of(&self, r: &Value) -> Option<&Value> {
         r.as_str().and_then(|r| r.strip_prefix("#/$defs/")).and_then(|name| self.defs.get(name))
     }
 
-    /// Code checking value `v` (a `&Value` expression) at location `at` against `schema`.
-    fn node(&mut self, schema: &Value, v: &str, at: &str, path: &str) -> Result<String, ValidatorGenError> {
+    /// The ops checking a value against `schema`, appended to `out` in the order the keywords
+    /// are checked.
+    fn node(&mut self, schema: &Value, path: &str, out: &mut Vec<String>) -> Result<(), ValidatorGenError> {
         let map = match schema {
-            Value::Bool(true) => return Ok(String::new()),
-            Value::Bool(false) => return Ok(fail(at, &format!("format!(\"False schema does not allow {{}}\", {v})"))),
+            Value::Bool(true) => return Ok(()),
+            Value::Bool(false) => {
+                out.push("Op::Never".to_owned());
+                return Ok(());
+            }
             Value::Object(map) => map,
             _ => return Err(Self::err(path, "a schema is an object or a boolean")),
         };
-        let mut out = String::new();
         for key in map.keys() {
             let known = is_annotation(key)
                 || matches!(
@@ -247,8 +336,8 @@ impl Gen<'_> {
             }
         }
         if let Some(r) = map.get("$ref") {
-            let f = self.ref_fn(r, path)?;
-            let _ = writeln!(out, "{f}({v}, {at}, s); if s.done() {{ return; }}");
+            let node = self.ref_node(r, path)?;
+            out.push(format!("Op::Node({node})"));
         }
         if let Some(t) = map.get("type") {
             let names: Vec<&str> = match t {
@@ -260,119 +349,94 @@ impl Gen<'_> {
             for name in &names {
                 mask |= type_bit(name).ok_or_else(|| Self::err(path, format!("unknown type `{name}`")))?;
             }
-            let list = names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ");
-            let _ = writeln!(out, "if c::type_bits({v}) & {mask} == 0 {{ {} }}", fail(at, &format!("c::type_message({v}, &[{list}])")));
+            let list = self.names(names.iter().copied());
+            out.push(format!("Op::Type({mask}, {list})"));
         }
         if let Some(constant) = map.get("const") {
-            let text = constant.to_string();
-            let test = match constant {
-                Value::String(s) => format!("{v}.as_str() != Some({s:?})"),
-                Value::Bool(b) => format!("{v}.as_bool() != Some({b})"),
-                Value::Null => format!("!{v}.is_null()"),
-                Value::Number(n) if n.as_i64().is_some() => format!("{v}.as_f64() != Some({}f64)", n.as_i64().unwrap_or_default()),
-                _ => return Err(Self::err(path, format!("const {text} is not supported"))),
+            let op = match constant {
+                Value::String(s) => {
+                    let (value, text) = (self.str(s), self.str(&constant.to_string()));
+                    format!("Op::ConstStr({value}, {text})")
+                }
+                Value::Bool(b) => format!("Op::ConstBool({b})"),
+                Value::Null => "Op::ConstNull".to_owned(),
+                Value::Number(n) if n.as_i64().is_some() => format!("Op::ConstInt({})", n.as_i64().unwrap_or_default()),
+                _ => return Err(Self::err(path, format!("const {constant} is not supported"))),
             };
-            let _ = writeln!(out, "if {test} {{ {} }}", fail(at, &format!("format!(\"{{}} was expected\", {text:?})")));
+            out.push(op);
         }
         if let Some(options) = map.get("enum") {
             let strings: Vec<&str> = options.as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
             if strings.len() != options.as_array().map_or(0, Vec::len) || strings.is_empty() {
                 return Err(Self::err(path, "only enums of strings are supported"));
             }
-            let pats = strings.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>();
-            let candidates = enum_candidates(&strings);
-            let _ = writeln!(
-                out,
-                "if !matches!({v}.as_str(), Some({})) {{ {} }}",
-                pats.join(" | "),
-                fail(at, &format!("c::enum_message({v}, {candidates:?})"))
-            );
+            let list = self.names(strings.iter().copied());
+            let candidates = self.str(&enum_candidates(&strings));
+            out.push(format!("Op::Enum({list}, {candidates})"));
         }
-        for (keyword, check, words) in [("minimum", "below", "less than the minimum of"), ("maximum", "above", "greater than the maximum of")] {
+        for (keyword, op) in [("minimum", "Minimum"), ("maximum", "Maximum")] {
             if let Some(limit) = map.get(keyword) {
                 let f = limit.as_f64().ok_or_else(|| Self::err(path, format!("`{keyword}` is a number")))?;
-                let message = format!("format!(\"{{}} is {words} {{}}\", {v}, {:?})", limit.to_string());
-                let _ = writeln!(out, "if let Some(n) = {v}.as_number() {{ if c::{check}(n, {f:?}) {{ {} }} }}", fail(at, &message));
+                let text = self.str(&limit.to_string());
+                out.push(format!("Op::{op}({f:?}, {text})"));
             }
         }
         if let Some(format) = map.get("format").and_then(Value::as_str) {
-            let range: Option<(i128, i128)> = match format {
-                "uint8" => Some((0, u8::MAX.into())),
-                "uint16" => Some((0, u16::MAX.into())),
-                "uint32" => Some((0, u32::MAX.into())),
-                "uint64" => Some((0, u64::MAX.into())),
-                "int8" => Some((i8::MIN.into(), i8::MAX.into())),
-                "int16" => Some((i16::MIN.into(), i16::MAX.into())),
-                "int32" => Some((i32::MIN.into(), i32::MAX.into())),
-                "int64" => Some((i64::MIN.into(), i64::MAX.into())),
-                // Other formats (`double`, `uri`, …) are annotations in draft 2020-12.
-                _ => None,
-            };
-            if let Some((lo, hi)) = range {
-                let message = format!("format!(\"{{}} is not a \\\"{format}\\\"\", {v})");
-                let _ = writeln!(out, "if let Some(n) = {v}.as_number() {{ if !c::fits(n, {lo}, {hi}) {{ {} }} }}", fail(at, &message));
+            // Other formats (`double`, `uri`, …) are annotations in draft 2020-12.
+            if let Some(index) = INT_FORMATS.iter().position(|f| *f == format) {
+                out.push(format!("Op::Format({index})"));
             }
         }
         if let Some(min) = map.get("minLength") {
-            let n = min.as_u64().ok_or_else(|| Self::err(path, "`minLength` is a count"))?;
-            let unit = if n == 1 { "character" } else { "characters" };
-            let message = format!("format!(\"{{}} is shorter than {n} {unit}\", {v})");
-            // A string of at least 4n bytes has at least n characters: count only below that.
-            let _ = writeln!(out, "if let Some(x) = {v}.as_str() {{ if x.len() < {} && x.chars().count() < {n} {{ {} }} }}", n * 4, fail(at, &message));
+            let n = min.as_u64().filter(|n| *n <= u64::from(u32::MAX / 4)).ok_or_else(|| Self::err(path, "`minLength` is a count"))?;
+            out.push(format!("Op::MinLength({n})"));
         }
         if let Some(pattern) = map.get("pattern") {
             let pattern = pattern.as_str().ok_or_else(|| Self::err(path, "`pattern` is a string"))?;
-            let id = self.fresh();
-            let message = format!("format!(\"{{}} does not match \\\"{{}}\\\"\", {v}, {pattern:?})");
-            let _ = writeln!(
-                out,
-                "if let Some(x) = {v}.as_str() {{ static P{id}: std::sync::OnceLock<Option<regress::Regex>> = std::sync::OnceLock::new(); if !c::matches(&P{id}, {pattern:?}, x) {{ {} }} }}",
-                fail(at, &message)
-            );
+            let text = self.str(pattern);
+            out.push(format!("Op::Pattern({}, {text})", self.patterns));
+            self.patterns += 1;
         }
         if let Some(min) = map.get("minItems") {
-            let n = min.as_u64().ok_or_else(|| Self::err(path, "`minItems` is a count"))?;
-            let unit = if n == 1 { "item" } else { "items" };
-            let message = format!("format!(\"{{}} has less than {n} {unit}\", {v})");
-            let _ = writeln!(out, "if let Some(a) = {v}.as_array() {{ if a.len() < {n} {{ {} }} }}", fail(at, &message));
+            let n = min.as_u64().filter(|n| *n <= u64::from(u32::MAX)).ok_or_else(|| Self::err(path, "`minItems` is a count"))?;
+            out.push(format!("Op::MinItems({n})"));
         }
         if let Some(items) = map.get("items") {
             if !items.is_object() && !items.is_boolean() {
                 return Err(Self::err(path, "`items` is one schema (tuple forms are not supported)"));
             }
-            let id = self.fresh();
-            let inner = self.node(items, &format!("x{id}"), &format!("&l{id}"), &format!("{path}/items"))?;
-            if !inner.is_empty() {
-                let _ = writeln!(out, "if let Some(a) = {v}.as_array() {{ for (i, x{id}) in a.iter().enumerate() {{ let l{id} = {at}.index(i);\n{inner}}} }}");
+            let node = self.node_for(items, &format!("{path}/items"))?;
+            if node != NONE {
+                out.push(format!("Op::Items({node})"));
             }
         }
-        self.object(map, v, at, path, &mut out)?;
+        self.object(map, path, out)?;
         if let Some(all) = map.get("allOf") {
             let all = all.as_array().ok_or_else(|| Self::err(path, "`allOf` is a list"))?;
             for (i, member) in all.iter().enumerate() {
-                out.push_str(&self.node(member, v, at, &format!("{path}/allOf/{i}"))?);
+                self.node(member, &format!("{path}/allOf/{i}"), out)?;
             }
         }
         for (keyword, one) in [("anyOf", false), ("oneOf", true)] {
             if let Some(members) = map.get(keyword) {
                 let members = members.as_array().ok_or_else(|| Self::err(path, format!("`{keyword}` is a list")))?;
-                let code = self.union(members, one, v, at, &format!("{path}/{keyword}"))?;
-                out.push_str(&code);
+                let op = self.union(members, one, &format!("{path}/{keyword}"))?;
+                out.push(op);
             }
         }
         if let Some(not) = map.get("not") {
-            let f = self.function_for(not, &format!("{path}/not"))?;
-            let message = format!("format!(\"{{}} is not allowed for {{}}\", {:?}, {v})", not.to_string());
-            let _ = writeln!(out, "if c::is_valid({f}, {v}, {at}) {{ {} }}", fail(at, &message));
+            let node = self.some_node_for(not, &format!("{path}/not"))?;
+            let text = self.str(&not.to_string());
+            out.push(format!("Op::Not({node}, {text})"));
         }
         match map.get("unevaluatedProperties") {
             None | Some(Value::Bool(true)) => {}
             Some(_) => return Err(Self::err(path, "only `unevaluatedProperties: true` is supported")),
         }
-        Ok(out)
+        Ok(())
     }
 
-    fn object(&mut self, map: &Map<String, Value>, v: &str, at: &str, path: &str, out: &mut String) -> Result<(), ValidatorGenError> {
+    fn object(&mut self, map: &Map<String, Value>, path: &str, out: &mut Vec<String>) -> Result<(), ValidatorGenError> {
         let required: Vec<&str> = map.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         let empty = Map::new();
         let properties = match map.get("properties") {
@@ -384,81 +448,37 @@ impl Gen<'_> {
         if required.is_empty() && properties.is_empty() && additional.is_none() {
             return Ok(());
         }
-        let id = self.fresh();
-        let _ = writeln!(out, "if let Some(m{id}) = {v}.as_object() {{");
-        for name in &required {
-            let message = format!("{:?}.to_owned()", format!("{} is a required property", Value::from(*name)));
-            let _ = writeln!(out, "if !m{id}.contains_key({name:?}) {{ {} }}", fail(&format!("&{at}.key({name:?})"), &message));
-        }
-        let mut arms = String::new();
+        let required = self.names(required.iter().copied());
+        let mut declared = Vec::new();
         for (name, schema) in properties {
-            let code = self.node(schema, &format!("x{id}"), &format!("&l{id}"), &format!("{path}/properties/{name}"))?;
-            if !code.is_empty() {
-                let _ = writeln!(arms, "{name:?} => {{ let l{id} = {at}.key(k{id});\n{code}}}");
-            } else if additional.is_some() {
-                let _ = writeln!(arms, "{name:?} => {{}}");
-            }
+            let node = self.node_for(schema, &format!("{path}/properties/{name}"))?;
+            declared.push(self.entry(name, node, 0));
         }
-        match additional {
-            None => {}
-            Some(Value::Bool(false)) => {
-                let known = properties.keys().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ");
-                let message = format!("c::unknown_field_message(k{id}, &[{known}])");
-                let _ = writeln!(arms, "_ => {{ {} }}", fail(&format!("&{at}.key(k{id})"), &message));
-            }
-            Some(schema) => {
-                let code = self.node(schema, &format!("x{id}"), &format!("&l{id}"), &format!("{path}/additionalProperties"))?;
-                let _ = writeln!(arms, "_ => {{ let l{id} = {at}.key(k{id});\n{code}}}");
-            }
-        }
-        if !arms.is_empty() {
-            if additional.is_none() {
-                arms.push_str("_ => {}\n");
-            }
-            let _ = writeln!(out, "for (k{id}, x{id}) in m{id} {{ match k{id} {{\n{arms}}} }}");
-        }
-        out.push_str("}\n");
+        let declared = self.list(declared);
+        let additional = match additional {
+            None => NONE,
+            Some(Value::Bool(false)) => CLOSED,
+            Some(schema) => self.node_for(schema, &format!("{path}/additionalProperties"))?,
+        };
+        out.push(format!("Op::Object({required}, {declared}, {additional})"));
         Ok(())
     }
 
-    fn union(&mut self, members: &[Value], one: bool, v: &str, at: &str, path: &str) -> Result<String, ValidatorGenError> {
+    fn union(&mut self, members: &[Value], one: bool, path: &str) -> Result<String, ValidatorGenError> {
         if let Some(tagged) = self.tagged(members, path)? {
-            let prop = &tagged.property;
-            let mut arms = String::new();
-            for (tag, f) in &tagged.members {
-                let _ = writeln!(arms, "{tag:?} => {f}({v}, {at}, s),");
-            }
-            let tags = tagged.members.iter().map(|(t, _)| format!("{t:?}")).collect::<Vec<_>>().join(", ");
-            let tag_at = format!("&{at}.key({prop:?})");
-            let required = format!("{:?}.to_owned()", format!("{} is a required property", Value::from(prop.as_str())));
-            return Ok(format!(
-                "match {v}.as_object() {{\n None => {{ {} }}\n Some(m) => match m.get({prop:?}) {{\n Some(Doc::String(t)) => match &**t {{\n{arms} other => {{ {} }}\n }},\n Some(o) => {{ {} }}\n None => {{ {} }}\n }}\n}}\nif s.done() {{ return; }}\n",
-                fail(at, &format!("c::type_message({v}, &[\"object\"])")),
-                fail(&tag_at, &format!("c::unknown_tag_message({prop:?}, other, &[{tags}])")),
-                fail(&tag_at, "c::type_message(o, &[\"string\"])"),
-                fail(&tag_at, &required),
-            ));
+            let property = self.str(&tagged.property);
+            let entries = tagged.members.iter().map(|(tag, node)| self.entry(tag, *node, 0)).collect();
+            let list = self.list(entries);
+            return Ok(format!("Op::Tagged({property}, {list})"));
         }
-        let mut fns = Vec::new();
-        let mut masks = Vec::new();
+        let mut entries = Vec::new();
         for (i, member) in members.iter().enumerate() {
-            fns.push(self.function_for(member, &format!("{path}/{i}"))?);
-            masks.push(self.mask(member, 0).to_string());
+            let node = self.some_node_for(member, &format!("{path}/{i}"))?;
+            let mask = self.mask(member, 0);
+            entries.push(self.entry("", node, mask));
         }
-        let keyword = if one { "oneOf" } else { "anyOf" };
-        let stop = if one { "if n > 1 { break; }" } else { "break;" };
-        let more = if one {
-            fail(at, &format!("format!(\"{{}} is valid under more than one of the schemas listed in the 'oneOf' keyword\", {v})"))
-        } else {
-            String::new()
-        };
-        Ok(format!(
-            "{{ let fns: [c::CheckFn; {count}] = [{fns}]; let mut n = 0usize;\n for f in fns {{ if c::is_valid(f, {v}, {at}) {{ n += 1; {stop} }} }}\n if n == 0 {{ let bits = c::type_bits({v}); let masks: [u8; {count}] = [{masks}];\n let mut fit = masks.iter().enumerate().filter(|(_, m)| *m & bits != 0).map(|(i, _)| i);\n match (fit.next(), fit.next()) {{ (Some(only), None) => fns[only]({v}, {at}, s), _ => {{ {none} }} }}\n }} else if n > 1 {{ {more} }}\n if s.done() {{ return; }} }}\n",
-            count = fns.len(),
-            fns = fns.join(", "),
-            masks = masks.join(", "),
-            none = fail(at, &format!("format!(\"{{}} is not valid under any of the schemas listed in the '{keyword}' keyword\", {v})")),
-        ))
+        let list = self.list(entries);
+        Ok(format!("Op::Union({one}, {list})"))
     }
 
     /// The JSON types a schema can accept at most (its `type`, through `$ref`s and `allOf`).
@@ -517,7 +537,7 @@ impl Gen<'_> {
             }
             let mut out = Vec::new();
             for (tag, leaf, leaf_path) in found {
-                out.push((tag, self.function_for(&leaf, &leaf_path)?));
+                out.push((tag, self.some_node_for(&leaf, &leaf_path)?));
             }
             return Ok(Some(Tagged { property, members: out }));
         }
@@ -629,11 +649,8 @@ fn type_bit(name: &str) -> Option<u8> {
     })
 }
 
-/// Code recording a violation at `at` (a `&Loc` expression) with `message` (a `String`
-/// expression), then stopping when the sink is done.
-fn fail(at: &str, message: &str) -> String {
-    format!("s.fail({at}, || {message}); if s.done() {{ return; }}")
-}
+/// The integer `format`s, in the order of `crate::protocol::program`'s table of them.
+const INT_FORMATS: [&str; 8] = ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"];
 
 #[cfg(test)]
 mod tests {
@@ -667,13 +684,27 @@ mod tests {
     }
 
     #[test]
-    fn shared_defs_are_called_in_the_base_module_and_not_generated_again() {
+    fn shared_defs_are_the_base_programs_nodes_and_not_compiled_again() {
         let base = defs(json!({"Leaf": {"type": "string"}, "Grown": {"type": "object"}}));
         let next = defs(json!({"Leaf": {"type": "string"}, "Grown": {"type": "object", "required": ["x"]}, "Pair": {"type": "array", "items": {"$ref": "#/$defs/Leaf"}}}));
         let code = generate_extending(&next, &[], &base, "crate::base").unwrap();
-        // Functions are numbered in each schema's own order of defs.
-        assert!(code.contains("\"Leaf\" => Some(crate::base::d0_Leaf)"), "{code}");
-        assert!(!code.contains("fn d0_Leaf"), "{code}");
-        assert!(code.contains("fn d1_Grown") && code.contains("fn d2_Pair") && code.contains("crate::base::d0_Leaf("), "{code}");
+        assert!(code.contains("base: Some(&crate::base::PROGRAM)"), "{code}");
+        // Leaf is the base's node 0; its items reference it there, and its own node is empty.
+        assert!(code.contains(&format!("Op::Items({})", BASE)), "{code}");
+        assert!(code.contains(&format!("E(S(0, 4), {}, 0)", BASE)) || code.contains(&format!(", {}, 0)", BASE)), "{code}");
+        assert!(!code.contains("Op::Type(16"), "{code}");
+        assert!(code.contains("Op::Object("), "{code}");
+    }
+
+    #[test]
+    fn a_subschema_stated_twice_is_one_node_and_a_lone_ref_is_its_def() {
+        let schema = defs(json!({
+            "A": {"type": "object", "properties": {"x": {"type": "string", "minLength": 1}, "y": {"type": "string", "minLength": 1}, "z": {"$ref": "#/$defs/B"}}},
+            "B": {"type": "integer"}
+        }));
+        let code = generate(&schema, &[]).unwrap();
+        assert_eq!(code.matches("Op::MinLength(1)").count(), 1, "{code}");
+        // z leads straight to B's node (1), not to a node that only calls it.
+        assert!(!code.contains("Op::Node(1)"), "{code}");
     }
 }

@@ -132,7 +132,7 @@ pub struct AcpValidator {
     agent: &'static [AcpMethodInfo],
     client: &'static [AcpMethodInfo],
     /// The generated check of a def (or of a root message shape) by name.
-    checks: fn(&str) -> Option<super::check::CheckFn>,
+    checks: fn(&str) -> Option<super::program::Check>,
     /// The vendored schema's text.
     text: fn() -> &'static str,
     /// The schema document, parsed only when asked for ([`Self::schema`]).
@@ -152,7 +152,7 @@ impl std::fmt::Debug for AcpValidator {
 
 impl AcpValidator {
     /// The validator of one version's generated tables and checks.
-    pub(crate) const fn new(version: u16, agent: &'static [AcpMethodInfo], client: &'static [AcpMethodInfo], checks: fn(&str) -> Option<super::check::CheckFn>, text: fn() -> &'static str) -> Self {
+    pub(crate) const fn new(version: u16, agent: &'static [AcpMethodInfo], client: &'static [AcpMethodInfo], checks: fn(&str) -> Option<super::program::Check>, text: fn() -> &'static str) -> Self {
         Self { version, agent, client, checks, text, doc: OnceLock::new(), unstable_methods: &[], unstable: None }
     }
 

@@ -1,6 +1,5 @@
-//! The run-time half of the generated validators (`src/codegen/validators.rs` writes the
-//! other half in `build.rs`): where a value sits in the frame, where violations go, and the
-//! few checks that are the same for every schema node.
+//! What the schema interpreter (`super::program`) reports with: where a value sits in the
+//! frame, where violations go, and the comparisons and messages of the keywords.
 //!
 //! The checked document is a [`Doc`]: the rpc decoder's parse of the line (strings borrowed
 //! from it, objects as member lists), or a `Value` borrowed as one ([`Doc::from_value`]).
@@ -134,11 +133,8 @@ impl Sink {
 
     /// Records a violation at `at`; `message` runs only when the violation is kept.
     ///
-    /// The generated validators call this from about 3,800 places, each with a closure of
-    /// its own type: only building the message is generic (inlined where it is reported, on
-    /// the failing branch), the rest is two non-generic functions. A generic body was 300
-    /// bytes per call site (1 MB of the binary); a `dyn FnMut` message would have been a
-    /// vtable per call site, 11,000 relocations for the dynamic loader at every start.
+    /// Only building the message is generic (inlined where it is reported, on the failing
+    /// branch); the rest is two non-generic functions.
     #[inline(always)]
     pub fn fail(&mut self, at: &Loc<'_>, message: impl FnOnce() -> String) {
         if self.failing() {
@@ -169,16 +165,6 @@ impl Sink {
     pub fn into_violations(self) -> Option<(Violation, Vec<Violation>)> {
         self.first.map(|first| (first, self.more))
     }
-}
-
-/// A generated check: validates `v` (at `at`) against one schema node.
-pub type CheckFn = fn(&Doc<'_>, &Loc<'_>, &mut Sink);
-
-/// Runs `check` quietly: whether `v` is valid.
-pub fn is_valid(check: CheckFn, v: &Doc<'_>, at: &Loc<'_>) -> bool {
-    let mut quiet = Sink::quiet();
-    check(v, at, &mut quiet);
-    quiet.ok()
 }
 
 /// JSON types as bits, for `type` keywords (`INTEGER` is also a `NUMBER`).
@@ -264,7 +250,7 @@ pub fn type_message(v: &Doc<'_>, names: &[&str]) -> String {
 }
 
 /// The message of a failed `enum` keyword, in jsonschema's words; `candidates` is written by
-/// the generator (`src/codegen/validators.rs`), so a wrong value costs one `format!`.
+/// the compiler (`src/codegen/validators.rs`), so a wrong value costs one `format!`.
 #[cold]
 pub fn enum_message(v: &Doc<'_>, candidates: &str) -> String {
     // `{v}` writes the compact text `to_string` gives; built in place, sized once.

@@ -2,7 +2,7 @@
 //! runtime.
 //!
 //! Everything here comes from `schema/`: [`generated`] is written by `build.rs`, and so are the
-//! checks [`validate`] runs ([`check`] is their runtime half). The hand-written parts are the
+//! compiled schemas [`validate`] checks frames against ([`program`] is their interpreter). The hand-written parts are the
 //! JSONL dialect's command replies and their error ([`rpc_reply`]), the JSON-RPC envelope
 //! ([`envelope`]: the error object, the frames and the method traits the generated ACP method
 //! types implement), the [`Dialect`] names, and the method traits below, which the generated
@@ -13,6 +13,7 @@
 pub mod generated;
 pub mod rpc_reply;
 pub mod check;
+pub mod program;
 pub mod doc;
 pub mod validate;
 pub mod acp;
@@ -20,25 +21,25 @@ pub mod acp_v2;
 pub mod embedded;
 pub mod envelope;
 
-/// The validators `build.rs` generates from the rpc/wire bundle (`src/codegen/validators.rs`).
+/// The compiled schema `build.rs` writes from the rpc/wire bundle (`src/codegen/validators.rs`).
 #[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
 pub(crate) mod bundle_checks {
     include!(concat!(env!("OUT_DIR"), "/validators.rs"));
 }
 
-/// The validators `build.rs` generates from the vendored ACP schema.
+/// The compiled schema `build.rs` writes from the vendored ACP schema.
 #[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
 pub(crate) mod acp_checks {
     include!(concat!(env!("OUT_DIR"), "/acp_validators.rs"));
 }
 
-/// The validators `build.rs` generates from the vendored ACP v2 schema.
+/// The compiled schema `build.rs` writes from the vendored ACP v2 schema.
 #[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
 pub(crate) mod acp_v2_checks {
     include!(concat!(env!("OUT_DIR"), "/acp_v2_validators.rs"));
 }
 
-/// The validators `build.rs` generates from the vendored ACP v2 unstable schema.
+/// The compiled schema `build.rs` writes from the vendored ACP v2 unstable schema.
 #[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]
 pub(crate) mod acp_v2_unstable_checks {
     include!(concat!(env!("OUT_DIR"), "/acp_v2_unstable_validators.rs"));
