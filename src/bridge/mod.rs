@@ -232,7 +232,7 @@ async fn through_host_initialize(mut agent: AgentProcess, options: &BridgeOption
                 let _ = agent.shutdown(DEFAULT_EXIT_GRACE).await;
                 return 2;
             }
-            let initialized = match serde_json::from_value::<crate::protocol::acp::InitializeResponse>(result) {
+            let initialized = match crate::protocol::decode::from_value::<crate::protocol::acp::InitializeResponse>(result) {
                 Ok(initialized) => Box::new(initialized),
                 Err(e) => {
                     drop(stdin);

@@ -488,7 +488,7 @@ struct UnknownThinkingLevel(String);
 
 /// `--thinking`: a level of the protocol's `ThinkingLevel` enum.
 fn parse_thinking_level(text: &str) -> Result<crate::protocol::ThinkingLevel, UnknownThinkingLevel> {
-    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| UnknownThinkingLevel(text.to_owned()))
+    crate::protocol::decode::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| UnknownThinkingLevel(text.to_owned()))
 }
 
 /// `agentwire conformance requirements --format`.

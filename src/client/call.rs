@@ -45,7 +45,7 @@ pub enum CallError {
 /// The typed result of `method` from how waiting for its answer ended.
 pub(crate) fn settle<T: DeserializeOwned>(method: &'static str, reply: Reply) -> Result<T, CallError> {
     match reply {
-        Reply::Answered(Ok(result)) => serde_json::from_value(result).map_err(|source| CallError::Data { method, source }),
+        Reply::Answered(Ok(result)) => crate::protocol::decode::from_value(result).map_err(|source| CallError::Data { method, source }),
         Reply::Answered(Err(error)) => Err(CallError::Rejected { method, error }),
         Reply::TimedOut | Reply::Abandoned | Reply::InputEnded => Err(CallError::Closed { method }),
     }

@@ -225,7 +225,7 @@ pub async fn first_answer<R: AsyncBufRead + Unpin>(lines: &mut LineReader<R>, id
 pub async fn go_on<R: AsyncBufRead + Unpin>(lines: &mut LineReader<R>, out: &Outbox, handshake: &Handshake, first: FirstAnswer) -> Result<Detected, DetectError> {
     match first {
         FirstAnswer::Jsonl(frame) => {
-            let ready = (frame.get("type").and_then(Value::as_str) == Some("ready")).then(|| serde_json::from_value(frame).ok().map(Box::new)).flatten();
+            let ready = (frame.get("type").and_then(Value::as_str) == Some("ready")).then(|| crate::protocol::decode::from_value(frame).ok().map(Box::new)).flatten();
             send_get_state(out).await?;
             rpc_state(lines, ready).await
         }
@@ -264,7 +264,7 @@ async fn rpc_state<R: AsyncBufRead + Unpin>(
                 });
             }
             Frame::Rpc(frame) if frame.get("type").and_then(Value::as_str) == Some("ready") => {
-                ready = serde_json::from_value(frame).ok().map(Box::new);
+                ready = crate::protocol::decode::from_value(frame).ok().map(Box::new);
             }
             // Anything else before the answer (a refusal of the `initialize` line) is noise.
             Frame::Rpc(_) | Frame::JsonRpc(_) => {}
@@ -293,14 +293,14 @@ async fn wire_initialize<R: AsyncBufRead + Unpin>(
 }
 
 fn wire_result(result: Value) -> Result<Detected, DetectError> {
-    serde_json::from_value(result.clone())
+    crate::protocol::decode::from_value(result.clone())
         .map(|r| Detected::Wire(Box::new(r)))
         .map_err(|e| DetectError::Unknown(format!("wire `initialize` result {result}: {e}")))
 }
 
 fn acp_answer(answer: JsonRpcAnswer) -> Result<Detected, DetectError> {
     match answer.outcome {
-        Ok(result) => serde_json::from_value(result.clone())
+        Ok(result) => crate::protocol::decode::from_value(result.clone())
             .map(|r| Detected::Acp(Box::new(r)))
             .map_err(|e| DetectError::Unknown(format!("ACP `initialize` result {result}: {e}"))),
         Err(error) => Err(DetectError::Refused(error.message)),

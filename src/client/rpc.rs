@@ -94,12 +94,12 @@ impl RpcAgentFrame {
 
     /// The frame as one of the schema's events, when it is one and fits it.
     pub fn typed(&self) -> Option<RpcEvent> {
-        RpcEvent::deserialize(&self.frame).ok()
+        crate::protocol::decode::from_ref(&self.frame).ok()
     }
 
     /// Parses the frame into any shape (a host's own lenient view of an event).
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        T::deserialize(&self.frame)
+        crate::protocol::decode::from_ref(&self.frame)
     }
 }
 
@@ -298,7 +298,7 @@ impl RpcClient {
                 code: response.code,
             });
         }
-        C::Data::deserialize(response.data.unwrap_or(Value::Null)).map_err(|source| {
+        crate::protocol::decode::from_value::<C::Data>(response.data.unwrap_or(Value::Null)).map_err(|source| {
             ClientError::Data {
                 command: C::COMMAND,
                 source,
@@ -363,14 +363,14 @@ async fn read_frames<R: AsyncBufRead + Unpin>(
                         .as_mut()
                         .and_then(|w| w.remove(&id))
                 });
-                match (waiter, RpcResponse::deserialize(&frame)) {
+                match (waiter, crate::protocol::decode::from_ref::<RpcResponse>(&frame)) {
                     (Some(waiter), Ok(response)) => {
                         let _ = waiter.send(response);
                     }
                     (Some(waiter), Err(_)) => {
                         // A peer's response with fields the schema lacks: keep what a host needs.
                         let lenient: LenientResponse =
-                            LenientResponse::deserialize(&frame).unwrap_or_default();
+                            crate::protocol::decode::from_ref::<LenientResponse>(&frame).unwrap_or_default();
                         let response = RpcResponse::new(lenient.command, lenient.success)
                             .with_data(lenient.data)
                             .with_error(lenient.error);
@@ -387,7 +387,7 @@ async fn read_frames<R: AsyncBufRead + Unpin>(
                     Some("select" | "confirm" | "input" | "editor")
                 ) =>
             {
-                match RpcDialog::deserialize(&frame) {
+                match crate::protocol::decode::from_ref::<RpcDialog>(&frame) {
                     Ok(dialog) => {
                         let (host, input) = (host.clone(), input.clone());
                         tokio::spawn(async move {

@@ -44,14 +44,14 @@ impl Side for WireClientSide {
         if method != "request" {
             return Err(Error::method_not_found(format!("Method not found: {method} (a wire client answers only `request`)")));
         }
-        serde_json::from_value::<WireAgentRequest>(frame).map(|r| r.params).map_err(|e| Error::invalid_params(format!("Invalid parameters for method `request`: {e}")))
+        crate::protocol::decode::from_value::<WireAgentRequest>(frame).map(|r| r.params).map_err(|e| Error::invalid_params(format!("Invalid parameters for method `request`: {e}")))
     }
 
     fn notification(method: &str, frame: Value) -> Result<WireEvent, crate::jsonrpc::IgnoredNotification> {
         if method != "event" {
             return Err(crate::jsonrpc::IgnoredNotification::Unknown);
         }
-        Ok(serde_json::from_value::<WireEventNotification>(frame)?.params)
+        Ok(crate::protocol::decode::from_value::<WireEventNotification>(frame)?.params)
     }
 }
 

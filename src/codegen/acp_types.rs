@@ -379,7 +379,7 @@ pub fn generate(schema_text: &str, unstable_text: Option<&str>, meta_text: &str,
             "}}\n\nimpl {name} {{\n    /// The typed params of `method` (`None`: not a method of this enum).\n    pub fn from_params(method: &str, params: ::serde_json::Value) -> Option<Result<Self, ::serde_json::Error>> {{\n        Some(match method {{\n"
         );
         for m in list {
-            let _ = writeln!(s, "            {:?} => ::serde_json::from_value(params).map(Self::{}),", m.method, fn_name(&m.method).to_upper_camel_case());
+            let _ = writeln!(s, "            {:?} => crate::protocol::decode::from_value(params).map(Self::{}),", m.method, fn_name(&m.method).to_upper_camel_case());
         }
         s.push_str("            _ => return None,\n        })\n    }\n}\n");
         s

@@ -296,7 +296,7 @@ pub fn rpc_layer(defs: &Map<String, Value>) -> Result<TokenStream, HandlerError>
         fn roundtrip<T: ::serde::Serialize + ::serde::de::DeserializeOwned>(
             value: ::serde_json::Value,
         ) -> ::std::result::Result<::serde_json::Value, ::serde_json::Error> {
-            ::serde_json::to_value(::serde_json::from_value::<T>(value)?)
+            ::serde_json::to_value(crate::protocol::decode::from_value::<T>(value)?)
         }
     })
 }

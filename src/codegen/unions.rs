@@ -100,14 +100,14 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
         let parse = if nested.is_some() {
             quote! { #ty::from_value(value).map(Self::#v) }
         } else {
-            quote! { ::serde_json::from_value::<#ty>(value).map(Self::#v) }
+            quote! { crate::protocol::decode::from_value::<#ty>(value).map(Self::#v) }
         };
         parse_arms.push(quote! { #(#tags)|* => |value| #parse });
         let text_parse = match nested {
             Some(n) if &n.tag_property == prop && FROM_TEXT.contains(&n.name.as_str()) => quote! { #ty::from_tagged_str(tag, text).map(Self::#v) },
             // A union member without its own text parse reads its tag from the value.
             Some(_) => quote! { ::serde_json::from_str(text).and_then(#ty::from_value).map(Self::#v) },
-            None => quote! { ::serde_json::from_str::<#ty>(text).map(Self::#v) },
+            None => quote! { crate::protocol::decode::from_str::<#ty>(text).map(Self::#v) },
         };
         text_arms.push(quote! { #(#tags)|* => #text_parse });
         ser_arms.push(quote! { Self::#v(inner) => inner.serialize(s) });

@@ -175,7 +175,7 @@ impl Registry {
         let invalid = |reason: String| RegistryError::Invalid { origin: origin.to_owned(), reason };
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
         validator().validate_def("ConformanceRequirements", &value).map_err(|e| invalid(e.to_string()))?;
-        let parsed: ConformanceRequirements = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        let parsed: ConformanceRequirements = crate::protocol::decode::from_value(value).map_err(|e| invalid(e.to_string()))?;
         let mut index = BTreeMap::new();
         for (i, r) in parsed.requirements.iter().enumerate() {
             if index.insert(r.id.to_string(), i).is_some() {

@@ -42,7 +42,7 @@ impl AgentUnderTest {
         let name = command.first().ok_or(InputError::EmptyCommand)?.clone();
         let adapter = serde_json::json!({"name": name, "command": command, "dialects": ["rpc", "wire"],
                                           "env": {"AGENTWIRE_CONFORMANCE_BASE_URL": "{{baseUrl}}"}});
-        let adapter = serde_json::from_value(adapter).map_err(InputError::Adapter)?;
+        let adapter = crate::protocol::decode::from_value(adapter).map_err(InputError::Adapter)?;
         Ok(Self::Adapted { adapter: Box::new(adapter), agentwire })
     }
 
@@ -61,7 +61,7 @@ pub fn load_adapter(path: &Path) -> Result<ConformanceAdapter, InputError> {
     let at = || path.display().to_string();
     let v: Value = serde_json::from_str(&text).map_err(|source| InputError::Json { at: at(), source })?;
     validator().validate_def("ConformanceAdapter", &v).map_err(|source| InputError::Schema { at: at(), source })?;
-    serde_json::from_value(v).map_err(|source| InputError::Json { at: at(), source })
+    crate::protocol::decode::from_value(v).map_err(|source| InputError::Json { at: at(), source })
 }
 
 /// How to run transcripts.

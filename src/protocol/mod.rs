@@ -20,6 +20,7 @@ pub mod acp;
 pub mod acp_v2;
 pub mod embedded;
 pub mod envelope;
+pub mod decode;
 
 /// The compiled schema `build.rs` writes from the rpc/wire bundle (`src/codegen/validators.rs`).
 #[allow(missing_docs, non_snake_case, clippy::all, clippy::pedantic)]

@@ -171,7 +171,7 @@ pub fn load(selection: &Selection) -> Result<Catalogue, ConfigError> {
             validator().validate_def("ModelsFile", &value).map_err(|e| ConfigError::Invalid { path: path.clone(), reason: e.to_string() })?;
             // Providers keep the file's order (the typed map does not).
             let order: Vec<String> = value["providers"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-            let mut file: ModelsFile = serde_json::from_value(value).map_err(|source| ConfigError::Parse { path: path.clone(), source })?;
+            let mut file: ModelsFile = crate::protocol::decode::from_value(value).map_err(|source| ConfigError::Parse { path: path.clone(), source })?;
             default_model = file.default_model;
             for name in order {
                 if let Some(config) = file.providers.remove(&name) {
@@ -266,7 +266,7 @@ fn specs(name: &str, config: &ProviderConfig, key: Option<String>) -> Vec<ModelS
             };
             let reasoning = m.reasoning.unwrap_or(false);
             let max_tokens = m.max_tokens.unwrap_or(8192);
-            let info: Model = serde_json::from_value(json!({
+            let info: Model = crate::protocol::decode::from_value(json!({
                 "id": m.id.as_str(), "name": m.name.clone().unwrap_or_else(|| m.id.to_string()), "api": api.name(), "provider": name,
                 "baseUrl": config.base_url.as_str(), "reasoning": reasoning,
                 "input": m.input.clone().unwrap_or_else(|| vec![crate::protocol::InputKind::Text]),

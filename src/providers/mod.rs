@@ -241,7 +241,7 @@ impl std::fmt::Debug for ModelSpec {
 
 /// The model object describing the offline model.
 pub fn offline_model_info() -> Model {
-    serde_json::from_value(serde_json::json!({
+    crate::protocol::decode::from_value(serde_json::json!({
         "id": "offline", "name": "agentwire offline model", "api": "offline", "provider": "agentwire", "baseUrl": "",
         // It reads only the text of a prompt (`offline::user_text`), so it declares text only.
         "reasoning": true, "input": ["text"],

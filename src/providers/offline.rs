@@ -60,7 +60,7 @@ impl OfflineModel {
             let at = |reason: String| ScriptError::Line { path: path.to_path_buf(), line: i + 1, reason };
             let value: serde_json::Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
             crate::protocol::validate::validator().validate_def("ModelScriptEntry", &value).map_err(|e| at(e.to_string()))?;
-            entries.push(serde_json::from_value(value).map_err(|e| at(e.to_string()))?);
+            entries.push(crate::protocol::decode::from_value(value).map_err(|e| at(e.to_string()))?);
         }
         Ok(Self::scripted(entries))
     }

@@ -298,7 +298,7 @@ async fn call_host_tool(agent: &Agent, def: &HostToolDefinition, call: &ToolCall
 }
 
 async fn ask_questions(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
-    let questions: Vec<Question> = match call.arguments.get("questions").cloned().map(serde_json::from_value) {
+    let questions: Vec<Question> = match call.arguments.get("questions").cloned().map(crate::protocol::decode::from_value) {
         Some(Ok(q)) => q,
         Some(Err(e)) => return ToolOutput::error(format!("{QUESTION_TOOL}: invalid questions: {e}")),
         None => return ToolOutput::error(format!("{QUESTION_TOOL}: questions are required")),

@@ -92,7 +92,7 @@ impl ClientTools {
         };
         let unfit = |e: &dyn std::fmt::Display| ClientCallError::Unfit { method, reason: e.to_string() };
         let value = acp_validator().check_client_result(method, value).map_err(|e| unfit(&e))?;
-        serde_json::from_value(value).map_err(|e| unfit(&e))
+        crate::protocol::decode::from_value(value).map_err(|e| unfit(&e))
     }
 
     async fn run(&self, command: &str, cwd: &Path, timeout: Option<Duration>, cancel: CancellationToken) -> Result<HostCommandOutcome, ClientCallError> {

@@ -16,14 +16,14 @@ use crate::protocol::{acp as v1, acp_v2 as v2};
 /// A value of one version's generated type as the same wire shape in the other's (`None` when
 /// the shape has no equivalent there).
 fn same_shape<T: serde::Serialize, U: serde::de::DeserializeOwned>(value: &T) -> Option<U> {
-    serde_json::to_value(value).ok().and_then(|v| serde_json::from_value(v).ok())
+    serde_json::to_value(value).ok().and_then(|v| crate::protocol::decode::from_value(v).ok())
 }
 
 /// A v1 value's wire form, changed by `edit` (a rename), read as the v2 type.
 fn renamed<T: serde::Serialize, U: serde::de::DeserializeOwned>(value: &T, edit: impl FnOnce(&mut serde_json::Map<String, Value>) -> Option<()>) -> Option<U> {
     let mut v = serde_json::to_value(value).ok()?;
     edit(v.as_object_mut()?)?;
-    serde_json::from_value(v).ok()
+    crate::protocol::decode::from_value(v).ok()
 }
 
 /// A v1 config option in v2's shape (v2 names the id `configId`).
@@ -77,7 +77,7 @@ pub fn mcp_servers_v1(servers: &[v2::McpServer]) -> Result<Vec<v1::McpServer>, E
             if let Some(o) = v.as_object_mut().filter(|o| o.get("type").and_then(Value::as_str) == Some("stdio")) {
                 o.remove("type");
             }
-            serde_json::from_value(v).map_err(|e| Error::invalid_params(format!("MCP server {i}: {e}")).at(format!("/mcpServers/{i}"), "not a server agentwire can start"))
+            crate::protocol::decode::from_value(v).map_err(|e| Error::invalid_params(format!("MCP server {i}: {e}")).at(format!("/mcpServers/{i}"), "not a server agentwire can start"))
         })
         .collect()
 }

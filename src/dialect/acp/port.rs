@@ -127,11 +127,11 @@ impl AcpSessionHost {
         let pending = self.conn.peer().request::<methods::SessionRequestPermission>(&params).await;
         let id = pending.id().clone();
         let reply = pending.wait(Some(ask.timeout), Some(ask.cancel)).await;
-        let answer = match settled::<methods::CancelRequest>(&self.conn, reply, id, |id| serde_json::from_value::<RequestId>(id).map(CancelRequestNotification::new)).await {
+        let answer = match settled::<methods::CancelRequest>(&self.conn, reply, id, |id| crate::protocol::decode::from_value::<RequestId>(id).map(CancelRequestNotification::new)).await {
             Ok(answer) => answer,
             Err(decision) => return decision,
         };
-        let outcome = answer.and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| match r.outcome {
+        let outcome = answer.and_then(|v| crate::protocol::decode::from_value::<RequestPermissionResponse>(v).ok()).map(|r| match r.outcome {
             RequestPermissionOutcome::Selected { option_id, .. } => Some(option_id.0),
             RequestPermissionOutcome::Cancelled => None,
         });

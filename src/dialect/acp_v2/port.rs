@@ -49,14 +49,14 @@ impl AcpV2SessionHost {
         };
         // Withdrawn once the run was cancelled, the client closes its dialog and answers
         // `cancelled`, which nobody waits for any more; the run reports `idle` itself.
-        let answer = match settled::<methods::CancelRequest>(&self.conn, reply, id, |id| serde_json::from_value::<RequestId>(id).map(CancelRequestNotification::new)).await {
+        let answer = match settled::<methods::CancelRequest>(&self.conn, reply, id, |id| crate::protocol::decode::from_value::<RequestId>(id).map(CancelRequestNotification::new)).await {
             Ok(answer) => answer,
             Err(decision) => return decision,
         };
         if last {
             self.state("running", None, None).await;
         }
-        let outcome = answer.and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok()).map(|r| match r.outcome {
+        let outcome = answer.and_then(|v| crate::protocol::decode::from_value::<RequestPermissionResponse>(v).ok()).map(|r| match r.outcome {
             RequestPermissionOutcome::Selected { option_id, .. } => Some(option_id.0),
             RequestPermissionOutcome::Cancelled { .. } => None,
         });

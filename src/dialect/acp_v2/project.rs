@@ -79,7 +79,7 @@ pub(super) fn git_patch(path: &str, old: Option<&str>, new: &str) -> String {
 pub(super) fn diff(path: &str, old: Option<&str>, new: &str) -> ToolCallContent {
     let text = git_patch(path, old, new);
     // typify names the change's variants by position: read it from its wire form.
-    let change: Option<DiffChange> = serde_json::from_value(serde_json::json!({"operation": if old.is_some() { "modify" } else { "add" }, "path": path})).ok();
+    let change: Option<DiffChange> = crate::protocol::decode::from_value(serde_json::json!({"operation": if old.is_some() { "modify" } else { "add" }, "path": path})).ok();
     ToolCallContent::Diff { changes: change.into_iter().collect(), meta: None, patch: Some(DiffPatch::new(DiffPatchFormat("git_patch".to_owned()), text)) }
 }
 

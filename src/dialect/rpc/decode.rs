@@ -195,10 +195,10 @@ fn decode_value(text: &str, bytes: &[u8], escapes: bool) -> Result<Inbound, RpcF
     }
     let parse_error = |e: serde_json::Error| failure(id.clone(), kind, RpcErrorCode::InvalidParams, format!("{kind}: {e}"));
     match kind {
-        "extension_ui_response" => serde_json::from_value(value).map(Inbound::UiResponse).map_err(parse_error),
-        "host_tool_update" => serde_json::from_value(value).map(Inbound::HostToolUpdate).map_err(parse_error),
-        "host_tool_result" => serde_json::from_value(value).map(Inbound::HostToolResult).map_err(parse_error),
-        "rpc_chunk" => serde_json::from_value(value).map(Inbound::Chunk).map_err(parse_error),
+        "extension_ui_response" => crate::protocol::decode::from_value(value).map(Inbound::UiResponse).map_err(parse_error),
+        "host_tool_update" => crate::protocol::decode::from_value(value).map(Inbound::HostToolUpdate).map_err(parse_error),
+        "host_tool_result" => crate::protocol::decode::from_value(value).map(Inbound::HostToolResult).map_err(parse_error),
+        "rpc_chunk" => crate::protocol::decode::from_value(value).map(Inbound::Chunk).map_err(parse_error),
         _ => RpcCommand::from_value(value).map(|command| Inbound::Command { id: id.clone(), command }).map_err(parse_error),
     }
 }

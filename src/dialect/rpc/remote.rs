@@ -114,8 +114,8 @@ impl RpcAgents {
             Err(e) => tracing::debug!("the agent lists no slash commands: {e}"),
         }
         let mut settings = lock(&self.link.settings);
-        settings.model = state.get("model").cloned().and_then(|m| serde_json::from_value(m).ok());
-        settings.thinking = state.get("thinkingLevel").cloned().and_then(|l| serde_json::from_value(l).ok());
+        settings.model = state.get("model").cloned().and_then(|m| crate::protocol::decode::from_value(m).ok());
+        settings.thinking = state.get("thinkingLevel").cloned().and_then(|l| crate::protocol::decode::from_value(l).ok());
         settings.models = models.map(|listed| listed.models).unwrap_or_default();
         settings.levels = match levels {
             Ok(listed) => listed.levels,

@@ -75,7 +75,7 @@ impl WireHost {
         let waited = self.request(&id, WireApprovalRequest::new(payload).into()).await.wait(Some(ask.timeout), Some(ask.cancel)).await;
         // Fail closed: only the two exact approve answers let the tool run.
         let (decision, word, feedback) = match waited {
-            Reply::Answered(Ok(value)) => match serde_json::from_value::<WireApprovalResult>(value) {
+            Reply::Answered(Ok(value)) => match crate::protocol::decode::from_value::<WireApprovalResult>(value) {
                 Ok(r) => {
                     let feedback = r.feedback.unwrap_or_default();
                     match r.response {
@@ -125,7 +125,7 @@ impl WireHost {
         let pending = self.request(&id, WireToolCallRequest::new(payload).into()).await;
         let name = ask.def.name.to_string();
         match pending.wait(Some(ask.timeout), Some(ask.cancel)).await {
-            Reply::Answered(Ok(value)) => match serde_json::from_value::<WireToolCallResult>(value) {
+            Reply::Answered(Ok(value)) => match crate::protocol::decode::from_value::<WireToolCallResult>(value) {
                 Ok(r) => {
                     let rv = r.return_value;
                     let text = match &rv.output {
@@ -158,7 +158,7 @@ impl WireHost {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let payload = WireQuestionRequestPayload { id: id.clone(), tool_call_id, questions };
         match self.request(&id, WireQuestionRequest::new(payload).into()).await.wait(timeout, Some(cancel)).await {
-            Reply::Answered(Ok(value)) => Ok(serde_json::from_value::<WireQuestionResult>(value)
+            Reply::Answered(Ok(value)) => Ok(crate::protocol::decode::from_value::<WireQuestionResult>(value)
                 .ok()
                 .map(|r| r.answers.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<String, Value>>())),
             // An error reply is a declined question, as in kimi: the model goes on.
