@@ -29,7 +29,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src/codegen/acp_types.rs");
     println!("cargo:rerun-if-changed=src/codegen/handlers.rs");
     println!("cargo:rerun-if-changed=src/codegen/validators.rs");
-    for part in ["typify_driver", "syn_fixups", "unions", "constructors", "tables"] {
+    for part in ["typify_driver", "syn_fixups", "unions", "constructors", "tables", "tagged_enums"] {
         println!("cargo:rerun-if-changed=src/codegen/{part}.rs");
     }
 

@@ -48,6 +48,8 @@ mod unions;
 mod constructors;
 #[path = "tables.rs"]
 mod tables;
+#[path = "tagged_enums.rs"]
+pub mod tagged_enums;
 
 use constructors::*;
 /// Shared with `acp_types.rs` and `handlers.rs`.
