@@ -139,7 +139,7 @@ fn generate_over(defs: &Map<String, Value>, extra: &[(&str, &Value)], base: Opti
         let _ = writeln!(out, "    {entry},");
     }
     out.push_str("];\n\n");
-    let _ = writeln!(out, "static PATTERNS: [std::sync::OnceLock<Option<regress::Regex>>; {0}] = [const {{ std::sync::OnceLock::new() }}; {0}];", gen.patterns);
+    let _ = writeln!(out, "static PATTERNS: [std::sync::OnceLock<Option<regex::Regex>>; {0}] = [const {{ std::sync::OnceLock::new() }}; {0}];", gen.patterns);
     Ok(out)
 }
 
@@ -393,6 +393,7 @@ impl Gen<'_> {
         }
         if let Some(pattern) = map.get("pattern") {
             let pattern = pattern.as_str().ok_or_else(|| Self::err(path, "`pattern` is a string"))?;
+            portable(pattern).map_err(|reason| Self::err(path, format!("pattern {pattern:?}: {reason}; teach src/codegen/validators.rs")))?;
             let text = self.str(pattern);
             out.push(format!("Op::Pattern({}, {text})", self.patterns));
             self.patterns += 1;
@@ -649,6 +650,31 @@ fn type_bit(name: &str) -> Option<u8> {
     })
 }
 
+/// Whether `pattern` means the same in ECMA-262 (what JSON Schema specifies) and in the regex
+/// crate the validator matches with: literals, `[…]` classes and ranges, anchors, groups,
+/// alternation and quantifiers, escapes only of punctuation. Refused: `.` (ECMA-262 excludes
+/// four line terminators, the regex crate one), the class escapes (`\d`, `\w`, `\s`, `\b` are
+/// Unicode-aware in the regex crate, ASCII in ECMA-262), backreferences, lookaround and flags.
+fn portable(pattern: &str) -> Result<(), String> {
+    let mut chars = pattern.chars();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(e) if e.is_ascii_punctuation() => {}
+                Some(e) => return Err(format!("the escape \\{e} means something else in ECMA-262 and in the regex crate")),
+                None => return Err("a trailing backslash".to_owned()),
+            },
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '.' if !in_class => return Err("`.` matches different line terminators in ECMA-262 and in the regex crate".to_owned()),
+            '(' if !in_class && chars.clone().next() == Some('?') => return Err("groups with `(?` (lookaround, flags, names) are not portable".to_owned()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The integer `format`s, in the order of `crate::protocol::program`'s table of them.
 const INT_FORMATS: [&str; 8] = ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"];
 
@@ -694,6 +720,18 @@ mod tests {
         assert!(code.contains(&format!("E(S(0, 4), {}, 0)", BASE)) || code.contains(&format!(", {}, 0)", BASE)), "{code}");
         assert!(!code.contains("Op::Type(16"), "{code}");
         assert!(code.contains("Op::Object("), "{code}");
+    }
+
+    #[test]
+    fn only_patterns_both_regex_dialects_read_alike_compile() {
+        for ok in ["^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$", "^[A-Za-z_][A-Za-z0-9_-]{0,63}$", "a\\.b|c[.]"] {
+            assert_eq!(portable(ok), Ok(()), "{ok}");
+        }
+        for bad in ["^\\d+$", "a.b", "(?i)x", "(?=a)", "\\w", "x\\"] {
+            assert!(portable(bad).is_err(), "{bad}");
+            let schema = defs(json!({"A": {"type": "string", "pattern": bad}}));
+            assert!(generate(&schema, &[]).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -276,10 +276,11 @@ pub fn unknown_tag_message(property: &str, tag: &str, expected: &[&str]) -> Stri
 }
 
 /// `s` matches the schema's `pattern`, compiled once per process on first use.
-pub fn matches(cell: &'static std::sync::OnceLock<Option<regress::Regex>>, pattern: &str, s: &str) -> bool {
-    // ECMA-262 syntax, as JSON Schema specifies. A pattern that does not compile cannot be
-    // satisfied: the schema is wrong, not the frame, but accepting would be laxer than it.
-    cell.get_or_init(|| regress::Regex::new(pattern).ok()).as_ref().is_some_and(|re| re.find(s).is_some())
+pub fn matches(cell: &std::sync::OnceLock<Option<regex::Regex>>, pattern: &str, s: &str) -> bool {
+    // The compiler admits only patterns that mean the same in ECMA-262, which JSON Schema
+    // specifies, and in the regex crate. One that does not compile cannot be satisfied: the
+    // schema is wrong, not the frame, but accepting would be laxer than it.
+    cell.get_or_init(|| regex::Regex::new(pattern).ok()).as_ref().is_some_and(|re| re.is_match(s))
 }
 
 #[cfg(test)]

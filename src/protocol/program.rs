@@ -118,7 +118,7 @@ pub struct Program {
     /// The defs and named roots, sorted by name, each with its node.
     pub roots: Run,
     /// The compiled `pattern`s, each on first use.
-    pub patterns: &'static [OnceLock<Option<regress::Regex>>],
+    pub patterns: &'static [OnceLock<Option<regex::Regex>>],
     /// The program whose nodes [`BASE`] references name.
     pub base: Option<&'static Program>,
 }
