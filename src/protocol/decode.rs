@@ -12,12 +12,19 @@ use serde_json::{Error, Value};
 
 /// `T` from a JSON value, as `serde_json::from_value` reads it, error texts included.
 pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
-    from_str(&value.to_string())
+    from_str(&text_of(&value))
 }
 
 /// `T` from a JSON value borrowed, as [`from_value`].
 pub fn from_ref<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
-    from_str(&value.to_string())
+    from_str(&text_of(value))
+}
+
+/// A value's compact text. Not inlined: the generic readers above are compiled once per type
+/// read (about 275 of them), and only the typed parse needs to be.
+#[inline(never)]
+fn text_of(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// `T` from JSON text; the error's text without the position serde_json appends to it, as

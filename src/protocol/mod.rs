@@ -76,7 +76,9 @@ impl Dialect {
 /// A minLength:1 string newtype from text. Values from a model or a host may be empty; they
 /// become `-` rather than a panic.
 pub fn nonempty<T: std::str::FromStr>(s: &str) -> T {
-    s.parse().ok().or_else(|| "-".parse().ok()).expect("\"-\" satisfies minLength 1")
+    // One parse: an empty value is the only one a minLength:1 newtype refuses.
+    let s = if s.is_empty() { "-" } else { s };
+    s.parse().ok().expect("a non-empty string satisfies minLength 1")
 }
 
 /// The text of a user message's content.
