@@ -148,7 +148,8 @@ impl Program {
     /// The check of the def or named root `name`.
     pub fn check(&'static self, name: &str) -> Option<Check> {
         let roots = self.run_of(self.roots);
-        let i = roots.binary_search_by(|e| self.str(e.0).cmp(name)).ok()?;
+        let bytes = self.text.as_bytes();
+        let i = roots.binary_search_by(|e| bytes[e.0 .0 as usize..(e.0 .0 + e.0 .1) as usize].cmp(name.as_bytes())).ok()?;
         let node = roots[i].1;
         match (node & BASE != 0, self.base) {
             (true, Some(base)) => Some(Check { program: base, node: node & !BASE }),
@@ -160,6 +161,14 @@ impl Program {
     #[inline]
     fn str(&self, s: Str) -> &'static str {
         &self.text[s.0 as usize..(s.0 + s.1) as usize]
+    }
+
+    /// Whether the string `s` is `text`: lengths first (most candidates differ there), then
+    /// bytes, with no char-boundary checks on the way (the hot comparisons of a tag, a member
+    /// name or an option).
+    #[inline]
+    fn is(&self, s: Str, text: &str) -> bool {
+        s.1 as usize == text.len() && self.text.as_bytes().get(s.0 as usize..(s.0 + s.1) as usize) == Some(text.as_bytes())
     }
 
     #[inline]
@@ -204,7 +213,7 @@ impl Program {
                 }
             }
             Op::ConstStr(value, text) => {
-                if v.as_str() != Some(self.str(value)) {
+                if !v.as_str().is_some_and(|x| self.is(value, x)) {
                     s.fail(at, || format!("{} was expected", self.str(text)));
                 }
             }
@@ -225,7 +234,7 @@ impl Program {
             }
             Op::Enum(options, candidates) => {
                 let x = v.as_str();
-                if !self.run_of(options).iter().any(|e| Some(self.str(e.0)) == x) {
+                if !x.is_some_and(|x| self.run_of(options).iter().any(|e| self.is(e.0, x))) {
                     s.fail(at, || c::enum_message(v, self.str(candidates)));
                 }
             }
@@ -287,8 +296,8 @@ impl Program {
     fn object(&self, required: Run, properties: Run, additional: u32, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
         let Some(members) = v.as_object() else { return };
         for name in self.run_of(required) {
-            let name = self.str(name.0);
-            if !members.contains_key(name) {
+            if !members.iter().any(|(key, _)| self.is(name.0, key)) {
+                let name = self.str(name.0);
                 s.fail(&at.key(name), || format!("{} is a required property", serde_json::Value::from(name)));
                 if s.done() {
                     return;
@@ -297,7 +306,7 @@ impl Program {
         }
         let declared = self.run_of(properties);
         for (key, x) in members {
-            let node = match declared.iter().find(|e| self.str(e.0) == key) {
+            let node = match declared.iter().find(|e| self.is(e.0, key)) {
                 Some(e) => e.1,
                 None if additional == CLOSED => {
                     s.fail(&at.key(key), || c::unknown_field_message(key, &self.names(properties)));
@@ -324,7 +333,7 @@ impl Program {
         };
         let property = self.str(property);
         match object.get(property) {
-            Some(Doc::String(tag)) => match self.run_of(members).iter().find(|e| self.str(e.0) == tag.as_ref()) {
+            Some(Doc::String(tag)) => match self.run_of(members).iter().find(|e| self.is(e.0, tag)) {
                 Some(member) => self.node(member.1, v, at, s),
                 None => s.fail(&at.key(property), || c::unknown_tag_message(property, tag, &self.names(members))),
             },
