@@ -1,7 +1,7 @@
 //! The ACP schemas' internally tagged unions (`SessionUpdate`, `ContentBlock`,
 //! `ToolCallContent`, …) read their tag first and then only the variant it names
 //! (`src/codegen/tagged_enums.rs`): what they accept, what they refuse and how they say it are
-//! serde's derive's, and a value reads back as it was written.
+//! serde's derive's, and a value reads back as it was written, from text and from a `Value`.
 
 use agentwire::protocol::{acp, acp_v2};
 use serde::de::DeserializeOwned;
@@ -30,6 +30,14 @@ fn every_variant_shape_reads_back() {
     reads_back::<acp::RequestPermissionOutcome>(json!({"outcome": "selected", "optionId": "allow"}));
     reads_back::<acp_v2::SessionUpdate>(json!({"sessionUpdate": "agent_message_chunk", "messageId": "m1", "content": {"type": "text", "text": "hi"}}));
     reads_back::<acp_v2::McpServer>(json!({"type": "http", "name": "a", "url": "http://127.0.0.1:1/mcp", "headers": []}));
+}
+
+#[test]
+fn a_tagged_union_inside_an_untagged_one_is_read_by_serde_from_its_buffer() {
+    // `IdleStateUpdate` is untagged: serde buffers it and hands `BackgroundWork` (tagged) no
+    // text, so that union keeps serde's derive (the generator decides it from the types).
+    reads_back::<acp_v2::IdleStateUpdate>(json!({"stopReason": "end_turn", "background": [{"type": "terminal", "terminalId": "t1"}, {"type": "tool_call", "toolCallId": "c1"}]}));
+    reads_back::<acp_v2::StateUpdate>(json!({"state": "idle", "stopReason": "end_turn", "background": [{"type": "terminal", "terminalId": "t1"}]}));
 }
 
 #[test]

@@ -4,12 +4,16 @@
 //!
 //! serde's derive for an internally tagged enum buffers the object in its private `Content`
 //! and reads every variant's fields from there: one more deserializer compiled for every
-//! variant of every such enum (0.85 MB of the release binary for ACP v1 and v2). Here each
-//! struct variant's fields are a plain struct, read through `crate::protocol::decode` like every
-//! other protocol type; the enum reads its object once into a `serde_json::Value` (the same
-//! buffering `Content` did), looks at the tag and reads that variant. What it accepts is what
-//! the derive accepts: other members are ignored as the derive ignores them (no enum here
-//! denies unknown fields), a missing tag is "missing field", an unknown one "unknown variant".
+//! variant of every such enum (0.85 MB of the release binary for ACP v1 and v2). Here the enum
+//! takes its object's text (a `RawValue`: serde_json reads protocol types from text, and a
+//! `Value` gives its text too), reads the tag from it, then reads the variant's fields from the
+//! same text as a plain struct, through the text deserializer every protocol type already has.
+//! What it accepts is what the derive accepts: members the variant does not name are ignored
+//! (no enum here denies unknown fields), a missing tag is "missing field", an unknown one
+//! "unknown variant".
+//!
+//! serde's own buffers (`Content`, for untagged enums and flattened fields) have no text to
+//! give: an enum reachable from inside one keeps serde's derive, decided here from the types.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -17,10 +21,14 @@ use quote::{format_ident, quote};
 /// For every enum of `file` with `#[serde(tag = "…")]` and no other container attribute,
 /// drops the derived `Deserialize` and returns the impls that replace it.
 pub fn read_by_tag(file: &mut syn::File) -> TokenStream {
+    let buffered = read_from_buffers(file);
     let mut out = TokenStream::new();
     for item in &mut file.items {
         let syn::Item::Enum(e) = item else { continue };
         let Some(tag) = tag_of(&e.attrs) else { continue };
+        if buffered.contains(&e.ident.to_string()) {
+            continue;
+        }
         // A variant attribute other than `rename` (`other`, `alias`, …) keeps serde's derive.
         if e.variants.iter().any(|v| !only_rename(&v.attrs)) {
             continue;
@@ -46,10 +54,10 @@ pub fn read_by_tag(file: &mut syn::File) -> TokenStream {
             let wire = rename_of(&v.attrs).unwrap_or_else(|| ident.to_string());
             names.push(wire.clone());
             let parse = match &v.fields {
-                syn::Fields::Unit => quote! { |_| Ok(#name::#ident) },
+                syn::Fields::Unit => quote! { Ok(#name::#ident) },
                 syn::Fields::Unnamed(f) if f.unnamed.len() == 1 => {
                     let ty = &f.unnamed[0].ty;
-                    quote! { |v| crate::protocol::decode::from_value::<#ty>(v).map(#name::#ident) }
+                    quote! { crate::protocol::decode::from_str::<#ty>(text).map(#name::#ident) }
                 }
                 syn::Fields::Unnamed(_) => panic!("{name}::{ident}: a tuple variant of an internally tagged enum"),
                 syn::Fields::Named(f) => {
@@ -68,7 +76,7 @@ pub fn read_by_tag(file: &mut syn::File) -> TokenStream {
                         #[derive(::serde::Deserialize)]
                         struct #shadow { #(#fields,)* }
                     });
-                    quote! { |v| crate::protocol::decode::from_value::<#shadow>(v).map(|#shadow { #(#idents),* }| #name::#ident { #(#idents),* }) }
+                    quote! { crate::protocol::decode::from_str::<#shadow>(text).map(|#shadow { #(#idents),* }| #name::#ident { #(#idents),* }) }
                 }
             };
             arms.push(quote! { #wire => #parse });
@@ -78,25 +86,104 @@ pub fn read_by_tag(file: &mut syn::File) -> TokenStream {
                 fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
                     use ::serde::de::Error as _;
                     #(#shadows)*
+                    #[derive(::serde::Deserialize)]
+                    struct Tag<'a> {
+                        #[serde(rename = #tag, borrow, default)]
+                        tag: ::std::option::Option<::std::borrow::Cow<'a, str>>,
+                    }
                     const VARIANTS: &[&str] = &[#(#names),*];
-                    let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(d)?;
-                    // The variant's reader is chosen while the tag is borrowed; the value then
-                    // moves into it.
-                    let parse: fn(::serde_json::Value) -> ::std::result::Result<#name, ::serde_json::Error> = match value.get(#tag) {
-                        Some(::serde_json::Value::String(tag)) => match tag.as_str() {
-                            #(#arms,)*
-                            other => return Err(D::Error::unknown_variant(other, VARIANTS)),
-                        },
-                        Some(_) => return Err(D::Error::custom(concat!("`", #tag, "` must be a string"))),
-                        None if value.is_object() => return Err(D::Error::missing_field(#tag)),
-                        None => return Err(D::Error::custom(concat!("invalid type: ", stringify!(#name), " is an object"))),
+                    let raw = <::std::boxed::Box<::serde_json::value::RawValue> as ::serde::Deserialize>::deserialize(d)?;
+                    let text = raw.get();
+                    if !text.starts_with('{') {
+                        return Err(D::Error::custom(concat!("invalid type: ", stringify!(#name), " is an object")));
+                    }
+                    let tag = match ::serde_json::from_str::<Tag<'_>>(text) {
+                        Ok(Tag { tag: Some(tag) }) => tag,
+                        Ok(Tag { tag: None }) => return Err(D::Error::missing_field(#tag)),
+                        Err(_) => return Err(D::Error::custom(concat!("`", #tag, "` must be a string"))),
                     };
-                    parse(value).map_err(D::Error::custom)
+                    let read: ::std::result::Result<#name, ::serde_json::Error> = match &*tag {
+                        #(#arms,)*
+                        other => return Err(D::Error::unknown_variant(other, VARIANTS)),
+                    };
+                    read.map_err(D::Error::custom)
                 }
             }
         });
     }
     out
+}
+
+/// The types a serde buffer can hand to a `Deserialize`: those named in the variants of an
+/// untagged enum, in a flattened field, or in an internally tagged enum serde still reads,
+/// and every type those name, to the end.
+fn read_from_buffers(file: &syn::File) -> std::collections::BTreeSet<String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    // Each type's field types, and the roots serde buffers.
+    let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut roots = Vec::new();
+    for item in &file.items {
+        let (ident, fields, attrs): (String, Vec<&syn::Field>, &[syn::Attribute]) = match item {
+            syn::Item::Struct(st) => (st.ident.to_string(), st.fields.iter().collect(), &st.attrs),
+            syn::Item::Enum(e) => (e.ident.to_string(), e.variants.iter().flat_map(|v| v.fields.iter()).collect(), &e.attrs),
+            syn::Item::Type(alias) => {
+                names.insert(alias.ident.to_string(), idents_in(&alias.ty));
+                continue;
+            }
+            _ => continue,
+        };
+        let mut named = Vec::new();
+        for field in &fields {
+            let types = idents_in(&field.ty);
+            if has_serde_word(&field.attrs, "flatten") {
+                roots.extend(types.iter().cloned());
+            }
+            named.extend(types);
+        }
+        let untagged = has_serde_word(attrs, "untagged");
+        let kept_tagged = tag_of(attrs).is_some() && matches!(item, syn::Item::Enum(e) if e.variants.iter().any(|v| !only_rename(&v.attrs)));
+        if untagged || kept_tagged {
+            roots.extend(named.iter().cloned());
+        }
+        names.insert(ident, named);
+    }
+    let mut reached = BTreeSet::new();
+    while let Some(name) = roots.pop() {
+        if reached.insert(name.clone()) {
+            roots.extend(names.get(&name).into_iter().flatten().cloned());
+        }
+    }
+    reached
+}
+
+/// Every identifier in a type (`Option<Vec<ContentBlock>>` names `Option`, `Vec`, `ContentBlock`).
+fn idents_in(ty: &syn::Type) -> Vec<String> {
+    quote!(#ty).into_iter().flat_map(flatten_tokens).collect()
+}
+
+fn flatten_tokens(tree: proc_macro2::TokenTree) -> Vec<String> {
+    match tree {
+        proc_macro2::TokenTree::Ident(i) => vec![i.to_string()],
+        proc_macro2::TokenTree::Group(g) => g.stream().into_iter().flat_map(flatten_tokens).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a `#[serde(…)]` attribute holds the bare word `word` (`flatten`, `untagged`).
+fn has_serde_word(attrs: &[syn::Attribute], word: &str) -> bool {
+    attrs.iter().filter(|a| a.path().is_ident("serde")).any(|attr| {
+        let mut found = false;
+        let _ = attr.parse_nested_meta(|meta| {
+            found |= meta.path.is_ident(word);
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _ = meta.parse_nested_meta(|_| Ok(()));
+            }
+            Ok(())
+        });
+        found
+    })
 }
 
 /// The tag of `#[serde(tag = "…")]` when that is the enum's only serde attribute.
