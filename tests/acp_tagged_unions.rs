@@ -33,9 +33,9 @@ fn every_variant_shape_reads_back() {
 }
 
 #[test]
-fn a_tagged_union_inside_an_untagged_one_is_read_by_serde_from_its_buffer() {
+fn a_tagged_union_inside_an_untagged_one_is_read_from_serdes_buffer() {
     // `IdleStateUpdate` is untagged: serde buffers it and hands `BackgroundWork` (tagged) no
-    // text, so that union keeps serde's derive (the generator decides it from the types).
+    // text, so that union reads its value whole (the generator decides it from the types).
     reads_back::<acp_v2::IdleStateUpdate>(json!({"stopReason": "end_turn", "background": [{"type": "terminal", "terminalId": "t1"}, {"type": "tool_call", "toolCallId": "c1"}]}));
     reads_back::<acp_v2::StateUpdate>(json!({"state": "idle", "stopReason": "end_turn", "background": [{"type": "terminal", "terminalId": "t1"}]}));
 }

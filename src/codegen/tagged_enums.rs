@@ -13,7 +13,8 @@
 //! "unknown variant".
 //!
 //! serde's own buffers (`Content`, for untagged enums and flattened fields) have no text to
-//! give: an enum reachable from inside one keeps serde's derive, decided here from the types.
+//! give: an enum reachable from inside one reads its value whole and writes it back to text
+//! (`protocol::decode::object_text`), decided here from the types.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -26,9 +27,7 @@ pub fn read_by_tag(file: &mut syn::File) -> TokenStream {
     for item in &mut file.items {
         let syn::Item::Enum(e) = item else { continue };
         let Some(tag) = tag_of(&e.attrs) else { continue };
-        if buffered.contains(&e.ident.to_string()) {
-            continue;
-        }
+        let from_buffer = buffered.contains(&e.ident.to_string());
         // A variant attribute other than `rename` (`other`, `alias`, …) keeps serde's derive.
         if e.variants.iter().any(|v| !only_rename(&v.attrs)) {
             continue;
@@ -86,20 +85,15 @@ pub fn read_by_tag(file: &mut syn::File) -> TokenStream {
                 fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
                     use ::serde::de::Error as _;
                     #(#shadows)*
-                    #[derive(::serde::Deserialize)]
-                    struct Tag<'a> {
-                        #[serde(rename = #tag, borrow, default)]
-                        tag: ::std::option::Option<::std::borrow::Cow<'a, str>>,
-                    }
                     const VARIANTS: &[&str] = &[#(#names),*];
-                    let raw = <::std::boxed::Box<::serde_json::value::RawValue> as ::serde::Deserialize>::deserialize(d)?;
-                    let text = raw.get();
+                    let text = crate::protocol::decode::object_text(d, #from_buffer)?;
+                    let text = &*text;
                     if !text.starts_with('{') {
                         return Err(D::Error::custom(concat!("invalid type: ", stringify!(#name), " is an object")));
                     }
-                    let tag = match ::serde_json::from_str::<Tag<'_>>(text) {
-                        Ok(Tag { tag: Some(tag) }) => tag,
-                        Ok(Tag { tag: None }) => return Err(D::Error::missing_field(#tag)),
+                    let tag = match crate::protocol::decode::tag_in(text, #tag) {
+                        Ok(Some(tag)) => tag,
+                        Ok(None) => return Err(D::Error::missing_field(#tag)),
                         Err(_) => return Err(D::Error::custom(concat!("`", #tag, "` must be a string"))),
                     };
                     let read: ::std::result::Result<#name, ::serde_json::Error> = match &*tag {

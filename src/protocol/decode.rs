@@ -7,7 +7,11 @@
 //! gives, and so is the error text ([`from_str`] leaves out the position a text parse adds,
 //! which a `Value` has none of).
 
-use serde::de::DeserializeOwned;
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Error, Value};
 
 /// `T` from a JSON value, as `serde_json::from_value` reads it, error texts included.
@@ -31,6 +35,97 @@ fn text_of(value: &Value) -> String {
 /// `serde_json::from_value` words it.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
     serde_json::from_str(text).map_err(without_position)
+}
+
+/// The text of the value `d` holds, for an internally tagged union to read its tag and then
+/// its variant from (`src/codegen/tagged_enums.rs`). serde_json hands its text over as it is (a
+/// `RawValue`, from a text or from a `Value`); serde's own buffers (`buffered`: the union sits
+/// inside an untagged union or a flattened field) have no text, so the value is read whole and
+/// written back.
+pub fn object_text<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<Box<str>, D::Error> {
+    if buffered {
+        let value = <Value as serde::Deserialize>::deserialize(d)?;
+        Ok(text_of(&value).into_boxed_str())
+    } else {
+        Ok(<Box<RawValue> as serde::Deserialize>::deserialize(d)?.into())
+    }
+}
+
+/// The string value of the member `name` of the object `text` (`None` when it has none), read
+/// without reading the other members into anything.
+pub fn tag_in<'a>(text: &'a str, name: &str) -> Result<Option<Cow<'a, str>>, Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    TagOf(name).deserialize(&mut de)
+}
+
+struct TagOf<'n>(&'n str);
+
+impl<'de> DeserializeSeed<'de> for TagOf<'_> {
+    type Value = Option<Cow<'de, str>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TagOf<'_> {
+    type Value = Option<Cow<'de, str>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(is_tag) = map.next_key_seed(KeyIs(self.0))? {
+            if is_tag && found.is_none() {
+                found = Some(map.next_value_seed(Text)?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A key, compared with the name sought without allocating.
+struct KeyIs<'n>(&'n str);
+
+impl<'de> DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyIs<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(v == self.0)
+    }
+}
+
+/// A string, borrowed from the text when it has no escapes.
+struct Text;
+
+impl<'de> DeserializeSeed<'de> for Text {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Text {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
 }
 
 /// `e` without the ` at line L column C` a text parse appends (a `Value` has no position).
