@@ -208,7 +208,7 @@ struct Gen<'a> {
     patterns: u32,
 }
 
-/// One discriminated union: the tag property and, per tag, the node of its member.
+/// One discriminated union: the tag property and, per tag (in schema order), its member's node.
 struct Tagged {
     property: String,
     members: Vec<(String, u32)>,
@@ -468,7 +468,14 @@ impl Gen<'_> {
     fn union(&mut self, members: &[Value], one: bool, path: &str) -> Result<String, ValidatorGenError> {
         if let Some(tagged) = self.tagged(members, path)? {
             let property = self.str(&tagged.property);
-            let entries = tagged.members.iter().map(|(tag, node)| self.entry(tag, *node, 0)).collect();
+            // Sorted by tag, for a binary search; each entry keeps its place in the schema (in
+            // the mask's byte) for the message that lists the tags.
+            let mut members: Vec<(usize, &(String, u32))> = tagged.members.iter().enumerate().collect();
+            if members.len() > usize::from(u8::MAX) + 1 {
+                return Err(Self::err(path, "a tagged union of more than 256 members"));
+            }
+            members.sort_by(|a, b| a.1 .0.as_bytes().cmp(b.1 .0.as_bytes()));
+            let entries = members.iter().map(|(place, (tag, node))| self.entry(tag, *node, *place as u8)).collect();
             let list = self.list(entries);
             return Ok(format!("Op::Tagged({property}, {list})"));
         }

@@ -96,7 +96,7 @@ pub enum Op {
     /// [`NONE`] for anything, [`CLOSED`] for nothing).
     Object(Run, Run, u32),
     /// A `oneOf`/`anyOf` whose members are told apart by a constant string property: the
-    /// property, and each tag with its member's node.
+    /// property, and each tag with its member's node and its place in the schema, sorted by tag.
     Tagged(Str, Run),
     /// Any other `oneOf` (`true`) or `anyOf` (`false`): the members with the types each accepts.
     Union(bool, Run),
@@ -148,8 +148,7 @@ impl Program {
     /// The check of the def or named root `name`.
     pub fn check(&'static self, name: &str) -> Option<Check> {
         let roots = self.run_of(self.roots);
-        let bytes = self.text.as_bytes();
-        let i = roots.binary_search_by(|e| bytes[e.0 .0 as usize..(e.0 .0 + e.0 .1) as usize].cmp(name.as_bytes())).ok()?;
+        let i = roots.binary_search_by(|e| self.bytes(e.0).cmp(name.as_bytes())).ok()?;
         let node = roots[i].1;
         match (node & BASE != 0, self.base) {
             (true, Some(base)) => Some(Check { program: base, node: node & !BASE }),
@@ -161,6 +160,12 @@ impl Program {
     #[inline]
     fn str(&self, s: Str) -> &'static str {
         &self.text[s.0 as usize..(s.0 + s.1) as usize]
+    }
+
+    /// The bytes of the string `s`.
+    #[inline]
+    fn bytes(&self, s: Str) -> &'static [u8] {
+        &self.text.as_bytes()[s.0 as usize..(s.0 + s.1) as usize]
     }
 
     /// Whether the string `s` is `text`: lengths first (most candidates differ there), then
@@ -333,10 +338,18 @@ impl Program {
         };
         let property = self.str(property);
         match object.get(property) {
-            Some(Doc::String(tag)) => match self.run_of(members).iter().find(|e| self.is(e.0, tag)) {
-                Some(member) => self.node(member.1, v, at, s),
-                None => s.fail(&at.key(property), || c::unknown_tag_message(property, tag, &self.names(members))),
-            },
+            Some(Doc::String(tag)) => {
+                let list = self.run_of(members);
+                match list.binary_search_by(|e| self.bytes(e.0).cmp(tag.as_bytes())) {
+                    Ok(i) => self.node(list[i].1, v, at, s),
+                    Err(_) => s.fail(&at.key(property), || {
+                        // The tags in the schema's order (each entry's place is its third field).
+                        let mut in_order: Vec<&Entry> = list.iter().collect();
+                        in_order.sort_by_key(|e| e.2);
+                        c::unknown_tag_message(property, tag, &in_order.iter().map(|e| self.str(e.0)).collect::<Vec<_>>())
+                    }),
+                }
+            }
             Some(other) => s.fail(&at.key(property), || c::type_message(other, &["string"])),
             None => s.fail(&at.key(property), || format!("{} is a required property", serde_json::Value::from(property))),
         }
