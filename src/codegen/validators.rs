@@ -108,6 +108,9 @@ fn generate_over(defs: &Map<String, Value>, extra: &[(&str, &Value)], base: Opti
         gen.finish(id, ops);
         roots.insert((*name).to_owned(), id);
     }
+    // Sorted by length, then bytes, as `Program::check` searches them.
+    let mut roots: Vec<(String, u32)> = roots.into_iter().collect();
+    roots.sort_by(|a, b| by_length_then_bytes(&a.0, &b.0));
     let root_entries: Vec<String> = roots.iter().map(|(name, node)| gen.entry(name, *node, 0)).collect();
     let roots_run = gen.list(root_entries);
 
@@ -468,13 +471,14 @@ impl Gen<'_> {
     fn union(&mut self, members: &[Value], one: bool, path: &str) -> Result<String, ValidatorGenError> {
         if let Some(tagged) = self.tagged(members, path)? {
             let property = self.str(&tagged.property);
-            // Sorted by tag, for a binary search; each entry keeps its place in the schema (in
-            // the mask's byte) for the message that lists the tags.
+            // Sorted by length then bytes, for a binary search that mostly compares lengths;
+            // each entry keeps its place in the schema (in the mask's byte) for the message that
+            // lists the tags.
             let mut members: Vec<(usize, &(String, u32))> = tagged.members.iter().enumerate().collect();
             if members.len() > usize::from(u8::MAX) + 1 {
                 return Err(Self::err(path, "a tagged union of more than 256 members"));
             }
-            members.sort_by(|a, b| a.1 .0.as_bytes().cmp(b.1 .0.as_bytes()));
+            members.sort_by(|a, b| by_length_then_bytes(&a.1 .0, &b.1 .0));
             let entries = members.iter().map(|(place, (tag, node))| self.entry(tag, *node, *place as u8)).collect();
             let list = self.list(entries);
             return Ok(format!("Op::Tagged({property}, {list})"));
@@ -680,6 +684,11 @@ fn portable(pattern: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The order `crate::protocol::program` searches names and tags in: by length, then by bytes.
+fn by_length_then_bytes(a: &str, b: &str) -> std::cmp::Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.as_bytes().cmp(b.as_bytes()))
 }
 
 /// The integer `format`s, in the order of `crate::protocol::program`'s table of them.
