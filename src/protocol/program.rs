@@ -41,7 +41,7 @@ pub const CLOSED: u32 = u32::MAX - 1;
 pub struct Entry(pub Str, pub u32, pub u8);
 
 /// The integer `format`s, checked as ranges: the name and the bounds.
-const FORMATS: [(&str, i128, i128); 8] = [
+static FORMATS: [(&str, i128, i128); 8] = [
     ("uint8", 0, u8::MAX as i128),
     ("uint16", 0, u16::MAX as i128),
     ("uint32", 0, u32::MAX as i128),
@@ -217,6 +217,7 @@ impl Program {
         }
     }
 
+    #[inline(never)]
     fn op(&self, op: Op, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
         match op {
             Op::Node(node) => self.node(node, v, at, s),
@@ -307,6 +308,7 @@ impl Program {
         }
     }
 
+    #[inline(never)]
     fn object(&self, required: Run, properties: Run, additional: u32, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
         let Some(members) = v.as_object() else { return };
         for name in self.run_of(required) {
@@ -340,6 +342,7 @@ impl Program {
         }
     }
 
+    #[inline(never)]
     fn tagged(&self, property: Str, members: Run, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
         let Some(object) = v.as_object() else {
             s.fail(at, || c::type_message(v, &["object"]));
@@ -364,6 +367,7 @@ impl Program {
         }
     }
 
+    #[inline(never)]
     fn union(&self, one: bool, members: Run, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
         let members = self.run_of(members);
         let mut valid = 0usize;
