@@ -132,17 +132,7 @@ const DEFINITIONS: &str = r#"[
 ]"#;
 
 fn build_definitions() -> Vec<ToolInfo> {
-    #[derive(serde::Deserialize)]
-    struct Definition {
-        name: String,
-        description: String,
-        parameters: Map<String, Value>,
-    }
-    let definitions: Vec<Definition> = serde_json::from_str(DEFINITIONS).expect("the built-in tool definitions are JSON");
-    definitions
-        .into_iter()
-        .map(|d| ToolInfo { name: d.name.parse().expect("built-in tool names are non-empty"), description: d.description, parameters: d.parameters, extra: Map::new() })
-        .collect()
+    crate::protocol::decode::from_str(DEFINITIONS).expect("the built-in tool definitions are tool infos")
 }
 
 /// Why a tool call's arguments were refused; the message (its `Display`) is what the model sees.
