@@ -269,6 +269,12 @@ pub fn unknown_field_message(name: &str, known: &[&str]) -> String {
     format!("unknown field \"{name}\"{hint}")
 }
 
+/// The message of a missing `required` member, in jsonschema's words.
+#[cold]
+pub fn required_message(name: &str) -> String {
+    format!("{} is a required property", serde_json::Value::from(name))
+}
+
 /// The message for a tag no member of a discriminated union has.
 #[cold]
 pub fn unknown_tag_message(property: &str, tag: &str, expected: &[&str]) -> String {

@@ -40,7 +40,8 @@ pub const CLOSED: u32 = u32::MAX - 1;
 #[derive(Debug, Clone, Copy)]
 pub struct Entry(pub Str, pub u32, pub u8);
 
-/// The integer `format`s, checked as ranges: the name and the bounds.
+/// The integer `format`s, checked as ranges: the name and the bounds, in the order
+/// `src/codegen/validators.rs` numbers them.
 static FORMATS: [(&str, i128, i128); 8] = [
     ("uint8", 0, u8::MAX as i128),
     ("uint16", 0, u16::MAX as i128),
@@ -51,11 +52,6 @@ static FORMATS: [(&str, i128, i128); 8] = [
     ("int32", i32::MIN as i128, i32::MAX as i128),
     ("int64", i64::MIN as i128, i64::MAX as i128),
 ];
-
-/// The index in [`FORMATS`] of an integer `format`, for the generator.
-pub fn format_index(name: &str) -> Option<u8> {
-    FORMATS.iter().position(|(n, _, _)| *n == name).map(|i| i as u8)
-}
 
 /// One check of a node. A node's ops run in order; each reports at the node's location, and
 /// the node stops as soon as the sink is done.
@@ -137,13 +133,6 @@ impl Check {
     pub fn run(self, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
         self.program.node(self.node, v, at, s);
     }
-
-    /// Whether `v` is valid.
-    pub fn is_valid(self, v: &Doc<'_>, at: &Loc<'_>) -> bool {
-        let mut quiet = Sink::quiet();
-        self.run(v, at, &mut quiet);
-        quiet.ok()
-    }
 }
 
 impl Program {
@@ -182,7 +171,7 @@ impl Program {
     /// name or an option).
     #[inline]
     fn is(&self, s: Str, text: &str) -> bool {
-        s.1 as usize == text.len() && self.text.as_bytes().get(s.0 as usize..(s.0 + s.1) as usize) == Some(text.as_bytes())
+        s.1 as usize == text.len() && self.bytes(s) == text.as_bytes()
     }
 
     #[inline]
@@ -314,7 +303,7 @@ impl Program {
         for name in self.run_of(required) {
             if !members.iter().any(|(key, _)| self.is(name.0, key)) {
                 let name = self.str(name.0);
-                s.fail(&at.key(name), || format!("{} is a required property", serde_json::Value::from(name)));
+                s.fail(&at.key(name), || c::required_message(name));
                 if s.done() {
                     return;
                 }
@@ -363,7 +352,7 @@ impl Program {
                 }
             }
             Some(other) => s.fail(&at.key(property), || c::type_message(other, &["string"])),
-            None => s.fail(&at.key(property), || format!("{} is a required property", serde_json::Value::from(property))),
+            None => s.fail(&at.key(property), || c::required_message(property)),
         }
     }
 
