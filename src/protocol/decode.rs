@@ -76,7 +76,7 @@ impl<'de> Visitor<'de> for TagOf<'_> {
         let mut found = None;
         while let Some(is_tag) = map.next_key_seed(KeyIs(self.0))? {
             if is_tag && found.is_none() {
-                found = Some(map.next_value_seed(Text)?);
+                found = Some(map.next_value_seed(super::doc::BorrowedStr)?);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -102,29 +102,6 @@ impl<'de> Visitor<'de> for KeyIs<'_> {
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
         Ok(v == self.0)
-    }
-}
-
-/// A string, borrowed from the text when it has no escapes.
-struct Text;
-
-impl<'de> DeserializeSeed<'de> for Text {
-    type Value = Cow<'de, str>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Text {
-    type Value = Cow<'de, str>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(v))
-    }
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v.to_owned()))
     }
 }
 

@@ -303,7 +303,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
         let mut list: Vec<(Cow<'de, str>, Doc<'de>)> = Vec::new();
         // Built once an object outgrows a scan: key → position.
         let mut index: Option<HashMap<Cow<'de, str>, usize>> = None;
-        while let Some(key) = map.next_key_seed(Key)? {
+        while let Some(key) = map.next_key_seed(BorrowedStr)? {
             if list.is_empty() && key == RAW_VALUE_TOKEN {
                 self.odd.set(true);
             }
@@ -334,10 +334,10 @@ impl<'de> Visitor<'de> for Seed<'_> {
     }
 }
 
-/// An object key, borrowed from the text when it has no escapes.
-struct Key;
+/// A string (an object key, a tag), borrowed from the text when it has no escapes.
+pub(crate) struct BorrowedStr;
 
-impl<'de> DeserializeSeed<'de> for Key {
+impl<'de> DeserializeSeed<'de> for BorrowedStr {
     type Value = Cow<'de, str>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
@@ -345,7 +345,7 @@ impl<'de> DeserializeSeed<'de> for Key {
     }
 }
 
-impl<'de> Visitor<'de> for Key {
+impl<'de> Visitor<'de> for BorrowedStr {
     type Value = Cow<'de, str>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
