@@ -34,6 +34,22 @@ pub(super) fn scalar_of(variant: &syn::Variant) -> Option<Scalar> {
     }
 }
 
+/// Drops `Deserialize` from an item's derive list (its own impl replaces it); whether it was
+/// there.
+pub(super) fn drop_derived_deserialize(attrs: &mut [syn::Attribute]) -> bool {
+    let mut derived = false;
+    for attr in attrs {
+        if attr.path().is_ident("derive") {
+            let derives: syn::punctuated::Punctuated<syn::Path, syn::Token![,]> =
+                attr.parse_args_with(syn::punctuated::Punctuated::parse_terminated).expect("a derive list");
+            derived |= derives.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Deserialize"));
+            let kept = derives.into_iter().filter(|p| p.segments.last().is_none_or(|s| s.ident != "Deserialize"));
+            *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
+        }
+    }
+    derived
+}
+
 /// For every `#[serde(untagged)]` enum whose variants are all scalars, drops the derived
 /// `Deserialize` and returns a visitor-based one that accepts exactly what the derive accepts
 /// (the first variant, in declaration order, that takes the token).
@@ -44,14 +60,7 @@ pub(super) fn scalar_untagged_deserializers(file: &mut syn::File) -> TokenStream
         let untagged = e.attrs.iter().any(|a| a.path().is_ident("serde") && quote!(#a).to_string().contains("untagged"));
         let kinds: Option<Vec<Scalar>> = e.variants.iter().map(scalar_of).collect();
         let (true, Some(kinds)) = (untagged, kinds) else { continue };
-        for attr in &mut e.attrs {
-            if attr.path().is_ident("derive") {
-                let derives: syn::punctuated::Punctuated<syn::Path, syn::Token![,]> =
-                    attr.parse_args_with(syn::punctuated::Punctuated::parse_terminated).expect("a derive list");
-                let kept = derives.into_iter().filter(|p| p.segments.last().is_none_or(|s| s.ident != "Deserialize"));
-                *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
-            }
-        }
+        drop_derived_deserialize(&mut e.attrs);
         let name = &e.ident;
         let variants: Vec<(&syn::Ident, Scalar)> = e.variants.iter().map(|v| &v.ident).zip(kinds.iter().copied()).collect();
         // Each visit method: the first variant that accepts the token, converting numbers the

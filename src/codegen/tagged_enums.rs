@@ -32,16 +32,7 @@ pub fn read_by_tag(file: &mut syn::File) -> TokenStream {
         if e.variants.iter().any(|v| !only_rename(&v.attrs)) {
             continue;
         }
-        let mut derived = false;
-        for attr in &mut e.attrs {
-            if attr.path().is_ident("derive") {
-                let derives: syn::punctuated::Punctuated<syn::Path, syn::Token![,]> = attr.parse_args_with(syn::punctuated::Punctuated::parse_terminated).expect("a derive list");
-                derived |= derives.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Deserialize"));
-                let kept = derives.into_iter().filter(|p| p.segments.last().is_none_or(|s| s.ident != "Deserialize"));
-                *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
-            }
-        }
-        if !derived {
+        if !super::syn_fixups::drop_derived_deserialize(&mut e.attrs) {
             continue;
         }
         let name = &e.ident;
@@ -163,72 +154,48 @@ fn flatten_tokens(tree: proc_macro2::TokenTree) -> Vec<String> {
     }
 }
 
-/// Whether a `#[serde(…)]` attribute holds the bare word `word` (`flatten`, `untagged`).
-fn has_serde_word(attrs: &[syn::Attribute], word: &str) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("serde")).any(|attr| {
-        let mut found = false;
+/// The entries of an item's `#[serde(…)]` attributes, each with its string value when it has
+/// one (`tag = "type"`, `rename = "x"`, `untagged`, `flatten`).
+fn serde_entries(attrs: &[syn::Attribute]) -> Vec<(String, Option<String>)> {
+    let mut entries = Vec::new();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
         let _ = attr.parse_nested_meta(|meta| {
-            found |= meta.path.is_ident(word);
+            let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+            let mut value = None;
             if meta.input.peek(syn::Token![=]) {
-                let _: syn::Expr = meta.value()?.parse()?;
+                let expr: syn::Expr = meta.value()?.parse()?;
+                if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(lit), .. }) = expr {
+                    value = Some(lit.value());
+                }
             } else if meta.input.peek(syn::token::Paren) {
                 let _ = meta.parse_nested_meta(|_| Ok(()));
             }
+            entries.push((key, value));
             Ok(())
         });
-        found
-    })
+    }
+    entries
+}
+
+/// Whether the serde attributes hold the bare word `word` (`flatten`, `untagged`).
+fn has_serde_word(attrs: &[syn::Attribute], word: &str) -> bool {
+    serde_entries(attrs).iter().any(|(key, _)| key == word)
 }
 
 /// The tag of `#[serde(tag = "…")]` when that is the enum's only serde attribute.
 fn tag_of(attrs: &[syn::Attribute]) -> Option<String> {
-    let mut tag = None;
-    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
-        let mut other = false;
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("tag") {
-                let lit: syn::LitStr = meta.value()?.parse()?;
-                tag = Some(lit.value());
-            } else {
-                other = true;
-            }
-            Ok(())
-        });
-        if other {
-            return None;
-        }
+    match serde_entries(attrs).as_slice() {
+        [(key, Some(tag))] if key == "tag" => Some(tag.clone()),
+        _ => None,
     }
-    tag
 }
 
 /// Whether the serde attributes are at most a `rename`.
 fn only_rename(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("serde")).all(|attr| {
-        let mut only = true;
-        let _ = attr.parse_nested_meta(|meta| {
-            only &= meta.path.is_ident("rename");
-            if meta.input.peek(syn::Token![=]) {
-                let _: syn::Expr = meta.value()?.parse()?;
-            }
-            Ok(())
-        });
-        only
-    })
+    serde_entries(attrs).iter().all(|(key, _)| key == "rename")
 }
 
 /// The name of `#[serde(rename = "…")]`.
 fn rename_of(attrs: &[syn::Attribute]) -> Option<String> {
-    let mut name = None;
-    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("rename") {
-                let lit: syn::LitStr = meta.value()?.parse()?;
-                name = Some(lit.value());
-            } else if meta.input.peek(syn::Token![=]) {
-                let _: syn::Expr = meta.value()?.parse()?;
-            }
-            Ok(())
-        });
-    }
-    name
+    serde_entries(attrs).into_iter().find_map(|(key, value)| if key == "rename" { value } else { None })
 }
