@@ -57,14 +57,22 @@ static SPECIAL: [bool; 256] = {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of the eight in `word` is special (see [`SPECIAL`]). Exact in both
-/// directions: the zero-byte test `(x - 1) & !x & 0x80` reports a byte only when some byte is
-/// zero, and the below-0x20 test likewise only when some byte is below 0x20.
+/// The special bytes (see [`SPECIAL`]) of the eight in `word`, each as its high bit. The
+/// lowest bit set is exact: the zero-byte test `(x - 1) & !x & 0x80` can mark a byte above a
+/// zero byte (the borrow runs upwards), never one below the first, and the below-0x20 test
+/// likewise. So `trailing_zeros / 8` is the place of the first special byte, and the mask is
+/// zero only when the word has none.
 #[inline(always)]
-fn has_special(word: u64) -> bool {
+fn special_mask(word: u64) -> u64 {
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
     let below_0x20 = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    (below_0x20 | zero(word ^ (ONES * u64::from(b'"'))) | zero(word ^ (ONES * u64::from(b'\\'))) | zero(word ^ (ONES * 0xE2))) != 0
+    below_0x20 | zero(word ^ (ONES * u64::from(b'"'))) | zero(word ^ (ONES * u64::from(b'\\'))) | zero(word ^ (ONES * 0xE2))
+}
+
+/// Whether any byte of the eight in `word` is special.
+#[inline(always)]
+fn has_special(word: u64) -> bool {
+    special_mask(word) != 0
 }
 
 /// The eight bytes of `bytes` from `at` (which has eight bytes from there).
@@ -96,9 +104,9 @@ fn is_clean(bytes: &[u8]) -> bool {
     }
 }
 
-/// Escapes `bytes` (valid UTF-8) into `out`: a clean string is copied whole; otherwise clean
-/// runs are found a word at a time and copied whole, and only a special byte is looked at on
-/// its own.
+/// Escapes `bytes` (valid UTF-8) into `out`: a clean string is copied whole; otherwise each
+/// special byte is found a word at a time (its place read off the word's mask, not by walking
+/// the word), and the clean run before it is copied whole.
 fn write_str_contents(out: &mut Vec<u8>, bytes: &[u8]) {
     if is_clean(bytes) {
         out.extend_from_slice(bytes);
@@ -107,62 +115,55 @@ fn write_str_contents(out: &mut Vec<u8>, bytes: &[u8]) {
     let mut start = 0; // the clean run not yet copied begins here
     let mut i = 0;
     while i < bytes.len() {
-        // Skip clean words; the word holding a special byte is then walked byte by byte.
-        if i + 8 <= bytes.len() {
-            if !has_special(word_at(bytes, i)) {
+        // The next special byte at or after `i`.
+        let at = if i + 8 <= bytes.len() {
+            let mask = special_mask(word_at(bytes, i));
+            if mask == 0 {
                 i += 8;
                 continue;
             }
-        }
-        let end = (i + 8).min(bytes.len());
-        while i < end {
-            let byte = bytes[i];
-            if !SPECIAL[byte as usize] {
-                i += 1;
-                continue;
+            i + (mask.trailing_zeros() / 8) as usize
+        } else {
+            match bytes[i..].iter().position(|&b| SPECIAL[usize::from(b)]) {
+                Some(offset) => i + offset,
+                None => break,
             }
-            // The escapes are written as arrays of known length (a store, not a `memcpy` call
-            // per escape: a message quoting a few values has several).
-            let letter = match byte {
-                b'"' => b'"',
-                b'\\' => b'\\',
-                0x08 => b'b',
-                0x09 => b't',
-                0x0A => b'n',
-                0x0C => b'f',
-                0x0D => b'r',
-                0xE2 => {
-                    let last = match bytes.get(i + 1..i + 3) {
-                        Some([0x80, 0xA8]) => b'8',
-                        Some([0x80, 0xA9]) => b'9',
-                        // Another character with the same lead byte: nothing to do.
-                        _ => {
-                            i += 1;
-                            continue;
-                        }
-                    };
-                    out.extend_from_slice(&bytes[start..i]);
-                    out.extend_from_slice(&[b'\\', b'u', b'2', b'0', b'2', last]);
-                    // The separators are three bytes long.
-                    i += 3;
-                    start = i;
+        };
+        // The escapes are written as arrays of known length (a store, not a `memcpy` call per
+        // escape: a message quoting a few values has several).
+        let letter = |letter: u8| ([b'\\', letter, 0, 0, 0, 0], 2usize);
+        let (escape, length) = match bytes[at] {
+            b'"' => letter(b'"'),
+            b'\\' => letter(b'\\'),
+            0x08 => letter(b'b'),
+            0x09 => letter(b't'),
+            0x0A => letter(b'n'),
+            0x0C => letter(b'f'),
+            0x0D => letter(b'r'),
+            0xE2 => match bytes.get(at + 1..at + 3) {
+                Some([0x80, 0xA8]) => (*b"\\u2028", 6),
+                Some([0x80, 0xA9]) => (*b"\\u2029", 6),
+                // Another character with the same lead byte: nothing to do.
+                _ => {
+                    i = at + 1;
                     continue;
                 }
-                control => {
-                    const HEX: &[u8; 16] = b"0123456789abcdef";
-                    out.extend_from_slice(&bytes[start..i]);
-                    out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[usize::from(control >> 4)], HEX[usize::from(control & 0xF)]]);
-                    i += 1;
-                    start = i;
-                    continue;
-                }
-            };
-            out.extend_from_slice(&bytes[start..i]);
-            out.extend_from_slice(&[b'\\', letter]);
-            i += 1;
-            start = i;
+            },
+            control => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                ([b'\\', b'u', b'0', b'0', HEX[usize::from(control >> 4)], HEX[usize::from(control & 0xF)]], 6)
+            }
+        };
+        out.extend_from_slice(&bytes[start..at]);
+        // Two fixed lengths, so each is a store, not a copy of a computed length.
+        if length == 2 {
+            out.extend_from_slice(&escape[..2]);
+        } else {
+            out.extend_from_slice(&escape);
         }
-        // A separator's escape may have moved `i` past `end`: the word loop takes it from there.
+        // A separator is three bytes long.
+        i = at + if bytes[at] == 0xE2 { 3 } else { 1 };
+        start = i;
     }
     out.extend_from_slice(&bytes[start..]);
 }
