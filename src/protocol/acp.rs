@@ -220,8 +220,8 @@ impl AcpValidator {
     }
 
     fn check_doc(&self, key: &str, value: &Doc<'_>, at: &str, context: &str) -> Result<(), FrameError> {
-        let check = (self.checks)(key).ok_or_else(|| FrameError { context: String::new(), path: String::new(), message: format!("the ACP v{} schema has no definition `{key}`", self.version), also: Vec::new() })?;
-        run_check(check, value, at, || context.to_owned())
+        let check = (self.checks)(key).ok_or_else(|| FrameError { context: "".into(), path: String::new(), message: format!("the ACP v{} schema has no definition `{key}`", self.version), also: Vec::new() })?;
+        run_check(check, value, at, || context.to_owned().into())
     }
 
     /// Validates `value` against the def `name` of the vendored schema.
@@ -294,12 +294,12 @@ impl AcpValidator {
             if is_extension_method(method) {
                 return Ok(());
             }
-            let info = self.client_method(method).or_else(|| self.protocol_method(method)).ok_or_else(|| FrameError { also: Vec::new(), context: method.into(), path: "/method".into(), message: format!("`{method}` is not a client method agentwire sends") })?;
+            let info = self.client_method(method).or_else(|| self.protocol_method(method)).ok_or_else(|| FrameError { also: Vec::new(), context: method.to_owned().into(), path: "/method".into(), message: format!("`{method}` is not a client method agentwire sends") })?;
             return self.check(info.params, frame.get("params").unwrap_or(&Value::Null), "/params", method);
         }
         if let Some(error) = frame.get("error") {
             if frame.get("result").is_some() {
-                return Err(FrameError { also: Vec::new(), context: String::new(), path: String::new(), message: "a response has either `result` or `error`, not both".into() });
+                return Err(FrameError { also: Vec::new(), context: "".into(), path: String::new(), message: "a response has either `result` or `error`, not both".into() });
             }
             return self.check("Error", error, "/error", answered.unwrap_or_default());
         }

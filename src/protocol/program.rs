@@ -53,6 +53,23 @@ static FORMATS: [(&str, i128, i128); 8] = [
     ("int64", i64::MIN as i128, i64::MAX as i128),
 ];
 
+/// Whether `a` and `b`, of the same length, hold the same bytes. Names and tags are short: up
+/// to sixteen bytes they are compared as two overlapping words (or halves), inline, where the
+/// slices' `==` calls `memcmp`.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    debug_assert_eq!(n, b.len());
+    let word = |x: &[u8], at: usize| u64::from_le_bytes(x[at..at + 8].try_into().expect("eight bytes"));
+    let half = |x: &[u8], at: usize| u32::from_le_bytes(x[at..at + 4].try_into().expect("four bytes"));
+    match n {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        _ => a == b,
+    }
+}
+
 /// One check of a node. A node's ops run in order; each reports at the node's location, and
 /// the node stops as soon as the sink is done.
 #[derive(Debug, Clone, Copy)]
@@ -133,6 +150,19 @@ impl Check {
     pub fn run(self, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
         self.program.node(self.node, v, at, s);
     }
+
+    /// For the check of a tagged union (a node that is one `oneOf`/`anyOf` told apart by a
+    /// constant string property), the check of the member `tag` selects: on an object whose
+    /// tag property is that string it reports exactly what the union's check reports, without
+    /// finding the member. `None` for any other check, or a tag the union lacks.
+    pub fn member(self, tag: &str) -> Option<Check> {
+        let program = self.program;
+        let Run(first, 1) = program.nodes[self.node as usize] else { return None };
+        let Op::Tagged(_, members) = program.ops[first as usize] else { return None };
+        let list = program.run_of(members);
+        let i = list.binary_search_by(|e| program.order(e.0, tag)).ok()?;
+        program.at(list[i].1)
+    }
 }
 
 impl Program {
@@ -140,7 +170,11 @@ impl Program {
     pub fn check(&'static self, name: &str) -> Option<Check> {
         let roots = self.run_of(self.roots);
         let i = roots.binary_search_by(|e| self.order(e.0, name)).ok()?;
-        let node = roots[i].1;
+        self.at(roots[i].1)
+    }
+
+    /// The check of a node reference (of the base program when it says so).
+    fn at(&'static self, node: u32) -> Option<Check> {
         match (node & BASE != 0, self.base) {
             (true, Some(base)) => Some(Check { program: base, node: node & !BASE }),
             (true, None) => None,
@@ -169,9 +203,9 @@ impl Program {
     /// Whether the string `s` is `text`: lengths first (most candidates differ there), then
     /// bytes, with no char-boundary checks on the way (the hot comparisons of a tag, a member
     /// name or an option).
-    #[inline]
+    #[inline(always)]
     fn is(&self, s: Str, text: &str) -> bool {
-        s.1 as usize == text.len() && self.bytes(s) == text.as_bytes()
+        s.1 as usize == text.len() && same(self.bytes(s), text.as_bytes())
     }
 
     #[inline]
@@ -199,7 +233,7 @@ impl Program {
         }
         let Run(first, count) = self.nodes[node as usize];
         for op in &self.ops[first as usize..(first + count) as usize] {
-            self.op(*op, v, at, s);
+            self.op(op, v, at, s);
             if s.done() {
                 return;
             }
@@ -207,8 +241,8 @@ impl Program {
     }
 
     #[inline(never)]
-    fn op(&self, op: Op, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
-        match op {
+    fn op(&self, op: &Op, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
+        match *op {
             Op::Node(node) => self.node(node, v, at, s),
             Op::Never => s.fail(at, || format!("False schema does not allow {v}")),
             Op::Type(mask, names) => {
@@ -359,9 +393,11 @@ impl Program {
     #[inline(never)]
     fn union(&self, one: bool, members: Run, v: &Doc<'_>, at: &Loc<'_>, s: &mut Sink) {
         let members = self.run_of(members);
+        // A member whose types exclude the value's cannot accept it: it is not tried.
+        let bits = c::type_bits(v);
         let mut valid = 0usize;
         for member in members {
-            if self.quiet(member.1, v, at) {
+            if member.2 & bits != 0 && self.quiet(member.1, v, at) {
                 valid += 1;
                 if !one || valid > 1 {
                     break;
@@ -371,7 +407,6 @@ impl Program {
         let keyword = if one { "oneOf" } else { "anyOf" };
         if valid == 0 {
             // When only one member accepts the value's JSON type, its errors say what is wrong.
-            let bits = c::type_bits(v);
             let mut fit = members.iter().filter(|m| m.2 & bits != 0);
             match (fit.next(), fit.next()) {
                 (Some(only), None) => self.node(only.1, v, at, s),

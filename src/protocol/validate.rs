@@ -14,6 +14,7 @@
 //! The jsonschema crate stays the oracle: `tests/validator_differential.rs` runs both over the
 //! schema examples, the recorded frames, the conformance corpus and generated frames.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
@@ -22,6 +23,7 @@ use serde_json::Value;
 
 use super::check::{Loc, Sink};
 use super::doc::Doc;
+use super::program::Check;
 use super::embedded::{bundle_json, defs_tsv};
 use super::generated::{RPC_COMMANDS, WIRE_AGENT_REQUESTS, WIRE_METHODS};
 use super::UnionInfo;
@@ -50,8 +52,10 @@ pub enum Direction {
 /// JSON pointer of the offending value, and the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameError {
-    /// Command name, event type or method; empty when none could be read.
-    pub context: String,
+    /// Command name, event type or method; empty when none could be read. Borrowed when it is
+    /// one of the schema's own names (the rpc decoder's tags), so an invalid frame's answer
+    /// does not copy it.
+    pub context: Cow<'static, str>,
     /// JSON pointer into the frame (`/modelId`), empty for the frame itself.
     pub path: String,
     /// What is wrong.
@@ -76,7 +80,7 @@ impl FrameError {
     pub fn text(&self) -> String {
         let more: usize = self.also.iter().map(|m| m.len() + 2).sum();
         let mut text = String::with_capacity(self.context.len() + self.path.len() + self.message.len() + more + 4);
-        for part in [&self.context, &self.path] {
+        for part in [self.context.as_ref(), self.path.as_str()] {
             if !part.is_empty() {
                 text.push_str(part);
                 text.push_str(": ");
@@ -92,7 +96,7 @@ impl FrameError {
 }
 
 impl FrameError {
-    fn new(context: impl Into<String>, path: impl Into<String>, message: impl Into<String>) -> Self {
+    fn new(context: impl Into<Cow<'static, str>>, path: impl Into<String>, message: impl Into<String>) -> Self {
         Self { context: context.into(), path: path.into(), message: message.into(), also: Vec::new() }
     }
 }
@@ -122,7 +126,7 @@ pub fn validator() -> &'static SchemaValidator {
 
 /// Runs a compiled check over `value` (which sits at pointer `at` in its frame) and turns what
 /// it found into one error: the first violation, and the next ones in `also`.
-pub(crate) fn run_check(check: super::program::Check, value: &Doc<'_>, at: &str, context: impl FnOnce() -> String) -> Result<(), FrameError> {
+pub(crate) fn run_check(check: Check, value: &Doc<'_>, at: &str, context: impl FnOnce() -> Cow<'static, str>) -> Result<(), FrameError> {
     let mut sink = Sink::collecting(MAX_REPORTED_VIOLATIONS);
     check.run(value, &Loc::root(at), &mut sink);
     if sink.ok() {
@@ -156,12 +160,24 @@ impl SchemaValidator {
         self.check(name, value, "", "")
     }
 
-    /// [`Self::validate_def`] of a document read with [`Doc::parse`] (the rpc decoder checks
-    /// its lines as `RpcInboundFrame` this way, without a `Value` tree). `context` is the
+    /// [`Self::validate_def`] of a document read with [`Doc::parse`] (no `Value` tree; the rpc
+    /// decoder does the same with the check kept, [`Self::validate_doc_with`]). `context` is the
     /// error's context when the caller already read the frame's tag (empty: found as
     /// `validate_def` finds it).
     pub fn validate_def_doc(&self, name: &str, value: &Doc<'_>, context: &str) -> Result<(), FrameError> {
         self.check_doc(name, value, "", context)
+    }
+
+    /// The compiled check of the def `name`, for a caller that checks every frame against the
+    /// same def: found once and kept, it spares each frame the search by name.
+    pub fn def_check(&self, name: &str) -> Option<Check> {
+        super::bundle_checks::check_fn(name)
+    }
+
+    /// [`Self::validate_def_doc`] with the def's check in hand ([`Self::def_check`]); `context`
+    /// is the error's context.
+    pub fn validate_doc_with(&self, check: Check, value: &Doc<'_>, context: &'static str) -> Result<(), FrameError> {
+        run_check(check, value, "", || Cow::Borrowed(context))
     }
 
     /// Validates one frame of a dialect and direction, the way the server and harness do.
@@ -204,7 +220,7 @@ impl SchemaValidator {
 
     fn check_rpc_response_data(&self, frame: &Value) -> Result<(), FrameError> {
         let command = frame.get("command").and_then(Value::as_str).unwrap_or_default();
-        let fail = |path: &str, message: String| FrameError::new(command, path, message);
+        let fail = |path: &str, message: String| FrameError::new(command.to_owned(), path, message);
         match frame.get("success") {
             Some(Value::Bool(false)) => {
                 return match frame.get("error") {
@@ -234,7 +250,7 @@ impl SchemaValidator {
         let context = method.unwrap_or_default();
         if frame.get("error").is_some() {
             if frame.get("result").is_some() {
-                return Err(FrameError::new(context, "", "a response has either `result` or `error`, not both"));
+                return Err(FrameError::new(context.to_owned(), "", "a response has either `result` or `error`, not both"));
             }
             return self.check("WireErrorResponse", frame, "", context);
         }
@@ -266,7 +282,7 @@ impl SchemaValidator {
     /// [`Self::check`] of a document.
     fn check_doc(&self, key: &str, value: &Doc<'_>, at: &str, context: &str) -> Result<(), FrameError> {
         let check = super::bundle_checks::check_fn(key).ok_or_else(|| FrameError::new("", "", format!("the schema has no definition `{key}`")))?;
-        run_check(check, value, at, || if context.is_empty() { context_of(key, value) } else { context.to_owned() })
+        run_check(check, value, at, || Cow::Owned(if context.is_empty() { context_of(key, value) } else { context.to_owned() }))
     }
 }
 

@@ -24,6 +24,7 @@ use serde_json::Value;
 
 pub use super::failure::RpcFailure;
 use crate::protocol::doc::{Doc, Parsed};
+use crate::protocol::program::Check;
 use crate::protocol::validate::{validator, SchemaDialect, Direction};
 use crate::protocol::{ExtensionUiResponse, HostToolResult, HostToolUpdate, RequestId, RpcChunk, RpcCommand, RpcErrorCode, UnionInfo};
 use crate::transport::raw_id::{exact_id, id_kind, IdKind};
@@ -117,8 +118,9 @@ fn decode_doc(text: &str, escapes: bool) -> Option<Result<Inbound, RpcFailure>> 
         Some(Doc::Number(n)) if prints_back(n) => Some(Value::Number(n.clone())),
         Some(_) => return None,
     };
-    let kind = known_tag(members.get("type")?.as_str()?)?;
-    if let Err(e) = validator().validate_def_doc("RpcInboundFrame", &doc, kind) {
+    let tag = known(members.get("type")?.as_str()?)?;
+    let kind = tag.name;
+    if let Err(e) = validator().validate_doc_with(tag.check(), &doc, kind) {
         return Some(Err(invalid(id, kind, &e)));
     }
     let parsed = match kind {
@@ -260,22 +262,46 @@ fn inbound_union() -> &'static UnionInfo {
     INBOUND.get_or_init(|| UnionInfo::get("RpcInboundFrame").expect("the schema defines RpcInboundFrame"))
 }
 
-/// The tag of an inbound frame, the union's own copy. Every line asks, so the tags are kept by
-/// length: a lookup compares only the few of the same length (a scan of ~70 names, or a binary
-/// search comparing bytes at every step, cost several times more).
+/// A tag of the inbound union, with the check of the member it selects.
+struct KnownTag {
+    /// The union's own copy of the tag.
+    name: &'static str,
+    /// The member's check, found on first use.
+    check: std::sync::OnceLock<Check>,
+}
+
+impl KnownTag {
+    /// The check of a frame with this tag: the member's, which reports what the whole union's
+    /// check reports for it, without finding the member again on every line.
+    fn check(&self) -> Check {
+        *self.check.get_or_init(|| {
+            let union = validator().def_check("RpcInboundFrame").expect("the schema defines RpcInboundFrame");
+            union.member(self.name).unwrap_or(union)
+        })
+    }
+}
+
+/// The tag of an inbound frame, the union's own copy.
 fn known_tag(kind: &str) -> Option<&'static str> {
-    static BY_LENGTH: std::sync::OnceLock<Vec<Vec<&'static str>>> = std::sync::OnceLock::new();
+    known(kind).map(|tag| tag.name)
+}
+
+/// An inbound frame's tag. Every line asks, so the tags are kept by length: a lookup compares
+/// only the few of the same length (a scan of ~70 names, or a binary search comparing bytes at
+/// every step, cost several times more).
+fn known(kind: &str) -> Option<&'static KnownTag> {
+    static BY_LENGTH: std::sync::OnceLock<Vec<Vec<KnownTag>>> = std::sync::OnceLock::new();
     let by_length = BY_LENGTH.get_or_init(|| {
-        let mut by_length: Vec<Vec<&'static str>> = Vec::new();
+        let mut by_length: Vec<Vec<KnownTag>> = Vec::new();
         for (tag, _) in inbound_union().members {
             if by_length.len() <= tag.len() {
                 by_length.resize_with(tag.len() + 1, Vec::new);
             }
-            by_length[tag.len()].push(tag);
+            by_length[tag.len()].push(KnownTag { name: tag, check: std::sync::OnceLock::new() });
         }
         by_length
     });
-    by_length.get(kind.len())?.iter().find(|tag| tag.as_bytes() == kind.as_bytes()).copied()
+    by_length.get(kind.len())?.iter().find(|tag| tag.name.as_bytes() == kind.as_bytes())
 }
 
 /// The `type` of a line as hosts write it (`"type":"…"`, no escapes), read without parsing the
