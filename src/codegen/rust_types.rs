@@ -129,8 +129,12 @@ pub fn generate(bundle: &Value) -> Result<String, CodegenError> {
     out.extend(constructors);
     out.extend(scalar_unions);
     out.extend(lit_types(&lits));
+    // A union inside an untagged enum (or a flattened field) is handed serde's buffer, which
+    // has no text: those read a `Value` (`protocol::decode::object_text`).
+    let members = unions.iter().map(|u| (u.name.clone(), u.members.iter().map(|(m, _)| m.clone()).collect())).collect();
+    let buffered = tagged_enums::read_from_buffers(&file, &members);
     for u in &unions {
-        out.extend(union_enum(u, defs, &unions));
+        out.extend(union_enum(u, defs, &unions, buffered.contains(&u.name)));
     }
     out.extend(crate::handlers::rpc_layer(defs).map_err(|e| CodegenError::Handlers(e.into()))?);
     out.extend(crate::handlers::wire_layer(defs).map_err(|e| CodegenError::Handlers(e.into()))?);

@@ -22,7 +22,7 @@ use quote::{format_ident, quote};
 /// For every enum of `file` with `#[serde(tag = "…")]` and no other container attribute,
 /// drops the derived `Deserialize` and returns the impls that replace it.
 pub fn read_by_tag(file: &mut syn::File) -> TokenStream {
-    let buffered = read_from_buffers(file);
+    let buffered = read_from_buffers(file, &Default::default());
     let mut out = TokenStream::new();
     for item in &mut file.items {
         let syn::Item::Enum(e) = item else { continue };
@@ -101,11 +101,12 @@ pub fn read_by_tag(file: &mut syn::File) -> TokenStream {
 
 /// The types a serde buffer can hand to a `Deserialize`: those named in the variants of an
 /// untagged enum, in a flattened field, or in an internally tagged enum serde still reads,
-/// and every type those name, to the end.
-fn read_from_buffers(file: &syn::File) -> std::collections::BTreeSet<String> {
+/// and every type those name, to the end. `more` names the types of types generated outside
+/// `file` (the bundle's tagged unions and their members).
+pub fn read_from_buffers(file: &syn::File, more: &std::collections::BTreeMap<String, Vec<String>>) -> std::collections::BTreeSet<String> {
     use std::collections::{BTreeMap, BTreeSet};
     // Each type's field types, and the roots serde buffers.
-    let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut names: BTreeMap<String, Vec<String>> = more.clone();
     let mut roots = Vec::new();
     for item in &file.items {
         let (ident, fields, attrs): (String, Vec<&syn::Field>, &[syn::Attribute]) = match item {

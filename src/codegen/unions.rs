@@ -73,7 +73,9 @@ pub(super) fn variant_ident(member: &str, tags: &[String], defs: &Map<String, Va
 /// code to the binary that no decoder runs.
 const FROM_TEXT: &[&str] = &["RpcCommand"];
 
-pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union]) -> TokenStream {
+/// `buffered`: the union can be read from serde's buffers (inside an untagged enum or a
+/// flattened field), which hold no text.
+pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union], buffered: bool) -> TokenStream {
     let name = format_ident!("{}", u.name);
     let prop = &u.tag_property;
     let doc = &u.doc;
@@ -82,6 +84,7 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
     let mut tag_arms = Vec::new();
     let mut parse_arms = Vec::new();
     let mut text_arms = Vec::new();
+    let mut object_arms = Vec::new();
     let mut ser_arms = Vec::new();
     let mut froms = Vec::new();
     for (member, tags) in &u.members {
@@ -110,6 +113,12 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
             None => quote! { crate::protocol::decode::from_str::<#ty>(text).map(Self::#v) },
         };
         text_arms.push(quote! { #(#tags)|* => #text_parse });
+        let object_parse = if nested.is_some() {
+            quote! { #ty::from_text(text).ok().map(Self::#v) }
+        } else {
+            quote! { crate::protocol::decode::from_str::<#ty>(text).ok().map(Self::#v) }
+        };
+        object_arms.push(quote! { #(#tags)|* => #object_parse });
         ser_arms.push(quote! { Self::#v(inner) => inner.serialize(s) });
         froms.push(quote! {
             impl ::std::convert::From<#ty> for #name {
@@ -184,6 +193,24 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
                 };
                 parse(value)
             }
+            /// Parses one JSON value's text, answering as [`Self::from_value`]: the tag is read
+            /// without reading the other members, then the member straight from the text (no
+            /// `Value` tree, nothing written back). A text that path refuses (a repeated key,
+            /// an invalid member, whose error a text parse words otherwise) is answered by
+            /// `from_value`; a member declares its tag, so a text it accepts has the tag once.
+            pub fn from_text(text: &str) -> ::std::result::Result<Self, ::serde_json::Error> {
+                let read = match crate::protocol::decode::tag_in(text, #prop) {
+                    Ok(Some(tag)) => match &*tag {
+                        #(#object_arms,)*
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match read {
+                    Some(read) => Ok(read),
+                    None => Self::from_value(::serde_json::from_str(text)?),
+                }
+            }
             #from_text
         }
         impl ::serde::Serialize for #name {
@@ -193,8 +220,8 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union])
         }
         impl<'de> ::serde::Deserialize<'de> for #name {
             fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
-                let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(d)?;
-                Self::from_value(value).map_err(<D::Error as ::serde::de::Error>::custom)
+                let text = crate::protocol::decode::object_text(d, #buffered)?;
+                Self::from_text(&text).map_err(<D::Error as ::serde::de::Error>::custom)
             }
         }
         #(#froms)*
