@@ -159,18 +159,20 @@ impl Check {
         let program = self.program;
         let Run(first, 1) = program.nodes[self.node as usize] else { return None };
         let Op::Tagged(_, members) = program.ops[first as usize] else { return None };
-        let list = program.run_of(members);
-        let i = list.binary_search_by(|e| program.order(e.0, tag)).ok()?;
-        program.at(list[i].1)
+        program.at(program.find(members, tag)?.1)
     }
 }
 
 impl Program {
     /// The check of the def or named root `name`.
     pub fn check(&'static self, name: &str) -> Option<Check> {
-        let roots = self.run_of(self.roots);
-        let i = roots.binary_search_by(|e| self.order(e.0, name)).ok()?;
-        self.at(roots[i].1)
+        self.at(self.find(self.roots, name)?.1)
+    }
+
+    /// The entry of the sorted run `r` (the roots, a union's tags) whose string is `text`.
+    fn find(&self, r: Run, text: &str) -> Option<&'static Entry> {
+        let list = self.run_of(r);
+        list.binary_search_by(|e| self.order(e.0, text)).ok().map(|i| &list[i])
     }
 
     /// The check of a node reference (of the base program when it says so).
@@ -374,12 +376,11 @@ impl Program {
         let property = self.str(property);
         match object.get(property) {
             Some(Doc::String(tag)) => {
-                let list = self.run_of(members);
-                match list.binary_search_by(|e| self.order(e.0, tag)) {
-                    Ok(i) => self.node(list[i].1, v, at, s),
-                    Err(_) => s.fail(&at.key(property), || {
+                match self.find(members, tag) {
+                    Some(member) => self.node(member.1, v, at, s),
+                    None => s.fail(&at.key(property), || {
                         // The tags in the schema's order (each entry's place is its third field).
-                        let mut in_order: Vec<&Entry> = list.iter().collect();
+                        let mut in_order: Vec<&Entry> = self.run_of(members).iter().collect();
                         in_order.sort_by_key(|e| e.2);
                         c::unknown_tag_message(property, tag, &in_order.iter().map(|e| self.str(e.0)).collect::<Vec<_>>())
                     }),
