@@ -68,9 +68,9 @@ pub(super) fn variant_ident(member: &str, tags: &[String], defs: &Map<String, Va
 }
 
 /// The unions that also get `from_tagged_str` (the typed parse straight from a line's text,
-/// once the tag is known): only those a decoder reads that way. Each instantiates serde_json's
-/// text parser for every member struct, so it is not generated for all: each would add
-/// code to the binary that no decoder runs.
+/// once the caller has read the tag): only those a decoder reads that way. Every union reads
+/// its members from text through `from_text`, which finds the tag itself; a `from_tagged_str`
+/// for the others would be code no decoder runs.
 const FROM_TEXT: &[&str] = &["RpcCommand"];
 
 /// `buffered`: the union can be read from serde's buffers (inside an untagged enum or a
@@ -106,19 +106,15 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union],
             quote! { crate::protocol::decode::from_value::<#ty>(value).map(Self::#v) }
         };
         parse_arms.push(quote! { #(#tags)|* => |value| #parse });
+        // The member from `text` once its tag (`tag`) is known.
         let text_parse = match nested {
             Some(n) if &n.tag_property == prop && FROM_TEXT.contains(&n.name.as_str()) => quote! { #ty::from_tagged_str(tag, text).map(Self::#v) },
-            // A union member without its own text parse reads its tag from the value.
-            Some(_) => quote! { ::serde_json::from_str(text).and_then(#ty::from_value).map(Self::#v) },
+            // A union member without the tag-given parse reads its own tag.
+            Some(_) => quote! { #ty::from_text(text).map(Self::#v) },
             None => quote! { crate::protocol::decode::from_str::<#ty>(text).map(Self::#v) },
         };
         text_arms.push(quote! { #(#tags)|* => #text_parse });
-        let object_parse = if nested.is_some() {
-            quote! { #ty::from_text(text).ok().map(Self::#v) }
-        } else {
-            quote! { crate::protocol::decode::from_str::<#ty>(text).ok().map(Self::#v) }
-        };
-        object_arms.push(quote! { #(#tags)|* => #object_parse });
+        object_arms.push(quote! { #(#tags)|* => (#text_parse).ok() });
         ser_arms.push(quote! { Self::#v(inner) => inner.serialize(s) });
         froms.push(quote! {
             impl ::std::convert::From<#ty> for #name {
@@ -126,6 +122,12 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union],
             }
         });
     }
+    // A union with `from_tagged_str` reads its member through it.
+    let read_member = if FROM_TEXT.contains(&u.name.as_str()) {
+        quote! { Self::from_tagged_str(tag, text).ok() }
+    } else {
+        quote! { match tag { #(#object_arms,)* _ => None } }
+    };
     let expected = format!("{all_tags:?}");
     let from_text = FROM_TEXT.contains(&u.name.as_str()).then(|| {
         // The members' optional `id` (a `RequestId`), for a decoder that reuses a parsed frame
@@ -200,10 +202,10 @@ pub(super) fn union_enum(u: &Union, defs: &Map<String, Value>, unions: &[Union],
             /// `from_value`; a member declares its tag, so a text it accepts has the tag once.
             pub fn from_text(text: &str) -> ::std::result::Result<Self, ::serde_json::Error> {
                 let read = match crate::protocol::decode::tag_in(text, #prop) {
-                    Ok(Some(tag)) => match &*tag {
-                        #(#object_arms,)*
-                        _ => None,
-                    },
+                    Ok(Some(tag)) => {
+                        let tag: &str = &tag;
+                        #read_member
+                    }
                     _ => None,
                 };
                 match read {
